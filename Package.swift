@@ -1,0 +1,99 @@
+// swift-tools-version: 6.1
+//
+// HybridSim: the FIDO CTAP 2.2 hybrid transport (caBLE v2) on one machine.
+// See Docs/ARCHITECTURE.md for what each target is for.
+
+import PackageDescription
+
+let package = Package(
+    name: "HybridSim",
+    platforms: [.macOS(.v14)],
+    products: [
+        .library(name: "CTAP2", targets: ["CTAP2"]),
+        .library(name: "HybridCore", targets: ["HybridCore"]),
+        .library(name: "HybridQR", targets: ["HybridQR"]),
+        .library(name: "HybridRuntime", targets: ["HybridRuntime"]),
+        .library(name: "HybridSim", targets: ["HybridSim"]),
+        .executable(name: "hybrid-sim", targets: ["hybrid-sim"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.2"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+    ],
+    targets: [
+        // MARK: Pure protocol core (no I/O)
+
+        /// CTAP2 canonical CBOR, CTAP2 messages, WebAuthn client data, byte encodings.
+        .target(
+            name: "CTAP2",
+            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+        ),
+        /// The hybrid (caBLE v2) wire layer and the client/authenticator state machines.
+        .target(
+            name: "HybridCore",
+            dependencies: [
+                "CTAP2",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
+
+        // MARK: QR codes (libqrencode + libzbar)
+
+        .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
+        .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
+        .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
+        /// QR symbol encoding, terminal/PNG/SVG rendering, and scanning with a real decoder.
+        .target(name: "HybridQR", dependencies: ["HybridCore", "CQRencode", "CZbar", "CPNG"]),
+
+        // MARK: Networked runtime (SwiftNIO, loopback)
+
+        /// Tunnel relay, WebSocket client transport, proximity stub, session drivers, test harness.
+        .target(
+            name: "HybridRuntime",
+            dependencies: [
+                "HybridCore",
+                "CTAP2",
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Product (desktop, phone, relying party, demo)
+
+        /// The desktop (browser + relying party) and phone (authenticator) programs as library entry points.
+        .target(
+            name: "HybridSim",
+            dependencies: [
+                "CTAP2", "HybridCore", "HybridQR", "HybridRuntime",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        /// The `hybrid-sim` command: argument parsing only.
+        .executableTarget(
+            name: "hybrid-sim",
+            dependencies: [
+                "HybridSim", "HybridQR", "HybridRuntime", "HybridCore", "CTAP2",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // MARK: Tests
+
+        .testTarget(name: "CTAP2Tests", dependencies: ["CTAP2"]),
+        .testTarget(
+            name: "HybridCoreTests",
+            dependencies: ["HybridCore", "CTAP2", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        .testTarget(name: "HybridQRTests", dependencies: ["HybridQR", "HybridCore"]),
+        .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2"]),
+        .testTarget(name: "HybridSimTests", dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
