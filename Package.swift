@@ -86,14 +86,17 @@ let package = Package(
 
         // MARK: Tests
 
-        .testTarget(name: "CTAP2Tests", dependencies: ["CTAP2"]),
+        /// Shared test support: the `Vectors/` loader and hex literals. Not a product.
+        .target(name: "HybridTestSupport", dependencies: ["CTAP2"]),
+
+        .testTarget(name: "CTAP2Tests", dependencies: ["CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "HybridCoreTests",
-            dependencies: ["HybridCore", "CTAP2", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["HybridCore", "CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "HybridQRTests", dependencies: ["HybridQR", "HybridCore"]),
-        .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2"]),
-        .testTarget(name: "HybridSimTests", dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2"]),
+        .testTarget(name: "HybridQRTests", dependencies: ["HybridQR", "HybridCore", "HybridTestSupport"]),
+        .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
+        .testTarget(name: "HybridSimTests", dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

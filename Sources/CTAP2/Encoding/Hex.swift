@@ -1,0 +1,49 @@
+/// Hexadecimal encoding of byte strings, as used by vectors, URLs and logs.
+///
+/// caBLE URLs use upper-case hex (Chromium `base::HexEncode`); vectors use lower case.
+public enum Hex {
+    /// Why a hex string was rejected.
+    public enum DecodingError: Error, Hashable, Sendable {
+        /// The string has an odd number of characters.
+        case oddLength
+        /// A character at this offset is not `0-9a-fA-F`.
+        case invalidCharacter(offset: Int)
+    }
+
+    /// Encodes bytes as hex, lower case unless `uppercase` is set.
+    public static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes, uppercase: Bool = false) -> String {
+        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.underestimatedCount * 2)
+        for byte in bytes {
+            out.append(digits[Int(byte >> 4)])
+            out.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Decodes a hex string (either case). Throws ``DecodingError``.
+    public static func decode(_ string: some StringProtocol) throws(DecodingError) -> [UInt8] {
+        let utf8 = Array(string.utf8)
+        guard utf8.count % 2 == 0 else { throw .oddLength }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            guard let high = nibble(utf8[index]) else { throw .invalidCharacter(offset: index) }
+            guard let low = nibble(utf8[index + 1]) else { throw .invalidCharacter(offset: index + 1) }
+            out.append(high << 4 | low)
+            index += 2
+        }
+        return out
+    }
+
+    private static func nibble(_ c: UInt8) -> UInt8? {
+        switch c {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return c - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
