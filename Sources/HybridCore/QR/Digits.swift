@@ -1,0 +1,68 @@
+/// The decimal encoding of the QR payload (Chromium `BytesToDigits` / `DigitsToBytes`).
+///
+/// Bytes go in 7-byte chunks, each read as a little-endian integer and printed as 17 zero-padded
+/// digits; a final partial chunk of n bytes takes 3, 5, 8, 10, 13 or 15 digits. QR numeric mode
+/// stores digits far more densely than byte mode, which is why the scheme exists.
+public enum Digits {
+    private static let chunkSize = 7
+    private static let chunkDigits = 17
+    /// Digits for a partial chunk of n bytes (index n), 0 for impossible sizes.
+    private static let partialChunkDigits = [0, 3, 5, 8, 10, 13, 15]
+
+    /// Encodes bytes as digits.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        var out = ""
+        out.reserveCapacity((bytes.count / chunkSize + 1) * chunkDigits)
+        var index = 0
+        while index < bytes.count {
+            let end = min(index + chunkSize, bytes.count)
+            var value: UInt64 = 0
+            for (shift, byte) in bytes[index..<end].enumerated() {
+                value |= UInt64(byte) << UInt64(8 * shift)
+            }
+            let width = end - index == chunkSize ? chunkDigits : partialChunkDigits[end - index]
+            let digits = String(value)
+            out += String(repeating: "0", count: width - digits.count) + digits
+            index = end
+        }
+        return out
+    }
+
+    /// Decodes digits. Throws ``HybridError/Code/invalidDigits`` for non-ASCII-digit characters,
+    /// a remainder length that no chunk size produces, or a chunk value too large for its bytes.
+    public static func decode(_ digits: some StringProtocol) throws(HybridError) -> [UInt8] {
+        let utf8 = Array(digits.utf8)
+        guard utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+            throw HybridError(.invalidDigits, "contains characters other than ASCII digits")
+        }
+        var out: [UInt8] = []
+        out.reserveCapacity(utf8.count / 2)
+        var index = 0
+        while index < utf8.count {
+            let remaining = utf8.count - index
+            let width: Int
+            let byteCount: Int
+            if remaining >= chunkDigits {
+                width = chunkDigits
+                byteCount = chunkSize
+            } else if let n = partialChunkDigits.firstIndex(of: remaining), n > 0 {
+                width = remaining
+                byteCount = n
+            } else {
+                throw HybridError(.invalidDigits, "a final group of \(remaining) digits encodes no whole number of bytes")
+            }
+            var value: UInt64 = 0
+            for digit in utf8[index..<index + width] {
+                value = value * 10 + UInt64(digit - UInt8(ascii: "0"))  // ≤ 17 digits: no overflow
+            }
+            guard value >> UInt64(8 * byteCount) == 0 else {
+                throw HybridError(.invalidDigits, "digit group \(index / chunkDigits) is out of range for \(byteCount) bytes")
+            }
+            for shift in 0..<byteCount {
+                out.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * shift)))
+            }
+            index += width
+        }
+        return out
+    }
+}

@@ -1,0 +1,141 @@
+import CTAP2
+import Crypto
+
+/// The contents of the `FIDO:/` QR code a client (desktop) shows: a CBOR map of keys 0–5,
+/// encoded with ``Digits``. Parse rules follow Chromium `qr::Parse`.
+///
+/// | key | meaning |
+/// | --- | --- |
+/// | 0 | the client's P-256 identity public key, compressed (33 bytes), required |
+/// | 1 | the 16-byte QR secret, required |
+/// | 2 | number of assigned tunnel-server domains the client knows, optional (default 0) |
+/// | 3 | current time in seconds since the Unix epoch, optional, never interpreted |
+/// | 4 | whether the client can store linking information, optional |
+/// | 5 | request-type hint `"ga"` / `"mc"`; unknown values mean `"ga"` |
+///
+/// Key 6 is never emitted (implementations disagree on its type) and is ignored when parsing,
+/// as are all other unknown keys.
+public struct QRPayload: Sendable, Hashable {
+    /// The hint of what the client will ask for once connected.
+    public enum RequestType: String, Sendable, Hashable, CaseIterable {
+        /// `"ga"`: a getAssertion (sign-in) follows.
+        case getAssertion = "ga"
+        /// `"mc"`: a makeCredential (registration) follows.
+        case makeCredential = "mc"
+    }
+
+    /// Key 0: the client's identity public key, X9.62 compressed (33 bytes).
+    public var compressedPublicKey: [UInt8]
+    /// Key 1: the QR secret (16 bytes).
+    public var secret: [UInt8]
+    /// Key 2: number of assigned tunnel-server domains the client knows.
+    public var knownDomainCount: UInt64
+    /// Key 3: seconds since the Unix epoch when the code was made, if present.
+    public var timestamp: UInt64?
+    /// Key 4: whether the client supports linking, if present.
+    public var supportsLinking: Bool?
+    /// Key 5: the request-type hint.
+    public var requestType: RequestType
+
+    /// Creates a payload. Sizes are checked when encoding is parsed back, not here.
+    public init(
+        compressedPublicKey: [UInt8],
+        secret: [UInt8],
+        knownDomainCount: UInt64 = UInt64(HybridConstants.assignedDomainCount),
+        timestamp: UInt64? = nil,
+        supportsLinking: Bool? = nil,
+        requestType: RequestType = .getAssertion
+    ) {
+        self.compressedPublicKey = compressedPublicKey
+        self.secret = secret
+        self.knownDomainCount = knownDomainCount
+        self.timestamp = timestamp
+        self.supportsLinking = supportsLinking
+        self.requestType = requestType
+    }
+
+    /// The CBOR map, keys 0–5 (optional ones only when set).
+    public var cbor: CBORValue {
+        var map: [CBORValue: CBORValue] = [
+            0: .bytes(compressedPublicKey),
+            1: .bytes(secret),
+            2: .unsigned(knownDomainCount),
+        ]
+        if let timestamp { map[3] = .unsigned(timestamp) }
+        if let supportsLinking { map[4] = .bool(supportsLinking) }
+        map[5] = .text(requestType.rawValue)
+        return .map(map)
+    }
+
+    /// The `FIDO:/` URL to put in the QR code.
+    public var url: String {
+        HybridConstants.qrPrefix + Digits.encode(CBOR.encode(cbor))
+    }
+
+    /// The identity public key, decompressed.
+    public var publicKey: P256.KeyAgreement.PublicKey {
+        get throws(HybridError) { try Self.decompress(compressedPublicKey) }
+    }
+
+    /// Parses a `FIDO:/` URL. The prefix is compared case-insensitively.
+    /// Throws ``HybridError/Code/invalidQRCode`` or ``HybridError/Code/invalidDigits`` naming the rule.
+    public init(url: String) throws(HybridError) {
+        let prefix = HybridConstants.qrPrefix
+        guard url.utf8.count > prefix.utf8.count,
+            url.prefix(prefix.count).uppercased() == prefix
+        else {
+            throw HybridError(.invalidQRCode, "not a FIDO:/ URL with a payload")
+        }
+        let bytes = try Digits.decode(url.dropFirst(prefix.count))
+        let value: CBORValue
+        do {
+            value = try CBOR.decode(bytes)
+        } catch {
+            throw HybridError(.invalidQRCode, "payload is not canonical CBOR (\(error))")
+        }
+        try self.init(cbor: value)
+    }
+
+    /// Applies Chromium's `qr::Parse` rules to a decoded CBOR value.
+    public init(cbor value: CBORValue) throws(HybridError) {
+        guard let map = value.mapValue else { throw HybridError(.invalidQRCode, "payload is not a CBOR map") }
+        guard let key = map[0]?.bytesValue else { throw HybridError(.invalidQRCode, "key 0 (public key) missing or not a byte string") }
+        guard key.count == HybridConstants.compressedPublicKeySize else {
+            throw HybridError(.invalidQRCode, "key 0 (public key) is \(key.count) bytes, expected 33")
+        }
+        do {
+            _ = try Self.decompress(key)
+        } catch {
+            throw HybridError(.invalidQRCode, "key 0 (public key) is not a valid compressed P-256 point")
+        }
+        guard let secret = map[1]?.bytesValue, secret.count == HybridConstants.qrSecretSize else {
+            throw HybridError(.invalidQRCode, "key 1 (secret) missing or not a 16-byte byte string")
+        }
+        var domains: UInt64 = 0
+        if let entry = map[2] {
+            guard let n = entry.unsignedValue else { throw HybridError(.invalidQRCode, "key 2 (known domains) is not an unsigned integer") }
+            domains = n
+        }
+        var linking: Bool? = nil
+        if let entry = map[4] {
+            guard let b = entry.boolValue else { throw HybridError(.invalidQRCode, "key 4 (supports linking) is not a boolean") }
+            linking = b
+        }
+        var type = RequestType.getAssertion
+        if let entry = map[5] {
+            guard let s = entry.textValue else { throw HybridError(.invalidQRCode, "key 5 (request type) is not a text string") }
+            type = RequestType(rawValue: s) ?? .getAssertion  // unknown hints are treated as "ga"
+        }
+        self.init(
+            compressedPublicKey: key, secret: secret, knownDomainCount: domains,
+            timestamp: map[3]?.unsignedValue, supportsLinking: linking, requestType: type)
+    }
+
+    static func decompress(_ bytes: [UInt8]) throws(HybridError) -> P256.KeyAgreement.PublicKey {
+        do {
+            return try P256.KeyAgreement.PublicKey(compressedRepresentation: bytes)
+        } catch {
+            throw HybridError(.invalidPublicKey, "not a compressed P-256 point")
+        }
+    }
+}
