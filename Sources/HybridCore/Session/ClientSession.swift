@@ -1,0 +1,195 @@
+import CTAP2
+import Crypto
+
+/// The desktop (client platform, Noise initiator) side of a QR-initiated hybrid transaction, as a
+/// pure state machine: it performs no I/O and returns what its driver must do.
+///
+/// ```
+/// init → url (show as QR)
+/// receivedAdvert(_:)  → .matched(connect path)       driver joins /cable/connect/…
+/// tunnelConnected()   → handshake message 1           driver sends it
+/// receivedMessage(_:) → [] (msg 2) / [.ready(getInfo)] (post-handshake) / [.linked(info)] / [.response(bytes)]
+/// encryptRequest(_:)  → ciphertext                    driver sends it
+/// encryptShutdown()   → ciphertext                    driver sends it and closes
+/// ```
+/// Mirrors Chromium `FidoTunnelDevice` (QR constructor) and `cablev2::HandshakeInitiator`.
+public struct ClientSession: Sendable {
+    /// What the driver must do after a message arrived.
+    public enum Action: Sendable, Hashable {
+        /// The authenticator is ready; its getInfo response (CBOR). Requests may now be sent.
+        case ready(getInfo: [UInt8])
+        /// The phone sent linking information and its signature verified.
+        case linked(LinkingInfo)
+        /// A CTAP2 response: status byte ‖ CBOR.
+        case response([UInt8])
+    }
+
+    /// The result of offering an advert to the session.
+    public enum AdvertOutcome: Sendable, Hashable {
+        /// The advert is this session's: join the tunnel at this path on the relay for `eid.domain`.
+        case matched(eid: EID, connectPath: String)
+        /// Not this session's advert (other sessions are normal traffic), or a repeat.
+        case ignored
+        /// Authenticated by this session's key but invalid (reserved byte, unknown domain).
+        case rejected(HybridError)
+    }
+
+    private enum State: Sendable {
+        /// The QR code is shown; waiting for the phone's advert.
+        case waitingForAdvert
+        /// An advert matched; waiting for the driver to join the tunnel.
+        case advertMatched(psk: [UInt8])
+        /// Message 1 sent; waiting for message 2.
+        case sentHandshake(NoiseHandshake.Initiator)
+        /// Handshake done; waiting for the post-handshake message.
+        case waitingForPostHandshake(Crypter, handshakeHash: [UInt8])
+        /// Ready for requests, or waiting for the response to one.
+        case established(Crypter, handshakeHash: [UInt8], awaitingResponse: Bool)
+        /// Shutdown sent or a fatal error seen; nothing more happens.
+        case closed
+    }
+
+    /// The QR code contents.
+    public let qrPayload: QRPayload
+    /// Values derived from the QR secret (EID key, tunnel ID).
+    public let keys: QRSecretKeys
+    private let identityKey: P256.KeyAgreement.PrivateKey
+    private let advertCipher: AdvertCipher
+    private let random: RandomSource
+    private var state: State = .waitingForAdvert
+
+    /// Starts a session: a fresh identity key and QR secret from `random`, unless given.
+    /// - Parameters:
+    ///   - requestType: the hint in QR key 5.
+    ///   - timestamp: QR key 3, seconds since the Unix epoch (time is injected; the core reads no clock).
+    ///   - supportsLinking: QR key 4; `nil` omits it.
+    public init(
+        requestType: QRPayload.RequestType, timestamp: UInt64, supportsLinking: Bool? = false,
+        random: RandomSource = .system,
+        identityKey: P256.KeyAgreement.PrivateKey? = nil, qrSecret: [UInt8]? = nil
+    ) {
+        let identityKey = identityKey ?? random.keyAgreementKey()
+        let secret = qrSecret ?? random.bytes(HybridConstants.qrSecretSize)
+        precondition(secret.count == HybridConstants.qrSecretSize, "QR secret must be 16 bytes")
+        self.identityKey = identityKey
+        self.random = random
+        self.qrPayload = QRPayload(
+            compressedPublicKey: Array(identityKey.publicKey.compressedRepresentation), secret: secret,
+            knownDomainCount: UInt64(HybridConstants.assignedDomainCount), timestamp: timestamp,
+            supportsLinking: supportsLinking, requestType: requestType)
+        self.keys = QRSecretKeys(qrSecret: secret)
+        self.advertCipher = AdvertCipher(eidKey: keys.eidKey)
+    }
+
+    /// The `FIDO:/` URL to show.
+    public var url: String { qrPayload.url }
+
+    /// Whether the handshake has completed and the post-handshake message arrived.
+    public var isEstablished: Bool {
+        if case .established = state { return true }
+        return false
+    }
+
+    /// Trial-decrypts an advert (Chromium `eid::Decrypt`). The first valid match moves the session
+    /// on; every later advert is ignored, as Chromium ignores adverts once one matched.
+    public mutating func receivedAdvert(_ advert: [UInt8]) -> AdvertOutcome {
+        guard case .waitingForAdvert = state else { return .ignored }
+        switch advertCipher.decrypt(advert: advert) {
+        case .notOurs:
+            return .ignored
+        case .rejected(let error):
+            return .rejected(error)
+        case .matched(let plaintext, let eid):
+            state = .advertMatched(psk: derivePSK(secret: qrPayload.secret, eidPlaintext: plaintext))
+            return .matched(
+                eid: eid, connectPath: TunnelURLs.connectPath(routingID: eid.routingID, tunnelID: keys.tunnelID))
+        }
+    }
+
+    /// The tunnel is joined: returns handshake message 1 (81 bytes) to send.
+    public mutating func tunnelConnected(ephemeralKey: P256.KeyAgreement.PrivateKey? = nil) -> [UInt8] {
+        guard case .advertMatched(let psk) = state else {
+            preconditionFailure("tunnelConnected() before an advert matched (state \(state))")
+        }
+        let initiator = NoiseHandshake.Initiator.qr(
+            psk: psk, identityKey: identityKey, ephemeralKey: ephemeralKey ?? random.keyAgreementKey())
+        state = .sentHandshake(initiator)
+        return initiator.message
+    }
+
+    /// Processes one binary tunnel message. Any error is fatal: the session closes and the driver
+    /// must close the tunnel.
+    public mutating func receivedMessage(_ message: [UInt8]) throws(HybridError) -> [Action] {
+        do {
+            return try process(message)
+        } catch {
+            state = .closed
+            throw error
+        }
+    }
+
+    private mutating func process(_ message: [UInt8]) throws(HybridError) -> [Action] {
+        switch state {
+        case .sentHandshake(let initiator):
+            let result = try initiator.finish(response: message)
+            state = .waitingForPostHandshake(result.crypter, handshakeHash: result.handshakeHash)
+            return []
+        case .waitingForPostHandshake(var crypter, let hash):
+            let plaintext = try crypter.decrypt(message)
+            let post = try PostHandshakeMessage.parse(plaintext)
+            var actions: [Action] = []
+            if let linking = post.linking {
+                actions.append(.linked(try verifiedLinking(linking, handshakeHash: hash)))
+            }
+            state = .established(crypter, handshakeHash: hash, awaitingResponse: false)
+            return [.ready(getInfo: post.getInfo ?? [])] + actions
+        case .established(var crypter, let hash, let awaiting):
+            let frame = try Frame(bytes: try crypter.decrypt(message))
+            switch frame.type {
+            case .update:
+                state = .established(crypter, handshakeHash: hash, awaitingResponse: awaiting)
+                guard let linking = try UpdateMessage.parse(payload: frame.payload) else { return [] }
+                return [.linked(try verifiedLinking(linking, handshakeHash: hash))]
+            case .ctap:
+                guard awaiting else { throw HybridError(.unexpectedMessage, "CTAP message without an outstanding request") }
+                guard !frame.payload.isEmpty else { throw HybridError(.invalidCTAPMessage, "CTAP response without a status byte") }
+                state = .established(crypter, handshakeHash: hash, awaitingResponse: false)
+                return [.response(frame.payload)]
+            case .shutdown:
+                throw HybridError(.unexpectedMessage, "the authenticator sent a shutdown message (only clients do)")
+            case .json:
+                throw HybridError(.unexpectedMessage, "JSON messages are not supported by this client")
+            }
+        case .waitingForAdvert, .advertMatched:
+            throw HybridError(.unexpectedMessage, "tunnel message before the handshake started")
+        case .closed:
+            throw HybridError(.unexpectedMessage, "tunnel message after the session closed")
+        }
+    }
+
+    /// Encrypts a CTAP2 request (command byte ‖ CBOR) as a `kCTAP` frame. Call after `.ready`, one
+    /// request at a time.
+    public mutating func encryptRequest(_ request: [UInt8]) throws(HybridError) -> [UInt8] {
+        guard case .established(var crypter, let hash, let awaiting) = state, !awaiting else {
+            preconditionFailure("encryptRequest(_:) while not ready for a request (state \(state))")
+        }
+        let ciphertext = try crypter.encrypt(Frame(type: .ctap, payload: request).bytes)
+        state = .established(crypter, handshakeHash: hash, awaitingResponse: true)
+        return ciphertext
+    }
+
+    /// Encrypts the shutdown message (`00`); the session is closed afterwards.
+    public mutating func encryptShutdown() throws(HybridError) -> [UInt8] {
+        guard case .established(var crypter, _, _) = state else {
+            preconditionFailure("encryptShutdown() before the session was established (state \(state))")
+        }
+        state = .closed
+        return try crypter.encrypt(Frame.shutdown.bytes)
+    }
+
+    private func verifiedLinking(_ map: CBORValue, handshakeHash: [UInt8]) throws(HybridError) -> LinkingInfo {
+        let info = try LinkingInfo(cbor: map)
+        try info.verify(clientIdentity: identityKey, handshakeHash: handshakeHash)
+        return info
+    }
+}
