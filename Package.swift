@@ -94,7 +94,10 @@ let package = Package(
             name: "HybridCoreTests",
             dependencies: ["HybridCore", "CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]
         ),
-        .testTarget(name: "HybridQRTests", dependencies: ["HybridQR", "HybridCore", "HybridTestSupport"]),
+        .testTarget(
+            name: "HybridQRTests",
+            dependencies: ["HybridQR", "HybridCore", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
         .testTarget(name: "HybridSimTests", dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport"]),
     ],
