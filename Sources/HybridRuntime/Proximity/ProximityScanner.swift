@@ -1,0 +1,209 @@
+import Logging
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// The desktop side of the proximity stub: listens for adverts on a loopback UDP port and hands
+/// each plausible one to a matcher (the session's trial decryption).
+///
+/// For every datagram, in order: it must be 23 bytes, name a known service UUID, have
+/// RSSI ≥ `minRSSI`, not repeat an advert that already matched, and make the matcher return a
+/// value. Everything else is ignored and counted in ``statistics``.
+public final class ProximityScanner<Match: Sendable>: Sendable {
+    /// The scanner's counters.
+    public typealias Statistics = ProximityStatistics
+    /// Returns a value when the 20-byte advert belongs to this session (e.g. the decrypted EID),
+    /// `nil` otherwise. Runs on an event loop: keep it fast and non-blocking.
+    public typealias Matcher = @Sendable (_ advert: [UInt8]) -> Match?
+
+    private let host: String
+    private let port: Int
+    private let group: any EventLoopGroup
+    private let logger: Logger
+    private let core: ScannerCore<Match>
+    private let channel = Mutex<Channel?>(nil)
+    private let started = Mutex(false)
+
+    /// Creates a scanner; nothing listens until ``start()``.
+    ///
+    /// - Parameters:
+    ///   - host: loopback address to bind.
+    ///   - port: UDP port; 0 picks a free one (the CLI default is ``ProximityDefaults/scannerPort``).
+    ///   - minRSSI: weakest accepted RSSI in dBm (default -70).
+    ///   - matcher: decides whether an advert is this session's.
+    public init(
+        host: String = "127.0.0.1",
+        port: Int = 0,
+        minRSSI: Int8 = ProximityDefaults.minRSSI,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "hybrid-sim.proximity"),
+        matcher: @escaping Matcher
+    ) {
+        self.host = host
+        self.port = port
+        self.group = group
+        self.logger = logger
+        self.core = ScannerCore(minRSSI: minRSSI, matcher: matcher, logger: logger)
+    }
+
+    /// Binds the UDP socket. Returns the bound endpoint (real port when 0 was asked for).
+    ///
+    /// - Throws: `.invalidAddress` (not loopback), `.bindFailed`, `.invalidState` if already started.
+    @discardableResult
+    public func start() async throws -> ProximityEndpoint {
+        guard LoopbackAddress.isLoopback(host) else {
+            throw RuntimeError(.invalidAddress, "proximity host \(host) is not a loopback address")
+        }
+        try started.withLock { started in
+            guard !started else { throw RuntimeError(.invalidState, "proximity scanner already started") }
+            started = true
+        }
+        let core = self.core
+        let bound: Channel
+        do {
+            bound = try await DatagramBootstrap(group: group)
+                .channelOption(.socketOption(.so_reuseaddr), value: 1)
+                .channelInitializer { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(ProximityScanHandler(core: core))
+                    }
+                }
+                .bind(host: host, port: port)
+                .get()
+        } catch {
+            throw RuntimeError(.bindFailed, "proximity scanner could not bind udp://\(host):\(port): \(error)")
+        }
+        channel.withLock { $0 = bound }
+        let endpoint = ProximityEndpoint(host: host, port: bound.localAddress?.port ?? port)
+        logger.info("scanning for adverts on \(endpoint)")
+        return endpoint
+    }
+
+    /// Waits for the next advert the matcher accepts.
+    ///
+    /// - Throws: `.noNearbyAuthenticator` after `timeout`, carrying the counters in
+    ///   ``RuntimeError/proximityStatistics`` and in its message; `.invalidState` after ``stop()``.
+    public func waitForMatch(timeout: Duration) async throws -> (match: Match, rssi: Int8) {
+        do {
+            let found = try await core.matches.next(timeout: timeout, operation: "waiting for a nearby authenticator")
+            return (found.match, found.rssi)
+        } catch let error as RuntimeError where error.code == .timeout {
+            let statistics = core.statistics
+            throw RuntimeError(
+                .noNearbyAuthenticator,
+                "no nearby authenticator within \(timeout.humanReadable): \(statistics)",
+                proximityStatistics: statistics
+            )
+        }
+    }
+
+    /// The counters so far.
+    public var statistics: ProximityStatistics { core.statistics }
+
+    /// Closes the socket; a pending ``waitForMatch(timeout:)`` throws `.invalidState`. Idempotent.
+    public func stop() async {
+        core.matches.finish(RuntimeError(.invalidState, "proximity scanner stopped"))
+        let bound = channel.withLock { channel in
+            defer { channel = nil }
+            return channel
+        }
+        try? await bound?.close().get()
+    }
+}
+
+/// One accepted advert.
+struct ScannerMatch<Match: Sendable>: Sendable {
+    var match: Match
+    var rssi: Int8
+}
+
+/// The scanner's filter chain and counters, shared by the channel handler and the public API.
+final class ScannerCore<Match: Sendable>: Sendable {
+    let matches = MessageInbox<ScannerMatch<Match>>()
+    private let minRSSI: Int8
+    private let matcher: @Sendable ([UInt8]) -> Match?
+    private let logger: Logger
+    private let state: Mutex<(statistics: ProximityStatistics, used: Set<[UInt8]>)>
+
+    init(minRSSI: Int8, matcher: @escaping @Sendable ([UInt8]) -> Match?, logger: Logger) {
+        self.minRSSI = minRSSI
+        self.matcher = matcher
+        self.logger = logger
+        self.state = Mutex((ProximityStatistics(minRSSI: minRSSI), []))
+    }
+
+    var statistics: ProximityStatistics { state.withLock { $0.statistics } }
+
+    /// Runs one datagram through the filters.
+    func process(_ bytes: [UInt8]) {
+        let datagram: ProximityDatagram?
+        do {
+            datagram = try ProximityDatagram(parsing: bytes)
+        } catch let error as RuntimeError {
+            state.withLock { state in
+                state.statistics.received += 1
+                if error.code == .unknownServiceUUID {
+                    state.statistics.unknownServiceUUID += 1
+                } else {
+                    state.statistics.wrongLength += 1
+                }
+            }
+            return
+        } catch {
+            datagram = nil
+        }
+        guard let datagram else { return }
+        let candidate: Bool = state.withLock { state in
+            state.statistics.received += 1
+            if datagram.rssi < minRSSI {
+                state.statistics.tooFar += 1
+                state.statistics.strongestTooFarRSSI = max(state.statistics.strongestTooFarRSSI ?? .min, datagram.rssi)
+                return false
+            }
+            if state.used.contains(datagram.advert) {
+                state.statistics.replayed += 1
+                return false
+            }
+            return true
+        }
+        guard candidate else { return }
+        // The matcher runs outside the lock so it may read the statistics.
+        let match = matcher(datagram.advert)
+        let accepted: Bool = state.withLock { state in
+            guard let _ = match else {
+                state.statistics.notOurs += 1
+                return false
+            }
+            guard state.used.insert(datagram.advert).inserted else {
+                state.statistics.replayed += 1
+                return false
+            }
+            state.statistics.matched += 1
+            return true
+        }
+        if accepted, let match {
+            logger.debug("advert accepted at rssi \(datagram.rssi)")
+            matches.push(ScannerMatch(match: match, rssi: datagram.rssi))
+        }
+    }
+}
+
+/// Feeds received datagrams to a ``ScannerCore``.
+final class ProximityScanHandler<Match: Sendable>: ChannelInboundHandler {
+    typealias InboundIn = AddressedEnvelope<ByteBuffer>
+
+    private let core: ScannerCore<Match>
+
+    init(core: ScannerCore<Match>) {
+        self.core = core
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let envelope = unwrapInboundIn(data)
+        core.process(Array(envelope.data.readableBytesView))
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        // A UDP socket stays usable after e.g. ECONNREFUSED from an ICMP message: keep listening.
+    }
+}

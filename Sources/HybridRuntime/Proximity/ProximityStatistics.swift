@@ -1,0 +1,47 @@
+/// What a ``ProximityScanner`` has seen, by category. Every datagram lands in exactly one of
+/// `matched`, `wrongLength`, `unknownServiceUUID`, `tooFar`, `replayed`, `notOurs`.
+public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
+    /// The scanner's threshold, to explain `tooFar`.
+    public var minRSSI: Int8
+    /// Datagrams received.
+    public var received = 0
+    /// Adverts the matcher accepted (each distinct advert once).
+    public var matched = 0
+    /// Datagrams that were not 23 bytes long.
+    public var wrongLength = 0
+    /// Datagrams with a service UUID other than 0xFFF9 / 0xFDE2.
+    public var unknownServiceUUID = 0
+    /// Adverts with an RSSI below ``minRSSI``.
+    public var tooFar = 0
+    /// The strongest RSSI among the `tooFar` adverts (the one that came closest to passing).
+    public var strongestTooFarRSSI: Int8?
+    /// Repeats of an advert that already matched (the phone keeps advertising; a replay looks the same).
+    public var replayed = 0
+    /// Adverts the matcher rejected: another session's, or not a valid caBLE advert for this key.
+    public var notOurs = 0
+
+    /// Creates empty counters for a scanner with threshold `minRSSI`.
+    public init(minRSSI: Int8) {
+        self.minRSSI = minRSSI
+    }
+
+    /// Datagrams that did not produce a match.
+    public var ignored: Int { wrongLength + unknownServiceUUID + tooFar + replayed + notOurs }
+
+    /// E.g. "3 datagrams received, 0 matched, 3 ignored: 2 too far (best rssi -80 < -70), 1 not ours".
+    public var description: String {
+        var parts: [String] = []
+        if tooFar > 0 {
+            let best = strongestTooFarRSSI.map { "best rssi \($0) < \(minRSSI)" } ?? "rssi < \(minRSSI)"
+            parts.append("\(tooFar) too far (\(best))")
+        }
+        if notOurs > 0 { parts.append("\(notOurs) not ours (other session or invalid advert)") }
+        if replayed > 0 { parts.append("\(replayed) replayed (advert already used)") }
+        if wrongLength > 0 { parts.append("\(wrongLength) wrong length (not 23 bytes)") }
+        if unknownServiceUUID > 0 { parts.append("\(unknownServiceUUID) unknown service UUID") }
+        let noun = received == 1 ? "datagram" : "datagrams"
+        var text = "\(received) \(noun) received, \(matched) matched"
+        if ignored > 0 { text += ", \(ignored) ignored: " + parts.joined(separator: ", ") }
+        return text
+    }
+}

@@ -1,0 +1,126 @@
+/// Which way a relayed message travels through a tunnel.
+///
+/// The *creator* opened the tunnel (`/cable/new`: the authenticator/phone in the QR flow); the
+/// *joiner* joined it (`/cable/connect`: the client/desktop in the QR flow).
+public enum RelayDirection: Sendable, Hashable, CustomStringConvertible {
+    /// From the side that opened the tunnel to the side that joined it (phone → desktop in the QR flow).
+    case creatorToJoiner
+    /// From the side that joined to the side that opened it (desktop → phone in the QR flow).
+    case joinerToCreator
+
+    /// "creator→joiner" / "joiner→creator".
+    public var description: String {
+        switch self {
+        case .creatorToJoiner: return "creator→joiner"
+        case .joinerToCreator: return "joiner→creator"
+        }
+    }
+}
+
+/// Limits and timeouts of a ``TunnelRelay``. Every limit has a CLI flag (`hybrid-sim relay --help`)
+/// and is documented in Docs/RELAY.md.
+public struct RelayConfiguration: Sendable {
+    /// A tunnel is closed with 1001 (going away) this long after it was opened, whatever it is doing.
+    /// Default 120 s, as the webauthn-rs tunnel server.
+    public var tunnelLifetime: Duration = .seconds(120)
+
+    /// Largest message (after reassembling fragments) either peer may send; a larger one closes the
+    /// tunnel with 1009 (message too big). Default 64 KiB: webauthn-rs uses 16 KiB, Chromium accepts
+    /// up to 1 MiB; 64 KiB leaves room for large attestations and long allow-lists.
+    public var maxMessageSize: Int = 64 * 1024
+
+    /// How many messages each peer may send over the tunnel's life (buffered ones included); one more
+    /// closes the tunnel with 1008 (policy violation). Default 16, as webauthn-rs; a QR-flow sign-in
+    /// needs about 4 phone→desktop messages (handshake, post-handshake, update, response) and about 3
+    /// desktop→phone (handshake, request, shutdown).
+    public var maxMessagesPerPeer: Int = 16
+
+    /// How many tunnels may be open at once; `/cable/new` beyond that is answered 503. Default 1024.
+    public var maxOpenTunnels: Int = 1024
+
+    /// A tunnel that relays no message for this long is closed with 1001 (going away). Pings do not
+    /// count as traffic. Default 60 s (a person may take a while to approve on the phone).
+    public var idleTimeout: Duration = .seconds(60)
+
+    /// A connection that has not completed its HTTP upgrade request after this long is dropped.
+    /// Default 10 s.
+    public var upgradeTimeout: Duration = .seconds(10)
+
+    /// After the relay sends a close frame it waits this long for the peer's close frame or EOF before
+    /// dropping the TCP connection. Default 2 s.
+    public var closeHandshakeTimeout: Duration = .seconds(2)
+
+    /// Test-only hook: sees (and may modify) every relayed message before it is forwarded or buffered.
+    /// Lets a test flip a byte in transit to check that the protocol layer notices.
+    package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?
+
+    /// The defaults described on each property.
+    public init() {}
+
+    /// The defaults with the given overrides.
+    public init(
+        tunnelLifetime: Duration = .seconds(120),
+        maxMessageSize: Int = 64 * 1024,
+        maxMessagesPerPeer: Int = 16,
+        maxOpenTunnels: Int = 1024,
+        idleTimeout: Duration = .seconds(60),
+        upgradeTimeout: Duration = .seconds(10),
+        closeHandshakeTimeout: Duration = .seconds(2)
+    ) {
+        self.tunnelLifetime = tunnelLifetime
+        self.maxMessageSize = maxMessageSize
+        self.maxMessagesPerPeer = maxMessagesPerPeer
+        self.maxOpenTunnels = maxOpenTunnels
+        self.idleTimeout = idleTimeout
+        self.upgradeTimeout = upgradeTimeout
+        self.closeHandshakeTimeout = closeHandshakeTimeout
+    }
+}
+
+/// Decides what the relay does with `/cable/contact/{id}` (the linked, state-assisted flow).
+///
+/// The relay asks its registry for every contact request. Linking is not implemented yet, so the only
+/// registry is ``NoContactRegistry``, which answers every contact with 410 Gone ("forget this
+/// pairing"). A future registry would wake the linked phone and open a tunnel for the client.
+public protocol ContactRegistry: Sendable {
+    /// What to do with a contact request for `contactID`; `clientPayload` is the decoded
+    /// `X-caBLE-Client-Payload` header (CBOR bytes), if present and valid hex.
+    func resolve(contactID: [UInt8], clientPayload: [UInt8]?) -> ContactResolution
+}
+
+/// The answer of a ``ContactRegistry``.
+public enum ContactResolution: Sendable, Hashable {
+    /// The contact ID is unknown or revoked: answer 410 Gone.
+    case gone
+}
+
+/// The registry used until linking exists: every contact ID is gone (410).
+public struct NoContactRegistry: ContactRegistry {
+    /// Creates the registry.
+    public init() {}
+
+    /// Always ``ContactResolution/gone``.
+    public func resolve(contactID: [UInt8], clientPayload: [UInt8]?) -> ContactResolution { .gone }
+}
+
+/// Counters of a running relay, for tests and diagnostics.
+public struct RelayStatistics: Sendable, Hashable {
+    /// Tunnels currently registered (opened and not yet closed).
+    public var openTunnels = 0
+    /// TCP connections currently open (upgraded or not).
+    public var openConnections = 0
+    /// Tunnels opened with `/cable/new` since start.
+    public var tunnelsOpened = 0
+    /// Successful `/cable/connect` joins since start.
+    public var tunnelsJoined = 0
+    /// Messages forwarded (or buffered for a peer that joined later) since start.
+    public var messagesRelayed = 0
+    /// Payload bytes forwarded since start.
+    public var bytesRelayed = 0
+    /// Messages that had to wait for the peer to join, since start.
+    public var messagesBuffered = 0
+    /// Refused requests by HTTP status (400, 404, 409, 410, 503, …).
+    public var rejectedRequests: [Int: Int] = [:]
+    /// Closed tunnels by the close code the relay sent to the peers.
+    public var tunnelsClosed: [UInt16: Int] = [:]
+}

@@ -1,0 +1,225 @@
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// What the typed HTTP upgrade pipeline reports for a relay connection.
+enum RelayUpgradeResult: Sendable {
+    /// The connection became a tunnel peer.
+    case upgraded
+    /// The connection was answered with an HTTP error.
+    case rejected
+}
+
+/// One accepted TCP connection of the relay, from the HTTP request to the end of its tunnel.
+/// Confined to the relay's event loop.
+final class RelayConnection {
+    /// Where the connection is in its life.
+    enum State {
+        /// Waiting for (the rest of) the HTTP request.
+        case awaitingRequest
+        /// The upgrade was accepted; the connection holds `side` of the tunnel until the WebSocket is up.
+        case reserved(RelayTunnel, TunnelSide)
+        /// The WebSocket is up and handed to a ``RelayPeerHandler``.
+        case upgraded
+        /// The request was refused; the response is being written.
+        case rejected(RelayRejection)
+    }
+
+    let channel: Channel
+    var state = State.awaitingRequest
+    /// The request head, recorded before the upgrade handler consumes it.
+    var requestHead: HTTPRequestHead?
+    /// Whether the end of the first request was seen.
+    var requestComplete = false
+    private var upgradeTimer: Scheduled<Void>?
+
+    init(channel: Channel) {
+        self.channel = channel
+    }
+
+    /// Whether the connection already carries WebSocket frames.
+    var isUpgraded: Bool {
+        if case .upgraded = state { return true }
+        return false
+    }
+
+    /// Sets up the HTTP/WebSocket pipeline of a freshly accepted connection.
+    static func configure(_ channel: Channel, registry: RelayRegistry) throws {
+        let connection = RelayConnection(channel: channel)
+        guard registry.connectionOpened(connection) else {
+            channel.close(promise: nil)
+            return
+        }
+        channel.closeFuture.assumeIsolated().whenComplete { _ in
+            connection.upgradeTimer?.cancel()
+            registry.connectionClosed(connection)
+        }
+        let timeout = registry.configuration.upgradeTimeout
+        connection.upgradeTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {
+            guard !connection.isUpgraded else { return }
+            registry.logger.debug("dropping a connection that did not complete its request within \(timeout.humanReadable)")
+            channel.close(promise: nil)
+        }
+
+        let loop = channel.eventLoop
+        let boundRegistry = NIOLoopBound(registry, eventLoop: loop)
+        let boundConnection = NIOLoopBound(connection, eventLoop: loop)
+        let configuration = registry.configuration
+        let upgrader = NIOTypedWebSocketServerUpgrader<RelayUpgradeResult>(
+            maxFrameSize: configuration.maxMessageSize,
+            enableAutomaticErrorHandling: false,
+            shouldUpgrade: { channel, head in
+                channel.eventLoop.makeCompletedFuture {
+                    boundConnection.value.shouldUpgrade(head, registry: boundRegistry.value)
+                }
+            },
+            upgradePipelineHandler: { channel, _ in
+                channel.eventLoop.makeCompletedFuture {
+                    try boundConnection.value.upgraded(configuration: configuration)
+                }
+            }
+        )
+        let upgradeConfiguration = NIOTypedHTTPServerUpgradeConfiguration<RelayUpgradeResult>(
+            upgraders: [upgrader],
+            notUpgradingCompletionHandler: { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = RelayRejectHandler(connection: boundConnection.value, registry: boundRegistry.value)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                    return .rejected
+                }
+            }
+        )
+        _ = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
+            configuration: NIOUpgradableHTTPServerPipelineConfiguration(upgradeConfiguration: upgradeConfiguration)
+        )
+        // The upgrade handler swallows the request of a failed upgrade; record it for the answer.
+        let upgradeHandler = try channel.pipeline.syncOperations.handler(
+            type: NIOTypedHTTPServerUpgradeHandler<RelayUpgradeResult>.self
+        )
+        try channel.pipeline.syncOperations.addHandler(
+            RequestHeadRecorder(connection: connection),
+            position: .before(upgradeHandler)
+        )
+    }
+
+    /// `shouldUpgrade` of the WebSocket upgrader: the 101's extra headers, or `nil` to refuse.
+    private func shouldUpgrade(_ head: HTTPRequestHead, registry: RelayRegistry) -> HTTPHeaders? {
+        switch registry.decide(head) {
+        case .accept(let headers, let tunnel, let side):
+            state = .reserved(tunnel, side)
+            return headers
+        case .reject(let rejection):
+            state = .rejected(rejection)
+            return nil
+        }
+    }
+
+    /// The 101 went out: install the frame aggregator and the peer handler, then attach to the tunnel.
+    private func upgraded(configuration: RelayConfiguration) throws -> RelayUpgradeResult {
+        guard case .reserved(let tunnel, let side) = state else {
+            throw ChannelError.inappropriateOperationForState
+        }
+        state = .upgraded
+        upgradeTimer?.cancel()
+        let handler = RelayPeerHandler(
+            tunnel: tunnel,
+            side: side,
+            maxMessageSize: configuration.maxMessageSize,
+            closeHandshakeTimeout: configuration.closeHandshakeTimeout
+        )
+        try channel.pipeline.syncOperations.addHandlers(
+            MaskedFrameValidator(),
+            NIOWebSocketFrameAggregator(
+                minNonFinalFragmentSize: 0,
+                maxAccumulatedFrameCount: 256,
+                maxAccumulatedFrameSize: configuration.maxMessageSize
+            ),
+            handler
+        )
+        tunnel.attach(side, handler: handler)
+        return .upgraded
+    }
+}
+
+/// Answers a request that is not upgraded (refused, malformed or plain HTTP) with a short text
+/// response and closes the connection.
+final class RelayRejectHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let connection: RelayConnection
+    private let registry: RelayRegistry
+    private var answered = false
+
+    init(connection: RelayConnection, registry: RelayRegistry) {
+        self.connection = connection
+        self.registry = registry
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // After a refused upgrade the request was already consumed: answer now.
+        if connection.requestComplete { respond(context: context) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) { respond(context: context) }
+    }
+
+    private func respond(context: ChannelHandlerContext) {
+        guard !answered else { return }
+        answered = true
+        let rejection: RelayRejection
+        if case .rejected(let decided) = connection.state {
+            rejection = decided
+        } else if let head = connection.requestHead {
+            rejection = registry.rejectionForPlainRequest(head)
+            connection.state = .rejected(rejection)
+        } else {
+            rejection = RelayRejection(status: .badRequest, reason: "malformed request")
+            connection.state = .rejected(rejection)
+        }
+        registry.recordRejected(rejection)
+        let body = context.channel.allocator.buffer(string: rejection.reason + "\n")
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
+        headers.add(name: "Content-Length", value: String(body.readableBytes))
+        headers.add(name: "Connection", value: "close")
+        let responseHead = HTTPResponseHead(version: .http1_1, status: rejection.status, headers: headers)
+        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        context.close(promise: nil)
+    }
+}
+
+/// Records the first request's head and end for ``RelayRejectHandler``, then leaves the pipeline.
+final class RequestHeadRecorder: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+
+    private let connection: RelayConnection
+
+    init(connection: RelayConnection) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            connection.requestHead = head
+            context.fireChannelRead(data)
+        case .body:
+            context.fireChannelRead(data)
+        case .end:
+            connection.requestComplete = true
+            context.fireChannelRead(data)
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        }
+    }
+}

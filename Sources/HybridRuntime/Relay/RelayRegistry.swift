@@ -1,0 +1,229 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// A refused HTTP request: the status and a one-line explanation sent as the body.
+struct RelayRejection: Sendable {
+    var status: HTTPResponseStatus
+    var reason: String
+}
+
+/// What the relay does with a WebSocket upgrade request.
+enum UpgradeDecision {
+    /// Upgrade with these extra 101 headers; the connection has claimed `side` of `tunnel`.
+    case accept(HTTPHeaders, RelayTunnel, TunnelSide)
+    /// Answer with an HTTP error instead.
+    case reject(RelayRejection)
+}
+
+/// Lock-protected copy of the relay counters, readable from any thread.
+final class RelayStatisticsBox: Sendable {
+    private let state = Mutex(RelayStatistics())
+
+    /// A snapshot.
+    var value: RelayStatistics { state.withLock { $0 } }
+
+    /// Applies `change` under the lock.
+    func update(_ change: (inout RelayStatistics) -> Void) {
+        state.withLock { change(&$0) }
+    }
+}
+
+/// The relay's state: open tunnels by ID and open connections. Confined to the relay's event loop.
+final class RelayRegistry {
+    /// Subprotocol every caBLE client offers and the relay selects.
+    static let subprotocol = "fido.cable"
+
+    let eventLoop: EventLoop
+    let configuration: RelayConfiguration
+    let logger: Logger
+    let statistics: RelayStatisticsBox
+    private let contacts: any ContactRegistry
+    private var tunnels: [[UInt8]: RelayTunnel] = [:]
+    private var connections: [ObjectIdentifier: RelayConnection] = [:]
+    private var isShuttingDown = false
+    private var drained: EventLoopPromise<Void>?
+
+    init(
+        eventLoop: EventLoop,
+        configuration: RelayConfiguration,
+        contacts: any ContactRegistry,
+        statistics: RelayStatisticsBox,
+        logger: Logger
+    ) {
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        self.contacts = contacts
+        self.statistics = statistics
+        self.logger = logger
+    }
+
+    // MARK: - Connections
+
+    /// Tracks a new connection; `false` when the relay is shutting down (the caller drops it).
+    func connectionOpened(_ connection: RelayConnection) -> Bool {
+        guard !isShuttingDown else { return false }
+        connections[ObjectIdentifier(connection)] = connection
+        statistics.update { $0.openConnections = self.connections.count }
+        return true
+    }
+
+    /// Forgets a closed connection and releases a tunnel side it had claimed but never used.
+    func connectionClosed(_ connection: RelayConnection) {
+        connections[ObjectIdentifier(connection)] = nil
+        statistics.update { $0.openConnections = self.connections.count }
+        if case .reserved(let tunnel, let side) = connection.state {
+            tunnel.releaseReservation(side)
+        }
+        if isShuttingDown, connections.isEmpty {
+            drained?.succeed(())
+        }
+    }
+
+    // MARK: - Decisions
+
+    /// Validates an upgrade request and, when it is acceptable, claims the tunnel side it asks for.
+    func decide(_ head: HTTPRequestHead) -> UpgradeDecision {
+        if isShuttingDown {
+            return .reject(RelayRejection(status: .serviceUnavailable, reason: "relay shutting down"))
+        }
+        guard let path = TunnelServicePath(parsing: head.uri) else {
+            return .reject(RelayRejection(status: .notFound, reason: "no such endpoint"))
+        }
+        guard head.method == .GET else {
+            return .reject(RelayRejection(status: .badRequest, reason: "only GET is supported"))
+        }
+        guard Self.offersSubprotocol(head.headers) else {
+            return .reject(RelayRejection(status: .badRequest, reason: "Sec-WebSocket-Protocol must offer fido.cable"))
+        }
+        var headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
+        switch path {
+        case .new(let tunnelID):
+            guard tunnels[tunnelID] == nil else {
+                return .reject(RelayRejection(status: .conflict, reason: "tunnel ID already open"))
+            }
+            guard tunnels.count < configuration.maxOpenTunnels else {
+                return .reject(
+                    RelayRejection(
+                        status: .serviceUnavailable,
+                        reason: "too many open tunnels (\(configuration.maxOpenTunnels)); try again later"
+                    )
+                )
+            }
+            var generator = SystemRandomNumberGenerator()
+            let routingID = (0..<TunnelServicePath.routingIDSize).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let tunnel = RelayTunnel(
+                tunnelID: tunnelID,
+                routingID: routingID,
+                registry: self,
+                eventLoop: eventLoop,
+                configuration: configuration,
+                logger: logger
+            )
+            tunnels[tunnelID] = tunnel
+            tunnel.startTimers()
+            statistics.update {
+                $0.openTunnels = self.tunnels.count
+                $0.tunnelsOpened += 1
+            }
+            tunnel.logger.info("tunnel opened, routing ID \(HexCoding.upper(routingID))")
+            headers.add(name: "X-caBLE-Routing-ID", value: HexCoding.upper(routingID))
+            return .accept(headers, tunnel, .creator)
+
+        case .connect(let routingID, let tunnelID):
+            guard let tunnel = tunnels[tunnelID], tunnel.routingID == routingID, !tunnel.isClosed else {
+                return .reject(RelayRejection(status: .notFound, reason: "unknown tunnel or routing ID"))
+            }
+            guard tunnel.joinerSlotIsFree else {
+                return .reject(RelayRejection(status: .conflict, reason: "tunnel already joined"))
+            }
+            tunnel.reserveJoiner()
+            statistics.update { $0.tunnelsJoined += 1 }
+            return .accept(headers, tunnel, .joiner)
+
+        case .contact(let contactID):
+            let payload = head.headers.first(name: "X-caBLE-Client-Payload").flatMap(HexCoding.decode)
+            switch contacts.resolve(contactID: contactID, clientPayload: payload) {
+            case .gone:
+                return .reject(RelayRejection(status: .gone, reason: "contact ID unknown or revoked"))
+            }
+        }
+    }
+
+    /// The answer to a request that is not a usable WebSocket upgrade (no `Upgrade` header, bad
+    /// WebSocket key or version, …), unless ``decide(_:)`` already chose one.
+    func rejectionForPlainRequest(_ head: HTTPRequestHead) -> RelayRejection {
+        if isShuttingDown {
+            return RelayRejection(status: .serviceUnavailable, reason: "relay shutting down")
+        }
+        guard TunnelServicePath(parsing: head.uri) != nil else {
+            return RelayRejection(status: .notFound, reason: "no such endpoint")
+        }
+        guard head.method == .GET else {
+            return RelayRejection(status: .badRequest, reason: "only GET is supported")
+        }
+        return RelayRejection(status: .badRequest, reason: "a WebSocket upgrade (version 13) is required")
+    }
+
+    /// Whether `Sec-WebSocket-Protocol` lists `fido.cable` (the header may hold a comma-separated list).
+    static func offersSubprotocol(_ headers: HTTPHeaders) -> Bool {
+        headers[canonicalForm: "Sec-WebSocket-Protocol"].contains { $0 == Substring(subprotocol) }
+    }
+
+    // MARK: - Bookkeeping called by tunnels
+
+    /// A tunnel closed: forget it.
+    func tunnelClosed(_ tunnel: RelayTunnel, code: WebSocketCloseCode?) {
+        if tunnels[tunnel.tunnelID] === tunnel {
+            tunnels[tunnel.tunnelID] = nil
+        }
+        statistics.update {
+            $0.openTunnels = self.tunnels.count
+            $0.tunnelsClosed[code?.rawValue ?? WebSocketCloseCode.noStatusReceived.rawValue, default: 0] += 1
+        }
+    }
+
+    /// Counts one relayed message.
+    func recordRelayed(bytes: Int, buffered: Bool) {
+        statistics.update {
+            $0.messagesRelayed += 1
+            $0.bytesRelayed += bytes
+            if buffered { $0.messagesBuffered += 1 }
+        }
+    }
+
+    /// Counts one refused request.
+    func recordRejected(_ rejection: RelayRejection) {
+        statistics.update { $0.rejectedRequests[Int(rejection.status.code), default: 0] += 1 }
+        logger.info("refused request: \(rejection.status.code) \(rejection.reason)")
+    }
+
+    // MARK: - Shutdown
+
+    /// Closes every tunnel with 1001 and drops connections still in HTTP; the future completes once
+    /// every connection is closed (stragglers are dropped after the close-handshake timeout).
+    func shutdown() -> EventLoopFuture<Void> {
+        if let drained { return drained.futureResult }
+        isShuttingDown = true
+        let promise = eventLoop.makePromise(of: Void.self)
+        drained = promise
+        for tunnel in Array(tunnels.values) {
+            tunnel.close(code: .goingAway, reason: "relay shutting down")
+        }
+        for connection in connections.values where !connection.isUpgraded {
+            connection.channel.close(promise: nil)
+        }
+        if connections.isEmpty {
+            promise.succeed(())
+        } else {
+            let grace = TimeAmount(configuration.closeHandshakeTimeout) + .milliseconds(500)
+            eventLoop.assumeIsolated().scheduleTask(in: grace) { [self] in
+                for connection in self.connections.values {
+                    connection.channel.close(promise: nil)
+                }
+            }
+        }
+        return promise.futureResult
+    }
+}

@@ -1,0 +1,204 @@
+import Logging
+import NIOCore
+
+/// One side of a tunnel: who opened it and who joined it.
+enum TunnelSide: Sendable, Hashable, CustomStringConvertible {
+    /// Opened the tunnel with `/cable/new` (the phone in the QR flow).
+    case creator
+    /// Joined it with `/cable/connect` (the desktop in the QR flow).
+    case joiner
+
+    /// The other side.
+    var other: TunnelSide { self == .creator ? .joiner : .creator }
+
+    /// The direction of messages this side sends.
+    var outgoing: RelayDirection { self == .creator ? .creatorToJoiner : .joinerToCreator }
+
+    var description: String { self == .creator ? "creator" : "joiner" }
+}
+
+/// A tunnel inside the relay: two peer slots, the messages waiting for a peer that has not joined
+/// yet, per-peer counters and the lifetime/idle timers.
+///
+/// Confined to the relay's event loop: every method must be called on it (the relay runs all its
+/// channels on one loop, so no locking is needed and relaying order is the loop's order).
+final class RelayTunnel {
+    /// The state of one peer slot.
+    enum Slot {
+        /// Nobody has claimed this side yet (the joiner before `/cable/connect`).
+        case empty
+        /// A request for this side was accepted; its WebSocket is being set up.
+        case reserved
+        /// The peer's WebSocket is up; messages go straight to its handler.
+        case attached(RelayPeerHandler)
+        /// The peer left (close frame, EOF or error); nothing more is sent to it.
+        case gone
+    }
+
+    /// The 16-byte tunnel ID (never logged in full).
+    let tunnelID: [UInt8]
+    /// The 3-byte routing ID handed to the creator.
+    let routingID: [UInt8]
+    /// Logger carrying the redacted tunnel ID as metadata.
+    let logger: Logger
+
+    private unowned let registry: RelayRegistry
+    private let eventLoop: EventLoop
+    private let configuration: RelayConfiguration
+    private var slots: [TunnelSide: Slot] = [.creator: .reserved, .joiner: .empty]
+    /// Messages waiting for each side to attach, keyed by recipient.
+    private var waiting: [TunnelSide: CircularBuffer<[UInt8]>] = [.creator: [], .joiner: []]
+    private var sentCount: [TunnelSide: Int] = [.creator: 0, .joiner: 0]
+    private var lastActivity = NIODeadline.now()
+    private var lifetimeTimer: Scheduled<Void>?
+    private var idleTimer: Scheduled<Void>?
+
+    /// Why the tunnel was closed, once it is.
+    private(set) var closure: (code: WebSocketCloseCode?, reason: String)?
+
+    init(
+        tunnelID: [UInt8],
+        routingID: [UInt8],
+        registry: RelayRegistry,
+        eventLoop: EventLoop,
+        configuration: RelayConfiguration,
+        logger: Logger
+    ) {
+        self.tunnelID = tunnelID
+        self.routingID = routingID
+        self.registry = registry
+        self.eventLoop = eventLoop
+        self.configuration = configuration
+        var logger = logger
+        logger[metadataKey: "tunnel"] = "\(HexCoding.redacted(tunnelID))"
+        self.logger = logger
+    }
+
+    /// Starts the lifetime and idle timers; call once, right after registering the tunnel.
+    func startTimers() {
+        let lifetime = configuration.tunnelLifetime
+        lifetimeTimer = eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(lifetime)) { [self] in
+            self.close(code: .goingAway, reason: "tunnel lifetime of \(lifetime.humanReadable) expired")
+        }
+        scheduleIdleCheck(after: configuration.idleTimeout)
+    }
+
+    private func scheduleIdleCheck(after delay: Duration) {
+        idleTimer = eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { [self] in
+            let idle = self.configuration.idleTimeout
+            let remaining = (self.lastActivity + TimeAmount(idle)) - NIODeadline.now()
+            if remaining.nanoseconds <= 0 {
+                self.close(code: .goingAway, reason: "tunnel idle for \(idle.humanReadable)")
+            } else {
+                self.scheduleIdleCheck(after: .nanoseconds(remaining.nanoseconds))
+            }
+        }
+    }
+
+    /// Whether the tunnel was closed.
+    var isClosed: Bool { closure != nil }
+
+    /// Whether `/cable/connect` may still claim the joiner side.
+    var joinerSlotIsFree: Bool {
+        if case .empty = slots[.joiner] { return true }
+        return false
+    }
+
+    /// Claims the joiner side for an accepted `/cable/connect`.
+    func reserveJoiner() {
+        slots[.joiner] = .reserved
+    }
+
+    /// A connection that had claimed `side` closed before its upgrade finished.
+    func releaseReservation(_ side: TunnelSide) {
+        guard !isClosed, case .reserved = slots[side] else { return }
+        switch side {
+        case .joiner:
+            slots[.joiner] = .empty
+            logger.debug("joiner left before its upgrade completed; tunnel open for another join")
+        case .creator:
+            slots[.creator] = .gone
+            close(code: .goingAway, reason: "creator disconnected")
+        }
+    }
+
+    /// The WebSocket of `side` is up: deliver what waited for it, or close it if the tunnel is gone.
+    func attach(_ side: TunnelSide, handler: RelayPeerHandler) {
+        if let closure {
+            handler.sendClose(code: closure.code, reason: closure.reason)
+            return
+        }
+        slots[side] = .attached(handler)
+        var pending = waiting[side] ?? []
+        waiting[side] = []
+        if !pending.isEmpty {
+            logger.debug("delivering \(pending.count) buffered message(s) to \(side)")
+        }
+        while let message = pending.popFirst() {
+            handler.deliver(message)
+        }
+        logger.info("\(side) attached")
+    }
+
+    /// A binary message arrived from `side`: count it, then forward or buffer it.
+    func received(_ message: [UInt8], from side: TunnelSide) {
+        guard !isClosed else { return }
+        let count = (sentCount[side] ?? 0) + 1
+        sentCount[side] = count
+        guard count <= configuration.maxMessagesPerPeer else {
+            close(
+                code: .policyViolation,
+                reason: "more than \(configuration.maxMessagesPerPeer) messages from the \(side)"
+            )
+            return
+        }
+        guard message.count <= configuration.maxMessageSize else {
+            close(code: .messageTooBig, reason: "message larger than \(configuration.maxMessageSize) bytes")
+            return
+        }
+        lastActivity = .now()
+        var payload = message
+        configuration.faultInjector?(side.outgoing, &payload)
+        let recipient = side.other
+        switch slots[recipient] ?? .empty {
+        case .attached(let handler):
+            handler.deliver(payload)
+            registry.recordRelayed(bytes: payload.count, buffered: false)
+        case .empty, .reserved:
+            waiting[recipient, default: []].append(payload)
+            registry.recordRelayed(bytes: payload.count, buffered: true)
+        case .gone:
+            break
+        }
+    }
+
+    /// `side` sent a close frame (already answered by its handler): close the other side alike.
+    func peerClosed(_ side: TunnelSide, code: WebSocketCloseCode?, reason: String) {
+        slots[side] = .gone
+        close(code: code, reason: reason)
+    }
+
+    /// `side`'s connection ended without a close frame.
+    func peerDisconnected(_ side: TunnelSide) {
+        slots[side] = .gone
+        close(code: .goingAway, reason: "the \(side) disconnected")
+    }
+
+    /// Closes the tunnel: every attached peer gets a close frame with `code` (`nil`: empty close
+    /// body, mirroring a peer that sent none), the tunnel leaves the registry and its timers stop.
+    func close(code: WebSocketCloseCode?, reason: String) {
+        guard !isClosed else { return }
+        closure = (code, reason)
+        lifetimeTimer?.cancel()
+        idleTimer?.cancel()
+        waiting = [:]
+        logger.info("tunnel closed: \(code.map { "\($0)" } ?? "no status")\(reason.isEmpty ? "" : ", \(reason)")")
+        registry.tunnelClosed(self, code: code)
+        for side in [TunnelSide.creator, .joiner] {
+            if case .attached(let handler) = slots[side] {
+                slots[side] = .gone
+                handler.sendClose(code: code, reason: reason)
+            }
+        }
+    }
+}

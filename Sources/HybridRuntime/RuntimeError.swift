@@ -1,0 +1,103 @@
+/// The one error type of the networked runtime (relay, WebSocket transport, proximity stub).
+///
+/// Compare errors by ``code``; ``reason`` is a human sentence meant for a log line or a CLI message,
+/// and the optional fields carry the machine-readable details (HTTP status of a rejected upgrade,
+/// WebSocket close code, proximity counters).
+public struct RuntimeError: Error, Sendable, CustomStringConvertible {
+    /// What went wrong, as a stable machine-readable value.
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// A URL, host or endpoint string could not be parsed or is not allowed (e.g. not loopback).
+        case invalidAddress
+        /// The TCP connection could not be established (refused, unreachable).
+        case connectionFailed
+        /// The tunnel service answered the WebSocket upgrade with a non-101 HTTP status (see ``httpStatus``).
+        case upgradeRejected
+        /// The tunnel service accepted the upgrade but broke the caBLE rules
+        /// (no `fido.cable` subprotocol, malformed `X-caBLE-Routing-ID`).
+        case handshakeFailed
+        /// An operation did not finish before its deadline.
+        case timeout
+        /// The WebSocket was closed; ``closeCode`` and ``reason`` say by whom and why.
+        case closed
+        /// The peer broke the WebSocket or tunnel rules (text frame, unmasked frame, bad fragment).
+        case protocolViolation
+        /// A message exceeded the configured size limit.
+        case messageTooLarge
+        /// A proximity datagram did not have exactly 23 bytes.
+        case wrongDatagramLength
+        /// A proximity datagram named a service UUID other than 0xFFF9 or 0xFDE2.
+        case unknownServiceUUID
+        /// An advert did not have exactly 20 bytes.
+        case wrongAdvertLength
+        /// The proximity scanner saw no matching advert before its deadline (see ``proximityStatistics``).
+        case noNearbyAuthenticator
+        /// A socket could not be bound (port in use, bad address).
+        case bindFailed
+        /// The object was used in the wrong state (not started, already started, stopped, concurrent receive).
+        case invalidState
+    }
+
+    /// What went wrong.
+    public var code: Code
+    /// A complete human-readable sentence describing the failure.
+    public var reason: String
+    /// The HTTP status of a rejected WebSocket upgrade (``Code/upgradeRejected``).
+    public var httpStatus: Int?
+    /// The WebSocket close code, for ``Code/closed`` and for errors that closed the tunnel.
+    public var closeCode: WebSocketCloseCode?
+    /// The scanner's counters at the time of a ``Code/noNearbyAuthenticator`` timeout.
+    public var proximityStatistics: ProximityStatistics?
+
+    /// Creates an error; prefer the static factories below.
+    public init(
+        _ code: Code,
+        _ reason: String,
+        httpStatus: Int? = nil,
+        closeCode: WebSocketCloseCode? = nil,
+        proximityStatistics: ProximityStatistics? = nil
+    ) {
+        self.code = code
+        self.reason = reason
+        self.httpStatus = httpStatus
+        self.closeCode = closeCode
+        self.proximityStatistics = proximityStatistics
+    }
+
+    /// The human message: the reason sentence, which already names the operation and the cause.
+    public var description: String { reason }
+}
+
+// MARK: - Factories
+
+extension RuntimeError {
+    /// The WebSocket was closed with `code` and `reason` (by the peer, the relay, or locally).
+    public static func closed(_ code: WebSocketCloseCode, _ reason: String) -> RuntimeError {
+        let why = reason.isEmpty ? "" : ": \(reason)"
+        return RuntimeError(.closed, "tunnel closed with \(code)\(why)", closeCode: code)
+    }
+
+    /// `operation` did not finish within `duration`.
+    public static func timeout(_ operation: String, after duration: Duration) -> RuntimeError {
+        RuntimeError(.timeout, "\(operation) timed out after \(duration.humanReadable)")
+    }
+
+    /// The relay refused the upgrade of `path` with `status`; `detail` is the response body if any.
+    static func upgradeRejected(path: String, status: Int, statusText: String, detail: String?) -> RuntimeError {
+        let endpoint = TunnelServicePath.endpointName(of: path)
+        let explanation = detail.flatMap { $0.isEmpty ? nil : $0 } ?? TunnelServicePath.explain(status: status)
+        var text = "relay rejected \(endpoint): \(status) \(statusText)"
+        if let explanation { text += " (\(explanation))" }
+        return RuntimeError(.upgradeRejected, text, httpStatus: status)
+    }
+}
+
+extension Duration {
+    /// "100 ms", "2.5 s", "120 s": for messages.
+    var humanReadable: String {
+        let (seconds, attoseconds) = components
+        let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
+        if milliseconds < 1000 { return "\(milliseconds) ms" }
+        if milliseconds % 1000 == 0 { return "\(milliseconds / 1000) s" }
+        return "\(Double(milliseconds) / 1000) s"
+    }
+}

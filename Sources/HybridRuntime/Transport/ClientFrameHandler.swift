@@ -1,0 +1,167 @@
+import NIOCore
+import NIOWebSocket
+
+/// The last handler of a ``WebSocketTunnel`` connection: puts binary messages in the inbox,
+/// answers pings and close frames, masks everything it sends, and ends the inbox with a typed error
+/// when the connection ends. Confined to the connection's event loop.
+final class ClientFrameHandler: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private enum State {
+        /// Sending and receiving.
+        case open
+        /// We sent a close frame; waiting for the answer or EOF.
+        case closing
+        /// The closing handshake is done or the connection is gone.
+        case closed
+    }
+
+    private let inbox: MessageInbox<[UInt8]>
+    private let eventLoop: EventLoop
+    private let closeTimeout: Duration
+    private let maxMessageSize: Int
+    private var context: ChannelHandlerContext?
+    private var state = State.open
+    private var closeTimer: Scheduled<Void>?
+
+    init(inbox: MessageInbox<[UInt8]>, eventLoop: EventLoop, maxMessageSize: Int, closeTimeout: Duration) {
+        self.inbox = inbox
+        self.eventLoop = eventLoop
+        self.maxMessageSize = maxMessageSize
+        self.closeTimeout = closeTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        closeTimer?.cancel()
+    }
+
+    // MARK: - Outbound (called on the event loop by WebSocketTunnel)
+
+    /// Writes one masked frame; fails with the tunnel's terminal error once closing or closed.
+    func write(opcode: WebSocketOpcode, data: [UInt8], fin: Bool, masked: Bool) -> EventLoopFuture<Void> {
+        guard case .open = state, let context else {
+            let error = inbox.terminalError ?? RuntimeError.closed(.abnormalClosure, "connection lost")
+            return eventLoop.makeFailedFuture(error)
+        }
+        let buffer = context.channel.allocator.buffer(bytes: data)
+        let frame = WebSocketFrame(fin: fin, opcode: opcode, maskKey: masked ? .random() : nil, data: buffer)
+        return context.writeAndFlush(wrapOutboundOut(frame))
+    }
+
+    /// Starts the closing handshake with `code`; the connection is dropped when the relay answers or
+    /// after the close timeout.
+    func initiateClose(code: WebSocketCloseCode, reason: String) {
+        guard case .open = state, let context else { return }
+        inbox.finish(.closed(code, "closed locally"))
+        sendClose(context: context, code: code, reason: reason)
+    }
+
+    private func sendClose(context: ChannelHandlerContext, code: WebSocketCloseCode?, reason: String) {
+        state = .closing
+        let body = CloseFramePayload.encode(code: code, reason: reason, allocator: context.channel.allocator)
+        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: body)
+        context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
+        let channel = context.channel
+        closeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(closeTimeout)) {
+            channel.close(promise: nil)
+        }
+    }
+
+    /// Ends the tunnel because of our peer's fault: fail the inbox with `error`, close with its code.
+    private func fail(context: ChannelHandlerContext, _ error: RuntimeError, closeCode: WebSocketCloseCode) {
+        inbox.finish(error)
+        guard case .open = state else { return }
+        sendClose(context: context, code: closeCode, reason: error.reason)
+    }
+
+    // MARK: - Inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch state {
+        case .closed:
+            return
+        case .closing:
+            if frame.opcode == .connectionClose {
+                state = .closed
+                context.close(promise: nil)
+            }
+            return
+        case .open:
+            break
+        }
+        switch frame.opcode {
+        case .binary:
+            inbox.push(Array(frame.unmaskedData.readableBytesView))
+        case .text:
+            fail(
+                context: context,
+                RuntimeError(
+                    .protocolViolation,
+                    "the relay sent a text frame; tunnel messages are binary",
+                    closeCode: .unsupportedData
+                ),
+                closeCode: .unsupportedData
+            )
+        case .ping:
+            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+        case .pong:
+            break
+        case .connectionClose:
+            let (code, reason) = CloseFramePayload.decode(frame.unmaskedData)
+            inbox.finish(.closed(code ?? .noStatusReceived, reason))
+            state = .closed
+            let echo = CloseFramePayload.encode(code: code, reason: "", allocator: context.channel.allocator)
+            let answer = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: echo)
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(answer)).whenComplete { _ in channel.close(promise: nil) }
+        default:
+            fail(
+                context: context,
+                RuntimeError(.protocolViolation, "the relay sent opcode \(frame.opcode)", closeCode: .protocolError),
+                closeCode: .protocolError
+            )
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        state = .closed
+        closeTimer?.cancel()
+        inbox.finish(.closed(.abnormalClosure, "connection closed without a close frame"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        switch error {
+        case NIOWebSocketError.invalidFrameLength,
+            NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge,
+            NIOWebSocketFrameAggregator.Error.tooManyFragments:
+            fail(
+                context: context,
+                RuntimeError(
+                    .messageTooLarge,
+                    "the relay sent a message larger than \(maxMessageSize) bytes",
+                    closeCode: .messageTooBig
+                ),
+                closeCode: .messageTooBig
+            )
+        case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error:
+            fail(
+                context: context,
+                RuntimeError(.protocolViolation, "WebSocket protocol error from the relay: \(error)", closeCode: .protocolError),
+                closeCode: .protocolError
+            )
+        default:
+            inbox.finish(.closed(.abnormalClosure, "connection error: \(error)"))
+            state = .closed
+            context.close(promise: nil)
+        }
+    }
+}

@@ -1,0 +1,108 @@
+import NIOCore
+import Synchronization
+
+/// A thread-safe FIFO of received items with one waiting reader, a terminal error, and timeouts.
+///
+/// Producers (an event loop, or the other end of an in-memory tunnel) call ``push(_:)`` and
+/// ``finish(_:)``; one consumer at a time awaits ``next(timeout:operation:)``. Items pushed before
+/// ``finish(_:)`` are still delivered; after them the terminal error is thrown forever.
+final class MessageInbox<Element: Sendable>: Sendable {
+    private struct Waiter {
+        var id: UInt64
+        var continuation: CheckedContinuation<Element, any Error>
+        var timer: Task<Void, Never>
+    }
+
+    private struct State {
+        var items = CircularBuffer<Element>()
+        var terminal: RuntimeError?
+        var waiter: Waiter?
+        var nextWaiterID: UInt64 = 0
+    }
+
+    private let state = Mutex(State())
+
+    init() {}
+
+    /// Adds an item; dropped silently once the inbox is finished.
+    func push(_ item: Element) {
+        let waiter: Waiter? = state.withLock { state in
+            guard state.terminal == nil else { return nil }
+            if let waiter = state.waiter {
+                state.waiter = nil
+                return waiter
+            }
+            state.items.append(item)
+            return nil
+        }
+        if let waiter {
+            waiter.timer.cancel()
+            waiter.continuation.resume(returning: item)
+        }
+    }
+
+    /// Ends the stream with `error` (first call wins); a waiting reader with nothing left gets it now.
+    func finish(_ error: RuntimeError) {
+        let waiter: Waiter? = state.withLock { state in
+            guard state.terminal == nil else { return nil }
+            state.terminal = error
+            guard state.items.isEmpty, let waiter = state.waiter else { return nil }
+            state.waiter = nil
+            return waiter
+        }
+        if let waiter {
+            waiter.timer.cancel()
+            waiter.continuation.resume(throwing: error)
+        }
+    }
+
+    /// The terminal error, once finished.
+    var terminalError: RuntimeError? { state.withLock { $0.terminal } }
+
+    /// Items received but not yet read.
+    var pendingCount: Int { state.withLock { $0.items.count } }
+
+    /// Returns the next item, or throws the terminal error, `RuntimeError.timeout`, or
+    /// `CancellationError`. Only one reader may wait at a time (else `.invalidState`).
+    func next(timeout: Duration, operation: String) async throws -> Element {
+        let id: UInt64 = state.withLock { state in
+            state.nextWaiterID &+= 1
+            return state.nextWaiterID
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element, any Error>) in
+                let immediate: Result<Element, any Error>? = state.withLock { state in
+                    if let item = state.items.popFirst() { return .success(item) }
+                    if let terminal = state.terminal { return .failure(terminal) }
+                    if Task.isCancelled { return .failure(CancellationError()) }
+                    if state.waiter != nil {
+                        return .failure(RuntimeError(.invalidState, "\(operation): another receive is already waiting"))
+                    }
+                    let timer = Task { [weak self] in
+                        try? await Task.sleep(for: timeout)
+                        guard !Task.isCancelled else { return }
+                        self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
+                    }
+                    state.waiter = Waiter(id: id, continuation: continuation, timer: timer)
+                    return nil
+                }
+                if let immediate { continuation.resume(with: immediate) }
+            }
+        } onCancel: {
+            self.expire(id: id, with: CancellationError())
+        }
+    }
+
+    /// Fails the waiter `id` if it is still waiting.
+    private func expire(id: UInt64, with error: any Error) {
+        let waiter: Waiter? = state.withLock { state in
+            guard let waiter = state.waiter, waiter.id == id else { return nil }
+            state.waiter = nil
+            return waiter
+        }
+        if let waiter {
+            waiter.timer.cancel()
+            waiter.continuation.resume(throwing: error)
+        }
+    }
+}

@@ -1,0 +1,21 @@
+/// One end of a caBLE tunnel: ordered, message-oriented, binary.
+///
+/// Implemented by ``WebSocketTunnel`` (a real connection through the tunnel service) and
+/// ``InMemoryTunnel`` (two ends wired together in one process, for tests). Session drivers are
+/// written against this protocol so they run unchanged over both.
+public protocol TunnelTransport: Sendable {
+    /// Sends one message; it arrives at the other end as exactly one ``receive(timeout:)`` result.
+    ///
+    /// Throws ``RuntimeError`` with code `.closed` once either end has closed.
+    func send(_ message: [UInt8]) async throws
+
+    /// Returns the next message from the other end, in order.
+    ///
+    /// Throws ``RuntimeError`` with code `.timeout` when nothing arrives within `timeout`, and with
+    /// code `.closed` (carrying the close code and reason) once the other end or the relay closed the
+    /// tunnel and every message received before the close has been returned.
+    func receive(timeout: Duration) async throws -> [UInt8]
+
+    /// Closes this end normally; the other end then sees `.closed`. Idempotent, never throws.
+    func close() async
+}

@@ -1,0 +1,267 @@
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+import NIOWebSocket
+
+/// One end of a caBLE tunnel over a real WebSocket connection to the tunnel service.
+///
+/// ``open(url:timeout:options:group:logger:)`` offers the `fido.cable` subprotocol, sends `Origin`,
+/// requires the 101 to select `fido.cable` and reads `X-caBLE-Routing-ID`. A refused upgrade
+/// throws ``RuntimeError`` `.upgradeRejected` with the HTTP status (404, 409, 410, 400, 503).
+/// Frames are masked; fragmented messages are reassembled; pings are answered.
+///
+/// Every failure path closes the connection, and dropping the object closes it too.
+public final class WebSocketTunnel: TunnelTransport {
+    /// Settings of ``open(url:timeout:options:group:logger:)``.
+    public struct Options: Sendable {
+        /// `Origin` header; default `ws://HOST:PORT` of the URL (what webauthn-rs and Chromium send for their URL).
+        public var origin: String?
+        /// Largest message accepted from the relay; larger closes with 1009. Default 1 MiB (as Chromium).
+        public var maxIncomingMessageSize = 1 << 20
+        /// How long one ``send(_:)`` may wait for the socket before the connection is dropped. Default 10 s.
+        public var sendTimeout: Duration = .seconds(10)
+        /// How long ``close(code:reason:)`` waits for the relay's close frame. Default 2 s.
+        public var closeTimeout: Duration = .seconds(2)
+        /// Test hook: leave out `Sec-WebSocket-Protocol: fido.cable` from the request.
+        package var offersSubprotocol = true
+
+        /// The defaults.
+        public init() {}
+    }
+
+    /// The routing ID from the 101's `X-caBLE-Routing-ID` header (3 bytes), if the relay sent one
+    /// (it does for `/cable/new`).
+    public let routingID: [UInt8]?
+    /// The request path this tunnel was opened with.
+    public let path: String
+
+    private let channel: Channel
+    private let handler: NIOLoopBound<ClientFrameHandler>
+    private let inbox: MessageInbox<[UInt8]>
+    private let options: Options
+    private let logger: Logger
+
+    private init(
+        channel: Channel,
+        handler: NIOLoopBound<ClientFrameHandler>,
+        inbox: MessageInbox<[UInt8]>,
+        routingID: [UInt8]?,
+        path: String,
+        options: Options,
+        logger: Logger
+    ) {
+        self.channel = channel
+        self.handler = handler
+        self.inbox = inbox
+        self.routingID = routingID
+        self.path = path
+        self.options = options
+        self.logger = logger
+    }
+
+    deinit {
+        // Safety net: a tunnel dropped without close() must not leak its socket.
+        channel.close(promise: nil)
+    }
+
+    // MARK: - Opening
+
+    /// Opens a tunnel connection to `url` (`ws://HOST:PORT/cable/…`).
+    ///
+    /// - Parameter timeout: covers the TCP connect and the HTTP upgrade.
+    /// - Throws: ``RuntimeError`` `.invalidAddress`, `.connectionFailed`, `.timeout`,
+    ///   `.upgradeRejected` (with ``RuntimeError/httpStatus``) or `.handshakeFailed`.
+    public static func open(
+        url: String,
+        timeout: Duration = .seconds(10),
+        options: Options = Options(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "hybrid-sim.tunnel")
+    ) async throws -> WebSocketTunnel {
+        let target = try WebSocketURL(parsing: url)
+        return try await open(
+            host: target.host,
+            port: target.port,
+            path: target.path,
+            timeout: timeout,
+            options: options,
+            group: group,
+            logger: logger
+        )
+    }
+
+    /// Opens a tunnel connection to `path` on `host:port`; see ``open(url:timeout:options:group:logger:)``.
+    public static func open(
+        host: String,
+        port: Int,
+        path: String,
+        timeout: Duration = .seconds(10),
+        options: Options = Options(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "hybrid-sim.tunnel")
+    ) async throws -> WebSocketTunnel {
+        var logger = logger
+        logger[metadataKey: "endpoint"] = "\(TunnelServicePath.endpointName(of: path))"
+        let start = ContinuousClock.now
+        let inbox = MessageInbox<[UInt8]>()
+        let pending: PendingUpgrade
+        do {
+            pending = try await ClientBootstrap(group: group)
+                .connectTimeout(TimeAmount(timeout))
+                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .connect(host: host, port: port) { channel in
+                    channel.eventLoop.makeCompletedFuture {
+                        try Self.configure(channel, host: host, port: port, path: path, inbox: inbox, options: options)
+                    }
+                }
+        } catch let error as RuntimeError {
+            throw error
+        } catch {
+            if ContinuousClock.now - start >= timeout {
+                throw RuntimeError.timeout("connecting to \(host):\(port)", after: timeout)
+            }
+            throw RuntimeError(.connectionFailed, "could not connect to the relay at \(host):\(port): \(error)")
+        }
+
+        // The rest of the budget is for the upgrade; closing the channel fails the upgrade future.
+        let channel = pending.channel
+        let remaining = timeout - (ContinuousClock.now - start)
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
+            channel.close(promise: nil)
+        }
+        defer { timer.cancel() }
+        do {
+            switch try await pending.outcome.get() {
+            case .upgraded(let head, let handler):
+                let routingID = try Self.validate(head, path: path)
+                logger.debug("tunnel open")
+                return WebSocketTunnel(
+                    channel: channel,
+                    handler: handler,
+                    inbox: inbox,
+                    routingID: routingID,
+                    path: path,
+                    options: options,
+                    logger: logger
+                )
+            case .rejected(let response):
+                let (status, body) = try await response.get()
+                try? await channel.close().get()
+                throw RuntimeError.upgradeRejected(
+                    path: path,
+                    status: Int(status.code),
+                    statusText: status.reasonPhrase,
+                    detail: body
+                )
+            }
+        } catch let error as RuntimeError {
+            try? await channel.close().get()
+            throw error
+        } catch {
+            try? await channel.close().get()
+            if ContinuousClock.now - start >= timeout {
+                throw RuntimeError.timeout("WebSocket upgrade of \(TunnelServicePath.endpointName(of: path))", after: timeout)
+            }
+            throw RuntimeError(
+                .handshakeFailed,
+                "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path)) failed: \(error)"
+            )
+        }
+    }
+
+    /// The 101 must select `fido.cable`; a routing ID header, if present, must be exactly one 6-hex value.
+    private static func validate(_ head: HTTPResponseHead, path: String) throws -> [UInt8]? {
+        let endpoint = TunnelServicePath.endpointName(of: path)
+        let selected = head.headers["Sec-WebSocket-Protocol"]
+        guard selected == [RelayRegistry.subprotocol] else {
+            throw RuntimeError(
+                .handshakeFailed,
+                "relay did not select the fido.cable subprotocol for \(endpoint) (got \(selected.isEmpty ? "none" : selected.joined(separator: ", ")))"
+            )
+        }
+        let routing = head.headers["X-caBLE-Routing-ID"]
+        guard !routing.isEmpty else { return nil }
+        guard routing.count == 1,
+            let bytes = HexCoding.decode(routing[0].trimmingSpaces.utf8, byteCount: TunnelServicePath.routingIDSize)
+        else {
+            throw RuntimeError(.handshakeFailed, "relay sent a malformed X-caBLE-Routing-ID: \(routing.joined(separator: ", "))")
+        }
+        return bytes
+    }
+
+    // MARK: - TunnelTransport
+
+    /// Sends one binary message (masked).
+    ///
+    /// - Throws: `.closed` once the tunnel was closed (by either side), `.timeout` if the socket did
+    ///   not take the message within ``Options/sendTimeout`` (the connection is then dropped).
+    public func send(_ message: [UInt8]) async throws {
+        try await write(opcode: .binary, data: message, fin: true, masked: true)
+    }
+
+    /// The next binary message; `.timeout` after `timeout`, `.closed(code, reason)` once the relay or
+    /// the peer closed and all earlier messages were returned, `.protocolViolation` on a text frame.
+    public func receive(timeout: Duration) async throws -> [UInt8] {
+        try await inbox.next(timeout: timeout, operation: "receive from \(TunnelServicePath.endpointName(of: path))")
+    }
+
+    /// Closes normally (1000).
+    public func close() async {
+        await close(code: .normalClosure)
+    }
+
+    /// Sends a close frame with `code`, waits up to ``Options/closeTimeout`` for the relay's answer,
+    /// then makes sure the socket is closed. Idempotent; never throws.
+    public func close(code: WebSocketCloseCode, reason: String = "") async {
+        let handler = self.handler
+        handler.eventLoop.execute { handler.value.initiateClose(code: code, reason: reason) }
+        let channel = self.channel
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(options.closeTimeout) + .milliseconds(100)) {
+            channel.close(promise: nil)
+        }
+        try? await channel.closeFuture.get()
+        timer.cancel()
+    }
+
+    /// Test hook: writes one raw frame (e.g. a text frame or a fragment) to the relay.
+    package func sendFrame(opcode: WebSocketOpcode, data: [UInt8], fin: Bool = true, masked: Bool = true) async throws {
+        try await write(opcode: opcode, data: data, fin: fin, masked: masked)
+    }
+
+    /// Messages received but not yet returned by ``receive(timeout:)``.
+    public var pendingMessageCount: Int { inbox.pendingCount }
+
+    private func write(opcode: WebSocketOpcode, data: [UInt8], fin: Bool, masked: Bool) async throws {
+        if let terminal = inbox.terminalError { throw terminal }
+        let handler = self.handler
+        let channel = self.channel
+        let sendTimeout = options.sendTimeout
+        let start = ContinuousClock.now
+        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(sendTimeout)) { channel.close(promise: nil) }
+        defer { timer.cancel() }
+        do {
+            try await handler.eventLoop.flatSubmit {
+                handler.value.write(opcode: opcode, data: data, fin: fin, masked: masked)
+            }.get()
+        } catch let error as RuntimeError {
+            throw error
+        } catch {
+            if ContinuousClock.now - start >= sendTimeout {
+                throw RuntimeError.timeout("send to \(TunnelServicePath.endpointName(of: path))", after: sendTimeout)
+            }
+            throw inbox.terminalError ?? RuntimeError.closed(.abnormalClosure, "connection lost: \(error)")
+        }
+    }
+}
+
+extension String {
+    /// The string without leading and trailing spaces and tabs.
+    fileprivate var trimmingSpaces: Substring {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" }
+        guard let first = firstIndex(where: { !isSpace($0) }), let last = lastIndex(where: { !isSpace($0) }) else {
+            return ""
+        }
+        return self[first...last]
+    }
+}

@@ -1,0 +1,228 @@
+import HybridRuntime
+import Testing
+
+/// The relay's HTTP contract (CONTRACT.md "Tunnel service"), tested from the outside.
+@Suite("Relay endpoints and status codes")
+struct RelayEndpointTests {
+    @Test("/cable/new answers 101 with fido.cable and a 6 upper-hex X-caBLE-Routing-ID")
+    func newTunnelHeaders() async throws {
+        try await withRelay { relay, endpoint in
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            let path = TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            try await raw.write(RawConnection.upgradeRequest(path: path))
+            let head = await raw.readResponseHead()
+            #expect(RawConnection.status(of: head) == 101)
+            let lines = head.split(separator: "\r\n").map { $0.lowercased() }
+            #expect(lines.contains("sec-websocket-protocol: fido.cable"))
+            let routing = try #require(head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-cable-routing-id:") })
+            let value = routing.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces)
+            #expect(value.count == 6)
+            #expect(value.allSatisfy { "0123456789ABCDEF".contains($0) })
+            await raw.close()
+
+            // The client reads the same header as 3 bytes.
+            let tunnel = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            #expect(tunnel.routingID?.count == 3)
+            await tunnel.close()
+            #expect(await eventually { relay.openTunnelCount == 0 })
+        }
+    }
+
+    @Test("/cable/connect of an unknown tunnel is 404")
+    func connectUnknownTunnel() async throws {
+        try await withRelay { relay, endpoint in
+            let path = TunnelServicePath.connect(routingID: [1, 2, 3], tunnelID: randomTunnelID()).path
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(url: endpoint.url + path)
+            }
+            #expect(error?.httpStatus == 404)
+            #expect(error?.description == "relay rejected /cable/connect: 404 Not Found (unknown tunnel or routing ID)")
+            #expect(relay.statistics.rejectedRequests[404] == 1)
+        }
+    }
+
+    @Test("/cable/connect with the wrong routing ID is 404")
+    func connectWrongRoutingID() async throws {
+        try await withRelay { _, endpoint in
+            let tunnelID = randomTunnelID()
+            let phone = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path)
+            let routingID = try #require(phone.routingID)
+            let wrong = [routingID[0] ^ 0x01, routingID[1], routingID[2]]
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(
+                    url: endpoint.url + TunnelServicePath.connect(routingID: wrong, tunnelID: tunnelID).path
+                )
+            }
+            #expect(error?.httpStatus == 404)
+            await phone.close()
+        }
+    }
+
+    @Test("a second /cable/new for an open tunnel ID is 409")
+    func duplicateNew() async throws {
+        try await withRelay { _, endpoint in
+            let path = TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            let phone = try await WebSocketTunnel.open(url: endpoint.url + path)
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(url: endpoint.url + path)
+            }
+            #expect(error?.httpStatus == 409)
+            #expect(error?.description.contains("tunnel ID already open") == true)
+            await phone.close()
+        }
+    }
+
+    @Test("a second joiner is 409")
+    func secondJoiner() async throws {
+        try await withRelay { _, endpoint in
+            let ends = try await openTunnel(endpoint)
+            let routingID = try #require(ends.phone.routingID)
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(
+                    url: endpoint.url + TunnelServicePath.connect(routingID: routingID, tunnelID: ends.tunnelID).path
+                )
+            }
+            #expect(error?.httpStatus == 409)
+            await ends.close()
+        }
+    }
+
+    @Test("lower-case hex paths are accepted")
+    func lowerCaseHex() async throws {
+        try await withRelay { _, endpoint in
+            let tunnelID = randomTunnelID()
+            let phone = try await WebSocketTunnel.open(url: endpoint.url + "/cable/new/" + upperHex(tunnelID).lowercased())
+            let routingID = try #require(phone.routingID)
+            let desktop = try await WebSocketTunnel.open(
+                url: endpoint.url + "/cable/connect/\(upperHex(routingID).lowercased())/\(upperHex(tunnelID).lowercased())"
+            )
+            try await phone.send([1, 2, 3])
+            #expect(try await desktop.receive(timeout: .seconds(2)) == [1, 2, 3])
+            await phone.close()
+            await desktop.close()
+        }
+    }
+
+    @Test("an upgrade without the fido.cable subprotocol is 400")
+    func missingSubprotocol() async throws {
+        try await withRelay { relay, endpoint in
+            var options = WebSocketTunnel.Options()
+            options.offersSubprotocol = false
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(
+                    url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path,
+                    options: options
+                )
+            }
+            #expect(error?.httpStatus == 400)
+            // Other subprotocols alone do not count either.
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(
+                RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: randomTunnelID()).path, subprotocol: "chat, superchat")
+            )
+            #expect(RawConnection.status(of: await raw.readResponseHead()) == 400)
+            #expect(await raw.waitForClose())
+            #expect(relay.openTunnelCount == 0)
+        }
+    }
+
+    @Test("fido.cable among several offered subprotocols is selected")
+    func subprotocolInList() async throws {
+        try await withRelay { _, endpoint in
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(
+                RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: randomTunnelID()).path, subprotocol: "chat, fido.cable")
+            )
+            let head = await raw.readResponseHead()
+            #expect(RawConnection.status(of: head) == 101)
+            #expect(head.lowercased().contains("sec-websocket-protocol: fido.cable"))
+            await raw.close()
+        }
+    }
+
+    @Test("/cable/contact is 410 Gone")
+    func contactIsGone() async throws {
+        try await withRelay { relay, endpoint in
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(
+                    url: endpoint.url + TunnelServicePath.contact(contactID: Array("some contact".utf8)).path
+                )
+            }
+            #expect(error?.httpStatus == 410)
+            #expect(error?.description == "relay rejected /cable/contact: 410 Gone (contact ID unknown or revoked)")
+            #expect(relay.statistics.rejectedRequests[410] == 1)
+        }
+    }
+
+    @Test("malformed paths are 404, even as WebSocket upgrades", arguments: TunnelPathVectors.invalid.filter { $0.hasPrefix("/") })
+    func malformedPaths(path: String) async throws {
+        try await withRelay { _, endpoint in
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(RawConnection.upgradeRequest(path: path))
+            #expect(RawConnection.status(of: await raw.readResponseHead()) == 404)
+            #expect(await raw.waitForClose())
+        }
+    }
+
+    @Test("requests that are not GET WebSocket upgrades are 400 (valid path) or 404 (other path)")
+    func plainRequests() async throws {
+        try await withRelay { relay, endpoint in
+            let path = TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            let cases: [(String, Int)] = [
+                (RawConnection.upgradeRequest(path: path, method: "POST"), 400),
+                (RawConnection.upgradeRequest(path: path, upgrade: false), 400),
+                (RawConnection.upgradeRequest(path: "/index.html", upgrade: false), 404),
+                (RawConnection.upgradeRequest(path: "/index.html", method: "PUT"), 404),
+                (
+                    RawConnection.upgradeRequest(path: path)
+                        .replacingOccurrences(of: "Sec-WebSocket-Version: 13", with: "Sec-WebSocket-Version: 8"),
+                    400
+                ),
+            ]
+            for (request, status) in cases {
+                let raw = try await RawConnection.connect(port: endpoint.port)
+                try await raw.write(request)
+                let head = await raw.readResponseHead()
+                #expect(RawConnection.status(of: head) == status, "\(request)")
+                #expect(await raw.waitForClose())
+            }
+            #expect(relay.openTunnelCount == 0)
+        }
+    }
+
+    @Test("beyond maxOpenTunnels /cable/new is 503")
+    func tooManyTunnels() async throws {
+        var configuration = RelayConfiguration()
+        configuration.maxOpenTunnels = 2
+        try await withRelay(configuration) { relay, endpoint in
+            let first = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            let second = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            }
+            #expect(error?.httpStatus == 503)
+            #expect(relay.openTunnelCount == 2)
+            // Closing one frees a slot.
+            await first.close()
+            #expect(await eventually { relay.openTunnelCount == 1 })
+            let third = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            await second.close()
+            await third.close()
+            #expect(await eventually { relay.openTunnelCount == 0 })
+        }
+    }
+
+    @Test("a connection that never completes its request is dropped after the upgrade timeout")
+    func upgradeTimeout() async throws {
+        var configuration = RelayConfiguration()
+        configuration.upgradeTimeout = .milliseconds(200)
+        try await withRelay(configuration) { relay, endpoint in
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write("GET /cable/new/")  // and nothing more
+            let start = ContinuousClock.now
+            #expect(await raw.waitForClose(timeout: .seconds(3)))
+            #expect(ContinuousClock.now - start < .seconds(2))
+            #expect(await eventually { relay.statistics.openConnections == 0 })
+        }
+    }
+}
