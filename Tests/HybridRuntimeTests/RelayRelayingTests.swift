@@ -16,7 +16,7 @@ struct RelayRelayingTests {
                 try await ends.desktop.send(message.reversed())
                 #expect(try await ends.phone.receive(timeout: .seconds(2)) == message.reversed())
             }
-            #expect(relay.statistics.messagesRelayed == 2 * messages.count)
+            #expect(await eventually { relay.statistics.messagesRelayed == 2 * messages.count })
             await ends.close()
             #expect(await eventually { relay.openTunnelCount == 0 })
         }

@@ -162,8 +162,9 @@ final class RelayTunnel {
         let recipient = side.other
         switch slots[recipient] ?? .empty {
         case .attached(let handler):
-            handler.deliver(payload)
+            // Count first: the peer may read the message before this thread gets any further.
             registry.recordRelayed(bytes: payload.count, buffered: false)
+            handler.deliver(payload)
         case .empty, .reserved:
             waiting[recipient, default: []].append(payload)
             registry.recordRelayed(bytes: payload.count, buffered: true)

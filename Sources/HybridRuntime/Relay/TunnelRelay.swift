@@ -127,6 +127,9 @@ public final class TunnelRelay: Sendable {
         let server: Channel
         do {
             server = try await bootstrap.bind(host: host, port: port).get()
+        } catch let error as IOError {
+            let reason = String(cString: strerror(error.errnoCode)).lowercased()
+            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(reason)")
         } catch {
             throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(error)")
         }

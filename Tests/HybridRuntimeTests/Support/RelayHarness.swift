@@ -1,5 +1,6 @@
 import Foundation
 import HybridRuntime
+import Synchronization
 import Testing
 
 /// Starts a relay on an ephemeral loopback port, runs `body`, and always shuts the relay down.
@@ -94,4 +95,19 @@ func eventually(timeout: Duration = .seconds(5), _ condition: () -> Bool) async 
 func openFileDescriptorCount() -> Int {
     // The directory listing itself holds one descriptor while it runs; it is the same every time.
     (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count) ?? -1
+}
+
+/// A lock-protected value that closures can share (a `Mutex` itself cannot be captured by them).
+final class LockedBox<Value: Sendable>: Sendable {
+    private let mutex: Mutex<Value>
+
+    init(_ value: Value) {
+        mutex = Mutex(value)
+    }
+
+    var value: Value { mutex.withLock { $0 } }
+
+    func update(_ change: (inout Value) -> Void) {
+        mutex.withLock { change(&$0) }
+    }
 }

@@ -1,0 +1,150 @@
+import ArgumentParser
+import Dispatch
+import HybridRuntime
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `hybrid-sim relay`: the caBLE tunnel service on loopback (Docs/RELAY.md).
+struct RelayCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Run the caBLE tunnel service (WebSocket relay) on loopback.",
+        discussion: """
+            When ready, prints one line on stdout containing ws://HOST:PORT, then relays tunnels until \
+            SIGINT or SIGTERM, closes every tunnel with WebSocket close code 1001 and exits 0. \
+            Endpoints: GET /cable/new/{tunnel ID}, /cable/connect/{routing ID}/{tunnel ID}, \
+            /cable/contact/{contact ID} (always 410). Logs go to stderr; see Docs/RELAY.md.
+            """
+    )
+
+    @Option(help: "Loopback address to bind: 127.0.0.1, ::1 or localhost.")
+    var host = "127.0.0.1"
+
+    @Option(help: "TCP port to listen on; 0 picks a free port (the ready line shows it).")
+    var port = 47001
+
+    @Option(help: ArgumentHelp("Close a tunnel with 1001 this many seconds after it was opened.", valueName: "seconds"))
+    var tunnelLifetime: Double = 120
+
+    @Option(help: ArgumentHelp("Close a tunnel with 1001 after this many seconds without a relayed message.", valueName: "seconds"))
+    var idleTimeout: Double = 60
+
+    @Option(help: ArgumentHelp("Largest message either peer may send; larger closes the tunnel with 1009.", valueName: "bytes"))
+    var maxMessageSize = 65536
+
+    @Option(help: ArgumentHelp("Messages each peer may send per tunnel (buffered ones too); one more closes with 1008.", valueName: "count"))
+    var maxMessagesPerPeer = 16
+
+    @Option(help: ArgumentHelp("Tunnels open at once; /cable/new beyond this is answered 503.", valueName: "count"))
+    var maxTunnels = 1024
+
+    @Option(help: ArgumentHelp("Drop a connection that has not completed its HTTP request after this long.", valueName: "seconds"))
+    var upgradeTimeout: Double = 10
+
+    @Option(help: ArgumentHelp("How long to wait for a peer's answer to a close frame before dropping it.", valueName: "seconds"))
+    var closeTimeout: Double = 2
+
+    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "info"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        for (name, value) in [
+            ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
+            ("--upgrade-timeout", upgradeTimeout), ("--close-timeout", closeTimeout),
+        ] where !(value > 0 && value <= 86_400) {
+            throw ValidationError("\(name) must be a number of seconds between 0 and 86400")
+        }
+        for (name, value) in [
+            ("--max-message-size", maxMessageSize), ("--max-messages-per-peer", maxMessagesPerPeer),
+            ("--max-tunnels", maxTunnels),
+        ] where value < 1 {
+            throw ValidationError("\(name) must be at least 1")
+        }
+        guard maxMessageSize <= 1 << 30 else { throw ValidationError("--max-message-size must be at most 1 GiB") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "hybrid-sim.relay", factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+
+        let configuration = RelayConfiguration(
+            tunnelLifetime: .seconds(tunnelLifetime),
+            maxMessageSize: maxMessageSize,
+            maxMessagesPerPeer: maxMessagesPerPeer,
+            maxOpenTunnels: maxTunnels,
+            idleTimeout: .seconds(idleTimeout),
+            upgradeTimeout: .seconds(upgradeTimeout),
+            closeHandshakeTimeout: .seconds(closeTimeout)
+        )
+        let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
+        // Catch the signals before announcing readiness, so a signal right after the line is not lost.
+        let signals = TerminationSignals()
+        // A failure (port in use, non-loopback host) propagates: ArgumentParser prints
+        // "Error: <reason>" on stderr and exits 1.
+        let endpoint = try await relay.start()
+        print("hybrid-sim relay listening on \(endpoint.url)")
+        fflush(nil)  // stdout may be a pipe: the harness waiting for this line must see it now
+        let received = await signals.wait()
+        logger.info("received signal \(received), shutting down")
+        await relay.shutdown()
+    }
+}
+
+/// Turns SIGINT and SIGTERM into an awaitable event instead of killing the process.
+private final class TerminationSignals {
+    private let queue = DispatchQueue(label: "hybrid-sim.relay.signals")
+    private let state = SignalState()
+    private var sources: [any DispatchSourceSignal] = []
+
+    init() {
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
+            let state = self.state
+            source.setEventHandler { state.fire(number) }
+            source.resume()
+            sources.append(source)
+        }
+    }
+
+    /// Waits for the first SIGINT or SIGTERM and returns its number.
+    func wait() async -> Int32 {
+        let number = await withCheckedContinuation { state.register($0) }
+        for source in sources { source.cancel() }
+        return number
+    }
+}
+
+/// The first signal received and the task waiting for it.
+private final class SignalState: Sendable {
+    private let state = Mutex<(received: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+
+    func fire(_ number: Int32) {
+        let waiter: CheckedContinuation<Int32, Never>? = state.withLock { state in
+            guard state.received == nil else { return nil }
+            state.received = number
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: number)
+    }
+
+    func register(_ continuation: CheckedContinuation<Int32, Never>) {
+        let received: Int32? = state.withLock { state in
+            if let received = state.received { return received }
+            state.waiter = continuation
+            return nil
+        }
+        if let received { continuation.resume(returning: received) }
+    }
+}

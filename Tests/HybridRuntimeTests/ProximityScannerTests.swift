@@ -1,0 +1,92 @@
+import HybridRuntime
+import Testing
+
+@Suite("Proximity scanner")
+struct ProximityScannerTests {
+    private static let ours: [UInt8] = Array(repeating: 0x0A, count: 20)
+    private static let foreign: [UInt8] = Array(repeating: 0x0B, count: 20)
+
+    /// A scanner whose matcher accepts only `ours` (returning "session-1").
+    private func makeScanner(minRSSI: Int8 = -70) -> ProximityScanner<String> {
+        ProximityScanner<String>(minRSSI: minRSSI) { advert in advert == Self.ours ? "session-1" : nil }
+    }
+
+    @Test("filters by length, UUID, RSSI, matcher and replay, counting each category")
+    func filterChain() async throws {
+        let calls = LockedBox(0)
+        let scanner = ProximityScanner<String>(minRSSI: -70) { advert in
+            calls.update { $0 += 1 }
+            return advert == Self.ours ? "session-1" : nil
+        }
+        let port = try await scanner.start().port
+        let sender = try await UDPSender.make()
+        try await sender.send(Array(repeating: 0, count: 22), to: port)  // wrong length
+        try await sender.send([0x12, 0x34, 0xD3] + Self.ours, to: port)  // unknown UUID
+        try await sender.send(try ProximityDatagram(rssi: -80, advert: Self.ours).bytes, to: port)  // too far
+        try await sender.send(try ProximityDatagram(rssi: -71, advert: Self.ours).bytes, to: port)  // too far
+        try await sender.send(try ProximityDatagram(rssi: -45, advert: Self.foreign).bytes, to: port)  // not ours
+        try await sender.send(try ProximityDatagram(serviceUUID: .google, rssi: -70, advert: Self.ours).bytes, to: port)
+        let found = try await scanner.waitForMatch(timeout: .seconds(2))
+        #expect(found.match == "session-1")
+        #expect(found.rssi == -70)
+        try await sender.send(try ProximityDatagram(rssi: -40, advert: Self.ours).bytes, to: port)  // replay
+        #expect(await eventually { scanner.statistics.received == 7 })
+        let statistics = scanner.statistics
+        #expect(statistics.wrongLength == 1)
+        #expect(statistics.unknownServiceUUID == 1)
+        #expect(statistics.tooFar == 2)
+        #expect(statistics.strongestTooFarRSSI == -71)
+        #expect(statistics.notOurs == 1)
+        #expect(statistics.matched == 1)
+        #expect(statistics.replayed == 1)
+        #expect(statistics.ignored == 6)
+        // The matcher only sees adverts that passed the cheap checks (not the replay).
+        #expect(calls.value == 2)
+        await sender.close()
+        await scanner.stop()
+    }
+
+    @Test("a timeout is .noNearbyAuthenticator carrying the counters")
+    func timeoutCarriesCounters() async throws {
+        let scanner = makeScanner()
+        let port = try await scanner.start().port
+        let sender = try await UDPSender.make()
+        try await sender.send(try ProximityDatagram(rssi: -80, advert: Self.ours).bytes, to: port)
+        try await sender.send(try ProximityDatagram(rssi: -85, advert: Self.ours).bytes, to: port)
+        #expect(await eventually { scanner.statistics.received == 2 })
+        let error = await expectRuntimeError(.noNearbyAuthenticator) {
+            _ = try await scanner.waitForMatch(timeout: .milliseconds(150))
+        }
+        #expect(error?.proximityStatistics?.tooFar == 2)
+        #expect(
+            error?.description
+                == "no nearby authenticator within 150 ms: 2 datagrams received, 0 matched, 2 ignored: 2 too far (best rssi -80 < -70)"
+        )
+        await sender.close()
+        await scanner.stop()
+    }
+
+    @Test("stop ends a pending wait with .invalidState and is idempotent")
+    func stopEndsWait() async throws {
+        let scanner = makeScanner()
+        try await scanner.start()
+        let wait = Task { try await scanner.waitForMatch(timeout: .seconds(5)) }
+        try await Task.sleep(for: .milliseconds(30))
+        await scanner.stop()
+        await scanner.stop()
+        await expectRuntimeError(.invalidState) { _ = try await wait.value }
+    }
+
+    @Test("a scanner refuses non-loopback hosts and a second start")
+    func startErrors() async throws {
+        let remote = ProximityScanner<Int>(host: "192.0.2.1") { _ in nil }
+        await expectRuntimeError(.invalidAddress) { try await remote.start() }
+        let scanner = makeScanner()
+        let endpoint = try await scanner.start()
+        await expectRuntimeError(.invalidState) { try await scanner.start() }
+        // The same port cannot be bound twice by two scanners without SO_REUSEPORT semantics
+        // mattering here; what matters is that the endpoint is a real port.
+        #expect(endpoint.port > 0)
+        await scanner.stop()
+    }
+}
