@@ -10,6 +10,7 @@ struct HybridSimCommand: AsyncParsableCommand {
         subcommands: [
             // Subcommands are registered here, one line each.
             QRCommand.self,
+            RelayCommand.self,
         ]
     )
 }
