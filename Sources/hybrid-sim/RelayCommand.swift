@@ -32,22 +32,47 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Close a tunnel with 1001 this many seconds after it was opened.", valueName: "seconds"))
     var tunnelLifetime: Double = 120
 
-    @Option(help: ArgumentHelp("Close a tunnel with 1001 after this many seconds without a relayed message.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Close a tunnel with 1001 after this many seconds without a relayed message.",
+            valueName: "seconds"
+        )
+    )
     var idleTimeout: Double = 60
 
-    @Option(help: ArgumentHelp("Largest message either peer may send; larger closes the tunnel with 1009.", valueName: "bytes"))
+    @Option(
+        help: ArgumentHelp(
+            "Largest message either peer may send; larger closes the tunnel with 1009.",
+            valueName: "bytes"
+        )
+    )
     var maxMessageSize = 65536
 
-    @Option(help: ArgumentHelp("Messages each peer may send per tunnel (buffered ones too); one more closes with 1008.", valueName: "count"))
+    @Option(
+        help: ArgumentHelp(
+            "Messages each peer may send per tunnel (buffered ones too); one more closes with 1008.",
+            valueName: "count"
+        )
+    )
     var maxMessagesPerPeer = 16
 
     @Option(help: ArgumentHelp("Tunnels open at once; /cable/new beyond this is answered 503.", valueName: "count"))
     var maxTunnels = 1024
 
-    @Option(help: ArgumentHelp("Drop a connection that has not completed its HTTP request after this long.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Drop a connection that has not completed its HTTP request after this long.",
+            valueName: "seconds"
+        )
+    )
     var upgradeTimeout: Double = 10
 
-    @Option(help: ArgumentHelp("How long to wait for a peer's answer to a close frame before dropping it.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "How long to wait for a peer's answer to a close frame before dropping it.",
+            valueName: "seconds"
+        )
+    )
     var closeTimeout: Double = 2
 
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error or critical.")

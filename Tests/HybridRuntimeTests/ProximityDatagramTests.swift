@@ -48,11 +48,14 @@ struct ProximityDatagramTests {
         }
     }
 
-    @Test("udp:// endpoints parse and print", arguments: [
-        ("udp://127.0.0.1:47002", "127.0.0.1", 47002),
-        ("udp://localhost:1", "localhost", 1),
-        ("udp://[::1]:65535", "::1", 65535),
-    ])
+    @Test(
+        "udp:// endpoints parse and print",
+        arguments: [
+            ("udp://127.0.0.1:47002", "127.0.0.1", 47002),
+            ("udp://localhost:1", "localhost", 1),
+            ("udp://[::1]:65535", "::1", 65535),
+        ]
+    )
     func endpoints(text: String, host: String, port: Int) throws {
         let endpoint = try ProximityEndpoint(parsing: text)
         #expect(endpoint.host == host)
@@ -60,9 +63,13 @@ struct ProximityDatagramTests {
         #expect(endpoint.description == text)
     }
 
-    @Test("malformed udp:// endpoints are .invalidAddress", arguments: [
-        "127.0.0.1:47002", "udp://127.0.0.1", "udp://:47002", "udp://127.0.0.1:0", "udp://127.0.0.1:x", "tcp://127.0.0.1:1",
-    ])
+    @Test(
+        "malformed udp:// endpoints are .invalidAddress",
+        arguments: [
+            "127.0.0.1:47002", "udp://127.0.0.1", "udp://:47002", "udp://127.0.0.1:0", "udp://127.0.0.1:x",
+            "tcp://127.0.0.1:1",
+        ]
+    )
     func badEndpoints(text: String) async {
         await expectRuntimeError(.invalidAddress) { _ = try ProximityEndpoint(parsing: text) }
     }

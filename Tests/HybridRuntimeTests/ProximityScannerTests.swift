@@ -60,7 +60,8 @@ struct ProximityScannerTests {
         #expect(error?.proximityStatistics?.tooFar == 2)
         #expect(
             error?.description
-                == "no nearby authenticator within 150 ms: 2 datagrams received, 0 matched, 2 ignored: 2 too far (best rssi -80 < -70)"
+                == "no nearby authenticator within 150 ms: 2 datagrams received, 0 matched, 2 ignored: "
+                + "2 too far (best rssi -80 < -70)"
         )
         await sender.close()
         await scanner.stop()

@@ -14,14 +14,18 @@ struct RelayEndpointTests {
             #expect(RawConnection.status(of: head) == 101)
             let lines = head.split(separator: "\r\n").map { $0.lowercased() }
             #expect(lines.contains("sec-websocket-protocol: fido.cable"))
-            let routing = try #require(head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-cable-routing-id:") })
+            let routing = try #require(
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-cable-routing-id:") }
+            )
             let value = routing.split(separator: ":", maxSplits: 1)[1].trimmingCharacters(in: .whitespaces)
             #expect(value.count == 6)
             #expect(value.allSatisfy { "0123456789ABCDEF".contains($0) })
             await raw.close()
 
             // The client reads the same header as 3 bytes.
-            let tunnel = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            let tunnel = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
             #expect(tunnel.routingID?.count == 3)
             await tunnel.close()
             #expect(await eventually { relay.openTunnelCount == 0 })
@@ -45,7 +49,9 @@ struct RelayEndpointTests {
     func connectWrongRoutingID() async throws {
         try await withRelay { _, endpoint in
             let tunnelID = randomTunnelID()
-            let phone = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path)
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path
+            )
             let routingID = try #require(phone.routingID)
             let wrong = [routingID[0] ^ 0x01, routingID[1], routingID[2]]
             let error = await expectRuntimeError(.upgradeRejected) {
@@ -91,10 +97,13 @@ struct RelayEndpointTests {
     func lowerCaseHex() async throws {
         try await withRelay { _, endpoint in
             let tunnelID = randomTunnelID()
-            let phone = try await WebSocketTunnel.open(url: endpoint.url + "/cable/new/" + upperHex(tunnelID).lowercased())
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + "/cable/new/" + upperHex(tunnelID).lowercased()
+            )
             let routingID = try #require(phone.routingID)
             let desktop = try await WebSocketTunnel.open(
-                url: endpoint.url + "/cable/connect/\(upperHex(routingID).lowercased())/\(upperHex(tunnelID).lowercased())"
+                url: endpoint.url
+                    + "/cable/connect/\(upperHex(routingID).lowercased())/\(upperHex(tunnelID).lowercased())"
             )
             try await phone.send([1, 2, 3])
             #expect(try await desktop.receive(timeout: .seconds(2)) == [1, 2, 3])
@@ -118,7 +127,10 @@ struct RelayEndpointTests {
             // Other subprotocols alone do not count either.
             let raw = try await RawConnection.connect(port: endpoint.port)
             try await raw.write(
-                RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: randomTunnelID()).path, subprotocol: "chat, superchat")
+                RawConnection.upgradeRequest(
+                    path: TunnelServicePath.new(tunnelID: randomTunnelID()).path,
+                    subprotocol: "chat, superchat"
+                )
             )
             #expect(RawConnection.status(of: await raw.readResponseHead()) == 400)
             #expect(await raw.waitForClose())
@@ -131,7 +143,10 @@ struct RelayEndpointTests {
         try await withRelay { _, endpoint in
             let raw = try await RawConnection.connect(port: endpoint.port)
             try await raw.write(
-                RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: randomTunnelID()).path, subprotocol: "chat, fido.cable")
+                RawConnection.upgradeRequest(
+                    path: TunnelServicePath.new(tunnelID: randomTunnelID()).path,
+                    subprotocol: "chat, fido.cable"
+                )
             )
             let head = await raw.readResponseHead()
             #expect(RawConnection.status(of: head) == 101)
@@ -154,7 +169,10 @@ struct RelayEndpointTests {
         }
     }
 
-    @Test("malformed paths are 404, even as WebSocket upgrades", arguments: TunnelPathVectors.invalid.filter { $0.hasPrefix("/") })
+    @Test(
+        "malformed paths are 404, even as WebSocket upgrades",
+        arguments: TunnelPathVectors.invalid.filter { $0.hasPrefix("/") }
+    )
     func malformedPaths(path: String) async throws {
         try await withRelay { _, endpoint in
             let raw = try await RawConnection.connect(port: endpoint.port)
@@ -195,17 +213,25 @@ struct RelayEndpointTests {
         var configuration = RelayConfiguration()
         configuration.maxOpenTunnels = 2
         try await withRelay(configuration) { relay, endpoint in
-            let first = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
-            let second = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            let first = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
+            let second = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
             let error = await expectRuntimeError(.upgradeRejected) {
-                _ = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+                _ = try await WebSocketTunnel.open(
+                    url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+                )
             }
             #expect(error?.httpStatus == 503)
             #expect(relay.openTunnelCount == 2)
             // Closing one frees a slot.
             await first.close()
             #expect(await eventually { relay.openTunnelCount == 1 })
-            let third = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            let third = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
             await second.close()
             await third.close()
             #expect(await eventually { relay.openTunnelCount == 0 })

@@ -25,7 +25,11 @@ struct RelayLimitTests {
             }
             #expect(error?.code == .closed, "\(String(describing: error))", sourceLocation: sourceLocation)
             #expect(error?.closeCode == code, "\(String(describing: error))", sourceLocation: sourceLocation)
-            #expect(error?.reason.contains(fragment) == true, "\(String(describing: error))", sourceLocation: sourceLocation)
+            #expect(
+                error?.reason.contains(fragment) == true,
+                "\(String(describing: error))",
+                sourceLocation: sourceLocation
+            )
         }
     }
 
@@ -80,7 +84,9 @@ struct RelayLimitTests {
         var configuration = RelayConfiguration()
         configuration.maxMessagesPerPeer = 3
         try await withRelay(configuration) { relay, endpoint in
-            let phone = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
             for index in 0..<4 { try? await phone.send([UInt8(index)]) }
             let error = await expectRuntimeError(.closed) { _ = try await phone.receive(timeout: .seconds(2)) }
             #expect(error?.closeCode == .policyViolation)

@@ -11,7 +11,10 @@ struct RelayPathTests {
         #expect(TunnelPathVectors.invalid.count >= 19)
     }
 
-    @Test("valid paths from Vectors/tunnel.json parse and re-serialise in upper case", arguments: TunnelPathVectors.valid)
+    @Test(
+        "valid paths from Vectors/tunnel.json parse and re-serialise in upper case",
+        arguments: TunnelPathVectors.valid
+    )
     func validPaths(vector: TunnelPathVector) throws {
         let parsed = try #require(TunnelServicePath(parsing: vector.path))
         let segments = vector.path.split(separator: "/").map(String.init)
@@ -24,7 +27,10 @@ struct RelayPathTests {
             #expect(vector.method == "connect")
             #expect(routingID == Array("abc".utf8))
             #expect(tunnelID == Array("hello, webauthn!".utf8))
-            #expect(parsed.path == vector.path.uppercased().replacingOccurrences(of: "/CABLE/CONNECT/", with: "/cable/connect/"))
+            #expect(
+                parsed.path
+                    == vector.path.uppercased().replacingOccurrences(of: "/CABLE/CONNECT/", with: "/cable/connect/")
+            )
         case .contact:
             Issue.record("parsed as contact")
         }
@@ -35,23 +41,26 @@ struct RelayPathTests {
         #expect(TunnelServicePath(parsing: path) == nil)
     }
 
-    @Test("more malformed paths are rejected", arguments: [
-        "/cable/new/68656C6C6F2C20776562617574686E21?x=1",
-        "/cable/new//68656C6C6F2C20776562617574686E21",
-        "//cable/new/68656C6C6F2C20776562617574686E21",
-        "/cable/NEW/68656C6C6F2C20776562617574686E21",
-        "/cable/new/68656C6C6F2C20776562617574686E2G",
-        "/cable/new/+8656C6C6F2C20776562617574686E21",
-        "/cable/contact/",
-        "/cable/contact/abc=",
-        "/cable/contact/a",
-        "/cable/contact/ab+/",
-        "/cable/contact/AB",  // dangling non-zero bits: not canonical base64url
-        "/cable/contact/QUJD/extra",
-        "/cable/other/68656C6C6F2C20776562617574686E21",
-        "/cable",
-        "",
-    ])
+    @Test(
+        "more malformed paths are rejected",
+        arguments: [
+            "/cable/new/68656C6C6F2C20776562617574686E21?x=1",
+            "/cable/new//68656C6C6F2C20776562617574686E21",
+            "//cable/new/68656C6C6F2C20776562617574686E21",
+            "/cable/NEW/68656C6C6F2C20776562617574686E21",
+            "/cable/new/68656C6C6F2C20776562617574686E2G",
+            "/cable/new/+8656C6C6F2C20776562617574686E21",
+            "/cable/contact/",
+            "/cable/contact/abc=",
+            "/cable/contact/a",
+            "/cable/contact/ab+/",
+            "/cable/contact/AB",  // dangling non-zero bits: not canonical base64url
+            "/cable/contact/QUJD/extra",
+            "/cable/other/68656C6C6F2C20776562617574686E21",
+            "/cable",
+            "",
+        ]
+    )
     func moreInvalidPaths(path: String) {
         #expect(TunnelServicePath(parsing: path) == nil)
     }
@@ -68,12 +77,15 @@ struct RelayPathTests {
         #expect(TunnelServicePath(parsing: connect.path) == connect)
     }
 
-    @Test("contact IDs are unpadded base64url", arguments: [
-        ([UInt8]([0xFB, 0xFF]), "-_8"),
-        ([UInt8]("ABC".utf8), "QUJD"),
-        ([UInt8]([0]), "AA"),
-        ([UInt8](0..<20), "AAECAwQFBgcICQoLDA0ODxAREhM"),
-    ])
+    @Test(
+        "contact IDs are unpadded base64url",
+        arguments: [
+            ([UInt8]([0xFB, 0xFF]), "-_8"),
+            ([UInt8]("ABC".utf8), "QUJD"),
+            ([UInt8]([0]), "AA"),
+            ([UInt8](0..<20), "AAECAwQFBgcICQoLDA0ODxAREhM"),
+        ]
+    )
     func contactPaths(id: [UInt8], encoded: String) throws {
         let path = TunnelServicePath.contact(contactID: id)
         #expect(path.path == "/cable/contact/\(encoded)")

@@ -42,7 +42,9 @@ struct RelayRelayingTests {
     func bufferedUntilJoin() async throws {
         try await withRelay { relay, endpoint in
             let tunnelID = randomTunnelID()
-            let phone = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path)
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path
+            )
             for index in 0..<3 { try await phone.send([UInt8(index), 0xEE]) }
             #expect(await eventually { relay.statistics.messagesBuffered == 3 })
             let routingID = try #require(phone.routingID)
@@ -75,7 +77,9 @@ struct RelayRelayingTests {
     func pingPong() async throws {
         try await withRelay { _, endpoint in
             let raw = try await RawConnection.connect(port: endpoint.port)
-            try await raw.write(RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: randomTunnelID()).path))
+            try await raw.write(
+                RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            )
             #expect(RawConnection.status(of: await raw.readResponseHead()) == 101)
             let headLength = raw.received.count
             try await raw.write(RawConnection.frame(opcode: 0x9, payload: [7, 7, 7]))
@@ -141,9 +145,13 @@ struct RelayRelayingTests {
             let tunnelID = randomTunnelID()
             try await raw.write(RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: tunnelID).path))
             let head = await raw.readResponseHead()
-            let line = try #require(head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-cable-routing-id") })
+            let line = try #require(
+                head.split(separator: "\r\n").first { $0.lowercased().hasPrefix("x-cable-routing-id") }
+            )
             let routingHex = line.split(separator: ":")[1].trimmingCharacters(in: .whitespaces)
-            let desktop = try await WebSocketTunnel.open(url: endpoint.url + "/cable/connect/\(routingHex)/\(upperHex(tunnelID))")
+            let desktop = try await WebSocketTunnel.open(
+                url: endpoint.url + "/cable/connect/\(routingHex)/\(upperHex(tunnelID))"
+            )
             await raw.close()
             let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(2)) }
             #expect(error?.closeCode == .goingAway)

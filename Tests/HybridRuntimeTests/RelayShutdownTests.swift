@@ -10,7 +10,9 @@ struct RelayShutdownTests {
         #expect(relay.endpoint == endpoint)
         #expect(endpoint.url == "ws://127.0.0.1:\(endpoint.port)")
         let full = try await openTunnel(endpoint)
-        let half = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+        let half = try await WebSocketTunnel.open(
+            url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+        )
         let pending = try await RawConnection.connect(port: endpoint.port)
         try await pending.write("GET /cable/new/")
         #expect(await eventually { relay.statistics.openConnections == 4 })
@@ -30,7 +32,9 @@ struct RelayShutdownTests {
         #expect(relay.statistics.openConnections == 0)
         #expect(relay.endpoint == nil)
         await expectRuntimeError(.connectionFailed) {
-            _ = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+            _ = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
         }
         await full.close()
         await half.close()

@@ -5,15 +5,18 @@ import Testing
 /// timeouts, and the checks it makes on the relay's 101.
 @Suite("WebSocket client transport")
 struct WebSocketTunnelTests {
-    @Test("malformed or unsupported URLs are rejected before connecting", arguments: [
-        "wss://127.0.0.1:1234/cable/new/00",
-        "http://127.0.0.1/cable/new/00",
-        "ws://:1234/cable/new/00",
-        "ws://127.0.0.1:0/x",
-        "ws://127.0.0.1:99999/x",
-        "ws://127.0.0.1:12ab/x",
-        "ws://[::1/x",
-    ])
+    @Test(
+        "malformed or unsupported URLs are rejected before connecting",
+        arguments: [
+            "wss://127.0.0.1:1234/cable/new/00",
+            "http://127.0.0.1/cable/new/00",
+            "ws://:1234/cable/new/00",
+            "ws://127.0.0.1:0/x",
+            "ws://127.0.0.1:99999/x",
+            "ws://127.0.0.1:12ab/x",
+            "ws://[::1/x",
+        ]
+    )
     func invalidURLs(url: String) async {
         await expectRuntimeError(.invalidAddress) { _ = try await WebSocketTunnel.open(url: url, timeout: .seconds(1)) }
     }
@@ -48,23 +51,30 @@ struct WebSocketTunnelTests {
     func missingSelectedSubprotocol() async throws {
         let server = try await FakeTunnelServer.start(.upgrade(headers: [("X-caBLE-Routing-ID", "2A0000")], frame: nil))
         let error = await expectRuntimeError(.handshakeFailed) {
-            _ = try await WebSocketTunnel.open(url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID()))
+            _ = try await WebSocketTunnel.open(
+                url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID())
+            )
         }
         #expect(error?.description.contains("fido.cable") == true)
         await server.stop()
     }
 
-    @Test("malformed or duplicated X-caBLE-Routing-ID headers are .handshakeFailed", arguments: [
-        [("X-caBLE-Routing-ID", "2A00")],
-        [("X-caBLE-Routing-ID", "2A00ZZ")],
-        [("X-caBLE-Routing-ID", "2A0000"), ("X-caBLE-Routing-ID", "2A0000")],
-    ])
+    @Test(
+        "malformed or duplicated X-caBLE-Routing-ID headers are .handshakeFailed",
+        arguments: [
+            [("X-caBLE-Routing-ID", "2A00")],
+            [("X-caBLE-Routing-ID", "2A00ZZ")],
+            [("X-caBLE-Routing-ID", "2A0000"), ("X-caBLE-Routing-ID", "2A0000")],
+        ]
+    )
     func badRoutingHeader(routing: [(String, String)]) async throws {
         let server = try await FakeTunnelServer.start(
             .upgrade(headers: [("Sec-WebSocket-Protocol", "fido.cable")] + routing, frame: nil)
         )
         await expectRuntimeError(.handshakeFailed) {
-            _ = try await WebSocketTunnel.open(url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID()))
+            _ = try await WebSocketTunnel.open(
+                url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID())
+            )
         }
         await server.stop()
     }
@@ -74,7 +84,9 @@ struct WebSocketTunnelTests {
         let server = try await FakeTunnelServer.start(
             .upgrade(headers: [("sec-websocket-protocol", "fido.cable"), ("x-cable-routing-id", "2a00ff")], frame: nil)
         )
-        let tunnel = try await WebSocketTunnel.open(url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID()))
+        let tunnel = try await WebSocketTunnel.open(
+            url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID())
+        )
         #expect(tunnel.routingID == [0x2A, 0x00, 0xFF])
         await tunnel.close()
         await server.stop()
@@ -85,7 +97,9 @@ struct WebSocketTunnelTests {
         let server = try await FakeTunnelServer.start(
             .upgrade(headers: [("Sec-WebSocket-Protocol", "fido.cable")], frame: (.text, Array("hi".utf8)))
         )
-        let tunnel = try await WebSocketTunnel.open(url: "ws://127.0.0.1:\(server.port)/cable/connect/000000/" + upperHex(randomTunnelID()))
+        let tunnel = try await WebSocketTunnel.open(
+            url: "ws://127.0.0.1:\(server.port)/cable/connect/000000/" + upperHex(randomTunnelID())
+        )
         #expect(tunnel.routingID == nil)
         let error = await expectRuntimeError(.protocolViolation) { _ = try await tunnel.receive(timeout: .seconds(2)) }
         #expect(error?.closeCode == .unsupportedData)
@@ -98,7 +112,9 @@ struct WebSocketTunnelTests {
         try await withRelay { _, endpoint in
             let ends = try await openTunnel(endpoint)
             let start = ContinuousClock.now
-            let error = await expectRuntimeError(.timeout) { _ = try await ends.desktop.receive(timeout: .milliseconds(100)) }
+            let error = await expectRuntimeError(.timeout) {
+                _ = try await ends.desktop.receive(timeout: .milliseconds(100))
+            }
             #expect(ContinuousClock.now - start >= .milliseconds(100))
             #expect(error?.description.contains("timed out after 100 ms") == true)
             try await ends.phone.send([42])
@@ -151,7 +167,9 @@ struct WebSocketTunnelTests {
     func droppedTunnelCloses() async throws {
         try await withRelay { relay, endpoint in
             do {
-                _ = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path)
+                _ = try await WebSocketTunnel.open(
+                    url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+                )
             }
             #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
         }

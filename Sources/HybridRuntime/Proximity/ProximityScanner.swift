@@ -71,6 +71,7 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
                 .bind(host: host, port: port)
                 .get()
         } catch {
+            started.withLock { $0 = false }
             throw RuntimeError(.bindFailed, "proximity scanner could not bind udp://\(host):\(port): \(error)")
         }
         channel.withLock { $0 = bound }

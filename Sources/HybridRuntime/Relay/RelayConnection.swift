@@ -57,7 +57,9 @@ final class RelayConnection {
         let timeout = registry.configuration.upgradeTimeout
         connection.upgradeTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {
             guard !connection.isUpgraded else { return }
-            registry.logger.debug("dropping a connection that did not complete its request within \(timeout.humanReadable)")
+            registry.logger.debug(
+                "dropping a connection that did not complete its request within \(timeout.humanReadable)"
+            )
             channel.close(promise: nil)
         }
 

@@ -58,7 +58,10 @@ final class RelayPeerHandler: ChannelInboundHandler, RemovableChannelHandler {
         guard case .open = state, let context else { return }
         state = .closing
         let body = CloseFramePayload.encode(code: code, reason: reason, allocator: context.channel.allocator)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: body)), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: body)),
+            promise: nil
+        )
         let channel = context.channel
         closeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(closeHandshakeTimeout)) {
             channel.close(promise: nil)

@@ -83,7 +83,7 @@ public final class TunnelRelay: Sendable {
     @discardableResult
     public func start() async throws -> RelayEndpoint {
         try lifecycle.withLock { state in
-            guard case .idle = state else { throw RuntimeError(.invalidState, "relay already started") }
+            guard case .idle = state else { throw RuntimeError(.invalidState, "relay already started or shut down") }
             state = .starting
         }
         do {
@@ -99,10 +99,15 @@ public final class TunnelRelay: Sendable {
 
     private func bind() async throws -> (Channel, NIOLoopBound<RelayRegistry>, RelayEndpoint) {
         guard LoopbackAddress.isLoopback(host) else {
-            throw RuntimeError(.invalidAddress, "relay host \(host) is not a loopback address; the relay binds loopback only")
+            throw RuntimeError(
+                .invalidAddress,
+                "relay host \(host) is not a loopback address; the relay binds loopback only"
+            )
         }
         let loop = eventLoop
-        let (configuration, contacts, statistics, logger) = (self.configuration, self.contacts, statisticsBox, self.logger)
+        let (configuration, contacts, statistics, logger) = (
+            self.configuration, self.contacts, statisticsBox, self.logger
+        )
         let registry = try await loop.submit {
             NIOLoopBound(
                 RelayRegistry(

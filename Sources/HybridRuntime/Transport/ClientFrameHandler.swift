@@ -155,7 +155,11 @@ final class ClientFrameHandler: ChannelInboundHandler {
         case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error:
             fail(
                 context: context,
-                RuntimeError(.protocolViolation, "WebSocket protocol error from the relay: \(error)", closeCode: .protocolError),
+                RuntimeError(
+                    .protocolViolation,
+                    "WebSocket protocol error from the relay: \(error)",
+                    closeCode: .protocolError
+                ),
                 closeCode: .protocolError
             )
         default:

@@ -130,7 +130,8 @@ final class RejectedResponseReader: ChannelInboundHandler {
         guard !done else { return }
         done = true
         if let status {
-            let text = String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+            let text =
+                String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
             promise.succeed((status, text))
         } else {
             promise.fail(ChannelError.eof)
@@ -147,7 +148,9 @@ struct WebSocketURL: Hashable {
     init(parsing url: String) throws {
         let invalid = { (why: String) in RuntimeError(.invalidAddress, "invalid tunnel URL \(url): \(why)") }
         guard url.hasPrefix("ws://") else {
-            throw invalid(url.hasPrefix("wss://") ? "wss:// is not supported (loopback simulator)" : "must start with ws://")
+            throw invalid(
+                url.hasPrefix("wss://") ? "wss:// is not supported (loopback simulator)" : "must start with ws://"
+            )
         }
         let rest = url.dropFirst("ws://".count)
         let slash = rest.firstIndex(of: "/") ?? rest.endIndex

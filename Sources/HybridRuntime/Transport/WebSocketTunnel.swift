@@ -161,7 +161,10 @@ public final class WebSocketTunnel: TunnelTransport {
         } catch {
             try? await channel.close().get()
             if ContinuousClock.now - start >= timeout {
-                throw RuntimeError.timeout("WebSocket upgrade of \(TunnelServicePath.endpointName(of: path))", after: timeout)
+                throw RuntimeError.timeout(
+                    "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path))",
+                    after: timeout
+                )
             }
             throw RuntimeError(
                 .handshakeFailed,
@@ -175,9 +178,10 @@ public final class WebSocketTunnel: TunnelTransport {
         let endpoint = TunnelServicePath.endpointName(of: path)
         let selected = head.headers["Sec-WebSocket-Protocol"]
         guard selected == [RelayRegistry.subprotocol] else {
+            let got = selected.isEmpty ? "none" : selected.joined(separator: ", ")
             throw RuntimeError(
                 .handshakeFailed,
-                "relay did not select the fido.cable subprotocol for \(endpoint) (got \(selected.isEmpty ? "none" : selected.joined(separator: ", ")))"
+                "relay did not select the fido.cable subprotocol for \(endpoint) (got \(got))"
             )
         }
         let routing = head.headers["X-caBLE-Routing-ID"]
@@ -185,7 +189,10 @@ public final class WebSocketTunnel: TunnelTransport {
         guard routing.count == 1,
             let bytes = HexCoding.decode(routing[0].trimmingSpaces.utf8, byteCount: TunnelServicePath.routingIDSize)
         else {
-            throw RuntimeError(.handshakeFailed, "relay sent a malformed X-caBLE-Routing-ID: \(routing.joined(separator: ", "))")
+            throw RuntimeError(
+                .handshakeFailed,
+                "relay sent a malformed X-caBLE-Routing-ID: \(routing.joined(separator: ", "))"
+            )
         }
         return bytes
     }

@@ -38,7 +38,10 @@ final class FakeTunnelServer: Sendable {
                         upgradePipelineHandler: { channel, _ in
                             if let (opcode, payload) = frame {
                                 let buffer = channel.allocator.buffer(bytes: payload)
-                                channel.writeAndFlush(WebSocketFrame(fin: true, opcode: opcode, data: buffer), promise: nil)
+                                channel.writeAndFlush(
+                                    WebSocketFrame(fin: true, opcode: opcode, data: buffer),
+                                    promise: nil
+                                )
                             }
                             return channel.eventLoop.makeSucceededFuture(true)
                         }
@@ -47,7 +50,8 @@ final class FakeTunnelServer: Sendable {
                         configuration: .init(
                             upgradeConfiguration: .init(
                                 upgraders: [upgrader],
-                                notUpgradingCompletionHandler: { channel in channel.eventLoop.makeSucceededFuture(false) }
+                                notUpgradingCompletionHandler: { channel in channel.eventLoop.makeSucceededFuture(false)
+                                }
                             )
                         )
                     )
