@@ -1,0 +1,71 @@
+import HybridCore
+
+/// The `FIDO:/` URL form of a hybrid QR code (CTAP 2.2 §11.5.1 "Hybrid transports").
+public enum FIDOURL {
+    /// The URL prefix, `FIDO:/`. Parsers compare it case-insensitively, like Chromium's
+    /// `qr::Parse`.
+    public static let prefix = HybridConstants.qrPrefix
+
+    /// Whether `text` starts with ``prefix``, ignoring ASCII case only (Unicode case mapping
+    /// would also accept look-alikes such as `fıdo:/` with a dotless i).
+    public static func hasPrefix(_ text: String) -> Bool {
+        let head = text.utf8.prefix(prefix.utf8.count).map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }
+        return head.elementsEqual(prefix.utf8)
+    }
+}
+
+/// A scanned hybrid QR code: the URL exactly as decoded, and its parsed payload.
+public struct FIDOScan: Sendable, Hashable {
+    /// The decoded `FIDO:/…` text.
+    public let url: String
+    /// The payload, parsed and checked by `QRPayload(url:)` (Chromium `qr::Parse` rules).
+    public let payload: QRPayload
+}
+
+extension QRScanner {
+    /// Scans a file (PNG, PGM or terminal capture) for a hybrid QR code and validates it.
+    ///
+    /// - Throws: everything ``scan(fileAt:)`` throws, then ``QRError/Code/notFIDOURL`` or
+    ///   ``QRError/Code/invalidFIDOPayload`` (see ``fido(from:)``).
+    public static func scanFIDO(fileAt path: String) throws(QRError) -> FIDOScan {
+        try fido(from: scanAll(fileAt: path))
+    }
+
+    /// Scans PNG, PGM or text bytes for a hybrid QR code and validates it.
+    public static func scanFIDO(bytes: [UInt8]) throws(QRError) -> FIDOScan {
+        try fido(from: [scan(bytes: bytes)])
+    }
+
+    /// Scans captured terminal text for a hybrid QR code and validates it.
+    public static func scanFIDO(text: String) throws(QRError) -> FIDOScan {
+        try fido(from: [scan(text: text)])
+    }
+
+    /// Scans a bitmap for a hybrid QR code and validates it.
+    public static func scanFIDO(image: GrayImage) throws(QRError) -> FIDOScan {
+        try fido(from: [scan(image: image)])
+    }
+
+    /// Picks the first decoded text that is a `FIDO:/` URL and validates its payload.
+    ///
+    /// - Throws: ``QRError/Code/notFIDOURL`` if no text has the prefix (the reason quotes the
+    ///   start of what was found); ``QRError/Code/invalidFIDOPayload`` naming the rule the payload
+    ///   breaks.
+    public static func fido(from texts: [String]) throws(QRError) -> FIDOScan {
+        guard let url = texts.first(where: FIDOURL.hasPrefix) else {
+            let found = texts.first.map(preview) ?? "nothing"
+            throw QRError(.notFIDOURL, "the code holds \(found)")
+        }
+        do {
+            return FIDOScan(url: url, payload: try QRPayload(url: url))
+        } catch {
+            throw QRError(.invalidFIDOPayload, error.reason.isEmpty ? error.description : error.reason)
+        }
+    }
+
+    /// A short, printable quote of decoded text for error messages.
+    private static func preview(_ text: String) -> String {
+        let printable = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 ? "?" : $0 }))
+        return printable.count > 40 ? "\"\(printable.prefix(40))…\"" : "\"\(printable)\""
+    }
+}

@@ -1,0 +1,230 @@
+/// Turns captured terminal text back into bitmaps a QR decoder can read.
+///
+/// Accepts a copy of stdout, a log file, or `tmux capture-pane -p` output (which trims trailing
+/// spaces), possibly with ANSI colour codes and other lines around the art. The steps:
+///
+/// 1. strip ANSI escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ST`, DCS/APC/PM/SOS
+///    strings, two- and three-byte `ESC` sequences, C1 CSI) and carriage returns;
+/// 2. classify lines: an *art line* consists only of `▀ ▄ █` and spaces (at least one block);
+///    anything else (the `FIDO:/…` line, log lines, a prompt) ends the art;
+/// 3. group consecutive art lines into runs; a single blank line between two art lines stays in
+///    the run (it is two module rows with nothing inked), longer gaps split runs;
+/// 4. remove the run's common indentation and pad ragged lines to the widest with *light*
+///    modules (trimmed trailing blanks are quiet zone), then add a fresh light quiet zone;
+/// 5. decide the polarity: normal art inks dark modules, inverted art inks light ones and so has
+///    a border of full blocks. Both polarities are produced, the likelier one first;
+/// 6. scale every module to `moduleSize` pixels (zbar needs ≥ 2; default 4).
+///
+/// Inverted art contains no blank lines: its quiet zone is printed as lines of `█`, which are art
+/// lines, so the whole symbol including its margin forms one run.
+public enum TerminalArtReader {
+    /// One run of art lines, as module rows: `true` = inked.
+    struct InkGrid {
+        /// Width in modules.
+        var width: Int
+        /// Rows of inked flags; each text line gives two rows. Rows may be shorter than `width`.
+        var rows: [[Bool]]
+        /// The fraction of inked modules on the border; > 0.5 suggests inverted art.
+        var borderInkRatio: Double
+    }
+
+    /// Rasterizes every plausible QR art block in `text`.
+    ///
+    /// - Parameters:
+    ///   - text: the captured terminal text.
+    ///   - moduleSize: pixels per module, clamped to 3 … 16.
+    ///   - quietZone: light modules added around each block, clamped to 4 … 16.
+    /// - Returns: bitmaps (dark modules black on white), most plausible first: for each run of
+    ///   art lines, largest run first, the likelier polarity then the other.
+    /// - Throws: ``QRError/Code/noQRCode`` if the text contains no line of QR art at all.
+    public static func images(fromText text: String, moduleSize: Int = 4, quietZone: Int = 4) throws(QRError) -> [GrayImage] {
+        try candidates(in: text).compactMap { $0.image(moduleSize: moduleSize, quietZone: quietZone) }
+    }
+
+    /// One way of reading one run of art: the grid and the polarity to assume.
+    struct Candidate {
+        /// The run of art lines.
+        let grid: InkGrid
+        /// Whether to read inked cells as light modules.
+        let inverted: Bool
+
+        /// The bitmap for this reading (see ``TerminalArtReader/images(fromText:moduleSize:quietZone:)``).
+        func image(moduleSize: Int = 4, quietZone: Int = 4) -> GrayImage? {
+            rasterize(grid, inverted: inverted, scale: min(max(moduleSize, 3), 16), margin: min(max(quietZone, 4), 16))
+        }
+    }
+
+    /// The readings to try, most plausible first, without rasterizing them yet.
+    ///
+    /// - Throws: ``QRError/Code/noQRCode`` if the text contains no line of QR art at all.
+    static func candidates(in text: String) throws(QRError) -> [Candidate] {
+        let grids = inkGrids(in: stripANSI(text))
+        guard !grids.isEmpty else {
+            throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)")
+        }
+        return grids.sorted { $0.rows.count > $1.rows.count }.flatMap { grid in
+            let invertedFirst = grid.borderInkRatio > 0.5
+            return [Candidate(grid: grid, inverted: invertedFirst), Candidate(grid: grid, inverted: !invertedFirst)]
+        }
+    }
+
+    /// Removes ANSI/VT escape sequences and carriage returns, keeping everything else.
+    public static func stripANSI(_ text: String) -> String {
+        let scalars = Array(text.unicodeScalars)
+        var out = String.UnicodeScalarView()
+        var index = 0
+        while index < scalars.count {
+            let scalar = scalars[index]
+            switch scalar.value {
+            case 0x1B:
+                index = skipEscape(scalars, from: index)
+            case 0x9B:  // C1 CSI
+                index = skipCSIBody(scalars, from: index + 1)
+            case 0x0D:
+                index += 1
+            default:
+                out.append(scalar)
+                index += 1
+            }
+        }
+        return String(out)
+    }
+
+    // MARK: - Escape sequences
+
+    /// Skips the escape sequence starting with `ESC` at `start`; returns the index after it.
+    private static func skipEscape(_ s: [Unicode.Scalar], from start: Int) -> Int {
+        let next = start + 1
+        guard next < s.count else { return next }
+        switch s[next] {
+        case "[":
+            return skipCSIBody(s, from: next + 1)
+        case "]", "P", "_", "^", "X":
+            // OSC / DCS / APC / PM / SOS: a string ended by BEL or ST (ESC \).
+            var index = next + 1
+            while index < s.count {
+                if s[index].value == 0x07 { return index + 1 }
+                if s[index].value == 0x9C { return index + 1 }
+                if s[index].value == 0x1B { return min(index + 2, s.count) }
+                index += 1
+            }
+            return index
+        default:
+            // ESC, intermediate bytes 0x20–0x2F, then one final byte (e.g. `ESC ( B`, `ESC 7`).
+            var index = next
+            while index < s.count, (0x20...0x2F).contains(s[index].value) { index += 1 }
+            return min(index + 1, s.count)
+        }
+    }
+
+    /// Skips CSI parameter/intermediate bytes and the final byte (0x40–0x7E).
+    private static func skipCSIBody(_ s: [Unicode.Scalar], from start: Int) -> Int {
+        var index = start
+        while index < s.count {
+            let value = s[index].value
+            index += 1
+            if (0x40...0x7E).contains(value) { break }
+            if !(0x20...0x3F).contains(value) { break }  // malformed: stop at the odd byte
+        }
+        return index
+    }
+
+    // MARK: - Lines to module grids
+
+    /// Whether `scalar` is a space-like character in art (space or no-break space).
+    private static func isBlank(_ scalar: Unicode.Scalar) -> Bool { scalar == " " || scalar == "\u{00A0}" }
+
+    /// The (upper, lower) inked halves drawn by `scalar`, or `nil` if it is not an art character.
+    private static func ink(_ scalar: Unicode.Scalar) -> (Bool, Bool)? {
+        switch scalar {
+        case TerminalArt.fullBlock: (true, true)
+        case TerminalArt.upperHalf: (true, false)
+        case TerminalArt.lowerHalf: (false, true)
+        default: isBlank(scalar) ? (false, false) : nil
+        }
+    }
+
+    /// Splits clean text into runs of art lines and converts each run into an ``InkGrid``.
+    static func inkGrids(in text: String) -> [InkGrid] {
+        var runs: [[[Unicode.Scalar]]] = []
+        var current: [[Unicode.Scalar]] = []
+        var pendingBlanks = 0
+        func closeRun() {
+            if !current.isEmpty { runs.append(current) }
+            current = []
+            pendingBlanks = 0
+        }
+        for rawLine in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
+            var line = Array(rawLine)
+            while let last = line.last, isBlank(last) || last == "\t" { line.removeLast() }
+            if line.isEmpty {
+                pendingBlanks += 1
+                if pendingBlanks > 1 { closeRun() }
+                continue
+            }
+            guard line.allSatisfy({ ink($0) != nil }) else {
+                closeRun()
+                continue
+            }
+            if !current.isEmpty {
+                current.append(contentsOf: Array(repeating: [], count: pendingBlanks))
+            }
+            pendingBlanks = 0
+            current.append(line)
+        }
+        closeRun()
+        return runs.map(grid(from:))
+    }
+
+    /// Converts one run of art lines into module rows, dropping the common indentation.
+    private static func grid(from lines: [[Unicode.Scalar]]) -> InkGrid {
+        let indent = lines.filter { !$0.isEmpty }
+            .map { line in line.prefix(while: isBlank).count }
+            .min() ?? 0
+        var rows: [[Bool]] = []
+        var width = 0
+        for line in lines {
+            let cells = line.dropFirst(min(indent, line.count)).map { ink($0) ?? (false, false) }
+            width = max(width, cells.count)
+            rows.append(cells.map(\.0))
+            rows.append(cells.map(\.1))
+        }
+        return InkGrid(width: width, rows: rows, borderInkRatio: borderInkRatio(rows: rows, width: width))
+    }
+
+    /// The share of inked modules on the grid's outer ring (missing cells count as not inked).
+    private static func borderInkRatio(rows: [[Bool]], width: Int) -> Double {
+        guard width > 0, !rows.isEmpty else { return 0 }
+        func at(_ x: Int, _ y: Int) -> Bool { x < rows[y].count && rows[y][x] }
+        var inked = 0
+        var total = 0
+        for x in 0..<width {
+            inked += (at(x, 0) ? 1 : 0) + (at(x, rows.count - 1) ? 1 : 0)
+            total += 2
+        }
+        for y in 0..<rows.count {
+            inked += (at(0, y) ? 1 : 0) + (at(width - 1, y) ? 1 : 0)
+            total += 2
+        }
+        return Double(inked) / Double(total)
+    }
+
+    /// Draws a grid as a bitmap: dark modules black, padding and quiet zone white.
+    private static func rasterize(_ grid: InkGrid, inverted: Bool, scale: Int, margin: Int) -> GrayImage? {
+        let columns = grid.width + 2 * margin
+        let rowCount = grid.rows.count + 2 * margin
+        let width = columns * scale
+        let height = rowCount * scale
+        guard width > 0, height > 0, width <= GrayImage.maximumPixelCount / height else { return nil }
+        var pixels = [UInt8](repeating: 255, count: width * height)
+        pixels.withUnsafeMutableBufferPointer { buffer in
+            for (y, row) in grid.rows.enumerated() {
+                // Cells beyond the end of a (trimmed) line are light in both polarities.
+                for x in 0..<row.count where row[x] != inverted {
+                    GrayImage.fillSquare(buffer, stride: width, left: (x + margin) * scale, top: (y + margin) * scale, side: scale)
+                }
+            }
+        }
+        return GrayImage(unchecked: width, height, pixels)
+    }
+}

@@ -1,0 +1,82 @@
+import CZbar
+
+/// Finds and decodes QR symbols in a grayscale bitmap with libzbar's C API.
+///
+/// The bitmap is handed to zbar as a `Y800` (8-bit luminance) image without copying; it is
+/// detached again before the zbar image is destroyed, so zbar never frees Swift memory.
+public enum ZbarDecoder {
+    /// Decodes every QR symbol zbar finds in `image` exactly as given (no retries).
+    ///
+    /// - Returns: the symbols' texts in zbar's order, duplicates removed; empty if none.
+    /// - Throws: ``QRError/Code/libraryFailure`` if zbar cannot be set up or reports an error.
+    public static func decodeOnce(_ image: GrayImage) throws(QRError) -> [String] {
+        guard let scanner = zbar_image_scanner_create() else {
+            throw QRError(.libraryFailure, "zbar_image_scanner_create failed")
+        }
+        defer { zbar_image_scanner_destroy(scanner) }
+        zbar_image_scanner_set_config(scanner, ZBAR_NONE, ZBAR_CFG_ENABLE, 0)
+        zbar_image_scanner_set_config(scanner, ZBAR_QRCODE, ZBAR_CFG_ENABLE, 1)
+        guard let zImage = zbar_image_create() else {
+            throw QRError(.libraryFailure, "zbar_image_create failed")
+        }
+        defer { zbar_image_destroy(zImage) }
+        zbar_image_set_format(zImage, czbar_fourcc_y800())
+        zbar_image_set_size(zImage, UInt32(image.width), UInt32(image.height))
+
+        let (status, texts) = image.pixels.withUnsafeBytes { buffer -> (Int32, [String]) in
+            zbar_image_set_data(zImage, buffer.baseAddress, UInt(buffer.count), nil)
+            defer { zbar_image_set_data(zImage, nil, 0, nil) }  // detach before the buffer goes away
+            let status = zbar_scan_image(scanner, zImage)
+            var texts: [String] = []
+            var symbol = zbar_image_first_symbol(zImage)
+            while let current = symbol {
+                if zbar_symbol_get_type(current) == ZBAR_QRCODE, let data = zbar_symbol_get_data(current) {
+                    let length = Int(zbar_symbol_get_data_length(current))
+                    let bytes = UnsafeRawBufferPointer(start: data, count: length)
+                    let text = String(decoding: bytes, as: UTF8.self)
+                    if !texts.contains(text) { texts.append(text) }
+                }
+                symbol = zbar_symbol_next(current)
+            }
+            return (status, texts)
+        }
+        guard status >= 0 else { throw QRError(.libraryFailure, "zbar_scan_image reported an error") }
+        return texts
+    }
+
+    /// Decodes `image`, retrying the way a phone app would when nothing is found: the negative
+    /// image (light-on-dark codes), then a 3× nearest-neighbour enlargement of both when the
+    /// modules may be too small for zbar (it needs about 2 px per module).
+    ///
+    /// - Returns: the texts of the first attempt that finds anything; empty if none does.
+    public static func decode(_ image: GrayImage) throws(QRError) -> [String] {
+        let texts = try decodeOnce(image)
+        if !texts.isEmpty { return texts }
+        let negative = try decodeOnce(image.inverted())
+        if !negative.isEmpty { return negative }
+        guard min(image.width, image.height) < 600, let larger = image.enlarged(by: 3) else { return [] }
+        let enlarged = try decodeOnce(larger)
+        if !enlarged.isEmpty { return enlarged }
+        return try decodeOnce(larger.inverted())
+    }
+}
+
+extension GrayImage {
+    /// A nearest-neighbour enlargement by an integer `factor`, or `nil` if it would be too big.
+    func enlarged(by factor: Int) -> GrayImage? {
+        let newWidth = width * factor
+        let newHeight = height * factor
+        guard factor > 1, newWidth <= GrayImage.maximumPixelCount / newHeight else { return nil }
+        var out = [UInt8](repeating: 255, count: newWidth * newHeight)
+        pixels.withUnsafeBufferPointer { source in
+            out.withUnsafeMutableBufferPointer { target in
+                for y in 0..<newHeight {
+                    let from = (y / factor) * width
+                    let to = y * newWidth
+                    for x in 0..<newWidth { target[to + x] = source[from + x / factor] }
+                }
+            }
+        }
+        return GrayImage(unchecked: newWidth, newHeight, out)
+    }
+}
