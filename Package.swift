@@ -96,7 +96,8 @@ let package = Package(
         ),
         .testTarget(
             name: "HybridQRTests",
-            dependencies: ["HybridQR", "HybridCore", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["HybridQR", "HybridCore", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            exclude: ["Captures"]  // real tmux captures, read via #filePath
         ),
         .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
         .testTarget(name: "HybridSimTests", dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport"]),

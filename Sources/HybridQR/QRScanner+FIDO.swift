@@ -1,3 +1,4 @@
+import CTAP2
 import HybridCore
 
 /// The `FIDO:/` URL form of a hybrid QR code (CTAP 2.2 §11.5.1 "Hybrid transports").
@@ -20,6 +21,24 @@ public struct FIDOScan: Sendable, Hashable {
     public let url: String
     /// The payload, parsed and checked by `QRPayload(url:)` (Chromium `qr::Parse` rules).
     public let payload: QRPayload
+}
+
+extension FIDOScan {
+    /// The decoded payload as one line of JSON, keys in this order: `publicKey` (key 0, lower-case
+    /// hex of the 33-byte compressed point), `secret` (key 1, hex), `knownDomains` (key 2),
+    /// `timestamp` (key 3 or `null`), `supportsLinking` (key 4 or `null`), `requestType`
+    /// (`"ga"` or `"mc"`). Printed by `hybrid-sim qr scan --decode`.
+    public var payloadJSON: String {
+        let fields = [
+            ("publicKey", "\"\(Hex.encode(payload.compressedPublicKey))\""),
+            ("secret", "\"\(Hex.encode(payload.secret))\""),
+            ("knownDomains", "\(payload.knownDomainCount)"),
+            ("timestamp", payload.timestamp.map { "\($0)" } ?? "null"),
+            ("supportsLinking", payload.supportsLinking.map { $0 ? "true" : "false" } ?? "null"),
+            ("requestType", "\"\(payload.requestType.rawValue)\""),
+        ]
+        return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+    }
 }
 
 extension QRScanner {

@@ -1,5 +1,4 @@
 import ArgumentParser
-import CTAP2
 import Foundation
 import HybridCore
 import HybridQR
@@ -74,8 +73,6 @@ extension QRCommand {
             let matrix = raw
                 ? try QREncoder.encode(text: url, errorCorrection: errorCorrection)
                 : try QREncoder.encode(fidoURL: url, errorCorrection: errorCorrection)
-            print(TerminalArt.render(matrix, inverted: invert, quietZone: quietZone))
-            print(url)
             let symbol = "QR version \(matrix.version)-\(matrix.errorCorrection), \(matrix.size)×\(matrix.size) modules"
             if let png {
                 let image = GrayImage(matrix: matrix, moduleSize: scale, quietZone: quietZone)
@@ -83,14 +80,12 @@ extension QRCommand {
                 Standard.error("wrote \(png): \(image.width)×\(image.height) px, \(symbol)")
             }
             if let svg {
-                let text = SVGRenderer.render(matrix, moduleSize: scale, quietZone: quietZone)
-                do {
-                    try text.write(toFile: svg, atomically: true, encoding: .utf8)
-                } catch {
-                    throw QRError(.writeFailed, "\(svg): \(error.localizedDescription)")
-                }
+                try SVGRenderer.write(matrix, toFile: svg, moduleSize: scale, quietZone: quietZone)
                 Standard.error("wrote \(svg): \(symbol)")
             }
+            // Files first: if one cannot be written, the command fails without printing a code.
+            print(TerminalArt.render(matrix, inverted: invert, quietZone: quietZone))
+            print(url)
         }
     }
 
@@ -128,20 +123,7 @@ extension QRCommand {
             let result = file == "-"
                 ? try QRScanner.scanFIDO(bytes: Standard.inputBytes())
                 : try QRScanner.scanFIDO(fileAt: file)
-            print(decode ? Self.json(result.payload) : result.url)
-        }
-
-        /// The payload as one JSON object, keys in a fixed order; absent optional keys are `null`.
-        static func json(_ payload: QRPayload) -> String {
-            let fields = [
-                ("publicKey", "\"\(Hex.encode(payload.compressedPublicKey))\""),
-                ("secret", "\"\(Hex.encode(payload.secret))\""),
-                ("knownDomains", "\(payload.knownDomainCount)"),
-                ("timestamp", payload.timestamp.map(String.init) ?? "null"),
-                ("supportsLinking", payload.supportsLinking.map { $0 ? "true" : "false" } ?? "null"),
-                ("requestType", "\"\(payload.requestType.rawValue)\""),
-            ]
-            return "{" + fields.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+            print(decode ? result.payloadJSON : result.url)
         }
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import HybridCore
 import HybridQR
 import HybridTestSupport
@@ -57,6 +58,30 @@ struct RealWorldTests {
         let path = directory.appendingPathComponent("real.png").path
         try PNGCodec.write(GrayImage(matrix: try QREncoder.encode(fidoURL: expected.url)), toFile: path)
         checkFields(try QRScanner.scanFIDO(fileAt: path), expected)
+    }
+
+    @Test("--decode JSON: one object, fields from the vector", arguments: cases)
+    func json(_ expected: Case) throws {
+        let scan = try QRScanner.fido(from: [expected.url])
+        let object = try #require(
+            JSONSerialization.jsonObject(with: Data(scan.payloadJSON.utf8)) as? [String: Any])
+        #expect(object["publicKey"] as? String == expected.publicKey)
+        #expect(object["secret"] as? String == expected.secret)
+        #expect(object["knownDomains"] as? Int == 2)
+        #expect(object["timestamp"] as? Int == Int(expected.timestamp))
+        #expect(object["supportsLinking"] as? Bool == expected.supportsLinking)
+        #expect(object["requestType"] as? String == "mc")
+        #expect(scan.payloadJSON.hasPrefix("{\"publicKey\":"))
+        #expect(!scan.payloadJSON.contains("\n"))
+    }
+
+    @Test("--decode JSON writes null for absent optional keys")
+    func jsonNulls() throws {
+        let payload = Fixtures.randomPayload(variant: 1)  // no timestamp, supportsLinking true
+        let bare = QRPayload(compressedPublicKey: payload.compressedPublicKey, secret: payload.secret)
+        let json = try QRScanner.fido(from: [bare.url]).payloadJSON
+        #expect(json.contains("\"timestamp\":null") && json.contains("\"supportsLinking\":null"))
+        #expect(json.contains("\"requestType\":\"ga\""))
     }
 
     @Test("the URL re-encodes identically from its parsed payload", arguments: cases)

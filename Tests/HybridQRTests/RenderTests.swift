@@ -1,3 +1,4 @@
+import Foundation
 import HybridQR
 import Testing
 
@@ -84,5 +85,15 @@ struct RenderTests {
         // Sum the run lengths in the path: they must add up to the dark-module count.
         let runs = svg.split(separator: "h").dropFirst().compactMap { Int($0.prefix(while: \.isNumber)) }
         #expect(runs.reduce(0, +) == matrix.darkModuleCount)
+    }
+
+    @Test("SVG file: written as UTF-8, write errors are typed")
+    func svgFile() throws {
+        let directory = try Fixtures.makeTemporaryDirectory()
+        defer { Fixtures.removeDirectory(directory) }
+        let path = directory.appendingPathComponent("qr.svg").path
+        try SVGRenderer.write(matrix, toFile: path)
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == SVGRenderer.render(matrix))
+        #expect(throws: QRError.writeFailed) { try SVGRenderer.write(matrix, toFile: directory.path + "/no/such/dir.svg") }
     }
 }
