@@ -10,6 +10,12 @@ public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// The bound TCP port (the real one when port 0 was asked for).
     public var port: Int
 
+    /// An endpoint value (e.g. for a relay started elsewhere).
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
     /// `ws://HOST:PORT` (IPv6 hosts in brackets): the base URL clients put `/cable/…` after.
     public var url: String {
         host.contains(":") ? "ws://[\(host)]:\(port)" : "ws://\(host):\(port)"

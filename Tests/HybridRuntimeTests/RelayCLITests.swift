@@ -1,0 +1,84 @@
+import Foundation
+import HybridRuntime
+import Testing
+
+/// `hybrid-sim relay` as a process: the ready line, a tunnel through it, SIGTERM → exit 0.
+///
+/// `swift test` builds every product, so the binary sits next to the test bundle. When it is not
+/// there (a filtered build of this target only) the test says so and does nothing.
+@Suite("hybrid-sim relay command")
+struct RelayCLITests {
+    private static var binary: URL? {
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("hybrid-sim")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        return nil
+    }
+
+    @Test("prints one ws:// line, relays, and exits 0 on SIGTERM")
+    func readyLineAndSignal() async throws {
+        guard let binary = Self.binary else {
+            print("RelayCLITests: hybrid-sim binary not built next to the tests; skipped")
+            return
+        }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["relay", "--port", "0", "--log-level", "warning"]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        process.standardError = FileHandle.nullDevice
+        let output = LockedBox("")
+        stdout.fileHandleForReading.readabilityHandler = { handle in
+            let text = String(decoding: handle.availableData, as: UTF8.self)
+            output.update { $0 += text }
+        }
+        try process.run()
+        defer {
+            if process.isRunning { process.terminate() }
+            stdout.fileHandleForReading.readabilityHandler = nil
+        }
+        #expect(await eventually(timeout: .seconds(10)) { output.value.contains("\n") })
+        let lines = output.value.split(separator: "\n")
+        #expect(lines.count == 1)
+        let url = try #require(
+            lines.first.flatMap { $0.split(separator: " ").first { $0.hasPrefix("ws://127.0.0.1:") } }
+        )
+        let port = try #require(Int(url.split(separator: ":").last ?? ""))
+
+        let ends = try await openTunnel(RelayEndpoint(host: "127.0.0.1", port: port))
+        try await ends.phone.send([1, 2, 3])
+        #expect(try await ends.desktop.receive(timeout: .seconds(2)) == [1, 2, 3])
+
+        process.terminate()  // SIGTERM
+        let error = await expectRuntimeError(.closed) { _ = try await ends.desktop.receive(timeout: .seconds(5)) }
+        #expect(error?.closeCode == .goingAway)
+        #expect(await eventually(timeout: .seconds(5)) { !process.isRunning })
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        await ends.close()
+    }
+
+    @Test("--help names every limit flag with its default")
+    func help() async throws {
+        guard let binary = Self.binary else { return }
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = ["relay", "--help"]
+        let stdout = Pipe()
+        process.standardOutput = stdout
+        try process.run()
+        let data = stdout.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let help = String(decoding: data, as: UTF8.self)
+        for fragment in [
+            "--tunnel-lifetime", "(default: 120.0)", "--max-message-size", "(default: 65536)",
+            "--max-messages-per-peer", "(default: 16)", "--max-tunnels", "(default: 1024)",
+            "--idle-timeout", "(default: 60.0)", "--upgrade-timeout", "--log-level",
+        ] {
+            #expect(help.contains(fragment), "missing \(fragment)")
+        }
+    }
+}
