@@ -12,7 +12,8 @@
 /// 4. remove the run's common indentation and pad ragged lines to the widest with *light*
 ///    modules (trimmed trailing blanks are quiet zone), then add a fresh light quiet zone;
 /// 5. decide the polarity: normal art inks dark modules, inverted art inks light ones and so has
-///    a border of full blocks. Both polarities are produced, the likelier one first;
+///    a border of full blocks (more than 3/4 of the border inked). Both polarities are produced,
+///    the likelier one first;
 /// 6. scale every module to `moduleSize` pixels (zbar needs ≥ 2; default 4).
 ///
 /// Inverted art contains no blank lines: its quiet zone is printed as lines of `█`, which are art
@@ -24,7 +25,7 @@ public enum TerminalArtReader {
         var width: Int
         /// Rows of inked flags; each text line gives two rows. Rows may be shorter than `width`.
         var rows: [[Bool]]
-        /// The fraction of inked modules on the border; > 0.5 suggests inverted art.
+        /// The fraction of inked modules on the border; near 1 means inverted art.
         var borderInkRatio: Double
     }
 
@@ -63,7 +64,9 @@ public enum TerminalArtReader {
             throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)")
         }
         return grids.sorted { $0.rows.count > $1.rows.count }.flatMap { grid in
-            let invertedFirst = grid.borderInkRatio > 0.5
+            // Inverted art is framed by its quiet zone drawn as blocks (ratio 1); the edge of a
+            // normal symbol is roughly half dark and its last row is padding (well below 0.75).
+            let invertedFirst = grid.borderInkRatio > 0.75
             return [Candidate(grid: grid, inverted: invertedFirst), Candidate(grid: grid, inverted: !invertedFirst)]
         }
     }
