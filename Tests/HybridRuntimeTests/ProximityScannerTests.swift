@@ -78,16 +78,17 @@ struct ProximityScannerTests {
         await expectRuntimeError(.invalidState) { _ = try await wait.value }
     }
 
-    @Test("a scanner refuses non-loopback hosts and a second start")
+    @Test("a scanner refuses non-loopback hosts, a second start and a port in use")
     func startErrors() async throws {
         let remote = ProximityScanner<Int>(host: "192.0.2.1") { _ in nil }
         await expectRuntimeError(.invalidAddress) { try await remote.start() }
         let scanner = makeScanner()
         let endpoint = try await scanner.start()
-        await expectRuntimeError(.invalidState) { try await scanner.start() }
-        // The same port cannot be bound twice by two scanners without SO_REUSEPORT semantics
-        // mattering here; what matters is that the endpoint is a real port.
         #expect(endpoint.port > 0)
+        await expectRuntimeError(.invalidState) { try await scanner.start() }
+        // A second scanner on the same port is refused instead of silently sharing it.
+        let second = ProximityScanner<Int>(port: endpoint.port) { _ in nil }
+        await expectRuntimeError(.bindFailed) { try await second.start() }
         await scanner.stop()
     }
 }

@@ -61,8 +61,8 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
         let core = self.core
         let bound: Channel
         do {
+            // No SO_REUSEADDR: on Linux it would let a second scanner share the UDP port silently.
             bound = try await DatagramBootstrap(group: group)
-                .channelOption(.socketOption(.so_reuseaddr), value: 1)
                 .channelInitializer { channel in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(ProximityScanHandler(core: core))

@@ -42,7 +42,8 @@ final class RelayTunnel {
     /// Logger carrying the redacted tunnel ID as metadata.
     let logger: Logger
 
-    private unowned let registry: RelayRegistry
+    /// Strong on purpose: the registry drops the tunnel when it closes, which ends the cycle.
+    private let registry: RelayRegistry
     private let eventLoop: EventLoop
     private let configuration: RelayConfiguration
     private var slots: [TunnelSide: Slot] = [.creator: .reserved, .joiner: .empty]
