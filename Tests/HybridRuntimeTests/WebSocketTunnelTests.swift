@@ -5,6 +5,13 @@ import Testing
 /// timeouts, and the checks it makes on the relay's 101.
 @Suite("WebSocket client transport")
 struct WebSocketTunnelTests {
+    /// The fake server never answers a close frame: do not wait the default 2 s for it.
+    static var fakeServerOptions: WebSocketTunnel.Options {
+        var options = WebSocketTunnel.Options()
+        options.closeTimeout = .milliseconds(100)
+        return options
+    }
+
     @Test(
         "malformed or unsupported URLs are rejected before connecting",
         arguments: [
@@ -52,7 +59,8 @@ struct WebSocketTunnelTests {
         let server = try await FakeTunnelServer.start(.upgrade(headers: [("X-caBLE-Routing-ID", "2A0000")], frame: nil))
         let error = await expectRuntimeError(.handshakeFailed) {
             _ = try await WebSocketTunnel.open(
-                url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID())
+                url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID()),
+                options: Self.fakeServerOptions
             )
         }
         #expect(error?.description.contains("fido.cable") == true)
@@ -73,7 +81,8 @@ struct WebSocketTunnelTests {
         )
         await expectRuntimeError(.handshakeFailed) {
             _ = try await WebSocketTunnel.open(
-                url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID())
+                url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID()),
+                options: Self.fakeServerOptions
             )
         }
         await server.stop()
@@ -85,7 +94,8 @@ struct WebSocketTunnelTests {
             .upgrade(headers: [("sec-websocket-protocol", "fido.cable"), ("x-cable-routing-id", "2a00ff")], frame: nil)
         )
         let tunnel = try await WebSocketTunnel.open(
-            url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID())
+            url: "ws://127.0.0.1:\(server.port)/cable/new/" + upperHex(randomTunnelID()),
+            options: Self.fakeServerOptions
         )
         #expect(tunnel.routingID == [0x2A, 0x00, 0xFF])
         await tunnel.close()
@@ -98,7 +108,8 @@ struct WebSocketTunnelTests {
             .upgrade(headers: [("Sec-WebSocket-Protocol", "fido.cable")], frame: (.text, Array("hi".utf8)))
         )
         let tunnel = try await WebSocketTunnel.open(
-            url: "ws://127.0.0.1:\(server.port)/cable/connect/000000/" + upperHex(randomTunnelID())
+            url: "ws://127.0.0.1:\(server.port)/cable/connect/000000/" + upperHex(randomTunnelID()),
+            options: Self.fakeServerOptions
         )
         #expect(tunnel.routingID == nil)
         let error = await expectRuntimeError(.protocolViolation) { _ = try await tunnel.receive(timeout: .seconds(2)) }
