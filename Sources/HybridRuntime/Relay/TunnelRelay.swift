@@ -21,6 +21,7 @@ public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
         host.contains(":") ? "ws://[\(host)]:\(port)" : "ws://\(host):\(port)"
     }
 
+    /// The URL, as `ws://HOST:PORT`.
     public var description: String { url }
 }
 
