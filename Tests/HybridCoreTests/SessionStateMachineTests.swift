@@ -1,0 +1,138 @@
+import CTAP2
+import Crypto
+import HybridCore
+import HybridTestSupport
+import Testing
+
+/// The desktop and phone state machines driven against each other in memory, with no I/O: a
+/// makeCredential, then a getAssertion whose signature verifies against the registered key.
+@Suite struct SessionStateMachineTests {
+    /// Runs one QR transaction between the two machines and returns the CTAP2 response bytes.
+    static func transact(
+        _ request: [UInt8], hint: QRPayload.RequestType, authenticator: inout SoftwareAuthenticator,
+        policy: SoftwareAuthenticator.Policy = .init(), random: RandomSource
+    ) throws -> [UInt8] {
+        var client = ClientSession(requestType: hint, timestamp: 1_700_000_000, random: random)
+        var phone = try AuthenticatorSession(
+            qr: QRPayload(url: client.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), random: random)
+        let advert = try phone.tunnelCreated(routingID: [0x2A, 0, 0])
+        guard case .matched = client.receivedAdvert(advert) else {
+            Issue.record("advert did not match")
+            return []
+        }
+        var toPhone = [client.tunnelConnected()]
+        var toDesktop: [[UInt8]] = []
+        var response: [UInt8]? = nil
+        var finished = false
+        while !finished {
+            for message in toPhone {
+                for action in try phone.receivedMessage(message) {
+                    switch action {
+                    case .send(let bytes): toDesktop.append(bytes)
+                    case .handshakeComplete: break
+                    case .request(let bytes):
+                        let answer = authenticator.handle(bytes, policy: policy, now: 1_700_000_000)
+                        toDesktop.append(try phone.encryptResponse(answer.response))
+                    case .shutdown: finished = true
+                    }
+                }
+            }
+            toPhone = []
+            for message in toDesktop {
+                for action in try client.receivedMessage(message) {
+                    switch action {
+                    case .ready: toPhone.append(try client.encryptRequest(request))
+                    case .linked: Issue.record("no linking expected")
+                    case .response(let bytes):
+                        response = bytes
+                        toPhone.append(try client.encryptShutdown())
+                    }
+                }
+            }
+            toDesktop = []
+            if toPhone.isEmpty && !finished {
+                Issue.record("the conversation stalled")
+                break
+            }
+        }
+        return try #require(response)
+    }
+
+    @Test func registrationThenSignIn() throws {
+        let random = RandomSource.deterministic(seed: Array("state machines".utf8))
+        var authenticator = SoftwareAuthenticator(random: random)
+
+        let createData = CollectedClientData(type: .create, challenge: random.bytes(32), origin: "https://example.com")
+        let makeCredential = MakeCredentialRequest(
+            clientDataHash: createData.hash, rp: PublicKeyCredentialRpEntity(id: "example.com", name: "Example"),
+            user: PublicKeyCredentialUserEntity(id: [1, 2, 3, 4], name: "alice", displayName: "Alice"),
+            pubKeyCredParams: [PublicKeyCredentialParameters(alg: .es256)], options: AuthenticatorOptions(rk: true))
+        let registration = try Self.transact(
+            CTAP2Request.makeCredential(makeCredential).encode(), hint: .makeCredential,
+            authenticator: &authenticator, policy: .init(attestation: .packedSelf), random: random)
+        let created = try CTAP2Response(bytes: registration)
+        #expect(created.status == .ok)
+        let credential = try created.decodePayload(as: MakeCredentialResponse.self)
+        #expect(try credential.verifyAttestation(clientDataHash: createData.hash) == .`self`)
+        let attested = try #require(credential.authData.attestedCredentialData)
+        let publicKey = try attested.coseKey()
+
+        let getData = CollectedClientData(type: .get, challenge: random.bytes(32), origin: "https://example.com")
+        let getAssertion = GetAssertionRequest(rpId: "example.com", clientDataHash: getData.hash)
+        let assertion = try CTAP2Response(bytes: Self.transact(
+            CTAP2Request.getAssertion(getAssertion).encode(), hint: .getAssertion, authenticator: &authenticator, random: random))
+        #expect(assertion.status == .ok)
+        let signed = try assertion.decodePayload(as: GetAssertionResponse.self)
+        #expect(signed.credential?.id == attested.credentialId)
+        #expect(signed.authData.signCount == 1)
+        #expect(signed.user?.name == "alice")
+        try signed.verifySignature(clientDataHash: getData.hash, publicKey: publicKey)
+        // The same signature must not verify for another challenge.
+        let otherData = CollectedClientData(type: .get, challenge: random.bytes(32), origin: "https://example.com")
+        #expect(throws: CTAP2Error.self) { try signed.verifySignature(clientDataHash: otherData.hash, publicKey: publicKey) }
+    }
+
+    @Test func deniedRequestIsAnErrorStatusNotAFailure() throws {
+        let random = RandomSource.deterministic(seed: Array("deny".utf8))
+        var authenticator = SoftwareAuthenticator(random: random)
+        let request = GetAssertionRequest(rpId: "example.com", clientDataHash: [UInt8](repeating: 7, count: 32))
+        let response = try CTAP2Response(bytes: Self.transact(
+            CTAP2Request.getAssertion(request).encode(), hint: .getAssertion, authenticator: &authenticator, random: random))
+        #expect(response.status == .noCredentials)
+    }
+
+    @Test func sameSeedSameTranscript() throws {
+        func run() throws -> [UInt8] {
+            let random = RandomSource.deterministic(seed: [42])
+            var client = ClientSession(requestType: .getAssertion, timestamp: 1, random: random)
+            var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: [0xA0], random: random)
+            let advert = try phone.tunnelCreated(routingID: [1, 2, 3])
+            _ = client.receivedAdvert(advert)
+            let message1 = client.tunnelConnected()
+            let actions = try phone.receivedMessage(message1)
+            return Array(client.url.utf8) + advert + message1 + actions.flatMap { action -> [UInt8] in
+                if case .send(let bytes) = action { return bytes }
+                return []
+            }
+        }
+        #expect(try run() == run())
+    }
+
+    @Test func tamperedHandshakeClosesTheSession() throws {
+        var client = ClientSession(requestType: .getAssertion, timestamp: 1)
+        var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: [0xA0])
+        _ = client.receivedAdvert(try phone.tunnelCreated(routingID: [1, 2, 3]))
+        var message1 = client.tunnelConnected()
+        message1[70] ^= 0x01
+        #expect(throws: HybridError.handshakeFailed) { try phone.receivedMessage(message1) }
+        #expect(throws: HybridError.unexpectedMessage) { try phone.receivedMessage(message1) }
+    }
+
+    @Test func advertFromAnotherSessionIsIgnored() throws {
+        let client = ClientSession(requestType: .getAssertion, timestamp: 1)
+        var other = ClientSession(requestType: .getAssertion, timestamp: 1)
+        var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: [0xA0])
+        let advert = try phone.tunnelCreated(routingID: [1, 2, 3])
+        #expect(other.receivedAdvert(advert) == .ignored)
+    }
+}

@@ -1,0 +1,162 @@
+import CTAP2
+import Crypto
+import HybridCore
+import HybridTestSupport
+import Testing
+
+/// Reproduces `Vectors/transcript_linked_flow.json`: the linking information a phone sends at the
+/// end of the QR flow (Part A), and a later linked transaction with `Noise_NKpsk0` (Part B).
+@Suite struct TranscriptLinkedFlowTests {
+    struct Transcript: Decodable {
+        struct LinkingPart: Decodable {
+            let phone_root_secret, contact_id, pairing_id_8, per_contact_id_secret, paired_secret,
+                phone_identity_private_scalar, phone_identity_public_x962,
+                ecdh_phone_identity_x_desktop_qr_identity, handshake_hash, pairing_signature,
+                authenticator_name, linking_map_cbor, update_plaintext, ciphertext_seq1_with_k2: String
+            let padding_length: Int
+        }
+        struct Inputs: Decodable {
+            let phone_identity_private_scalar, desktop_ephemeral_private_scalar, phone_ephemeral_private_scalar,
+                paired_secret, client_nonce_16, contact_id, pairing_id_8, tunnel_id_from_service,
+                routing_id_from_service, eid_plaintext_16: String
+        }
+        struct Derived: Decodable {
+            let client_payload_cbor, X_caBLE_Client_Payload_header_value, contact_url, phone_connect_url,
+                eid_key, advert_20, psk: String
+        }
+        struct Noise: Decodable {
+            let msg1_desktop_to_phone, msg2_phone_to_desktop, handshake_hash: String
+            let k1_desktop_write_phone_read, k2_phone_write_desktop_read: String
+            let trace: [TraceStep]
+        }
+        struct Message: Decodable { let plaintext, ciphertext: String }
+        struct PostHandshake: Decodable { let messages: [Message] }
+        let linking_info_in_qr_flow: LinkingPart
+        let inputs: Inputs
+        let derived: Derived
+        let noise: Noise
+        let post_handshake: PostHandshake
+    }
+
+    struct QRTranscript: Decodable {
+        struct Inputs: Decodable {
+            let qr_secret, desktop_identity_private_scalar, desktop_ephemeral_private_scalar,
+                phone_ephemeral_private_scalar, routing_id, eid_nonce: String
+            let qr_timestamp: UInt64
+        }
+        let inputs: Inputs
+    }
+
+    let t: Transcript
+    let qr: QRTranscript
+
+    init() throws {
+        t = try #require(try Vectors.load("transcript_linked_flow", as: VectorFile<Transcript>.self).vectors.first)
+        qr = try #require(try Vectors.load("transcript_qr_flow", as: VectorFile<QRTranscript>.self).vectors.first)
+    }
+
+    // MARK: - Part A: linking information in the QR flow
+
+    @Test func pairedSecretDerivation() {
+        let a = t.linking_info_in_qr_flow
+        let perContact = derive(secret: hex(a.phone_root_secret), salt: hex(a.contact_id), type: .perContactIDSecret, count: 32)
+        #expect(Hex.encode(perContact) == a.per_contact_id_secret)
+        #expect(Hex.encode(derive(secret: perContact, salt: hex(a.pairing_id_8), type: .pairedSecret, count: 32)) == a.paired_secret)
+    }
+
+    @Test func linkingMapAndSignature() throws {
+        let a = t.linking_info_in_qr_flow
+        let phoneIdentity = try keyAgreementKey(a.phone_identity_private_scalar)
+        let desktopIdentity = try keyAgreementKey(qr.inputs.desktop_identity_private_scalar)
+        let signature = LinkingInfo.handshakeSignature(
+            authenticatorIdentity: phoneIdentity, clientIdentity: desktopIdentity.publicKey, handshakeHash: hex(a.handshake_hash))
+        #expect(Hex.encode(signature) == a.pairing_signature)
+        let info = try LinkingInfo(cbor: CBOR.decode(hex(a.linking_map_cbor)))
+        #expect(Hex.encode(CBOR.encode(info.cbor)) == a.linking_map_cbor)
+        #expect(info.name == a.authenticator_name)
+        try info.verify(clientIdentity: desktopIdentity, handshakeHash: hex(a.handshake_hash))
+        #expect(Hex.encode(UpdateMessage.frame(linking: info).bytes) == a.update_plaintext)
+    }
+
+    /// The phone state machine, given a linking identity and a QR code that allows linking, sends the
+    /// transcript's update ciphertext, and the desktop state machine verifies and surfaces it.
+    @Test func updateMessageThroughBothStateMachines() throws {
+        let a = t.linking_info_in_qr_flow
+        var client = ClientSession(
+            requestType: .getAssertion, timestamp: qr.inputs.qr_timestamp, supportsLinking: true,
+            identityKey: try keyAgreementKey(qr.inputs.desktop_identity_private_scalar), qrSecret: hex(qr.inputs.qr_secret))
+        let linking = AuthenticatorSession.LinkingIdentity(
+            identityKey: try keyAgreementKey(a.phone_identity_private_scalar), contactID: hex(a.contact_id),
+            pairingID: hex(a.pairing_id_8), linkSecret: hex(a.paired_secret), name: a.authenticator_name)
+        var phone = try AuthenticatorSession(
+            qr: QRPayload(url: client.url), getInfo: [0xA0], linking: linking,
+            handshakeEphemeralKey: try keyAgreementKey(qr.inputs.phone_ephemeral_private_scalar))
+        let advert = try phone.tunnelCreated(routingID: hex(qr.inputs.routing_id), nonce: hex(qr.inputs.eid_nonce))
+        _ = client.receivedAdvert(advert)
+        let msg1 = client.tunnelConnected(ephemeralKey: try keyAgreementKey(qr.inputs.desktop_ephemeral_private_scalar))
+        let actions = try phone.receivedMessage(msg1)
+        #expect(actions.count == 4)
+        guard case .send(let update) = actions.last else {
+            Issue.record("no update message")
+            return
+        }
+        #expect(Hex.encode(update) == a.ciphertext_seq1_with_k2)
+        guard case .send(let response) = actions[0], case .send(let post) = actions[2] else {
+            Issue.record("unexpected actions \(actions)")
+            return
+        }
+        _ = try client.receivedMessage(response)
+        _ = try client.receivedMessage(post)
+        let linked = try client.receivedMessage(update)
+        #expect(linked == [.linked(try LinkingInfo(cbor: CBOR.decode(hex(a.linking_map_cbor))))])
+    }
+
+    // MARK: - Part B: the linked transaction
+
+    @Test func contactRequestValues() {
+        let i = t.inputs
+        #expect(Hex.encode(CBOR.encode([1: .bytes(hex(i.pairing_id_8)), 2: .bytes(hex(i.client_nonce_16)), 3: "ga"])) == t.derived.client_payload_cbor)
+        #expect(TunnelURLs.clientPayloadHeader(pairingID: hex(i.pairing_id_8), clientNonce: hex(i.client_nonce_16), requestType: .getAssertion)
+            == t.derived.X_caBLE_Client_Payload_header_value)
+        #expect("wss://cable.ua5v.com" + TunnelURLs.contactPath(contactID: hex(i.contact_id)) == t.derived.contact_url)
+        #expect("wss://cable.ua5v.com" + TunnelURLs.connectPath(routingID: hex(i.routing_id_from_service), tunnelID: hex(i.tunnel_id_from_service))
+            == t.derived.phone_connect_url)
+    }
+
+    @Test func advertAndPSK() {
+        let i = t.inputs
+        let eidKey = derive(secret: hex(i.paired_secret), salt: hex(i.client_nonce_16), type: .eidKey, count: 64)
+        #expect(Hex.encode(eidKey) == t.derived.eid_key)
+        let advert = AdvertCipher(eidKey: eidKey).encrypt(plaintext: hex(i.eid_plaintext_16))
+        #expect(Hex.encode(advert) == t.derived.advert_20)
+        #expect(Hex.encode(derivePSK(secret: hex(i.paired_secret), eidPlaintext: hex(i.eid_plaintext_16))) == t.derived.psk)
+    }
+
+    @Test func noiseTraceStepByStep() throws {
+        try replay(trace: t.noise.trace)
+    }
+
+    @Test func nkHandshakeAndPostHandshakeMessage() throws {
+        let i = t.inputs
+        let phoneIdentity = try keyAgreementKey(i.phone_identity_private_scalar)
+        let initiator = NoiseHandshake.Initiator.linked(
+            psk: hex(t.derived.psk), peerIdentity: phoneIdentity.publicKey,
+            ephemeralKey: try keyAgreementKey(i.desktop_ephemeral_private_scalar))
+        #expect(Hex.encode(initiator.message) == t.noise.msg1_desktop_to_phone)
+        let (phoneResult, response) = try NoiseHandshake.respondLinked(
+            to: initiator.message, psk: hex(t.derived.psk), identityKey: phoneIdentity,
+            ephemeralKey: try keyAgreementKey(i.phone_ephemeral_private_scalar))
+        #expect(Hex.encode(response) == t.noise.msg2_phone_to_desktop)
+        let desktopResult = try initiator.finish(response: response)
+        #expect(Hex.encode(desktopResult.handshakeHash) == t.noise.handshake_hash)
+        #expect(Hex.encode(phoneResult.handshakeHash) == t.noise.handshake_hash)
+
+        let message = try #require(t.post_handshake.messages.first)
+        var phone = phoneResult.crypter
+        #expect(Hex.encode(try phone.encrypt(hex(message.plaintext))) == message.ciphertext)
+        var desktop = desktopResult.crypter
+        #expect(Hex.encode(try desktop.decrypt(hex(message.ciphertext))) == message.plaintext)
+        var fromVector = Crypter(readKey: hex(t.noise.k2_phone_write_desktop_read), writeKey: hex(t.noise.k1_desktop_write_phone_read))
+        #expect(Hex.encode(try fromVector.decrypt(hex(message.ciphertext))) == message.plaintext)
+    }
+}

@@ -1,0 +1,166 @@
+import CTAP2
+import Crypto
+import HybridCore
+import HybridTestSupport
+import Testing
+
+/// Reproduces every byte of `Vectors/transcript_qr_flow.json` by driving the two session state
+/// machines against each other with the transcript's fixed keys, secret, nonce and routing ID.
+@Suite struct TranscriptQRFlowTests {
+    struct Transcript: Decodable {
+        struct Inputs: Decodable {
+            let qr_secret, desktop_identity_private_scalar, desktop_identity_public_x962,
+                desktop_identity_public_compressed, desktop_ephemeral_private_scalar,
+                phone_ephemeral_private_scalar, routing_id, eid_nonce, request_type_hint: String
+            let tunnel_server_domain_id: UInt16
+            let qr_timestamp: UInt64
+        }
+        struct QR: Decodable { let cbor_hex, url: String }
+        struct Derived: Decodable { let eid_key_64, tunnel_id_16, new_tunnel_url, connect_url: String }
+        struct Advert: Decodable { let eid_plaintext_16, advert_20, psk_32: String }
+        struct Noise: Decodable {
+            let msg1_desktop_to_phone, msg2_phone_to_desktop, handshake_hash: String
+            let k1_desktop_write_phone_read, k2_phone_write_desktop_read: String
+            let trace: [TraceStep]
+        }
+        struct Message: Decodable {
+            let label, direction, plaintext, padded_plaintext, ciphertext, aes_gcm_nonce: String
+            let sequence_number: UInt32
+        }
+        struct Extra: Decodable {
+            let client_data_json_utf8, client_data_hash, request_cbor, response_cbor: String
+        }
+        struct PostHandshake: Decodable {
+            let getinfo_cbor: String
+            let messages: [Message]
+            let getassertion_extra: Extra
+        }
+        let inputs: Inputs
+        let qr: QR
+        let derived: Derived
+        let advert: Advert
+        let noise: Noise
+        let post_handshake: PostHandshake
+    }
+
+    let t: Transcript
+
+    init() throws {
+        t = try #require(try Vectors.load("transcript_qr_flow", as: VectorFile<Transcript>.self).vectors.first)
+    }
+
+    @Test func noiseTraceStepByStep() throws {
+        try replay(trace: t.noise.trace)
+    }
+
+    @Test func qrCodeAndDerivedValues() throws {
+        let client = try makeClient()
+        #expect(client.url == t.qr.url)
+        #expect(Hex.encode(CBOR.encode(client.qrPayload.cbor)) == t.qr.cbor_hex)
+        #expect(Hex.encode(client.keys.eidKey) == t.derived.eid_key_64)
+        #expect(Hex.encode(client.keys.tunnelID) == t.derived.tunnel_id_16)
+        let base = try #require(TunnelURLs.base(for: TunnelDomainID(rawValue: t.inputs.tunnel_server_domain_id)))
+        #expect(base + TunnelURLs.newTunnelPath(tunnelID: client.keys.tunnelID) == t.derived.new_tunnel_url)
+        #expect(Hex.encode(derivePSK(secret: hex(t.inputs.qr_secret), eidPlaintext: hex(t.advert.eid_plaintext_16))) == t.advert.psk_32)
+    }
+
+    /// The whole transaction through both state machines: every wire message byte-exact.
+    @Test func bothStateMachinesReproduceEveryWireByte() throws {
+        var client = try makeClient()
+        let qr = try QRPayload(url: client.url)
+        var phone = try AuthenticatorSession(
+            qr: qr, getInfo: hex(t.post_handshake.getinfo_cbor),
+            domain: TunnelDomainID(rawValue: t.inputs.tunnel_server_domain_id),
+            handshakeEphemeralKey: try keyAgreementKey(t.inputs.phone_ephemeral_private_scalar))
+        let base = try #require(TunnelURLs.base(for: .google))
+        #expect(base + phone.newTunnelPath == t.derived.new_tunnel_url)
+
+        let advert = try phone.tunnelCreated(routingID: hex(t.inputs.routing_id), nonce: hex(t.inputs.eid_nonce))
+        #expect(Hex.encode(advert) == t.advert.advert_20)
+
+        guard case .matched(let eid, let connectPath) = client.receivedAdvert(advert) else {
+            Issue.record("the phone's advert did not match")
+            return
+        }
+        #expect(Hex.encode(eid.bytes) == t.advert.eid_plaintext_16)
+        #expect(base + connectPath == t.derived.connect_url)
+        #expect(client.receivedAdvert(advert) == .ignored, "a repeated advert is ignored")
+
+        let msg1 = client.tunnelConnected(ephemeralKey: try keyAgreementKey(t.inputs.desktop_ephemeral_private_scalar))
+        #expect(Hex.encode(msg1) == t.noise.msg1_desktop_to_phone)
+
+        let messages = t.post_handshake.messages
+        let phoneActions = try phone.receivedMessage(msg1)
+        #expect(phoneActions == [
+            .send(hex(t.noise.msg2_phone_to_desktop)), .handshakeComplete,
+            .send(hex(messages[0].ciphertext)), .send(hex(messages[1].ciphertext)),
+        ])
+
+        #expect(try client.receivedMessage(hex(t.noise.msg2_phone_to_desktop)) == [])
+        #expect(try client.receivedMessage(hex(messages[0].ciphertext)) == [.ready(getInfo: hex(t.post_handshake.getinfo_cbor))])
+        #expect(try client.receivedMessage(hex(messages[1].ciphertext)) == [])
+        #expect(client.isEstablished)
+
+        let extra = t.post_handshake.getassertion_extra
+        let request = [0x02] + hex(extra.request_cbor)  // authenticatorGetAssertion
+        let requestCiphertext = try client.encryptRequest(request)
+        #expect(Hex.encode(requestCiphertext) == messages[2].ciphertext)
+        #expect(try phone.receivedMessage(requestCiphertext) == [.request(request)])
+
+        let response = [0x00] + hex(extra.response_cbor)
+        let responseCiphertext = try phone.encryptResponse(response)
+        #expect(Hex.encode(responseCiphertext) == messages[3].ciphertext)
+        #expect(try client.receivedMessage(responseCiphertext) == [.response(response)])
+
+        let shutdown = try client.encryptShutdown()
+        #expect(Hex.encode(shutdown) == messages[4].ciphertext)
+        #expect(try phone.receivedMessage(shutdown) == [.shutdown])
+    }
+
+    /// Handshake hash and traffic keys straight from the Noise layer.
+    @Test func handshakeHashAndTrafficKeys() throws {
+        let psk = hex(t.advert.psk_32)
+        let identity = try keyAgreementKey(t.inputs.desktop_identity_private_scalar)
+        #expect(Hex.encode(identity.publicKey.x963Representation) == t.inputs.desktop_identity_public_x962)
+        #expect(Hex.encode(identity.publicKey.compressedRepresentation) == t.inputs.desktop_identity_public_compressed)
+        let initiator = NoiseHandshake.Initiator.qr(
+            psk: psk, identityKey: identity, ephemeralKey: try keyAgreementKey(t.inputs.desktop_ephemeral_private_scalar))
+        let (phoneResult, response) = try NoiseHandshake.respondQR(
+            to: initiator.message, psk: psk, peerIdentity: identity.publicKey,
+            ephemeralKey: try keyAgreementKey(t.inputs.phone_ephemeral_private_scalar))
+        #expect(Hex.encode(response) == t.noise.msg2_phone_to_desktop)
+        let desktopResult = try initiator.finish(response: response)
+        #expect(Hex.encode(desktopResult.handshakeHash) == t.noise.handshake_hash)
+        #expect(phoneResult.handshakeHash == desktopResult.handshakeHash)
+
+        // The transcript's k1/k2 must be the keys in use: a crypter built from them reproduces every message.
+        var desktopFromVector = Crypter(readKey: hex(t.noise.k2_phone_write_desktop_read), writeKey: hex(t.noise.k1_desktop_write_phone_read))
+        var desktop = desktopResult.crypter
+        for message in t.post_handshake.messages where message.direction == "desktop->phone" {
+            #expect(Crypter.pad(hex(message.plaintext)) == hex(message.padded_plaintext))
+            #expect(Crypter.nonceBytes(message.sequence_number) == hex(message.aes_gcm_nonce))
+            let a = try desktop.encrypt(hex(message.plaintext))
+            let b = try desktopFromVector.encrypt(hex(message.plaintext))
+            #expect(Hex.encode(a) == message.ciphertext, "\(message.label)")
+            #expect(a == b)
+        }
+        var phone = phoneResult.crypter
+        for message in t.post_handshake.messages where message.direction == "phone->desktop" {
+            #expect(Hex.encode(try phone.encrypt(hex(message.plaintext))) == message.ciphertext, "\(message.label)")
+            #expect(Hex.encode(try desktopFromVector.decrypt(hex(message.ciphertext))) == message.plaintext)
+        }
+    }
+
+    @Test func clientDataHash() throws {
+        let extra = t.post_handshake.getassertion_extra
+        #expect(Hex.encode(SHA256.hash(data: Array(extra.client_data_json_utf8.utf8))) == extra.client_data_hash)
+    }
+
+    private func makeClient() throws -> ClientSession {
+        ClientSession(
+            requestType: QRPayload.RequestType(rawValue: t.inputs.request_type_hint) ?? .getAssertion,
+            timestamp: t.inputs.qr_timestamp, supportsLinking: true,
+            identityKey: try keyAgreementKey(t.inputs.desktop_identity_private_scalar),
+            qrSecret: hex(t.inputs.qr_secret))
+    }
+}
