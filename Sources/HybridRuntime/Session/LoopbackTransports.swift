@@ -1,0 +1,66 @@
+import HybridCore
+import Logging
+import NIOCore
+import NIOPosix
+
+extension ProximityAdvertiser: AuthenticatorDriver.Advertisement {}
+
+extension ClientDriver.Transports {
+    /// The desktop's real transports: adverts from a running ``ProximityScanner`` and WebSocket
+    /// connections to the relay at `relayURL` (`ws://HOST:PORT`). Every valid tunnel domain ID maps
+    /// to that one relay, as webauthn-rs's tunnel override does (CONTRACT.md).
+    public static func loopback(
+        relayURL: String, scanner: ProximityScanner<[UInt8]>, logger: Logger = Logger(label: "hybrid-sim.desktop")
+    ) -> Self {
+        Self(
+            nextAdvert: { timeout in
+                let (advert, rssi) = try await scanner.waitForMatch(timeout: timeout)
+                let statistics = scanner.statistics
+                return (advert, rssi, statistics.received - statistics.matched)
+            },
+            connect: { path, _, timeout in
+                try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, logger: logger)
+            })
+    }
+
+    /// The matcher a desktop's scanner needs: passes on adverts that authenticate under `eidKey`
+    /// (valid or not, so the session can report an invalid one), drops everything else.
+    public static func advertMatcher(eidKey: [UInt8]) -> ProximityScanner<[UInt8]>.Matcher {
+        let cipher = AdvertCipher(eidKey: eidKey)
+        return { advert in
+            switch cipher.decrypt(advert: advert) {
+            case .matched, .rejected: return advert
+            case .notOurs: return nil
+            }
+        }
+    }
+}
+
+extension AuthenticatorDriver.Transports {
+    /// The phone's real transports: `/cable/new` on the relay at `relayURL` and a UDP advertiser
+    /// aimed at the desktop's scanner.
+    public static func loopback(
+        relayURL: String, proximity: ProximityEndpoint, rssi: Int8 = ProximityDefaults.rssi,
+        serviceUUID: ProximityServiceUUID = .fido, advertInterval: Duration = ProximityDefaults.advertInterval,
+        logger: Logger = Logger(label: "hybrid-sim.phone")
+    ) -> Self {
+        Self(
+            createTunnel: { path, timeout in
+                let tunnel = try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, logger: logger)
+                guard let routingID = tunnel.routingID, routingID.count == HybridConstants.routingIDSize else {
+                    await tunnel.close()
+                    throw RuntimeError(.protocolViolation, "the tunnel service did not assign a routing ID (X-caBLE-Routing-ID)")
+                }
+                return (tunnel, routingID)
+            },
+            advertise: { advert in
+                var configuration = ProximityAdvertiser.Configuration(target: proximity)
+                configuration.rssi = rssi
+                configuration.serviceUUID = serviceUUID
+                configuration.interval = advertInterval
+                let advertiser = try ProximityAdvertiser(advert: advert, configuration: configuration, logger: logger)
+                try await advertiser.start()
+                return advertiser
+            })
+    }
+}
