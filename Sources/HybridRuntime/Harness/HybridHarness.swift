@@ -1,0 +1,129 @@
+import CTAP2
+import Foundation
+import HybridCore
+import Logging
+
+/// A complete hybrid lab in one process for other people's protocol tests: a tunnel relay on an
+/// ephemeral loopback port, and simulated desktops and phones that talk to it over real sockets
+/// (WebSocket tunnels, UDP proximity adverts).
+///
+/// ```swift
+/// let harness = try await HybridHarness.start()
+/// let phone = SimulatedPhone()
+/// let rp = RelyingParty(id: "example.com", origin: "https://example.com")
+/// let registered = try await harness.register(on: phone, relyingParty: rp, userName: "alice")
+/// let signedIn = try await harness.signIn(on: phone, relyingParty: rp, knownCredentials: [registered])
+/// await harness.shutdown()
+/// ```
+public final class HybridHarness: Sendable {
+    /// Options for one transaction.
+    public struct TransactionOptions: Sendable {
+        /// RSSI the phone advertises with.
+        public var rssi: Int8 = ProximityDefaults.rssi
+        /// Weakest RSSI the desktop accepts.
+        public var minRSSI: Int8 = ProximityDefaults.minRSSI
+        /// Limits on every wait.
+        public var timeouts: SessionTimeouts = .fast
+        /// Progress of both sides.
+        public var events: @Sendable (SessionEvent) -> Void = { _ in }
+
+        /// Defaults suited to tests (short timeouts).
+        public init() {}
+    }
+
+    /// The relay every transaction goes through.
+    public let relay: TunnelRelay
+    /// `ws://127.0.0.1:PORT`.
+    public let relayURL: String
+    private let logger: Logger
+
+    private init(relay: TunnelRelay, relayURL: String, logger: Logger) {
+        self.relay = relay
+        self.relayURL = relayURL
+        self.logger = logger
+    }
+
+    /// Starts a relay on an ephemeral loopback port.
+    public static func start(
+        configuration: RelayConfiguration = .init(), logger: Logger = Logger(label: "hybrid-sim.harness")
+    ) async throws -> HybridHarness {
+        let relay = TunnelRelay(configuration: configuration, logger: logger)
+        let endpoint = try await relay.start()
+        return HybridHarness(relay: relay, relayURL: endpoint.url, logger: logger)
+    }
+
+    /// Stops the relay (closing any open tunnel).
+    public func shutdown() async {
+        await relay.shutdown()
+    }
+
+    /// Runs one QR transaction: a desktop session showing a QR code, a phone that "scans" it, both
+    /// over the relay and the proximity stub; `request` is CTAP2 (command ‖ CBOR). Returns the
+    /// desktop's outcome after both sides finished.
+    public func transact(
+        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions = .init()
+    ) async throws -> ClientDriver.Outcome {
+        let session = ClientSession(requestType: hint, timestamp: UInt64(Date().timeIntervalSince1970))
+        let scanner = ProximityScanner<[UInt8]>(
+            minRSSI: options.minRSSI, logger: logger, matcher: ClientDriver.Transports.advertMatcher(eidKey: session.keys.eidKey))
+        let proximity = try await scanner.start()
+        defer { Task { await scanner.stop() } }
+        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo)
+        let relayURL = self.relayURL
+        let logger = self.logger
+        return try await withThrowingTaskGroup(of: ClientDriver.Outcome?.self) { group in
+            group.addTask {
+                try await AuthenticatorDriver.run(
+                    session: phoneSession,
+                    transports: .loopback(relayURL: relayURL, proximity: proximity, rssi: options.rssi, logger: logger),
+                    timeouts: options.timeouts, events: options.events
+                ) { request in
+                    phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970))
+                }
+                return nil
+            }
+            group.addTask {
+                try await ClientDriver.run(
+                    session: session, request: request,
+                    transports: .loopback(relayURL: relayURL, scanner: scanner, logger: logger),
+                    timeouts: options.timeouts, events: options.events)
+            }
+            var outcome: ClientDriver.Outcome? = nil
+            do {
+                for try await result in group {
+                    if let result { outcome = result }
+                }
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
+            return outcome
+        }
+    }
+
+    /// Registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.
+    public func register(
+        on phone: SimulatedPhone, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
+        options: TransactionOptions = .init()
+    ) async throws -> RegisteredCredential {
+        let user = PublicKeyCredentialUserEntity(
+            id: userID ?? RandomSource.system.bytes(16), name: userName, displayName: userName)
+        let ceremony = Ceremony.Registration(
+            relyingParty: relyingParty, rpName: relyingParty.id, user: user, challenge: RandomSource.system.bytes(32))
+        let outcome = try await transact(request: ceremony.requestBytes, hint: .makeCredential, phone: phone, options: options)
+        return try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
+    }
+
+    /// Signs in with a passkey on `phone` and verifies the assertion as `relyingParty` against
+    /// `knownCredentials`; returns the credential with its new signature counter.
+    public func signIn(
+        on phone: SimulatedPhone, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
+        allowCredentials: [[UInt8]] = [], options: TransactionOptions = .init()
+    ) async throws -> RegisteredCredential {
+        let ceremony = Ceremony.Authentication(
+            relyingParty: relyingParty, challenge: RandomSource.system.bytes(32), allowCredentials: allowCredentials)
+        let outcome = try await transact(request: ceremony.requestBytes, hint: .getAssertion, phone: phone, options: options)
+        return try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential
+    }
+}
