@@ -34,7 +34,11 @@ struct CBORReader {
             return .bytes(try readBytes(count: argument, start: start))
         case 3:
             let raw = try readBytes(count: argument, start: start)
-            guard let string = String(validating: raw, as: UTF8.self) else {
+            // `String(decoding:)` replaces ill-formed sequences with U+FFFD, so the input was valid
+            // UTF-8 exactly when the result re-encodes to the same bytes. (`String(validating:as:)`
+            // would need macOS 15, above the package's macOS 14 floor.)
+            let string = String(decoding: raw, as: UTF8.self)
+            guard string.utf8.elementsEqual(raw) else {
                 throw CBORError(.invalidUTF8, offset: start)
             }
             return .text(string)
