@@ -30,8 +30,11 @@ struct CBORFields {
     }
 
     private func label(_ key: CBORValue, _ name: String) -> String {
-        if let n = key.unsignedValue { return "0x\(Hex.encode([UInt8(truncatingIfNeeded: n)])) (\(name))" }
-        return "\"\(name)\""
+        switch key {
+        case .unsigned(let n) where n <= 0xFF: return "0x\(Hex.encode([UInt8(n)])) (\(name))"
+        case .unsigned, .negative: return "\(key) (\(name))"
+        default: return "\"\(name)\""
+        }
     }
 }
 
