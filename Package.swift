@@ -7,7 +7,7 @@ import PackageDescription
 
 let package = Package(
     name: "HybridSim",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .library(name: "CTAP2", targets: ["CTAP2"]),
         .library(name: "HybridCore", targets: ["HybridCore"]),
