@@ -80,13 +80,13 @@ public struct QRPayload: Sendable, Hashable {
     /// Parses a `FIDO:/` URL. The prefix is compared case-insensitively.
     /// Throws ``HybridError/Code/invalidQRCode`` or ``HybridError/Code/invalidDigits`` naming the rule.
     public init(url: String) throws(HybridError) {
-        let prefix = HybridConstants.qrPrefix
-        guard url.utf8.count > prefix.utf8.count,
-            url.prefix(prefix.count).uppercased() == prefix
-        else {
+        // ASCII case-insensitive, like Chromium: Unicode case mapping would also match "fıdo:/".
+        let prefix = Array(HybridConstants.qrPrefix.utf8)
+        let head = url.utf8.prefix(prefix.count).map { $0 >= 0x61 && $0 <= 0x7A ? $0 - 0x20 : $0 }
+        guard url.utf8.count > prefix.count, head == prefix else {
             throw HybridError(.invalidQRCode, "not a FIDO:/ URL with a payload")
         }
-        let bytes = try Digits.decode(url.dropFirst(prefix.count))
+        let bytes = try Digits.decode(String(decoding: url.utf8.dropFirst(prefix.count), as: UTF8.self))
         let value: CBORValue
         do {
             value = try CBOR.decode(bytes)
