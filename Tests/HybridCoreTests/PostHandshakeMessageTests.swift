@@ -1,0 +1,134 @@
+import CTAP2
+import HybridCore
+import HybridTestSupport
+import Testing
+
+/// `PostHandshakeMessage` against the Android and iOS captures in `Vectors/framing.json`, the QR
+/// transcript, and each rule of Chromium's `kWaitingForPostHandshakeMessage` (PROTOCOL.md §7.1).
+@Suite struct PostHandshakeMessageTests {
+    struct Capture: Decodable, Sendable, CustomTestStringConvertible {
+        let name: String
+        let plaintext: String
+        let features: [String]?
+        var testDescription: String { name }
+    }
+    struct File: Decodable { let postHandshake: [Capture] }
+
+    static func captures() throws -> [Capture] { try Vectors.load("framing", as: File.self).postHandshake }
+
+    static let getInfo = CBOR.encode([1: ["FIDO_2_0", "FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16))])
+
+    static func parse(_ map: [CBORValue: CBORValue]) throws(HybridError) -> PostHandshakeMessage {
+        try PostHandshakeMessage.parse(CBOR.encode(.map(map)))
+    }
+
+    // MARK: - Known answers
+
+    @Test("captured phone messages parse; absent features mean [\"ctap\"]", arguments: try captures())
+    func parsesCaptures(_ capture: Capture) throws {
+        let message = try PostHandshakeMessage.parse(hex(capture.plaintext))
+        #expect(message.features == capture.features)
+        #expect(message.features == nil)
+        #expect(message.effectiveFeatures == ["ctap"])
+        #expect(message.linking == nil)
+        // Key 1 is the getInfo CBOR itself, and it is a getInfo map (versions in key 1).
+        let map = try #require(try CBOR.decode(hex(capture.plaintext)).mapValue)
+        #expect(message.getInfo == map[1]?.bytesValue)
+        let getInfoBytes = try #require(message.getInfo)
+        let getInfo = try #require(try CBOR.decode(getInfoBytes).mapValue)
+        #expect(getInfo[1]?.arrayValue?.contains("FIDO_2_0") == true)
+    }
+
+    @Test func capturesAreAndroidAndIOS() throws {
+        #expect(try Self.captures().map(\.name) == ["posthandshake_android_chrome", "posthandshake_ios16"])
+    }
+
+    @Test("transcript_qr_flow: {1: getInfo, 3: [\"ctap\"]} parses and re-encodes byte for byte")
+    func transcript() throws {
+        let t = try TranscriptQRInputs.load()
+        let plaintext = t.post_handshake.messages[0].plaintext
+        let message = try PostHandshakeMessage.parse(hex(plaintext))
+        #expect(message.getInfo.map { Hex.encode($0) } == t.post_handshake.getinfo_cbor)
+        #expect(message.features == ["ctap"])
+        #expect(Hex.encode(PostHandshakeMessage(getInfo: hex(t.post_handshake.getinfo_cbor)).encode()) == plaintext)
+    }
+
+    @Test("encode → parse round trips", arguments: [nil, ["ctap"], ["dc", "ctap"], ["ctap", "dc", "future"]] as [[String]?])
+    func roundTrip(_ features: [String]?) throws {
+        for linking in [nil, CBORValue.map([1: .bytes([1]), 5: "phone"])] {
+            let message = PostHandshakeMessage(getInfo: Self.getInfo, linking: linking, features: features)
+            let parsed = try PostHandshakeMessage.parse(message.encode())
+            #expect(parsed.getInfo == Self.getInfo)
+            #expect(parsed.linking == linking)
+            #expect(parsed.features == features?.sorted())
+        }
+    }
+
+    @Test("features are written sorted, as Chromium does")
+    func featuresSorted() throws {
+        let encoded = PostHandshakeMessage(getInfo: [0xa0], features: ["dc", "ctap"]).encode()
+        #expect(try CBOR.decode(encoded).mapValue?[3] == ["ctap", "dc"])
+    }
+
+    @Test("non-string feature entries are ignored")
+    func nonStringFeaturesIgnored() throws {
+        let message = try Self.parse([1: .bytes(Self.getInfo), 3: [1, "ctap", .bytes([0]), ["dc"]]])
+        #expect(message.features == ["ctap"])
+    }
+
+    // MARK: - Chromium's rules as negative tests
+
+    @Test("key 3 that is not an array is rejected", arguments: [CBORValue.text("ctap"), .int(1), .map(["ctap": true]), .bytes(Array("ctap".utf8)), .null])
+    func key3NotArray(_ key3: CBORValue) {
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse([1: .bytes(Self.getInfo), 3: key3]) }
+    }
+
+    @Test("CTAP not advertised is rejected", arguments: [[], ["dc"], ["CTAP"], ["ctap2"], [" ctap"]] as [[CBORValue]])
+    func ctapNotAdvertised(_ features: [CBORValue]) {
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse([1: .bytes(Self.getInfo), 3: .array(features)]) }
+    }
+
+    @Test("key 1 missing or not a byte string is rejected", arguments: [nil, CBORValue.text("getInfo"), .map([1: 1]), .int(4), .array([.bytes([0xa0])])])
+    func key1(_ key1: CBORValue?) {
+        var map: [CBORValue: CBORValue] = [3: ["ctap"]]
+        map[1] = key1
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse(map) }
+        map[3] = nil  // features absent: CTAP assumed, same rule
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse(map) }
+    }
+
+    @Test("key 2 that is not a map is rejected", arguments: [CBORValue.bytes([0xa0]), .int(0), .array([]), .text("link"), .bool(false), .null])
+    func key2NotMap(_ key2: CBORValue) {
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse([1: .bytes(Self.getInfo), 2: key2]) }
+    }
+
+    @Test("key 2 that is a map is kept for verification")
+    func key2Map() throws {
+        let message = try Self.parse([1: .bytes(Self.getInfo), 2: [1: "x"]])
+        #expect(message.linking == [1: "x"])
+    }
+
+    @Test("a message that is not a CBOR map is rejected", arguments: [
+        CBOR.encode([1, 2]), CBOR.encode(.bytes([0xa0])), CBOR.encode(1), CBOR.encode("ctap"), CBOR.encode(.null),
+    ])
+    func notAMap(_ plaintext: [UInt8]) {
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(plaintext) }
+    }
+
+    /// Revision-0 phones padded the map; a strict CBOR read sees trailing bytes.
+    @Test("trailing garbage, truncation and empty input are rejected")
+    func trailingGarbage() throws {
+        let valid = PostHandshakeMessage(getInfo: Self.getInfo).encode()
+        _ = try PostHandshakeMessage.parse(valid)
+        for suffix: [UInt8] in [[0], [0, 0], [0xFF], [0x00, 0x02]] {
+            #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(valid + suffix) }
+        }
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(Array(valid.dropLast())) }
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse([]) }
+        // A revision-0 style message: the map followed by zeros and a uint16 count, 512 bytes in all.
+        let map = CBOR.encode([1: .bytes(Self.getInfo)])
+        let zeros = 512 - map.count - 2
+        let revision0 = map + [UInt8](repeating: 0, count: zeros) + [UInt8(zeros & 0xFF), UInt8(zeros >> 8)]
+        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(revision0) }
+    }
+}
