@@ -1,0 +1,89 @@
+import CTAP2
+
+extension RelyingParty {
+    /// Verifies a makeCredential response as a relying party registering a new credential
+    /// (WebAuthn L3 §7.1), and returns the record to store.
+    ///
+    /// Order of checks: client data (type `webauthn.create`, challenge in constant time, origin,
+    /// crossOrigin false); rpIdHash; UP; UV when required; BS without BE; attested credential data
+    /// present; credential key is an ES256 COSE_Key; attestation statement (`none` must be empty;
+    /// `packed` self must be alg -7 with a signature by the credential key over
+    /// `authData ‖ SHA-256(clientDataJSON)`; `x5c` and other formats are unsupported); attestation
+    /// type allowed; credential ID not yet registered.
+    ///
+    /// - Parameters:
+    ///   - response: the authenticator's response (its attestation object).
+    ///   - clientDataJSON: the client data exactly as hashed for the authenticator.
+    ///   - expectedChallenge: the challenge this relying party issued for the ceremony.
+    ///   - user: the account the credential was created for (from the creation options).
+    ///   - allowedAttestation: the attestation types accepted (both by default).
+    ///   - registeredCredentialIds: credential IDs already registered, for §7.1 step 26.
+    ///   - now: seconds since the Unix epoch, recorded as ``RegisteredCredential/createdAt``.
+    /// - Throws: ``RelyingPartyError`` naming the first check that failed.
+    public func verifyRegistration(
+        response: MakeCredentialResponse,
+        clientDataJSON: [UInt8],
+        expectedChallenge: [UInt8],
+        user: PublicKeyCredentialUserEntity,
+        allowedAttestation: Set<AttestationType> = [.none, .self],
+        registeredCredentialIds: Set<[UInt8]> = [],
+        now: UInt64
+    ) throws(RelyingPartyError) -> RegisteredCredential {
+        try verifyClientData(clientDataJSON, type: .create, expectedChallenge: expectedChallenge)
+        let authData = response.authData
+        try verifyAuthenticatorData(authData)
+
+        guard let attested = authData.attestedCredentialData else {
+            throw RelyingPartyError(.missingAttestedCredentialData, "the AT flag is clear in a registration")
+        }
+        do {
+            _ = try attested.coseKey()
+        } catch {
+            throw RelyingPartyError(
+                .unsupportedCredentialKey, "\(error.reason); only ES256 (-7) P-256 keys are accepted")
+        }
+
+        let attestationType = try verifyAttestationStatement(
+            response, clientDataHash: CollectedClientData.hash(ofJSON: clientDataJSON))
+        guard allowedAttestation.contains(attestationType) else {
+            let allowed = allowedAttestation.map(\.rawValue).sorted().joined(separator: ", ")
+            throw RelyingPartyError(
+                .attestationNotAllowed, "got \(attestationType.rawValue) attestation, allowed: [\(allowed)]")
+        }
+        guard !registeredCredentialIds.contains(attested.credentialId) else {
+            throw RelyingPartyError(
+                .credentialAlreadyRegistered,
+                "credential \(Base64URL.encode(attested.credentialId)) is already registered")
+        }
+
+        return RegisteredCredential(
+            credentialId: attested.credentialId,
+            publicKey: attested.credentialPublicKey,
+            signCount: authData.signCount,
+            userId: user.id,
+            userName: user.name,
+            rpId: id,
+            createdAt: now,
+            attestationFormat: response.fmt,
+            backupEligible: authData.flags.contains(.backupEligible),
+            backupState: authData.flags.contains(.backupState)
+        )
+    }
+
+    /// §7.1 steps 19–23 for the formats supported here, mapping the CTAP2 module's verdicts to
+    /// relying-party codes.
+    private func verifyAttestationStatement(
+        _ response: MakeCredentialResponse, clientDataHash: [UInt8]
+    ) throws(RelyingPartyError) -> AttestationType {
+        do {
+            return try response.verifyAttestation(clientDataHash: clientDataHash)
+        } catch {
+            switch error.code {
+            case .unsupportedAttestation:
+                throw RelyingPartyError(.unsupportedAttestation, error.reason)
+            default:
+                throw RelyingPartyError(.invalidAttestation, "\(response.fmt): \(error.reason)")
+            }
+        }
+    }
+}
