@@ -218,6 +218,22 @@ import Testing
         #expect(throws: HybridError.invalidQRCode) { try QRPayload(url: "FIDO:/" + Digits.encode(reordered)) }
     }
 
+    /// A payload built in code is not validated until its key is used.
+    @Test func publicKeyOfAnInvalidPayload() {
+        for key in [[UInt8](), [0x02], [0x04] + [UInt8](repeating: 1, count: 32), [0x03] + [UInt8](repeating: 0xFF, count: 32)] {
+            let payload = QRPayload(compressedPublicKey: key, secret: [UInt8](repeating: 0, count: 16))
+            #expect(throws: HybridError.invalidPublicKey) { try payload.publicKey }
+        }
+    }
+
+    @Test("defaults of a payload built in code: two known domains, no timestamp, ga")
+    func builtDefaults() {
+        let payload = QRPayload(compressedPublicKey: [0x02] + [UInt8](repeating: 1, count: 32), secret: [UInt8](repeating: 0, count: 16))
+        #expect(payload.knownDomainCount == 2)
+        #expect(payload.cbor.mapValue?.keys.sorted { $0.description < $1.description } == [0, 1, 2, 5])
+        #expect(payload.cbor.mapValue?[5] == "ga")
+    }
+
     // MARK: - Round trip
 
     @Test("random payloads survive url → parse")
