@@ -1,0 +1,126 @@
+import CTAP2
+
+/// `PublicKeyCredentialCreationOptionsJSON` (WebAuthn L3 §5.1.1, as `PublicKeyCredential.parseCreationOptionsFromJSON`
+/// reads it): what a relying party's server sends to start a registration. py_webauthn's
+/// `options_to_json` and SimpleWebAuthn's `generateRegistrationOptions` emit this shape.
+///
+/// Read with ``parse(_:)``, which ignores unknown members and extensions other than `credProps`, and rejects a missing or
+/// empty challenge, bad base64url, a user handle outside 1…64 bytes, and parameters without ES256.
+public struct PublicKeyCredentialCreationOptionsJSON: Hashable, Sendable, Codable {
+    /// The relying party.
+    public var rp: PublicKeyCredentialRpEntityJSON
+    /// The user account.
+    public var user: PublicKeyCredentialUserEntityJSON
+    /// The challenge.
+    public var challenge: Base64URLBytes
+    /// Acceptable credential types and algorithms, most preferred first. Empty means ES256 and RS256
+    /// (WebAuthn L3 §5.1.3 step 10).
+    public var pubKeyCredParams: [PublicKeyCredentialParametersJSON]
+    /// The ceremony timeout in milliseconds (a hint).
+    public var timeout: Int?
+    /// Credentials the user already has, which the authenticator must not create again.
+    public var excludeCredentials: [PublicKeyCredentialDescriptorJSON]?
+    /// Authenticator requirements (resident key, user verification, attachment).
+    public var authenticatorSelection: AuthenticatorSelectionCriteriaJSON?
+    /// Attestation conveyance: `"none"`, `"indirect"`, `"direct"` or `"enterprise"`.
+    public var attestation: String?
+    /// Client hints (`"security-key"`, `"client-device"`, `"hybrid"`).
+    public var hints: [String]?
+    /// The extension inputs acted on (`credProps`); all others are ignored.
+    public var extensions: ClientExtensionInputsJSON?
+
+    /// Creates options, for example the built-in relying party's own.
+    public init(
+        rp: PublicKeyCredentialRpEntityJSON,
+        user: PublicKeyCredentialUserEntityJSON,
+        challenge: [UInt8],
+        pubKeyCredParams: [PublicKeyCredentialParametersJSON] = [.es256],
+        timeout: Int? = 60_000,
+        excludeCredentials: [PublicKeyCredentialDescriptorJSON]? = nil,
+        authenticatorSelection: AuthenticatorSelectionCriteriaJSON? = nil,
+        attestation: String? = "none",
+        hints: [String]? = nil,
+        extensions: ClientExtensionInputsJSON? = nil
+    ) {
+        self.rp = rp
+        self.user = user
+        self.challenge = Base64URLBytes(challenge)
+        self.pubKeyCredParams = pubKeyCredParams
+        self.timeout = timeout
+        self.excludeCredentials = excludeCredentials
+        self.authenticatorSelection = authenticatorSelection
+        self.attestation = attestation
+        self.hints = hints
+        self.extensions = extensions
+    }
+
+    /// Reads and validates options JSON (UTF-8).
+    ///
+    /// - Throws: ``WebAuthnJSONError`` — `missingChallenge`, `invalidBase64URL`, `noES256`,
+    ///   `missingMember`, `wrongType`, `invalidValue` or `invalidJSON`, naming the member.
+    public static func parse(_ json: some Collection<UInt8>) throws(WebAuthnJSONError) -> Self {
+        let options = try WebAuthnJSONCoding.decode(Self.self, from: json)
+        try options.validate()
+        return options
+    }
+
+    /// Checks what decoding alone does not.
+    public func validate() throws(WebAuthnJSONError) {
+        guard !challenge.bytes.isEmpty else {
+            throw WebAuthnJSONError(.missingChallenge, "\"challenge\" is empty")
+        }
+        guard (1...64).contains(user.id.bytes.count) else {
+            throw WebAuthnJSONError(.invalidValue, "user.id must be 1…64 bytes, found \(user.id.bytes.count)")
+        }
+        guard offersES256 else {
+            let offered = pubKeyCredParams.map { "\($0.type) \(COSEAlgorithmIdentifier(rawValue: $0.alg))" }
+            throw WebAuthnJSONError(
+                .noES256,
+                "the relying party offers [\(offered.joined(separator: ", "))]; the phone only makes ES256 (-7) keys")
+        }
+        if let rpId = rp.id, rpId.isEmpty {
+            throw WebAuthnJSONError(.invalidValue, "rp.id is empty")
+        }
+    }
+
+    /// The parameters in effect: `pubKeyCredParams`, or ES256 and RS256 when it is empty.
+    public var effectivePubKeyCredParams: [PublicKeyCredentialParametersJSON] {
+        pubKeyCredParams.isEmpty ? [.es256, PublicKeyCredentialParametersJSON(alg: -257)] : pubKeyCredParams
+    }
+
+    /// Whether ES256 public-key credentials are acceptable.
+    public var offersES256: Bool {
+        effectivePubKeyCredParams.contains {
+            $0.type == "public-key" && $0.alg == COSEAlgorithmIdentifier.es256.rawValue
+        }
+    }
+
+    /// `authenticatorSelection.userVerification`, `"preferred"` when absent or unknown.
+    public var effectiveUserVerification: String {
+        UserVerification.normalized(authenticatorSelection?.userVerification)
+    }
+
+    /// The `clientExtensionResults` a browser reports for these options with a hybrid phone:
+    /// `{"credProps": {"rk": true}}` when `credProps` was requested (phone passkeys are always
+    /// discoverable), otherwise `{}`.
+    public var clientExtensionResults: ClientExtensionResultsJSON {
+        extensions?.credProps == true ? ClientExtensionResultsJSON(credProps: .init(rk: true)) : ClientExtensionResultsJSON()
+    }
+
+    /// Whether the relying party requires a discoverable credential.
+    public var requiresResidentKey: Bool {
+        authenticatorSelection?.residentKey == "required"
+            || (authenticatorSelection?.residentKey == nil && authenticatorSelection?.requireResidentKey == true)
+    }
+}
+
+/// `UserVerificationRequirement` values (WebAuthn L3 §5.8.6).
+enum UserVerification {
+    /// The value in effect: unknown or absent values count as `"preferred"`, as the specification says.
+    static func normalized(_ value: String?) -> String {
+        switch value {
+        case "required", "discouraged": return value ?? "preferred"
+        default: return "preferred"
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// `PublicKeyCredentialRequestOptionsJSON` (WebAuthn L3 §5.1.1, as `PublicKeyCredential.parseRequestOptionsFromJSON`
+/// reads it): what a relying party's server sends to start an authentication. py_webauthn's
+/// `options_to_json` and SimpleWebAuthn's `generateAuthenticationOptions` emit this shape.
+///
+/// Read with ``parse(_:)``, which ignores unknown members and `extensions`.
+public struct PublicKeyCredentialRequestOptionsJSON: Hashable, Sendable, Codable {
+    /// The challenge.
+    public var challenge: Base64URLBytes
+    /// The ceremony timeout in milliseconds (a hint).
+    public var timeout: Int?
+    /// The RP ID; absent means the origin's effective domain.
+    public var rpId: String?
+    /// The credentials the relying party accepts; absent or empty for a discoverable sign-in.
+    public var allowCredentials: [PublicKeyCredentialDescriptorJSON]?
+    /// `"discouraged"`, `"preferred"` or `"required"`.
+    public var userVerification: String?
+    /// Client hints (`"security-key"`, `"client-device"`, `"hybrid"`).
+    public var hints: [String]?
+
+    /// Creates options, for example the built-in relying party's own.
+    public init(
+        challenge: [UInt8],
+        timeout: Int? = 60_000,
+        rpId: String?,
+        allowCredentials: [PublicKeyCredentialDescriptorJSON]? = nil,
+        userVerification: String? = "preferred",
+        hints: [String]? = nil
+    ) {
+        self.challenge = Base64URLBytes(challenge)
+        self.timeout = timeout
+        self.rpId = rpId
+        self.allowCredentials = allowCredentials
+        self.userVerification = userVerification
+        self.hints = hints
+    }
+
+    /// Reads and validates options JSON (UTF-8).
+    ///
+    /// - Throws: ``WebAuthnJSONError`` — `missingChallenge`, `invalidBase64URL`, `missingMember`,
+    ///   `wrongType`, `invalidValue` or `invalidJSON`, naming the member.
+    public static func parse(_ json: some Collection<UInt8>) throws(WebAuthnJSONError) -> Self {
+        let options = try WebAuthnJSONCoding.decode(Self.self, from: json)
+        try options.validate()
+        return options
+    }
+
+    /// Checks what decoding alone does not.
+    public func validate() throws(WebAuthnJSONError) {
+        guard !challenge.bytes.isEmpty else {
+            throw WebAuthnJSONError(.missingChallenge, "\"challenge\" is empty")
+        }
+        if let rpId, rpId.isEmpty {
+            throw WebAuthnJSONError(.invalidValue, "rpId is empty")
+        }
+        for (index, descriptor) in (allowCredentials ?? []).enumerated() where descriptor.id.bytes.isEmpty {
+            throw WebAuthnJSONError(.invalidValue, "allowCredentials[\(index)].id is empty")
+        }
+    }
+
+    /// The IDs of the allowed `"public-key"` credentials (descriptors of other types are skipped).
+    public var allowCredentialIds: [[UInt8]] {
+        (allowCredentials ?? []).filter { $0.type == "public-key" }.map(\.id.bytes)
+    }
+
+    /// `userVerification` in effect: `"preferred"` when absent or unknown.
+    public var effectiveUserVerification: String { UserVerification.normalized(userVerification) }
+}

@@ -1,0 +1,98 @@
+import Foundation
+
+/// How WebAuthn JSON is read and written here.
+///
+/// - Reading maps `DecodingError` to ``WebAuthnJSONError`` with the member's path
+///   (`authenticatorSelection.userVerification`), so a relying party's developer sees which member
+///   is wrong. Unknown members are ignored, as WebAuthn dictionaries ignore them.
+/// - Writing uses `JSONEncoder` with `.sortedKeys` (and unescaped slashes): the key order is stable
+///   and alphabetical at every level, so the same credential always prints the same bytes and
+///   tests can compare output. WebAuthn JSON consumers do not depend on member order.
+enum WebAuthnJSONCoding {
+    /// Decodes `T` from UTF-8 JSON.
+    static func decode<T: Decodable>(_ type: T.Type, from json: some Collection<UInt8>) throws(WebAuthnJSONError) -> T {
+        do {
+            return try JSONDecoder().decode(T.self, from: Data(json))
+        } catch let error as WebAuthnJSONError {
+            throw error
+        } catch let error as DecodingError {
+            throw map(error, json: Data(json))
+        } catch {
+            throw WebAuthnJSONError(.invalidJSON, "\(error)")
+        }
+    }
+
+    /// Encodes a value as compact (or pretty-printed) JSON with sorted keys.
+    ///
+    /// Only used for this module's own types, whose encoding cannot fail.
+    static func encode(_ value: some Encodable, prettyPrinted: Bool = false) -> Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting =
+            prettyPrinted
+            ? [.sortedKeys, .withoutEscapingSlashes, .prettyPrinted] : [.sortedKeys, .withoutEscapingSlashes]
+        do {
+            return try encoder.encode(value)
+        } catch {
+            preconditionFailure("encoding WebAuthn JSON of strings and numbers cannot fail: \(error)")
+        }
+    }
+
+    /// A coding path as a member path: `allowCredentials[0].id`.
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        var out = ""
+        for key in codingPath {
+            if let index = key.intValue {
+                out += "[\(index)]"
+            } else {
+                out += out.isEmpty ? key.stringValue : ".\(key.stringValue)"
+            }
+        }
+        return out.isEmpty ? "the document" : out
+    }
+
+    private static func map(_ error: DecodingError, json: Data) -> WebAuthnJSONError {
+        switch error {
+        case .keyNotFound(let key, let context):
+            let member = path(context.codingPath + [key])
+            if member == "challenge" {
+                return WebAuthnJSONError(.missingChallenge, "the options have no \"challenge\"")
+            }
+            return WebAuthnJSONError(.missingMember, "\(member) is required")
+        case .valueNotFound(_, let context):
+            let member = path(context.codingPath)
+            if member == "challenge" { return WebAuthnJSONError(.missingChallenge, "\"challenge\" is null") }
+            return WebAuthnJSONError(.wrongType, "\(member) must not be null")
+        case .typeMismatch(let type, let context):
+            if context.codingPath.isEmpty {
+                return WebAuthnJSONError(.invalidJSON, "expected a JSON object at the top level")
+            }
+            return WebAuthnJSONError(.wrongType, "\(path(context.codingPath)) must be \(jsonKind(type))")
+        case .dataCorrupted(let context):
+            if context.codingPath.isEmpty {
+                // Foundation reports syntax errors and out-of-range numbers alike, without a
+                // position; JSONSerialization tells them apart and says where.
+                do {
+                    _ = try JSONSerialization.jsonObject(with: json, options: [.fragmentsAllowed])
+                } catch {
+                    let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+                    return WebAuthnJSONError(.invalidJSON, detail ?? context.debugDescription)
+                }
+                return WebAuthnJSONError(
+                    .invalidValue, "a number is out of range or not an integer, or a value is malformed")
+            }
+            return WebAuthnJSONError(.invalidValue, "\(path(context.codingPath)): \(context.debugDescription)")
+        @unknown default:
+            return WebAuthnJSONError(.invalidJSON, "\(error)")
+        }
+    }
+
+    private static func jsonKind(_ type: Any.Type) -> String {
+        if type == String.self || type == Base64URLBytes.self { return "a string" }
+        if type == Bool.self { return "a boolean" }
+        if type == Int.self || type == Int32.self || type == UInt32.self || type == UInt64.self || type == Double.self {
+            return "a number"
+        }
+        if String(describing: type).hasPrefix("Array") { return "an array" }
+        return "an object"
+    }
+}

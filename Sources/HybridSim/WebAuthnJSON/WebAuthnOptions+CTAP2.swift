@@ -1,0 +1,88 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// What a browser does with options before it talks CTAP2 (WebAuthn L3 §5.1.3, §5.1.4; CTAP 2.2
+/// §6.1, §6.2), and the relying-party configuration that checks the answer.
+///
+/// The mapping follows Chrome over hybrid: `uv` is requested unless user verification is
+/// `"discouraged"` (phones always verify the user), `rk` unless a resident key is `"discouraged"`,
+/// empty allow and exclude lists are omitted, and descriptors of unknown types are skipped.
+extension PublicKeyCredentialCreationOptionsJSON {
+    /// The RP ID in effect: `rp.id`, or the host of `origin` when absent.
+    public func effectiveRpId(origin: String) -> String {
+        rp.id ?? WebAuthnOrigin.host(of: origin)
+    }
+
+    /// The authenticatorMakeCredential request for these options.
+    public func makeCredentialRequest(clientDataHash: [UInt8], rpId: String) -> MakeCredentialRequest {
+        let excluded = (excludeCredentials ?? []).filter { $0.type == PublicKeyCredentialDescriptor.publicKeyType }
+        let residentKey = authenticatorSelection?.residentKey ?? (requiresResidentKey ? "required" : "preferred")
+        return MakeCredentialRequest(
+            clientDataHash: clientDataHash,
+            rp: PublicKeyCredentialRpEntity(id: rpId, name: rp.name ?? rpId),
+            user: PublicKeyCredentialUserEntity(
+                id: user.id.bytes, name: user.name, displayName: user.displayName ?? ""),
+            pubKeyCredParams: effectivePubKeyCredParams.map {
+                PublicKeyCredentialParameters(type: $0.type, alg: COSEAlgorithmIdentifier(rawValue: $0.alg))
+            },
+            excludeList: excluded.isEmpty
+                ? nil
+                : excluded.map {
+                    PublicKeyCredentialDescriptor(type: $0.type, id: $0.id.bytes, transports: $0.transports)
+                },
+            options: AuthenticatorOptions(
+                rk: residentKey != "discouraged",
+                uv: effectiveUserVerification == "discouraged" ? nil : true)
+        )
+    }
+
+    /// The relying party that verifies the registration (UV required when `userVerification` is `"required"`).
+    public func relyingParty(origin: String) -> RelyingParty {
+        RelyingParty(
+            id: effectiveRpId(origin: origin), origin: origin,
+            requireUserVerification: effectiveUserVerification == "required")
+    }
+
+    /// The user entity the registered credential belongs to.
+    public var userEntity: PublicKeyCredentialUserEntity {
+        PublicKeyCredentialUserEntity(id: user.id.bytes, name: user.name, displayName: user.displayName)
+    }
+}
+
+extension PublicKeyCredentialRequestOptionsJSON {
+    /// The RP ID in effect: `rpId`, or the host of `origin` when absent.
+    public func effectiveRpId(origin: String) -> String {
+        rpId ?? WebAuthnOrigin.host(of: origin)
+    }
+
+    /// The authenticatorGetAssertion request for these options.
+    public func getAssertionRequest(clientDataHash: [UInt8], rpId: String) -> GetAssertionRequest {
+        let allowed = (allowCredentials ?? []).filter { $0.type == PublicKeyCredentialDescriptor.publicKeyType }
+        return GetAssertionRequest(
+            rpId: rpId,
+            clientDataHash: clientDataHash,
+            allowList: allowed.isEmpty
+                ? nil
+                : allowed.map {
+                    PublicKeyCredentialDescriptor(type: $0.type, id: $0.id.bytes, transports: $0.transports)
+                },
+            options: AuthenticatorOptions(uv: effectiveUserVerification == "discouraged" ? nil : true)
+        )
+    }
+
+    /// The relying party that verifies the assertion (UV required when `userVerification` is `"required"`).
+    public func relyingParty(origin: String) -> RelyingParty {
+        RelyingParty(
+            id: effectiveRpId(origin: origin), origin: origin,
+            requireUserVerification: effectiveUserVerification == "required")
+    }
+}
+
+/// Origin helpers.
+enum WebAuthnOrigin {
+    /// The host of an origin such as `https://example.com:8443` (the origin itself if it has none).
+    static func host(of origin: String) -> String {
+        URLComponents(string: origin)?.host ?? origin
+    }
+}
