@@ -1,0 +1,186 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Where a test can make ``AtomicFile/write(_:to:simulatingCrash:)`` stop as if the process died.
+package enum SimulatedCrash: Sendable, CaseIterable {
+    /// Half of the bytes reached the temporary file.
+    case afterPartialWrite
+    /// The temporary file is complete and synced, but not yet renamed over the target.
+    case beforeRename
+}
+
+/// Whole-file reads and crash-safe replacement of small files (the stores).
+///
+/// A write never leaves a half-written target: the bytes go to a new temporary file in the same
+/// directory (`.<name>.tmp-<pid>-<random>`, created `O_EXCL` with mode 0600), which is fsynced,
+/// renamed over the target (atomic on POSIX file systems), and then the directory is fsynced so the
+/// rename itself survives a power cut. A crash at any point leaves either the old file or the new
+/// one, plus at most a stray temporary file, which readers never look at and later writes remove
+/// once it is ten minutes old.
+enum AtomicFile {
+    /// Files larger than this are refused when read (the stores are a few kilobytes).
+    static let maximumSize = 16 << 20
+    /// How old a stray temporary file must be before a write removes it.
+    static let staleTemporaryAge: TimeInterval = 600
+
+    /// Reads a whole regular file; `nil` when it (or its directory) does not exist.
+    static func read(path: String) throws(StoreError) -> [UInt8]? {
+        // O_NONBLOCK: a FIFO at the path must not hang the program; it is refused below.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            let code = errno
+            if code == ENOENT { return nil }
+            throw StoreError(.unreadable, path: path, systemMessage(code))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { throw StoreError(.unreadable, path: path, systemMessage(errno)) }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw StoreError(.unreadable, path: path, "not a regular file")
+        }
+        guard Int(info.st_size) <= maximumSize else {
+            throw StoreError(
+                .unreadable, path: path, "\(info.st_size) bytes is more than the \(maximumSize) a store may have")
+        }
+        var out: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress, $0.count) }
+            if count == 0 { return out }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw StoreError(.unreadable, path: path, systemMessage(errno))
+            }
+            out += buffer[0..<count]
+            guard out.count <= maximumSize else {
+                throw StoreError(.unreadable, path: path, "the file grew past \(maximumSize) bytes while being read")
+            }
+        }
+    }
+
+    /// Replaces `path` with `bytes` atomically, mode 0600; creates a missing directory with mode 0700.
+    static func write(_ bytes: [UInt8], to path: String, simulatingCrash crash: SimulatedCrash? = nil)
+        throws(StoreError)
+    {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        try ensureDirectory(directory, for: path)
+        let temporary =
+            directory + "/" + temporaryPrefix(for: url.lastPathComponent)
+            + "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16))"
+
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw StoreError(.writeFailed, path: path, "cannot create \(temporary): \(systemMessage(errno))")
+        }
+        var renamed = false
+        var isOpen = true
+        defer {
+            if isOpen { close(fd) }
+            if !renamed, crash == nil { unlink(temporary) }
+        }
+        func fail(_ step: String) -> StoreError {
+            StoreError(.writeFailed, path: path, "\(step) \(temporary): \(systemMessage(errno))")
+        }
+        guard fchmod(fd, 0o600) == 0 else { throw fail("cannot set mode 0600 on") }
+        if crash == .afterPartialWrite {
+            try writeAll(Array(bytes.prefix(bytes.count / 2)), to: fd, path: path)
+            throw StoreError(.writeFailed, path: path, "simulated crash after a partial write")
+        }
+        try writeAll(bytes, to: fd, path: path)
+        guard fsync(fd) == 0 else { throw fail("cannot fsync") }
+        isOpen = false
+        guard close(fd) == 0 else { throw fail("cannot close") }
+        if crash == .beforeRename {
+            throw StoreError(.writeFailed, path: path, "simulated crash before the rename")
+        }
+        guard rename(temporary, path) == 0 else { throw fail("cannot rename over the store") }
+        renamed = true
+        syncDirectory(directory)
+        removeStaleTemporaryFiles(for: path)
+    }
+
+    /// The name prefix of temporary files for a target named `name`.
+    static func temporaryPrefix(for name: String) -> String { ".\(name).tmp-" }
+
+    /// Creates `directory` (and missing parents) with mode 0700 unless it exists.
+    static func ensureDirectory(_ directory: String, for path: String) throws(StoreError) {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            guard isDirectory.boolValue else {
+                throw StoreError(.directoryFailed, path: path, "\(directory) is not a directory")
+            }
+            return
+        }
+        do {
+            try FileManager.default.createDirectory(
+                atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw StoreError(.directoryFailed, path: path, "\(directory): \(error.localizedDescription)")
+        }
+    }
+
+    private static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(StoreError) {
+        var offset = 0
+        while offset < bytes.count {
+            let written = bytes.withUnsafeBytes { buffer -> Int in
+                guard let base = buffer.baseAddress else { return 0 }
+                return posixWrite(fd, base + offset, buffer.count - offset)
+            }
+            if written < 0 {
+                if errno == EINTR { continue }
+                throw StoreError(.writeFailed, path: path, "write failed: \(systemMessage(errno))")
+            }
+            offset += written
+        }
+    }
+
+    /// fsyncs a directory so a rename in it is durable. Best effort: some file systems refuse it.
+    private static func syncDirectory(_ directory: String) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        close(fd)
+    }
+
+    /// Removes temporary files of earlier, crashed writes to `path` once they are stale.
+    private static func removeStaleTemporaryFiles(for path: String, now: Date = Date()) {
+        let url = URL(fileURLWithPath: path)
+        let directory = url.deletingLastPathComponent().path
+        let prefix = temporaryPrefix(for: url.lastPathComponent)
+        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
+        for name in names where name.hasPrefix(prefix) {
+            let candidate = directory + "/" + name
+            guard let attributes = try? FileManager.default.attributesOfItem(atPath: candidate),
+                let modified = attributes[.modificationDate] as? Date,
+                now.timeIntervalSince(modified) > staleTemporaryAge
+            else { continue }
+            unlink(candidate)
+        }
+    }
+
+    private static func systemMessage(_ code: Int32) -> String {
+        String(cString: strerror(code))
+    }
+}
+
+#if canImport(Glibc)
+    private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Glibc.read(fd, buffer, count)
+    }
+    private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Glibc.write(fd, buffer, count)
+    }
+#elseif canImport(Darwin)
+    private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+        Darwin.read(fd, buffer, count)
+    }
+    private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
+        Darwin.write(fd, buffer, count)
+    }
+#endif

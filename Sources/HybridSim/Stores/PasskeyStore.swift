@@ -1,0 +1,84 @@
+import HybridCore
+
+/// The phone's passkeys on disk: `{"version": 1, "passkeys": [Passkey, …]}` (`Docs/STORES.md`).
+///
+/// ```swift
+/// var store = try PasskeyStore.load(path: PasskeyStore.defaultPath())
+/// var authenticator = SoftwareAuthenticator(passkeys: store.passkeys)
+/// … // answer a request
+/// store.passkeys = authenticator.passkeys
+/// try store.save()
+/// ```
+///
+/// - ``load(path:)`` never writes. A missing file is an empty store (created by the first
+///   ``save()``); anything unreadable or malformed is a ``StoreError`` naming the file and the
+///   problem, and the file is left untouched.
+/// - ``save()`` replaces the file atomically with mode 0600 (temporary file, fsync, rename, fsync of
+///   the directory), so a crash mid-write leaves the old store or the new one, never a mix.
+public struct PasskeyStore: Sendable {
+    /// The file name in the store directory.
+    public static let fileName = "passkeys.json"
+
+    /// The store file.
+    public let path: String
+    /// The passkeys, in file order. Credential IDs must be unique.
+    public var passkeys: [Passkey]
+
+    /// An in-memory store for `path` (nothing is read or written).
+    public init(path: String, passkeys: [Passkey] = []) {
+        self.path = path
+        self.passkeys = passkeys
+    }
+
+    /// `$HYBRID_SIM_HOME/passkeys.json`, or `~/.hybrid-sim/passkeys.json`.
+    public static func defaultPath(environment: [String: String]? = nil) -> String {
+        let directory = environment.map { StoreLocation.directory(environment: $0) } ?? StoreLocation.directory()
+        return directory + "/" + fileName
+    }
+
+    /// Reads the store at `path`; a missing file gives an empty store.
+    ///
+    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`, `unsupportedVersion`,
+    ///   `invalidEntry`); the file is not modified.
+    public static func load(path: String) throws(StoreError) -> PasskeyStore {
+        PasskeyStore(path: path, passkeys: try StoreDocument<Kind>.load(path: path) ?? [])
+    }
+
+    /// Writes the store atomically with mode 0600, creating its directory (mode 0700) if needed.
+    ///
+    /// - Throws: ``StoreError`` `invalidEntry` for duplicate credential IDs (nothing is written),
+    ///   `directoryFailed`, `writeFailed` (the previous file is intact).
+    public func save() throws(StoreError) {
+        try StoreDocument<Kind>.save(passkeys, path: path)
+    }
+
+    /// ``save()`` that stops as if the process died at `crash` (for tests).
+    package func save(simulatingCrash crash: SimulatedCrash) throws(StoreError) {
+        try StoreDocument<Kind>.save(passkeys, path: path, simulatingCrash: crash)
+    }
+
+    /// The passkeys for a relying party.
+    public func passkeys(rpId: String) -> [Passkey] {
+        passkeys.filter { $0.rpID == rpId }
+    }
+
+    /// The passkey with this credential ID.
+    public func passkey(credentialId: [UInt8]) -> Passkey? {
+        passkeys.first { $0.credentialID == credentialId }
+    }
+
+    /// Replaces the passkey with the same credential ID, or appends it.
+    public mutating func upsert(_ passkey: Passkey) {
+        if let index = passkeys.firstIndex(where: { $0.credentialID == passkey.credentialID }) {
+            passkeys[index] = passkey
+        } else {
+            passkeys.append(passkey)
+        }
+    }
+
+    enum Kind: StoreKind {
+        static let entriesKey = "passkeys"
+        static let identifierName = "credentialId"
+        static func identifier(of entry: Passkey) -> [UInt8] { entry.credentialID }
+    }
+}

@@ -1,0 +1,93 @@
+import HybridCore
+
+/// The desktop relying party's registered credentials on disk:
+/// `{"version": 1, "credentials": [RegisteredCredential, …]}` (`Docs/STORES.md`).
+///
+/// Same guarantees as ``PasskeyStore``: loading never writes and reports a damaged file as a
+/// ``StoreError`` naming it; saving is atomic with mode 0600.
+public struct RelyingPartyStore: Sendable {
+    /// The file name in the store directory.
+    public static let fileName = "rp-credentials.json"
+
+    /// The store file.
+    public let path: String
+    /// The credentials, in file order. Credential IDs must be unique.
+    public var credentials: [RegisteredCredential]
+
+    /// An in-memory store for `path` (nothing is read or written).
+    public init(path: String, credentials: [RegisteredCredential] = []) {
+        self.path = path
+        self.credentials = credentials
+    }
+
+    /// `$HYBRID_SIM_HOME/rp-credentials.json`, or `~/.hybrid-sim/rp-credentials.json`.
+    public static func defaultPath(environment: [String: String]? = nil) -> String {
+        let directory = environment.map { StoreLocation.directory(environment: $0) } ?? StoreLocation.directory()
+        return directory + "/" + fileName
+    }
+
+    /// Reads the store at `path`; a missing file gives an empty store.
+    ///
+    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`, `unsupportedVersion`,
+    ///   `invalidEntry`, which includes a public key that is not an ES256 COSE_Key); the file is not
+    ///   modified.
+    public static func load(path: String) throws(StoreError) -> RelyingPartyStore {
+        RelyingPartyStore(path: path, credentials: try StoreDocument<Kind>.load(path: path) ?? [])
+    }
+
+    /// Writes the store atomically with mode 0600, creating its directory (mode 0700) if needed.
+    ///
+    /// - Throws: ``StoreError`` `invalidEntry` for duplicate credential IDs (nothing is written),
+    ///   `directoryFailed`, `writeFailed` (the previous file is intact).
+    public func save() throws(StoreError) {
+        try StoreDocument<Kind>.save(credentials, path: path)
+    }
+
+    /// ``save()`` that stops as if the process died at `crash` (for tests).
+    package func save(simulatingCrash crash: SimulatedCrash) throws(StoreError) {
+        try StoreDocument<Kind>.save(credentials, path: path, simulatingCrash: crash)
+    }
+
+    /// The credential with this ID.
+    public func credential(id: [UInt8]) -> RegisteredCredential? {
+        credentials.first { $0.credentialId == id }
+    }
+
+    /// The credentials registered for a relying party.
+    public func credentials(rpId: String) -> [RegisteredCredential] {
+        credentials.filter { $0.rpId == rpId }
+    }
+
+    /// The credentials a relying party registered for one user handle.
+    public func credentials(rpId: String, userId: [UInt8]) -> [RegisteredCredential] {
+        credentials.filter { $0.rpId == rpId && $0.userId == userId }
+    }
+
+    /// The credentials a relying party registered for one account name.
+    public func credentials(rpId: String, userName: String) -> [RegisteredCredential] {
+        credentials.filter { $0.rpId == rpId && $0.userName == userName }
+    }
+
+    /// Replaces the credential with the same ID (after an authentication updated its counter),
+    /// or appends it (after a registration).
+    public mutating func upsert(_ credential: RegisteredCredential) {
+        if let index = credentials.firstIndex(where: { $0.credentialId == credential.credentialId }) {
+            credentials[index] = credential
+        } else {
+            credentials.append(credential)
+        }
+    }
+
+    /// Removes and returns the credential with this ID.
+    @discardableResult
+    public mutating func remove(id: [UInt8]) -> RegisteredCredential? {
+        guard let index = credentials.firstIndex(where: { $0.credentialId == id }) else { return nil }
+        return credentials.remove(at: index)
+    }
+
+    enum Kind: StoreKind {
+        static let entriesKey = "credentials"
+        static let identifierName = "credentialId"
+        static func identifier(of entry: RegisteredCredential) -> [UInt8] { entry.credentialId }
+    }
+}

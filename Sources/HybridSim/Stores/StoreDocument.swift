@@ -1,0 +1,190 @@
+import Foundation
+
+/// What distinguishes one store file format from another.
+protocol StoreKind {
+    /// One entry.
+    associatedtype Entry: Codable
+    /// The member holding the entries array (`"passkeys"`, `"credentials"`).
+    static var entriesKey: String { get }
+    /// The ID that must be unique among entries.
+    static func identifier(of entry: Entry) -> [UInt8]
+    /// How the unique ID is named in messages (`credentialId`).
+    static var identifierName: String { get }
+}
+
+/// Reading and writing store files `{"version": 1, "<entriesKey>": [entry, …]}` (`Docs/STORES.md`).
+///
+/// Loading only reads; every problem becomes a ``StoreError`` naming the file, and the file is left
+/// exactly as it was. Unknown top-level members are ignored (room for later additions).
+enum StoreDocument<Kind: StoreKind> {
+    /// The only format version this build reads and writes.
+    static var version: Int { 1 }
+
+    /// The entries stored at `path`, or `nil` when there is no file.
+    ///
+    /// Syntax is checked with `JSONSerialization` (its messages give the position), the version and
+    /// entries with `JSONDecoder`. When the decoder reports a problem without a location (as it does
+    /// for a number out of range), each entry is decoded on its own to name the broken one.
+    static func load(path: String) throws(StoreError) -> [Kind.Entry]? {
+        guard let bytes = try AtomicFile.read(path: path) else { return nil }
+        let data = Data(bytes)
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+            throw StoreError(.notJSON, path: path, detail ?? "\(error)")
+        }
+        guard let members = object as? [String: Any] else {
+            throw StoreError(.invalidDocument, path: path, "the top level is not a JSON object")
+        }
+        guard members["version"] != nil else {
+            throw StoreError(.unsupportedVersion, path: path, "no \"version\" member")
+        }
+        let header: Header
+        do {
+            header = try JSONDecoder().decode(Header.self, from: data)
+        } catch {
+            throw StoreError(.unsupportedVersion, path: path, "\"version\" is not an integer")
+        }
+        guard header.version == version else {
+            throw StoreError(
+                .unsupportedVersion, path: path, "version \(header.version); this build reads version \(version)")
+        }
+        guard let entriesValue = members[Kind.entriesKey] else {
+            throw StoreError(.invalidDocument, path: path, "no \"\(Kind.entriesKey)\" array")
+        }
+        guard let elements = entriesValue as? [Any] else {
+            throw StoreError(.invalidDocument, path: path, "\"\(Kind.entriesKey)\" is not an array")
+        }
+
+        let entries: [Kind.Entry]
+        do {
+            entries = try JSONDecoder().decode(Envelope.self, from: data).entries
+        } catch let error as DecodingError {
+            throw locate(error, elements: elements, path: path)
+        } catch {
+            throw StoreError(.invalidEntry, path: path, "\(error)")
+        }
+        try checkUnique(entries, path: path)
+        return entries
+    }
+
+    /// Writes `entries` atomically with mode 0600 (see ``AtomicFile``).
+    static func save(
+        _ entries: [Kind.Entry], path: String, simulatingCrash crash: SimulatedCrash? = nil
+    ) throws(StoreError) {
+        try checkUnique(entries, path: path)
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data: Data
+        do {
+            data = try encoder.encode(Envelope(entries: entries))
+        } catch {
+            throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
+        }
+        try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path, simulatingCrash: crash)
+    }
+
+    private static func checkUnique(_ entries: [Kind.Entry], path: String) throws(StoreError) {
+        var seen: [[UInt8]: Int] = [:]
+        for (index, entry) in entries.enumerated() {
+            let id = Kind.identifier(of: entry)
+            if let first = seen[id] {
+                throw StoreError(
+                    .invalidEntry, path: path,
+                    "\(Kind.entriesKey)[\(index)]: duplicate \(Kind.identifierName) (same as \(Kind.entriesKey)[\(first)])"
+                )
+            }
+            seen[id] = index
+        }
+    }
+
+    /// The entry a decoding failure is about, as an ``StoreError/Code/invalidEntry``.
+    private static func locate(_ error: DecodingError, elements: [Any], path: String) -> StoreError {
+        if let located = entryError(error, prefix: [], path: path) { return located }
+        // No location from the decoder: decode the entries one by one to find the broken one.
+        for (index, element) in elements.enumerated() {
+            let name = "\(Kind.entriesKey)[\(index)]"
+            guard JSONSerialization.isValidJSONObject(element),
+                let data = try? JSONSerialization.data(withJSONObject: element)
+            else {
+                return StoreError(.invalidEntry, path: path, "\(name): not a JSON object")
+            }
+            do {
+                _ = try JSONDecoder().decode(Kind.Entry.self, from: data)
+            } catch let error as DecodingError {
+                return entryError(error, prefix: [name], path: path)
+                    ?? StoreError(.invalidEntry, path: path, "\(name): a value is malformed or out of range")
+            } catch {
+                return StoreError(.invalidEntry, path: path, "\(name): \(error)")
+            }
+        }
+        return StoreError(.invalidEntry, path: path, "a value is malformed or out of range")
+    }
+
+    /// `passkeys[2].privateKey: private key must be 32 bytes`, or `nil` when the error has no location.
+    private static func entryError(_ error: DecodingError, prefix: [String], path: String) -> StoreError? {
+        let keys: [any CodingKey]
+        let problem: String
+        switch error {
+        case .keyNotFound(let key, let context):
+            keys = context.codingPath + [key]
+            problem = "missing"
+        case .valueNotFound(_, let context):
+            keys = context.codingPath
+            problem = "null"
+        case .typeMismatch(let type, let context):
+            keys = context.codingPath
+            problem = "wrong type (expected \(type))"
+        case .dataCorrupted(let context):
+            keys = context.codingPath
+            problem = context.debugDescription
+        @unknown default:
+            return nil
+        }
+        let location = (prefix + [render(keys)]).filter { !$0.isEmpty }.joined(separator: ".")
+        guard !location.isEmpty else { return nil }
+        return StoreError(.invalidEntry, path: path, "\(location): \(problem)")
+    }
+
+    /// `passkeys[2].privateKey`.
+    private static func render(_ keys: [any CodingKey]) -> String {
+        keys.reduce(into: "") { out, key in
+            if let index = key.intValue {
+                out += "[\(index)]"
+            } else {
+                out += out.isEmpty ? key.stringValue : ".\(key.stringValue)"
+            }
+        }
+    }
+
+    private struct Header: Decodable {
+        let version: Int
+    }
+
+    private struct Key: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(_ string: String) { stringValue = string }
+        init?(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    private struct Envelope: Codable {
+        let entries: [Kind.Entry]
+
+        init(entries: [Kind.Entry]) { self.entries = entries }
+
+        init(from decoder: any Decoder) throws {
+            let container = try decoder.container(keyedBy: Key.self)
+            entries = try container.decode([Kind.Entry].self, forKey: Key(Kind.entriesKey))
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(StoreDocument.version, forKey: Key("version"))
+            try container.encode(entries, forKey: Key(Kind.entriesKey))
+        }
+    }
+}

@@ -1,0 +1,67 @@
+/// Why the passkey store or the relying-party store could not be read or written.
+///
+/// Every error names the file and the problem in one line (``description``), for example
+/// `/home/a/.hybrid-sim/passkeys.json: not JSON: Unexpected character 'x' around line 1, column 1`.
+/// A store that fails to load is never modified: nothing is written unless a load succeeded or the
+/// file was absent. Two errors are equal when their ``code`` is.
+public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The family of failure.
+    public enum Code: String, Hashable, Sendable, CaseIterable {
+        /// The file exists but cannot be read (permissions, a directory, an I/O error, too large).
+        case unreadable
+        /// The file is not UTF-8 JSON.
+        case notJSON
+        /// The JSON is not a store document (not an object, or the entries array is missing).
+        case invalidDocument
+        /// `version` is absent, not an integer, or not a version this build reads.
+        case unsupportedVersion
+        /// One entry is malformed (bad base64url, wrong type, missing member, duplicate ID).
+        case invalidEntry
+        /// The directory could not be created.
+        case directoryFailed
+        /// Writing, syncing or renaming the file failed; the previous file is intact.
+        case writeFailed
+    }
+
+    /// The family of failure.
+    public let code: Code
+    /// The store file.
+    public let path: String
+    /// What is wrong. Never contains key material.
+    public let reason: String
+
+    /// Creates an error.
+    public init(_ code: Code, path: String, _ reason: String) {
+        self.code = code
+        self.path = path
+        self.reason = reason
+    }
+
+    public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.code == rhs.code }
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
+    /// One line: `<path>: <summary>: <reason>`.
+    public var description: String { "\(path): \(summary): \(reason)" }
+
+    private var summary: String {
+        switch code {
+        case .unreadable: return "cannot read the store"
+        case .notJSON: return "not JSON"
+        case .invalidDocument: return "not a store document"
+        case .unsupportedVersion: return "unsupported store version"
+        case .invalidEntry: return "invalid entry"
+        case .directoryFailed: return "cannot create the store directory"
+        case .writeFailed: return "cannot write the store"
+        }
+    }
+
+    // MARK: - Code values for tests (`#expect(throws: StoreError.notJSON)`)
+
+    public static let unreadable = StoreError(.unreadable, path: "", "")
+    public static let notJSON = StoreError(.notJSON, path: "", "")
+    public static let invalidDocument = StoreError(.invalidDocument, path: "", "")
+    public static let unsupportedVersion = StoreError(.unsupportedVersion, path: "", "")
+    public static let invalidEntry = StoreError(.invalidEntry, path: "", "")
+    public static let directoryFailed = StoreError(.directoryFailed, path: "", "")
+    public static let writeFailed = StoreError(.writeFailed, path: "", "")
+}
