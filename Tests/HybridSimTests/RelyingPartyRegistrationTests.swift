@@ -1,0 +1,196 @@
+import CTAP2
+import HybridCore
+import Testing
+
+@Suite("Relying party: registration (WebAuthn L3 §7.1)")
+struct RelyingPartyRegistrationTests {
+    let rp = CeremonyFixture.relyingParty()
+
+    func verify(
+        _ registration: CeremonyFixture.Registration, rp: RelyingParty? = nil,
+        allowed: Set<AttestationType> = [.none, .self], registered: Set<[UInt8]> = []
+    ) throws(RelyingPartyError) -> RegisteredCredential {
+        try (rp ?? self.rp).verifyRegistration(
+            response: registration.response, clientDataJSON: registration.clientDataJSON,
+            expectedChallenge: registration.challenge, user: CeremonyFixture.user,
+            allowedAttestation: allowed, registeredCredentialIds: registered, now: CeremonyFixture.now)
+    }
+
+    @Test("a real registration verifies", arguments: SoftwareAuthenticator.Attestation.allCases)
+    func happyPath(attestation: SoftwareAuthenticator.Attestation) throws {
+        var fixture = CeremonyFixture()
+        let registration = try fixture.register(attestation: attestation)
+        let credential = try verify(registration, rp: CeremonyFixture.relyingParty(requireUserVerification: true))
+
+        #expect(credential.credentialId == registration.passkey.credentialID)
+        #expect(credential.userId == CeremonyFixture.user.id)
+        #expect(credential.userName == "alice")
+        #expect(credential.rpId == CeremonyFixture.rpId)
+        #expect(credential.createdAt == CeremonyFixture.now)
+        #expect(credential.signCount == 0)
+        #expect(credential.attestationFormat == attestation.rawValue)
+        #expect(credential.backupEligible && credential.backupState)
+        let key = try credential.coseKey()
+        let expectedKey = try registration.passkey.signingKey().publicKey
+        #expect(key == COSEKey(publicKey: expectedKey))
+    }
+
+    @Test("client data tampering is caught", arguments: SoftwareAuthenticator.Attestation.allCases)
+    func clientData(attestation: SoftwareAuthenticator.Attestation) throws {
+        var fixture = CeremonyFixture()
+        let good = try fixture.register(attestation: attestation)
+        let cases: [([UInt8], RelyingPartyError)] = [
+            (CeremonyFixture.clientData(.create, challenge: flipped(good.challenge, at: 0)), .challengeMismatch),
+            (
+                CeremonyFixture.clientData(.create, challenge: good.challenge, origin: "https://evil.example"),
+                .originMismatch
+            ),
+            (CeremonyFixture.clientData(.get, challenge: good.challenge), .typeMismatch),
+            (CeremonyFixture.clientData(.create, challenge: good.challenge, crossOrigin: true), .crossOriginNotAllowed),
+            (Array("{\"type\":\"webauthn.create\"".utf8), .invalidClientData),
+            (
+                Array(#"{"type":"webauthn.create","challenge":"a+b/","origin":"https://example.com"}"#.utf8),
+                .invalidClientData
+            ),
+        ]
+        for (clientDataJSON, expected) in cases {
+            var tampered = good
+            try tampered.resign(clientDataJSON: clientDataJSON)
+            #expect(throws: expected) { try verify(tampered) }
+        }
+    }
+
+    @Test("the error message says what was expected and what came")
+    func originMessage() throws {
+        var fixture = CeremonyFixture()
+        var registration = try fixture.register()
+        registration.clientDataJSON = CeremonyFixture.clientData(
+            .create, challenge: registration.challenge, origin: "https://evil.example")
+        do {
+            _ = try verify(registration)
+            Issue.record("verification passed")
+        } catch {
+            #expect(error.description == "origin mismatch: expected https://example.com, got https://evil.example")
+        }
+    }
+
+    @Test("a credential for another RP ID is rejected")
+    func otherRelyingParty() throws {
+        var fixture = CeremonyFixture()
+        let registration = try fixture.register(attestation: .packedSelf, rpId: "other.example")
+        #expect(throws: RelyingPartyError.rpIdHashMismatch) { try verify(registration) }
+    }
+
+    @Test("flags: UP, UV when required, BS without BE", arguments: SoftwareAuthenticator.Attestation.allCases)
+    func flags(attestation: SoftwareAuthenticator.Attestation) throws {
+        var fixture = CeremonyFixture()
+        let good = try fixture.register(attestation: attestation)
+        let flags = good.response.authData.flags
+        let requireUV = CeremonyFixture.relyingParty(requireUserVerification: true)
+
+        var noUP = good
+        try noUP.resign(authData: good.response.authData.with(flags: flags.subtracting(.userPresent)))
+        #expect(throws: RelyingPartyError.userNotPresent) { try verify(noUP) }
+
+        var noUV = good
+        try noUV.resign(authData: good.response.authData.with(flags: flags.subtracting(.userVerified)))
+        #expect(throws: RelyingPartyError.userNotVerified) { try verify(noUV, rp: requireUV) }
+        // Without the requirement the same response is fine.
+        #expect(try verify(noUV).credentialId == good.passkey.credentialID)
+
+        var backupWithoutEligibility = good
+        try backupWithoutEligibility.resign(
+            authData: good.response.authData.with(flags: flags.subtracting(.backupEligible)))
+        #expect(throws: RelyingPartyError.backupStateWithoutEligibility) { try verify(backupWithoutEligibility) }
+    }
+
+    @Test("a packed signature that does not verify is rejected")
+    func badAttestationSignature() throws {
+        var fixture = CeremonyFixture()
+        var registration = try fixture.register(attestation: .packedSelf)
+        guard case .bytes(let sig)? = registration.response.attStmt["sig"] else {
+            Issue.record("no sig")
+            return
+        }
+        registration.response.attStmt["sig"] = .bytes(flipped(sig, at: -1))
+        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(registration) }
+
+        // Signed over other client data (same members, other order, so every field check passes).
+        var otherClientData = try fixture.register(attestation: .packedSelf)
+        let reordered =
+            "{\"challenge\":\"\(Base64URL.encode(otherClientData.challenge))\",\"type\":\"webauthn.create\","
+            + "\"origin\":\"https://example.com\",\"crossOrigin\":false}"
+        otherClientData.clientDataJSON = Array(reordered.utf8)
+        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(otherClientData) }
+    }
+
+    @Test("attestation statements outside none / packed self")
+    func attestationStatements() throws {
+        var fixture = CeremonyFixture()
+        let packed = try fixture.register(attestation: .packedSelf)
+        let none = try fixture.register(attestation: .none)
+
+        var withX5c = packed
+        withX5c.response.attStmt["x5c"] = .array([.bytes([0x30, 0x00])])
+        #expect(throws: RelyingPartyError.unsupportedAttestation) { try verify(withX5c) }
+
+        var otherFormat = none
+        otherFormat.response.fmt = "tpm"
+        #expect(throws: RelyingPartyError.unsupportedAttestation) { try verify(otherFormat) }
+
+        var nonEmptyNone = none
+        nonEmptyNone.response.attStmt = ["alg": -7]
+        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(nonEmptyNone) }
+
+        var wrongAlg = packed
+        wrongAlg.response.attStmt["alg"] = -8
+        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(wrongAlg) }
+
+        #expect(throws: RelyingPartyError.attestationNotAllowed) { try verify(none, allowed: [.self]) }
+        #expect(throws: RelyingPartyError.attestationNotAllowed) { try verify(packed, allowed: [.none]) }
+    }
+
+    @Test("the credential key must be an ES256 COSE_Key, and attested data must be present")
+    func credentialKey() throws {
+        var fixture = CeremonyFixture()
+        let good = try fixture.register()
+        guard let attested = good.response.authData.attestedCredentialData else {
+            Issue.record("no attested data")
+            return
+        }
+        // An Ed25519 OKP key: {1: 1, 3: -8, -1: 6, -2: x}.
+        let okp: CBORValue = [1: 1, 3: -8, -1: 6, -2: .bytes([UInt8](repeating: 7, count: 32))]
+        let eddsa = try AttestedCredentialData(
+            aaguid: attested.aaguid, credentialId: attested.credentialId, credentialPublicKeyBytes: CBOR.encode(okp))
+        var eddsaRegistration = good
+        eddsaRegistration.response.authData = try AuthenticatorData(
+            rpIdHash: good.response.authData.rpIdHash, flags: good.response.authData.flags, signCount: 0,
+            attestedCredentialData: eddsa)
+        #expect(throws: RelyingPartyError.unsupportedCredentialKey) { try verify(eddsaRegistration) }
+
+        var noAttestedData = good
+        noAttestedData.response.authData = try AuthenticatorData(
+            rpIdHash: good.response.authData.rpIdHash, flags: good.response.authData.flags, signCount: 0)
+        #expect(throws: RelyingPartyError.missingAttestedCredentialData) { try verify(noAttestedData) }
+    }
+
+    @Test("a credential ID that is already registered is rejected")
+    func alreadyRegistered() throws {
+        var fixture = CeremonyFixture()
+        let registration = try fixture.register()
+        #expect(throws: RelyingPartyError.credentialAlreadyRegistered) {
+            try verify(registration, registered: [registration.passkey.credentialID])
+        }
+        #expect(try verify(registration, registered: [[1, 2, 3]]).credentialId == registration.passkey.credentialID)
+    }
+
+    @Test("every error code has a distinct one-line summary")
+    func summaries() {
+        let summaries = RelyingPartyError.Code.allCases.map(\.summary)
+        #expect(Set(summaries).count == summaries.count)
+        #expect(summaries.allSatisfy { !$0.isEmpty && !$0.contains("\n") })
+        #expect(
+            RelyingPartyError(.signCountNotIncreasing, "stored 5, received 5").description
+                == "sign count did not increase (possible cloned authenticator): stored 5, received 5")
+    }
+}
