@@ -1,0 +1,375 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// The browser-and-relying-party half of one desktop ceremony: WebAuthn options in (a real relying
+/// party's, or the built-in one's), a CTAP2 request out; the phone's answer in, a verified
+/// `PublicKeyCredential` JSON out.
+///
+/// The built-in relying party is just a source of options, so both paths run the same code:
+/// ``init(configuration:store:challenge:)`` turns options into client data and a CTAP2 request the
+/// way Chrome does (`WebAuthnOptions+CTAP2.swift`), and ``finish(response:store:now:)`` checks the
+/// answer with ``RelyingParty`` against the relying-party store.
+struct DesktopCeremony: Sendable {
+    enum Options: Sendable {
+        case registration(PublicKeyCredentialCreationOptionsJSON)
+        case authentication(PublicKeyCredentialRequestOptionsJSON)
+    }
+
+    /// The options in effect.
+    let options: Options
+    /// Whether they came from `--options` (a foreign relying party).
+    let foreign: Bool
+    /// The RP ID in effect.
+    let rpId: String
+    /// The origin in effect.
+    let origin: String
+    /// The client data the phone signs over.
+    let clientData: CollectedClientData
+    /// `command ‖ CBOR`.
+    let requestBytes: [UInt8]
+    /// The relying-party check.
+    let relyingParty: RelyingParty
+    /// The wait for the phone in effect.
+    let timeout: Duration
+    /// The attestation conveyance in effect (`none`, `indirect`, `direct`, `enterprise`).
+    let attestationConveyance: String
+
+    /// The challenge.
+    var challenge: [UInt8] { clientData.challenge }
+
+    /// The QR code's request-type hint.
+    var requestType: QRPayload.RequestType {
+        switch options {
+        case .registration: return .makeCredential
+        case .authentication: return .getAssertion
+        }
+    }
+
+    /// Allowed credential IDs (authentication), empty for a discoverable sign-in.
+    var allowCredentialIds: [[UInt8]] {
+        if case .authentication(let options) = options { return options.allowCredentialIds }
+        return []
+    }
+
+    /// Builds the ceremony for `configuration`, reading `--options` if given.
+    ///
+    /// - Throws: ``ProgramFailure`` `badInput` for an unreadable or invalid options file or
+    ///   settings that contradict it.
+    init(configuration: DesktopConfiguration, store: RelyingPartyStore, challenge: [UInt8]) throws(ProgramFailure) {
+        let fallbackRpId =
+            configuration.rpId
+            ?? configuration.origin.flatMap { URLComponents(string: $0)?.host } ?? ProgramDefaults.rpId
+        let options: Options
+        if let path = configuration.optionsFile {
+            options = try Self.readOptions(path: path, request: configuration.request)
+            foreign = true
+        } else {
+            options = Self.builtInOptions(
+                configuration: configuration,
+                rpId: fallbackRpId,
+                store: store,
+                challenge: challenge
+            )
+            foreign = false
+        }
+
+        // The RP ID: the options' (when they name one), which --rp-id may only repeat.
+        let optionsRpId: String?
+        switch options {
+        case .registration(let creation): optionsRpId = creation.rp.id
+        case .authentication(let request): optionsRpId = request.rpId
+        }
+        if let optionsRpId, let given = configuration.rpId, given != optionsRpId {
+            throw ProgramFailure(.badInput, "--rp-id \(given) contradicts the options' RP ID \(optionsRpId)")
+        }
+        let rpId = optionsRpId ?? fallbackRpId
+        let origin = configuration.origin ?? "https://\(rpId)"
+        guard let host = URLComponents(string: origin)?.host, host == rpId || host.hasSuffix("." + rpId) else {
+            throw ProgramFailure(
+                .badInput,
+                "RP ID \(rpId) is not valid for origin \(origin): it must be the origin's host or a parent domain of it"
+            )
+        }
+        self.rpId = rpId
+        self.origin = origin
+
+        var relyingParty: RelyingParty
+        switch options {
+        case .registration(let creation):
+            clientData = CollectedClientData(type: .create, challenge: creation.challenge.bytes, origin: origin)
+            requestBytes = CTAP2Request.makeCredential(
+                creation.makeCredentialRequest(clientDataHash: clientData.hash, rpId: rpId)
+            ).encode()
+            relyingParty = creation.relyingParty(origin: origin)
+            attestationConveyance = creation.attestation ?? "none"
+            timeout = configuration.timeout ?? Self.timeout(milliseconds: creation.timeout)
+        case .authentication(let request):
+            clientData = CollectedClientData(type: .get, challenge: request.challenge.bytes, origin: origin)
+            requestBytes = CTAP2Request.getAssertion(
+                request.getAssertionRequest(clientDataHash: clientData.hash, rpId: rpId)
+            ).encode()
+            relyingParty = request.relyingParty(origin: origin)
+            attestationConveyance = "none"
+            timeout = configuration.timeout ?? Self.timeout(milliseconds: request.timeout)
+        }
+        // The relying party's ID is the one in effect even when the options left it out.
+        relyingParty.id = rpId
+        self.relyingParty = relyingParty
+        self.options = options
+    }
+
+    /// The built-in relying party's options: a fresh challenge, ES256, a discoverable credential,
+    /// `direct` attestation (so the phone's `--attestation` shows), and for a registration the user
+    /// handle already stored for that account name (a new passkey replaces the old one on the phone).
+    private static func builtInOptions(
+        configuration: DesktopConfiguration,
+        rpId: String,
+        store: RelyingPartyStore,
+        challenge: [UInt8]
+    ) -> Options {
+        let timeout = Int((configuration.timeout?.secondsValue ?? ProgramDefaults.timeoutSeconds) * 1000)
+        switch configuration.request {
+        case .makeCredential:
+            let name = configuration.userName ?? ProgramDefaults.userName
+            let userId = store.credentials(rpId: rpId, userName: name).first?.userId ?? RandomSource.system.bytes(16)
+            return .registration(
+                PublicKeyCredentialCreationOptionsJSON(
+                    rp: PublicKeyCredentialRpEntityJSON(id: rpId, name: rpId),
+                    user: PublicKeyCredentialUserEntityJSON(id: userId, name: name, displayName: name),
+                    challenge: challenge,
+                    timeout: timeout,
+                    authenticatorSelection: AuthenticatorSelectionCriteriaJSON(
+                        residentKey: "required",
+                        userVerification: "preferred"
+                    ),
+                    attestation: "direct"
+                )
+            )
+        case .getAssertion:
+            return .authentication(
+                PublicKeyCredentialRequestOptionsJSON(
+                    challenge: challenge,
+                    timeout: timeout,
+                    rpId: rpId,
+                    userVerification: "preferred"
+                )
+            )
+        }
+    }
+
+    private static func readOptions(path: String, request: QRPayload.RequestType) throws(ProgramFailure) -> Options {
+        let bytes: Data
+        do {
+            bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw ProgramFailure(
+                .badInput,
+                "cannot read the options file \(path): \((error as NSError).localizedDescription)"
+            )
+        }
+        do {
+            switch request {
+            case .makeCredential: return .registration(try PublicKeyCredentialCreationOptionsJSON.parse(bytes))
+            case .getAssertion: return .authentication(try PublicKeyCredentialRequestOptionsJSON.parse(bytes))
+            }
+        } catch {
+            let kind =
+                request == .makeCredential
+                ? "PublicKeyCredentialCreationOptionsJSON (--request mc)"
+                : "PublicKeyCredentialRequestOptionsJSON (--request ga)"
+            throw ProgramFailure(.badInput, "\(path) is not valid \(kind): \(error)")
+        }
+    }
+
+    /// The options' timeout hint (milliseconds) as the wait for the phone: 120 s when absent, 1 s … 1 h.
+    private static func timeout(milliseconds: Int?) -> Duration {
+        guard let milliseconds else { return .seconds(ProgramDefaults.timeoutSeconds) }
+        let clamped = min(max(milliseconds, 1000), Int(ProgramDefaults.maximumTimeoutSeconds * 1000))
+        return .milliseconds(clamped)
+    }
+
+    // MARK: - Describing
+
+    /// "registration of alice @ example.com (origin https://example.com, challenge …)".
+    var summary: String {
+        let challenge = Base64URL.encode(clientData.challenge)
+        switch options {
+        case .registration(let creation):
+            let source = foreign ? "options from \(creation.rp.name ?? rpId)" : "built-in relying party"
+            return
+                "registration of \(creation.user.name) @ \(rpId) (\(source), origin \(origin), challenge \(challenge))"
+        case .authentication(let request):
+            let source = foreign ? "options file" : "built-in relying party"
+            let allow =
+                request.allowCredentialIds.isEmpty
+                ? "any passkey for \(rpId)" : "\(request.allowCredentialIds.count) allowed credential(s)"
+            return "sign-in to \(rpId) with \(allow) (\(source), origin \(origin), challenge \(challenge))"
+        }
+    }
+
+    // MARK: - Finishing
+
+    /// Checks the phone's answer, updates `store` (not saved) and returns the result.
+    ///
+    /// - Throws: ``ProgramFailure`` `refused` (a CTAP2 error status), `protocolError` (unparsable
+    ///   response) or `verificationFailed` (the relying-party check failed).
+    func finish(
+        response bytes: [UInt8],
+        store: inout RelyingPartyStore,
+        now: UInt64
+    ) throws(ProgramFailure) -> DesktopResult {
+        switch options {
+        case .registration(let creation):
+            var response = try Self.payload(
+                bytes,
+                as: MakeCredentialResponse.self,
+                command: "makeCredential",
+                rpId: rpId
+            )
+            var notes: [String] = []
+            if attestationConveyance == "none", response.fmt != "none" {
+                // What a browser does for attestation "none": drop the statement (the AAGUID is already zero).
+                notes.append("attestation \"none\" requested: replaced the phone's \(response.fmt) statement with none")
+                response = .none(authData: response.authData)
+            }
+            let credential: RegisteredCredential
+            do {
+                credential = try relyingParty.verifyRegistration(
+                    response: response,
+                    clientDataJSON: clientData.json,
+                    expectedChallenge: clientData.challenge,
+                    user: creation.userEntity,
+                    registeredCredentialIds: Set(store.credentials.map(\.credentialId)),
+                    now: now
+                )
+            } catch {
+                throw ProgramFailure(.verificationFailed, "the relying party rejected the registration: \(error)")
+            }
+            let json: RegistrationResponseJSON
+            do {
+                json = try RegistrationResponseJSON(response: response, clientDataJSON: clientData.json)
+            } catch {
+                throw ProgramFailure(.protocolError, "cannot express the registration as JSON: \(error)")
+            }
+            store.upsert(credential)
+            return DesktopResult(
+                request: .makeCredential,
+                rpId: rpId,
+                origin: origin,
+                challenge: clientData.challenge,
+                credentialJSON: json.jsonString(),
+                prettyCredentialJSON: json.jsonString(prettyPrinted: true),
+                credentialId: credential.credentialId,
+                credential: credential,
+                previousSignCount: nil,
+                relyingPartyCheck: .verified,
+                notes: notes
+            )
+
+        case .authentication:
+            let response = try Self.payload(bytes, as: GetAssertionResponse.self, command: "getAssertion", rpId: rpId)
+            let allowList = allowCredentialIds
+            let fallbackId = allowList.count == 1 ? allowList[0] : nil
+            let json: AuthenticationResponseJSON
+            do {
+                json = try AuthenticationResponseJSON(
+                    response: response,
+                    clientDataJSON: clientData.json,
+                    credentialId: fallbackId
+                )
+            } catch {
+                throw ProgramFailure(.protocolError, "the phone's assertion is unusable: \(error)")
+            }
+            let credentialId = json.rawId.bytes
+            let stored = store.credentials.first { $0.credentialId == credentialId && $0.rpId == rpId }
+            guard let stored else {
+                if foreign {
+                    return DesktopResult(
+                        request: .getAssertion,
+                        rpId: rpId,
+                        origin: origin,
+                        challenge: clientData.challenge,
+                        credentialJSON: json.jsonString(),
+                        prettyCredentialJSON: json.jsonString(prettyPrinted: true),
+                        credentialId: credentialId,
+                        credential: nil,
+                        previousSignCount: nil,
+                        relyingPartyCheck: .skipped(
+                            "the RP store has no key for credential \(Base64URL.encode(credentialId)); "
+                                + "the relying party that issued the options verifies it"
+                        ),
+                        notes: []
+                    )
+                }
+                let known = store.credentials(rpId: rpId).count
+                throw ProgramFailure(
+                    .verificationFailed,
+                    "the relying party does not know credential \(Base64URL.encode(credentialId)) "
+                        + "(\(store.path) has \(known) credential(s) for \(rpId); register with --request mc first)"
+                )
+            }
+            let updated: RegisteredCredential
+            do {
+                updated = try relyingParty.verifyAuthentication(
+                    response: response,
+                    clientDataJSON: clientData.json,
+                    expectedChallenge: clientData.challenge,
+                    credential: stored,
+                    allowCredentials: allowList
+                )
+            } catch {
+                throw ProgramFailure(.verificationFailed, "the relying party rejected the sign-in: \(error)")
+            }
+            store.upsert(updated)
+            return DesktopResult(
+                request: .getAssertion,
+                rpId: rpId,
+                origin: origin,
+                challenge: clientData.challenge,
+                credentialJSON: json.jsonString(),
+                prettyCredentialJSON: json.jsonString(prettyPrinted: true),
+                credentialId: credentialId,
+                credential: updated,
+                previousSignCount: stored.signCount,
+                relyingPartyCheck: .verified,
+                notes: []
+            )
+        }
+    }
+
+    /// Parses `status ‖ CBOR`; a non-zero status is the phone refusing.
+    private static func payload<T: CTAP2CBORCodable>(
+        _ bytes: [UInt8],
+        as type: T.Type,
+        command: String,
+        rpId: String
+    ) throws(ProgramFailure) -> T {
+        let response: CTAP2Response
+        do {
+            response = try CTAP2Response(bytes: bytes)
+        } catch {
+            throw ProgramFailure(.protocolError, "the phone's \(command) response is malformed: \(error)")
+        }
+        switch response.status {
+        case .ok:
+            break
+        case .noCredentials:
+            throw ProgramFailure(.refused, "the phone has no passkey for \(rpId) (\(response.status.name))")
+        case .credentialExcluded:
+            throw ProgramFailure(
+                .refused,
+                "the phone already holds one of the excluded credentials for \(rpId) (\(response.status.name))"
+            )
+        case .operationDenied:
+            throw ProgramFailure(.refused, "the phone refused the \(command) request: \(response.status.name)")
+        default:
+            throw ProgramFailure(.refused, "the phone refused the \(command) request: \(response.status.name)")
+        }
+        do {
+            return try response.decodePayload(as: T.self)
+        } catch {
+            throw ProgramFailure(.protocolError, "the phone's \(command) response is malformed: \(error)")
+        }
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import HybridCore
+import Logging
+
+/// Everything `hybrid-sim desktop` can be told (Docs/CLI.md). `nil` means "the default", which for
+/// some settings depends on others (the origin on the RP ID, the timeout on the options file).
+public struct DesktopConfiguration: Sendable {
+    /// Which tunnel service the desktop uses.
+    public enum Relay: Sendable, Hashable {
+        /// Start the relay in this process on `port`; `nil` tries ``ProgramDefaults/relayPort``
+        /// and falls back to a free port (with a note) when it is taken; 0 always picks a free port.
+        case embedded(port: Int?)
+        /// Use a relay started elsewhere (`ws://HOST:PORT`, loopback).
+        case external(url: String)
+    }
+
+    /// `mc` (register) or `ga` (sign in). Default `ga`.
+    public var request: QRPayload.RequestType = .getAssertion
+    /// The relying party ID; `nil`: the options' RP ID, else ``ProgramDefaults/rpId``.
+    public var rpId: String?
+    /// The web origin the "page" runs on; `nil`: `https://<rp id>`.
+    public var origin: String?
+    /// The account to register (`mc` with the built-in relying party only); `nil`: `alice`.
+    public var userName: String?
+    /// A WebAuthn L3 options JSON file from a real relying party, used instead of the built-in one's.
+    public var optionsFile: String?
+    /// The relying-party store; `nil`: ``RelyingPartyStore/defaultPath(environment:)``.
+    public var rpStorePath: String?
+    /// The tunnel service. Default: embedded on port 47001 (or a free one).
+    public var relay: Relay = .embedded(port: nil)
+    /// UDP port of the proximity scanner; `nil`: 47002, or a free one (with a note) when taken; 0: a free one.
+    public var proximityPort: Int?
+    /// Weakest RSSI (dBm) an advert may have. Default -70.
+    public var minRSSI: Int = ProgramDefaults.minRSSI
+    /// Also write the QR code as a PNG here.
+    public var qrPNGPath: String?
+    /// Draw the terminal QR code for a dark background.
+    public var invertQR = false
+    /// `--json`: events on stdout, one JSON object per line, instead of the QR art and pretty JSON.
+    public var json = false
+    /// How long to wait for a nearby phone, and for its answer; `nil`: the options' `timeout`, else 120 s.
+    public var timeout: Duration?
+    /// The environment (for `HYBRID_SIM_HOME`).
+    public var environment: [String: String] = ProcessInfo.processInfo.environment
+    /// Where the runtime (relay, scanner, WebSocket) logs. Default: nowhere.
+    public var logger = Logger(label: "hybrid-sim.desktop", factory: { _ in SwiftLogNoOpLogHandler() })
+
+    /// The defaults.
+    public init() {}
+
+    /// Checks what can be checked without reading files or the network.
+    ///
+    /// - Throws: ``ProgramFailure`` of kind ``ProgramFailure/Kind/badInput``.
+    public func validate() throws(ProgramFailure) {
+        func bad(_ message: String) -> ProgramFailure { ProgramFailure(.badInput, message) }
+        if let rpId, !Self.isPlausibleHost(rpId) {
+            throw bad("--rp-id \(rpId) is not a host name such as example.com")
+        }
+        if let origin {
+            guard let components = URLComponents(string: origin), let scheme = components.scheme,
+                ["https", "http"].contains(scheme), let host = components.host, !host.isEmpty,
+                components.path.isEmpty || components.path == "/"
+            else {
+                throw bad("--origin \(origin) is not a web origin such as https://example.com")
+            }
+        }
+        if let userName, userName.isEmpty || userName.utf8.count > 64 {
+            throw bad("--user must be 1…64 bytes")
+        }
+        if userName != nil, request == .getAssertion {
+            throw bad("--user only applies to --request mc (a sign-in lets the phone pick the account)")
+        }
+        if userName != nil, optionsFile != nil {
+            throw bad("--user cannot be combined with --options: the options name the user")
+        }
+        if case .embedded(let port?) = relay, !(0...65535).contains(port) {
+            throw bad("--relay-port must be 0…65535")
+        }
+        if case .external(let url) = relay {
+            try ProgramChecks.relayURL(url)
+        }
+        if let proximityPort, !(0...65535).contains(proximityPort) {
+            throw bad("--proximity-port must be 0…65535")
+        }
+        guard (-127...20).contains(minRSSI) else { throw bad("--min-rssi must be -127…20 dBm") }
+        if let timeout {
+            guard timeout > .zero, timeout <= .seconds(ProgramDefaults.maximumTimeoutSeconds) else {
+                throw bad(
+                    "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds"
+                )
+            }
+        }
+    }
+
+    /// Letters, digits, dots and hyphens (a DNS name or an IPv4 address).
+    static func isPlausibleHost(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 253 && !text.hasPrefix(".") && !text.hasSuffix(".")
+            && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" }
+    }
+}

@@ -1,0 +1,62 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+
+/// The desktop's voice: progress lines on stderr, and with `--json` one event object per line on stdout.
+struct DesktopNarrator: Sendable {
+    let output: ProgramOutput
+    let json: Bool
+
+    /// A progress line on stderr.
+    func say(_ line: String) {
+        output.standardError(line)
+    }
+
+    /// A `--json` event on stdout (nothing without `--json`).
+    func event(_ name: String, _ members: [(String, JSONLine.Value)] = []) {
+        guard json else { return }
+        output.standardOutput(JSONLine(event: name, members).text)
+    }
+
+    /// Narrates one driver event.
+    func session(_ event: SessionEvent) {
+        switch event {
+        case .advertAccepted(let rssi, _, let ignored):
+            let others = ignored > 0 ? ", \(ignored) other datagram(s) ignored" : ""
+            say("advert accepted (rssi \(rssi) dBm\(others))")
+            self.event("advert", [("rssi", .int(Int(rssi))), ("ignored", .int(ignored))])
+        case .tunnelJoined:
+            say("tunnel connected")
+            self.event("connected")
+        case .authenticatorReady:
+            say("handshake done")
+            self.event("handshake")
+        case .linkingReceived(let name):
+            say("the phone sent linking information (\(name)); not stored")
+        case .requestSent(let command, let plaintextBytes, _):
+            let name = CommandName.of(command)
+            say("request sent (\(name), \(plaintextBytes) bytes)")
+            self.event("request", [("command", .string(name)), ("bytes", .int(plaintextBytes))])
+        case .responseReceived(let status, let plaintextBytes, _):
+            let statusName = CTAP2StatusCode(rawValue: status).name
+            say("response received (\(statusName), \(plaintextBytes) bytes)")
+            self.event("response", [("status", .string(statusName)), ("bytes", .int(plaintextBytes))])
+        case .waitingForAdvert, .handshakeSent, .shutdownSent, .tunnelCreated, .advertising, .handshakeAnswered,
+            .requestReceived, .responseSent, .shutdownReceived:
+            break
+        }
+    }
+}
+
+/// Short CTAP2 command names for messages: `makeCredential`, `getAssertion`.
+enum CommandName {
+    static func of(_ byte: UInt8) -> String {
+        switch CTAP2Command(rawValue: byte) {
+        case .makeCredential: return "makeCredential"
+        case .getAssertion: return "getAssertion"
+        case .getInfo: return "getInfo"
+        case .selection: return "selection"
+        default: return CTAP2Command(rawValue: byte).description
+        }
+    }
+}

@@ -1,0 +1,374 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridQR
+import HybridRuntime
+import Logging
+
+/// `hybrid-sim desktop`: the browser showing a QR code, and the relying party behind it.
+///
+/// ```swift
+/// var configuration = DesktopConfiguration()
+/// configuration.request = .makeCredential
+/// let result = try await DesktopProgram.run(configuration, output: .standard) { ready in
+///     // ready.url is the FIDO:/ URL: hand it to a phone
+/// }
+/// ```
+///
+/// One run: read the relying-party store (and `--options`), start the embedded relay (unless
+/// `--relay`) and the proximity scanner, show the QR code, wait for a nearby phone's advert, run
+/// the tunnel handshake, send one makeCredential or getAssertion, check the answer as the relying
+/// party, save the store and print the WebAuthn L3 `PublicKeyCredential` JSON. Every wait is
+/// bounded by the configuration's timeout.
+public enum DesktopProgram {
+    /// Runs the desktop and reports a failure the way the CLI does: `error: <message>` on stderr
+    /// (and, with `--json`, an `error` event on stdout). Returns the exit status.
+    public static func main(
+        _ configuration: DesktopConfiguration,
+        output: ProgramOutput = .standard,
+        onReady: @escaping @Sendable (DesktopEndpoints) -> Void = { _ in }
+    ) async -> Int32 {
+        do {
+            _ = try await run(configuration, output: output, onReady: onReady)
+            return 0
+        } catch {
+            output.standardError("error: \(error.message)")
+            return error.exitCode
+        }
+    }
+
+    /// Runs the desktop once. Progress goes to `output`'s stderr; the QR code and the result (or,
+    /// with `--json`, the events including a final `error`) to its stdout. `onReady` is called once
+    /// the QR code is shown and the scanner listens.
+    ///
+    /// - Throws: ``ProgramFailure``; nothing has been printed about it on stderr yet.
+    @discardableResult
+    public static func run(
+        _ configuration: DesktopConfiguration,
+        output: ProgramOutput = .standard,
+        onReady: @escaping @Sendable (DesktopEndpoints) -> Void = { _ in }
+    ) async throws(ProgramFailure) -> DesktopResult {
+        let narrator = DesktopNarrator(output: output, json: configuration.json)
+        do {
+            return try await Run(configuration: configuration, narrator: narrator, onReady: onReady).execute()
+        } catch {
+            let failure = ProgramFailure.from(error, relayURL: relayDescription(configuration.relay))
+            narrator.event(
+                "error",
+                [
+                    ("kind", .string(failure.kind.rawValue)), ("exitCode", .int(Int(failure.exitCode))),
+                    ("message", .string(failure.message)),
+                ]
+            )
+            throw failure
+        }
+    }
+
+    private static func relayDescription(_ relay: DesktopConfiguration.Relay) -> String {
+        switch relay {
+        case .external(let url): return url
+        case .embedded(let port): return "ws://127.0.0.1:\(port ?? ProgramDefaults.relayPort)"
+        }
+    }
+}
+
+/// One desktop run's state.
+private struct Run {
+    let configuration: DesktopConfiguration
+    let narrator: DesktopNarrator
+    let onReady: @Sendable (DesktopEndpoints) -> Void
+
+    var logger: Logger { configuration.logger }
+
+    func execute() async throws -> DesktopResult {
+        try configuration.validate()
+
+        // Everything that can be wrong with the input is found before any socket is opened.
+        let storePath =
+            configuration.rpStorePath ?? RelyingPartyStore.defaultPath(environment: configuration.environment)
+        var store: RelyingPartyStore
+        do {
+            store = try RelyingPartyStore.load(path: storePath)
+        } catch {
+            throw ProgramFailure(.badInput, "cannot use the relying-party store: \(error)")
+        }
+        let ceremony = try DesktopCeremony(
+            configuration: configuration,
+            store: store,
+            challenge: RandomSource.system.bytes(32)
+        )
+        if ceremony.requestType == .getAssertion, !ceremony.foreign, store.credentials(rpId: ceremony.rpId).isEmpty {
+            narrator.say(
+                "note: \(storePath) has no credential for \(ceremony.rpId) yet; register first with --request mc"
+            )
+        }
+
+        let session = ClientSession(requestType: ceremony.requestType, timestamp: UInt64(Date().timeIntervalSince1970))
+        let matrix: QRMatrix
+        do {
+            matrix = try QREncoder.encode(fidoURL: session.url)
+        } catch {
+            throw ProgramFailure(.failed, "cannot encode the QR code: \(error)")
+        }
+        if let png = configuration.qrPNGPath {
+            let image = GrayImage(matrix: matrix, moduleSize: 8, quietZone: TerminalArt.defaultQuietZone)
+            do {
+                try PNGCodec.write(image, toFile: png)
+            } catch {
+                throw ProgramFailure(.badInput, "cannot write --qr-png \(png): \(error)")
+            }
+        }
+
+        let relay = try await startRelay(timeout: ceremony.timeout)
+        let scanner: ProximityScanner<[UInt8]>
+        let proximity: ProximityEndpoint
+        do {
+            (scanner, proximity) = try await startScanner(eidKey: session.keys.eidKey)
+        } catch {
+            await relay.embedded?.shutdown()
+            throw error
+        }
+
+        let outcome: ClientDriver.Outcome
+        do {
+            outcome = try await converse(
+                session: session,
+                ceremony: ceremony,
+                matrix: matrix,
+                relayURL: relay.url,
+                proximity: proximity,
+                scanner: scanner
+            )
+        } catch {
+            await scanner.stop()
+            await relay.embedded?.shutdown()
+            throw error
+        }
+        await scanner.stop()
+        await relay.embedded?.shutdown()
+
+        let result = try ceremony.finish(
+            response: outcome.response,
+            store: &store,
+            now: UInt64(Date().timeIntervalSince1970)
+        )
+        if case .verified = result.relyingPartyCheck {
+            do {
+                try store.save()
+            } catch {
+                throw ProgramFailure(.failed, "verified, but cannot save the relying-party store: \(error)")
+            }
+        }
+        report(result, storePath: store.path)
+        return result
+    }
+
+    /// Shows the QR code, waits for the phone and runs the transaction.
+    private func converse(
+        session: ClientSession,
+        ceremony: DesktopCeremony,
+        matrix: QRMatrix,
+        relayURL: String,
+        proximity: ProximityEndpoint,
+        scanner: ProximityScanner<[UInt8]>
+    ) async throws -> ClientDriver.Outcome {
+        let art = TerminalArt.render(matrix, inverted: configuration.invertQR)
+        narrator.say("relying party: \(ceremony.summary)")
+        if let png = configuration.qrPNGPath { narrator.say("wrote the QR code to \(png)") }
+        if configuration.json {
+            narrator.event(
+                "qr",
+                [
+                    ("url", .string(session.url)), ("request", .string(ceremony.requestType.rawValue)),
+                    ("relay", .string(relayURL)), ("proximity", .string(proximity.description)),
+                    ("rpId", .string(ceremony.rpId)), ("origin", .string(ceremony.origin)),
+                    ("challenge", .string(Base64URL.encode(ceremony.challenge))),
+                ]
+            )
+        } else {
+            for line in art.split(separator: "\n", omittingEmptySubsequences: false) {
+                narrator.output.standardOutput(String(line))
+            }
+            narrator.output.standardOutput(session.url)
+        }
+        narrator.say(
+            "phone command: hybrid-sim phone --scan CAPTURE --relay \(relayURL) --proximity \(proximity)"
+                + "  (CAPTURE: the QR code saved as text or PNG; or --qr with the FIDO:/ line instead of --scan)"
+        )
+        narrator.say(
+            "waiting for a nearby phone (proximity \(proximity), relay \(relayURL), timeout \(ceremony.timeout.seconds))"
+        )
+        onReady(
+            DesktopEndpoints(
+                url: session.url,
+                relayURL: relayURL,
+                proximityURL: proximity.description,
+                challenge: ceremony.challenge,
+                terminalArt: art
+            )
+        )
+
+        let timeout = ceremony.timeout
+        let timeouts = SessionTimeouts(
+            advert: timeout,
+            connect: min(.seconds(10), timeout),
+            handshake: timeout,
+            message: min(.seconds(10), timeout),
+            userAction: timeout
+        )
+        let narrator = self.narrator
+        do {
+            return try await ClientDriver.run(
+                session: session,
+                request: ceremony.requestBytes,
+                transports: .loopback(relayURL: relayURL, scanner: scanner, logger: logger),
+                timeouts: timeouts,
+                events: { narrator.session($0) }
+            )
+        } catch let error as TransactionError {
+            if let runtime = error.underlying as? RuntimeError, runtime.code == .noNearbyAuthenticator {
+                throw ProgramFailure(
+                    .timeout,
+                    "no nearby authenticator within \(timeout.seconds): "
+                        + Self.explain(runtime.proximityStatistics, proximity: proximity)
+                )
+            }
+            throw ProgramFailure.fromTransaction(error, relayURL: relayURL)
+        }
+    }
+
+    /// What the scanner saw, e.g. "3 adverts ignored: 3 too far (strongest -90 dBm < -70)".
+    static func explain(_ statistics: ProximityStatistics?, proximity: ProximityEndpoint) -> String {
+        guard let statistics, statistics.received > 0 else {
+            return "no advert arrived at \(proximity) (is `hybrid-sim phone` running with --proximity \(proximity)?)"
+        }
+        var parts: [String] = []
+        if statistics.tooFar > 0 {
+            let strongest = statistics.strongestTooFarRSSI.map { "strongest \($0) dBm" } ?? "rssi"
+            parts.append("\(statistics.tooFar) too far (\(strongest) < \(statistics.minRSSI))")
+        }
+        if statistics.notOurs > 0 { parts.append("\(statistics.notOurs) not for this QR code") }
+        if statistics.replayed > 0 { parts.append("\(statistics.replayed) repeated") }
+        if statistics.wrongLength > 0 { parts.append("\(statistics.wrongLength) malformed (not 23 bytes)") }
+        if statistics.unknownServiceUUID > 0 {
+            parts.append("\(statistics.unknownServiceUUID) with an unknown service UUID")
+        }
+        let noun = statistics.ignored == 1 ? "advert" : "adverts"
+        return "\(statistics.ignored) \(noun) ignored: " + parts.joined(separator: ", ")
+    }
+
+    /// Prints the verified result.
+    private func report(_ result: DesktopResult, storePath: String) {
+        for note in result.notes { narrator.say("note: \(note)") }
+        let id = Base64URL.encode(result.credentialId)
+        switch (result.request, result.relyingPartyCheck) {
+        case (.makeCredential, _):
+            let user = result.credential?.userName ?? "the user"
+            narrator.say(
+                "verified: registered credential \(id) for \(user) @ \(result.rpId) (\(result.credential?.attestationFormat ?? "none") attestation), saved in \(storePath)"
+            )
+        case (.getAssertion, .verified):
+            let user = result.credential?.userName ?? "the user"
+            let before = result.previousSignCount.map { "\($0) → " } ?? ""
+            narrator.say(
+                "verified: \(user) signed in to \(result.rpId) with credential \(id) (signCount \(before)\(result.credential?.signCount ?? 0))"
+            )
+        case (.getAssertion, .skipped(let why)):
+            narrator.say("built-in relying-party check skipped: \(why)")
+        }
+        if configuration.json {
+            let check: String
+            switch result.relyingPartyCheck {
+            case .verified: check = "verified"
+            case .skipped: check = "skipped"
+            }
+            narrator.event(
+                "result",
+                [
+                    ("request", .string(result.request.rawValue)), ("rpId", .string(result.rpId)),
+                    ("rpCheck", .string(check)),
+                    ("credential", .raw(result.credentialJSON)),
+                ]
+            )
+        } else {
+            for line in result.prettyCredentialJSON.split(separator: "\n", omittingEmptySubsequences: false) {
+                narrator.output.standardOutput(String(line))
+            }
+        }
+    }
+
+    // MARK: - Relay and scanner
+
+    /// The relay in use: its URL and, when embedded, the running relay.
+    private struct RelayInUse {
+        var url: String
+        var embedded: TunnelRelay?
+    }
+
+    private func startRelay(timeout: Duration) async throws -> RelayInUse {
+        switch configuration.relay {
+        case .external(let url):
+            let trimmed = ProgramChecks.trimmedRelayURL(url)
+            narrator.say("using the relay at \(trimmed)")
+            return RelayInUse(url: trimmed, embedded: nil)
+        case .embedded(let port):
+            var relayConfiguration = RelayConfiguration()
+            relayConfiguration.tunnelLifetime = max(.seconds(120), timeout + .seconds(60))
+            relayConfiguration.idleTimeout = max(.seconds(60), timeout)
+            let wanted = port ?? ProgramDefaults.relayPort
+            do {
+                let relay = TunnelRelay(
+                    configuration: relayConfiguration,
+                    host: "127.0.0.1",
+                    port: wanted,
+                    logger: logger
+                )
+                let endpoint = try await relay.start()
+                narrator.say("embedded relay listening on \(endpoint.url)")
+                return RelayInUse(url: endpoint.url, embedded: relay)
+            } catch let error as RuntimeError where error.code == .bindFailed && port == nil {
+                let relay = TunnelRelay(configuration: relayConfiguration, host: "127.0.0.1", port: 0, logger: logger)
+                let endpoint: RelayEndpoint
+                do {
+                    endpoint = try await relay.start()
+                } catch {
+                    throw ProgramFailure(.network, "cannot start the embedded relay: \(error)")
+                }
+                narrator.say(
+                    "note: port \(wanted) is in use; embedded relay listening on \(endpoint.url) instead "
+                        + "(give the phone --relay \(endpoint.url))"
+                )
+                return RelayInUse(url: endpoint.url, embedded: relay)
+            } catch {
+                throw ProgramFailure(.network, "cannot start the embedded relay on port \(wanted): \(error)")
+            }
+        }
+    }
+
+    private func startScanner(eidKey: [UInt8]) async throws -> (ProximityScanner<[UInt8]>, ProximityEndpoint) {
+        let matcher = ClientDriver.Transports.advertMatcher(eidKey: eidKey)
+        let minRSSI = Int8(configuration.minRSSI)
+        let wanted = configuration.proximityPort ?? ProgramDefaults.proximityPort
+        let scanner = ProximityScanner<[UInt8]>(port: wanted, minRSSI: minRSSI, logger: logger, matcher: matcher)
+        do {
+            let endpoint = try await scanner.start()
+            narrator.say("proximity scanner listening on \(endpoint) (accepting rssi ≥ \(minRSSI) dBm)")
+            return (scanner, endpoint)
+        } catch let error as RuntimeError where error.code == .bindFailed && configuration.proximityPort == nil {
+            let fallback = ProximityScanner<[UInt8]>(port: 0, minRSSI: minRSSI, logger: logger, matcher: matcher)
+            let endpoint: ProximityEndpoint
+            do {
+                endpoint = try await fallback.start()
+            } catch {
+                throw ProgramFailure(.network, "cannot start the proximity scanner: \(error)")
+            }
+            narrator.say(
+                "note: udp port \(wanted) is in use; proximity scanner listening on \(endpoint) instead "
+                    + "(give the phone --proximity \(endpoint)); accepting rssi ≥ \(minRSSI) dBm"
+            )
+            return (fallback, endpoint)
+        } catch {
+            throw ProgramFailure(.network, "cannot start the proximity scanner on udp port \(wanted): \(error)")
+        }
+    }
+}

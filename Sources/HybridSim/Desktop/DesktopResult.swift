@@ -1,0 +1,50 @@
+import CTAP2
+import HybridCore
+
+/// What a successful `hybrid-sim desktop` run produced.
+public struct DesktopResult: Sendable {
+    /// Whether the relying-party check ran.
+    public enum RelyingPartyCheck: Sendable, Hashable {
+        /// Verified against the relying-party store (registration: stored; sign-in: counter updated).
+        case verified
+        /// Not run: an assertion for `--options` whose credential is not in the store. Says why.
+        case skipped(String)
+    }
+
+    /// `mc` or `ga`.
+    public var request: QRPayload.RequestType
+    /// The RP ID in effect.
+    public var rpId: String
+    /// The origin in the client data.
+    public var origin: String
+    /// The challenge in the client data.
+    public var challenge: [UInt8]
+    /// The WebAuthn L3 `PublicKeyCredential` JSON, compact (sorted keys).
+    public var credentialJSON: String
+    /// The same, pretty-printed (what is printed without `--json`).
+    public var prettyCredentialJSON: String
+    /// The credential ID.
+    public var credentialId: [UInt8]
+    /// The credential record as stored after this ceremony; `nil` when the check was skipped.
+    public var credential: RegisteredCredential?
+    /// For a verified sign-in: the stored counter before it.
+    public var previousSignCount: UInt32?
+    /// Whether the built-in relying-party check ran.
+    public var relyingPartyCheck: RelyingPartyCheck
+    /// Remarks printed on stderr (e.g. an attestation statement dropped for conveyance `none`).
+    public var notes: [String]
+}
+
+/// Where a started desktop can be reached: handed to `onReady` once the QR code is shown.
+public struct DesktopEndpoints: Sendable, Hashable {
+    /// The `FIDO:/` URL in the QR code.
+    public var url: String
+    /// The relay (`ws://HOST:PORT`).
+    public var relayURL: String
+    /// The proximity scanner (`udp://HOST:PORT`).
+    public var proximityURL: String
+    /// The challenge the relying party issued.
+    public var challenge: [UInt8]
+    /// The terminal art of the QR code (as printed without `--json`).
+    public var terminalArt: String
+}

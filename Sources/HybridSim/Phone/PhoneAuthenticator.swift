@@ -1,0 +1,168 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// The phone's authenticator for one transaction: a ``SoftwareAuthenticator`` over the passkey
+/// store, with the user's choices (`--deny`, `--account`, the terminal prompt) and persistence.
+///
+/// A passkey that was created or used is saved before the response leaves the phone, as a real
+/// authenticator commits before it answers; if saving fails the phone answers CTAP1_ERR_OTHER.
+actor PhoneAuthenticator {
+    private var store: PasskeyStore
+    private var authenticator: SoftwareAuthenticator
+    private let configuration: PhoneConfiguration
+    private let narrator: PhoneNarrator
+
+    /// What was done, once the request succeeded.
+    private(set) var outcome: PhoneResult.Outcome?
+    /// Why the request did not succeed (refused, store not saved).
+    private(set) var failure: ProgramFailure?
+
+    init(store: PasskeyStore, configuration: PhoneConfiguration, narrator: PhoneNarrator) {
+        self.store = store
+        self.authenticator = SoftwareAuthenticator(passkeys: store.passkeys)
+        self.configuration = configuration
+        self.narrator = narrator
+    }
+
+    /// Answers one request (command ‖ CBOR) with status ‖ CBOR.
+    func respond(_ request: [UInt8]) async -> [UInt8] {
+        var policy = SoftwareAuthenticator.Policy(deny: configuration.deny, attestation: configuration.attestation)
+        let decoded = try? CTAP2Request(bytes: request)
+        var command = "request"
+        switch decoded {
+        case .makeCredential(let request):
+            command = "makeCredential"
+            let user = request.user.name ?? Base64URL.encode(request.user.id)
+            narrator.say("registration request from \(request.rp.id) for \(user)")
+        case .getAssertion(let request):
+            command = "getAssertion"
+            switch await chooseAccount(for: request) {
+            case .none:
+                break
+            case .chosen(let passkey):
+                policy.selectAccount = { candidates in candidates.first { $0.credentialID == passkey.credentialID } }
+                if !configuration.deny {
+                    narrator.say(
+                        "signing in to \(request.rpId) as \(passkey.userName ?? Base64URL.encode(passkey.userID))"
+                    )
+                }
+            case .refuse(let failure):
+                self.failure = failure
+                return CTAP2Response.error(.operationDenied).encode()
+            }
+        default:
+            break
+        }
+
+        let (response, outcome) = authenticator.handle(
+            request,
+            policy: policy,
+            now: UInt64(Date().timeIntervalSince1970)
+        )
+        switch outcome {
+        case .registered(let passkey):
+            guard save(passkey) else { return CTAP2Response.error(.other).encode() }
+            self.outcome = .registered(passkey)
+            let attestation =
+                configuration.attestation == .none ? "" : " (\(configuration.attestation.rawValue) attestation)"
+            narrator.say("registered a passkey for \(passkey.label)\(attestation), saved in \(store.path)")
+        case .signedIn(let passkey):
+            guard save(passkey) else { return CTAP2Response.error(.other).encode() }
+            self.outcome = .signedIn(passkey)
+            narrator.say("signed the assertion for \(passkey.label) (signCount \(passkey.signCount))")
+        case .refused(let status, let reason):
+            failure = refusal(command: command, decoded: decoded, status: status, reason: reason)
+            narrator.say("refused: \(reason) (answered \(status.name))")
+        case .answered:
+            break
+        }
+        return response
+    }
+
+    /// The account for a sign-in, when the choice matters.
+    private enum Choice {
+        /// Nothing to choose (no or one matching passkey, no `--account`).
+        case none
+        case chosen(Passkey)
+        case refuse(ProgramFailure)
+    }
+
+    private func chooseAccount(for request: GetAssertionRequest) async -> Choice {
+        let allowed = Set((request.allowList ?? []).map(\.id))
+        let candidates = authenticator.passkeys.filter { passkey in
+            passkey.rpID == request.rpId && (allowed.isEmpty || allowed.contains(passkey.credentialID))
+        }
+        guard !candidates.isEmpty else { return .none }
+        let names = candidates.map { $0.userName ?? Base64URL.encode($0.userID) }
+        if let account = configuration.account {
+            let matching = candidates.filter { $0.userName == account || $0.userDisplayName == account }
+            guard let chosen = matching.max(by: { $0.createdAt < $1.createdAt }) else {
+                return .refuse(
+                    ProgramFailure(
+                        .refused,
+                        "no passkey for account \(account) @ \(request.rpId) on this phone (accounts: \(names.joined(separator: ", ")))"
+                    )
+                )
+            }
+            return .chosen(chosen)
+        }
+        guard candidates.count > 1 else { return .chosen(candidates[0]) }
+        guard let chooser = configuration.chooseAccount else {
+            return .refuse(
+                ProgramFailure(
+                    .refused,
+                    "\(candidates.count) passkeys for \(request.rpId) match (\(names.joined(separator: ", "))); choose one with --account NAME"
+                )
+            )
+        }
+        guard let chosen = await chooser(request.rpId, candidates),
+            candidates.contains(where: { $0.credentialID == chosen.credentialID })
+        else {
+            return .refuse(ProgramFailure(.refused, "no account chosen for \(request.rpId)"))
+        }
+        return .chosen(chosen)
+    }
+
+    /// Saves the store with `passkey` in it; records a failure when that is impossible.
+    private func save(_ passkey: Passkey) -> Bool {
+        store.passkeys = authenticator.passkeys
+        do {
+            try store.save()
+            return true
+        } catch {
+            failure = ProgramFailure(.failed, "cannot save the passkey for \(passkey.label): \(error)")
+            return false
+        }
+    }
+
+    private func refusal(
+        command: String,
+        decoded: CTAP2Request?,
+        status: CTAP2StatusCode,
+        reason: String
+    ) -> ProgramFailure {
+        let rpId: String?
+        switch decoded {
+        case .makeCredential(let request): rpId = request.rp.id
+        case .getAssertion(let request): rpId = request.rpId
+        default: rpId = nil
+        }
+        switch status {
+        case .noCredentials:
+            let total = store.passkeys.count
+            return ProgramFailure(
+                .refused,
+                "no passkey for \(rpId ?? "that relying party") on this phone (\(store.path) holds \(total) passkey(s)); "
+                    + "answered \(status.name)"
+            )
+        case .operationDenied where configuration.deny:
+            return ProgramFailure(
+                .refused,
+                "refused the \(command) request from \(rpId ?? "the desktop") (--deny): answered \(status.name)"
+            )
+        default:
+            return ProgramFailure(.refused, "refused the \(command) request: \(reason); answered \(status.name)")
+        }
+    }
+}

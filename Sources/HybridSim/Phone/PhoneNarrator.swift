@@ -1,0 +1,44 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+
+/// The phone's voice: progress lines on stderr, and with `--json` one event object per line on stdout.
+struct PhoneNarrator: Sendable {
+    let output: ProgramOutput
+    let json: Bool
+    let relayURL: String
+    let proximityURL: String
+    let rssi: Int
+
+    /// A progress line on stderr.
+    func say(_ line: String) {
+        output.standardError(line)
+    }
+
+    /// A `--json` event on stdout (nothing without `--json`).
+    func event(_ name: String, _ members: [(String, JSONLine.Value)] = []) {
+        guard json else { return }
+        output.standardOutput(JSONLine(event: name, members).text)
+    }
+
+    /// Narrates one driver event.
+    func session(_ event: SessionEvent) {
+        switch event {
+        case .tunnelCreated:
+            self.event("connected", [("relay", .string(relayURL))])
+        case .advertising:
+            say("tunnel created, advertising (rssi \(rssi) dBm) to \(proximityURL)")
+            self.event("advert", [("rssi", .int(rssi)), ("proximity", .string(proximityURL))])
+        case .handshakeAnswered:
+            say("handshake done")
+            self.event("handshake")
+        case .requestReceived(let command, let plaintextBytes):
+            self.event("request", [("command", .string(CommandName.of(command))), ("bytes", .int(plaintextBytes))])
+        case .responseSent(let status, _):
+            self.event("response", [("status", .string(CTAP2StatusCode(rawValue: status).name))])
+        case .waitingForAdvert, .advertAccepted, .tunnelJoined, .handshakeSent, .authenticatorReady, .linkingReceived,
+            .requestSent, .responseReceived, .shutdownSent, .shutdownReceived:
+            break
+        }
+    }
+}

@@ -1,0 +1,239 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridQR
+import HybridRuntime
+import Logging
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `hybrid-sim phone`: the phone that scans the desktop's QR code and answers as an authenticator.
+///
+/// One run: read the QR code (a `FIDO:/` URL, or a PNG/PGM/terminal capture decoded with a real QR
+/// decoder) and the passkey store, open a tunnel at the relay, advertise over the proximity stub
+/// until the desktop's handshake arrives, answer its one request with the store's passkeys (saving
+/// a new or updated passkey before answering), and wait for the desktop's shutdown.
+public enum PhoneProgram {
+    /// Runs the phone and reports a failure the way the CLI does: `error: <message>` on stderr
+    /// (and, with `--json`, an `error` event on stdout). Returns the exit status.
+    public static func main(_ configuration: PhoneConfiguration, output: ProgramOutput = .standard) async -> Int32 {
+        do {
+            _ = try await run(configuration, output: output)
+            return 0
+        } catch {
+            output.standardError("error: \(error.message)")
+            return error.exitCode
+        }
+    }
+
+    /// Runs the phone once.
+    ///
+    /// - Throws: ``ProgramFailure``; nothing has been printed about it on stderr yet.
+    @discardableResult
+    public static func run(
+        _ configuration: PhoneConfiguration,
+        output: ProgramOutput = .standard
+    ) async throws(ProgramFailure) -> PhoneResult {
+        let relayURL = ProgramChecks.trimmedRelayURL(configuration.relayURL)
+        let narrator = PhoneNarrator(
+            output: output,
+            json: configuration.json,
+            relayURL: relayURL,
+            proximityURL: configuration.proximityURL,
+            rssi: configuration.rssi
+        )
+        do {
+            return try await execute(configuration, relayURL: relayURL, narrator: narrator)
+        } catch {
+            let failure = ProgramFailure.from(error, relayURL: relayURL)
+            narrator.event(
+                "error",
+                [
+                    ("kind", .string(failure.kind.rawValue)), ("exitCode", .int(Int(failure.exitCode))),
+                    ("message", .string(failure.message)),
+                ]
+            )
+            throw failure
+        }
+    }
+
+    private static func execute(
+        _ configuration: PhoneConfiguration,
+        relayURL: String,
+        narrator: PhoneNarrator
+    ) async throws -> PhoneResult {
+        try configuration.validate()
+        // Input first: a bad QR code or a damaged store fails before any socket is opened.
+        let (url, payload) = try readQR(configuration.qr)
+        let storePath = configuration.storePath ?? PasskeyStore.defaultPath(environment: configuration.environment)
+        let store: PasskeyStore
+        do {
+            store = try PasskeyStore.load(path: storePath)
+        } catch {
+            throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)")
+        }
+        let proximity = try ProximityEndpoint(parsing: configuration.proximityURL)
+
+        let kind = payload.requestType == .makeCredential ? "a registration request (mc)" : "a sign-in request (ga)"
+        narrator.say("QR for \(kind); connecting to relay \(relayURL)")
+        narrator.event("qr", [("url", .string(url)), ("request", .string(payload.requestType.rawValue))])
+
+        let getInfo = CBOR.encode(SoftwareAuthenticator.getInfo.cbor)
+        let session: AuthenticatorSession
+        do {
+            session = try AuthenticatorSession(qr: payload, getInfo: getInfo)
+        } catch {
+            throw ProgramFailure(.badInput, "the QR code is not usable: \(error)")
+        }
+        let authenticator = PhoneAuthenticator(store: store, configuration: configuration, narrator: narrator)
+        let timeout = configuration.timeout
+        let timeouts = SessionTimeouts(
+            advert: timeout,
+            connect: min(.seconds(10), timeout),
+            handshake: timeout,
+            message: min(.seconds(10), timeout),
+            userAction: timeout
+        )
+        do {
+            try await AuthenticatorDriver.run(
+                session: session,
+                transports: .loopback(
+                    relayURL: relayURL,
+                    proximity: proximity,
+                    rssi: Int8(configuration.rssi),
+                    logger: configuration.logger
+                ),
+                timeouts: timeouts,
+                events: { narrator.session($0) }
+            ) { request in
+                await authenticator.respond(request)
+            }
+        } catch let error as TransactionError {
+            // A refusal or a failed save explains an early end better than the transport does.
+            if let failure = await authenticator.failure { throw failure }
+            throw phoneFailure(error, relayURL: relayURL, proximity: proximity, timeout: timeout)
+        }
+        if let failure = await authenticator.failure { throw failure }
+        guard let outcome = await authenticator.outcome else {
+            throw ProgramFailure(.failed, "the desktop ended the transaction without a registration or sign-in")
+        }
+        narrator.say("done")
+        let passkey: Passkey
+        let name: String
+        switch outcome {
+        case .registered(let created): (passkey, name) = (created, "registered")
+        case .signedIn(let used): (passkey, name) = (used, "signedIn")
+        }
+        narrator.event(
+            "result",
+            [
+                ("outcome", .string(name)), ("rpId", .string(passkey.rpID)), ("user", .string(passkey.userName ?? "")),
+                ("credentialId", .string(Base64URL.encode(passkey.credentialID))),
+                ("signCount", .int(Int(passkey.signCount))),
+            ]
+        )
+        return PhoneResult(outcome: outcome, storePath: storePath)
+    }
+
+    /// The QR code's URL and payload.
+    private static func readQR(_ source: PhoneConfiguration.QRSource) throws(ProgramFailure) -> (String, QRPayload) {
+        switch source {
+        case .url(let text):
+            let url = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            do {
+                return (url, try QRPayload(url: url))
+            } catch {
+                throw ProgramFailure(.badInput, "--qr is not a valid FIDO:/ URL: \(error.reason)")
+            }
+        case .file(let path):
+            do {
+                let scan = try QRScanner.scanFIDO(fileAt: path)
+                return (scan.url, scan.payload)
+            } catch {
+                throw ProgramFailure(.badInput, "cannot read a FIDO:/ QR code from \(path): \(error)")
+            }
+        }
+    }
+
+    /// A driver failure in the phone's words.
+    private static func phoneFailure(
+        _ error: TransactionError,
+        relayURL: String,
+        proximity: ProximityEndpoint,
+        timeout: Duration
+    ) -> ProgramFailure {
+        if let runtime = error.underlying as? RuntimeError, runtime.code == .timeout,
+            error.step == "waiting for the desktop's handshake"
+        {
+            return ProgramFailure(
+                .timeout,
+                "the desktop did not connect within \(timeout.seconds): is it scanning \(proximity), "
+                    + "and is --rssi at least its --min-rssi?"
+            )
+        }
+        return ProgramFailure.fromTransaction(error, relayURL: relayURL)
+    }
+
+    // MARK: - Asking on the terminal
+
+    /// A chooser that lists the accounts on stderr and reads a number (or a name) from standard
+    /// input, waiting at most `timeout`; `nil` when standard input is not a terminal.
+    public static func terminalAccountChooser(
+        output: ProgramOutput = .standard,
+        timeout: Duration = .seconds(60)
+    ) -> AccountChooser? {
+        guard isatty(STDIN_FILENO) == 1 else { return nil }
+        return { rpId, accounts in
+            output.standardError("\(accounts.count) passkeys for \(rpId) on this phone:")
+            for (index, passkey) in accounts.enumerated() {
+                let display = passkey.userDisplayName.map { $0 == passkey.userName ? "" : " (\($0))" } ?? ""
+                output.standardError(
+                    "  \(index + 1)) \(passkey.userName ?? Base64URL.encode(passkey.userID))\(display)"
+                )
+            }
+            output.standardError("sign in as which one? [1-\(accounts.count), empty to cancel]")
+            guard let answer = await readLine(timeout: timeout)?.trimmingCharacters(in: .whitespaces), !answer.isEmpty
+            else {
+                return nil
+            }
+            if let number = Int(answer), (1...accounts.count).contains(number) { return accounts[number - 1] }
+            return accounts.first { $0.userName == answer || $0.userDisplayName == answer }
+        }
+    }
+
+    /// One line from standard input, or `nil` at end of input or after `timeout`.
+    private static func readLine(timeout: Duration) async -> String? {
+        let waiter = LineWaiter()
+        return await withCheckedContinuation { continuation in
+            waiter.set(continuation)
+            // readLine blocks: a thread of its own, abandoned if the timer wins.
+            Thread.detachNewThread { waiter.finish(Swift.readLine(strippingNewline: true)) }
+            Task {
+                try? await Task.sleep(for: timeout)
+                waiter.finish(nil)
+            }
+        }
+    }
+}
+
+/// Resumes a continuation once, with whichever answer comes first.
+private final class LineWaiter: Sendable {
+    private let continuation = Mutex<CheckedContinuation<String?, Never>?>(nil)
+
+    func set(_ value: CheckedContinuation<String?, Never>) {
+        continuation.withLock { $0 = value }
+    }
+
+    func finish(_ value: String?) {
+        let waiting = continuation.withLock { stored in
+            defer { stored = nil }
+            return stored
+        }
+        waiting?.resume(returning: value)
+    }
+}

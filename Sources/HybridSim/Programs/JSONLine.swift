@@ -1,0 +1,52 @@
+/// One `--json` event line: a JSON object whose members keep the order they were given in
+/// (`event` first), written on one line.
+struct JSONLine: Sendable {
+    /// A member value.
+    enum Value: Sendable {
+        case string(String)
+        case int(Int)
+        case bool(Bool)
+        /// Already-encoded JSON (e.g. the credential), inserted as is.
+        case raw(String)
+    }
+
+    private var members: [(String, Value)]
+
+    /// An event object `{"event": name, …}`.
+    init(event name: String, _ members: [(String, Value)] = []) {
+        self.members = [("event", .string(name))] + members
+    }
+
+    /// The compact JSON text.
+    var text: String {
+        "{" + members.map { key, value in "\(Self.quote(key)):\(Self.encode(value))" }.joined(separator: ",") + "}"
+    }
+
+    private static func encode(_ value: Value) -> String {
+        switch value {
+        case .string(let text): return quote(text)
+        case .int(let number): return String(number)
+        case .bool(let flag): return flag ? "true" : "false"
+        case .raw(let json): return json
+        }
+    }
+
+    /// A JSON string literal (RFC 8259 §7): quote, backslash and control characters escaped.
+    static func quote(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case let c where c.value < 0x20:
+                let hex = String(c.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

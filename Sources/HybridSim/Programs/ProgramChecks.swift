@@ -1,0 +1,44 @@
+import Foundation
+import HybridRuntime
+
+/// Checks of addresses both programs take.
+enum ProgramChecks {
+    /// `ws://HOST:PORT` on loopback, nothing after the port but an optional `/`.
+    static func relayURL(_ url: String) throws(ProgramFailure) {
+        guard url.hasPrefix("ws://"), let components = URLComponents(string: url), let host = components.host,
+            !host.isEmpty, let port = components.port, (1...65535).contains(port),
+            components.path.isEmpty || components.path == "/", components.query == nil
+        else {
+            throw ProgramFailure(.badInput, "--relay \(url) must look like \(ProgramDefaults.relayURL)")
+        }
+        guard isLoopback(host) else {
+            throw ProgramFailure(.badInput, "--relay \(url) is not on loopback (127.0.0.1, ::1 or localhost)")
+        }
+    }
+
+    /// `udp://HOST:PORT` on loopback.
+    static func proximityURL(_ url: String) throws(ProgramFailure) {
+        let endpoint: ProximityEndpoint
+        do {
+            endpoint = try ProximityEndpoint(parsing: url)
+        } catch {
+            throw ProgramFailure(.badInput, "--proximity \(url) must look like \(ProgramDefaults.proximityURL)")
+        }
+        guard isLoopback(endpoint.host) else {
+            throw ProgramFailure(.badInput, "--proximity \(url) is not on loopback (127.0.0.1, ::1 or localhost)")
+        }
+    }
+
+    /// `localhost`, `::1` (with or without brackets) or 127.0.0.0/8.
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if bare == "localhost" || bare == "::1" { return true }
+        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+    }
+
+    /// The relay URL without a trailing `/`.
+    static func trimmedRelayURL(_ url: String) -> String {
+        url.hasSuffix("/") ? String(url.dropLast()) : url
+    }
+}
