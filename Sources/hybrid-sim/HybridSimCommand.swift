@@ -11,6 +11,8 @@ struct HybridSimCommand: AsyncParsableCommand {
             // Subcommands are registered here, one line each.
             QRCommand.self,
             RelayCommand.self,
+            DesktopCommand.self,
+            PhoneCommand.self,
         ]
     )
 }

@@ -1,0 +1,160 @@
+import ArgumentParser
+import HybridCore
+import HybridSim
+import Logging
+
+/// `hybrid-sim desktop`: the browser showing a QR code, and the relying party checking the answer.
+/// Parses arguments and calls ``DesktopProgram``; see Docs/CLI.md.
+struct DesktopCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "desktop",
+        abstract:
+            "Be the browser and the relying party: show a QR code, register or sign in with a phone, verify the result.",
+        discussion: """
+            Prints the QR code (Unicode half blocks) and then the FIDO:/ URL on stdout, waits for a \
+            nearby phone (`hybrid-sim phone`) over the proximity stub, runs one makeCredential (mc) or \
+            getAssertion (ga) through the tunnel, verifies the answer as the relying party and prints \
+            the WebAuthn L3 PublicKeyCredential JSON on stdout. Progress goes to stderr, including a \
+            ready-to-copy phone command line. Exit status: 0 verified, 1 other failure, 2 bad input \
+            (options, store, settings), 3 no phone / timeout, 4 refused by the phone, 5 verification \
+            failed, 6 relay or network, 7 protocol error, 64 bad command line. See Docs/CLI.md.
+            """
+    )
+
+    @Option(help: ArgumentHelp("mc (register a passkey) or ga (sign in).", valueName: "mc|ga"))
+    var request: RequestKind = .ga
+
+    @Option(help: ArgumentHelp("Relying party ID. (default: the --options' RP ID, else example.com)", valueName: "id"))
+    var rpId: String?
+
+    @Option(help: ArgumentHelp("Origin of the page asking. (default: https://<rp-id>)", valueName: "url"))
+    var origin: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Account to register (--request mc with the built-in relying party). (default: alice)",
+            valueName: "name"
+        )
+    )
+    var user: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "WebAuthn L3 options JSON from a real relying party (PublicKeyCredentialCreationOptionsJSON for mc, PublicKeyCredentialRequestOptionsJSON for ga); its challenge, rp, user, allowCredentials, userVerification, attestation and timeout are used.",
+            valueName: "file"
+        )
+    )
+    var options: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Relying-party credential store. (default: $HYBRID_SIM_HOME/rp-credentials.json, HYBRID_SIM_HOME defaulting to ~/.hybrid-sim)",
+            valueName: "file"
+        )
+    )
+    var rpStore: String?
+
+    @Option(help: ArgumentHelp("Use this relay instead of the embedded one.", valueName: "ws://host:port"))
+    var relay: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "TCP port of the embedded relay; 0 picks a free one. (default: 47001, or a free port if it is taken)",
+            valueName: "n"
+        )
+    )
+    var relayPort: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "UDP port of the proximity scanner; 0 picks a free one. (default: 47002, or a free port if it is taken)",
+            valueName: "n"
+        )
+    )
+    var proximityPort: Int?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("Weakest advert RSSI accepted, in dBm.", valueName: "dBm"))
+    var minRssi: Int = ProgramDefaults.minRSSI
+
+    @Option(help: ArgumentHelp("Also write the QR code as a PNG.", valueName: "file"))
+    var qrPng: String?
+
+    @Flag(help: "Draw the QR code for a dark-background terminal. (default: off)")
+    var invert = false
+
+    @Flag(
+        help:
+            "Print one JSON event per line on stdout (qr, advert, connected, handshake, request, response, result or error) instead of the QR art and the pretty JSON. (default: off)"
+    )
+    var json = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for a nearby phone, and for its answer. (default: the options' timeout, else 120)",
+            valueName: "seconds"
+        )
+    )
+    var timeout: Double?
+
+    @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "warning"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        if relay != nil, relayPort != nil {
+            throw ValidationError("--relay-port is for the embedded relay; it cannot be combined with --relay")
+        }
+        if let timeout, !(timeout > 0 && timeout <= ProgramDefaults.maximumTimeoutSeconds) {
+            throw ValidationError(
+                "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds"
+            )
+        }
+        do {
+            try makeConfiguration().validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() async throws {
+        let status = await DesktopProgram.main(makeConfiguration(), output: .standard)
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    private func makeConfiguration() -> DesktopConfiguration {
+        var configuration = DesktopConfiguration()
+        configuration.request = request.requestType
+        configuration.rpId = rpId
+        configuration.origin = origin
+        configuration.userName = user
+        configuration.optionsFile = options
+        configuration.rpStorePath = rpStore
+        configuration.relay = relay.map { .external(url: $0) } ?? .embedded(port: relayPort)
+        configuration.proximityPort = proximityPort
+        configuration.minRSSI = minRssi
+        configuration.qrPNGPath = qrPng
+        configuration.invertQR = invert
+        configuration.json = json
+        configuration.timeout = timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) }
+        configuration.logger = CommandLogging.logger(label: "hybrid-sim.desktop", level: logLevel)
+        return configuration
+    }
+}
+
+/// `--request mc|ga`.
+enum RequestKind: String, ExpressibleByArgument, CaseIterable {
+    case mc, ga
+
+    var requestType: QRPayload.RequestType { self == .mc ? .makeCredential : .getAssertion }
+}
+
+/// The swift-log logger of the desktop and phone commands: stderr at `--log-level`.
+enum CommandLogging {
+    static func logger(label: String, level: String) -> Logger {
+        var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
+        logger.logLevel = Logger.Level(rawValue: level) ?? .warning
+        return logger
+    }
+}

@@ -1,0 +1,145 @@
+import ArgumentParser
+import HybridCore
+import HybridSim
+import Logging
+
+/// `hybrid-sim phone`: the phone that scans the desktop's QR code and answers as an authenticator.
+/// Parses arguments and calls ``PhoneProgram``; see Docs/CLI.md.
+struct PhoneCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "phone",
+        abstract: "Be the phone: scan the desktop's QR code, create or use a passkey, answer through the tunnel.",
+        discussion: """
+            Reads the QR code (--qr with the FIDO:/ text, or --scan with a PNG, a PGM or a text copy of \
+            the terminal art), opens a tunnel at the relay, advertises to the desktop's proximity \
+            scanner, answers its makeCredential or getAssertion with the passkeys in --store (saving new \
+            and updated ones) and exits 0 once the desktop has closed the transaction. Progress goes to \
+            stderr. Exit status: 0 answered, 1 other failure, 2 bad input (QR code, store), 3 the \
+            desktop did not connect in time, 4 refused (--deny, no passkey, no account chosen), \
+            6 relay or network, 7 protocol error, 64 bad command line. See Docs/CLI.md.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The FIDO:/ URL printed under the desktop's QR code.", valueName: "FIDO:/…"))
+    var qr: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Decode the QR code from a PNG, a PGM, or a text file holding the terminal art (e.g. tmux capture-pane -p).",
+            valueName: "file"
+        )
+    )
+    var scan: String?
+
+    @Option(help: ArgumentHelp("The relay the desktop uses.", valueName: "ws://host:port"))
+    var relay = ProgramDefaults.relayURL
+
+    @Option(help: ArgumentHelp("The desktop's proximity scanner.", valueName: "udp://host:port"))
+    var proximity = ProgramDefaults.proximityURL
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Simulated signal strength of the adverts, in dBm (the desktop accepts ≥ -70 by default).",
+            valueName: "dBm"
+        )
+    )
+    var rssi: Int = ProgramDefaults.rssi
+
+    @Option(
+        help: ArgumentHelp(
+            "Passkey store. (default: $HYBRID_SIM_HOME/passkeys.json, HYBRID_SIM_HOME defaulting to ~/.hybrid-sim)",
+            valueName: "file"
+        )
+    )
+    var store: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Account to sign in with when several passkeys match (user name or display name). Without it the phone asks on a terminal, and fails listing the accounts otherwise.",
+            valueName: "name"
+        )
+    )
+    var account: String?
+
+    @Flag(help: "The user refuses: answer CTAP2_ERR_OPERATION_DENIED. (default: off)")
+    var deny = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Attestation for new passkeys: none, or packed (self attestation).",
+            valueName: "none|packed"
+        )
+    )
+    var attestation: AttestationKind = .none
+
+    @Flag(
+        help:
+            "Print one JSON event per line on stdout (qr, connected, advert, handshake, request, response, result or error). (default: off)"
+    )
+    var json = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Seconds to wait for the desktop to connect, and for each of its messages.",
+            valueName: "seconds"
+        )
+    )
+    var timeout: Double = ProgramDefaults.timeoutSeconds
+
+    @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
+    var logLevel = "warning"
+
+    func validate() throws {
+        guard Logger.Level(rawValue: logLevel) != nil else {
+            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
+        }
+        switch (qr, scan) {
+        case (nil, nil): throw ValidationError("give the QR code with --qr 'FIDO:/…' or --scan FILE")
+        case (.some, .some): throw ValidationError("--qr and --scan cannot be combined")
+        default: break
+        }
+        guard timeout > 0, timeout <= ProgramDefaults.maximumTimeoutSeconds else {
+            throw ValidationError(
+                "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds"
+            )
+        }
+        do {
+            try makeConfiguration().validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
+    func run() async throws {
+        var configuration = makeConfiguration()
+        configuration.chooseAccount = PhoneProgram.terminalAccountChooser(
+            output: .standard,
+            timeout: configuration.timeout
+        )
+        let status = await PhoneProgram.main(configuration, output: .standard)
+        if status != 0 { throw ExitCode(status) }
+    }
+
+    private func makeConfiguration() -> PhoneConfiguration {
+        var configuration = PhoneConfiguration(qr: scan.map { .file($0) } ?? .url(qr ?? ""))
+        configuration.relayURL = relay
+        configuration.proximityURL = proximity
+        configuration.rssi = rssi
+        configuration.storePath = store
+        configuration.account = account
+        configuration.deny = deny
+        configuration.attestation = attestation.attestation
+        configuration.json = json
+        configuration.timeout = .milliseconds(Int64((timeout * 1000).rounded()))
+        configuration.logger = CommandLogging.logger(label: "hybrid-sim.phone", level: logLevel)
+        return configuration
+    }
+}
+
+/// `--attestation none|packed`.
+enum AttestationKind: String, ExpressibleByArgument, CaseIterable {
+    case none, packed
+
+    var attestation: SoftwareAuthenticator.Attestation { self == .none ? .none : .packedSelf }
+}
