@@ -1,0 +1,146 @@
+import Foundation
+import HybridCore
+import HybridSim
+import Testing
+
+/// `hybrid-sim desktop` and `hybrid-sim phone` as processes: help text, command-line errors
+/// (exit 64) and bad input found before any network traffic (exit 2).
+@Suite("CLI: desktop and phone arguments (processes)")
+struct CLIDesktopPhoneTests {
+    private func run(
+        _ arguments: [String],
+        timeout: Duration = .seconds(15)
+    ) async throws -> (Int32, ChildProcess, EndToEndLab) {
+        let lab = try EndToEndLab()
+        let process = try lab.start(arguments.first ?? "hybrid-sim", arguments)
+        let status = try await process.waitForExit(timeout: timeout)
+        return (status, process, lab)
+    }
+
+    @Test("desktop --help names every flag with its default")
+    func desktopHelp() async throws {
+        let (status, process, lab) = try await run(["desktop", "--help"])
+        defer { lab.tearDown() }
+        #expect(status == 0)
+        let help = process.standardOutput.text.replacingOccurrences(of: "\n", with: " ")
+            .split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+        for fragment in [
+            "--request <mc|ga>", "default: ga)", "--rp-id", "example.com", "--origin", "https://<rp-id>", "--user",
+            "alice",
+            "--options", "--rp-store", "HYBRID_SIM_HOME", "--relay <ws://host:port>", "--relay-port", "47001",
+            "--proximity-port", "47002", "--min-rssi", "(default: -70)", "--qr-png", "--invert", "--json", "--timeout",
+            "120",
+            "--log-level", "(default: warning)",
+        ] {
+            #expect(help.contains(fragment), "missing \(fragment) in\n\(help)")
+        }
+    }
+
+    @Test("phone --help names every flag with its default")
+    func phoneHelp() async throws {
+        let (status, process, lab) = try await run(["phone", "--help"])
+        defer { lab.tearDown() }
+        #expect(status == 0)
+        let help = process.standardOutput.text.replacingOccurrences(of: "\n", with: " ")
+            .split(separator: " ", omittingEmptySubsequences: true).joined(separator: " ")
+        for fragment in [
+            "--qr <FIDO:/…>", "--scan <file>", "--relay <ws://host:port>", "(default: ws://127.0.0.1:47001)",
+            "--proximity <udp://host:port>", "(default: udp://127.0.0.1:47002)", "--rssi <dBm>", "(default: -45)",
+            "--store",
+            "--account", "--deny", "--attestation <none|packed>", "default: none)", "--json", "--timeout",
+            "(default: 120.0)",
+            "--log-level",
+        ] {
+            #expect(help.contains(fragment), "missing \(fragment) in\n\(help)")
+        }
+    }
+
+    @Test(
+        "command-line mistakes exit 64 with a message",
+        arguments: [
+            (["phone"], "--qr"),
+            (["phone", "--qr", "FIDO:/1", "--scan", "x.png"], "cannot be combined"),
+            (["phone", "--qr", "FIDO:/1", "--relay", "http://example.com"], "--relay"),
+            (["phone", "--qr", "FIDO:/1", "--proximity", "udp://10.0.0.1:47002"], "loopback"),
+            (["phone", "--qr", "FIDO:/1", "--rssi", "-200"], "--rssi"),
+            (["phone", "--qr", "FIDO:/1", "--attestation", "basic"], "--attestation"),
+            (["desktop", "--request", "xx"], "--request"),
+            (["desktop", "--user", "bob"], "--user only applies to --request mc"),
+            (["desktop", "--relay", "ws://127.0.0.1:1", "--relay-port", "0"], "--relay-port"),
+            (["desktop", "--timeout", "0"], "--timeout"),
+            (["desktop", "--origin", "example.com"], "--origin"),
+            (["desktop", "--min-rssi", "-300"], "--min-rssi"),
+        ]
+    )
+    func usageErrors(arguments: [String], mention: String) async throws {
+        let (status, process, lab) = try await run(arguments)
+        defer { lab.tearDown() }
+        #expect(status == ProgramFailure.usageExitCode, "\(process.transcript)")
+        #expect(process.standardError.text.contains(mention), "\(process.transcript)")
+    }
+
+    @Test("negative RSSI values parse as values (--rssi -60, --min-rssi -80)")
+    func negativeNumbers() async throws {
+        let (status, process, lab) = try await run(["phone", "--qr", "FIDO:/123", "--rssi", "-60"])
+        defer { lab.tearDown() }
+        #expect(status == 2, "parsed, then the QR text is refused: \(process.transcript)")
+    }
+
+    @Test("a bad QR code is bad input (exit 2) before any network traffic")
+    func badQR() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let text = lab.file("not-a-qr.txt")
+        try "hello\n".write(toFile: text, atomically: true, encoding: .utf8)
+        for (arguments, message) in [
+            (["phone", "--qr", "FIDO:/123"], "error: --qr is not a valid FIDO:/ URL:"),
+            (
+                ["phone", "--scan", lab.file("missing.png")],
+                "error: cannot read a FIDO:/ QR code from \(lab.file("missing.png")):"
+            ),
+            (["phone", "--scan", text], "error: cannot read a FIDO:/ QR code from \(text):"),
+        ] {
+            let phone = try lab.start("phone", arguments)
+            #expect(try await phone.waitForExit(timeout: .seconds(10)) == 2, "\(phone.transcript)")
+            #expect(FailureOutput.singleErrorLine(phone).hasPrefix(message), "\(phone.transcript)")
+        }
+    }
+
+    @Test("a bad options file is bad input (exit 2), before any QR code is shown")
+    func badOptions() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let noChallenge = lab.file("no-challenge.json")
+        try #"{"rpId": "example.com"}"#.write(toFile: noChallenge, atomically: true, encoding: .utf8)
+        let registrationOptions = OptionsFixtures.directory.appendingPathComponent(
+            "simplewebauthn-registration-options.json"
+        ).path
+        for (arguments, message) in [
+            (
+                ["--options", lab.file("missing.json")],
+                "error: cannot read the options file \(lab.file("missing.json"))"
+            ),
+            (
+                ["--options", noChallenge],
+                "error: \(noChallenge) is not valid PublicKeyCredentialRequestOptionsJSON (--request ga):"
+            ),
+            (["--request", "mc", "--options", noChallenge], "PublicKeyCredentialCreationOptionsJSON (--request mc)"),
+            (
+                ["--request", "mc", "--options", registrationOptions, "--rp-id", "other.example"],
+                "error: --rp-id other.example contradicts the options' RP ID example.com"
+            ),
+            (
+                ["--rp-id", "example.com", "--origin", "https://evil.example"],
+                "error: RP ID example.com is not valid for origin https://evil.example"
+            ),
+        ] {
+            let desktop = try lab.start(
+                "desktop",
+                ["desktop", "--relay-port", "0", "--proximity-port", "0"] + arguments
+            )
+            #expect(try await desktop.waitForExit(timeout: .seconds(10)) == 2, "\(desktop.transcript)")
+            #expect(FailureOutput.singleErrorLine(desktop).contains(message), "\(desktop.transcript)")
+            #expect(desktop.standardOutput.text.isEmpty, "no QR code for bad input")
+        }
+    }
+}

@@ -1,0 +1,157 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridSim
+import Testing
+
+/// Failure paths with the real binary: each ends within its timeout with a documented non-zero
+/// exit status and exactly one `error:` line on stderr, as the last line.
+@Suite("End to end: failures (processes)", .serialized)
+struct EndToEndFailureTests {
+    @Test("phone --deny: both exit 4; the desktop names the refused request and the CTAP2 status")
+    func deny() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--request", "mc", "--timeout", "10"])
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url, "--deny"])
+        #expect(try await desktop.process.waitForExit() == 4, "\(desktop.process.transcript)")
+        #expect(try await phone.waitForExit() == 4, "\(phone.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop.process)
+                == "error: the phone refused the makeCredential request: CTAP2_ERR_OPERATION_DENIED"
+        )
+        #expect(
+            FailureOutput.singleErrorLine(phone)
+                == "error: refused the makeCredential request from example.com (--deny): answered CTAP2_ERR_OPERATION_DENIED"
+        )
+        #expect(!FileManager.default.fileExists(atPath: lab.passkeyStore), "nothing created")
+        #expect(!FileManager.default.fileExists(atPath: lab.relyingPartyStore), "nothing registered")
+    }
+
+    @Test("sign-in with a phone that has no passkey for the site: both exit 4")
+    func noPasskey() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--request", "ga", "--timeout", "10"])
+        #expect(
+            desktop.process.standardError.lines.contains {
+                $0.hasPrefix("note: ") && $0.contains("no credential for example.com")
+            }
+        )
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 4, "\(desktop.process.transcript)")
+        #expect(try await phone.waitForExit() == 4, "\(phone.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop.process)
+                == "error: the phone has no passkey for example.com (CTAP2_ERR_NO_CREDENTIALS)"
+        )
+        #expect(FailureOutput.singleErrorLine(phone).hasPrefix("error: no passkey for example.com on this phone"))
+    }
+
+    @Test("phone too far (--rssi -90): the desktop gives up after --timeout with the proximity counters, exit 3")
+    func tooFar() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let started = ContinuousClock.now
+        let desktop = try await lab.startDesktop(["--request", "mc", "--timeout", "3"])
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url, "--rssi", "-90", "--timeout", "5"])
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(15)) == 3, "\(desktop.process.transcript)")
+        #expect(ContinuousClock.now - started < .seconds(12))
+        let error = FailureOutput.singleErrorLine(desktop.process)
+        #expect(error.hasPrefix("error: no nearby authenticator within 3 s:"), "\(error)")
+        #expect(error.contains("adverts ignored: ") && error.hasSuffix("too far (strongest -90 dBm < -70)"), "\(error)")
+        // The phone loses its tunnel when the desktop's embedded relay goes away.
+        #expect(try await phone.waitForExit(timeout: .seconds(15)) != 0)
+        FailureOutput.singleErrorLine(phone)
+    }
+
+    @Test("no phone at all: the desktop times out, exit 3")
+    func desktopTimeout() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--timeout", "2"])
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(12)) == 3, "\(desktop.process.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop.process)
+                == "error: no nearby authenticator within 2 s: no advert arrived at \(desktop.proximityURL) "
+                + "(is `hybrid-sim phone` running with --proximity \(desktop.proximityURL)?)"
+        )
+    }
+
+    @Test("relay not running: the phone cannot create its tunnel, exit 6")
+    func relayNotRunning() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let port = try EndToEndLab.closedPort()
+        let url = ClientSession(requestType: .makeCredential, timestamp: 0).url
+        let phone = try lab.start(
+            "phone",
+            [
+                "phone", "--qr", url, "--relay", "ws://127.0.0.1:\(port)", "--proximity", "udp://127.0.0.1:\(port)",
+                "--timeout", "5",
+            ]
+        )
+        #expect(try await phone.waitForExit(timeout: .seconds(15)) == 6, "\(phone.transcript)")
+        let error = FailureOutput.singleErrorLine(phone)
+        #expect(
+            error.hasPrefix(
+                "error: cannot reach the relay at ws://127.0.0.1:\(port) (creating the tunnel): connection refused"
+            ),
+            "\(error)"
+        )
+    }
+
+    @Test("corrupted passkey store: the phone names the file, leaves it untouched, exit 2 before any network")
+    func corruptedPasskeyStore() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let store = lab.file("broken-passkeys.json")
+        let damaged = Array(#"{"version": 1, "passkeys": [{"credentialId": "#.utf8) + [0xFF, 0x00, 0x13]
+        _ = FileManager.default.createFile(atPath: store, contents: Data(damaged))
+        let port = try EndToEndLab.closedPort()
+        let url = ClientSession(requestType: .getAssertion, timestamp: 0).url
+        let phone = try lab.start(
+            "phone",
+            [
+                "phone", "--qr", url, "--store", store, "--relay", "ws://127.0.0.1:\(port)", "--proximity",
+                "udp://127.0.0.1:\(port)",
+            ]
+        )
+        #expect(try await phone.waitForExit(timeout: .seconds(10)) == 2, "\(phone.transcript)")
+        let error = FailureOutput.singleErrorLine(phone)
+        #expect(error.hasPrefix("error: cannot use the passkey store: \(store): not JSON"), "\(error)")
+        #expect(!phone.standardError.text.contains("relay"), "failed before the network")
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: store))) == damaged, "the file is untouched")
+    }
+
+    @Test("corrupted relying-party store: the desktop names the file and exits 2 before showing a QR code")
+    func corruptedRelyingPartyStore() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let damaged = Array(#"{"version": 2, "credentials": []}"#.utf8)
+        _ = FileManager.default.createFile(atPath: lab.relyingPartyStore, contents: Data(damaged))
+        let desktop = try lab.start("desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0"])
+        #expect(try await desktop.waitForExit(timeout: .seconds(10)) == 2, "\(desktop.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop).hasPrefix(
+                "error: cannot use the relying-party store: \(lab.relyingPartyStore): unsupported store version"
+            )
+        )
+        #expect(desktop.standardOutput.text.isEmpty, "no QR code")
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: lab.relyingPartyStore))) == damaged)
+    }
+
+    @Test("--json failure: the last stdout line is an error event with the exit status")
+    func jsonError() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--timeout", "1"], json: true)
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(10)) == 3)
+        let events = try JSONEvents.all(desktop.process)
+        #expect(events.compactMap { $0["event"] as? String } == ["qr", "error"])
+        #expect(events.last?["exitCode"] as? Int == 3)
+        #expect(events.last?["kind"] as? String == "timeout")
+        #expect((events.last?["message"] as? String)?.hasPrefix("no nearby authenticator within 1 s") == true)
+        FailureOutput.singleErrorLine(desktop.process)
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The built `hybrid-sim` executable. `swift build --build-tests` and `swift test` build every
+/// product into the same directory as the test bundle, so it is found next to it; the
+/// `HYBRID_SIM_BINARY` environment variable overrides the search.
+enum HybridSimBinary {
+    static func url() throws -> URL {
+        if let override = ProcessInfo.processInfo.environment["HYBRID_SIM_BINARY"], !override.isEmpty {
+            guard FileManager.default.isExecutableFile(atPath: override) else {
+                throw ChildProcessError("HYBRID_SIM_BINARY=\(override) is not an executable file")
+            }
+            return URL(fileURLWithPath: override)
+        }
+        var searched: [String] = []
+        for start in [URL(fileURLWithPath: CommandLine.arguments[0]), Bundle.main.bundleURL] {
+            var directory = start.deletingLastPathComponent()
+            for _ in 0..<4 {
+                let candidate = directory.appendingPathComponent("hybrid-sim")
+                searched.append(candidate.path)
+                if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+                directory.deleteLastPathComponent()
+            }
+        }
+        throw ChildProcessError(
+            "the hybrid-sim executable was not found next to the test bundle (looked at \(searched.joined(separator: ", "))); "
+                + "run `swift build` (or plain `swift test`, which builds every product) first, or set HYBRID_SIM_BINARY"
+        )
+    }
+}
+
+struct ChildProcessError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Text that reader threads append to and tests read.
+final class SharedText: Sendable {
+    private let state = Mutex((text: "", closed: false))
+
+    func append(_ data: Data) { state.withLock { $0.text += String(decoding: data, as: UTF8.self) } }
+    func close() { state.withLock { $0.closed = true } }
+    var text: String { state.withLock { $0.text } }
+    var isClosed: Bool { state.withLock { $0.closed } }
+    var lines: [String] {
+        text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter { !$0.isEmpty }
+    }
+}
+
+/// One `hybrid-sim` child process with captured stdout and stderr, a hard time limit on every
+/// wait, and a kill on every way out (``terminate()`` is idempotent; call it in `defer`).
+final class ChildProcess {
+    let name: String
+    private let process: Process
+    let standardOutput = SharedText()
+    let standardError = SharedText()
+
+    /// Starts `hybrid-sim <arguments>` with `HYBRID_SIM_HOME=home` and stdin from /dev/null.
+    init(_ name: String, _ arguments: [String], home: String, extraEnvironment: [String: String] = [:]) throws {
+        self.name = name
+        let process = Process()
+        process.executableURL = try HybridSimBinary.url()
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["HYBRID_SIM_HOME"] = home
+        for (key, value) in extraEnvironment { environment[key] = value }
+        process.environment = environment
+        process.standardInput = FileHandle.nullDevice
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        self.process = process
+        try process.run()
+        Self.drain(out.fileHandleForReading, into: standardOutput)
+        Self.drain(err.fileHandleForReading, into: standardError)
+    }
+
+    /// Reads a pipe to its end on a thread of its own.
+    private static func drain(_ handle: FileHandle, into text: SharedText) {
+        Thread.detachNewThread {
+            while true {
+                let data = handle.availableData
+                if data.isEmpty { break }
+                text.append(data)
+            }
+            text.close()
+        }
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// Waits until `condition` holds for the stdout lines, failing after `timeout`.
+    @discardableResult
+    func waitForOutput(
+        _ what: String,
+        timeout: Duration = .seconds(20),
+        in stream: KeyPath<ChildProcess, SharedText> = \.standardOutput,
+        until condition: ([String]) -> Bool
+    ) async throws -> [String] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let lines = self[keyPath: stream].lines
+            if condition(lines) { return lines }
+            if ContinuousClock.now >= deadline || (!process.isRunning && self[keyPath: stream].isClosed) {
+                let finalLines = self[keyPath: stream].lines
+                if condition(finalLines) { return finalLines }
+                throw ChildProcessError(
+                    "\(name): no \(what) within \(timeout) (running: \(process.isRunning))\n--- stdout:\n\(standardOutput.text)\n--- stderr:\n\(standardError.text)"
+                )
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// Waits for the process to exit (and its output to be read), killing it after `timeout`.
+    /// Returns the exit status; throws when it had to be killed.
+    func waitForExit(timeout: Duration = .seconds(30)) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            if ContinuousClock.now >= deadline {
+                terminate()
+                throw ChildProcessError(
+                    "\(name) did not exit within \(timeout) and was killed\n--- stdout:\n\(standardOutput.text)\n--- stderr:\n\(standardError.text)"
+                )
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        let drained = ContinuousClock.now + .seconds(5)
+        while !(standardOutput.isClosed && standardError.isClosed), ContinuousClock.now < drained {
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL if it is still running after 1 s. Idempotent.
+    func terminate() {
+        guard process.isRunning else { return }
+        let pid = process.processIdentifier
+        kill(pid, SIGTERM)
+        let deadline = Date().addingTimeInterval(1)
+        while process.isRunning, Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(pid, SIGKILL) }
+    }
+
+    /// Everything it printed, for failure messages.
+    var transcript: String {
+        "--- \(name) stdout:\n\(standardOutput.text)\n--- \(name) stderr:\n\(standardError.text)"
+    }
+}
