@@ -74,7 +74,12 @@ extension ProgramFailure {
                     .network,
                     "cannot reach the relay at \(relayURL) (\(step)): \(connectionReason(runtime.reason))"
                 )
-            case .upgradeRejected, .handshakeFailed, .closed, .protocolViolation, .messageTooLarge, .bindFailed,
+            case .closed:
+                let prefix = "tunnel closed with "
+                let detail =
+                    runtime.reason.hasPrefix(prefix) ? String(runtime.reason.dropFirst(prefix.count)) : runtime.reason
+                return ProgramFailure(.network, "the tunnel was closed while \(step): \(detail)")
+            case .upgradeRejected, .handshakeFailed, .protocolViolation, .messageTooLarge, .bindFailed,
                 .invalidAddress, .wrongAdvertLength, .wrongDatagramLength, .unknownServiceUUID:
                 return ProgramFailure(.network, "\(step): \(runtime.reason)")
             case .invalidState:
