@@ -20,7 +20,12 @@ enum HybridSimBinary {
             return URL(fileURLWithPath: override)
         }
         var searched: [String] = []
-        for start in [URL(fileURLWithPath: CommandLine.arguments[0]), Bundle.main.bundleURL] {
+        // Linux runs the test bundle as an executable; macOS loads it (`…/HybridSimPackageTests.xctest`)
+        // into xctest. A binary elsewhere (another scratch path) could be stale, so none is guessed.
+        let starts =
+            [URL(fileURLWithPath: CommandLine.arguments[0]), Bundle.main.bundleURL]
+            + Bundle.allBundles.filter { $0.bundlePath.hasSuffix(".xctest") }.map(\.bundleURL)
+        for start in starts {
             var directory = start.deletingLastPathComponent()
             for _ in 0..<4 {
                 let candidate = directory.appendingPathComponent("hybrid-sim")
