@@ -100,7 +100,11 @@ let package = Package(
             exclude: ["Captures"]  // real tmux captures, read via #filePath
         ),
         .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
-        .testTarget(name: "HybridSimTests", dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport"]),
+        .testTarget(
+            name: "HybridSimTests",
+            dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport"],
+            exclude: ["Fixtures"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

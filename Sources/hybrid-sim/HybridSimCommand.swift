@@ -9,6 +9,7 @@ struct HybridSimCommand: AsyncParsableCommand {
         abstract: "A byte-exact simulator of the FIDO CTAP 2.2 hybrid transport (caBLE v2).",
         subcommands: [
             // Subcommands are registered here, one line each.
+            DemoCommand.self,
             QRCommand.self,
             RelayCommand.self,
             DesktopCommand.self,

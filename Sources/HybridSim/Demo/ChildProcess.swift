@@ -1,0 +1,84 @@
+import Foundation
+import Synchronization
+
+/// A child process whose stdout and stderr arrive as lines, with a bounded wait for its exit.
+/// Used by `hybrid-sim demo` to run the desktop and the phone as separate programs.
+final class ChildProcess: Sendable {
+    /// A line from one of the child's output streams.
+    enum Line: Sendable {
+        case standardOutput(String)
+        case standardError(String)
+    }
+
+    private let process: Process
+    private let exitStatus = StatusBox()
+    /// Every line the child writes, in arrival order per stream.
+    let lines: AsyncStream<Line>
+
+    /// Starts `executable` with `arguments` and `environment` added to this process's environment.
+    init(executable: String, arguments: [String], environment: [String: String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
+        process.standardInput = FileHandle.nullDevice
+        let out = Pipe()
+        let err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let (stream, continuation) = AsyncStream<Line>.makeStream()
+        let open = Mutex(2)
+        for (pipe, wrap) in [(out, Line.standardOutput), (err, Line.standardError)] {
+            let buffer = Mutex<[UInt8]>([])
+            pipe.fileHandleForReading.readabilityHandler = { handle in
+                let data = handle.availableData
+                if data.isEmpty {
+                    handle.readabilityHandler = nil
+                    let rest = buffer.withLock { bytes -> [UInt8] in defer { bytes = [] }; return bytes }
+                    if !rest.isEmpty { continuation.yield(wrap(String(decoding: rest, as: UTF8.self))) }
+                    if open.withLock({ count -> Int in count -= 1; return count }) == 0 { continuation.finish() }
+                    return
+                }
+                let complete = buffer.withLock { bytes -> [[UInt8]] in
+                    bytes += data
+                    var lines: [[UInt8]] = []
+                    while let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) {
+                        lines.append(Array(bytes[..<newline]))
+                        bytes.removeSubrange(...newline)
+                    }
+                    return lines
+                }
+                for line in complete { continuation.yield(wrap(String(decoding: line, as: UTF8.self))) }
+            }
+        }
+        let status = exitStatus
+        process.terminationHandler = { finished in status.value.withLock { $0 = finished.terminationStatus } }
+        self.process = process
+        self.lines = stream
+        try process.run()
+    }
+
+    /// The exit status once the child has ended.
+    var status: Int32? { exitStatus.value.withLock { $0 } }
+
+    /// Waits up to `timeout` for the child to exit; kills it and returns `nil` on timeout.
+    func waitForExit(timeout: Duration) async -> Int32? {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if let status { return status }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        terminate()
+        return nil
+    }
+
+    /// Stops the child (SIGTERM) if it is still running.
+    func terminate() {
+        if process.isRunning { process.terminate() }
+    }
+}
+
+/// The exit status, shared with the termination handler.
+private final class StatusBox: Sendable {
+    let value = Mutex<Int32?>(nil)
+}

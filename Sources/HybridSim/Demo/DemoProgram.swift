@@ -1,0 +1,199 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridRuntime
+import Logging
+import Synchronization
+
+/// `hybrid-sim demo`: the whole story in one terminal. An embedded relay runs in this process; the
+/// desktop and the phone run as two child processes of the same `hybrid-sim` binary; the phone
+/// scans the QR code the desktop printed (its terminal art, saved as a text capture). First a
+/// registration, then a sign-in, every step narrated: who sends what, how big, what was verified.
+public enum DemoProgram {
+    /// What to run.
+    public struct Configuration: Sendable {
+        /// The `hybrid-sim` binary to start the desktop and the phone from.
+        public var executable: String
+        /// Relying party ID (and `https://` origin).
+        public var rpID = "example.com"
+        /// The account to register.
+        public var user = "alice"
+        /// Limit for each step (each child process).
+        public var timeout: Duration = .seconds(60)
+        /// Where the stores go; a fresh temporary directory when `nil`.
+        public var home: String?
+
+        /// A configuration for `executable`.
+        public init(executable: String) { self.executable = executable }
+    }
+
+    /// Runs the demo; returns the process exit code (0 when both ceremonies verified).
+    public static func main(_ configuration: Configuration, output: ProgramOutput = .standard) async -> Int32 {
+        let say: @Sendable (String, String) -> Void = { who, line in output.standardError(who.padding(toLength: 8, withPad: " ", startingAt: 0) + "│ " + line) }
+        let home: String
+        if let configured = configuration.home {
+            home = configured
+        } else {
+            home = FileManager.default.temporaryDirectory.appendingPathComponent("hybrid-sim-demo-\(UUID().uuidString.prefix(8))").path
+        }
+        do {
+            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            output.standardError("error: cannot create the demo directory \(home): \(error)")
+            return 1
+        }
+        output.standardError("HybridSim demo: register a passkey on a phone, then sign in with it, over the hybrid transport.")
+        let observer = WireObserver(say: say)
+        var relayConfiguration = RelayConfiguration()
+        relayConfiguration.faultInjector = { direction, message in observer.saw(direction, message) }
+        var logger = Logger(label: "hybrid-sim.demo")
+        logger.logLevel = .warning
+        let relay = TunnelRelay(configuration: relayConfiguration, logger: logger)
+        let endpoint: RelayEndpoint
+        do {
+            endpoint = try await relay.start()
+        } catch {
+            output.standardError("error: cannot start the embedded relay: \(error)")
+            return 6
+        }
+        say("demo", "tunnel service (relay) running in this process at \(endpoint.url)")
+        say("demo", "fresh passkey and relying-party stores in \(home)")
+        defer { Task { await relay.shutdown() } }
+
+        let steps: [(title: String, request: String)] = [
+            ("1/2 registration: the phone creates a passkey for \(configuration.user) @ \(configuration.rpID)", "mc"),
+            ("2/2 sign-in: the phone signs a fresh challenge with that passkey", "ga"),
+        ]
+        for (title, request) in steps {
+            output.standardError("")
+            output.standardError("── \(title) " + String(repeating: "─", count: max(0, 78 - title.count)))
+            observer.reset()
+            let code = await ceremony(
+                request: request, configuration: configuration, relayURL: endpoint.url, home: home, output: output, say: say)
+            guard code == 0 else { return code }
+        }
+        output.standardError("")
+        say("demo", "done: a passkey was registered and used; both results were verified by the desktop's relying party.")
+        say("demo", "try it in two terminals next: see \"Two terminals\" in README.md")
+        return 0
+    }
+
+    private static func ceremony(
+        request: String, configuration: Configuration, relayURL: String, home: String, output: ProgramOutput,
+        say: @escaping @Sendable (String, String) -> Void
+    ) async -> Int32 {
+        let environment = ["HYBRID_SIM_HOME": home]
+        var desktopArguments = [
+            "desktop", "--request", request, "--rp-id", configuration.rpID, "--relay", relayURL, "--proximity-port", "0",
+            "--timeout", String(Int(configuration.timeout.components.seconds)),
+        ]
+        if request == "mc" { desktopArguments += ["--user", configuration.user] }
+        say("demo", "starting: hybrid-sim " + desktopArguments.joined(separator: " "))
+        let desktop: ChildProcess
+        do {
+            desktop = try ChildProcess(executable: configuration.executable, arguments: desktopArguments, environment: environment)
+        } catch {
+            output.standardError("error: cannot start the desktop (\(configuration.executable)): \(error)")
+            return 1
+        }
+        // Read the desktop until it has printed the QR code and its proximity port.
+        var art: [String] = []
+        var url: String? = nil
+        var proximity: String? = nil
+        var resultLines: [String] = []
+        var iterator = desktop.lines.makeAsyncIterator()
+        let deadline = ContinuousClock.now + configuration.timeout
+        while url == nil || proximity == nil, ContinuousClock.now < deadline, let line = await iterator.next() {
+            switch line {
+            case .standardOutput(let text):
+                if text.hasPrefix("FIDO:/") {
+                    url = text
+                    output.standardOutput(text)
+                } else if url == nil {
+                    art.append(text)
+                    output.standardOutput(text)
+                }
+            case .standardError(let text):
+                say("desktop", text)
+                if let range = text.range(of: "proximity scanner listening on ") {
+                    proximity = text[range.upperBound...].split(separator: " ").first.map(String.init)
+                }
+            }
+        }
+        guard let url, let proximity else {
+            desktop.terminate()
+            output.standardError("error: the desktop did not print its QR code and proximity port")
+            return 1
+        }
+        let capture = URL(fileURLWithPath: home).appendingPathComponent("qr-\(request).txt")
+        do {
+            try (art.joined(separator: "\n") + "\n").write(to: capture, atomically: true, encoding: .utf8)
+        } catch {
+            desktop.terminate()
+            output.standardError("error: cannot save the QR capture: \(error)")
+            return 1
+        }
+        say("demo", "the phone scans the QR code the desktop printed: \(art.count) lines of terminal art saved as \(capture.lastPathComponent) (\(url.count - 6) digits after FIDO:/)")
+        let phoneArguments = ["phone", "--scan", capture.path, "--relay", relayURL, "--proximity", proximity,
+                              "--timeout", String(Int(configuration.timeout.components.seconds))]
+        say("demo", "starting: hybrid-sim " + phoneArguments.joined(separator: " "))
+        let phone: ChildProcess
+        do {
+            phone = try ChildProcess(executable: configuration.executable, arguments: phoneArguments, environment: environment)
+        } catch {
+            desktop.terminate()
+            output.standardError("error: cannot start the phone: \(error)")
+            return 1
+        }
+        let phoneLines = Task {
+            for await line in phone.lines {
+                switch line {
+                case .standardOutput(let text), .standardError(let text): say("phone", text)
+                }
+            }
+        }
+        while let line = await iterator.next() {
+            switch line {
+            case .standardOutput(let text): resultLines.append(text)
+            case .standardError(let text): say("desktop", text)
+            }
+        }
+        let desktopStatus = await desktop.waitForExit(timeout: configuration.timeout)
+        let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
+        await phoneLines.value
+        guard desktopStatus == 0, phoneStatus == 0 else {
+            output.standardError(
+                "error: \(request == "mc" ? "registration" : "sign-in") failed (desktop exit \(desktopStatus.map(String.init) ?? "timeout"), phone exit \(phoneStatus.map(String.init) ?? "timeout"))")
+            return desktopStatus ?? 3
+        }
+        let json = resultLines.joined(separator: "\n")
+        say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(json.utf8.count) bytes):")
+        for line in resultLines { output.standardOutput(line) }
+        return 0
+    }
+}
+
+/// Narrates what the relay carries, labelling each message by its place in a QR transaction.
+private final class WireObserver: Sendable {
+    private let counts = Mutex<(toDesktop: Int, toPhone: Int)>((0, 0))
+    private let say: @Sendable (String, String) -> Void
+
+    init(say: @escaping @Sendable (String, String) -> Void) { self.say = say }
+
+    func reset() { counts.withLock { $0 = (0, 0) } }
+
+    func saw(_ direction: RelayDirection, _ message: [UInt8]) {
+        switch direction {
+        case .creatorToJoiner:
+            let n = counts.withLock { c -> Int in c.toDesktop += 1; return c.toDesktop }
+            let what = ["Noise handshake message 2 (phone's ephemeral key ‖ tag)", "post-handshake message (encrypted getInfo)",
+                        "update message (encrypted, padded to 512)", "CTAP2 response (encrypted)"]
+            say("relay", "phone → desktop \(message.count) bytes: \(n <= what.count ? what[n - 1] : "message \(n)")")
+        case .joinerToCreator:
+            let n = counts.withLock { c -> Int in c.toPhone += 1; return c.toPhone }
+            let what = ["Noise KNpsk0 handshake message 1 (desktop's ephemeral key ‖ tag)", "CTAP2 request (encrypted)",
+                        "shutdown (encrypted)"]
+            say("relay", "desktop → phone \(message.count) bytes: \(n <= what.count ? what[n - 1] : "message \(n)")")
+        }
+    }
+}
