@@ -14,6 +14,7 @@ struct HybridSimCommand: AsyncParsableCommand {
             RelayCommand.self,
             DesktopCommand.self,
             PhoneCommand.self,
+            BenchCommand.self,
         ]
     )
 }

@@ -1,0 +1,156 @@
+import Foundation
+
+/// The machine a benchmark ran on, so figures are never quoted without it.
+public struct MachineInfo: Sendable, Hashable, Codable {
+    /// CPU model (`model name` in /proc/cpuinfo), or "unknown".
+    public var cpuModel: String
+    /// Processors this process may use (what `nproc` prints).
+    public var logicalCPUs: Int
+    /// Machine architecture (what `uname -m` prints).
+    public var architecture: String
+    /// Operating system and kernel release.
+    public var operatingSystem: String
+    /// "debug" or "release": how this code was compiled.
+    public var buildConfiguration: String
+
+    /// Describes the machine this process runs on.
+    public static var current: MachineInfo {
+        MachineInfo(
+            cpuModel: cpuModelName() ?? "unknown",
+            logicalCPUs: ProcessInfo.processInfo.activeProcessorCount,
+            architecture: architectureName,
+            operatingSystem: operatingSystemName(),
+            buildConfiguration: buildConfigurationName)
+    }
+
+    private static var buildConfigurationName: String {
+        #if DEBUG
+        return "debug"
+        #else
+        return "release"
+        #endif
+    }
+
+    private static var architectureName: String {
+        #if arch(x86_64)
+        return "x86_64"
+        #elseif arch(arm64)
+        return "aarch64"
+        #else
+        return "unknown"
+        #endif
+    }
+
+    private static func cpuModelName() -> String? {
+        guard let text = try? String(contentsOfFile: "/proc/cpuinfo", encoding: .utf8) else { return nil }
+        for line in text.split(separator: "\n") where line.hasPrefix("model name") {
+            guard let colon = line.firstIndex(of: ":") else { continue }
+            return line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+        }
+        return nil
+    }
+
+    private static func operatingSystemName() -> String {
+        #if os(Linux)
+        let release = (try? String(contentsOfFile: "/proc/sys/kernel/osrelease", encoding: .utf8))?
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        return "Linux " + (release ?? "")
+        #else
+        return ProcessInfo.processInfo.operatingSystemVersionString
+        #endif
+    }
+}
+
+/// What `hybrid-sim bench` measures in one run: the wall time of complete loopback sign-ins, the
+/// cost of the cryptography one sign-in needs, and how far apart the two are.
+public struct BenchmarkReport: Sendable, Hashable, Codable {
+    /// Where it ran.
+    public var machine: MachineInfo
+    /// The sign-ins.
+    public var signIn: SignInBenchmark.Result
+    /// The crypto floor.
+    public var crypto: CryptoFloor
+    /// Median sign-in wall time ÷ crypto floor per sign-in.
+    public var ratio: Double
+
+    /// Combines a sign-in run and a crypto measurement taken on `machine`.
+    public init(machine: MachineInfo = .current, signIn: SignInBenchmark.Result, crypto: CryptoFloor) {
+        self.machine = machine
+        self.signIn = signIn
+        self.crypto = crypto
+        self.ratio = crypto.floorMilliseconds > 0 ? signIn.summary.p50 / crypto.floorMilliseconds : 0
+    }
+
+    /// Runs `benchmark`, then measures the crypto floor in the same process.
+    public static func measure(
+        _ benchmark: SignInBenchmark, cryptoIterations: Int = 200, progress: @Sendable (String) -> Void = { _ in }
+    ) async throws -> BenchmarkReport {
+        progress("registering, \(benchmark.warmup) warm-up sign-in(s), then timing \(benchmark.count) sign-ins")
+        let step = Swift.max(benchmark.count / 10, 1)
+        let signIn = try await benchmark.run { done in
+            if done % step == 0 || done == benchmark.count { progress("  \(done)/\(benchmark.count) sign-ins") }
+        }
+        progress("timing the crypto operations of one sign-in (\(cryptoIterations) × 5 rounds each)")
+        let crypto = try CryptoFloor.measure(iterations: cryptoIterations)
+        return BenchmarkReport(signIn: signIn, crypto: crypto)
+    }
+
+    /// The report as pretty-printed JSON (sorted keys; times in milliseconds unless named nanoseconds).
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The report for people.
+    public var text: String {
+        let s = signIn.summary
+        var lines: [String] = []
+        lines.append(
+            "hybrid-sim bench: \(signIn.count) QR sign-ins (getAssertion) through a loopback relay, real sockets, "
+                + "\(signIn.warmup) warm-up, \(machine.buildConfiguration) build")
+        lines.append(
+            "machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(machine.architecture), \(machine.operatingSystem)")
+        lines.append("")
+        lines.append("sign-in wall time (ms):")
+        lines.append(
+            "  p50 \(Self.fixed(s.p50, 2))   p99 \(Self.fixed(s.p99, 2))   mean \(Self.fixed(s.mean, 2))   "
+                + "min \(Self.fixed(s.min, 2))   max \(Self.fixed(s.max, 2))   (n = \(s.count))")
+        lines.append("  registration before them: \(Self.fixed(signIn.registrationMilliseconds, 2)) ms")
+        lines.append("")
+        lines.append("where a sign-in's time goes (median ms of each phase):")
+        for phase in signIn.phases {
+            lines.append("  \(Self.pad(phase.name, 48)) \(Self.leftPad(Self.fixed(phase.summary.p50, 3), 9))")
+        }
+        lines.append("")
+        lines.append("crypto one sign-in needs (swift-crypto, measured in this process):")
+        lines.append("  \(Self.pad("operation", 34)) \(Self.leftPad("count", 5)) \(Self.leftPad("µs each", 10)) \(Self.leftPad("µs/sign-in", 11))")
+        for operation in crypto.operations {
+            lines.append(
+                "  \(Self.pad(operation.kind.label, 34)) \(Self.leftPad("\(operation.perSignIn)", 5)) "
+                    + "\(Self.leftPad(Self.fixed(operation.nanoseconds / 1e3, 2), 10)) "
+                    + "\(Self.leftPad(Self.fixed(operation.nanosecondsPerSignIn / 1e3, 1), 11))")
+        }
+        lines.append(
+            "  \(Self.pad("crypto floor per sign-in", 34)) \(Self.leftPad("", 5)) \(Self.leftPad("", 10)) "
+                + "\(Self.leftPad(Self.fixed(crypto.floorNanoseconds / 1e3, 1), 11))")
+        lines.append("")
+        lines.append(
+            "ratio: sign-in p50 \(Self.fixed(s.p50, 2)) ms ÷ crypto floor \(Self.fixed(crypto.floorMilliseconds, 3)) ms "
+                + "= \(Self.fixed(ratio, 1))×")
+        return lines.joined(separator: "\n")
+    }
+
+    static func fixed(_ value: Double, _ digits: Int) -> String {
+        String(format: "%.\(digits)f", value)
+    }
+
+    private static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+    }
+
+    private static func leftPad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : String(repeating: " ", count: width - text.count) + text
+    }
+}

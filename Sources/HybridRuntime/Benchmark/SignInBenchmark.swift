@@ -1,0 +1,156 @@
+import CTAP2
+import HybridCore
+import Logging
+import Synchronization
+
+/// Times complete QR sign-ins through a loopback relay with real sockets, one after another:
+/// ``HybridHarness`` starts a relay on an ephemeral port, a ``SimulatedPhone`` registers one passkey,
+/// then every sign-in runs the whole flow (QR session, UDP advert, two WebSocket tunnels, Noise
+/// handshake, getAssertion, shutdown) and is verified as the relying party.
+///
+/// A sign-in's wall time runs from just before ``HybridHarness/signIn(on:relyingParty:knownCredentials:allowCredentials:options:)``
+/// until it returned with a verified credential, i.e. until both sides finished.
+public struct SignInBenchmark: Sendable {
+    /// Where the time of a sign-in goes, from the drivers' progress events.
+    public struct Phase: Sendable, Hashable, Codable {
+        /// What happens in it.
+        public var name: String
+        /// Its wall times over all sign-ins, in milliseconds.
+        public var summary: LatencySummary
+    }
+
+    /// What a run measured.
+    public struct Result: Sendable, Hashable, Codable {
+        /// Timed sign-ins.
+        public var count: Int
+        /// Untimed sign-ins before them.
+        public var warmup: Int
+        /// Wall time of each timed sign-in, in milliseconds, in the order they ran.
+        public var samples: [Double]
+        /// Statistics of `samples`.
+        public var summary: LatencySummary
+        /// The sign-in split at the drivers' events; the medians add up to about the median sign-in.
+        public var phases: [Phase]
+        /// Wall time of the one registration, in milliseconds.
+        public var registrationMilliseconds: Double
+    }
+
+    /// The milestones that split a sign-in, in the order they happen. The last phase runs from the
+    /// last milestone to the end of the sign-in.
+    static let milestones: [(name: String, ends: @Sendable (SessionEvent) -> Bool)] = [
+        ("scanner up, phone opens its tunnel", { if case .tunnelCreated = $0 { return true } else { return false } }),
+        ("advert sent and matched", { if case .advertAccepted = $0 { return true } else { return false } }),
+        ("desktop joins the tunnel", { if case .tunnelJoined = $0 { return true } else { return false } }),
+        ("Noise handshake, post-handshake message", { if case .authenticatorReady = $0 { return true } else { return false } }),
+        ("request, assertion, response", { if case .responseReceived = $0 { return true } else { return false } }),
+    ]
+    static let lastPhase = "shutdown, closing handshakes, RP verification"
+
+    /// Timed sign-ins.
+    public var count: Int
+    /// Untimed sign-ins first (connection set-up paths, lazily created event-loop resources).
+    public var warmup: Int
+    /// Limits on every wait of every sign-in.
+    public var timeouts: SessionTimeouts
+    /// The relying party signed in to.
+    public var relyingParty: RelyingParty
+    /// Logger for the relay and both sides (by default nothing is logged: logging is not what is timed).
+    public var logger: Logger
+
+    /// A benchmark of `count` sign-ins after `warmup` untimed ones.
+    public init(
+        count: Int = 100, warmup: Int = 5, timeouts: SessionTimeouts = .fast,
+        relyingParty: RelyingParty = RelyingParty(id: "bench.example", origin: "https://bench.example"),
+        logger: Logger = Logger(label: "hybrid-sim.bench", factory: { _ in SwiftLogNoOpLogHandler() })
+    ) {
+        precondition(count > 0 && warmup >= 0, "count must be positive and warmup non-negative")
+        self.count = count
+        self.warmup = warmup
+        self.timeouts = timeouts
+        self.relyingParty = relyingParty
+        self.logger = logger
+    }
+
+    /// Starts a harness, registers, runs the sign-ins and shuts the harness down.
+    ///
+    /// - Parameter progress: called after each timed sign-in with the number done so far.
+    /// - Throws: the first sign-in's error (a ``TransactionError`` or a ``Ceremony/Failure``).
+    public func run(progress: @Sendable (Int) -> Void = { _ in }) async throws -> Result {
+        let harness = try await HybridHarness.start(logger: logger)
+        do {
+            let result = try await run(on: harness, progress: progress)
+            await harness.shutdown()
+            return result
+        } catch {
+            await harness.shutdown()
+            throw error
+        }
+    }
+
+    private func run(on harness: HybridHarness, progress: @Sendable (Int) -> Void) async throws -> Result {
+        let phone = SimulatedPhone()
+        let clock = ContinuousClock()
+        var options = HybridHarness.TransactionOptions()
+        options.timeouts = timeouts
+
+        let registrationStart = clock.now
+        var credential = try await harness.register(
+            on: phone, relyingParty: relyingParty, userName: "bench", options: options)
+        let registration = clock.now - registrationStart
+
+        for _ in 0..<warmup {
+            credential = try await harness.signIn(
+                on: phone, relyingParty: relyingParty, knownCredentials: [credential], options: options)
+        }
+
+        var samples: [Duration] = []
+        var phaseSamples = [[Duration]](repeating: [], count: Self.milestones.count + 1)
+        samples.reserveCapacity(count)
+        for done in 1...count {
+            let log = EventLog()
+            options.events = { event in log.record(event) }
+            let start = clock.now
+            credential = try await harness.signIn(
+                on: phone, relyingParty: relyingParty, knownCredentials: [credential], options: options)
+            let end = clock.now
+            samples.append(end - start)
+            let phases = Self.split(start: start, end: end, marks: log.marks)
+            for (index, phase) in phases.enumerated() { phaseSamples[index].append(phase) }
+            progress(done)
+        }
+
+        let names = Self.milestones.map(\.name) + [Self.lastPhase]
+        return Result(
+            count: count, warmup: warmup, samples: samples.map(\.benchmarkMilliseconds),
+            summary: LatencySummary(samples: samples),
+            phases: zip(names, phaseSamples).map { Phase(name: $0, summary: LatencySummary(samples: $1)) },
+            registrationMilliseconds: registration.benchmarkMilliseconds)
+    }
+
+    /// Durations between consecutive milestones (a missing one counts as zero length).
+    static func split(
+        start: ContinuousClock.Instant, end: ContinuousClock.Instant, marks: [(SessionEvent, ContinuousClock.Instant)]
+    ) -> [Duration] {
+        var previous = start
+        var phases: [Duration] = []
+        for milestone in milestones {
+            let at = marks.first { milestone.ends($0.0) }?.1 ?? previous
+            phases.append(max(at - previous, .zero))
+            previous = max(at, previous)
+        }
+        phases.append(max(end - previous, .zero))
+        return phases
+    }
+}
+
+/// When each progress event of one sign-in arrived (both sides report into it concurrently).
+private final class EventLog: Sendable {
+    private let state = Mutex<[(SessionEvent, ContinuousClock.Instant)]>([])
+
+    func record(_ event: SessionEvent) {
+        let now = ContinuousClock.now
+        state.withLock { $0.append((event, now)) }
+    }
+
+    var marks: [(SessionEvent, ContinuousClock.Instant)] { state.withLock { $0 } }
+}
