@@ -1,0 +1,56 @@
+import HybridRuntime
+import Testing
+
+@Suite("Harness benchmark (hybrid-sim bench)", .timeLimit(.minutes(1)))
+struct HarnessBenchmarkTests {
+    @Test("nearest-rank percentiles are measured values")
+    func percentiles() {
+        let hundred = LatencySummary(milliseconds: Array((1...100).map(Double.init).reversed()))
+        #expect(hundred.count == 100)
+        #expect(hundred.min == 1 && hundred.max == 100)
+        #expect(hundred.p50 == 50)
+        #expect(hundred.p90 == 90)
+        #expect(hundred.p99 == 99)
+        #expect(hundred.mean == 50.5)
+
+        let three = LatencySummary(milliseconds: [3, 1, 2])
+        #expect(three.p50 == 2)
+        #expect(three.p99 == 3)
+        let one = LatencySummary(samples: [.milliseconds(7)])
+        #expect(one.p50 == 7 && one.p99 == 7 && one.min == 7)
+        #expect(LatencySummary(milliseconds: []).p50 == 0)
+    }
+
+    @Test("a short run times every sign-in, splits it into phases and relates it to the crypto floor")
+    func shortRun() async throws {
+        let benchmark = SignInBenchmark(count: 3, warmup: 1)
+        let done = LockedBox<[Int]>([])
+        let result = try await benchmark.run { count in done.update { $0.append(count) } }
+        #expect(done.value == [1, 2, 3])
+        #expect(result.samples.count == 3)
+        #expect(result.summary.count == 3)
+        #expect(result.summary.min <= result.summary.p50 && result.summary.p50 <= result.summary.p99)
+        #expect(result.summary.p99 <= result.summary.max)
+        #expect(result.summary.min > 0)
+        #expect(result.registrationMilliseconds > 0)
+        #expect(result.phases.count == 6)
+        // The phases cover each sign-in without overlap.
+        let medians = result.phases.map(\.summary.p50)
+        #expect(medians.allSatisfy { $0 >= 0 })
+        #expect(result.phases.map(\.summary.max).reduce(0, +) >= result.summary.min)
+
+        let crypto = try CryptoFloor.measure(iterations: 5, rounds: 2)
+        #expect(crypto.operations.map(\.kind) == CryptoFloor.OperationKind.allCases)
+        #expect(crypto.operations.allSatisfy { $0.nanoseconds > 0 })
+        #expect(crypto.operations.map(\.perSignIn).reduce(0, +) == 71)
+        #expect(crypto.floorNanoseconds == crypto.operations.map(\.nanosecondsPerSignIn).reduce(0, +))
+
+        let report = BenchmarkReport(signIn: result, crypto: crypto)
+        #expect(report.ratio == result.summary.p50 / crypto.floorMilliseconds)
+        #expect(report.text.contains("p50"))
+        #expect(report.text.contains("crypto floor"))
+        #expect(report.json.contains("\"ratio\""))
+        #expect(["debug", "release"].contains(report.machine.buildConfiguration))
+        #expect(report.machine.logicalCPUs >= 1)
+    }
+}
