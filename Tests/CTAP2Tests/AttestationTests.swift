@@ -28,7 +28,7 @@ struct AttestationTests {
         #expect(response.attStmt["alg"] == -7)
         let decoded = try MakeCredentialResponse(bytes: response.encode())
         #expect(decoded == response)
-        #expect(try decoded.verifyAttestation(clientDataHash: hash) == .`self`)
+        #expect(try decoded.verifyAttestation(clientDataHash: hash) == .selfAttestation)
         guard case .packed(let alg, let sig, let x5c) = try decoded.attestationStatement() else {
             Issue.record("not packed")
             return
@@ -50,7 +50,7 @@ struct AttestationTests {
         let decoded = try MakeCredentialResponse(bytes: response.encode())
         #expect(decoded == response)
         #expect(decoded.authData.extensions == ["credProtect": 2])
-        #expect(try decoded.verifyAttestation(clientDataHash: credential.clientData.hash) == .`self`)
+        #expect(try decoded.verifyAttestation(clientDataHash: credential.clientData.hash) == .selfAttestation)
     }
 
     @Test("the COMPUTED packed and none vectors verify")

@@ -73,7 +73,7 @@ import Testing
         let created = try CTAP2Response(bytes: registration)
         #expect(created.status == .ok)
         let credential = try created.decodePayload(as: MakeCredentialResponse.self)
-        #expect(try credential.verifyAttestation(clientDataHash: createData.hash) == .`self`)
+        #expect(try credential.verifyAttestation(clientDataHash: createData.hash) == .selfAttestation)
         let attested = try #require(credential.authData.attestedCredentialData)
         let publicKey = try attested.coseKey()
 

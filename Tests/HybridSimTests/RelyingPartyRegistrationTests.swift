@@ -8,7 +8,7 @@ struct RelyingPartyRegistrationTests {
 
     func verify(
         _ registration: CeremonyFixture.Registration, rp: RelyingParty? = nil,
-        allowed: Set<AttestationType> = [.none, .self], registered: Set<[UInt8]> = []
+        allowed: Set<AttestationType> = [.none, .selfAttestation], registered: Set<[UInt8]> = []
     ) throws(RelyingPartyError) -> RegisteredCredential {
         try (rp ?? self.rp).verifyRegistration(
             response: registration.response, clientDataJSON: registration.clientDataJSON,
@@ -146,7 +146,7 @@ struct RelyingPartyRegistrationTests {
         wrongAlg.response.attStmt["alg"] = -8
         #expect(throws: RelyingPartyError.invalidAttestation) { try verify(wrongAlg) }
 
-        #expect(throws: RelyingPartyError.attestationNotAllowed) { try verify(none, allowed: [.self]) }
+        #expect(throws: RelyingPartyError.attestationNotAllowed) { try verify(none, allowed: [.selfAttestation]) }
         #expect(throws: RelyingPartyError.attestationNotAllowed) { try verify(packed, allowed: [.none]) }
     }
 

@@ -64,6 +64,5 @@ public enum AttestationType: String, Hashable, Sendable {
     /// No attestation (`"none"`): nothing about the authenticator model is proven.
     case none
     /// Self attestation: the credential key signed its own creation; proves possession only.
-    /// Write it as `.self` where the type is known; `AttestationType.self` names the metatype.
-    case `self`
+    case selfAttestation = "self"
 }

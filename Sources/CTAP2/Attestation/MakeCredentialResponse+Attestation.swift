@@ -61,7 +61,7 @@ extension MakeCredentialResponse {
             }
             let key = try attested.coseKey()
             try ES256.verify(signature: sig, authenticatorData: authData.bytes, clientDataHash: clientDataHash, publicKey: key)
-            return .`self`
+            return .selfAttestation
         }
     }
 }

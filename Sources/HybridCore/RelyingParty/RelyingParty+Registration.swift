@@ -25,7 +25,7 @@ extension RelyingParty {
         clientDataJSON: [UInt8],
         expectedChallenge: [UInt8],
         user: PublicKeyCredentialUserEntity,
-        allowedAttestation: Set<AttestationType> = [.none, .self],
+        allowedAttestation: Set<AttestationType> = [.none, .selfAttestation],
         registeredCredentialIds: Set<[UInt8]> = [],
         now: UInt64
     ) throws(RelyingPartyError) -> RegisteredCredential {
