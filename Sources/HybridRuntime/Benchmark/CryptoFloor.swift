@@ -104,46 +104,95 @@ public struct CryptoFloor: Sendable, Hashable, Codable {
         public var kind: OperationKind
         /// How many one sign-in performs.
         public var perSignIn: Int
-        /// Cost of one, in nanoseconds (the fastest of several rounds' averages).
+        /// Cost of one, in nanoseconds: the median of the rounds' averages.
         public var nanoseconds: Double
+        /// Cost of one in the fastest round, in nanoseconds.
+        public var fastestNanoseconds: Double
         /// `perSignIn × nanoseconds`.
         public var nanosecondsPerSignIn: Double { Double(perSignIn) * nanoseconds }
     }
 
     /// Every operation, in ``OperationKind`` order.
     public var operations: [Operation]
-    /// Iterations timed per round and rounds per operation.
+    /// Calls timed per operation in each round.
     public var iterations: Int
+    /// Rounds timed (each times every operation once, `iterations` calls each).
     public var rounds: Int
 
-    /// The sum of every operation's cost per sign-in, in nanoseconds.
-    public var floorNanoseconds: Double { operations.reduce(0) { $0 + $1.nanosecondsPerSignIn } }
+    /// The sum of every operation's median cost per sign-in, in nanoseconds: the crypto floor.
+    public var floorNanoseconds: Double
+    /// The floor from each operation's fastest round, in nanoseconds (the machine at its quietest).
+    public var fastestFloorNanoseconds: Double
     /// The floor in milliseconds.
     public var floorMilliseconds: Double { floorNanoseconds / 1e6 }
 
-    /// Times every operation: `rounds` rounds of `iterations` calls each, after one untimed round;
-    /// an operation's cost is the fastest round's average (the least disturbed by other work on
-    /// the machine), which is what a floor should be.
+    /// Collects measured operations; the floors are their sums.
+    public init(operations: [Operation], iterations: Int, rounds: Int) {
+        self.operations = operations
+        self.iterations = iterations
+        self.rounds = rounds
+        floorNanoseconds = operations.reduce(0) { $0 + $1.nanosecondsPerSignIn }
+        fastestFloorNanoseconds = operations.reduce(0) { $0 + Double($1.perSignIn) * $1.fastestNanoseconds }
+    }
+
+    /// Times every operation in `rounds` rounds back to back (after one untimed round).
     public static func measure(iterations: Int = 200, rounds: Int = 5) throws -> CryptoFloor {
-        precondition(iterations > 0 && rounds > 0, "iterations and rounds must be positive")
-        let fixtures = try Fixtures()
-        var operations: [Operation] = []
-        for kind in OperationKind.allCases {
-            let (body, unitsPerCall) = try fixtures.body(for: kind)
-            var sink: UInt8 = 0
-            for _ in 0..<iterations { sink ^= try body() }
-            var best = Double.infinity
-            for _ in 0..<rounds {
-                let start = ContinuousClock.now
-                for _ in 0..<iterations { sink ^= try body() }
-                let elapsed = (ContinuousClock.now - start).benchmarkNanoseconds
-                best = Swift.min(best, elapsed / Double(iterations * unitsPerCall))
+        precondition(rounds > 0, "rounds must be positive")
+        var sampler = try Sampler(iterations: iterations)
+        for _ in 0..<rounds { try sampler.round() }
+        return sampler.result
+    }
+
+    /// Collects rounds of timings, so that they can be spread over a longer run: the benchmark
+    /// interleaves them with the sign-ins, so both are measured under the same conditions (on a
+    /// shared or virtual machine the CPU's speed can change by a factor of two within seconds).
+    public struct Sampler {
+        /// Calls timed per operation in each round.
+        public let iterations: Int
+        private let bodies: [(kind: OperationKind, body: () throws -> UInt8, units: Int)]
+        private var perCall: [[Double]]
+        private var sink: UInt8 = 0
+
+        /// Prepares the inputs and runs one untimed round (first-use costs, caches).
+        public init(iterations: Int = 50) throws {
+            precondition(iterations > 0, "iterations must be positive")
+            self.iterations = iterations
+            let fixtures = try Fixtures()
+            bodies = try OperationKind.allCases.map { kind in
+                let (body, units) = try fixtures.body(for: kind)
+                return (kind, body, units)
             }
-            // Keep the results observable so the optimiser cannot drop the work.
-            if sink == 0x5A { best = best.nextUp }
-            operations.append(Operation(kind: kind, perSignIn: kind.perSignIn, nanoseconds: best))
+            perCall = Array(repeating: [], count: bodies.count)
+            for entry in bodies {
+                for _ in 0..<iterations { sink ^= try entry.body() }
+            }
         }
-        return CryptoFloor(operations: operations, iterations: iterations, rounds: rounds)
+
+        /// Times every operation once more: `iterations` calls each.
+        public mutating func round() throws {
+            for (index, entry) in bodies.enumerated() {
+                let start = ContinuousClock.now
+                for _ in 0..<iterations { sink ^= try entry.body() }
+                let elapsed = (ContinuousClock.now - start).benchmarkNanoseconds
+                perCall[index].append(elapsed / Double(iterations * entry.units))
+            }
+        }
+
+        /// Rounds timed so far.
+        public var rounds: Int { perCall.first?.count ?? 0 }
+
+        /// The costs so far: per operation, the median and the fastest of the rounds' averages.
+        public var result: CryptoFloor {
+            let operations = bodies.indices.map { index in
+                let samples = perCall[index].sorted()
+                let median = LatencySummary.percentile(50, ofSorted: samples)
+                // The sink keeps every result observable so the optimiser cannot drop the work.
+                return Operation(
+                    kind: bodies[index].kind, perSignIn: bodies[index].kind.perSignIn,
+                    nanoseconds: sink == 0x5A ? median.nextUp : median, fastestNanoseconds: samples.first ?? 0)
+            }
+            return CryptoFloor(operations: operations, iterations: iterations, rounds: rounds)
+        }
     }
 }
 
@@ -151,7 +200,7 @@ public struct CryptoFloor: Sendable, Hashable, Codable {
 
 extension CryptoFloor {
     /// Inputs made once, outside the timed loops, shaped like the protocol's.
-    private struct Fixtures {
+    fileprivate struct Fixtures {
         let scalars: [[UInt8]]
         let agreementKey = P256.KeyAgreement.PrivateKey()
         let peerKey = P256.KeyAgreement.PrivateKey().publicKey

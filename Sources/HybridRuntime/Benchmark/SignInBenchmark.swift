@@ -73,12 +73,18 @@ public struct SignInBenchmark: Sendable {
 
     /// Starts a harness, registers, runs the sign-ins and shuts the harness down.
     ///
-    /// - Parameter progress: called after each timed sign-in with the number done so far.
-    /// - Throws: the first sign-in's error (a ``TransactionError`` or a ``Ceremony/Failure``).
-    public func run(progress: @Sendable (Int) -> Void = { _ in }) async throws -> Result {
+    /// - Parameters:
+    ///   - progress: called after each timed sign-in with the number done so far.
+    ///   - between: called after each timed sign-in (outside its timing) with the number done so
+    ///     far, e.g. to interleave other measurements with the sign-ins.
+    /// - Throws: the first sign-in's error (a ``TransactionError`` or a ``Ceremony/Failure``), or
+    ///   what `between` throws.
+    public func run(
+        progress: @Sendable (Int) -> Void = { _ in }, between: (Int) throws -> Void = { _ in }
+    ) async throws -> Result {
         let harness = try await HybridHarness.start(logger: logger)
         do {
-            let result = try await run(on: harness, progress: progress)
+            let result = try await run(on: harness, progress: progress, between: between)
             await harness.shutdown()
             return result
         } catch {
@@ -87,7 +93,9 @@ public struct SignInBenchmark: Sendable {
         }
     }
 
-    private func run(on harness: HybridHarness, progress: @Sendable (Int) -> Void) async throws -> Result {
+    private func run(
+        on harness: HybridHarness, progress: @Sendable (Int) -> Void, between: (Int) throws -> Void
+    ) async throws -> Result {
         let phone = SimulatedPhone()
         let clock = ContinuousClock()
         var options = HybridHarness.TransactionOptions()
@@ -117,6 +125,7 @@ public struct SignInBenchmark: Sendable {
             let phases = Self.split(start: start, end: end, marks: log.marks)
             for (index, phase) in phases.enumerated() { phaseSamples[index].append(phase) }
             progress(done)
+            try between(done)
         }
 
         let names = Self.milestones.map(\.name) + [Self.lastPhase]
