@@ -125,12 +125,21 @@ public final class WebSocketTunnel: TunnelTransport {
         }
 
         // The rest of the budget is for the upgrade; closing the channel fails the upgrade future.
+        // The timer is armed and disarmed on the event loop, so an upgrade that completed in time is
+        // never undone because this task resumed late (a busy concurrency pool).
         let channel = pending.channel
         let remaining = timeout - (ContinuousClock.now - start)
-        let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
-            channel.close(promise: nil)
-        }
-        defer { timer.cancel() }
+        let outcome = pending.outcome
+        let timer = try? await channel.eventLoop.submit {
+            let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
+                channel.close(promise: nil)
+            }
+            outcome.whenSuccess { result in
+                if case .upgraded = result { timer.cancel() }
+            }
+            return timer
+        }.get()
+        defer { timer?.cancel() }
         do {
             switch try await pending.outcome.get() {
             case .upgraded(let head, let handler):
@@ -248,9 +257,12 @@ public final class WebSocketTunnel: TunnelTransport {
         let timer = channel.eventLoop.scheduleTask(in: TimeAmount(sendTimeout)) { channel.close(promise: nil) }
         defer { timer.cancel() }
         do {
-            try await handler.eventLoop.flatSubmit {
+            let written = handler.eventLoop.flatSubmit {
                 handler.value.write(opcode: opcode, data: data, fin: fin, masked: masked)
-            }.get()
+            }
+            // Disarmed on the event loop when the write completes, not when this task resumes.
+            written.whenComplete { _ in timer.cancel() }
+            try await written.get()
         } catch let error as RuntimeError {
             throw error
         } catch {
