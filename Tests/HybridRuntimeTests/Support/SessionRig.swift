@@ -11,6 +11,17 @@ import Testing
 /// and 200 concurrent sign-ins would otherwise print a few thousand lines.
 let quietLogger = Logger(label: "hybrid-sim.test", factory: { _ in SwiftLogNoOpLogHandler() })
 
+extension SessionTimeouts {
+    /// Every limit added up: the longest a transaction may legitimately take.
+    ///
+    /// Fault tests show *how* a transaction ended by its error (`.closed` or a protocol error means
+    /// a check or a close ended it; `.timeout` or `noNearbyAuthenticator` means a timer did) and use
+    /// the clock only to show it ended within its budget. Tighter wall-clock bounds would fail
+    /// spuriously when `swift test` runs CPU-heavy synchronous tests of other targets beside these,
+    /// which can keep both threads of a 2-core machine's concurrency pool busy for seconds.
+    var total: Duration { advert + connect + handshake + message + userAction }
+}
+
 /// The relying party every test signs in to.
 let exampleRP = RelyingParty(id: "example.com", origin: "https://example.com")
 
