@@ -56,6 +56,8 @@ let package = Package(
             dependencies: [
                 "HybridCore",
                 "CTAP2",
+                .product(name: "Crypto", package: "swift-crypto"),  // the benchmark times swift-crypto itself
+                .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
