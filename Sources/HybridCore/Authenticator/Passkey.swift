@@ -65,20 +65,13 @@ public struct Passkey: Sendable, Hashable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        func bytes(_ key: CodingKeys) throws -> [UInt8] {
-            let text = try c.decode(String.self, forKey: key)
-            guard let value = Base64URL.decode(text) else {
-                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not base64url")
-            }
-            return value
-        }
-        credentialID = try bytes(.credentialID)
+        credentialID = try c.decodeBase64URL(forKey: .credentialID)
         rpID = try c.decode(String.self, forKey: .rpID)
         rpName = try c.decodeIfPresent(String.self, forKey: .rpName)
-        userID = try bytes(.userID)
+        userID = try c.decodeBase64URL(forKey: .userID)
         userName = try c.decodeIfPresent(String.self, forKey: .userName)
         userDisplayName = try c.decodeIfPresent(String.self, forKey: .userDisplayName)
-        privateKey = try bytes(.privateKey)
+        privateKey = try c.decodeBase64URL(forKey: .privateKey)
         guard privateKey.count == 32 else {
             throw DecodingError.dataCorruptedError(forKey: .privateKey, in: c, debugDescription: "private key must be 32 bytes")
         }
@@ -88,13 +81,13 @@ public struct Passkey: Sendable, Hashable, Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(Base64URL.encode(credentialID), forKey: .credentialID)
+        try c.encodeBase64URL(credentialID, forKey: .credentialID)
         try c.encode(rpID, forKey: .rpID)
         try c.encodeIfPresent(rpName, forKey: .rpName)
-        try c.encode(Base64URL.encode(userID), forKey: .userID)
+        try c.encodeBase64URL(userID, forKey: .userID)
         try c.encodeIfPresent(userName, forKey: .userName)
         try c.encodeIfPresent(userDisplayName, forKey: .userDisplayName)
-        try c.encode(Base64URL.encode(privateKey), forKey: .privateKey)
+        try c.encodeBase64URL(privateKey, forKey: .privateKey)
         try c.encode(signCount, forKey: .signCount)
         try c.encode(createdAt, forKey: .createdAt)
     }

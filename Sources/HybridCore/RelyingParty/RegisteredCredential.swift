@@ -74,20 +74,13 @@ public struct RegisteredCredential: Hashable, Sendable, Codable {
 
     public init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
-        func bytes(_ key: CodingKeys) throws -> [UInt8] {
-            let text = try c.decode(String.self, forKey: key)
-            guard let value = Base64URL.decode(text) else {
-                throw DecodingError.dataCorruptedError(forKey: key, in: c, debugDescription: "not base64url")
-            }
-            return value
-        }
-        credentialId = try bytes(.credentialId)
+        credentialId = try c.decodeBase64URL(forKey: .credentialId)
         guard (1...AttestedCredentialData.maximumCredentialIdLength).contains(credentialId.count) else {
             throw DecodingError.dataCorruptedError(
                 forKey: .credentialId, in: c,
                 debugDescription: "credential ID must be 1…1023 bytes, found \(credentialId.count)")
         }
-        publicKey = try bytes(.publicKey)
+        publicKey = try c.decodeBase64URL(forKey: .publicKey)
         do {
             _ = try COSEKey(bytes: publicKey, requireCanonical: false)
         } catch {
@@ -95,7 +88,7 @@ public struct RegisteredCredential: Hashable, Sendable, Codable {
                 forKey: .publicKey, in: c, debugDescription: "not an ES256 COSE_Key: \(error.reason)")
         }
         signCount = try c.decode(UInt32.self, forKey: .signCount)
-        userId = try bytes(.userId)
+        userId = try c.decodeBase64URL(forKey: .userId)
         userName = try c.decodeIfPresent(String.self, forKey: .userName)
         rpId = try c.decode(String.self, forKey: .rpId)
         createdAt = try c.decode(UInt64.self, forKey: .createdAt)
@@ -106,10 +99,10 @@ public struct RegisteredCredential: Hashable, Sendable, Codable {
 
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
-        try c.encode(Base64URL.encode(credentialId), forKey: .credentialId)
-        try c.encode(Base64URL.encode(publicKey), forKey: .publicKey)
+        try c.encodeBase64URL(credentialId, forKey: .credentialId)
+        try c.encodeBase64URL(publicKey, forKey: .publicKey)
         try c.encode(signCount, forKey: .signCount)
-        try c.encode(Base64URL.encode(userId), forKey: .userId)
+        try c.encodeBase64URL(userId, forKey: .userId)
         try c.encodeIfPresent(userName, forKey: .userName)
         try c.encode(rpId, forKey: .rpId)
         try c.encode(createdAt, forKey: .createdAt)
