@@ -1,5 +1,6 @@
 import CTAP2
 import HybridCore
+import Synchronization
 
 /// Runs an ``AuthenticatorSession`` (the phone) over real or in-memory transports: creates the
 /// tunnel, advertises until the handshake completes, answers one CTAP2 request with the given
@@ -35,7 +36,7 @@ public enum AuthenticatorDriver {
     /// Runs one transaction to completion (the desktop's shutdown).
     public static func run(
         session: AuthenticatorSession, transports: Transports, timeouts: SessionTimeouts = .init(),
-        events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respond: Responder
+        events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respond: @escaping Responder
     ) async throws {
         var session = session
         let path = session.newTunnelPath
@@ -61,7 +62,7 @@ public enum AuthenticatorDriver {
 
     private static func converse(
         session: inout AuthenticatorSession, tunnel: any TunnelTransport, advertisement: (any Advertisement)?,
-        timeouts: SessionTimeouts, events: @Sendable (SessionEvent) -> Void, respond: Responder
+        timeouts: SessionTimeouts, events: @Sendable (SessionEvent) -> Void, respond: @escaping Responder
     ) async throws {
         var phase = "waiting for the desktop's handshake"
         var timeout = timeouts.handshake
@@ -80,7 +81,9 @@ public enum AuthenticatorDriver {
                     timeout = timeouts.message
                 case .request(let request):
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
-                    let response = await respond(request)
+                    let response = try await step(.phone, "answering the request") {
+                        try await answer(request, within: timeouts.userAction, respond: respond)
+                    }
                     let ciphertext = try await step(.phone, "encrypting the response") { try session.encryptResponse(response) }
                     try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }
                     events(.responseSent(status: response.first ?? 0xFF, ciphertextBytes: ciphertext.count))
@@ -97,5 +100,60 @@ public enum AuthenticatorDriver {
                 }
             }
         }
+    }
+
+    /// Runs the responder with a deadline. On timeout the responder's task is cancelled and the
+    /// driver moves on at once (an uncooperative responder cannot hold the phone open).
+    package static func answer(_ request: [UInt8], within limit: Duration, respond: @escaping Responder) async throws -> [UInt8] {
+        let race = ResponderRace()
+        return try await withCheckedThrowingContinuation { continuation in
+            race.arm(continuation)
+            let timer = Task {
+                try? await Task.sleep(for: limit)
+                guard !Task.isCancelled else { return }
+                race.finish(.failure(RuntimeError.timeout("waiting for the user to answer the request", after: limit)))
+            }
+            race.track(timer: timer, work: Task {
+                let response = await respond(request)
+                race.finish(.success(response))
+            })
+        }
+    }
+}
+
+/// Resumes a continuation exactly once, with whichever of the responder and its timer finishes first.
+private final class ResponderRace: Sendable {
+    private struct State {
+        var continuation: CheckedContinuation<[UInt8], any Error>?
+        var tasks: [Task<Void, Never>] = []
+        var finished = false
+    }
+    private let state = Mutex(State())
+
+    func arm(_ continuation: CheckedContinuation<[UInt8], any Error>) {
+        state.withLock { $0.continuation = continuation }
+    }
+
+    /// Remembers both tasks so the loser is cancelled (at once, if the race is already over).
+    func track(timer: Task<Void, Never>, work: Task<Void, Never>) {
+        let over = state.withLock { state -> Bool in
+            state.tasks = [timer, work]
+            return state.finished
+        }
+        if over { cancelAll() }
+    }
+
+    /// Resumes the continuation with `result` unless the other side already did, then cancels both tasks.
+    func finish(_ result: Result<[UInt8], any Error>) {
+        let continuation = state.withLock { state -> CheckedContinuation<[UInt8], any Error>? in
+            state.finished = true
+            return state.continuation.take()
+        }
+        continuation?.resume(with: result)
+        cancelAll()
+    }
+
+    private func cancelAll() {
+        for task in state.withLock({ $0.tasks }) { task.cancel() }
     }
 }

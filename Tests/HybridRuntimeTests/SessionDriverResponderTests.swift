@@ -1,0 +1,41 @@
+import HybridRuntime
+import Testing
+
+/// The phone driver bounds the authenticator's answer by `SessionTimeouts.userAction`, so a user
+/// (or responder) that never answers cannot keep the phone running after the desktop gave up.
+@Suite struct SessionDriverResponderTests {
+    @Test func aPromptAnswerIsPassedThrough() async throws {
+        let response = try await AuthenticatorDriver.answer([0x02, 0xA0], within: .seconds(5)) { request in
+            [0x00] + request
+        }
+        #expect(response == [0x00, 0x02, 0xA0])
+    }
+
+    @Test func aResponderThatNeverAnswersTimesOut() async throws {
+        let start = ContinuousClock.now
+        do {
+            _ = try await AuthenticatorDriver.answer([0x02], within: .milliseconds(300)) { _ in
+                try? await Task.sleep(for: .seconds(30))
+                return [0x00]
+            }
+            Issue.record("the slow responder's answer was accepted")
+        } catch let error as RuntimeError {
+            #expect(error.code == .timeout)
+        }
+        // Generous bound: it must not wait for the responder's 30 s.
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
+
+    @Test func aResponderThatIgnoresCancellationStillTimesOut() async throws {
+        let start = ContinuousClock.now
+        await #expect(throws: RuntimeError.self) {
+            _ = try await AuthenticatorDriver.answer([0x02], within: .milliseconds(300)) { _ in
+                // Busy for 3 s without checking for cancellation.
+                let end = ContinuousClock.now + .seconds(3)
+                while ContinuousClock.now < end { await Task.yield() }
+                return [0x00]
+            }
+        }
+        #expect(ContinuousClock.now - start < .seconds(3))
+    }
+}
