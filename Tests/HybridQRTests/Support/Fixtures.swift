@@ -7,12 +7,12 @@ import HybridQR
 enum Fixtures {
     /// A real desktop QR code from Chrome (Oct 2022): 69-byte CBOR, 168 digits.
     /// Source: kanidm/webauthn-rs `webauthn-authenticator-rs/src/cable/handshake.rs` test
-    /// `decode_chrome`, via `/work/shared/vectors/qr.json` `real_world_urls[0].url`.
+    /// `decode_chrome`; the same URL is the first vector of `Vectors/qr.json`.
     static let chromeURL =
         "FIDO:/162870791865632382552704231438327900152302540348097243854039966655366469794954476199158014113179232779520163209900691930075274801398564434658077048963842109321447142660"
 
-    /// A real QR code from Safari on iOS (Dec 2022), same source (`decode_safari_ios`,
-    /// `real_world_urls[1].url`).
+    /// A real QR code from Safari on iOS (Dec 2022), same source (`decode_safari_ios`, the second vector
+    /// of `Vectors/qr.json`).
     static let safariURL =
         "FIDO:/089962132878132862898875319509818655951233947060166026934941652203853844930597225184066237811614893181300344014421205790072080843938838513707157859599106109321447142404"
 
