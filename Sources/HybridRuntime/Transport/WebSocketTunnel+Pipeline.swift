@@ -140,12 +140,12 @@ final class RejectedResponseReader: ChannelInboundHandler {
 }
 
 /// A parsed `ws://HOST[:PORT]/PATH` URL (plain `ws` only: the simulator runs on loopback).
-struct WebSocketURL: Hashable {
-    var host: String
-    var port: Int
-    var path: String
+package struct WebSocketURL: Hashable {
+    package var host: String
+    package var port: Int
+    package var path: String
 
-    init(parsing url: String) throws {
+    package init(parsing url: String) throws {
         let invalid = { (why: String) in RuntimeError(.invalidAddress, "invalid tunnel URL \(url): \(why)") }
         guard url.hasPrefix("ws://") else {
             throw invalid(

@@ -1,0 +1,230 @@
+import Foundation
+import NIOCore
+import NIOPosix
+
+/// A load generator for any tunnel service that speaks the relay endpoints (`/cable/new`,
+/// `/cable/connect`): opens N tunnels, holds them, runs R ping-pong rounds on all of them at once,
+/// closes them, and measures the relay process from `/proc` while it does (`hybrid-sim bench relay`).
+///
+/// Each tunnel is a phone-side connection (`/cable/new/{random tunnel ID}`, which yields the routing
+/// ID) and a desktop-side connection (`/cable/connect/{routing ID}/{tunnel ID}`). A round is one
+/// `payloadSize`-byte binary message from the desktop side, echoed by the phone side: two relayed
+/// messages and one round-trip sample. Failures are counted by reason, never hidden.
+public struct RelayLoadBenchmark: Sendable {
+    /// What to run.
+    public struct Configuration: Sendable {
+        /// Host of the relay.
+        public var host: String
+        /// Port of the relay.
+        public var port: Int
+        /// Tunnels to open and hold (two connections each).
+        public var tunnels: Int
+        /// Ping-pong rounds per tunnel, run on every tunnel at once.
+        public var rounds: Int
+        /// Bytes in each ping and pong. Default 64.
+        public var payloadSize = 64
+        /// Connections being opened at the same time. Default 256.
+        public var openConcurrency = 256
+        /// Bound on every connect, upgrade, send and receive. Default 30 s.
+        public var timeout: Duration = .seconds(30)
+        /// The relay process to measure; `nil`: no CPU or memory figures.
+        public var relay: ProcessProbe?
+
+        /// A configuration with the defaults above.
+        public init(host: String, port: Int, tunnels: Int, rounds: Int, relay: ProcessProbe? = nil) {
+            self.host = host
+            self.port = port
+            self.tunnels = tunnels
+            self.rounds = rounds
+            self.relay = relay
+        }
+    }
+
+    /// The configuration.
+    public let configuration: Configuration
+
+    /// A benchmark with `configuration`.
+    public init(_ configuration: Configuration) {
+        self.configuration = configuration
+    }
+
+    /// Runs the four phases (open, hold, rounds, close) and reports. `progress` gets one line per phase.
+    public func run(progress: @Sendable (String) -> Void = { _ in }) async throws -> RelayLoadReport {
+        let config = configuration
+        var report = RelayLoadReport(configuration: config)
+        let relay = config.relay
+        let before = try relay?.sample()
+        report.relayBefore = before
+
+        progress("opening \(config.tunnels) tunnels (\(config.openConcurrency) connections at a time)…")
+        let openStart = ContinuousClock.now
+        let opened = await openAll(failures: &report.failures)
+        report.tunnelsOpened = opened.count
+        report.openSeconds = (ContinuousClock.now - openStart).benchmarkSeconds
+        let afterOpen = try relay?.sample()
+        report.relayAfterOpen = afterOpen
+
+        progress("holding \(opened.count) tunnels; \(config.rounds) ping-pong rounds on all of them at once…")
+        let roundsStart = ContinuousClock.now
+        let (samples, roundFailures) = await pingPong(opened)
+        report.roundsSeconds = (ContinuousClock.now - roundsStart).benchmarkSeconds
+        report.roundTrips = LatencySummary(milliseconds: samples)
+        report.messagesRelayed = samples.count * 2
+        for (reason, count) in roundFailures { report.failures[reason, default: 0] += count }
+        report.relayAfterRounds = try relay?.sample()
+
+        progress("closing \(opened.count) tunnels…")
+        let closeStart = ContinuousClock.now
+        await closeAll(opened)
+        report.closeSeconds = (ContinuousClock.now - closeStart).benchmarkSeconds
+        report.relayAfterClose = try await settledSample(relay, baseline: before)
+        return report
+    }
+
+    // MARK: - Phases
+
+    /// Both connections of one open tunnel.
+    struct Pair: Sendable {
+        let phone: WebSocketTunnel
+        let desktop: WebSocketTunnel
+    }
+
+    private func openAll(failures: inout [String: Int]) async -> [Pair] {
+        let config = configuration
+        return await withTaskGroup(of: Result<Pair, RuntimeError>.self) { group in
+            var pairs: [Pair] = []
+            pairs.reserveCapacity(config.tunnels)
+            var started = 0
+            func startNext() {
+                guard started < config.tunnels else { return }
+                started += 1
+                group.addTask { await Self.openPair(config) }
+            }
+            // Two connections per tunnel: half the concurrency in tunnels.
+            for _ in 0..<max(1, config.openConcurrency / 2) { startNext() }
+            for await result in group {
+                switch result {
+                case .success(let pair): pairs.append(pair)
+                case .failure(let error): failures[Self.failureName(error), default: 0] += 1
+                }
+                startNext()
+            }
+            return pairs
+        }
+    }
+
+    private static func openPair(_ config: Configuration) async -> Result<Pair, RuntimeError> {
+        var generator = SystemRandomNumberGenerator()
+        let tunnelID = (0..<TunnelServicePath.tunnelIDSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let phone: WebSocketTunnel
+        do {
+            phone = try await WebSocketTunnel.open(
+                host: config.host, port: config.port, path: TunnelServicePath.new(tunnelID: tunnelID).path,
+                timeout: config.timeout)
+        } catch {
+            return .failure(Self.runtimeError(error))
+        }
+        guard let routing = phone.routingID, routing.count == TunnelServicePath.routingIDSize else {
+            await phone.close()
+            return .failure(RuntimeError(.handshakeFailed, "no X-caBLE-Routing-ID on /cable/new"))
+        }
+        do {
+            let desktop = try await WebSocketTunnel.open(
+                host: config.host, port: config.port,
+                path: TunnelServicePath.connect(routingID: routing, tunnelID: tunnelID).path, timeout: config.timeout)
+            return .success(Pair(phone: phone, desktop: desktop))
+        } catch {
+            await phone.close()
+            return .failure(Self.runtimeError(error))
+        }
+    }
+
+    private func pingPong(_ pairs: [Pair]) async -> (samples: [Double], failures: [String: Int]) {
+        let config = configuration
+        return await withTaskGroup(of: (samples: [Double], failure: String?).self) { group in
+            for pair in pairs {
+                group.addTask { await Self.rounds(on: pair, config) }
+            }
+            var samples: [Double] = []
+            samples.reserveCapacity(pairs.count * config.rounds)
+            var failures: [String: Int] = [:]
+            for await result in group {
+                samples += result.samples
+                if let failure = result.failure { failures[failure, default: 0] += 1 }
+            }
+            return (samples, failures)
+        }
+    }
+
+    private static func rounds(on pair: Pair, _ config: Configuration) async -> (samples: [Double], failure: String?) {
+        let payload = [UInt8](repeating: 0xA5, count: config.payloadSize)
+        var samples: [Double] = []
+        samples.reserveCapacity(config.rounds)
+        do {
+            for _ in 0..<config.rounds {
+                let start = ContinuousClock.now
+                try await pair.desktop.send(payload)
+                let ping = try await pair.phone.receive(timeout: config.timeout)
+                try await pair.phone.send(ping)
+                let pong = try await pair.desktop.receive(timeout: config.timeout)
+                guard pong == payload else {
+                    return (samples, "payload changed in transit")
+                }
+                samples.append((ContinuousClock.now - start).benchmarkMilliseconds)
+            }
+            return (samples, nil)
+        } catch {
+            return (samples, failureName(runtimeError(error)))
+        }
+    }
+
+    private func closeAll(_ pairs: [Pair]) async {
+        let concurrency = max(1, configuration.openConcurrency / 2)
+        await withTaskGroup(of: Void.self) { group in
+            var next = 0
+            func startNext() {
+                guard next < pairs.count else { return }
+                let pair = pairs[next]
+                next += 1
+                group.addTask {
+                    await pair.desktop.close()
+                    await pair.phone.close()
+                }
+            }
+            for _ in 0..<concurrency { startNext() }
+            for await _ in group { startNext() }
+        }
+    }
+
+    /// The relay after the close phase: waits (up to 5 s) for its descriptors to return to the
+    /// baseline, so the figure is not taken while the last sockets are still closing.
+    private func settledSample(_ relay: ProcessProbe?, baseline: ProcessProbe.Sample?) async throws -> ProcessProbe.Sample? {
+        guard let relay else { return nil }
+        var sample = try relay.sample()
+        let deadline = ContinuousClock.now + .seconds(5)
+        while let baseline, sample.openFiles > baseline.openFiles, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(50))
+            sample = try relay.sample()
+        }
+        return sample
+    }
+
+    // MARK: - Failures
+
+    private static func runtimeError(_ error: any Error) -> RuntimeError {
+        (error as? RuntimeError) ?? RuntimeError(.connectionFailed, "\(error)")
+    }
+
+    /// A short, stable name for a failure: the HTTP status of a refused upgrade, the close code of a
+    /// closed tunnel, otherwise the error code.
+    static func failureName(_ error: RuntimeError) -> String {
+        if let status = error.httpStatus { return "HTTP \(status)" }
+        if let close = error.closeCode { return "closed \(close.rawValue)" }
+        return error.code.rawValue
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a floating-point number.
+    var benchmarkSeconds: Double { benchmarkMilliseconds / 1e3 }
+}

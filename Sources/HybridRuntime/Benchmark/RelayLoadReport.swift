@@ -1,0 +1,165 @@
+import Foundation
+
+/// What one ``RelayLoadBenchmark`` run measured. Relay figures (`relay…`) are present only when the
+/// relay process could be read from `/proc`.
+public struct RelayLoadReport: Sendable, Hashable, Encodable {
+    /// Where it ran.
+    public var machine: MachineInfo = .current
+    /// `host:port` of the relay.
+    public var relayAddress: String
+    /// Tunnels asked for.
+    public var tunnelsRequested: Int
+    /// Ping-pong rounds per tunnel asked for.
+    public var rounds: Int
+    /// Bytes per ping and pong.
+    public var payloadSize: Int
+    /// Tunnels whose two connections both upgraded.
+    public var tunnelsOpened = 0
+    /// Failed opens and failed rounds by reason (`HTTP 503`, `closed 1008`, `timeout`, …).
+    public var failures: [String: Int] = [:]
+    /// Wall time of the open phase, seconds.
+    public var openSeconds = 0.0
+    /// Wall time of the rounds phase, seconds.
+    public var roundsSeconds = 0.0
+    /// Wall time of the close phase, seconds.
+    public var closeSeconds = 0.0
+    /// Messages the relay forwarded during the rounds (two per completed round).
+    public var messagesRelayed = 0
+    /// Round-trip times of the completed rounds (desktop → relay → phone → relay → desktop), ms.
+    public var roundTrips = LatencySummary(milliseconds: [])
+    /// The relay before the open phase.
+    public var relayBefore: ProcessProbe.Sample?
+    /// The relay with every tunnel open.
+    public var relayAfterOpen: ProcessProbe.Sample?
+    /// The relay after the rounds.
+    public var relayAfterRounds: ProcessProbe.Sample?
+    /// The relay after the close phase (once its descriptors are back to the baseline, or after 5 s).
+    public var relayAfterClose: ProcessProbe.Sample?
+
+    init(configuration: RelayLoadBenchmark.Configuration) {
+        relayAddress = "\(configuration.host):\(configuration.port)"
+        tunnelsRequested = configuration.tunnels
+        rounds = configuration.rounds
+        payloadSize = configuration.payloadSize
+    }
+
+    // MARK: - Derived figures
+
+    /// Total failures of any kind.
+    public var failureCount: Int { failures.values.reduce(0, +) }
+    /// Tunnels opened per second of the open phase.
+    public var tunnelsPerSecond: Double { openSeconds > 0 ? Double(tunnelsOpened) / openSeconds : 0 }
+    /// Messages relayed per second of the rounds phase.
+    public var messagesPerSecond: Double { roundsSeconds > 0 ? Double(messagesRelayed) / roundsSeconds : 0 }
+
+    /// Relay CPU time per opened tunnel (two upgrades and a join), µs.
+    public var relayMicrosecondsPerOpen: Double? {
+        guard let a = relayBefore, let b = relayAfterOpen, tunnelsOpened > 0 else { return nil }
+        return (b.cpuSeconds - a.cpuSeconds) * 1e6 / Double(tunnelsOpened)
+    }
+
+    /// Relay CPU time per relayed message during the rounds, µs.
+    public var relayMicrosecondsPerMessage: Double? {
+        guard let a = relayAfterOpen, let b = relayAfterRounds, messagesRelayed > 0 else { return nil }
+        return (b.cpuSeconds - a.cpuSeconds) * 1e6 / Double(messagesRelayed)
+    }
+
+    /// Relay CPU seconds per wall second during the rounds: above 1 means more than one core was busy.
+    public var relayCoresUsedDuringRounds: Double? {
+        guard let a = relayAfterOpen, let b = relayAfterRounds, roundsSeconds > 0 else { return nil }
+        return (b.cpuSeconds - a.cpuSeconds) / roundsSeconds
+    }
+
+    /// Growth of the relay's resident memory per open tunnel, KiB.
+    public var relayKiBPerTunnel: Double? {
+        guard let a = relayBefore, let b = relayAfterOpen, tunnelsOpened > 0 else { return nil }
+        return Double(b.residentBytes - a.residentBytes) / 1024 / Double(tunnelsOpened)
+    }
+
+    /// JSON keys: the stored fields plus the derived figures, so the JSON carries both.
+    private enum CodingKeys: String, CodingKey {
+        case machine, relayAddress, tunnelsRequested, rounds, payloadSize, tunnelsOpened, failures
+        case openSeconds, roundsSeconds, closeSeconds, messagesRelayed, roundTrips
+        case relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
+        case tunnelsPerSecond, messagesPerSecond, relayMicrosecondsPerOpen, relayMicrosecondsPerMessage
+        case relayCoresUsedDuringRounds, relayKiBPerTunnel
+    }
+
+    /// Encodes the stored fields and the derived figures.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(machine, forKey: .machine)
+        try c.encode(relayAddress, forKey: .relayAddress)
+        try c.encode(tunnelsRequested, forKey: .tunnelsRequested)
+        try c.encode(rounds, forKey: .rounds)
+        try c.encode(payloadSize, forKey: .payloadSize)
+        try c.encode(tunnelsOpened, forKey: .tunnelsOpened)
+        try c.encode(failures, forKey: .failures)
+        try c.encode(openSeconds, forKey: .openSeconds)
+        try c.encode(roundsSeconds, forKey: .roundsSeconds)
+        try c.encode(closeSeconds, forKey: .closeSeconds)
+        try c.encode(messagesRelayed, forKey: .messagesRelayed)
+        try c.encode(roundTrips, forKey: .roundTrips)
+        try c.encodeIfPresent(relayBefore, forKey: .relayBefore)
+        try c.encodeIfPresent(relayAfterOpen, forKey: .relayAfterOpen)
+        try c.encodeIfPresent(relayAfterRounds, forKey: .relayAfterRounds)
+        try c.encodeIfPresent(relayAfterClose, forKey: .relayAfterClose)
+        try c.encode(tunnelsPerSecond, forKey: .tunnelsPerSecond)
+        try c.encode(messagesPerSecond, forKey: .messagesPerSecond)
+        try c.encodeIfPresent(relayMicrosecondsPerOpen, forKey: .relayMicrosecondsPerOpen)
+        try c.encodeIfPresent(relayMicrosecondsPerMessage, forKey: .relayMicrosecondsPerMessage)
+        try c.encodeIfPresent(relayCoresUsedDuringRounds, forKey: .relayCoresUsedDuringRounds)
+        try c.encodeIfPresent(relayKiBPerTunnel, forKey: .relayKiBPerTunnel)
+    }
+
+    /// The report as pretty-printed JSON (sorted keys; seconds, milliseconds, µs and KiB as named).
+    public var json: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        guard let data = try? encoder.encode(self) else { return "{}" }
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The report for people.
+    public var text: String {
+        let f = BenchmarkReport.fixed
+        var lines: [String] = []
+        lines.append(
+            "hybrid-sim bench relay: \(tunnelsRequested) tunnels × \(rounds) ping-pong rounds of \(payloadSize) bytes "
+                + "against \(relayAddress), \(machine.buildConfiguration) build")
+        lines.append(
+            "machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(machine.architecture), \(machine.operatingSystem)")
+        lines.append("")
+        lines.append(
+            "open:   \(tunnelsOpened)/\(tunnelsRequested) tunnels in \(f(openSeconds, 2)) s = \(f(tunnelsPerSecond, 0)) tunnels/s")
+        lines.append(
+            "rounds: \(messagesRelayed) messages in \(f(roundsSeconds, 2)) s = \(f(messagesPerSecond, 0)) msgs/s; "
+                + "round trip ms p50 \(f(roundTrips.p50, 2)) p99 \(f(roundTrips.p99, 2)) max \(f(roundTrips.max, 2))")
+        lines.append("close:  \(f(closeSeconds, 2)) s")
+        let failureText =
+            failures.isEmpty
+            ? "0" : failures.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
+        lines.append("failures: \(failureText)")
+        lines.append("")
+        if let perOpen = relayMicrosecondsPerOpen, let perMessage = relayMicrosecondsPerMessage,
+            let perTunnel = relayKiBPerTunnel, let cores = relayCoresUsedDuringRounds,
+            let before = relayBefore, let open = relayAfterOpen
+        {
+            lines.append("relay process (from /proc):")
+            lines.append("  CPU per tunnel opened     \(f(perOpen, 1)) µs")
+            lines.append("  CPU per relayed message   \(f(perMessage, 2)) µs")
+            lines.append("  RSS per open tunnel       \(f(perTunnel, 2)) KiB")
+            lines.append("  cores busy during rounds  \(f(cores, 2)) (of \(machine.logicalCPUs))")
+            lines.append(
+                "  threads \(open.threads); RSS \(f(Double(before.residentBytes) / 1_048_576, 1)) MiB before, "
+                    + "\(f(Double(open.residentBytes) / 1_048_576, 1)) MiB with the tunnels open"
+                    + (relayAfterClose.map { ", \(f(Double($0.residentBytes) / 1_048_576, 1)) MiB after" } ?? ""))
+            lines.append(
+                "  open files \(before.openFiles) before, \(open.openFiles) with the tunnels open"
+                    + (relayAfterClose.map { ", \($0.openFiles) after" } ?? ""))
+        } else {
+            lines.append("relay process: not measured (not a local process this user can read; pass --relay-pid)")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,141 @@
+import ArgumentParser
+import Foundation
+import HybridRuntime
+
+/// `hybrid-sim bench relay`: a load generator for any relay that speaks the tunnel endpoints.
+struct RelayBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "relay",
+        abstract: "Open many tunnels through a relay, ping-pong on all of them at once, and measure the relay.",
+        discussion: """
+            Opens TUNNELS tunnels (a /cable/new and a /cable/connect connection each, OPEN-CONCURRENCY \
+            connections at a time), holds them, runs ROUNDS ping-pong rounds on every tunnel at once \
+            (a PAYLOAD-byte message from the connect side, echoed by the new side), then closes them. \
+            Reports tunnels/s, messages/s, round-trip p50/p99 and every failure by reason; for a relay \
+            process on this machine (found by its listening port, or --relay-pid) also the relay's CPU \
+            per tunnel opened and per relayed message, its RSS per open tunnel and how many cores it \
+            kept busy, read from /proc. Without --url it starts `hybrid-sim relay` on a free port with \
+            limits that fit the run, and stops it afterwards. A relay holds 2 descriptors per tunnel and \
+            so does this generator: a process here may hold 20,000, so one run stays under 9,900 tunnels. \
+            Progress goes to stderr, the report to stdout; exit 1 if any tunnel or round failed.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The relay to load; default: start one.", valueName: "ws://host:port"))
+    var url: String?
+
+    @Option(help: "Tunnels to open and hold.")
+    var tunnels = 1000
+
+    @Option(help: "Ping-pong rounds on every tunnel.")
+    var rounds = 10
+
+    @Option(help: ArgumentHelp("Bytes in each ping and pong.", valueName: "bytes"))
+    var payload = 64
+
+    @Option(help: "Connections being opened at the same time.")
+    var openConcurrency = 256
+
+    @Option(help: ArgumentHelp("Bound on every connect, upgrade, send and receive.", valueName: "seconds"))
+    var timeout: Double = 30
+
+    @Option(help: ArgumentHelp("Measure this process as the relay (default: the one listening on the URL's port)."))
+    var relayPid: Int32?
+
+    @Flag(help: "Print the report as JSON.")
+    var json = false
+
+    func validate() throws {
+        guard (1...9_900).contains(tunnels) else { throw ValidationError("--tunnels must be 1...9900 (20,000 descriptors per process)") }
+        guard (1...100_000).contains(rounds) else { throw ValidationError("--rounds must be 1...100000") }
+        guard (1...65_536).contains(payload) else { throw ValidationError("--payload must be 1...65536 bytes") }
+        guard openConcurrency >= 2 else { throw ValidationError("--open-concurrency must be at least 2") }
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+    }
+
+    func run() async throws {
+        let progress: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("bench relay: " + $0 + "\n").utf8)) }
+        var spawned: SpawnedRelay?
+        let host: String
+        let port: Int
+        if let url {
+            let target = try WebSocketURL(parsing: url)
+            (host, port) = (target.host, target.port)
+        } else {
+            let relay = try SpawnedRelay.start(
+                arguments: [
+                    "--port", "0", "--log-level", "error", "--max-tunnels", "\(tunnels + 16)",
+                    "--max-messages-per-peer", "\(rounds + 4)", "--max-message-size", "\(max(payload, 65536))",
+                    "--tunnel-lifetime", "86400", "--idle-timeout", "86400",
+                ])
+            spawned = relay
+            (host, port) = (relay.host, relay.port)
+            progress("started hybrid-sim relay (pid \(relay.pid)) on ws://\(host):\(port)")
+        }
+        defer { spawned?.stop() }
+
+        let probe = relayPid.map(ProcessProbe.init(pid:)) ?? spawned.map { ProcessProbe(pid: $0.pid) }
+            ?? (["127.0.0.1", "localhost", "::1"].contains(host) ? ProcessProbe.listening(onPort: port) : nil)
+        if let probe { progress("measuring relay process \(probe.pid) from /proc") }
+
+        var configuration = RelayLoadBenchmark.Configuration(host: host, port: port, tunnels: tunnels, rounds: rounds, relay: probe)
+        configuration.payloadSize = payload
+        configuration.openConcurrency = openConcurrency
+        configuration.timeout = .milliseconds(Int(timeout * 1000))
+        let report = try await RelayLoadBenchmark(configuration).run(progress: progress)
+        print(json ? report.json : report.text)
+        if report.failureCount > 0 || report.tunnelsOpened < tunnels {
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// A `hybrid-sim relay` child process on a free loopback port.
+private final class SpawnedRelay {
+    let process: Process
+    let host: String
+    let port: Int
+    var pid: Int32 { process.processIdentifier }
+
+    private init(process: Process, host: String, port: Int) {
+        self.process = process
+        self.host = host
+        self.port = port
+    }
+
+    /// Starts this executable's `relay` subcommand and waits (up to 10 s) for its ready line.
+    static func start(arguments: [String]) throws -> SpawnedRelay {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["relay"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let deadline = Date().addingTimeInterval(10)
+        var buffer = Data()
+        let handle = output.fileHandleForReading
+        while Date() < deadline, process.isRunning {
+            let chunk = handle.availableData
+            if chunk.isEmpty { break }
+            buffer += chunk
+            let text = String(decoding: buffer, as: UTF8.self)
+            if let range = text.range(of: "ws://"), let line = text[range.lowerBound...].split(separator: "\n").first,
+                text.contains("\n")
+            {
+                let address = line.dropFirst("ws://".count)
+                if let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) {
+                    return SpawnedRelay(process: process, host: String(address[..<colon]), port: port)
+                }
+            }
+        }
+        process.terminate()
+        throw ValidationError("the relay did not start (no ready line within 10 s)")
+    }
+
+    /// SIGTERM, then waits for the exit.
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        process.waitUntilExit()
+    }
+}

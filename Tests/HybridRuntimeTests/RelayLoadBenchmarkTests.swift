@@ -1,0 +1,87 @@
+import Foundation
+import HybridRuntime
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `RelayLoadBenchmark` (`hybrid-sim bench relay`) against an in-process relay, and `ProcessProbe`.
+/// Small, bounded runs: they check the counts and the failure accounting, not speed.
+@Suite("Relay load generator")
+struct RelayLoadBenchmarkTests {
+    private func configuration(_ endpoint: RelayEndpoint, tunnels: Int, rounds: Int) -> RelayLoadBenchmark.Configuration {
+        var configuration = RelayLoadBenchmark.Configuration(
+            host: endpoint.host, port: endpoint.port, tunnels: tunnels, rounds: rounds, relay: .current)
+        configuration.openConcurrency = 8
+        configuration.timeout = .seconds(10)
+        return configuration
+    }
+
+    @Test("every tunnel opens, every round relays two messages, the relay ends with no tunnel")
+    func cleanRun() async throws {
+        var relayConfiguration = RelayConfiguration()
+        relayConfiguration.maxMessagesPerPeer = 64
+        try await withRelay(relayConfiguration) { relay, endpoint in
+            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 24, rounds: 5)).run()
+            #expect(report.failures.isEmpty, "\(report.failures)")
+            #expect(report.tunnelsOpened == 24)
+            #expect(report.messagesRelayed == 24 * 5 * 2)
+            #expect(report.roundTrips.count == 24 * 5)
+            #expect(report.roundTrips.min > 0 && report.roundTrips.p50 <= report.roundTrips.p99)
+            // The relay counted the same messages the generator did.
+            #expect(relay.statistics.messagesRelayed == 24 * 5 * 2)
+            #expect(relay.statistics.tunnelsJoined == 24)
+            #expect(await eventually { relay.openTunnelCount == 0 })
+            // This process is the relay here: the /proc figures exist and are plausible.
+            let perMessage = try #require(report.relayMicrosecondsPerMessage)
+            #expect(perMessage > 0)
+            let before = try #require(report.relayBefore)
+            let open = try #require(report.relayAfterOpen)
+            #expect(open.openFiles >= before.openFiles + 24)
+            #expect(report.text.contains("failures: 0"))
+            let json = try #require(
+                JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
+            #expect(json["tunnelsOpened"] as? Int == 24)
+            #expect(json["relayMicrosecondsPerMessage"] is Double)
+        }
+    }
+
+    @Test("tunnels beyond the relay's limit are counted as HTTP 503 failures, not hidden")
+    func refusedOpens() async throws {
+        var relayConfiguration = RelayConfiguration()
+        relayConfiguration.maxOpenTunnels = 5
+        try await withRelay(relayConfiguration) { _, endpoint in
+            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 9, rounds: 1)).run()
+            #expect(report.tunnelsOpened == 5)
+            #expect(report.failures == ["HTTP 503": 4])
+            #expect(report.failureCount == 4)
+            #expect(report.text.contains("HTTP 503: 4"))
+        }
+    }
+
+    @Test("a relay that closes tunnels mid-run shows up as failed rounds with the close code")
+    func closedDuringRounds() async throws {
+        var relayConfiguration = RelayConfiguration()
+        relayConfiguration.maxMessagesPerPeer = 3  // the fourth ping closes the tunnel with 1008
+        try await withRelay(relayConfiguration) { _, endpoint in
+            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 4, rounds: 6)).run()
+            #expect(report.tunnelsOpened == 4)
+            #expect(report.roundTrips.count == 4 * 3)
+            #expect(report.failures == ["closed 1008": 4], "\(report.failures)")
+        }
+    }
+
+    @Test("ProcessProbe reads this process and finds the relay by its listening port")
+    func probe() async throws {
+        let sample = try ProcessProbe.current.sample()
+        #expect(sample.cpuSeconds > 0)
+        #expect(sample.residentBytes > 1_000_000)
+        #expect(sample.threads >= 1)
+        #expect(sample.openFiles >= 3)
+        try await withRelay { _, endpoint in
+            #expect(ProcessProbe.listening(onPort: endpoint.port)?.pid == getpid())
+        }
+        #expect(throws: ProcessProbe.ProbeError.self) { try ProcessProbe(pid: Int32.max).sample() }
+    }
+}

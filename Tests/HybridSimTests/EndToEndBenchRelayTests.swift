@@ -1,0 +1,34 @@
+import Foundation
+import Testing
+
+/// `hybrid-sim bench relay` as a process: against the relay it starts itself, and against an external
+/// `hybrid-sim relay` found by its listening port.
+@Suite("End to end: bench relay")
+struct EndToEndBenchRelayTests {
+    @Test("without --url it starts its own relay, measures it and exits 0")
+    func ownRelay() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let bench = try lab.start("bench", ["bench", "relay", "--tunnels", "12", "--rounds", "3", "--json"])
+        #expect(try await bench.waitForExit(timeout: .seconds(60)) == 0, "\(bench.transcript)")
+        let report = try #require(
+            JSONSerialization.jsonObject(with: Data(bench.standardOutput.text.utf8)) as? [String: Any])
+        #expect(report["tunnelsOpened"] as? Int == 12)
+        #expect(report["messagesRelayed"] as? Int == 72)
+        #expect((report["failures"] as? [String: Int])?.isEmpty == true)
+        #expect(report["relayMicrosecondsPerOpen"] is Double, "the spawned relay was measured")
+        #expect(bench.standardError.text.contains("started hybrid-sim relay"))
+    }
+
+    @Test("against an external relay with the default message limit: failed rounds reported, exit 1")
+    func externalRelayLimit() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, url) = try await lab.startRelay()  // default: 16 messages per peer
+        let bench = try lab.start("bench", ["bench", "relay", "--url", url, "--tunnels", "3", "--rounds", "20"])
+        #expect(try await bench.waitForExit(timeout: .seconds(60)) == 1, "\(bench.transcript)")
+        let output = bench.standardOutput.text
+        #expect(output.contains("failures: closed 1008: 3"), "\(bench.transcript)")
+        #expect(output.contains("relay process (from /proc):"), "found by its port: \(output)")
+    }
+}
