@@ -13,6 +13,9 @@ public struct MachineInfo: Sendable, Hashable, Codable {
     /// "debug" or "release": how this code was compiled.
     public var buildConfiguration: String
 
+    /// One line: model, CPUs, architecture, operating system.
+    public var summary: String { "\(cpuModel), \(logicalCPUs) CPUs, \(architecture), \(operatingSystem)" }
+
     /// Describes the machine this process runs on.
     public static var current: MachineInfo {
         MachineInfo(
@@ -105,10 +108,13 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
     }
 
     /// The report as pretty-printed JSON (sorted keys; times in milliseconds unless named nanoseconds).
-    public var json: String {
+    public var json: String { Self.prettyJSON(self) }
+
+    /// `value` as pretty-printed JSON with sorted keys (`{}` if it cannot be encoded).
+    static func prettyJSON(_ value: some Encodable) -> String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? encoder.encode(self) else { return "{}" }
+        guard let data = try? encoder.encode(value) else { return "{}" }
         return String(decoding: data, as: UTF8.self)
     }
 
@@ -120,7 +126,7 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
             "hybrid-sim bench: \(signIn.count) QR sign-ins (getAssertion) through a loopback relay, real sockets, "
                 + "\(signIn.warmup) warm-up, \(machine.buildConfiguration) build")
         lines.append(
-            "machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(machine.architecture), \(machine.operatingSystem)")
+            "machine: \(machine.summary)")
         lines.append("")
         lines.append("sign-in wall time (ms):")
         lines.append(

@@ -113,12 +113,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
     }
 
     /// The report as pretty-printed JSON (sorted keys; seconds, milliseconds, µs and KiB as named).
-    public var json: String {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        guard let data = try? encoder.encode(self) else { return "{}" }
-        return String(decoding: data, as: UTF8.self)
-    }
+    public var json: String { BenchmarkReport.prettyJSON(self) }
 
     /// The report for people.
     public var text: String {
@@ -128,7 +123,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
             "hybrid-sim bench relay: \(tunnelsRequested) tunnels × \(rounds) ping-pong rounds of \(payloadSize) bytes "
                 + "against \(relayAddress), \(machine.buildConfiguration) build")
         lines.append(
-            "machine: \(machine.cpuModel), \(machine.logicalCPUs) CPUs, \(machine.architecture), \(machine.operatingSystem)")
+            "machine: \(machine.summary)")
         lines.append("")
         lines.append(
             "open:   \(tunnelsOpened)/\(tunnelsRequested) tunnels in \(f(openSeconds, 2)) s = \(f(tunnelsPerSecond, 0)) tunnels/s")
