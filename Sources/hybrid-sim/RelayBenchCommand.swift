@@ -9,7 +9,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
         abstract: "Open many tunnels through a relay, ping-pong on all of them at once, and measure the relay.",
         discussion: """
             Opens TUNNELS tunnels (a /cable/new and a /cable/connect connection each, OPEN-CONCURRENCY \
-            connections at a time), holds them, runs ROUNDS ping-pong rounds on every tunnel at once \
+            connections at a time), holds them (HOLD seconds), runs ROUNDS ping-pong rounds on every tunnel at once \
             (a PAYLOAD-byte message from the connect side, echoed by the new side), then closes them. \
             Reports tunnels/s, messages/s, round-trip p50/p99 and every failure by reason; for a relay \
             process on this machine (found by its listening port, or --relay-pid) also the relay's CPU \
@@ -39,8 +39,23 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Bound on every connect, upgrade, send and receive.", valueName: "seconds"))
     var timeout: Double = 30
 
-    @Option(help: ArgumentHelp("Measure this process as the relay (default: the one listening on the URL's port)."))
-    var relayPid: Int32?
+    @Option(help: ArgumentHelp("Hold every tunnel open this long before the rounds.", valueName: "seconds"))
+    var hold: Double = 0
+
+    @Option(
+        help: ArgumentHelp(
+            "Measure these processes as the relay, added up (comma-separated; default: the one listening on the URL's port).",
+            valueName: "pid,…"
+        )
+    )
+    var relayPid: String?
+
+    /// `--relay-pid` as numbers.
+    private var relayPIDs: [Int32]? {
+        guard let relayPid else { return nil }
+        let numbers = relayPid.split(separator: ",").compactMap { Int32($0.trimmingCharacters(in: .whitespaces)) }
+        return numbers.count == relayPid.split(separator: ",").count && !numbers.isEmpty ? numbers : nil
+    }
 
     @Flag(help: "Print the report as JSON.")
     var json = false
@@ -50,6 +65,10 @@ struct RelayBenchCommand: AsyncParsableCommand {
         guard (1...100_000).contains(rounds) else { throw ValidationError("--rounds must be 1...100000") }
         guard (1...65_536).contains(payload) else { throw ValidationError("--payload must be 1...65536 bytes") }
         guard openConcurrency >= 2 else { throw ValidationError("--open-concurrency must be at least 2") }
+        if relayPid != nil, relayPIDs == nil {
+            throw ValidationError("--relay-pid must be one or more process IDs separated by commas")
+        }
+        guard hold >= 0, hold <= 3600 else { throw ValidationError("--hold must be between 0 and 3600 seconds") }
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
     }
 
@@ -74,14 +93,17 @@ struct RelayBenchCommand: AsyncParsableCommand {
         }
         defer { spawned?.stop() }
 
-        let probe = relayPid.map(ProcessProbe.init(pid:)) ?? spawned.map { ProcessProbe(pid: $0.pid) }
+        let probe = relayPIDs.map(ProcessProbe.init(pids:)) ?? spawned.map { ProcessProbe(pid: $0.pid) }
             ?? (["127.0.0.1", "localhost", "::1"].contains(host) ? ProcessProbe.listening(onPort: port) : nil)
-        if let probe { progress("measuring relay process \(probe.pid) from /proc") }
+        if let probe {
+            progress("measuring relay process\(probe.pids.count > 1 ? "es" : "") \(probe.pids.map(String.init).joined(separator: ", ")) from /proc")
+        }
 
         var configuration = RelayLoadBenchmark.Configuration(host: host, port: port, tunnels: tunnels, rounds: rounds, relay: probe)
         configuration.payloadSize = payload
         configuration.openConcurrency = openConcurrency
         configuration.timeout = .milliseconds(Int(timeout * 1000))
+        configuration.hold = .milliseconds(Int(hold * 1000))
         let report = try await RelayLoadBenchmark(configuration).run(progress: progress)
         print(json ? report.json : report.text)
         if report.failureCount > 0 || report.tunnelsOpened < tunnels {

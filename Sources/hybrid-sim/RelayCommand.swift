@@ -75,8 +75,27 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var closeTimeout: Double = 2
 
+    @Option(
+        help: ArgumentHelp(
+            "Start every routing ID with these 1 or 2 bytes (hex), so a proxy can route /cable/connect to this instance.",
+            valueName: "hex"
+        )
+    )
+    var routingIDPrefix: String?
+
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
+
+    /// `--routing-id-prefix` as bytes: 2 or 4 hex digits.
+    private var routingPrefixBytes: [UInt8]? {
+        guard let text = routingIDPrefix, text.count == 2 || text.count == 4, text.allSatisfy(\.isHexDigit) else {
+            return nil
+        }
+        return stride(from: 0, to: text.count, by: 2).map { offset in
+            let start = text.index(text.startIndex, offsetBy: offset)
+            return UInt8(text[start..<text.index(start, offsetBy: 2)], radix: 16) ?? 0
+        }
+    }
 
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
@@ -96,13 +115,16 @@ struct RelayCommand: AsyncParsableCommand {
             throw ValidationError("\(name) must be at least 1")
         }
         guard maxMessageSize <= 1 << 30 else { throw ValidationError("--max-message-size must be at most 1 GiB") }
+        if routingIDPrefix != nil, routingPrefixBytes == nil {
+            throw ValidationError("--routing-id-prefix must be 2 or 4 hex digits (1 or 2 of the routing ID's 3 bytes)")
+        }
     }
 
     func run() async throws {
         var logger = Logger(label: "hybrid-sim.relay", factory: { StreamLogHandler.standardError(label: $0) })
         logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
 
-        let configuration = RelayConfiguration(
+        var configuration = RelayConfiguration(
             tunnelLifetime: .seconds(tunnelLifetime),
             maxMessageSize: maxMessageSize,
             maxMessagesPerPeer: maxMessagesPerPeer,
@@ -111,6 +133,7 @@ struct RelayCommand: AsyncParsableCommand {
             upgradeTimeout: .seconds(upgradeTimeout),
             closeHandshakeTimeout: .seconds(closeTimeout)
         )
+        configuration.routingIDPrefix = routingPrefixBytes ?? []
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()

@@ -80,8 +80,13 @@ struct RelayLoadBenchmarkTests {
         #expect(sample.threads >= 1)
         #expect(sample.openFiles >= 3)
         try await withRelay { _, endpoint in
-            #expect(ProcessProbe.listening(onPort: endpoint.port)?.pid == getpid())
+            #expect(ProcessProbe.listening(onPort: endpoint.port)?.pids == [getpid()])
         }
         #expect(throws: ProcessProbe.ProbeError.self) { try ProcessProbe(pid: Int32.max).sample() }
+        // Several processes add up: this process twice is twice this process (within what ran between).
+        let twice = try ProcessProbe(pids: [getpid(), getpid()]).sample()
+        #expect(twice.threads >= 2 * sample.threads - 4)
+        #expect(twice.openFiles >= 2 * sample.openFiles - 8)
+        #expect(twice.cpuSeconds >= 2 * sample.cpuSeconds)
     }
 }

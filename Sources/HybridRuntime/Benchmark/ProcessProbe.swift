@@ -4,12 +4,13 @@ import Foundation
 import Glibc
 #endif
 
-/// Reads a process's CPU time, resident memory, open descriptors and threads from `/proc` (Linux).
+/// Reads the CPU time, resident memory, open descriptors and threads of one process, or the sum over
+/// several (the instances of a relay cluster), from `/proc` (Linux).
 ///
-/// The relay load benchmark uses it on the relay process, so its figures are the relay's own cost and
-/// not the load generator's. Every reading is one pass over small text files; nothing is cached.
+/// The relay load benchmark uses it on the relay processes, so its figures are the relay's own cost
+/// and not the load generator's. Every reading is one pass over small text files; nothing is cached.
 public struct ProcessProbe: Sendable {
-    /// One reading of the process.
+    /// One reading of the process (of all of them, added up).
     public struct Sample: Sendable, Hashable, Codable {
         /// User plus system CPU time since the process started, in seconds.
         public var cpuSeconds: Double
@@ -27,22 +28,40 @@ public struct ProcessProbe: Sendable {
         public let description: String
     }
 
-    /// The process read.
-    public let pid: Int32
+    /// The processes read.
+    public let pids: [Int32]
 
     /// A probe of process `pid`.
     public init(pid: Int32) {
-        self.pid = pid
+        self.pids = [pid]
+    }
+
+    /// A probe of the sum over `pids` (at least one).
+    public init(pids: [Int32]) {
+        precondition(!pids.isEmpty, "a probe needs a process")
+        self.pids = pids
     }
 
     /// A probe of this process.
     public static var current: ProcessProbe { ProcessProbe(pid: getpid()) }
 
-    /// Reads the process now.
+    /// Reads the processes now and adds their figures up.
     ///
-    /// - Throws: ``ProbeError`` when `/proc/PID` is missing (the process ended) or unreadable.
+    /// - Throws: ``ProbeError`` when a `/proc/PID` is missing (the process ended) or unreadable.
     public func sample() throws -> Sample {
-        let stat = try read("/proc/\(pid)/stat")
+        var total = Sample(cpuSeconds: 0, residentBytes: 0, openFiles: 0, threads: 0)
+        for pid in pids {
+            let one = try Self.sample(pid)
+            total.cpuSeconds += one.cpuSeconds
+            total.residentBytes += one.residentBytes
+            total.openFiles += one.openFiles
+            total.threads += one.threads
+        }
+        return total
+    }
+
+    private static func sample(_ pid: Int32) throws -> Sample {
+        let stat = try read("/proc/\(pid)/stat", pid)
         // The command name (field 2) is in parentheses and may hold spaces: split after the last ')'.
         guard let close = stat.lastIndex(of: ")") else { throw ProbeError(description: "/proc/\(pid)/stat: no ')'") }
         let fields = stat[stat.index(after: close)...].split(separator: " ")
@@ -53,7 +72,7 @@ public struct ProcessProbe: Sendable {
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
 
         var resident = 0
-        for line in try read("/proc/\(pid)/status").split(separator: "\n") where line.hasPrefix("VmRSS:") {
+        for line in try read("/proc/\(pid)/status", pid).split(separator: "\n") where line.hasPrefix("VmRSS:") {
             let kibibytes = line.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
             resident = kibibytes * 1024
         }
@@ -95,7 +114,7 @@ public struct ProcessProbe: Sendable {
         return owners.count == 1 ? owners.first.map(ProcessProbe.init(pid:)) : nil
     }
 
-    private func read(_ path: String) throws -> String {
+    private static func read(_ path: String, _ pid: Int32) throws -> String {
         do {
             return try String(contentsOfFile: path, encoding: .utf8)
         } catch {

@@ -27,6 +27,8 @@ public struct RelayLoadBenchmark: Sendable {
         public var openConcurrency = 256
         /// Bound on every connect, upgrade, send and receive. Default 30 s.
         public var timeout: Duration = .seconds(30)
+        /// How long to hold every tunnel open between the open phase and the rounds. Default none.
+        public var hold: Duration = .zero
         /// The relay process to measure; `nil`: no CPU or memory figures.
         public var relay: ProcessProbe?
 
@@ -64,7 +66,11 @@ public struct RelayLoadBenchmark: Sendable {
         let afterOpen = try relay?.sample()
         report.relayAfterOpen = afterOpen
 
-        progress("holding \(opened.count) tunnels; \(config.rounds) ping-pong rounds on all of them at once…")
+        if config.hold > .zero {
+            progress("holding \(opened.count) tunnels for \(config.hold)…")
+            try? await Task.sleep(for: config.hold)
+        }
+        progress("\(opened.count) tunnels open; \(config.rounds) ping-pong rounds on all of them at once…")
         let roundsStart = ContinuousClock.now
         let (samples, roundFailures) = await pingPong(opened)
         report.roundsSeconds = (ContinuousClock.now - roundsStart).benchmarkSeconds

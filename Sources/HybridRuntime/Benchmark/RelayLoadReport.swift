@@ -27,6 +27,8 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
     public var messagesRelayed = 0
     /// Round-trip times of the completed rounds (desktop → relay → phone → relay → desktop), ms.
     public var roundTrips = LatencySummary(milliseconds: [])
+    /// How many relay processes the figures add up (0: not measured).
+    public var relayProcesses = 0
     /// The relay before the open phase.
     public var relayBefore: ProcessProbe.Sample?
     /// The relay with every tunnel open.
@@ -41,6 +43,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         tunnelsRequested = configuration.tunnels
         rounds = configuration.rounds
         payloadSize = configuration.payloadSize
+        relayProcesses = configuration.relay?.pids.count ?? 0
     }
 
     // MARK: - Derived figures
@@ -80,7 +83,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
     private enum CodingKeys: String, CodingKey {
         case machine, relayAddress, tunnelsRequested, rounds, payloadSize, tunnelsOpened, failures
         case openSeconds, roundsSeconds, closeSeconds, messagesRelayed, roundTrips
-        case relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
+        case relayProcesses, relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
         case tunnelsPerSecond, messagesPerSecond, relayMicrosecondsPerOpen, relayMicrosecondsPerMessage
         case relayCoresUsedDuringRounds, relayKiBPerTunnel
     }
@@ -100,6 +103,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         try c.encode(closeSeconds, forKey: .closeSeconds)
         try c.encode(messagesRelayed, forKey: .messagesRelayed)
         try c.encode(roundTrips, forKey: .roundTrips)
+        try c.encode(relayProcesses, forKey: .relayProcesses)
         try c.encodeIfPresent(relayBefore, forKey: .relayBefore)
         try c.encodeIfPresent(relayAfterOpen, forKey: .relayAfterOpen)
         try c.encodeIfPresent(relayAfterRounds, forKey: .relayAfterRounds)
@@ -140,7 +144,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
             let perTunnel = relayKiBPerTunnel, let cores = relayCoresUsedDuringRounds,
             let before = relayBefore, let open = relayAfterOpen
         {
-            lines.append("relay process (from /proc):")
+            lines.append(
+                relayProcesses > 1
+                    ? "relay processes (\(relayProcesses), added up, from /proc):" : "relay process (from /proc):")
             lines.append("  CPU per tunnel opened     \(f(perOpen, 1)) µs")
             lines.append("  CPU per relayed message   \(f(perMessage, 2)) µs")
             lines.append("  RSS per open tunnel       \(f(perTunnel, 2)) KiB")
@@ -153,7 +159,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
                 "  open files \(before.openFiles) before, \(open.openFiles) with the tunnels open"
                     + (relayAfterClose.map { ", \($0.openFiles) after" } ?? ""))
         } else {
-            lines.append("relay process: not measured (not a local process this user can read; pass --relay-pid)")
+            lines.append(
+                "relay process: not measured (no single readable process listens on that port, e.g. a proxy; "
+                    + "pass --relay-pid PID[,PID…])")
         }
         return lines.joined(separator: "\n")
     }

@@ -50,6 +50,15 @@ public struct RelayConfiguration: Sendable {
     /// dropping the TCP connection. Default 2 s.
     public var closeHandshakeTimeout: Duration = .seconds(2)
 
+    /// The first bytes of every routing ID this relay hands out (0 to 2 bytes; default none).
+    ///
+    /// Several relay instances behind one proxy each get their own prefix, so the proxy can send
+    /// `/cable/connect/{routing ID}/…` to the instance that owns the tunnel by looking at the path
+    /// alone (Docs/RELAY.md, "Scaling out"). A connect whose routing ID lacks the prefix is 404.
+    public var routingIDPrefix: [UInt8] = [] {
+        didSet { precondition(routingIDPrefix.count < TunnelServicePath.routingIDSize, "routing ID prefix of 0 to 2 bytes") }
+    }
+
     /// Test-only hook: sees (and may modify) every relayed message before it is forwarded or buffered.
     /// Lets a test flip a byte in transit to check that the protocol layer notices.
     package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?

@@ -112,9 +112,11 @@ final class RelayRegistry {
                 )
             }
             var generator = SystemRandomNumberGenerator()
-            let routingID = (0..<TunnelServicePath.routingIDSize).map { _ in
-                UInt8.random(in: 0...255, using: &generator)
-            }
+            let routingID =
+                configuration.routingIDPrefix
+                + (configuration.routingIDPrefix.count..<TunnelServicePath.routingIDSize).map { _ in
+                    UInt8.random(in: 0...255, using: &generator)
+                }
             let tunnel = RelayTunnel(
                 tunnelID: tunnelID,
                 routingID: routingID,

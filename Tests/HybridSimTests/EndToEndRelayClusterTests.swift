@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// `Scripts/relay-cluster`: two relay instances behind nginx, routed by routing ID. Load from
+/// `hybrid-sim bench relay` and a QR registration and sign-in go through the proxy; every
+/// `/cable/connect` must reach the instance that owns its tunnel (a misrouted one is a 404).
+@Suite("End to end: relay cluster behind nginx")
+struct EndToEndRelayClusterTests {
+    /// The repository root (this file is `Tests/HybridSimTests/…`).
+    private static let root = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    /// Runs `Scripts/relay-cluster ARGUMENTS` to the end (30 s at most); returns status and stdout+stderr.
+    private static func cluster(_ arguments: [String]) throws -> (Int32, String) {
+        let process = Process()
+        process.executableURL = root.appendingPathComponent("Scripts/relay-cluster")
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        environment["HYBRID_SIM"] = try HybridSimBinary.url().path
+        process.environment = environment
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-\(UUID().uuidString).log")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: output)
+        defer {
+            try? handle.close()
+            try? FileManager.default.removeItem(at: output)
+        }
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning, Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            process.terminate()
+            let printed = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
+            throw ChildProcessError("relay-cluster \(arguments.first ?? "") did not finish within 30 s:\n\(printed)")
+        }
+        return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+    }
+
+    @Test("bench relay and a QR registration and sign-in through the proxy; stop leaves nothing running")
+    func clusterRoutesByRoutingID() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
+            Issue.record("nginx is not installed: Scripts/install-deps installs it (Debian package nginx)")
+            return
+        }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let port = try EndToEndLab.closedPort()
+        let directory = lab.file("cluster")
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }  // before start: a failed start stops too
+        let (status, output) = try Self.cluster(
+            ["start", "--instances", "2", "--workers", "2", "--port", "\(port)", "--dir", directory, "--",
+             "--max-messages-per-peer", "1000"])
+        try #require(status == 0, "\(output)")
+        #expect(output.contains("relay 0 (routing IDs 00…") && output.contains("relay 1 (routing IDs 01…"), "\(output)")
+        let proxy = "ws://127.0.0.1:\(port)"
+        #expect(output.contains("ready on \(proxy)"), "\(output)")
+        let pids = try (0..<2).map { index in
+            try String(contentsOfFile: "\(directory)/relay-\(index).pid", encoding: .utf8)
+                .trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+
+        // 40 tunnels: /cable/new is spread over both instances; a connect sent to the wrong one would fail.
+        let bench = try lab.start(
+            "bench",
+            ["bench", "relay", "--url", proxy, "--tunnels", "40", "--rounds", "2", "--relay-pid", pids.joined(separator: ","),
+             "--json"])
+        #expect(try await bench.waitForExit(timeout: .seconds(60)) == 0, "\(bench.transcript)")
+        let report = try #require(
+            JSONSerialization.jsonObject(with: Data(bench.standardOutput.text.utf8)) as? [String: Any], "\(bench.transcript)")
+        #expect(report["tunnelsOpened"] as? Int == 40)
+        #expect((report["failures"] as? [String: Int])?.isEmpty == true, "\(bench.transcript)")
+        #expect(report["relayProcesses"] as? Int == 2)
+
+        // The product path through the proxy: register, then sign in.
+        let desktop = try await lab.startDesktop(["--request", "mc", "--relay", proxy, "--user", "carol"])
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        let signIn = try await lab.startDesktop(["--relay", proxy])
+        let signer = try lab.startPhone(for: signIn, ["--qr", signIn.url])
+        #expect(try await signIn.process.waitForExit() == 0, "\(signIn.process.transcript)\n\(signer.transcript)")
+        #expect(try await signer.waitForExit() == 0, "\(signer.transcript)")
+
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 0, "\(stopOutput)")
+        for pid in pids.compactMap({ Int32($0) }) {
+            #expect(kill(pid, 0) != 0, "relay \(pid) still running after stop")
+        }
+    }
+}
