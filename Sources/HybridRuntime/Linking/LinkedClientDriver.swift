@@ -41,7 +41,7 @@ public enum LinkedClientDriver {
             var matched = false
             while !matched {
                 let (advert, rssi, ignored) = try await step(.desktop, "waiting for the linked phone's advert") {
-                    try await transports.nextAdvert(max(deadline - ContinuousClock.now, .zero))
+                    try await nextAdvert(transports, tunnel: tunnel, deadline: deadline)
                 }
                 switch session.receivedAdvert(advert) {
                 case .matched(let eid, _):
@@ -60,6 +60,30 @@ public enum LinkedClientDriver {
         } catch {
             await tunnel.close()
             throw error
+        }
+    }
+}
+
+extension LinkedClientDriver {
+    /// The next advert before `deadline`, waiting in short slices: between them the contact tunnel is
+    /// checked, so a phone's refusal (the relay closes the tunnel with 1008) ends the wait at once.
+    static func nextAdvert(
+        _ transports: Transports, tunnel: any TunnelTransport, deadline: ContinuousClock.Instant
+    ) async throws -> (advert: [UInt8], rssi: Int8, ignored: Int) {
+        let slice = Duration.milliseconds(200)
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            do {
+                return try await transports.nextAdvert(max(min(remaining, slice), .zero))
+            } catch let error as RuntimeError where (error.code == .noNearbyAuthenticator || error.code == .timeout) && remaining > slice {
+                do {
+                    // Nothing may arrive before handshake message 1; only a close is expected here.
+                    _ = try await tunnel.receive(timeout: .milliseconds(1))
+                    throw HybridError(.unexpectedMessage, "a tunnel message before the handshake started")
+                } catch let check as RuntimeError where check.code == .timeout {
+                    continue
+                }
+            }
         }
     }
 }

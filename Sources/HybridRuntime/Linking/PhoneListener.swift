@@ -91,12 +91,16 @@ public enum PhoneListener {
             }
             backoff = configuration.initialBackoff
             events(.listening(relayURL: configuration.relayURL))
-            defer { Task { await channel.close() } }
             while count.map({ answered < $0 }) ?? true {
                 let message: [UInt8]
                 do {
-                    message = try await channel.receive(timeout: min(remaining(), .seconds(3600)))
+                    // Short slices, so cancelling the task stops the listener promptly.
+                    message = try await channel.receive(timeout: min(remaining(), .milliseconds(250)))
                 } catch let error as RuntimeError where error.code == .timeout {
+                    if Task.isCancelled {
+                        await channel.close()
+                        throw CancellationError()
+                    }
                     if remaining() > .zero { continue }
                     await channel.close()
                     throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero)

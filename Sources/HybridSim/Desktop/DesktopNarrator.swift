@@ -34,7 +34,9 @@ struct DesktopNarrator: Sendable {
             say("handshake done")
             self.event("handshake")
         case .linkingReceived(let name):
-            say("the phone sent linking information (\(name)); not stored")
+            say(flow == "qr-link"
+                ? "the phone sent linking information (\(name)), signature verified; stored once the relying party verifies the answer"
+                : "the phone sent linking information (\(name)); not stored (no --link)")
         case .requestSent(let command, let plaintextBytes, _):
             let name = CommandName.of(command)
             say("request sent (\(name), \(plaintextBytes) bytes)")
