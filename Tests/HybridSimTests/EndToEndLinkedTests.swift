@@ -4,12 +4,6 @@ import HybridCore
 import HybridSim
 import Testing
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Linked phones with the real binary, one process per role and a separate `hybrid-sim relay`: a QR
 /// registration with `--link`, three `--linked` sign-ins answered by `phone --listen`, then
 /// `phone --unlink` and a `--linked` sign-in that fails with 410, exit 8 and the link removed.
@@ -41,7 +35,7 @@ struct EndToEndLinkedTests {
         let registered = try #require(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first)
 
         // 2. The phone listens; three desktops sign in through the link, no QR code.
-        let proximityPort = try EndToEndLab.closedUDPPort()
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
         let listener = try lab.start(
             "listener",
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "3",
@@ -86,26 +80,6 @@ struct EndToEndLinkedTests {
         let none = try lab.start("linked-none", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL])
         #expect(try await none.waitForExit() == 2, "\(none.transcript)")
         #expect(FailureOutput.singleErrorLine(none).contains("no linked phone in \(links)"))
-    }
-}
-
-extension EndToEndLab {
-    /// A free loopback UDP port (bound and released) for a desktop's proximity scanner.
-    static func closedUDPPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
-        guard fd >= 0 else { throw ChildProcessError("socket() failed") }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
-            }
-        }
-        guard bound else { throw ChildProcessError("bind() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
     }
 }
 

@@ -28,7 +28,7 @@ public struct LinkedAuthenticatorSession: Sendable, AuthenticatorTransaction {
     private enum State: Sendable {
         case joining
         case waitingForHandshake(psk: [UInt8])
-        case established(Crypter, awaitingResponse: Bool)
+        case established(AuthenticatorChannel)
         case closed
     }
 
@@ -110,25 +110,12 @@ public struct LinkedAuthenticatorSession: Sendable, AuthenticatorTransaction {
                 ephemeralKey: handshakeEphemeralKey ?? random.keyAgreementKey())
             var crypter = result.crypter
             let post = try crypter.encrypt(PostHandshakeMessage(getInfo: getInfo).encode())
-            state = .established(crypter, awaitingResponse: false)
+            state = .established(AuthenticatorChannel(crypter: crypter))
             return [.send(response), .handshakeComplete, .send(post)]
-        case .established(var crypter, let awaiting):
-            let frame = try Frame(bytes: try crypter.decrypt(message))
-            switch frame.type {
-            case .ctap:
-                guard !awaiting else { throw HybridError(.unexpectedMessage, "a second request before the first was answered") }
-                guard !frame.payload.isEmpty else { throw HybridError(.invalidCTAPMessage, "CTAP request without a command byte") }
-                state = .established(crypter, awaitingResponse: true)
-                return [.request(frame.payload)]
-            case .shutdown:
-                state = .closed
-                return [.shutdown]
-            case .update:
-                state = .established(crypter, awaitingResponse: awaiting)
-                return []
-            case .json:
-                throw HybridError(.unexpectedMessage, "JSON messages are not supported by this authenticator")
-            }
+        case .established(var channel):
+            let action = try channel.received(message)
+            state = action == .shutdown ? .closed : .established(channel)
+            return action.map { [$0] } ?? []
         case .joining:
             throw HybridError(.unexpectedMessage, "tunnel message before the advert was built")
         case .closed:
@@ -138,11 +125,11 @@ public struct LinkedAuthenticatorSession: Sendable, AuthenticatorTransaction {
 
     /// Encrypts the answer (status ‖ CBOR) to the outstanding request as a `kCTAP` frame.
     public mutating func encryptResponse(_ response: [UInt8]) throws(HybridError) -> [UInt8] {
-        guard case .established(var crypter, true) = state else {
+        guard case .established(var channel) = state, channel.awaitingResponse else {
             preconditionFailure("encryptResponse(_:) without an outstanding request (state \(state))")
         }
-        let ciphertext = try crypter.encrypt(Frame(type: .ctap, payload: response).bytes)
-        state = .established(crypter, awaitingResponse: false)
+        let ciphertext = try channel.encryptResponse(response)
+        state = .established(channel)
         return ciphertext
     }
 }

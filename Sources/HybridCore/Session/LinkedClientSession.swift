@@ -64,7 +64,7 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
         case advertMatched(psk: [UInt8])
         case sentHandshake(NoiseHandshake.Initiator)
         case waitingForPostHandshake(Crypter)
-        case established(Crypter, awaitingResponse: Bool)
+        case established(ClientChannel)
         case closed
     }
 
@@ -152,25 +152,13 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
             return []
         case .waitingForPostHandshake(var crypter):
             let post = try PostHandshakeMessage.parse(try crypter.decrypt(message))
-            state = .established(crypter, awaitingResponse: false)
+            state = .established(ClientChannel(crypter: crypter))
             return [.ready(getInfo: post.getInfo ?? [])]  // linking in a linked session: ignored
-        case .established(var crypter, let awaiting):
-            let frame = try Frame(bytes: try crypter.decrypt(message))
-            switch frame.type {
-            case .update:
-                _ = try UpdateMessage.parse(payload: frame.payload)  // must be valid, then ignored
-                state = .established(crypter, awaitingResponse: awaiting)
-                return []
-            case .ctap:
-                guard awaiting else { throw HybridError(.unexpectedMessage, "CTAP message without an outstanding request") }
-                guard !frame.payload.isEmpty else { throw HybridError(.invalidCTAPMessage, "CTAP response without a status byte") }
-                state = .established(crypter, awaitingResponse: false)
-                return [.response(frame.payload)]
-            case .shutdown:
-                throw HybridError(.unexpectedMessage, "the authenticator sent a shutdown message (only clients do)")
-            case .json:
-                throw HybridError(.unexpectedMessage, "JSON messages are not supported by this client")
-            }
+        case .established(var channel):
+            let received = try channel.received(message)  // an update must be valid CBOR; then it is ignored
+            state = .established(channel)
+            if case .response(let bytes) = received { return [.response(bytes)] }
+            return []
         case .waitingForAdvert, .advertMatched:
             throw HybridError(.unexpectedMessage, "tunnel message before the handshake started")
         case .closed:
@@ -180,20 +168,20 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
 
     /// Encrypts a CTAP2 request as a `kCTAP` frame, after `.ready`.
     public mutating func encryptRequest(_ request: [UInt8]) throws(HybridError) -> [UInt8] {
-        guard case .established(var crypter, false) = state else {
+        guard case .established(var channel) = state, !channel.awaitingResponse else {
             preconditionFailure("encryptRequest(_:) while not ready for a request (state \(state))")
         }
-        let ciphertext = try crypter.encrypt(Frame(type: .ctap, payload: request).bytes)
-        state = .established(crypter, awaitingResponse: true)
+        let ciphertext = try channel.encryptRequest(request)
+        state = .established(channel)
         return ciphertext
     }
 
     /// Encrypts the shutdown message (`00`); the session is closed afterwards.
     public mutating func encryptShutdown() throws(HybridError) -> [UInt8] {
-        guard case .established(var crypter, _) = state else {
+        guard case .established(var channel) = state else {
             preconditionFailure("encryptShutdown() before the session was established (state \(state))")
         }
         state = .closed
-        return try crypter.encrypt(Frame.shutdown.bytes)
+        return try channel.encryptShutdown()
     }
 }

@@ -53,37 +53,18 @@ extension HybridHarness {
         let proximity = try await scanner.start()
         defer { Task { await scanner.stop() } }
         let relayURL = self.relayURL
-        let transports = LinkedClientDriver.Transports(
-            contact: { path, header, timeout in
-                var tunnelOptions = WebSocketTunnel.Options()
-                tunnelOptions.extraHeaders = [("X-caBLE-Client-Payload", header)]
-                return try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, options: tunnelOptions, logger: logger)
-            },
-            nextAdvert: ClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger).nextAdvert)
-        return try await withThrowingTaskGroup(of: ClientDriver.Outcome?.self) { group in
-            group.addTask {
+        let transports = LinkedClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger)
+        return try await Self.runBoth(
+            phone: {
                 try await phone.listen(
                     relayURL: relayURL, proximity: proximity, count: 1, limit: options.timeouts.advert + options.timeouts.userAction,
                     rssi: options.rssi, timeouts: options.timeouts, logger: logger, events: options.events)
-                return nil
-            }
-            group.addTask {
+            },
+            desktop: {
                 try await LinkedClientDriver.run(
                     session: session, request: request, transports: transports, timeouts: options.timeouts,
                     events: options.events)
-            }
-            var outcome: ClientDriver.Outcome? = nil
-            do {
-                for try await result in group {
-                    if let result { outcome = result }
-                }
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-            guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
-            return outcome
-        }
+            })
     }
 
     /// One linked transaction with no sockets: the relay's push is simulated, the tunnel is an
@@ -123,17 +104,35 @@ extension HybridHarness {
                 advertBox.post(advert)
                 return NoAdvertisement()
             })
-        return try await withThrowingTaskGroup(of: ClientDriver.Outcome?.self) { group in
-            group.addTask {
+        return try await runBoth(
+            phone: {
                 try await LinkedAuthenticatorDriver.run(session: phone, transports: phoneTransports, timeouts: timeouts, respond: respond)
+            },
+            desktop: {
+                try await LinkedClientDriver.run(session: desktop, request: request, transports: desktopTransports, timeouts: timeouts)
+            })
+    }
+
+    /// Runs a phone and a desktop side concurrently; returns the desktop's outcome once both
+    /// finished, or throws the first error (cancelling the other side).
+    static func runBoth(
+        phone: @escaping @Sendable () async throws -> Void,
+        desktop: @escaping @Sendable () async throws -> ClientDriver.Outcome
+    ) async throws -> ClientDriver.Outcome {
+        try await withThrowingTaskGroup(of: ClientDriver.Outcome?.self) { group in
+            group.addTask {
+                try await phone()
                 return nil
             }
-            group.addTask {
-                try await LinkedClientDriver.run(session: desktop, request: request, transports: desktopTransports, timeouts: timeouts)
-            }
+            group.addTask { try await desktop() }
             var outcome: ClientDriver.Outcome? = nil
-            for try await result in group {
-                if let result { outcome = result }
+            do {
+                for try await result in group {
+                    if let result { outcome = result }
+                }
+            } catch {
+                group.cancelAll()
+                throw error
             }
             guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
             return outcome

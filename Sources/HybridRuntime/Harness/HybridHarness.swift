@@ -76,8 +76,8 @@ public final class HybridHarness: Sendable {
         let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking)
         let relayURL = self.relayURL
         let logger = self.logger
-        return try await withThrowingTaskGroup(of: ClientDriver.Outcome?.self) { group in
-            group.addTask {
+        return try await Self.runBoth(
+            phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession,
                     transports: .loopback(relayURL: relayURL, proximity: proximity, rssi: options.rssi, logger: logger),
@@ -85,26 +85,13 @@ public final class HybridHarness: Sendable {
                 ) { request in
                     phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970))
                 }
-                return nil
-            }
-            group.addTask {
+            },
+            desktop: {
                 try await ClientDriver.run(
                     session: session, request: request,
                     transports: .loopback(relayURL: relayURL, scanner: scanner, logger: logger),
                     timeouts: options.timeouts, events: options.events)
-            }
-            var outcome: ClientDriver.Outcome? = nil
-            do {
-                for try await result in group {
-                    if let result { outcome = result }
-                }
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-            guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
-            return outcome
-        }
+            })
     }
 
     /// Registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.

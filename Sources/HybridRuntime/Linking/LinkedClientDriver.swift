@@ -1,5 +1,6 @@
 import CTAP2
 import HybridCore
+import Logging
 
 /// Runs a ``LinkedClientSession`` (the desktop of a linked, state-assisted transaction): opens
 /// `/cable/contact/…` with the client payload (the relay wakes the phone), waits for the phone's
@@ -61,6 +62,22 @@ public enum LinkedClientDriver {
             await tunnel.close()
             throw error
         }
+    }
+}
+
+extension LinkedClientDriver.Transports {
+    /// The desktop's real transports: `/cable/contact/…` with `X-caBLE-Client-Payload` on the relay
+    /// at `relayURL`, and adverts from a running ``ProximityScanner``.
+    public static func loopback(
+        relayURL: String, scanner: ProximityScanner<[UInt8]>, logger: Logger = Logger(label: "hybrid-sim.desktop")
+    ) -> Self {
+        Self(
+            contact: { path, header, timeout in
+                var options = WebSocketTunnel.Options()
+                options.extraHeaders = [("X-caBLE-Client-Payload", header)]
+                return try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, options: options, logger: logger)
+            },
+            nextAdvert: ClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger).nextAdvert)
     }
 }
 

@@ -153,11 +153,17 @@ struct Run {
         await scanner.stop()
         await relay.embedded?.shutdown()
 
-        let result = try ceremony.finish(
-            response: outcome.response,
-            store: &store,
-            now: UInt64(Date().timeIntervalSince1970)
-        )
+        let result = try finishAndSave(response: outcome.response, ceremony: ceremony, store: &store)
+        if configuration.link, case .verified = result.relyingPartyCheck {
+            try storeLink(outcome.linking, storePath: store.path)
+        }
+        report(result, storePath: store.path)
+        return result
+    }
+
+    /// Checks the phone's answer as the relying party and saves the store when it verified.
+    func finishAndSave(response: [UInt8], ceremony: DesktopCeremony, store: inout RelyingPartyStore) throws -> DesktopResult {
+        let result = try ceremony.finish(response: response, store: &store, now: UInt64(Date().timeIntervalSince1970))
         if case .verified = result.relyingPartyCheck {
             do {
                 try store.save()
@@ -165,10 +171,6 @@ struct Run {
                 throw ProgramFailure(.failed, "verified, but cannot save the relying-party store: \(error)")
             }
         }
-        if configuration.link, case .verified = result.relyingPartyCheck {
-            try storeLink(outcome.linking, storePath: store.path)
-        }
-        report(result, storePath: store.path)
         return result
     }
 

@@ -76,14 +76,7 @@ extension Run {
         }
         await scanner.stop()
         await relay.embedded?.shutdown()
-        let result = try ceremony.finish(response: outcome.response, store: &store, now: UInt64(Date().timeIntervalSince1970))
-        if case .verified = result.relyingPartyCheck {
-            do {
-                try store.save()
-            } catch {
-                throw ProgramFailure(.failed, "verified, but cannot save the relying-party store: \(error)")
-            }
-        }
+        let result = try finishAndSave(response: outcome.response, ceremony: ceremony, store: &store)
         report(result, storePath: store.path)
         return result
     }
@@ -96,14 +89,7 @@ extension Run {
         let timeouts = SessionTimeouts(
             advert: timeout, connect: min(.seconds(10), timeout), handshake: timeout, message: min(.seconds(10), timeout),
             userAction: timeout)
-        let logger = self.logger
-        let transports = LinkedClientDriver.Transports(
-            contact: { path, header, timeout in
-                var options = WebSocketTunnel.Options()
-                options.extraHeaders = [("X-caBLE-Client-Payload", header)]
-                return try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, options: options, logger: logger)
-            },
-            nextAdvert: ClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger).nextAdvert)
+        let transports = LinkedClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger)
         let narrator = self.narrator
         do {
             return try await LinkedClientDriver.run(
