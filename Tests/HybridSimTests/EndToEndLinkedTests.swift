@@ -55,6 +55,26 @@ struct EndToEndLinkedTests {
         #expect(try await listener.waitForExit() == 0, "\(listener.transcript)")
         #expect(listener.standardError.lines.contains("answered 3 contact request(s); done"))
 
+        // 2b. A link whose pairing ID the phone never handed out: the phone refuses (exit 4), the
+        // specific reason reaches the desktop, and the links file is not touched.
+        let refusing = try lab.start(
+            "listener-refusing",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
+             "--listen-timeout", "30"])
+        var tampered = try LinkStore.load(path: links)
+        tampered.links[0].pairingID = tampered.links[0].pairingID.map { $0 ^ 0x5A }
+        try tampered.save()
+        let tamperedBytes = try Data(contentsOf: URL(fileURLWithPath: links))
+        let wrongPairing = try lab.start(
+            "linked-wrong-pairing",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await wrongPairing.waitForExit(timeout: .seconds(30)) == 4, "\(wrongPairing.transcript)\n\(refusing.transcript)")
+        #expect(FailureOutput.singleErrorLine(wrongPairing).contains("the linked phone refused the contact request: unknown pairing ID"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: links)) == tamperedBytes)
+        #expect(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first?.signCount == 3)
+        refusing.terminate()
+        try store.save()  // the good link back
+
         // 3. Unlink; the listening phone announces the revoked ID; the desktop gets 410 and exits 8.
         let unlink = try lab.start("unlink", ["phone", "--unlink"])
         #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")

@@ -97,6 +97,15 @@ extension Run {
                 events: { narrator.session($0) })
         } catch let error as TransactionError {
             if error.runtimeCode == .upgradeRejected { throw error }
+            if let runtime = error.underlying as? RuntimeError, runtime.code == .closed, runtime.closeCode == .policyViolation,
+                let range = runtime.reason.range(of: "phone refused: ")
+            {
+                // The phone's own refusal, relayed as the tunnel's close reason (Docs/LINKING.md).
+                throw ProgramFailure(
+                    .refused,
+                    "the linked phone refused the contact request: \(runtime.reason[range.upperBound...]) "
+                        + "(the link was kept; if the phone no longer knows it, link again with --link)")
+            }
             if let runtime = error.underlying as? RuntimeError, runtime.code == .noNearbyAuthenticator {
                 throw ProgramFailure(
                     .timeout,
