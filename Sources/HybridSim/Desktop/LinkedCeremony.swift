@@ -65,6 +65,13 @@ extension Run {
             await scanner.stop()
             await relay.embedded?.shutdown()
             try removeLink(stored, path: path)
+            if "\(error.underlying)".contains("contact ID unknown") {
+                throw ProgramFailure(
+                    .linkRevoked,
+                    "the relay does not know the linked phone \"\(stored.name)\" (410 Gone: contact ID unknown; no phone "
+                        + "announced it: was `hybrid-sim phone --listen` running on this relay?); removed the link from \(path). "
+                        + "Link again with --link and a QR code.")
+            }
             throw ProgramFailure(
                 .linkRevoked,
                 "the linked phone \"\(stored.name)\" revoked this link (the relay answered 410 Gone); removed it from \(path). "

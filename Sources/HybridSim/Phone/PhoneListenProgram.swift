@@ -62,6 +62,7 @@ public enum PhoneListenProgram {
         let linkStorePath = store.path
         narrator.say("listening as \"\(identity.name)\" on \(relayURL) for contact requests (link store \(store.path))")
         let seen = SeenNonces()
+        let reachable = Mutex(true)  // narrate an outage once, not every retry
         var listener = PhoneListener.Configuration(
             relayURL: relayURL, contactID: identity.contactID, revoked: identity.revokedContactIDs)
         listener.maxBackoff = .seconds(1)
@@ -70,10 +71,15 @@ public enum PhoneListenProgram {
             events: { event in
                 switch event {
                 case .listening(let url):
+                    reachable.withLock { $0 = true }
                     narrator.say("push channel open on \(url)")
                     narrator.event("listening", [("flow", .string("linked")), ("relay", .string(url))])
                 case .unreachable(let reason, let retry):
-                    narrator.say("relay unreachable (\(reason)); retrying in \(retry)")
+                    let first = reachable.withLock { wasReachable in
+                        defer { wasReachable = false }
+                        return wasReachable
+                    }
+                    if first { narrator.say("relay unreachable (\(reason)); retrying every \(retry)–1 s until it is back") }
                 case .pushed:
                     narrator.say("contact request from a linked desktop")
                     narrator.event("contact", [("flow", .string("linked"))])
