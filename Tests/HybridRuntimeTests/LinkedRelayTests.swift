@@ -242,6 +242,38 @@ struct LinkedHarnessTests {
         #expect(refusals.messages.map { String(decoding: $0, as: UTF8.self) } == ["replayed client payload"])
     }
 
+    @Test("the listening phone reconnects to a relay restarted on the same port and answers there (a desktop's embedded relay per run)")
+    func reconnectsToARestartedRelay() async throws {
+        let first = TunnelRelay()
+        let port = try await first.start().port
+        let harness = try await HybridHarness.start()
+        defer { Task { await harness.shutdown() } }
+        let phone = LinkedPhone()
+        let (credential, link) = try await harness.registerAndLink(on: phone, relyingParty: exampleRP, userName: "alice")
+
+        let relayURL = "ws://127.0.0.1:\(port)"
+        let session = try LinkedClientSession(link: .init(link), requestType: .getAssertion)
+        let scanner = ProximityScanner<[UInt8]>(matcher: ClientDriver.Transports.advertMatcher(eidKey: session.eidKey))
+        let proximity = try await scanner.start()
+        let listener = Task {
+            try await phone.listen(relayURL: relayURL, proximity: proximity, count: 1, limit: .seconds(20))
+        }
+        defer { listener.cancel() }
+        #expect(await eventually { first.statistics.openConnections == 1 }, "the phone's push channel is open")
+        await first.shutdown()  // the desktop run that owned it ended
+        try await Task.sleep(for: .milliseconds(300))
+        let second = TunnelRelay(port: port)
+        try await second.start()
+        let ceremony = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let outcome = try await LinkedClientDriver.run(
+            session: session, request: ceremony.requestBytes,
+            transports: .loopback(relayURL: relayURL, scanner: scanner), timeouts: .fast)
+        #expect(try ceremony.verify(response: outcome.response, knownCredentials: [credential]).credential.signCount == 1)
+        #expect(try await listener.value == 1)
+        await scanner.stop()
+        await second.shutdown()
+    }
+
     @Test("after unlink the relay answers 410 for the old contact ID (the phone announces it as revoked)")
     func unlinkGivesGone() async throws {
         var configuration = RelayConfiguration()
