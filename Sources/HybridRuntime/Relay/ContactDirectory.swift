@@ -250,3 +250,8 @@ final class ListenerHandler: ChannelInboundHandler, RemovableChannelHandler {
         context.close(promise: nil)
     }
 }
+
+/// A contact request's decision travels in an `EventLoopFuture` (it may wait for the phone). It is
+/// made, completed and consumed on the relay's one event loop, like the tunnel it may carry, so no
+/// other thread ever sees it.
+extension UpgradeDecision: @unchecked Sendable {}

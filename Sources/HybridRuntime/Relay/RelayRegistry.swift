@@ -110,7 +110,7 @@ final class RelayRegistry {
             return .reject(RelayRejection(status: .badRequest, reason: "Sec-WebSocket-Protocol must offer fido.cable"))
         }
         if let listenID { return directory.decideListen(contactID: listenID, head: head) }
-        var headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
+        let headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
         switch path {
         case .new(let tunnelID):
             return openTunnel(tunnelID: tunnelID)
