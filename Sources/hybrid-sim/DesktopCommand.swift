@@ -17,7 +17,9 @@ struct DesktopCommand: AsyncParsableCommand {
             the WebAuthn L3 PublicKeyCredential JSON on stdout. Progress goes to stderr, including a \
             ready-to-copy phone command line. Exit status: 0 verified, 1 other failure, 2 bad input \
             (options, store, settings), 3 no phone / timeout, 4 refused by the phone, 5 verification \
-            failed, 6 relay or network, 7 protocol error, 64 bad command line. See Docs/CLI.md.
+            failed, 6 relay or network, 7 protocol error, 8 linked phone revoked the link (--linked), \
+            64 bad command line. With --linked there is no QR code: the desktop contacts a phone linked \
+            earlier with --link (Docs/LINKING.md). See Docs/CLI.md.
             """
     )
 
@@ -99,6 +101,23 @@ struct DesktopCommand: AsyncParsableCommand {
     @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
     var logLevel = "warning"
 
+    @Flag(
+        help:
+            "The QR code says this desktop can link (key 4); after a verified ceremony the phone's linking information is verified and stored in --links. (default: off)"
+    )
+    var link = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Linked phones. (default: links.json next to the relying-party store)", valueName: "file"))
+    var links: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Sign in or register through a stored link, with no QR code: the phone's name, or any when there is one link. Exit 8 when the phone revoked the link (410; the link is removed).",
+            valueName: "name|any"))
+    var linked: String?
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
@@ -137,6 +156,9 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.qrPNGPath = qrPng
         configuration.invertQR = invert
         configuration.json = json
+        configuration.link = link
+        configuration.linksPath = links
+        configuration.linked = linked
         configuration.timeout = timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) }
         configuration.logger = CommandLogging.logger(label: "hybrid-sim.desktop", level: logLevel)
         return configuration

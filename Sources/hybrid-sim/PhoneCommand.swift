@@ -16,7 +16,9 @@ struct PhoneCommand: AsyncParsableCommand {
             and updated ones) and exits 0 once the desktop has closed the transaction. Progress goes to \
             stderr. Exit status: 0 answered, 1 other failure, 2 bad input (QR code, store), 3 the \
             desktop did not connect in time, 4 refused (--deny, no passkey, no account chosen), \
-            6 relay or network, 7 protocol error, 64 bad command line. See Docs/CLI.md.
+            6 relay or network, 7 protocol error, 64 bad command line. --listen instead answers \
+            desktops that contact this phone through a link (no QR code); --unlink revokes every \
+            link (Docs/LINKING.md). See Docs/CLI.md.
             """
     )
 
@@ -90,12 +92,38 @@ struct PhoneCommand: AsyncParsableCommand {
     @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
     var logLevel = "warning"
 
+    @Flag(
+        help:
+            "Linked phone: keep a push channel open on --relay and answer desktops that contact this phone through a stored link (no QR code). (default: off)"
+    )
+    var listen = false
+
+    @Option(help: ArgumentHelp("With --listen: exit 0 after this many answered contact requests.", valueName: "n"))
+    var count: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --listen: give up (exit 3) after this many seconds without reaching --count. (default: no limit)",
+            valueName: "seconds"))
+    var listenTimeout: Double?
+
+    @Flag(help: "Revoke this phone's contact ID: every desktop's link answers 410 from then on. (default: off)")
+    var unlink = false
+
     func validate() throws {
         guard Logger.Level(rawValue: logLevel) != nil else {
             throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
         }
+        if listen || unlink {
+            guard qr == nil, scan == nil else { throw ValidationError("--listen and --unlink take no QR code (--qr, --scan)") }
+            guard !(listen && unlink) else { throw ValidationError("--listen and --unlink cannot be combined") }
+            if let count, count < 1 { throw ValidationError("--count must be at least 1") }
+            if let listenTimeout, listenTimeout <= 0 { throw ValidationError("--listen-timeout must be more than 0") }
+            return
+        }
+        guard count == nil, listenTimeout == nil else { throw ValidationError("--count and --listen-timeout need --listen") }
         switch (qr, scan) {
-        case (nil, nil): throw ValidationError("give the QR code with --qr 'FIDO:/…' or --scan FILE")
+        case (nil, nil): throw ValidationError("give the QR code with --qr 'FIDO:/…' or --scan FILE (or --listen, --unlink)")
         case (.some, .some): throw ValidationError("--qr and --scan cannot be combined")
         default: break
         }
@@ -113,16 +141,28 @@ struct PhoneCommand: AsyncParsableCommand {
 
     func run() async throws {
         var configuration = makeConfiguration()
+        if unlink {
+            let status = await PhoneListenProgram.unlink(configuration, output: .standard)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         configuration.chooseAccount = PhoneProgram.terminalAccountChooser(
             output: .standard,
             timeout: configuration.timeout
         )
+        if listen {
+            let limit = listenTimeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded())) }
+            let status = await PhoneListenProgram.main(
+                .init(phone: configuration, count: count, limit: limit), output: .standard)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let status = await PhoneProgram.main(configuration, output: .standard)
         if status != 0 { throw ExitCode(status) }
     }
 
     private func makeConfiguration() -> PhoneConfiguration {
-        var configuration = PhoneConfiguration(qr: scan.map { .file($0) } ?? .url(qr ?? ""))
+        var configuration = PhoneConfiguration(qr: scan.map { .file($0) } ?? .url(qr ?? (listen || unlink ? "-" : "")))
         configuration.relayURL = relay
         configuration.proximityURL = proximity
         configuration.rssi = rssi

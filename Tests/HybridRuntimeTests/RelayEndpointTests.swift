@@ -155,16 +155,23 @@ struct RelayEndpointTests {
         }
     }
 
-    @Test("/cable/contact is 410 Gone")
+    @Test("/cable/contact for a contact ID no phone announced is 410 Gone after the contact wait")
     func contactIsGone() async throws {
-        try await withRelay { relay, endpoint in
+        var configuration = RelayConfiguration()
+        configuration.contactWait = .milliseconds(100)
+        try await withRelay(configuration) { relay, endpoint in
+            var options = WebSocketTunnel.Options()
+            options.extraHeaders = [
+                ("X-caBLE-Client-Payload", "A3014801020304050607080250202122232425262728292A2B2C2D2E2F03626761")
+            ]
             let error = await expectRuntimeError(.upgradeRejected) {
                 _ = try await WebSocketTunnel.open(
-                    url: endpoint.url + TunnelServicePath.contact(contactID: Array("some contact".utf8)).path
+                    url: endpoint.url + TunnelServicePath.contact(contactID: Array("some contact".utf8)).path,
+                    options: options
                 )
             }
             #expect(error?.httpStatus == 410)
-            #expect(error?.description == "relay rejected /cable/contact: 410 Gone (contact ID unknown or revoked)")
+            #expect(error?.description == "relay rejected /cable/contact: 410 Gone (contact ID unknown)")
             #expect(relay.statistics.rejectedRequests[410] == 1)
         }
     }

@@ -56,7 +56,7 @@ public struct AuthenticatorSession: Sendable {
         /// Advertising; waiting for handshake message 1.
         case waitingForHandshake(psk: [UInt8])
         /// Handshake done; waiting for requests.
-        case established(Crypter, awaitingResponse: Bool)
+        case established(AuthenticatorChannel)
         /// Shutdown received or a fatal error seen.
         case closed
     }
@@ -127,25 +127,12 @@ public struct AuthenticatorSession: Sendable {
             var crypter = result.crypter
             let post = try crypter.encrypt(PostHandshakeMessage(getInfo: getInfo).encode())
             let update = try crypter.encrypt(UpdateMessage.frame(linking: linkingInfo(handshakeHash: result.handshakeHash)).bytes)
-            state = .established(crypter, awaitingResponse: false)
+            state = .established(AuthenticatorChannel(crypter: crypter))
             return [.send(response), .handshakeComplete, .send(post), .send(update)]
-        case .established(var crypter, let awaiting):
-            let frame = try Frame(bytes: try crypter.decrypt(message))
-            switch frame.type {
-            case .ctap:
-                guard !awaiting else { throw HybridError(.unexpectedMessage, "a second request before the first was answered") }
-                guard !frame.payload.isEmpty else { throw HybridError(.invalidCTAPMessage, "CTAP request without a command byte") }
-                state = .established(crypter, awaitingResponse: true)
-                return [.request(frame.payload)]
-            case .shutdown:
-                state = .closed
-                return [.shutdown]
-            case .update:
-                state = .established(crypter, awaitingResponse: awaiting)
-                return []  // allowed from the client and ignored, as Chromium phones do
-            case .json:
-                throw HybridError(.unexpectedMessage, "JSON messages are not supported by this authenticator")
-            }
+        case .established(var channel):
+            let action = try channel.received(message)
+            state = action == .shutdown ? .closed : .established(channel)
+            return action.map { [$0] } ?? []
         case .creatingTunnel:
             throw HybridError(.unexpectedMessage, "tunnel message before the tunnel was created")
         case .closed:
@@ -155,11 +142,11 @@ public struct AuthenticatorSession: Sendable {
 
     /// Encrypts the answer (status byte ‖ CBOR) to the outstanding request as a `kCTAP` frame.
     public mutating func encryptResponse(_ response: [UInt8]) throws(HybridError) -> [UInt8] {
-        guard case .established(var crypter, true) = state else {
+        guard case .established(var channel) = state, channel.awaitingResponse else {
             preconditionFailure("encryptResponse(_:) without an outstanding request (state \(state))")
         }
-        let ciphertext = try crypter.encrypt(Frame(type: .ctap, payload: response).bytes)
-        state = .established(crypter, awaitingResponse: false)
+        let ciphertext = try channel.encryptResponse(response)
+        state = .established(channel)
         return ciphertext
     }
 

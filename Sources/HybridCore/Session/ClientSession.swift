@@ -44,7 +44,7 @@ public struct ClientSession: Sendable {
         /// Handshake done; waiting for the post-handshake message.
         case waitingForPostHandshake(Crypter, handshakeHash: [UInt8])
         /// Ready for requests, or waiting for the response to one.
-        case established(Crypter, handshakeHash: [UInt8], awaitingResponse: Bool)
+        case established(ClientChannel, handshakeHash: [UInt8])
         /// Shutdown sent or a fatal error seen; nothing more happens.
         case closed
     }
@@ -141,24 +141,15 @@ public struct ClientSession: Sendable {
             if let linking = post.linking {
                 actions.append(.linked(try verifiedLinking(linking, handshakeHash: hash)))
             }
-            state = .established(crypter, handshakeHash: hash, awaitingResponse: false)
+            state = .established(ClientChannel(crypter: crypter), handshakeHash: hash)
             return [.ready(getInfo: post.getInfo ?? [])] + actions
-        case .established(var crypter, let hash, let awaiting):
-            let frame = try Frame(bytes: try crypter.decrypt(message))
-            switch frame.type {
-            case .update:
-                state = .established(crypter, handshakeHash: hash, awaitingResponse: awaiting)
-                guard let linking = try UpdateMessage.parse(payload: frame.payload) else { return [] }
-                return [.linked(try verifiedLinking(linking, handshakeHash: hash))]
-            case .ctap:
-                guard awaiting else { throw HybridError(.unexpectedMessage, "CTAP message without an outstanding request") }
-                guard !frame.payload.isEmpty else { throw HybridError(.invalidCTAPMessage, "CTAP response without a status byte") }
-                state = .established(crypter, handshakeHash: hash, awaitingResponse: false)
-                return [.response(frame.payload)]
-            case .shutdown:
-                throw HybridError(.unexpectedMessage, "the authenticator sent a shutdown message (only clients do)")
-            case .json:
-                throw HybridError(.unexpectedMessage, "JSON messages are not supported by this client")
+        case .established(var channel, let hash):
+            let received = try channel.received(message)
+            state = .established(channel, handshakeHash: hash)
+            switch received {
+            case .update(nil): return []
+            case .update(let linking?): return [.linked(try verifiedLinking(linking, handshakeHash: hash))]
+            case .response(let bytes): return [.response(bytes)]
             }
         case .waitingForAdvert, .advertMatched:
             throw HybridError(.unexpectedMessage, "tunnel message before the handshake started")
@@ -170,21 +161,21 @@ public struct ClientSession: Sendable {
     /// Encrypts a CTAP2 request (command byte ‖ CBOR) as a `kCTAP` frame. Call after `.ready`, one
     /// request at a time.
     public mutating func encryptRequest(_ request: [UInt8]) throws(HybridError) -> [UInt8] {
-        guard case .established(var crypter, let hash, let awaiting) = state, !awaiting else {
+        guard case .established(var channel, let hash) = state, !channel.awaitingResponse else {
             preconditionFailure("encryptRequest(_:) while not ready for a request (state \(state))")
         }
-        let ciphertext = try crypter.encrypt(Frame(type: .ctap, payload: request).bytes)
-        state = .established(crypter, handshakeHash: hash, awaitingResponse: true)
+        let ciphertext = try channel.encryptRequest(request)
+        state = .established(channel, handshakeHash: hash)
         return ciphertext
     }
 
     /// Encrypts the shutdown message (`00`); the session is closed afterwards.
     public mutating func encryptShutdown() throws(HybridError) -> [UInt8] {
-        guard case .established(var crypter, _, _) = state else {
+        guard case .established(var channel, _) = state else {
             preconditionFailure("encryptShutdown() before the session was established (state \(state))")
         }
         state = .closed
-        return try crypter.encrypt(Frame.shutdown.bytes)
+        return try channel.encryptShutdown()
     }
 
     private func verifiedLinking(_ map: CBORValue, handshakeHash: [UInt8]) throws(HybridError) -> LinkingInfo {

@@ -35,7 +35,7 @@ public final class HybridHarness: Sendable {
     public let relay: TunnelRelay
     /// `ws://127.0.0.1:PORT`.
     public let relayURL: String
-    private let logger: Logger
+    let logger: Logger
 
     private init(relay: TunnelRelay, relayURL: String, logger: Logger) {
         self.relay = relay
@@ -60,19 +60,24 @@ public final class HybridHarness: Sendable {
     /// Runs one QR transaction: a desktop session showing a QR code, a phone that "scans" it, both
     /// over the relay and the proximity stub; `request` is CTAP2 (command ‖ CBOR). Returns the
     /// desktop's outcome after both sides finished.
+    ///
+    /// With `linking`, the QR code says the desktop can link and the phone sends that identity's
+    /// signed linking information (``ClientDriver/Outcome/linking``, verified).
     public func transact(
-        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions = .init()
+        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions = .init(),
+        linking: AuthenticatorSession.LinkingIdentity? = nil
     ) async throws -> ClientDriver.Outcome {
-        let session = ClientSession(requestType: hint, timestamp: UInt64(Date().timeIntervalSince1970))
+        let session = ClientSession(
+            requestType: hint, timestamp: UInt64(Date().timeIntervalSince1970), supportsLinking: linking != nil)
         let scanner = ProximityScanner<[UInt8]>(
             minRSSI: options.minRSSI, logger: logger, matcher: ClientDriver.Transports.advertMatcher(eidKey: session.keys.eidKey))
         let proximity = try await scanner.start()
         defer { Task { await scanner.stop() } }
-        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo)
+        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking)
         let relayURL = self.relayURL
         let logger = self.logger
-        return try await withThrowingTaskGroup(of: ClientDriver.Outcome?.self) { group in
-            group.addTask {
+        return try await Self.runBoth(
+            phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession,
                     transports: .loopback(relayURL: relayURL, proximity: proximity, rssi: options.rssi, logger: logger),
@@ -80,26 +85,13 @@ public final class HybridHarness: Sendable {
                 ) { request in
                     phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970))
                 }
-                return nil
-            }
-            group.addTask {
+            },
+            desktop: {
                 try await ClientDriver.run(
                     session: session, request: request,
                     transports: .loopback(relayURL: relayURL, scanner: scanner, logger: logger),
                     timeouts: options.timeouts, events: options.events)
-            }
-            var outcome: ClientDriver.Outcome? = nil
-            do {
-                for try await result in group {
-                    if let result { outcome = result }
-                }
-            } catch {
-                group.cancelAll()
-                throw error
-            }
-            guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
-            return outcome
-        }
+            })
     }
 
     /// Registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.

@@ -59,6 +59,15 @@ public struct RelayConfiguration: Sendable {
         didSet { precondition(routingIDPrefix.count < TunnelServicePath.routingIDSize, "routing ID prefix of 0 to 2 bytes") }
     }
 
+    /// A `/cable/contact/…` request whose phone is not listening waits this long for it to connect
+    /// its push channel (a phone reconnecting to a freshly started relay) before the answer is 410
+    /// (contact ID never announced) or 504 (announced, but not listening). Default 3 s; keep it
+    /// below ``upgradeTimeout`` and below the clients' connect timeout.
+    public var contactWait: Duration = .seconds(3)
+
+    /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
+    public var maxListeners: Int = 1024
+
     /// Test-only hook: sees (and may modify) every relayed message before it is forwarded or buffered.
     /// Lets a test flip a byte in transit to check that the protocol layer notices.
     package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?
@@ -84,32 +93,6 @@ public struct RelayConfiguration: Sendable {
         self.upgradeTimeout = upgradeTimeout
         self.closeHandshakeTimeout = closeHandshakeTimeout
     }
-}
-
-/// Decides what the relay does with `/cable/contact/{id}` (the linked, state-assisted flow).
-///
-/// The relay asks its registry for every contact request. Linking is not implemented yet, so the only
-/// registry is ``NoContactRegistry``, which answers every contact with 410 Gone ("forget this
-/// pairing"). A future registry would wake the linked phone and open a tunnel for the client.
-public protocol ContactRegistry: Sendable {
-    /// What to do with a contact request for `contactID`; `clientPayload` is the decoded
-    /// `X-caBLE-Client-Payload` header (CBOR bytes), if present and valid hex.
-    func resolve(contactID: [UInt8], clientPayload: [UInt8]?) -> ContactResolution
-}
-
-/// The answer of a ``ContactRegistry``.
-public enum ContactResolution: Sendable, Hashable {
-    /// The contact ID is unknown or revoked: answer 410 Gone.
-    case gone
-}
-
-/// The registry used until linking exists: every contact ID is gone (410).
-public struct NoContactRegistry: ContactRegistry {
-    /// Creates the registry.
-    public init() {}
-
-    /// Always ``ContactResolution/gone``.
-    public func resolve(contactID: [UInt8], clientPayload: [UInt8]?) -> ContactResolution { .gone }
 }
 
 /// Counters of a running relay, for tests and diagnostics.

@@ -19,7 +19,9 @@ final class RelayConnection {
         case awaitingRequest
         /// The upgrade was accepted; the connection holds `side` of the tunnel until the WebSocket is up.
         case reserved(RelayTunnel, TunnelSide)
-        /// The WebSocket is up and handed to a ``RelayPeerHandler``.
+        /// The upgrade of a phone's push channel (`/cable/listen/{contact ID}`) was accepted.
+        case listening([UInt8])
+        /// The WebSocket is up and handed to a ``RelayPeerHandler`` (or a ``ListenerHandler``).
         case upgraded
         /// The request was refused; the response is being written.
         case rejected(RelayRejection)
@@ -71,13 +73,14 @@ final class RelayConnection {
             maxFrameSize: configuration.maxMessageSize,
             enableAutomaticErrorHandling: false,
             shouldUpgrade: { channel, head in
-                channel.eventLoop.makeCompletedFuture {
-                    boundConnection.value.shouldUpgrade(head, registry: boundRegistry.value)
+                // A contact request may wait (bounded) for its phone; everything else is decided at once.
+                boundRegistry.value.decision(for: head).map { decision in
+                    boundConnection.value.shouldUpgrade(decision)
                 }
             },
             upgradePipelineHandler: { channel, _ in
                 channel.eventLoop.makeCompletedFuture {
-                    try boundConnection.value.upgraded(configuration: configuration)
+                    try boundConnection.value.upgraded(configuration: configuration, registry: boundRegistry.value)
                 }
             }
         )
@@ -105,10 +108,13 @@ final class RelayConnection {
     }
 
     /// `shouldUpgrade` of the WebSocket upgrader: the 101's extra headers, or `nil` to refuse.
-    private func shouldUpgrade(_ head: HTTPRequestHead, registry: RelayRegistry) -> HTTPHeaders? {
-        switch registry.decide(head) {
+    private func shouldUpgrade(_ decision: UpgradeDecision) -> HTTPHeaders? {
+        switch decision {
         case .accept(let headers, let tunnel, let side):
             state = .reserved(tunnel, side)
+            return headers
+        case .listen(let headers, let contactID):
+            state = .listening(contactID)
             return headers
         case .reject(let rejection):
             state = .rejected(rejection)
@@ -117,7 +123,10 @@ final class RelayConnection {
     }
 
     /// The 101 went out: install the frame aggregator and the peer handler, then attach to the tunnel.
-    private func upgraded(configuration: RelayConfiguration) throws -> RelayUpgradeResult {
+    private func upgraded(configuration: RelayConfiguration, registry: RelayRegistry) throws -> RelayUpgradeResult {
+        if case .listening(let contactID) = state {
+            return try upgradedListener(contactID: contactID, configuration: configuration, registry: registry)
+        }
         guard case .reserved(let tunnel, let side) = state else {
             throw ChannelError.inappropriateOperationForState
         }
@@ -139,6 +148,26 @@ final class RelayConnection {
             handler
         )
         tunnel.attach(side, handler: handler)
+        return .upgraded
+    }
+}
+
+extension RelayConnection {
+    /// A phone's push channel is up: install the frame handlers and register it as listening.
+    fileprivate func upgradedListener(
+        contactID: [UInt8], configuration: RelayConfiguration, registry: RelayRegistry
+    ) throws -> RelayUpgradeResult {
+        state = .upgraded
+        upgradeTimer?.cancel()
+        let handler = ListenerHandler(
+            directory: registry.directory, contactID: contactID, closeHandshakeTimeout: configuration.closeHandshakeTimeout)
+        try channel.pipeline.syncOperations.addHandlers(
+            MaskedFrameValidator(),
+            NIOWebSocketFrameAggregator(
+                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 16, maxAccumulatedFrameSize: 4096),
+            handler
+        )
+        registry.directory.attach(handler, contactID: contactID)
         return .upgraded
     }
 }

@@ -15,6 +15,8 @@ enum UpgradeDecision {
     case accept(HTTPHeaders, RelayTunnel, TunnelSide)
     /// Answer with an HTTP error instead.
     case reject(RelayRejection)
+    /// Upgrade a phone's push channel (`/cable/listen/{contact ID}`) with these 101 headers.
+    case listen(HTTPHeaders, [UInt8])
 }
 
 /// Lock-protected copy of the relay counters, readable from any thread.
@@ -39,7 +41,8 @@ final class RelayRegistry {
     let configuration: RelayConfiguration
     let logger: Logger
     let statistics: RelayStatisticsBox
-    private let contacts: any ContactRegistry
+    /// Listening phones and contact requests (the linked flow).
+    private(set) lazy var directory = ContactDirectory(registry: self)
     private var tunnels: [[UInt8]: RelayTunnel] = [:]
     private var connections: [ObjectIdentifier: RelayConnection] = [:]
     private var isShuttingDown = false
@@ -48,13 +51,11 @@ final class RelayRegistry {
     init(
         eventLoop: EventLoop,
         configuration: RelayConfiguration,
-        contacts: any ContactRegistry,
         statistics: RelayStatisticsBox,
         logger: Logger
     ) {
         self.eventLoop = eventLoop
         self.configuration = configuration
-        self.contacts = contacts
         self.statistics = statistics
         self.logger = logger
     }
@@ -83,12 +84,23 @@ final class RelayRegistry {
 
     // MARK: - Decisions
 
+    /// ``decide(_:)``, except that a contact request may wait (bounded) for its phone to listen.
+    func decision(for head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
+        if !isShuttingDown, head.method == .GET, Self.offersSubprotocol(head.headers),
+            case .contact(let contactID)? = TunnelServicePath(parsing: head.uri)
+        {
+            return directory.decideContact(contactID: contactID, head: head)
+        }
+        return eventLoop.makeSucceededFuture(decide(head))
+    }
+
     /// Validates an upgrade request and, when it is acceptable, claims the tunnel side it asks for.
     func decide(_ head: HTTPRequestHead) -> UpgradeDecision {
         if isShuttingDown {
             return .reject(RelayRejection(status: .serviceUnavailable, reason: "relay shutting down"))
         }
-        guard let path = TunnelServicePath(parsing: head.uri) else {
+        let listenID = PushChannel.contactID(listenTarget: head.uri)
+        guard let path = TunnelServicePath(parsing: head.uri) ?? listenID.map({ .contact(contactID: $0) }) else {
             return .reject(RelayRejection(status: .notFound, reason: "no such endpoint"))
         }
         guard head.method == .GET else {
@@ -97,43 +109,11 @@ final class RelayRegistry {
         guard Self.offersSubprotocol(head.headers) else {
             return .reject(RelayRejection(status: .badRequest, reason: "Sec-WebSocket-Protocol must offer fido.cable"))
         }
-        var headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
+        if let listenID { return directory.decideListen(contactID: listenID, head: head) }
+        let headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
         switch path {
         case .new(let tunnelID):
-            guard tunnels[tunnelID] == nil else {
-                return .reject(RelayRejection(status: .conflict, reason: "tunnel ID already open"))
-            }
-            guard tunnels.count < configuration.maxOpenTunnels else {
-                return .reject(
-                    RelayRejection(
-                        status: .serviceUnavailable,
-                        reason: "too many open tunnels (\(configuration.maxOpenTunnels)); try again later"
-                    )
-                )
-            }
-            var generator = SystemRandomNumberGenerator()
-            let routingID =
-                configuration.routingIDPrefix
-                + (configuration.routingIDPrefix.count..<TunnelServicePath.routingIDSize).map { _ in
-                    UInt8.random(in: 0...255, using: &generator)
-                }
-            let tunnel = RelayTunnel(
-                tunnelID: tunnelID,
-                routingID: routingID,
-                registry: self,
-                eventLoop: eventLoop,
-                configuration: configuration,
-                logger: logger
-            )
-            tunnels[tunnelID] = tunnel
-            tunnel.startTimers()
-            statistics.update {
-                $0.openTunnels = self.tunnels.count
-                $0.tunnelsOpened += 1
-            }
-            tunnel.logger.info("tunnel opened, routing ID \(HexCoding.upper(routingID))")
-            headers.add(name: "X-caBLE-Routing-ID", value: HexCoding.upper(routingID))
-            return .accept(headers, tunnel, .creator)
+            return openTunnel(tunnelID: tunnelID)
 
         case .connect(let routingID, let tunnelID):
             guard let tunnel = tunnels[tunnelID], tunnel.routingID == routingID, !tunnel.isClosed else {
@@ -146,13 +126,51 @@ final class RelayRegistry {
             statistics.update { $0.tunnelsJoined += 1 }
             return .accept(headers, tunnel, .joiner)
 
-        case .contact(let contactID):
-            let payload = head.headers.first(name: "X-caBLE-Client-Payload").flatMap(HexCoding.decode)
-            switch contacts.resolve(contactID: contactID, clientPayload: payload) {
-            case .gone:
-                return .reject(RelayRejection(status: .gone, reason: "contact ID unknown or revoked"))
-            }
+        case .contact:
+            // Only reached with a bad method or subprotocol, which were refused above.
+            return .reject(RelayRejection(status: .badRequest, reason: "contact requests are decided by decision(for:)"))
         }
+    }
+
+    /// Registers a new tunnel whose creator side is claimed by the caller (`/cable/new`, or a
+    /// desktop's `/cable/contact`), with a fresh routing ID.
+    func openTunnel(tunnelID: [UInt8]) -> UpgradeDecision {
+        let headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
+        guard tunnels[tunnelID] == nil else {
+            return .reject(RelayRejection(status: .conflict, reason: "tunnel ID already open"))
+        }
+        guard tunnels.count < configuration.maxOpenTunnels else {
+            return .reject(
+                RelayRejection(
+                    status: .serviceUnavailable,
+                    reason: "too many open tunnels (\(configuration.maxOpenTunnels)); try again later"
+                )
+            )
+        }
+        var generator = SystemRandomNumberGenerator()
+        let routingID =
+            configuration.routingIDPrefix
+            + (configuration.routingIDPrefix.count..<TunnelServicePath.routingIDSize).map { _ in
+                UInt8.random(in: 0...255, using: &generator)
+            }
+        let tunnel = RelayTunnel(
+            tunnelID: tunnelID,
+            routingID: routingID,
+            registry: self,
+            eventLoop: eventLoop,
+            configuration: configuration,
+            logger: logger
+        )
+        tunnels[tunnelID] = tunnel
+        tunnel.startTimers()
+        statistics.update {
+            $0.openTunnels = self.tunnels.count
+            $0.tunnelsOpened += 1
+        }
+        tunnel.logger.info("tunnel opened, routing ID \(HexCoding.upper(routingID))")
+        var accepted = headers
+        accepted.add(name: "X-caBLE-Routing-ID", value: HexCoding.upper(routingID))
+        return .accept(accepted, tunnel, .creator)
     }
 
     /// The answer to a request that is not a usable WebSocket upgrade (no `Upgrade` header, bad
@@ -161,7 +179,7 @@ final class RelayRegistry {
         if isShuttingDown {
             return RelayRejection(status: .serviceUnavailable, reason: "relay shutting down")
         }
-        guard TunnelServicePath(parsing: head.uri) != nil else {
+        guard TunnelServicePath(parsing: head.uri) != nil || PushChannel.contactID(listenTarget: head.uri) != nil else {
             return RelayRejection(status: .notFound, reason: "no such endpoint")
         }
         guard head.method == .GET else {
@@ -182,6 +200,7 @@ final class RelayRegistry {
         if tunnels[tunnel.tunnelID] === tunnel {
             tunnels[tunnel.tunnelID] = nil
         }
+        directory.tunnelClosed(tunnel)
         statistics.update {
             $0.openTunnels = self.tunnels.count
             $0.tunnelsClosed[code?.rawValue ?? WebSocketCloseCode.noStatusReceived.rawValue, default: 0] += 1
@@ -210,6 +229,7 @@ final class RelayRegistry {
     func shutdown() -> EventLoopFuture<Void> {
         if let drained { return drained.futureResult }
         isShuttingDown = true
+        directory.shutdown()
         let promise = eventLoop.makePromise(of: Void.self)
         drained = promise
         for tunnel in Array(tunnels.values) {

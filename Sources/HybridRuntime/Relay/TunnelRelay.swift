@@ -52,7 +52,6 @@ public final class TunnelRelay: Sendable {
     private let host: String
     private let port: Int
     private let eventLoop: EventLoop
-    private let contacts: any ContactRegistry
     private let logger: Logger
     private let statisticsBox = RelayStatisticsBox()
     private let lifecycle = Mutex(Lifecycle.idle)
@@ -64,21 +63,18 @@ public final class TunnelRelay: Sendable {
     ///   - host: a loopback address to bind (`127.0.0.1`, `::1` or `localhost`).
     ///   - port: TCP port; 0 picks a free one.
     ///   - group: where to run; the relay uses one event loop of it.
-    ///   - contactRegistry: answers `/cable/contact/…` (default: 410 for every contact).
     ///   - logger: swift-log logger; tunnel IDs appear only as their first 4 hex digits.
     public init(
         configuration: RelayConfiguration = RelayConfiguration(),
         host: String = "127.0.0.1",
         port: Int = 0,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
-        contactRegistry: any ContactRegistry = NoContactRegistry(),
         logger: Logger = Logger(label: "hybrid-sim.relay")
     ) {
         self.configuration = configuration
         self.host = host
         self.port = port
         self.eventLoop = group.next()
-        self.contacts = contactRegistry
         self.logger = logger
     }
 
@@ -112,15 +108,12 @@ public final class TunnelRelay: Sendable {
             )
         }
         let loop = eventLoop
-        let (configuration, contacts, statistics, logger) = (
-            self.configuration, self.contacts, statisticsBox, self.logger
-        )
+        let (configuration, statistics, logger) = (self.configuration, statisticsBox, self.logger)
         let registry = try await loop.submit {
             NIOLoopBound(
                 RelayRegistry(
                     eventLoop: loop,
                     configuration: configuration,
-                    contacts: contacts,
                     statistics: statistics,
                     logger: logger
                 ),

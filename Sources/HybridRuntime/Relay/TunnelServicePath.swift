@@ -56,9 +56,9 @@ public enum TunnelServicePath: Sendable, Hashable {
 
     // MARK: - Messages
 
-    /// "/cable/new", "/cable/connect", "/cable/contact" or the path itself, for error messages.
+    /// "/cable/new", "/cable/connect", "/cable/contact", "/cable/listen" or the path itself, for error messages.
     static func endpointName(of path: String) -> String {
-        for name in ["new", "connect", "contact"] where path.hasPrefix("/cable/\(name)/") {
+        for name in ["new", "connect", "contact", "listen"] where path.hasPrefix("/cable/\(name)/") {
             return "/cable/\(name)"
         }
         return path.count > 40 ? String(path.prefix(40)) + "…" : path
@@ -71,6 +71,7 @@ public enum TunnelServicePath: Sendable, Hashable {
         case 404: return "unknown tunnel or routing ID"
         case 409: return "tunnel ID already open or tunnel already joined"
         case 410: return "contact ID unknown or revoked"
+        case 504: return "the linked phone is not listening"
         case 503: return "relay busy or shutting down"
         default: return nil
         }

@@ -60,8 +60,8 @@ public enum AuthenticatorDriver {
         }
     }
 
-    private static func converse(
-        session: inout AuthenticatorSession, tunnel: any TunnelTransport, advertisement: (any Advertisement)?,
+    static func converse<Session: AuthenticatorTransaction>(
+        session: inout Session, tunnel: any TunnelTransport, advertisement: (any Advertisement)?,
         timeouts: SessionTimeouts, events: @Sendable (SessionEvent) -> Void, respond: @escaping Responder
     ) async throws {
         var phase = "waiting for the desktop's handshake"

@@ -73,11 +73,11 @@ public enum ClientDriver {
         }
     }
 
-    private static func converse(
-        session: inout ClientSession, tunnel: any TunnelTransport, request: [UInt8], timeouts: SessionTimeouts,
+    static func converse<Session: ClientTransaction>(
+        session: inout Session, tunnel: any TunnelTransport, request: [UInt8], timeouts: SessionTimeouts,
         events: @Sendable (SessionEvent) -> Void
     ) async throws -> Outcome {
-        let message1 = session.tunnelConnected()
+        let message1 = session.startHandshake()
         try await step(.desktop, "sending the handshake") { try await tunnel.send(message1) }
         events(.handshakeSent(bytes: message1.count))
 

@@ -58,6 +58,7 @@ extension WebSocketTunnel {
         if options.offersSubprotocol {
             headers.add(name: "Sec-WebSocket-Protocol", value: RelayRegistry.subprotocol)
         }
+        for (name, value) in options.extraHeaders { headers.add(name: name, value: value) }
         headers.add(name: "Content-Length", value: "0")
         let configuration = NIOTypedHTTPClientUpgradeConfiguration<ClientUpgradeOutcome>(
             upgradeRequestHead: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers),

@@ -23,6 +23,8 @@ public final class WebSocketTunnel: TunnelTransport {
         public var sendTimeout: Duration = .seconds(10)
         /// How long ``close(code:reason:)`` waits for the relay's close frame. Default 2 s.
         public var closeTimeout: Duration = .seconds(2)
+        /// More request headers, e.g. `X-caBLE-Client-Payload` on `/cable/contact/…`. Default none.
+        public var extraHeaders: [(String, String)] = []
         /// Test hook: leave out `Sec-WebSocket-Protocol: fido.cable` from the request.
         package var offersSubprotocol = true
 

@@ -8,7 +8,9 @@ import Synchronization
 /// `hybrid-sim demo`: the whole story in one terminal. An embedded relay runs in this process; the
 /// desktop and the phone run as two child processes of the same `hybrid-sim` binary; the phone
 /// scans the QR code the desktop printed (its terminal art, saved as a text capture). First a
-/// registration, then a sign-in, every step narrated: who sends what, how big, what was verified.
+/// registration by QR code with linking, then two sign-ins through the link (no QR code: the
+/// listening phone is woken through the relay's push channel), every step narrated: who sends
+/// what, how big, what was verified.
 public enum DemoProgram {
     /// What to run.
     public struct Configuration: Sendable {
@@ -42,7 +44,8 @@ public enum DemoProgram {
             output.standardError("error: cannot create the demo directory \(home): \(error)")
             return 1
         }
-        output.standardError("HybridSim demo: register a passkey on a phone, then sign in with it, over the hybrid transport.")
+        output.standardError(
+            "HybridSim demo: register a passkey on a phone by QR code and link the phone, then sign in twice through the link.")
         let observer = WireObserver(say: say)
         var relayConfiguration = RelayConfiguration()
         relayConfiguration.faultInjector = { direction, message in observer.saw(direction, message) }
@@ -60,20 +63,19 @@ public enum DemoProgram {
         say("demo", "fresh passkey and relying-party stores in \(home)")
         defer { Task { await relay.shutdown() } }
 
-        let steps: [(title: String, request: String)] = [
-            ("1/2 registration: the phone creates a passkey for \(configuration.user) @ \(configuration.rpID)", "mc"),
-            ("2/2 sign-in: the phone signs a fresh challenge with that passkey", "ga"),
-        ]
-        for (title, request) in steps {
-            output.standardError("")
-            output.standardError("── \(title) " + String(repeating: "─", count: max(0, 78 - title.count)))
-            observer.reset()
-            let code = await ceremony(
-                request: request, configuration: configuration, relayURL: endpoint.url, home: home, output: output, say: say)
-            guard code == 0 else { return code }
-        }
+        let title = "1/3 registration by QR code with --link: a passkey for \(configuration.user) @ \(configuration.rpID), and the phone is linked"
         output.standardError("")
-        say("demo", "done: a passkey was registered and used; both results were verified by the desktop's relying party.")
+        output.standardError("── \(title) " + String(repeating: "─", count: max(0, 78 - title.count)))
+        observer.reset(linked: false)
+        let code = await ceremony(
+            request: "mc", configuration: configuration, relayURL: endpoint.url, home: home, output: output, say: say)
+        guard code == 0 else { return code }
+        let linkedCode = await linkedSignIns(
+            configuration: configuration, relayURL: endpoint.url, home: home, output: output, say: say,
+            beforeEach: { observer.reset(linked: true) })
+        guard linkedCode == 0 else { return linkedCode }
+        output.standardError("")
+        say("demo", "done: a passkey was registered by QR code and used twice through the link; every result was verified by the desktop's relying party.")
         say("demo", "try it in two terminals next: see \"Two terminals\" in README.md")
         return 0
     }
@@ -87,7 +89,7 @@ public enum DemoProgram {
             "desktop", "--request", request, "--rp-id", configuration.rpID, "--relay", relayURL, "--proximity-port", "0",
             "--timeout", String(Int(configuration.timeout.components.seconds)),
         ]
-        if request == "mc" { desktopArguments += ["--user", configuration.user] }
+        if request == "mc" { desktopArguments += ["--user", configuration.user, "--link"] }
         say("demo", "starting: hybrid-sim " + desktopArguments.joined(separator: " "))
         let desktop: ChildProcess
         do {
@@ -175,14 +177,21 @@ public enum DemoProgram {
 
 /// Narrates what the relay carries, labelling each message by its place in a QR transaction.
 private final class WireObserver: Sendable {
-    private let counts = Mutex<(toDesktop: Int, toPhone: Int)>((0, 0))
+    private let counts = Mutex<(toDesktop: Int, toPhone: Int, linked: Bool)>((0, 0, false))
     private let say: @Sendable (String, String) -> Void
 
     init(say: @escaping @Sendable (String, String) -> Void) { self.say = say }
 
-    func reset() { counts.withLock { $0 = (0, 0) } }
+    /// A new transaction; in a linked one the desktop opened the tunnel (`/cable/contact`), so the
+    /// relay's creator is the desktop.
+    func reset(linked: Bool) { counts.withLock { $0 = (0, 0, linked) } }
 
     func saw(_ direction: RelayDirection, _ message: [UInt8]) {
+        let linked = counts.withLock { $0.linked }
+        if linked {
+            sawLinked(phoneToDesktop: direction == .joinerToCreator, message)
+            return
+        }
         switch direction {
         case .creatorToJoiner:
             let n = counts.withLock { c -> Int in c.toDesktop += 1; return c.toDesktop }
@@ -193,6 +202,20 @@ private final class WireObserver: Sendable {
             let n = counts.withLock { c -> Int in c.toPhone += 1; return c.toPhone }
             let what = ["Noise KNpsk0 handshake message 1 (desktop's ephemeral key ‖ tag)", "CTAP2 request (encrypted)",
                         "shutdown (encrypted)"]
+            say("relay", "desktop → phone \(message.count) bytes: \(n <= what.count ? what[n - 1] : "message \(n)")")
+        }
+    }
+
+    private func sawLinked(phoneToDesktop: Bool, _ message: [UInt8]) {
+        if phoneToDesktop {
+            let n = counts.withLock { c -> Int in c.toDesktop += 1; return c.toDesktop }
+            let what = ["Noise NKpsk0 handshake message 2 (phone's ephemeral key ‖ tag)", "post-handshake message (encrypted getInfo; no update message when linked)",
+                        "CTAP2 response (encrypted)"]
+            say("relay", "phone → desktop \(message.count) bytes: \(n <= what.count ? what[n - 1] : "message \(n)")")
+        } else {
+            let n = counts.withLock { c -> Int in c.toPhone += 1; return c.toPhone }
+            let what = ["Noise NKpsk0 handshake message 1 (desktop's ephemeral key ‖ tag, against the phone's identity key)",
+                        "CTAP2 request (encrypted)", "shutdown (encrypted)"]
             say("relay", "desktop → phone \(message.count) bytes: \(n <= what.count ? what[n - 1] : "message \(n)")")
         }
     }

@@ -38,6 +38,12 @@ public struct DesktopConfiguration: Sendable {
     public var invertQR = false
     /// `--json`: events on stdout, one JSON object per line, instead of the QR art and pretty JSON.
     public var json = false
+    /// `--link`: the QR code says the desktop can link; verified linking information is stored.
+    public var link = false
+    /// `--links FILE`: the linked phones; `nil`: `links.json` next to the relying-party store.
+    public var linksPath: String?
+    /// `--linked NAME|any`: sign in or register through a stored link, with no QR code.
+    public var linked: String?
     /// How long to wait for a nearby phone, and for its answer; `nil`: the options' `timeout`, else 120 s.
     public var timeout: Duration?
     /// The environment (for `HYBRID_SIM_HOME`).
@@ -83,6 +89,11 @@ public struct DesktopConfiguration: Sendable {
             throw bad("--proximity-port must be 0…65535")
         }
         guard (-127...20).contains(minRSSI) else { throw bad("--min-rssi must be -127…20 dBm") }
+        if let linked {
+            if link { throw bad("--link and --linked cannot be combined (--linked uses an existing link)") }
+            if linked.isEmpty { throw bad("--linked needs a phone name or any") }
+            if qrPNGPath != nil { throw bad("--qr-png does not apply to --linked (there is no QR code)") }
+        }
         if let timeout {
             guard timeout > .zero, timeout <= .seconds(ProgramDefaults.maximumTimeoutSeconds) else {
                 throw bad(

@@ -6,6 +6,8 @@ import HybridRuntime
 struct DesktopNarrator: Sendable {
     let output: ProgramOutput
     let json: Bool
+    /// With `--link` or `--linked`, every `--json` event carries `"flow": "qr-link"` or `"linked"`.
+    var flow: String? = nil
 
     /// A progress line on stderr.
     func say(_ line: String) {
@@ -15,7 +17,7 @@ struct DesktopNarrator: Sendable {
     /// A `--json` event on stdout (nothing without `--json`).
     func event(_ name: String, _ members: [(String, JSONLine.Value)] = []) {
         guard json else { return }
-        output.standardOutput(JSONLine(event: name, members).text)
+        output.standardOutput(JSONLine(event: name, members + (flow.map { [("flow", .string($0))] } ?? [])).text)
     }
 
     /// Narrates one driver event.
@@ -32,7 +34,9 @@ struct DesktopNarrator: Sendable {
             say("handshake done")
             self.event("handshake")
         case .linkingReceived(let name):
-            say("the phone sent linking information (\(name)); not stored")
+            say(flow == "qr-link"
+                ? "the phone sent linking information (\(name)), signature verified; stored once the relying party verifies the answer"
+                : "the phone sent linking information (\(name)); not stored (no --link)")
         case .requestSent(let command, let plaintextBytes, _):
             let name = CommandName.of(command)
             say("request sent (\(name), \(plaintextBytes) bytes)")

@@ -48,7 +48,8 @@ public enum DesktopProgram {
         output: ProgramOutput = .standard,
         onReady: @escaping @Sendable (DesktopEndpoints) -> Void = { _ in }
     ) async throws(ProgramFailure) -> DesktopResult {
-        let narrator = DesktopNarrator(output: output, json: configuration.json)
+        var narrator = DesktopNarrator(output: output, json: configuration.json)
+        narrator.flow = configuration.linked != nil ? "linked" : configuration.link ? "qr-link" : nil
         do {
             return try await Run(configuration: configuration, narrator: narrator, onReady: onReady).execute()
         } catch {
@@ -73,7 +74,7 @@ public enum DesktopProgram {
 }
 
 /// One desktop run's state.
-private struct Run {
+struct Run {
     let configuration: DesktopConfiguration
     let narrator: DesktopNarrator
     let onReady: @Sendable (DesktopEndpoints) -> Void
@@ -103,7 +104,12 @@ private struct Run {
             )
         }
 
-        let session = ClientSession(requestType: ceremony.requestType, timestamp: UInt64(Date().timeIntervalSince1970))
+        if let name = configuration.linked {
+            return try await executeLinked(name: name, ceremony: ceremony, store: &store)
+        }
+        let session = ClientSession(
+            requestType: ceremony.requestType, timestamp: UInt64(Date().timeIntervalSince1970),
+            supportsLinking: configuration.link)
         let matrix: QRMatrix
         do {
             matrix = try QREncoder.encode(fidoURL: session.url)
@@ -147,11 +153,17 @@ private struct Run {
         await scanner.stop()
         await relay.embedded?.shutdown()
 
-        let result = try ceremony.finish(
-            response: outcome.response,
-            store: &store,
-            now: UInt64(Date().timeIntervalSince1970)
-        )
+        let result = try finishAndSave(response: outcome.response, ceremony: ceremony, store: &store)
+        if configuration.link, case .verified = result.relyingPartyCheck {
+            try storeLink(outcome.linking, storePath: store.path)
+        }
+        report(result, storePath: store.path)
+        return result
+    }
+
+    /// Checks the phone's answer as the relying party and saves the store when it verified.
+    func finishAndSave(response: [UInt8], ceremony: DesktopCeremony, store: inout RelyingPartyStore) throws -> DesktopResult {
+        let result = try ceremony.finish(response: response, store: &store, now: UInt64(Date().timeIntervalSince1970))
         if case .verified = result.relyingPartyCheck {
             do {
                 try store.save()
@@ -159,7 +171,6 @@ private struct Run {
                 throw ProgramFailure(.failed, "verified, but cannot save the relying-party store: \(error)")
             }
         }
-        report(result, storePath: store.path)
         return result
     }
 
@@ -258,7 +269,7 @@ private struct Run {
     }
 
     /// Prints the verified result.
-    private func report(_ result: DesktopResult, storePath: String) {
+    func report(_ result: DesktopResult, storePath: String) {
         for note in result.notes { narrator.say("note: \(note)") }
         let id = Base64URL.encode(result.credentialId)
         switch (result.request, result.relyingPartyCheck) {
@@ -300,12 +311,12 @@ private struct Run {
     // MARK: - Relay and scanner
 
     /// The relay in use: its URL and, when embedded, the running relay.
-    private struct RelayInUse {
+    struct RelayInUse {
         var url: String
         var embedded: TunnelRelay?
     }
 
-    private func startRelay(timeout: Duration) async throws -> RelayInUse {
+    func startRelay(timeout: Duration) async throws -> RelayInUse {
         switch configuration.relay {
         case .external(let url):
             let trimmed = ProgramChecks.trimmedRelayURL(url)
@@ -345,7 +356,7 @@ private struct Run {
         }
     }
 
-    private func startScanner(eidKey: [UInt8]) async throws -> (ProximityScanner<[UInt8]>, ProximityEndpoint) {
+    func startScanner(eidKey: [UInt8]) async throws -> (ProximityScanner<[UInt8]>, ProximityEndpoint) {
         let matcher = ClientDriver.Transports.advertMatcher(eidKey: eidKey)
         let minRSSI = Int8(configuration.minRSSI)
         let wanted = configuration.proximityPort ?? ProgramDefaults.proximityPort

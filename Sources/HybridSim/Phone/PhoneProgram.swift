@@ -84,9 +84,10 @@ public enum PhoneProgram {
         narrator.event("qr", [("url", .string(url)), ("request", .string(payload.requestType.rawValue))])
 
         let getInfo = CBOR.encode(SoftwareAuthenticator.getInfo.cbor)
+        let linking = try PhoneLinking.identityForQR(payload, passkeyStorePath: storePath, narrator: narrator)
         let session: AuthenticatorSession
         do {
-            session = try AuthenticatorSession(qr: payload, getInfo: getInfo)
+            session = try AuthenticatorSession(qr: payload, getInfo: getInfo, linking: linking)
         } catch {
             throw ProgramFailure(.badInput, "the QR code is not usable: \(error)")
         }

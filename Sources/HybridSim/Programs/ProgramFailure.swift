@@ -15,12 +15,13 @@ import HybridRuntime
 /// | ``Kind/verificationFailed`` | 5 | the built-in relying party rejected the phone's answer |
 /// | ``Kind/network`` | 6 | relay or socket trouble: cannot connect, port in use, tunnel closed |
 /// | ``Kind/protocolError`` | 7 | the peer broke the hybrid protocol (handshake, decryption, framing) |
+/// | ``Kind/linkRevoked`` | 8 | `--linked`: the relay answered 410, the phone revoked the link (it was removed from the links file) |
 ///
 /// Command-line syntax errors are reported by the argument parser with exit status 64 (EX_USAGE).
 public struct ProgramFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// The family of failure; fixes the exit status.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
-        case failed, badInput, timeout, refused, verificationFailed, network, protocolError
+        case failed, badInput, timeout, refused, verificationFailed, network, protocolError, linkRevoked
 
         /// The process exit status for this kind.
         public var exitCode: Int32 {
@@ -32,6 +33,7 @@ public struct ProgramFailure: Error, Sendable, Hashable, CustomStringConvertible
             case .verificationFailed: return 5
             case .network: return 6
             case .protocolError: return 7
+            case .linkRevoked: return 8
             }
         }
     }

@@ -160,9 +160,9 @@ final class EndToEndLab {
         )
     }
 
-    /// A loopback TCP port nothing listens on (bound and released).
-    static func closedPort() throws -> Int {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// A loopback TCP (or UDP) port nothing listens on (bound and released).
+    static func closedPort(udp: Bool = false) throws -> Int {
+        let fd = socket(AF_INET, Int32(udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ChildProcessError("socket() failed") }
         defer { close(fd) }
         var address = sockaddr_in()

@@ -1,0 +1,161 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// Linked (state-assisted) transactions: register by QR with linking, then sign in through the link
+/// with no QR code, over loopback (the harness's relay, its push channel, UDP adverts) or in memory.
+///
+/// ```swift
+/// let phone = LinkedPhone()
+/// let (credential, link) = try await harness.registerAndLink(on: phone, relyingParty: rp, userName: "alice")
+/// let signedIn = try await harness.signInLinked(on: phone, link: link, relyingParty: rp, knownCredentials: [credential])
+/// ```
+extension HybridHarness {
+    /// Registers a passkey by QR with linking; returns the verified credential and the verified link.
+    public func registerAndLink(
+        on phone: LinkedPhone, relyingParty: RelyingParty, userName: String, options: TransactionOptions = .init()
+    ) async throws -> (credential: RegisteredCredential, link: LinkingInfo) {
+        let user = PublicKeyCredentialUserEntity(id: RandomSource.system.bytes(16), name: userName, displayName: userName)
+        let ceremony = Ceremony.Registration(
+            relyingParty: relyingParty, rpName: relyingParty.id, user: user, challenge: RandomSource.system.bytes(32))
+        let outcome = try await transact(
+            request: ceremony.requestBytes, hint: .makeCredential, phone: phone.phone, options: options,
+            linking: phone.linkingIdentityForQR())
+        let credential = try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
+        guard let link = outcome.linking else {
+            throw RuntimeError(.protocolViolation, "the phone sent no linking information")
+        }
+        return (credential, link)
+    }
+
+    /// Signs in through `link` (no QR code) and verifies the assertion; returns the credential with
+    /// its new signature counter.
+    public func signInLinked(
+        on phone: LinkedPhone, link: LinkingInfo, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
+        options: TransactionOptions = .init()
+    ) async throws -> RegisteredCredential {
+        let ceremony = Ceremony.Authentication(relyingParty: relyingParty, challenge: RandomSource.system.bytes(32))
+        let outcome = try await transactLinked(
+            request: ceremony.requestBytes, hint: .getAssertion, phone: phone, link: link, options: options)
+        return try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential
+    }
+
+    /// One linked transaction over loopback: the phone listens on the relay's push channel (answering
+    /// one contact request), the desktop contacts it and runs `request`.
+    public func transactLinked(
+        request: [UInt8], hint: QRPayload.RequestType, phone: LinkedPhone, link: LinkingInfo,
+        options: TransactionOptions = .init()
+    ) async throws -> ClientDriver.Outcome {
+        let session = try LinkedClientSession(link: .init(link), requestType: hint)
+        let logger = self.logger
+        let scanner = ProximityScanner<[UInt8]>(
+            minRSSI: options.minRSSI, logger: logger, matcher: ClientDriver.Transports.advertMatcher(eidKey: session.eidKey))
+        let proximity = try await scanner.start()
+        defer { Task { await scanner.stop() } }
+        let relayURL = self.relayURL
+        let transports = LinkedClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger)
+        return try await Self.runBoth(
+            phone: {
+                try await phone.listen(
+                    relayURL: relayURL, proximity: proximity, count: 1, limit: options.timeouts.advert + options.timeouts.userAction,
+                    rssi: options.rssi, timeouts: options.timeouts, logger: logger, events: options.events)
+            },
+            desktop: {
+                try await LinkedClientDriver.run(
+                    session: session, request: request, transports: transports, timeouts: options.timeouts,
+                    events: options.events)
+            })
+    }
+
+    /// One linked transaction with no sockets: the relay's push is simulated, the tunnel is an
+    /// ``InMemoryTunnel`` pair and the advert travels through memory. The same drivers and state
+    /// machines as over loopback.
+    public static func transactLinkedInMemory(
+        request: [UInt8], hint: QRPayload.RequestType, phone: LinkedPhone, link: LinkingInfo,
+        timeouts: SessionTimeouts = .fast
+    ) async throws -> ClientDriver.Outcome {
+        let session = try LinkedClientSession(link: .init(link), requestType: hint)
+        let push = PushMessage(
+            tunnelID: RandomSource.system.bytes(16), routingID: RandomSource.system.bytes(3), clientPayload: session.payload.cbor)
+        let phoneSession = try phone.session(for: push)
+        return try await runLinkedInMemory(
+            desktop: session, phone: phoneSession, request: request, timeouts: timeouts
+        ) { request in phone.phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970)) }
+    }
+
+    /// Runs a linked desktop session against a linked phone session over an in-memory tunnel.
+    /// `wrap` may wrap either end (for recording or fault injection in tests).
+    public static func runLinkedInMemory(
+        desktop: LinkedClientSession, phone: LinkedAuthenticatorSession, request: [UInt8], timeouts: SessionTimeouts = .fast,
+        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        adverts advertTap: @escaping @Sendable ([UInt8]) -> Void = { _ in },
+        respond: @escaping AuthenticatorDriver.Responder
+    ) async throws -> ClientDriver.Outcome {
+        let (phoneEnd, desktopEnd) = InMemoryTunnel.pair()
+        let advertBox = AdvertMailbox()
+        let desktopTransports = LinkedClientDriver.Transports(
+            contact: { _, _, _ in wrapDesktop(desktopEnd) },
+            nextAdvert: { timeout in (try await advertBox.next(timeout: timeout), ProximityDefaults.rssi, 0) })
+        let phoneTransports = LinkedAuthenticatorDriver.Transports(
+            join: { _, _ in wrapPhone(phoneEnd) },
+            advertise: { advert in
+                advertTap(advert)
+                advertBox.post(advert)
+                return NoAdvertisement()
+            })
+        return try await runBoth(
+            phone: {
+                try await LinkedAuthenticatorDriver.run(session: phone, transports: phoneTransports, timeouts: timeouts, respond: respond)
+            },
+            desktop: {
+                try await LinkedClientDriver.run(session: desktop, request: request, transports: desktopTransports, timeouts: timeouts)
+            })
+    }
+
+    /// Runs a phone and a desktop side concurrently; returns the desktop's outcome once both
+    /// finished, or throws the first error (cancelling the other side).
+    static func runBoth(
+        phone: @escaping @Sendable () async throws -> Void,
+        desktop: @escaping @Sendable () async throws -> ClientDriver.Outcome
+    ) async throws -> ClientDriver.Outcome {
+        try await withThrowingTaskGroup(of: ClientDriver.Outcome?.self) { group in
+            group.addTask {
+                try await phone()
+                return nil
+            }
+            group.addTask { try await desktop() }
+            var outcome: ClientDriver.Outcome? = nil
+            do {
+                for try await result in group {
+                    if let result { outcome = result }
+                }
+            } catch {
+                group.cancelAll()
+                throw error
+            }
+            guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
+            return outcome
+        }
+    }
+}
+
+/// Hands the in-memory advert from the phone to the desktop.
+private final class AdvertMailbox: Sendable {
+    private let inbox = MessageInbox<[UInt8]>()
+
+    func post(_ advert: [UInt8]) { inbox.push(advert) }
+
+    func next(timeout: Duration) async throws -> [UInt8] {
+        do {
+            return try await inbox.next(timeout: timeout, operation: "waiting for an in-memory advert")
+        } catch {
+            throw RuntimeError(.noNearbyAuthenticator, "no in-memory advert within \(timeout)")
+        }
+    }
+}
+
+/// An in-memory advert needs no stopping.
+private struct NoAdvertisement: AuthenticatorDriver.Advertisement {
+    func stop() async {}
+}

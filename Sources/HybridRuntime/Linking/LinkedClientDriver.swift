@@ -1,0 +1,155 @@
+import CTAP2
+import HybridCore
+import Logging
+
+/// Runs a ``LinkedClientSession`` (the desktop of a linked, state-assisted transaction): opens
+/// `/cable/contact/…` with the client payload (the relay wakes the phone), waits for the phone's
+/// advert under the link's EID key, runs `Noise_NKpsk0`, sends one CTAP2 request and shuts the
+/// tunnel down. Every wait is bounded by ``SessionTimeouts``; errors are ``TransactionError``s
+/// (a 410 from the relay is a ``RuntimeError`` `.upgradeRejected` with `httpStatus == 410`).
+public enum LinkedClientDriver {
+    /// The transports a linked desktop needs.
+    public struct Transports: Sendable {
+        /// Opens `/cable/contact/…` on the relay with `X-caBLE-Client-Payload: headerValue`.
+        public var contact: @Sendable (_ path: String, _ clientPayloadHeader: String, _ timeout: Duration) async throws -> any TunnelTransport
+        /// Returns the next advert that may be this session's, as ``ClientDriver/Transports/nextAdvert``.
+        public var nextAdvert: @Sendable (_ timeout: Duration) async throws -> (advert: [UInt8], rssi: Int8, ignored: Int)
+
+        /// Creates transports from closures.
+        public init(
+            contact: @escaping @Sendable (String, String, Duration) async throws -> any TunnelTransport,
+            nextAdvert: @escaping @Sendable (Duration) async throws -> (advert: [UInt8], rssi: Int8, ignored: Int)
+        ) {
+            self.contact = contact
+            self.nextAdvert = nextAdvert
+        }
+    }
+
+    /// Runs one linked transaction: `request` is a CTAP2 request (command ‖ CBOR).
+    public static func run(
+        session: LinkedClientSession, request: [UInt8], transports: Transports, timeouts: SessionTimeouts = .init(),
+        events: @escaping @Sendable (SessionEvent) -> Void = { _ in }
+    ) async throws -> ClientDriver.Outcome {
+        var session = session
+        let path = session.contactPath
+        let tunnel = try await step(.desktop, "contacting the linked phone") {
+            try await transports.contact(path, session.payload.headerValue, timeouts.connect)
+        }
+        events(.tunnelJoined(path: path))
+        do {
+            events(.waitingForAdvert)
+            let deadline = ContinuousClock.now + timeouts.advert
+            var matched = false
+            while !matched {
+                let (advert, rssi, ignored) = try await step(.desktop, "waiting for the linked phone's advert") {
+                    try await nextAdvert(transports, tunnel: tunnel, deadline: deadline)
+                }
+                switch session.receivedAdvert(advert) {
+                case .matched(let eid, _):
+                    events(.advertAccepted(rssi: rssi, domain: eid.domain, ignored: ignored))
+                    matched = true
+                case .ignored:
+                    continue
+                case .rejected(let error):
+                    throw TransactionError(side: .desktop, step: "checking the linked phone's advert", underlying: error)
+                }
+            }
+            let outcome = try await ClientDriver.converse(
+                session: &session, tunnel: tunnel, request: request, timeouts: timeouts, events: events)
+            await tunnel.close()
+            return outcome
+        } catch {
+            await tunnel.close()
+            throw error
+        }
+    }
+}
+
+extension LinkedClientDriver.Transports {
+    /// The desktop's real transports: `/cable/contact/…` with `X-caBLE-Client-Payload` on the relay
+    /// at `relayURL`, and adverts from a running ``ProximityScanner``.
+    public static func loopback(
+        relayURL: String, scanner: ProximityScanner<[UInt8]>, logger: Logger = Logger(label: "hybrid-sim.desktop")
+    ) -> Self {
+        Self(
+            contact: { path, header, timeout in
+                var options = WebSocketTunnel.Options()
+                options.extraHeaders = [("X-caBLE-Client-Payload", header)]
+                return try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, options: options, logger: logger)
+            },
+            nextAdvert: ClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger).nextAdvert)
+    }
+}
+
+extension LinkedClientDriver {
+    /// The next advert before `deadline`, waiting in short slices: between them the contact tunnel is
+    /// checked, so a phone's refusal (the relay closes the tunnel with 1008) ends the wait at once.
+    static func nextAdvert(
+        _ transports: Transports, tunnel: any TunnelTransport, deadline: ContinuousClock.Instant
+    ) async throws -> (advert: [UInt8], rssi: Int8, ignored: Int) {
+        let slice = Duration.milliseconds(200)
+        while true {
+            let remaining = deadline - ContinuousClock.now
+            do {
+                return try await transports.nextAdvert(max(min(remaining, slice), .zero))
+            } catch let error as RuntimeError where (error.code == .noNearbyAuthenticator || error.code == .timeout) && remaining > slice {
+                do {
+                    // Nothing may arrive before handshake message 1; only a close is expected here.
+                    _ = try await tunnel.receive(timeout: .milliseconds(1))
+                    throw HybridError(.unexpectedMessage, "a tunnel message before the handshake started")
+                } catch let check as RuntimeError where check.code == .timeout {
+                    continue
+                }
+            }
+        }
+    }
+}
+
+/// Runs a ``LinkedAuthenticatorSession`` (the phone answering a push): joins
+/// `/cable/connect/{routing ID}/{tunnel ID}`, advertises until the handshake completes, answers one
+/// request and waits for the desktop's shutdown, like ``AuthenticatorDriver``.
+public enum LinkedAuthenticatorDriver {
+    /// The transports a linked phone needs.
+    public struct Transports: Sendable {
+        /// Joins the desktop's tunnel at a `/cable/connect/…` path.
+        public var join: @Sendable (_ path: String, _ timeout: Duration) async throws -> any TunnelTransport
+        /// Starts broadcasting the 20-byte advert.
+        public var advertise: @Sendable (_ advert: [UInt8]) async throws -> any AuthenticatorDriver.Advertisement
+
+        /// Creates transports from closures.
+        public init(
+            join: @escaping @Sendable (String, Duration) async throws -> any TunnelTransport,
+            advertise: @escaping @Sendable ([UInt8]) async throws -> any AuthenticatorDriver.Advertisement
+        ) {
+            self.join = join
+            self.advertise = advertise
+        }
+    }
+
+    /// Runs one linked transaction to completion (the desktop's shutdown).
+    public static func run(
+        session: LinkedAuthenticatorSession, transports: Transports, timeouts: SessionTimeouts = .init(),
+        events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respond: @escaping AuthenticatorDriver.Responder
+    ) async throws {
+        var session = session
+        let tunnel = try await step(.phone, "joining the desktop's tunnel") {
+            try await transports.join(session.connectPath, timeouts.connect)
+        }
+        events(.tunnelCreated(routingID: session.routingID))
+        var advertisement: (any AuthenticatorDriver.Advertisement)? = nil
+        do {
+            let advert = session.advert()
+            advertisement = try await step(.phone, "starting to advertise") { try await transports.advertise(advert) }
+            events(.advertising(advertBytes: advert.count))
+            try await AuthenticatorDriver.converse(
+                session: &session, tunnel: tunnel, advertisement: advertisement, timeouts: timeouts, events: events,
+                respond: respond)
+            await advertisement?.stop()
+            await tunnel.close()
+        } catch {
+            await advertisement?.stop()
+            await tunnel.close()
+            throw error
+        }
+    }
+}

@@ -1,0 +1,133 @@
+import HybridCore
+import Logging
+
+/// Keeps a linked phone reachable: holds its push channel (`/cable/listen/{contact ID}`) open on
+/// the relay, reconnecting with exponential backoff when it drops (a desktop's embedded relay lives
+/// only as long as that desktop run), and hands every push to a handler, one at a time.
+///
+/// Each (re)connection announces the revoked contact IDs, so even a freshly started relay answers
+/// 410 for them. A 410 on the listen request itself (the contact ID is revoked) ends the loop.
+public enum PhoneListener {
+    /// Where and how to listen.
+    public struct Configuration: Sendable {
+        /// The relay, `ws://HOST:PORT`.
+        public var relayURL: String
+        /// The phone's current contact ID.
+        public var contactID: [UInt8]
+        /// Contact IDs the phone revoked (at most ``PushChannel/maxRevoked`` are announced).
+        public var revoked: [[UInt8]]
+        /// First pause after a failed or dropped connection; doubled up to ``maxBackoff``. Default 100 ms.
+        public var initialBackoff: Duration = .milliseconds(100)
+        /// Longest pause between reconnection attempts. Default 1 s (below the relay's contact wait of 3 s).
+        public var maxBackoff: Duration = .seconds(1)
+        /// Limit of one connection attempt. Default 5 s.
+        public var connectTimeout: Duration = .seconds(5)
+
+        /// Listen at `relayURL` for `contactID`.
+        public init(relayURL: String, contactID: [UInt8], revoked: [[UInt8]] = []) {
+            self.relayURL = relayURL
+            self.contactID = contactID
+            self.revoked = revoked
+        }
+    }
+
+    /// What the listener reports while it runs.
+    public enum Event: Sendable {
+        /// The push channel is open.
+        case listening(relayURL: String)
+        /// The push channel dropped or could not be opened; the next attempt follows after `retryIn`.
+        case unreachable(reason: String, retryIn: Duration)
+        /// A push arrived.
+        case pushed(PushMessage)
+        /// A malformed push was ignored.
+        case ignored(reason: String)
+    }
+
+    /// How the handler dealt with a push.
+    public enum Verdict: Sendable {
+        /// The transaction completed.
+        case answered
+        /// The phone will not answer (replayed payload, unknown pairing ID, …): the relay closes the
+        /// desktop's tunnel with 1008 and `phone refused: <reason>`.
+        case refused(String)
+        /// The transaction was attempted and failed.
+        case failed(String)
+    }
+
+    /// Listens until `count` pushes were answered (`nil`: until `limit` or cancellation).
+    ///
+    /// - Returns: the number of answered pushes.
+    /// - Throws: ``RuntimeError`` `.timeout` when `limit` passes before `count` answers,
+    ///   `.upgradeRejected` (410) when the relay says the contact ID is revoked.
+    @discardableResult
+    public static func run(
+        _ configuration: Configuration, count: Int?, limit: Duration?, logger: Logger = Logger(label: "hybrid-sim.phone"),
+        events: @escaping @Sendable (Event) -> Void = { _ in },
+        handle: @escaping @Sendable (PushMessage) async -> Verdict
+    ) async throws -> Int {
+        let deadline = limit.map { ContinuousClock.now + $0 }
+        func remaining() -> Duration { deadline.map { $0 - ContinuousClock.now } ?? .seconds(3600) }
+        var options = WebSocketTunnel.Options()
+        let revoked = configuration.revoked.suffix(PushChannel.maxRevoked).map { Base64URL.encode($0) }
+        if !revoked.isEmpty { options.extraHeaders = [(PushChannel.revokedHeader, revoked.joined(separator: ","))] }
+        let url = configuration.relayURL + PushChannel.listenPath(contactID: configuration.contactID)
+        var answered = 0
+        var backoff = configuration.initialBackoff
+        while count.map({ answered < $0 }) ?? true {
+            try Task.checkCancellation()
+            guard remaining() > .zero else { throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero) }
+            let channel: WebSocketTunnel
+            do {
+                channel = try await WebSocketTunnel.open(
+                    url: url, timeout: min(configuration.connectTimeout, remaining()), options: options, logger: logger)
+            } catch let error as RuntimeError where error.code == .upgradeRejected && error.httpStatus != 503 {
+                throw error
+            } catch {
+                let pause = min(backoff, max(remaining(), .zero))
+                events(.unreachable(reason: "\(error)", retryIn: pause))
+                try await Task.sleep(for: pause)
+                backoff = min(backoff * 2, configuration.maxBackoff)
+                continue
+            }
+            backoff = configuration.initialBackoff
+            events(.listening(relayURL: configuration.relayURL))
+            while count.map({ answered < $0 }) ?? true {
+                let message: [UInt8]
+                do {
+                    // Short slices, so cancelling the task stops the listener promptly.
+                    message = try await channel.receive(timeout: min(remaining(), .milliseconds(250)))
+                } catch let error as RuntimeError where error.code == .timeout {
+                    if Task.isCancelled {
+                        await channel.close()
+                        throw CancellationError()
+                    }
+                    if remaining() > .zero { continue }
+                    await channel.close()
+                    throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero)
+                } catch {
+                    events(.unreachable(reason: "\(error)", retryIn: configuration.initialBackoff))
+                    try await Task.sleep(for: configuration.initialBackoff)
+                    break
+                }
+                let push: PushMessage
+                do {
+                    push = try PushMessage(bytes: message)
+                } catch {
+                    events(.ignored(reason: "\(error)"))
+                    continue
+                }
+                events(.pushed(push))
+                switch await handle(push) {
+                case .answered:
+                    answered += 1
+                case .refused(let reason):
+                    try? await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: reason).encoded)
+                case .failed:
+                    break
+                }
+            }
+            await channel.close()
+        }
+        return answered
+    }
+}

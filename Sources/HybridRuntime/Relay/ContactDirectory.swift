@@ -1,0 +1,257 @@
+import HybridCore
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// The relay's linked-phone side (our stand-in for FCM): phones listening on
+/// `/cable/listen/{contact ID}`, the contact IDs they announced as current or revoked, and
+/// `/cable/contact/{contact ID}` requests waiting for their phone. Confined to the relay's event loop.
+///
+/// Answers to `/cable/contact/…` (Docs/LINKING.md):
+/// - 400: `X-caBLE-Client-Payload` missing or not the CBOR map `{1: pairing ID, 2: nonce, 3: "ga"|"mc"}`;
+/// - 410: a listening phone announced the ID as revoked, or no phone announced it within
+///   ``RelayConfiguration/contactWait`` ("unknown");
+/// - 409: the phone is already in a contact transaction with another desktop;
+/// - 504: the phone announced the ID on this relay but is not listening now, and did not come back
+///   within ``RelayConfiguration/contactWait``;
+/// - 101: the desktop's connection becomes the *creator* of a new tunnel; the phone gets a
+///   ``PushMessage`` and joins with `/cable/connect/{routing ID}/{tunnel ID}` like a QR-flow desktop.
+final class ContactDirectory {
+    private struct Waiter {
+        let id: Int
+        let promise: EventLoopPromise<UpgradeDecision>
+        let payload: [UInt8]
+        var timer: Scheduled<Void>?
+    }
+
+    private unowned let registry: RelayRegistry
+    private var listeners: [[UInt8]: ListenerHandler] = [:]
+    private var known: Set<[UInt8]> = []
+    private var revoked: Set<[UInt8]> = []
+    private var waiters: [[UInt8]: [Waiter]] = [:]
+    private var nextWaiterID = 0
+    /// The tunnel of each contact in progress, by contact ID (one desktop at a time per phone).
+    private var active: [[UInt8]: RelayTunnel] = [:]
+
+    /// Most contact IDs remembered as known or revoked (oldest forgotten first is not needed at this scale).
+    static let maxRemembered = 4096
+
+    init(registry: RelayRegistry) {
+        self.registry = registry
+    }
+
+    // MARK: - /cable/listen
+
+    /// Validates a listen request; on success the caller upgrades and calls ``attach(_:contactID:revoked:)``.
+    func decideListen(contactID: [UInt8], head: HTTPRequestHead) -> UpgradeDecision {
+        guard let announced = PushChannel.revoked(headerValues: head.headers[PushChannel.revokedHeader]) else {
+            return .reject(RelayRejection(status: .badRequest, reason: "\(PushChannel.revokedHeader) is malformed or lists more than \(PushChannel.maxRevoked) IDs"))
+        }
+        if announced.contains(contactID) || revoked.contains(contactID) {
+            return .reject(RelayRejection(status: .gone, reason: "contact ID revoked"))
+        }
+        guard listeners.count < registry.configuration.maxListeners || listeners[contactID] != nil else {
+            return .reject(RelayRejection(status: .serviceUnavailable, reason: "too many listening phones"))
+        }
+        for id in announced where revoked.count < Self.maxRemembered { revoked.insert(id) }
+        for id in announced { known.remove(id) }
+        let headers = HTTPHeaders([("Sec-WebSocket-Protocol", RelayRegistry.subprotocol)])
+        return .listen(headers, contactID)
+    }
+
+    /// A listener's WebSocket is up: it replaces an older listener for the same ID, and contact
+    /// requests waiting for it (or for one of the IDs it revoked) are answered.
+    func attach(_ handler: ListenerHandler, contactID: [UInt8]) {
+        if let old = listeners[contactID], old !== handler {
+            old.sendClose(code: .goingAway, reason: "replaced by a newer listener for the same contact ID")
+        }
+        listeners[contactID] = handler
+        if known.count < Self.maxRemembered { known.insert(contactID) }
+        registry.logger.info("phone listening for contact \(HexCoding.redacted(contactID))")
+        for id in Array(waiters.keys) where revoked.contains(id) {
+            for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
+        }
+        for waiter in take(contactID) { waiter.promise.succeed(route(contactID, payload: waiter.payload, to: handler)) }
+    }
+
+    /// A listener went away.
+    func detach(_ handler: ListenerHandler, contactID: [UInt8]) {
+        if listeners[contactID] === handler { listeners[contactID] = nil }
+    }
+
+    /// The phone refused a push: close that tunnel with 1008 and its reason.
+    func refused(_ refusal: PushRefusal, contactID: [UInt8]) {
+        guard let tunnel = active[contactID], tunnel.tunnelID == refusal.tunnelID else { return }
+        tunnel.close(code: .policyViolation, reason: "phone refused: \(refusal.reason)")
+    }
+
+    // MARK: - /cable/contact
+
+    /// The answer to a contact request, possibly after waiting for the phone to (re)connect.
+    func decideContact(contactID: [UInt8], head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
+        let loop = registry.eventLoop
+        let values = head.headers["X-caBLE-Client-Payload"]
+        guard values.count == 1, let payload = HexCoding.decode(values[0].filter { $0 != " " && $0 != "\t" }),
+            (try? ClientPayload(cbor: payload)) != nil
+        else {
+            return loop.makeSucceededFuture(.reject(RelayRejection(
+                status: .badRequest,
+                reason: "X-caBLE-Client-Payload missing or not hex of CBOR {1: pairing ID, 2: client nonce, 3: \"ga\"|\"mc\"}")))
+        }
+        if revoked.contains(contactID) {
+            return loop.makeSucceededFuture(.reject(RelayRejection(status: .gone, reason: "contact ID revoked")))
+        }
+        if let listener = listeners[contactID] {
+            return loop.makeSucceededFuture(route(contactID, payload: payload, to: listener))
+        }
+        // Not listening (yet): a phone reconnecting to a freshly started relay gets a bounded wait.
+        let promise = loop.makePromise(of: UpgradeDecision.self)
+        nextWaiterID += 1
+        let id = nextWaiterID
+        var waiter = Waiter(id: id, promise: promise, payload: payload)
+        let wait = registry.configuration.contactWait
+        waiter.timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [self] in
+            guard let index = self.waiters[contactID]?.firstIndex(where: { $0.id == id }) else { return }
+            self.waiters[contactID]?.remove(at: index)
+            if self.waiters[contactID]?.isEmpty == true { self.waiters[contactID] = nil }
+            if self.known.contains(contactID) {
+                promise.succeed(.reject(RelayRejection(
+                    status: .gatewayTimeout,
+                    reason: "the linked phone is not listening (no push channel within \(wait.humanReadable))")))
+            } else {
+                promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID unknown")))
+            }
+        }
+        waiters[contactID, default: []].append(waiter)
+        return promise.futureResult
+    }
+
+    /// Opens a tunnel for the desktop (creator side) and pushes its IDs to the phone.
+    private func route(_ contactID: [UInt8], payload: [UInt8], to listener: ListenerHandler) -> UpgradeDecision {
+        if let busy = active[contactID], !busy.isClosed {
+            return .reject(RelayRejection(status: .conflict, reason: "the linked phone is busy with another desktop's contact request"))
+        }
+        var generator = SystemRandomNumberGenerator()
+        let tunnelID = (0..<TunnelServicePath.tunnelIDSize).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        switch registry.openTunnel(tunnelID: tunnelID) {
+        case .reject(let rejection):
+            return .reject(rejection)
+        case .listen:
+            preconditionFailure("openTunnel never answers listen")
+        case .accept(let headers, let tunnel, let side):
+            active[contactID] = tunnel
+            listener.deliver(PushMessage(tunnelID: tunnelID, routingID: tunnel.routingID, clientPayload: payload).encoded)
+            tunnel.logger.info("contact for \(HexCoding.redacted(contactID)) pushed to its phone")
+            return .accept(headers, tunnel, side)
+        }
+    }
+
+    /// A tunnel closed: forget it as a contact in progress.
+    func tunnelClosed(_ tunnel: RelayTunnel) {
+        for (id, candidate) in active where candidate === tunnel { active[id] = nil }
+    }
+
+    private func take(_ contactID: [UInt8]) -> [Waiter] {
+        let list = waiters.removeValue(forKey: contactID) ?? []
+        for waiter in list { waiter.timer?.cancel() }
+        return list
+    }
+
+    /// Relay shutdown: answer every waiting contact request 503 and close the listeners.
+    func shutdown() {
+        for id in Array(waiters.keys) {
+            for waiter in take(id) {
+                waiter.promise.succeed(.reject(RelayRejection(status: .serviceUnavailable, reason: "relay shutting down")))
+            }
+        }
+        for listener in listeners.values { listener.sendClose(code: .goingAway, reason: "relay shutting down") }
+        listeners = [:]
+    }
+}
+
+/// The last handler of an upgraded `/cable/listen/…` connection: writes push messages to the phone
+/// and reads its refusals. Pings are answered; a text frame or anything malformed closes the
+/// channel with 1003 / 1008.
+final class ListenerHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias OutboundOut = WebSocketFrame
+
+    private let directory: ContactDirectory
+    private let contactID: [UInt8]
+    private let closeHandshakeTimeout: Duration
+    private var context: ChannelHandlerContext?
+    private var open = true
+
+    init(directory: ContactDirectory, contactID: [UInt8], closeHandshakeTimeout: Duration) {
+        self.directory = directory
+        self.contactID = contactID
+        self.closeHandshakeTimeout = closeHandshakeTimeout
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// Sends one push message.
+    func deliver(_ message: [UInt8]) {
+        guard open, let context else { return }
+        let buffer = context.channel.allocator.buffer(bytes: message)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .binary, data: buffer)), promise: nil)
+    }
+
+    /// Closes the push channel with `code`.
+    func sendClose(code: WebSocketCloseCode, reason: String) {
+        guard open, let context else { return }
+        open = false
+        directory.detach(self, contactID: contactID)
+        let body = CloseFramePayload.encode(code: code, reason: reason, allocator: context.channel.allocator)
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: body)), promise: nil)
+        context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(closeHandshakeTimeout)) { channel.close(promise: nil) }
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        switch frame.opcode {
+        case .binary where open:
+            do {
+                directory.refused(try PushRefusal(bytes: Array(frame.unmaskedData.readableBytesView)), contactID: contactID)
+            } catch {
+                sendClose(code: .policyViolation, reason: "malformed push refusal")
+            }
+        case .text where open:
+            sendClose(code: .unsupportedData, reason: "push channel messages are binary")
+        case .ping where open:
+            context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
+        case .connectionClose:
+            if open {
+                open = false
+                directory.detach(self, contactID: contactID)
+                let echo = CloseFramePayload.encode(code: .normalClosure, reason: "", allocator: context.channel.allocator)
+                let channel = context.channel
+                context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: echo)))
+                    .whenComplete { _ in channel.close(promise: nil) }
+            } else {
+                context.close(promise: nil)
+            }
+        default:
+            break
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        open = false
+        directory.detach(self, contactID: contactID)
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        open = false
+        directory.detach(self, contactID: contactID)
+        context.close(promise: nil)
+    }
+}
+
+/// A contact request's decision travels in an `EventLoopFuture` (it may wait for the phone). It is
+/// made, completed and consumed on the relay's one event loop, like the tunnel it may carry, so no
+/// other thread ever sees it.
+extension UpgradeDecision: @unchecked Sendable {}

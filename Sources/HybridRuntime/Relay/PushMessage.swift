@@ -1,0 +1,123 @@
+import CTAP2
+import HybridCore
+
+/// The relay's push channel (our stand-in for FCM), `GET /cable/listen/{base64url contact ID}`: the
+/// messages that travel on it. Both are one binary WebSocket message holding a canonical CBOR map
+/// (Docs/LINKING.md).
+///
+/// Relay → phone, when a desktop contacts the phone (the FCM data message of Chromium's
+/// `v2_registration.cc` carries the same three values as `caBLE.tunnelID`, `caBLE.routingID` and
+/// `caBLE.clientPayload`):
+///
+/// | key | value |
+/// | --- | --- |
+/// | 1 | tunnel ID, 16 bytes |
+/// | 2 | routing ID, 3 bytes |
+/// | 3 | the client payload CBOR (bytes of `X-caBLE-Client-Payload`, hex-decoded) |
+public struct PushMessage: Sendable, Hashable {
+    /// The tunnel the desktop's contact request opened.
+    public var tunnelID: [UInt8]
+    /// Its routing ID.
+    public var routingID: [UInt8]
+    /// The desktop's client payload (CBOR bytes; parse with ``ClientPayload/init(cbor:)``).
+    public var clientPayload: [UInt8]
+
+    /// Creates a message.
+    public init(tunnelID: [UInt8], routingID: [UInt8], clientPayload: [UInt8]) {
+        self.tunnelID = tunnelID
+        self.routingID = routingID
+        self.clientPayload = clientPayload
+    }
+
+    /// The CBOR encoding.
+    public var encoded: [UInt8] {
+        CBOR.encode([1: .bytes(tunnelID), 2: .bytes(routingID), 3: .bytes(clientPayload)])
+    }
+
+    /// Parses a push message strictly (exactly keys 1–3, 16- and 3-byte IDs).
+    public init(bytes: [UInt8]) throws(RuntimeError) {
+        guard let map = (try? CBOR.decode(bytes))?.mapValue, map.count == 3,
+            let tunnelID = map[1]?.bytesValue, tunnelID.count == TunnelServicePath.tunnelIDSize,
+            let routingID = map[2]?.bytesValue, routingID.count == TunnelServicePath.routingIDSize,
+            let payload = map[3]?.bytesValue
+        else {
+            throw RuntimeError(.protocolViolation, "malformed push message (expected CBOR {1: tunnel ID, 2: routing ID, 3: client payload})")
+        }
+        self.init(tunnelID: tunnelID, routingID: routingID, clientPayload: payload)
+    }
+}
+
+/// Phone → relay on the push channel: the phone will not answer this contact request. The relay
+/// closes the desktop's tunnel with 1008 (policy violation) and the reason `phone refused: <reason>`.
+///
+/// CBOR `{1: tunnel ID (16 bytes), 2: reason (text, at most 120 bytes)}`.
+public struct PushRefusal: Sendable, Hashable {
+    /// The tunnel of the refused push.
+    public var tunnelID: [UInt8]
+    /// Why, for the desktop's error message.
+    public var reason: String
+
+    /// Longest reason kept (close-frame reasons are short).
+    public static let maxReasonBytes = 120
+
+    /// Creates a refusal; the reason is cut to ``maxReasonBytes``.
+    public init(tunnelID: [UInt8], reason: String) {
+        self.tunnelID = tunnelID
+        var cut = reason
+        while cut.utf8.count > Self.maxReasonBytes { cut.removeLast() }
+        self.reason = cut
+    }
+
+    /// The CBOR encoding.
+    public var encoded: [UInt8] { CBOR.encode([1: .bytes(tunnelID), 2: .text(reason)]) }
+
+    /// Parses a refusal strictly.
+    public init(bytes: [UInt8]) throws(RuntimeError) {
+        guard let map = (try? CBOR.decode(bytes))?.mapValue, map.count == 2,
+            let tunnelID = map[1]?.bytesValue, tunnelID.count == TunnelServicePath.tunnelIDSize,
+            let reason = map[2]?.textValue, reason.utf8.count <= Self.maxReasonBytes
+        else {
+            throw RuntimeError(.protocolViolation, "malformed push refusal (expected CBOR {1: tunnel ID, 2: reason})")
+        }
+        self.init(tunnelID: tunnelID, reason: reason)
+    }
+}
+
+/// The listen endpoint's path and header.
+public enum PushChannel {
+    /// `/cable/listen/{base64url(contact ID)}`.
+    public static func listenPath(contactID: [UInt8]) -> String { "/cable/listen/" + Base64URL.encode(contactID) }
+
+    /// Request header listing contact IDs the phone revoked (comma-separated unpadded base64url), so
+    /// even a relay that never saw them answers 410.
+    public static let revokedHeader = "X-HybridSim-Revoked-Contacts"
+
+    /// At most this many revoked IDs are announced (and kept by the phone).
+    public static let maxRevoked = 64
+
+    /// Parses `/cable/listen/{id}`; `nil` for any other target.
+    static func contactID(listenTarget target: String) -> [UInt8]? {
+        guard target.utf8.count <= TunnelServicePath.maxPathLength, target.hasPrefix("/cable/listen/") else { return nil }
+        let encoded = target.utf8.dropFirst("/cable/listen/".utf8.count)
+        guard !encoded.contains(UInt8(ascii: "/")), let id = Base64URL.decode(encoded), !id.isEmpty else { return nil }
+        return id
+    }
+
+    /// The revoked IDs of a listen request, or `nil` when the header is malformed or too long.
+    static func revoked(headerValues: [String]) -> [[UInt8]]? {
+        let items = headerValues.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpacesForPush }
+        guard items.count <= maxRevoked else { return nil }
+        var out: [[UInt8]] = []
+        for item in items where !item.isEmpty {
+            guard let id = Base64URL.decode(item.utf8), !id.isEmpty else { return nil }
+            out.append(id)
+        }
+        return out
+    }
+}
+
+extension Substring {
+    fileprivate var trimmingSpacesForPush: String {
+        String(drop { $0 == " " || $0 == "\t" }.reversed().drop { $0 == " " || $0 == "\t" }.reversed())
+    }
+}

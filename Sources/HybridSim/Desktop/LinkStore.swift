@@ -1,0 +1,148 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// One linked phone as the desktop stores it (Chromium keeps the same record; Windows calls it
+/// `CTAPCBOR_HYBRID_STORAGE_LINKED_DATA`): everything needed to contact the phone again.
+public struct StoredLink: Codable, Sendable, Hashable {
+    /// The phone's name (linking-map key 5); links are stored and chosen by it.
+    public var name: String
+    /// Key 1.
+    public var contactID: [UInt8]
+    /// Key 2 (8 bytes).
+    public var pairingID: [UInt8]
+    /// Key 3 (32 bytes).
+    public var linkSecret: [UInt8]
+    /// Key 4 (65 bytes).
+    public var publicKey: [UInt8]
+    /// The tunnel-server domain ID of the QR session that created the link (0: cable.ua5v.com).
+    public var tunnelDomain: UInt16
+    /// When it was stored, seconds since the Unix epoch.
+    public var linkedAt: UInt64
+
+    /// The record for verified linking information.
+    public init(_ info: LinkingInfo, tunnelDomain: UInt16, linkedAt: UInt64) {
+        name = info.name
+        contactID = info.contactID
+        pairingID = info.pairingID
+        linkSecret = info.linkSecret
+        publicKey = info.authenticatorPublicKey
+        self.tunnelDomain = tunnelDomain
+        self.linkedAt = linkedAt
+    }
+
+    /// The session's view of the link.
+    public var link: LinkedClientSession.Link {
+        LinkedClientSession.Link(contactID: contactID, pairingID: pairingID, linkSecret: linkSecret, authenticatorPublicKey: publicKey)
+    }
+
+    enum CodingKeys: String, CodingKey {
+        case name, contactID = "contactId", pairingID = "pairingId", linkSecret, publicKey, tunnelDomain, linkedAt
+    }
+
+    /// Decodes and checks sizes.
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        name = try c.decode(String.self, forKey: .name)
+        contactID = try c.decodeBase64URL(forKey: .contactID)
+        pairingID = try c.decodeBase64URL(forKey: .pairingID)
+        linkSecret = try c.decodeBase64URL(forKey: .linkSecret)
+        publicKey = try c.decodeBase64URL(forKey: .publicKey)
+        tunnelDomain = try c.decode(UInt16.self, forKey: .tunnelDomain)
+        linkedAt = try c.decode(UInt64.self, forKey: .linkedAt)
+        guard !name.isEmpty else { throw DecodingError.dataCorruptedError(forKey: .name, in: c, debugDescription: "empty name") }
+        guard !contactID.isEmpty else { throw DecodingError.dataCorruptedError(forKey: .contactID, in: c, debugDescription: "empty") }
+        guard pairingID.count == HybridConstants.pairingIDSize else {
+            throw DecodingError.dataCorruptedError(forKey: .pairingID, in: c, debugDescription: "pairing ID must be 8 bytes")
+        }
+        guard linkSecret.count == 32 else {
+            throw DecodingError.dataCorruptedError(forKey: .linkSecret, in: c, debugDescription: "link secret must be 32 bytes")
+        }
+        guard publicKey.count == HybridConstants.uncompressedPublicKeySize else {
+            throw DecodingError.dataCorruptedError(forKey: .publicKey, in: c, debugDescription: "public key must be 65 bytes")
+        }
+    }
+
+    /// Encodes byte strings as unpadded base64url.
+    public func encode(to encoder: any Encoder) throws {
+        var c = encoder.container(keyedBy: CodingKeys.self)
+        try c.encode(name, forKey: .name)
+        try c.encodeBase64URL(contactID, forKey: .contactID)
+        try c.encodeBase64URL(pairingID, forKey: .pairingID)
+        try c.encodeBase64URL(linkSecret, forKey: .linkSecret)
+        try c.encodeBase64URL(publicKey, forKey: .publicKey)
+        try c.encode(tunnelDomain, forKey: .tunnelDomain)
+        try c.encode(linkedAt, forKey: .linkedAt)
+    }
+}
+
+/// The desktop's linked phones on disk: `{"version": 1, "links": [StoredLink, …]}`, by default
+/// `links.json` next to the relying-party store; same reading rules and atomic 0600 writes as the
+/// other stores (Docs/STORES.md). Names are unique: a new link from the same phone name replaces the old.
+public struct LinkStore: Sendable {
+    /// The file name in the store directory.
+    public static let fileName = "links.json"
+
+    /// The file.
+    public let path: String
+    /// The links, in file order.
+    public var links: [StoredLink]
+
+    /// An in-memory store.
+    public init(path: String, links: [StoredLink] = []) {
+        self.path = path
+        self.links = links
+    }
+
+    /// `links.json` in the directory of `rpStorePath`.
+    public static func path(besideRPStore rpStorePath: String) -> String {
+        let directory = (rpStorePath as NSString).deletingLastPathComponent
+        return directory.isEmpty ? fileName : directory + "/" + fileName
+    }
+
+    /// Reads the store; a missing file is empty.
+    public static func load(path: String) throws(StoreError) -> LinkStore {
+        LinkStore(path: path, links: try StoreDocument<Kind>.load(path: path) ?? [])
+    }
+
+    /// Writes atomically with mode 0600.
+    public func save() throws(StoreError) {
+        try StoreDocument<Kind>.save(links, path: path)
+    }
+
+    /// Replaces the link with the same name, or appends it.
+    public mutating func upsert(_ link: StoredLink) {
+        if let index = links.firstIndex(where: { $0.name == link.name }) {
+            links[index] = link
+        } else {
+            links.append(link)
+        }
+    }
+
+    /// `NAME`, or the only link for `any`.
+    /// - Throws: ``ProgramFailure`` `badInput` naming the links there are.
+    public func select(_ name: String) throws(ProgramFailure) -> StoredLink {
+        if name == "any" {
+            guard links.count == 1, let only = links.first else {
+                let names = links.map { "\"\($0.name)\"" }.joined(separator: ", ")
+                throw ProgramFailure(
+                    .badInput,
+                    links.isEmpty
+                        ? "no linked phone in \(path): link one first with --link"
+                        : "--linked any needs exactly one link; \(path) has \(links.count): \(names)")
+            }
+            return only
+        }
+        guard let link = links.first(where: { $0.name == name }) else {
+            let names = links.isEmpty ? "none" : links.map { "\"\($0.name)\"" }.joined(separator: ", ")
+            throw ProgramFailure(.badInput, "no linked phone named \"\(name)\" in \(path) (links: \(names))")
+        }
+        return link
+    }
+
+    enum Kind: StoreKind {
+        static let entriesKey = "links"
+        static let identifierName = "name"
+        static func identifier(of entry: StoredLink) -> [UInt8] { Array(entry.name.utf8) }
+    }
+}

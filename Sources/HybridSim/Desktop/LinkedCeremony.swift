@@ -1,0 +1,144 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridRuntime
+
+/// The desktop's linked flow: `--link` stores verified linking information after a QR ceremony;
+/// `--linked NAME|any` runs a ceremony through a stored link with no QR code (Docs/LINKING.md).
+extension Run {
+    /// `--link`: stores the phone's linking information, which the session already verified against
+    /// the handshake hash (an invalid update fails the ceremony before this point, so it can never
+    /// replace or evict a good link).
+    func storeLink(_ linking: LinkingInfo?, storePath rpStorePath: String) throws {
+        guard let linking else {
+            narrator.say("note: the phone sent no linking information; nothing linked")
+            return
+        }
+        let path = configuration.linksPath ?? LinkStore.path(besideRPStore: rpStorePath)
+        var links = try loadLinks(path)
+        links.upsert(StoredLink(linking, tunnelDomain: 0, linkedAt: UInt64(Date().timeIntervalSince1970)))
+        do {
+            try links.save()
+        } catch {
+            throw ProgramFailure(.failed, "verified, but cannot save the links file: \(error)")
+        }
+        narrator.say("linked phone \"\(linking.name)\" (signature verified), saved in \(path); next time: --linked \"\(linking.name)\"")
+        narrator.event("linked", [("phone", .string(linking.name)), ("links", .string(path))])
+    }
+
+    /// `--linked`: contacts the stored phone, runs NKpsk0 and the request, and verifies the answer.
+    func executeLinked(name: String, ceremony: DesktopCeremony, store: inout RelyingPartyStore) async throws -> DesktopResult {
+        let path = configuration.linksPath ?? LinkStore.path(besideRPStore: store.path)
+        let stored = try loadLinks(path).select(name)
+        let session: LinkedClientSession
+        do {
+            session = try LinkedClientSession(link: stored.link, requestType: ceremony.requestType)
+        } catch {
+            throw ProgramFailure(.badInput, "the link \"\(stored.name)\" in \(path) is unusable: \(error)")
+        }
+        narrator.say("relying party: \(ceremony.summary)")
+        let relay = try await startRelay(timeout: ceremony.timeout)
+        let scanner: ProximityScanner<[UInt8]>
+        let proximity: ProximityEndpoint
+        do {
+            (scanner, proximity) = try await startScanner(eidKey: session.eidKey)
+        } catch {
+            await relay.embedded?.shutdown()
+            throw error
+        }
+        narrator.say("contacting linked phone \"\(stored.name)\" through \(relay.url) (no QR code)")
+        narrator.event(
+            "contact",
+            [
+                ("phone", .string(stored.name)), ("request", .string(ceremony.requestType.rawValue)),
+                ("relay", .string(relay.url)), ("proximity", .string(proximity.description)),
+                ("rpId", .string(ceremony.rpId)), ("challenge", .string(Base64URL.encode(ceremony.challenge))),
+            ])
+        onReady(DesktopEndpoints(
+            url: "", relayURL: relay.url, proximityURL: proximity.description, challenge: ceremony.challenge, terminalArt: ""))
+        let outcome: ClientDriver.Outcome
+        do {
+            outcome = try await contact(session: session, ceremony: ceremony, relayURL: relay.url, scanner: scanner, proximity: proximity)
+        } catch let error as TransactionError where error.runtimeCode == .upgradeRejected
+            && (error.underlying as? RuntimeError)?.httpStatus == 410
+        {
+            await scanner.stop()
+            await relay.embedded?.shutdown()
+            try removeLink(stored, path: path)
+            if "\(error.underlying)".contains("contact ID unknown") {
+                throw ProgramFailure(
+                    .linkRevoked,
+                    "the relay does not know the linked phone \"\(stored.name)\" (410 Gone: contact ID unknown; no phone "
+                        + "announced it: was `hybrid-sim phone --listen` running on this relay?); removed the link from \(path). "
+                        + "Link again with --link and a QR code.")
+            }
+            throw ProgramFailure(
+                .linkRevoked,
+                "the linked phone \"\(stored.name)\" revoked this link (the relay answered 410 Gone); removed it from \(path). "
+                    + "Link again with --link and a QR code.")
+        } catch {
+            await scanner.stop()
+            await relay.embedded?.shutdown()
+            throw error
+        }
+        await scanner.stop()
+        await relay.embedded?.shutdown()
+        let result = try finishAndSave(response: outcome.response, ceremony: ceremony, store: &store)
+        report(result, storePath: store.path)
+        return result
+    }
+
+    private func contact(
+        session: LinkedClientSession, ceremony: DesktopCeremony, relayURL: String, scanner: ProximityScanner<[UInt8]>,
+        proximity: ProximityEndpoint
+    ) async throws -> ClientDriver.Outcome {
+        let timeout = ceremony.timeout
+        let timeouts = SessionTimeouts(
+            advert: timeout, connect: min(.seconds(10), timeout), handshake: timeout, message: min(.seconds(10), timeout),
+            userAction: timeout)
+        let transports = LinkedClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger)
+        let narrator = self.narrator
+        do {
+            return try await LinkedClientDriver.run(
+                session: session, request: ceremony.requestBytes, transports: transports, timeouts: timeouts,
+                events: { narrator.session($0) })
+        } catch let error as TransactionError {
+            if error.runtimeCode == .upgradeRejected { throw error }
+            if let runtime = error.underlying as? RuntimeError, runtime.code == .closed, runtime.closeCode == .policyViolation,
+                let range = runtime.reason.range(of: "phone refused: ")
+            {
+                // The phone's own refusal, relayed as the tunnel's close reason (Docs/LINKING.md).
+                throw ProgramFailure(
+                    .refused,
+                    "the linked phone refused the contact request: \(runtime.reason[range.upperBound...]) "
+                        + "(the link was kept; if the phone no longer knows it, link again with --link)")
+            }
+            if let runtime = error.underlying as? RuntimeError, runtime.code == .noNearbyAuthenticator {
+                throw ProgramFailure(
+                    .timeout,
+                    "the linked phone did not come near within \(timeout.seconds): "
+                        + Self.explain(runtime.proximityStatistics, proximity: proximity))
+            }
+            throw ProgramFailure.fromTransaction(error, relayURL: relayURL)
+        }
+    }
+
+    private func loadLinks(_ path: String) throws(ProgramFailure) -> LinkStore {
+        do {
+            return try LinkStore.load(path: path)
+        } catch {
+            throw ProgramFailure(.badInput, "cannot use the links file: \(error)")
+        }
+    }
+
+    /// Removes exactly the revoked link (re-read first: another run may have changed the file).
+    private func removeLink(_ stored: StoredLink, path: String) throws {
+        var links = try loadLinks(path)
+        links.links.removeAll { $0.name == stored.name && $0.contactID == stored.contactID }
+        do {
+            try links.save()
+        } catch {
+            throw ProgramFailure(.linkRevoked, "the relay answered 410 Gone for \"\(stored.name)\", but \(path) could not be updated: \(error)")
+        }
+    }
+}

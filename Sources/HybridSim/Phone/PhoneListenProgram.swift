@@ -1,0 +1,221 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridRuntime
+import Synchronization
+
+/// `hybrid-sim phone --listen` and `hybrid-sim phone --unlink`: the linked phone (Docs/LINKING.md).
+///
+/// `--listen` keeps the push channel open on the relay (reconnecting with backoff) and answers each
+/// contact request: it checks the client payload (known pairing ID, nonce never seen), derives the
+/// link secret, joins the desktop's tunnel, advertises and answers `Noise_NKpsk0` and the request
+/// like a QR session (`--account`, `--deny` apply). It exits 0 after `--count` answered requests.
+public enum PhoneListenProgram {
+    /// Settings of `--listen` beyond the phone's usual ones.
+    public struct Configuration: Sendable {
+        /// The phone's settings (relay, proximity, store, account, deny, json, per-transaction timeout).
+        public var phone: PhoneConfiguration
+        /// Exit 0 after this many answered contact requests; `nil`: listen until interrupted or ``limit``.
+        public var count: Int?
+        /// Stop listening (exit 3) after this long without reaching ``count``; `nil`: no limit.
+        public var limit: Duration?
+
+        /// Listen with `phone`'s settings.
+        public init(phone: PhoneConfiguration, count: Int? = nil, limit: Duration? = nil) {
+            self.phone = phone
+            self.count = count
+            self.limit = limit
+        }
+    }
+
+    /// Runs `--listen`; returns the exit status.
+    public static func main(_ configuration: Configuration, output: ProgramOutput = .standard) async -> Int32 {
+        let phone = configuration.phone
+        let relayURL = ProgramChecks.trimmedRelayURL(phone.relayURL)
+        let narrator = PhoneNarrator(
+            output: output, json: phone.json, relayURL: relayURL, proximityURL: phone.proximityURL, rssi: phone.rssi)
+        do {
+            try await listen(configuration, relayURL: relayURL, narrator: narrator)
+            return 0
+        } catch {
+            let failure = ProgramFailure.from(error, relayURL: relayURL)
+            narrator.event("error", [("flow", .string("linked")), ("kind", .string(failure.kind.rawValue)),
+                                     ("exitCode", .int(Int(failure.exitCode))), ("message", .string(failure.message))])
+            output.standardError("error: \(failure.message)")
+            return failure.exitCode
+        }
+    }
+
+    private static func listen(_ configuration: Configuration, relayURL: String, narrator: PhoneNarrator) async throws {
+        let phone = configuration.phone
+        try ProgramChecks.relayURL(phone.relayURL)
+        try ProgramChecks.proximityURL(phone.proximityURL)
+        if let count = configuration.count, count < 1 { throw ProgramFailure(.badInput, "--count must be at least 1") }
+        let proximity = try ProximityEndpoint(parsing: phone.proximityURL)
+        let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
+        var store = try PhoneLinking.load(passkeyStorePath: passkeyPath)
+        if store.identity == nil {
+            store.identity = PhoneLinkStore.Identity()
+            try store.save()
+        }
+        guard let identity = store.identity else { preconditionFailure("identity created above") }
+        let linkStorePath = store.path
+        narrator.say("listening as \"\(identity.name)\" on \(relayURL) for contact requests (link store \(store.path))")
+        let seen = SeenNonces()
+        let reachable = Mutex(true)  // narrate an outage once, not every retry
+        var listener = PhoneListener.Configuration(
+            relayURL: relayURL, contactID: identity.contactID, revoked: identity.revokedContactIDs)
+        listener.maxBackoff = .seconds(1)
+        let answered = try await PhoneListener.run(
+            listener, count: configuration.count, limit: configuration.limit, logger: phone.logger,
+            events: { event in
+                switch event {
+                case .listening(let url):
+                    reachable.withLock { $0 = true }
+                    narrator.say("push channel open on \(url)")
+                    narrator.event("listening", [("flow", .string("linked")), ("relay", .string(url))])
+                case .unreachable(let reason, let retry):
+                    let first = reachable.withLock { wasReachable in
+                        defer { wasReachable = false }
+                        return wasReachable
+                    }
+                    if first { narrator.say("relay unreachable (\(reason)); retrying every \(retry)–1 s until it is back") }
+                case .pushed:
+                    narrator.say("contact request from a linked desktop")
+                    narrator.event("contact", [("flow", .string("linked"))])
+                case .ignored(let reason):
+                    narrator.say("ignored a push: \(reason)")
+                }
+            },
+            handle: { push in
+                await answer(push, phone: phone, passkeyPath: passkeyPath, linkStorePath: linkStorePath,
+                             contactID: identity.contactID, seen: seen, relayURL: relayURL, proximity: proximity,
+                             narrator: narrator)
+            })
+        narrator.say("answered \(answered) contact request(s); done")
+        narrator.event("result", [("flow", .string("linked")), ("answered", .int(answered))])
+    }
+
+    /// Checks one push and runs the linked transaction.
+    static func answer(
+        _ push: PushMessage, phone: PhoneConfiguration, passkeyPath: String, linkStorePath: String, contactID: [UInt8],
+        seen: SeenNonces, relayURL: String, proximity: ProximityEndpoint, narrator: PhoneNarrator
+    ) async -> PhoneListener.Verdict {
+        func refuse(_ reason: String) -> PhoneListener.Verdict {
+            narrator.say("refused the contact request: \(reason)")
+            narrator.event("refused", [("flow", .string("linked")), ("reason", .string(reason))])
+            return .refused(reason)
+        }
+        guard let payload = try? ClientPayload(cbor: push.clientPayload) else { return refuse("malformed client payload") }
+        // Re-read: a QR ceremony run meanwhile may have handed out a new pairing ID; --unlink may have run.
+        guard let identity = (try? PhoneLinkStore.load(path: linkStorePath))?.identity else {
+            return refuse("the phone's link store is unreadable")
+        }
+        guard identity.contactID == contactID else { return refuse("contact ID revoked") }
+        guard identity.pairingIDs.contains(payload.pairingID) else { return refuse("unknown pairing ID") }
+        guard seen.insert(payload.clientNonce) else { return refuse("replayed client payload") }
+
+        let store: PasskeyStore
+        do {
+            store = try PasskeyStore.load(path: passkeyPath)
+        } catch {
+            return refuse("cannot use the passkey store: \(error)")
+        }
+        let session: LinkedAuthenticatorSession
+        do {
+            session = try LinkedAuthenticatorSession(
+                payload: payload, tunnelID: push.tunnelID, routingID: push.routingID, identityKey: identity.privateKey,
+                linkSecret: identity.linkSecret(pairingID: payload.pairingID),
+                getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
+        } catch {
+            return refuse("\(error)")
+        }
+        let authenticator = PhoneAuthenticator(store: store, configuration: phone, narrator: narrator)
+        let timeout = phone.timeout
+        let timeouts = SessionTimeouts(
+            advert: timeout, connect: min(.seconds(10), timeout), handshake: timeout, message: min(.seconds(10), timeout),
+            userAction: timeout)
+        let qrTransports = AuthenticatorDriver.Transports.loopback(
+            relayURL: relayURL, proximity: proximity, rssi: Int8(phone.rssi), logger: phone.logger)
+        let logger = phone.logger
+        let transports = LinkedAuthenticatorDriver.Transports(
+            join: { path, timeout in try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, logger: logger) },
+            advertise: qrTransports.advertise)
+        do {
+            try await LinkedAuthenticatorDriver.run(
+                session: session, transports: transports, timeouts: timeouts, events: { narrator.session($0) }
+            ) { request in
+                await authenticator.respond(request)
+            }
+        } catch let error as TransactionError {
+            let failure = await authenticator.failure ?? ProgramFailure.fromTransaction(error, relayURL: relayURL)
+            narrator.say("linked transaction failed: \(failure.message)")
+            narrator.event("error", [("flow", .string("linked")), ("kind", .string(failure.kind.rawValue)),
+                                     ("message", .string(failure.message))])
+            return .failed(failure.message)
+        } catch {
+            return .failed("\(error)")
+        }
+        if let failure = await authenticator.failure {
+            narrator.say("linked transaction ended: \(failure.message)")
+            return .failed(failure.message)
+        }
+        guard let outcome = await authenticator.outcome else { return .failed("no registration or sign-in") }
+        let (passkey, name): (Passkey, String)
+        switch outcome {
+        case .registered(let created): (passkey, name) = (created, "registered")
+        case .signedIn(let used): (passkey, name) = (used, "signedIn")
+        }
+        narrator.say("answered the linked desktop (\(name) \(passkey.label))")
+        narrator.event("answered", [("flow", .string("linked")), ("outcome", .string(name)), ("rpId", .string(passkey.rpID)),
+                                    ("signCount", .int(Int(passkey.signCount)))])
+        return .answered
+    }
+
+    /// Runs `--unlink`: revokes the contact ID. Returns the exit status.
+    public static func unlink(_ phone: PhoneConfiguration, output: ProgramOutput = .standard) async -> Int32 {
+        let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
+        do {
+            var store = try PhoneLinking.load(passkeyStorePath: passkeyPath)
+            guard var identity = store.identity else {
+                output.standardError("no link identity in \(PhoneLinkStore.path(besidePasskeyStore: passkeyPath)); nothing to revoke")
+                return 0
+            }
+            identity.rotateContactID()
+            store.identity = identity
+            do {
+                try store.save()
+            } catch {
+                throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)")
+            }
+            output.standardError(
+                "revoked the contact ID: every desktop linked to this phone gets 410 from now on (restart --listen; \(store.path))")
+            if phone.json {
+                output.standardOutput(JSONLine(event: "unlinked", [("flow", .string("linked")),
+                                                                    ("revoked", .int(identity.revokedContactIDs.count))]).text)
+            }
+            return 0
+        } catch {
+            let failure = ProgramFailure.from(error, relayURL: phone.relayURL)
+            output.standardError("error: \(failure.message)")
+            return failure.exitCode
+        }
+    }
+}
+
+/// Client nonces already answered by this listener (a replayed client payload is refused).
+final class SeenNonces: Sendable {
+    private let nonces = Mutex<(set: Set<[UInt8]>, order: [[UInt8]])>(([], []))
+    /// Remembers at most this many.
+    static let capacity = 4096
+
+    /// `false` when `nonce` was seen before.
+    func insert(_ nonce: [UInt8]) -> Bool {
+        nonces.withLock { state in
+            guard state.set.insert(nonce).inserted else { return false }
+            state.order.append(nonce)
+            if state.order.count > Self.capacity { state.set.remove(state.order.removeFirst()) }
+            return true
+        }
+    }
+}

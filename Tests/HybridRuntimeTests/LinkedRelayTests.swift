@@ -1,0 +1,298 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Testing
+
+/// The relay's linked-flow endpoints from the outside: `/cable/listen/…` (the push channel) and
+/// `/cable/contact/…`, with their documented answers, over real loopback sockets.
+@Suite("Relay: push channel and contact requests", .serialized, .timeLimit(.minutes(1)))
+struct LinkedRelayTests {
+    static var configuration: RelayConfiguration {
+        var configuration = RelayConfiguration()
+        configuration.contactWait = .milliseconds(300)
+        return configuration
+    }
+
+    static func payload(pairingID: [UInt8] = Array(repeating: 7, count: 8), nonce: [UInt8] = RandomSource.system.bytes(16)) -> ClientPayload {
+        ClientPayload(pairingID: pairingID, clientNonce: nonce, requestType: .getAssertion)
+    }
+
+    static func contact(_ endpoint: RelayEndpoint, _ contactID: [UInt8], header: String?) async throws -> WebSocketTunnel {
+        var options = WebSocketTunnel.Options()
+        if let header { options.extraHeaders = [("X-caBLE-Client-Payload", header)] }
+        return try await WebSocketTunnel.open(
+            url: endpoint.url + TunnelURLs.contactPath(contactID: contactID), timeout: .seconds(5), options: options)
+    }
+
+    static func listen(_ endpoint: RelayEndpoint, _ contactID: [UInt8], revoked: [[UInt8]] = []) async throws -> WebSocketTunnel {
+        var options = WebSocketTunnel.Options()
+        if !revoked.isEmpty {
+            options.extraHeaders = [(PushChannel.revokedHeader, revoked.map { Base64URL.encode($0) }.joined(separator: ","))]
+        }
+        return try await WebSocketTunnel.open(
+            url: endpoint.url + PushChannel.listenPath(contactID: contactID), timeout: .seconds(5), options: options)
+    }
+
+    @Test("a contact ID no phone announced within the wait: 410 (contact ID unknown), after the wait, not before")
+    func unknownIsGone() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let start = ContinuousClock.now
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
+            }
+            #expect(error?.httpStatus == 410)
+            #expect(error?.description.contains("contact ID unknown") == true)
+            #expect(ContinuousClock.now - start >= .milliseconds(300))
+        }
+    }
+
+    @Test("no or malformed X-caBLE-Client-Payload: 400")
+    func payloadRequired() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            for header in [nil, "zz", "A0", Hex.encode(CBOR.encode([1: .bytes([1, 2])]), uppercase: true)] as [String?] {
+                let error = await expectRuntimeError(.upgradeRejected) {
+                    _ = try await Self.contact(endpoint, [1, 2, 3], header: header)
+                }
+                #expect(error?.httpStatus == 400, "header \(header ?? "none")")
+            }
+        }
+    }
+
+    @Test("a revoked contact ID announced by the listening phone: 410 (contact ID revoked) at once, and listening on it is refused")
+    func revokedIsGone() async throws {
+        var configuration = Self.configuration
+        configuration.contactWait = .seconds(8)  // an answer well before this proves it did not wait
+        try await withRelay(configuration) { _, endpoint in
+            let old = Array("old contact".utf8), current = Array("new contact".utf8)
+            let channel = try await Self.listen(endpoint, current, revoked: [old])
+            let start = ContinuousClock.now
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, old, header: Self.payload().headerValue)
+            }
+            #expect(error?.httpStatus == 410)
+            #expect(error?.description.contains("contact ID revoked") == true)
+            #expect(ContinuousClock.now - start < .seconds(4))
+            let listenError = await expectRuntimeError(.upgradeRejected) { _ = try await Self.listen(endpoint, old) }
+            #expect(listenError?.httpStatus == 410)
+            await channel.close()
+        }
+    }
+
+    @Test("a phone that listened and left: 504 (not listening) after the wait")
+    func knownButNotListening() async throws {
+        try await withRelay(Self.configuration) { relay, endpoint in
+            let id = Array("phone".utf8)
+            let channel = try await Self.listen(endpoint, id)
+            await channel.close()
+            #expect(await eventually { relay.statistics.openConnections == 0 }, "the relay saw the phone leave")
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, id, header: Self.payload().headerValue)
+            }
+            #expect(error?.httpStatus == 504)
+            #expect(error?.description.contains("the linked phone is not listening") == true)
+            #expect(relay.statistics.rejectedRequests[504] == 1)
+        }
+    }
+
+    @Test("contact → push (tunnel ID, routing ID, payload) → the phone joins with /cable/connect; messages flow both ways; a second desktop meanwhile: 409")
+    func pushJoinAndBusy() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let id = Array("phone".utf8)
+            let channel = try await Self.listen(endpoint, id)
+            let payload = Self.payload()
+            // The desktop may contact before the phone's channel is registered: the relay waits.
+            let desktop = try await Self.contact(endpoint, id, header: payload.headerValue)
+            let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            #expect(push.clientPayload == payload.cbor)
+            let busy = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, id, header: Self.payload().headerValue)
+            }
+            #expect(busy?.httpStatus == 409)
+            #expect(busy?.description.contains("busy with another desktop") == true)
+
+            try await desktop.send([1, 2, 3])  // buffered until the phone joins
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelURLs.connectPath(routingID: push.routingID, tunnelID: push.tunnelID), timeout: .seconds(5))
+            #expect(try await phone.receive(timeout: .seconds(5)) == [1, 2, 3])
+            try await phone.send([4, 5])
+            #expect(try await desktop.receive(timeout: .seconds(5)) == [4, 5])
+            await phone.close()
+            await desktop.close()
+            await channel.close()
+        }
+    }
+
+    @Test("the phone refuses a push: the desktop's tunnel closes with 1008 and the phone's reason")
+    func refusalClosesTheDesktop() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let id = Array("phone".utf8)
+            let channel = try await Self.listen(endpoint, id)
+            let desktop = try await Self.contact(endpoint, id, header: Self.payload().headerValue)
+            let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            try await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: "unknown pairing ID").encoded)
+            let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
+            #expect(error?.closeCode == .policyViolation)
+            #expect(error?.description.contains("phone refused: unknown pairing ID") == true)
+            await channel.close()
+        }
+    }
+
+    @Test("a malformed push channel path or revoked header: 404 / 400")
+    func listenValidation() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let notFound = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(url: endpoint.url + "/cable/listen/a", timeout: .seconds(5))
+            }
+            #expect(notFound?.httpStatus == 404)
+            var options = WebSocketTunnel.Options()
+            options.extraHeaders = [(PushChannel.revokedHeader, "not base64url!")]
+            let bad = await expectRuntimeError(.upgradeRejected) {
+                _ = try await WebSocketTunnel.open(
+                    url: endpoint.url + PushChannel.listenPath(contactID: [1, 2, 3]), timeout: .seconds(5), options: options)
+            }
+            #expect(bad?.httpStatus == 400)
+        }
+    }
+}
+
+/// Linked sign-ins through ``HybridHarness`` and the tamper cases, each with its specific error.
+@Suite("Linked sign-ins (harness, loopback and in memory)", .serialized, .timeLimit(.minutes(2)))
+struct LinkedHarnessTests {
+    @Test("register by QR with linking, then two linked sign-ins over loopback and one in memory")
+    func registerThenLinkedSignIns() async throws {
+        let harness = try await HybridHarness.start()
+        defer { Task { await harness.shutdown() } }
+        let phone = LinkedPhone(name: "Pixel")
+        let (credential, link) = try await harness.registerAndLink(on: phone, relyingParty: exampleRP, userName: "alice")
+        #expect(link.name == "Pixel")
+        #expect(link.contactID == phone.contactID)
+        #expect(link.authenticatorPublicKey == phone.identityPublicKey)
+        var known = credential
+        for expected in 1...2 {
+            known = try await harness.signInLinked(on: phone, link: link, relyingParty: exampleRP, knownCredentials: [known])
+            #expect(known.signCount == UInt32(expected))
+        }
+        let ceremony = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let outcome = try await HybridHarness.transactLinkedInMemory(
+            request: ceremony.requestBytes, hint: .getAssertion, phone: phone, link: link)
+        #expect(try ceremony.verify(response: outcome.response, knownCredentials: [known]).credential.signCount == 3)
+    }
+
+    @Test("wrong pairing ID: the phone refuses, the desktop sees 1008 \"phone refused: unknown pairing ID\"; the passkey is untouched")
+    func wrongPairingID() async throws {
+        let harness = try await HybridHarness.start()
+        defer { Task { await harness.shutdown() } }
+        let phone = LinkedPhone()
+        let (_, link) = try await harness.registerAndLink(on: phone, relyingParty: exampleRP, userName: "alice")
+        var wrong = link
+        wrong.pairingID = link.pairingID.map { $0 ^ 0xFF }
+        let before = phone.phone.passkeys
+        let ceremony = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        do {
+            _ = try await harness.transactLinked(request: ceremony.requestBytes, hint: .getAssertion, phone: phone, link: wrong)
+            Issue.record("a wrong pairing ID was answered")
+        } catch let error as TransactionError {
+            #expect(error.runtimeCode == .closed)
+            #expect("\(error)".contains("phone refused: unknown pairing ID"), "\(error)")
+        }
+        #expect(phone.phone.passkeys == before)
+    }
+
+    @Test("a replayed client payload is refused by the phone (and a fresh one still works)")
+    func replayedPayload() async throws {
+        let phone = LinkedPhone()
+        let linking = phone.linkingIdentityForQR()
+        let payload = ClientPayload(pairingID: linking.pairingID, clientNonce: RandomSource.system.bytes(16), requestType: .getAssertion)
+        let push = PushMessage(tunnelID: RandomSource.system.bytes(16), routingID: [1, 2, 3], clientPayload: payload.cbor)
+        _ = try phone.session(for: push)
+        #expect(throws: LinkedPhone.Refusal.replayedClientPayload) { _ = try phone.session(for: push) }
+        var fresh = payload
+        fresh.clientNonce = RandomSource.system.bytes(16)
+        _ = try phone.session(for: PushMessage(tunnelID: push.tunnelID, routingID: [1, 2, 3], clientPayload: fresh.cbor))
+        #expect(throws: LinkedPhone.Refusal.malformedClientPayload) {
+            _ = try phone.session(for: PushMessage(tunnelID: push.tunnelID, routingID: [1, 2, 3], clientPayload: [0xA0]))
+        }
+    }
+
+    @Test("a replayed client payload over loopback: the second contact with the same header is refused with 1008")
+    func replayedPayloadOverLoopback() async throws {
+        var configuration = RelayConfiguration()
+        configuration.contactWait = .seconds(2)
+        let harness = try await HybridHarness.start(configuration: configuration)
+        defer { Task { await harness.shutdown() } }
+        let phone = LinkedPhone()
+        let linking = phone.linkingIdentityForQR()
+        let header = ClientPayload(pairingID: linking.pairingID, clientNonce: RandomSource.system.bytes(16), requestType: .getAssertion).headerValue
+        let refusals = Recorder()
+        let listener = Task {
+            try await phone.listen(
+                relayURL: harness.relayURL, proximity: try ProximityEndpoint(parsing: "udp://127.0.0.1:9"), count: 5,
+                limit: .seconds(20), refusals: { refusals.append(Array($0.description.utf8)) })
+        }
+        defer { listener.cancel() }
+        var options = WebSocketTunnel.Options()
+        options.extraHeaders = [("X-caBLE-Client-Payload", header)]
+        let url = harness.relayURL + TunnelURLs.contactPath(contactID: linking.contactID)
+        let first = try await WebSocketTunnel.open(url: url, timeout: .seconds(5), options: options)
+        // The phone joins and advertises for the first one; nobody answers it here, so close it.
+        try await Task.sleep(for: .milliseconds(300))
+        await first.close()
+        let second = try await WebSocketTunnel.open(url: url, timeout: .seconds(5), options: options)
+        let error = await expectRuntimeError(.closed) { _ = try await second.receive(timeout: .seconds(5)) }
+        #expect(error?.closeCode == .policyViolation)
+        #expect(error?.description.contains("phone refused: replayed client payload") == true)
+        #expect(refusals.messages.map { String(decoding: $0, as: UTF8.self) } == ["replayed client payload"])
+    }
+
+    @Test("the listening phone reconnects to a relay restarted on the same port and answers there (a desktop's embedded relay per run)")
+    func reconnectsToARestartedRelay() async throws {
+        let first = TunnelRelay()
+        let port = try await first.start().port
+        let harness = try await HybridHarness.start()
+        defer { Task { await harness.shutdown() } }
+        let phone = LinkedPhone()
+        let (credential, link) = try await harness.registerAndLink(on: phone, relyingParty: exampleRP, userName: "alice")
+
+        let relayURL = "ws://127.0.0.1:\(port)"
+        let session = try LinkedClientSession(link: .init(link), requestType: .getAssertion)
+        let scanner = ProximityScanner<[UInt8]>(matcher: ClientDriver.Transports.advertMatcher(eidKey: session.eidKey))
+        let proximity = try await scanner.start()
+        let listener = Task {
+            try await phone.listen(relayURL: relayURL, proximity: proximity, count: 1, limit: .seconds(20))
+        }
+        defer { listener.cancel() }
+        #expect(await eventually { first.statistics.openConnections == 1 }, "the phone's push channel is open")
+        await first.shutdown()  // the desktop run that owned it ended
+        try await Task.sleep(for: .milliseconds(300))
+        let second = TunnelRelay(port: port)
+        try await second.start()
+        let ceremony = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let outcome = try await LinkedClientDriver.run(
+            session: session, request: ceremony.requestBytes,
+            transports: .loopback(relayURL: relayURL, scanner: scanner), timeouts: .fast)
+        #expect(try ceremony.verify(response: outcome.response, knownCredentials: [credential]).credential.signCount == 1)
+        #expect(try await listener.value == 1)
+        await scanner.stop()
+        await second.shutdown()
+    }
+
+    @Test("after unlink the relay answers 410 for the old contact ID (the phone announces it as revoked)")
+    func unlinkGivesGone() async throws {
+        var configuration = RelayConfiguration()
+        configuration.contactWait = .seconds(2)
+        let harness = try await HybridHarness.start(configuration: configuration)
+        defer { Task { await harness.shutdown() } }
+        let phone = LinkedPhone()
+        let (_, link) = try await harness.registerAndLink(on: phone, relyingParty: exampleRP, userName: "alice")
+        phone.unlink()
+        #expect(phone.revokedContactIDs == [link.contactID])
+        let ceremony = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        do {
+            _ = try await harness.transactLinked(request: ceremony.requestBytes, hint: .getAssertion, phone: phone, link: link)
+            Issue.record("a revoked link was answered")
+        } catch let error as TransactionError {
+            #expect(error.runtimeCode == .upgradeRejected)
+            #expect((error.underlying as? RuntimeError)?.httpStatus == 410)
+        }
+    }
+}

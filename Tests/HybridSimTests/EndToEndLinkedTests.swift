@@ -1,0 +1,110 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridSim
+import Testing
+
+/// Linked phones with the real binary, one process per role and a separate `hybrid-sim relay`: a QR
+/// registration with `--link`, three `--linked` sign-ins answered by `phone --listen`, then
+/// `phone --unlink` and a `--linked` sign-in that fails with 410, exit 8 and the link removed.
+@Suite("End to end: linked phones (processes)", .serialized)
+struct EndToEndLinkedTests {
+    @Test("register with --link, three --linked sign-ins, --unlink, then 410 / exit 8 / link gone")
+    func linkSignInUnlink() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, relayURL) = try await lab.startRelay()
+        let links = lab.file("links.json")
+
+        // 1. QR registration with linking.
+        let desktop = try await lab.startDesktop(["--request", "mc", "--link", "--relay", relayURL], json: true)
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        let events = try desktop.process.standardOutput.lines.map(JSONEvents.parse)
+        #expect(events.allSatisfy { $0["flow"] as? String == "qr-link" })
+        let linked = try #require(events.first { $0["event"] as? String == "linked" })
+        #expect(linked["phone"] as? String == "HybridSim phone")
+        let store = try LinkStore.load(path: links)
+        #expect(store.links.map(\.name) == ["HybridSim phone"])
+        #expect(try linkedFileMode(links) == 0o600)
+        #expect(try linkedFileMode(lab.file(PhoneLinkStore.fileName)) == 0o600)
+        let phoneLink = try #require(try PhoneLinkStore.load(path: lab.file(PhoneLinkStore.fileName)).identity)
+        #expect(store.links[0].contactID == phoneLink.contactID)
+        #expect(phoneLink.pairingIDs == [store.links[0].pairingID])
+        let registered = try #require(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first)
+
+        // 2. The phone listens; three desktops sign in through the link, no QR code.
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        let listener = try lab.start(
+            "listener",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "3",
+             "--listen-timeout", "90"])
+        for round in 1...3 {
+            let signIn = try lab.start(
+                "linked-\(round)",
+                ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+            #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 0, "\(signIn.transcript)\n\(listener.transcript)")
+            #expect(signIn.standardError.lines.contains { $0.hasPrefix("verified: alice signed in to example.com") },
+                    "\(signIn.transcript)")
+            #expect(!signIn.standardOutput.text.contains("FIDO:/"), "no QR code in a linked sign-in")
+            let credential = try #require(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first)
+            #expect(credential.credentialId == registered.credentialId)
+            #expect(credential.signCount == UInt32(round))
+        }
+        #expect(try await listener.waitForExit() == 0, "\(listener.transcript)")
+        #expect(listener.standardError.lines.contains("answered 3 contact request(s); done"))
+
+        // 2b. A link whose pairing ID the phone never handed out: the phone refuses (exit 4), the
+        // specific reason reaches the desktop, and the links file is not touched.
+        let refusing = try lab.start(
+            "listener-refusing",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
+             "--listen-timeout", "30"])
+        var tampered = try LinkStore.load(path: links)
+        tampered.links[0].pairingID = tampered.links[0].pairingID.map { $0 ^ 0x5A }
+        try tampered.save()
+        let tamperedBytes = try Data(contentsOf: URL(fileURLWithPath: links))
+        let wrongPairing = try lab.start(
+            "linked-wrong-pairing",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await wrongPairing.waitForExit(timeout: .seconds(30)) == 4, "\(wrongPairing.transcript)\n\(refusing.transcript)")
+        #expect(FailureOutput.singleErrorLine(wrongPairing).contains("the linked phone refused the contact request: unknown pairing ID"))
+        #expect(try Data(contentsOf: URL(fileURLWithPath: links)) == tamperedBytes)
+        #expect(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first?.signCount == 3)
+        refusing.terminate()
+        try store.save()  // the good link back
+
+        // 3. Unlink; the listening phone announces the revoked ID; the desktop gets 410 and exits 8.
+        let unlink = try lab.start("unlink", ["phone", "--unlink"])
+        #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
+        let listener2 = try lab.start(
+            "listener-2",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
+             "--listen-timeout", "20"])
+        let revoked = try lab.start(
+            "linked-revoked",
+            ["desktop", "--request", "ga", "--linked", "HybridSim phone", "--relay", relayURL, "--proximity-port",
+             "\(proximityPort)", "--json"])
+        #expect(try await revoked.waitForExit(timeout: .seconds(30)) == 8, "\(revoked.transcript)")
+        let line = FailureOutput.singleErrorLine(revoked)
+        #expect(line.contains("revoked this link (the relay answered 410 Gone); removed it from \(links)"), "\(line)")
+        let error = try #require(try revoked.standardOutput.lines.map(JSONEvents.parse).last)
+        #expect(error["event"] as? String == "error")
+        #expect(error["kind"] as? String == "linkRevoked")
+        #expect(error["flow"] as? String == "linked")
+        #expect(try LinkStore.load(path: links).links.isEmpty)
+        listener2.terminate()
+
+        // 4. No link left: --linked any is a clear input error (exit 2).
+        let none = try lab.start("linked-none", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL])
+        #expect(try await none.waitForExit() == 2, "\(none.transcript)")
+        #expect(FailureOutput.singleErrorLine(none).contains("no linked phone in \(links)"))
+    }
+}
+
+/// The permission bits of a file.
+private func linkedFileMode(_ path: String) throws -> Int {
+    let attributes = try FileManager.default.attributesOfItem(atPath: path)
+    return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}

@@ -1,0 +1,83 @@
+import CTAP2
+import Crypto
+import Foundation
+import HybridCore
+import HybridSim
+import Testing
+
+/// The desktop's `links.json` and the phone's `phone-link.json`: round trips, 0600, strict loading.
+@Suite struct LinkStoreTests {
+    func directory() throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-links-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+
+    @Test("links.json: upsert by name, round trip, --linked NAME / any selection with clear errors")
+    func links() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = LinkStore.path(besideRPStore: dir + "/rp-credentials.json")
+        #expect(path == dir + "/links.json")
+        func info(_ name: String, _ contact: UInt8) -> LinkingInfo {
+            LinkingInfo(
+                contactID: [contact], pairingID: Array(1...8), linkSecret: Array(repeating: contact, count: 32),
+                authenticatorPublicKey: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), name: name,
+                handshakeSignature: Array(repeating: 0, count: 32))
+        }
+        var store = try LinkStore.load(path: path)
+        #expect(store.links.isEmpty)
+        #expect(throws: ProgramFailure.self) { try store.select("any") }
+        store.upsert(StoredLink(info("Pixel", 1), tunnelDomain: 0, linkedAt: 5))
+        store.upsert(StoredLink(info("Pixel", 2), tunnelDomain: 0, linkedAt: 6))
+        try store.save()
+        let loaded = try LinkStore.load(path: path)
+        #expect(loaded.links.count == 1)
+        #expect(loaded.links[0].contactID == [2])
+        #expect(try loaded.select("any").name == "Pixel")
+        #expect(try loaded.select("Pixel").linkedAt == 6)
+        do {
+            _ = try loaded.select("iPhone")
+            Issue.record("an unknown name was selected")
+        } catch {
+            #expect(error.kind == .badInput)
+            #expect(error.message.contains("no linked phone named \"iPhone\"") && error.message.contains("\"Pixel\""))
+        }
+        let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        try Data(#"{"version":1,"links":[{"name":"x","contactId":"AQ","pairingId":"AQ","linkSecret":"AQ","publicKey":"AQ","tunnelDomain":0,"linkedAt":0}]}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        #expect(throws: StoreError.self) { _ = try LinkStore.load(path: path) }
+    }
+
+    @Test("phone-link.json: created identity round trips; unlink revokes the contact ID; a damaged file is a clear error")
+    func phoneIdentity() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = PhoneLinkStore.path(besidePasskeyStore: dir + "/passkeys.json")
+        #expect(try PhoneLinkStore.load(path: path).identity == nil)
+        var identity = PhoneLinkStore.Identity()
+        let linking = identity.newLink()
+        #expect(linking.linkSecret == LinkingInfo.pairedSecret(
+            rootSecret: identity.rootSecret, contactID: identity.contactID, pairingID: linking.pairingID))
+        try PhoneLinkStore(path: path, identity: identity).save()
+        let loaded = try #require(try PhoneLinkStore.load(path: path).identity)
+        #expect(loaded == identity)
+        #expect(loaded.pairingIDs == [linking.pairingID])
+        var rotated = loaded
+        rotated.rotateContactID()
+        #expect(rotated.revokedContactIDs == [identity.contactID])
+        #expect(rotated.contactID != identity.contactID)
+        #expect(rotated.pairingIDs.isEmpty)
+        let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        try Data(#"{"version":1,"rootSecret":"AQ","identityKey":"AQ","contactId":"AQ","name":"x","pairingIds":[],"revokedContactIds":[]}"#.utf8)
+            .write(to: URL(fileURLWithPath: path))
+        do {
+            _ = try PhoneLinkStore.load(path: path)
+            Issue.record("a 1-byte root secret was accepted")
+        } catch {
+            #expect(error.description.contains("root secret must be 32 bytes"), "\(error)")
+        }
+    }
+}
