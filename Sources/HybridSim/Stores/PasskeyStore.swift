@@ -70,10 +70,14 @@ public struct PasskeyStore: Sendable {
     /// `body` runs, so `body` must not wait for anything (no network, no user).
     ///
     /// - Throws: what ``load(path:)`` and ``save()`` throw; on error ``passkeys`` is unchanged.
+    ///
+    /// - Parameter wait: how long to wait for another writer's lock before `locked` is thrown.
     @discardableResult
-    public mutating func update<T>(_ body: (inout [Passkey]) -> (result: T, write: Bool)) throws(StoreError) -> T {
+    public mutating func update<T>(
+        wait: Duration = .seconds(10), _ body: (inout [Passkey]) -> (result: T, write: Bool)
+    ) throws(StoreError) -> T {
         var outcome: T?
-        passkeys = try StoreDocument<Kind>.update(path: path) { entries throws(StoreError) -> Bool in
+        passkeys = try StoreDocument<Kind>.update(path: path, wait: wait) { entries throws(StoreError) -> Bool in
             let (result, write) = body(&entries)
             outcome = result
             return write

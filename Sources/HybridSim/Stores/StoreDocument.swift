@@ -109,10 +109,10 @@ enum StoreDocument<Kind: StoreKind> {
     ///
     /// A file that does not load is never overwritten: its ``StoreError`` is thrown.
     static func update(
-        path: String, simulatingCrash crash: SimulatedCrash? = nil,
+        path: String, wait: Duration = StoreLock.defaultWait, simulatingCrash crash: SimulatedCrash? = nil,
         _ body: (inout [Kind.Entry]) throws(StoreError) -> Bool
     ) throws(StoreError) -> [Kind.Entry] {
-        try StoreLock.withLock(path: path) { () throws(StoreError) -> [Kind.Entry] in
+        try StoreLock.withLock(path: path, wait: wait) { () throws(StoreError) -> [Kind.Entry] in
             let snapshot = try read(path: path) ?? Snapshot(entries: [], members: [:], rawEntries: [:])
             var entries = snapshot.entries
             guard try body(&entries) else { return entries }
