@@ -214,6 +214,8 @@ final class RelayTunnel {
         for side in [TunnelSide.creator, .joiner] {
             if case .attached(let handler) = slots[side] {
                 slots[side] = .gone
+                // Read again, so the peer's answer to the close frame is seen.
+                handler.setPausedForPeer(false)
                 handler.sendClose(code: code, reason: reason)
             }
         }
