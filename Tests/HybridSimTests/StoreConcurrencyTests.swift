@@ -172,3 +172,29 @@ struct StoreConcurrencyTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
     }
 }
+
+@Suite("Authenticator: the signature counter never wraps")
+struct SignCountLimitTests {
+    @Test("a passkey at signCount 2^32-1 is refused with CTAP2_ERR_LIMIT_EXCEEDED, the counter unchanged")
+    func exhaustedCounter() throws {
+        var fixture = CeremonyFixture(seed: "sign-count-limit")
+        _ = try fixture.register()
+        fixture.authenticator.passkeys[0].signCount = UInt32.max - 1
+        let last = try fixture.authenticate()
+        #expect(last.passkey.signCount == UInt32.max)
+
+        let request = GetAssertionRequest(
+            rpId: CeremonyFixture.rpId, clientDataHash: [UInt8](repeating: 7, count: 32),
+            options: AuthenticatorOptions(uv: true))
+        let (bytes, outcome) = fixture.authenticator.handle(
+            CTAP2Request.getAssertion(request).encode(), policy: .init(), now: CeremonyFixture.now)
+        guard case .refused(let status, let reason) = outcome else {
+            Issue.record("expected a refusal, got \(outcome)")
+            return
+        }
+        #expect(status == .limitExceeded)
+        #expect(reason.contains("signature counter"))
+        #expect(bytes == [CTAP2StatusCode.limitExceeded.rawValue])
+        #expect(fixture.authenticator.passkeys[0].signCount == UInt32.max)
+    }
+}

@@ -4,12 +4,12 @@ import NIOCore
 /// Peer-supplied text made safe for a log line: control characters, quotes, backslashes and
 /// non-ASCII are escaped (`\u{7}`), and the text is cut at 200 characters, so a peer cannot forge
 /// log lines or flood one line.
-enum LogText {
+package enum LogText {
     /// The longest escaped text kept.
-    static let maximumLength = 200
+    package static let maximumLength = 200
 
     /// `text` escaped for a log line.
-    static func escaped(_ text: String) -> String {
+    package static func escaped(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar {
@@ -28,18 +28,21 @@ enum LogText {
 /// requests). A burst of ``burst`` lines passes, then ``perSecond`` lines a second; lines over the
 /// budget go to debug level instead, and the next line that passes says how many were demoted.
 /// Confined to the relay's event loop.
-final class RelayLogLimiter {
+package final class RelayLogLimiter {
     /// Lines that pass at once.
-    static let burst = 50.0
+    package static let burst = 50.0
     /// Lines per second after the burst.
-    static let perSecond = 20.0
+    package static let perSecond = 20.0
 
     private var tokens = RelayLogLimiter.burst
     private var last = NIODeadline.now()
     private var demoted = 0
 
+    /// A full budget.
+    package init() {}
+
     /// Logs `message` at info level if the budget allows, otherwise at debug level.
-    func info(_ logger: Logger, _ message: @autoclosure () -> String) {
+    package func info(_ logger: Logger, _ message: @autoclosure () -> String) {
         let now = NIODeadline.now()
         let elapsed = Double((now - last).nanoseconds) / 1e9
         last = now

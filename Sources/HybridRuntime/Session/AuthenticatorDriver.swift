@@ -72,8 +72,7 @@ public enum AuthenticatorDriver {
         var answered = false
         while true {
             let message = try await step(.phone, phase) {
-                try transaction.check(.phone, phase)
-                return try await tunnel.receive(timeout: transaction.cut(timeout))
+                try await transaction.wait(.phone, phase, timeout) { try await tunnel.receive(timeout: $0) }
             }
             let actions = try await step(.phone, phase) { try session.receivedMessage(message) }
             for action in actions {
@@ -88,8 +87,9 @@ public enum AuthenticatorDriver {
                 case .request(let request):
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
                     let response = try await step(.phone, "answering the request") {
-                        try transaction.check(.phone, "answering the request")
-                        return try await answer(request, within: transaction.cut(timeouts.userAction), respond: respond)
+                        try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
+                            try await answer(request, within: limit, respond: respond)
+                        }
                     }
                     let ciphertext = try await step(.phone, "encrypting the response") { try session.encryptResponse(response) }
                     try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }

@@ -61,8 +61,9 @@ public enum ClientDriver {
         guard let (eid, path) = matched else { preconditionFailure("loop exits only with a match") }
 
         let tunnel = try await step(.desktop, "joining the tunnel") {
-            try transaction.check(.desktop, "joining the tunnel")
-            return try await transports.connect(path, eid.domain, transaction.cut(timeouts.connect))
+            try await transaction.wait(.desktop, "joining the tunnel", timeouts.connect) { limit in
+                try await transports.connect(path, eid.domain, limit)
+            }
         }
         events(.tunnelJoined(path: path))
         do {
@@ -90,8 +91,7 @@ public enum ClientDriver {
         var phase = "waiting for the handshake response"
         while getInfo == nil {
             let message = try await step(.desktop, phase) {
-                try transaction.check(.desktop, phase)
-                return try await tunnel.receive(timeout: transaction.cut(timeouts.message))
+                try await transaction.wait(.desktop, phase, timeouts.message) { try await tunnel.receive(timeout: $0) }
             }
             let actions = try await step(.desktop, phase) { try session.receivedMessage(message) }
             phase = "waiting for the post-handshake message"
@@ -114,8 +114,9 @@ public enum ClientDriver {
         var response: [UInt8]? = nil
         while response == nil {
             let message = try await step(.desktop, "waiting for the phone's response") {
-                try transaction.check(.desktop, "waiting for the phone's response")
-                return try await tunnel.receive(timeout: transaction.cut(timeouts.userAction))
+                try await transaction.wait(.desktop, "waiting for the phone's response", timeouts.userAction) {
+                    try await tunnel.receive(timeout: $0)
+                }
             }
             let actions = try await step(.desktop, "reading the phone's response") { try session.receivedMessage(message) }
             for action in actions {

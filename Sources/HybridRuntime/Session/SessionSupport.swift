@@ -121,11 +121,25 @@ struct TransactionDeadline: Sendable {
 
     /// Throws when the transaction's time is up (before a wait that would otherwise start).
     func check(_ side: TransactionError.Side, _ stepName: String) throws {
-        guard ContinuousClock.now < end else {
-            throw TransactionError(
-                side: side, step: stepName,
-                underlying: RuntimeError.timeout("the whole transaction", after: budget))
+        guard ContinuousClock.now < end else { throw expired(side, stepName) }
+    }
+
+    /// Runs a wait of at most `limit`, cut to what is left; a timeout caused by the cut is reported
+    /// as the whole transaction's.
+    func wait<T>(
+        _ side: TransactionError.Side, _ stepName: String, _ limit: Duration, _ body: (Duration) async throws -> T
+    ) async throws -> T {
+        try check(side, stepName)
+        let allowed = cut(limit)
+        do {
+            return try await body(allowed)
+        } catch let error as RuntimeError where error.code == .timeout && allowed < limit {
+            throw expired(side, stepName)
         }
+    }
+
+    private func expired(_ side: TransactionError.Side, _ stepName: String) -> TransactionError {
+        TransactionError(side: side, step: stepName, underlying: RuntimeError.timeout("the whole transaction", after: budget))
     }
 }
 
