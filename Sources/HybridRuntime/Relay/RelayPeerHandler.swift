@@ -133,8 +133,9 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .text:
             tunnel.close(code: .unsupportedData, reason: "text frames are not allowed; tunnel messages are binary")
         case .ping:
-            // Unanswered pings are allowed (RFC 6455 §5.5.3 only asks for a pong "as soon as
-            // practical"): over budget, or while this peer is not reading, none is queued.
+            // RFC 6455 §5.5.2 asks for a pong to every ping; the relay deliberately answers only
+            // within the pong budget, and never queues one while this peer is not reading
+            // (Docs/RELAY.md, "Back-pressure and caps"): a ping flood must not grow memory.
             guard context.channel.isWritable, pongs.take(now: .now()) else { return }
             let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
