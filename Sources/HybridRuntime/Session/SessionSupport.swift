@@ -58,23 +58,25 @@ public struct SessionTimeouts: Sendable, Hashable {
     /// transaction open for longer.
     public var transaction: Duration
 
-    /// Creates limits; the defaults suit a person at the keyboard.
+    /// Creates limits; the defaults suit a person at the keyboard. Without `transaction`, the whole
+    /// transaction may take one wait of each kind (`advert + connect + handshake + 2 × message +
+    /// userAction`, 270 s with the defaults): a transaction that respects every single limit is
+    /// never cut, one that keeps restarting them is.
     public init(
         advert: Duration = .seconds(120), connect: Duration = .seconds(10), handshake: Duration = .seconds(60),
-        message: Duration = .seconds(10), userAction: Duration = .seconds(60), transaction: Duration = .seconds(300)
+        message: Duration = .seconds(10), userAction: Duration = .seconds(60), transaction: Duration? = nil
     ) {
         self.advert = advert
         self.connect = connect
         self.handshake = handshake
         self.message = message
         self.userAction = userAction
-        self.transaction = transaction
+        self.transaction = transaction ?? (advert + connect + handshake + message * 2 + userAction)
     }
 
     /// Short limits for tests.
     public static let fast = SessionTimeouts(
-        advert: .seconds(5), connect: .seconds(5), handshake: .seconds(5), message: .seconds(5), userAction: .seconds(5),
-        transaction: .seconds(20))
+        advert: .seconds(5), connect: .seconds(5), handshake: .seconds(5), message: .seconds(5), userAction: .seconds(5))
 }
 
 /// A transaction failed: which step, and why. The message is one line for a person.
