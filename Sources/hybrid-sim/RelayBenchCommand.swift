@@ -84,6 +84,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             let relay = try SpawnedRelay.start(
                 arguments: [
                     "--port", "0", "--log-level", "error", "--max-tunnels", "\(tunnels + 16)",
+                    "--max-connections", "\(2 * tunnels + 64)",
                     "--max-messages-per-peer", "\(rounds + 4)", "--max-message-size", "\(max(payload, 65536))",
                     "--tunnel-lifetime", "86400", "--idle-timeout", "86400",
                 ])

@@ -61,6 +61,23 @@ struct RelayCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "TCP connections open at once; one more is answered 503 before its request is read.",
+            valueName: "count"
+        )
+    )
+    var maxConnections = 4096
+
+    @Option(
+        name: .customLong("allow-origin"),
+        help: ArgumentHelp(
+            "Also accept requests from web pages of this Origin (repeatable; * accepts any). Requests without Origin or with a ws:// or wss:// Origin (native clients) are always accepted; other origins get 403.",
+            valueName: "origin"
+        )
+    )
+    var allowOrigins: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
             "Drop a connection that has not completed its HTTP request after this long.",
             valueName: "seconds"
         )
@@ -110,7 +127,7 @@ struct RelayCommand: AsyncParsableCommand {
         }
         for (name, value) in [
             ("--max-message-size", maxMessageSize), ("--max-messages-per-peer", maxMessagesPerPeer),
-            ("--max-tunnels", maxTunnels),
+            ("--max-tunnels", maxTunnels), ("--max-connections", maxConnections),
         ] where value < 1 {
             throw ValidationError("\(name) must be at least 1")
         }
@@ -131,7 +148,9 @@ struct RelayCommand: AsyncParsableCommand {
             maxOpenTunnels: maxTunnels,
             idleTimeout: .seconds(idleTimeout),
             upgradeTimeout: .seconds(upgradeTimeout),
-            closeHandshakeTimeout: .seconds(closeTimeout)
+            closeHandshakeTimeout: .seconds(closeTimeout),
+            maxConnections: maxConnections,
+            originPolicy: RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         )
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)

@@ -113,8 +113,15 @@ struct EndToEndRegisterSignInTests {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let png = lab.file("qr.png")
+        // A symlink planted at the --qr-png path is replaced, not followed, and the image is 0600.
+        let planted = lab.file("planted.txt")
+        try Data("do not touch".utf8).write(to: URL(fileURLWithPath: planted))
+        try FileManager.default.createSymbolicLink(atPath: png, withDestinationPath: planted)
         let desktop = try await lab.startDesktop(["--request", "mc", "--qr-png", png], json: true)
         #expect(desktop.art.isEmpty)
+        #expect(try permissions(png) == 0o600)
+        #expect(try String(contentsOfFile: planted, encoding: .utf8) == "do not touch")
+        #expect(try FileManager.default.attributesOfItem(atPath: png)[.type] as? FileAttributeType == .typeRegular)
         let phone = try lab.startPhone(for: desktop, ["--scan", png, "--json"])
         #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
         #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")

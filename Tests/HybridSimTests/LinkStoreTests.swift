@@ -80,4 +80,39 @@ import Testing
             #expect(error.description.contains("root secret must be 32 bytes"), "\(error)")
         }
     }
+
+    @Test("phone-link.json: two processes saving the same identity lose no pairing ID and no revocation")
+    func phoneIdentityMerge() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/" + PhoneLinkStore.fileName
+        try PhoneLinkStore(path: path, identity: PhoneLinkStore.Identity()).save()
+
+        // Two phone processes load the same file, each links a desktop, each saves.
+        var first = try #require(try PhoneLinkStore.load(path: path).identity)
+        var second = first
+        let a = first.newLink().pairingID
+        let b = second.newLink().pairingID
+        try PhoneLinkStore(path: path, identity: first).save()
+        try PhoneLinkStore(path: path, identity: second).save()
+        #expect(try PhoneLinkStore.load(path: path).identity?.pairingIDs == [a, b])
+
+        // One unlinks while the other, loaded before, links again: the rotation stands.
+        var unlinker = try #require(try PhoneLinkStore.load(path: path).identity)
+        var late = unlinker
+        let oldContact = unlinker.contactID
+        unlinker.rotateContactID()
+        _ = late.newLink()
+        try PhoneLinkStore(path: path, identity: unlinker).save()
+        try PhoneLinkStore(path: path, identity: late).save()
+        let final = try #require(try PhoneLinkStore.load(path: path).identity)
+        #expect(final.contactID == unlinker.contactID)
+        #expect(final.revokedContactIDs == [oldContact])
+        #expect(final.pairingIDs.isEmpty, "pairings of the revoked contact ID are gone")
+
+        // A different identity created meanwhile is never overwritten.
+        let stranger = PhoneLinkStore.Identity()
+        #expect(throws: StoreError.self) { try PhoneLinkStore(path: path, identity: stranger).save() }
+        #expect(try PhoneLinkStore.load(path: path).identity == final)
+    }
 }

@@ -56,7 +56,9 @@ struct PasskeyStoreTests {
         store.upsert(try StoreSamples.passkeys(count: 1)[0])
         try store.save()
         #expect(try TemporaryDirectory.mode(path) == 0o600)
-        #expect(try directory.contents() == ["passkeys.json"])
+        // The sidecar lock file stays (it holds no data); no temporary file is left.
+        #expect(try directory.contents() == ["passkeys.json", "passkeys.json.lock"])
+        #expect(try TemporaryDirectory.mode(directory.file("passkeys.json.lock")) == 0o600)
         #expect(try PasskeyStore.load(path: path).passkeys.count == 1)
     }
 
@@ -141,11 +143,11 @@ struct PasskeyStoreTests {
         // The next save works; a fresh leftover stays, a stale one is cleaned up.
         try bigger.save()
         #expect(try PasskeyStore.load(path: path).passkeys == samples)
-        #expect(try directory.contents().count == 2)
+        #expect(try directory.contents().count == 3)  // the store, its lock file and the fresh leftover
         let old = Date(timeIntervalSinceNow: -3600)
         try FileManager.default.setAttributes([.modificationDate: old], ofItemAtPath: directory.file(leftovers[0]))
         try bigger.save()
-        #expect(try directory.contents() == ["passkeys.json"])
+        #expect(try directory.contents() == ["passkeys.json", "passkeys.json.lock"])
     }
 
     @Test("a stray temporary file full of garbage does not affect loading")

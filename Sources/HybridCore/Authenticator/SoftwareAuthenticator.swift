@@ -144,7 +144,15 @@ public struct SoftwareAuthenticator: Sendable {
         else {
             return refuse(.operationDenied, "the user did not pick an account")
         }
-        passkeys[index].signCount &+= 1
+        // The counter is 32 bits (WebAuthn §6.1); wrapping to 0 would look like a cloned key to the
+        // relying party, so an exhausted counter is refused instead.
+        guard passkeys[index].signCount < UInt32.max else {
+            return refuse(
+                .limitExceeded,
+                "the signature counter of \(passkeys[index].label) reached 4294967295 and cannot grow; register a new passkey"
+            )
+        }
+        passkeys[index].signCount += 1
         let passkey = passkeys[index]
         do {
             let authData = AuthenticatorData(

@@ -31,14 +31,18 @@ public enum LinkedClientDriver {
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in }
     ) async throws -> ClientDriver.Outcome {
         var session = session
+        let transaction = TransactionDeadline(timeouts.transaction)
         let path = session.contactPath
+        let header = session.payload.headerValue
         let tunnel = try await step(.desktop, "contacting the linked phone") {
-            try await transports.contact(path, session.payload.headerValue, timeouts.connect)
+            try await transaction.wait(.desktop, "contacting the linked phone", timeouts.connect) { limit in
+                try await transports.contact(path, header, limit)
+            }
         }
         events(.tunnelJoined(path: path))
         do {
             events(.waitingForAdvert)
-            let deadline = ContinuousClock.now + timeouts.advert
+            let deadline = ContinuousClock.now + transaction.cut(timeouts.advert)
             var matched = false
             while !matched {
                 let (advert, rssi, ignored) = try await step(.desktop, "waiting for the linked phone's advert") {
@@ -55,7 +59,8 @@ public enum LinkedClientDriver {
                 }
             }
             let outcome = try await ClientDriver.converse(
-                session: &session, tunnel: tunnel, request: request, timeouts: timeouts, events: events)
+                session: &session, tunnel: tunnel, request: request, timeouts: timeouts, transaction: transaction,
+                events: events)
             await tunnel.close()
             return outcome
         } catch {
@@ -132,8 +137,12 @@ public enum LinkedAuthenticatorDriver {
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respond: @escaping AuthenticatorDriver.Responder
     ) async throws {
         var session = session
+        let transaction = TransactionDeadline(timeouts.transaction)
+        let connectPath = session.connectPath
         let tunnel = try await step(.phone, "joining the desktop's tunnel") {
-            try await transports.join(session.connectPath, timeouts.connect)
+            try await transaction.wait(.phone, "joining the desktop's tunnel", timeouts.connect) { limit in
+                try await transports.join(connectPath, limit)
+            }
         }
         events(.tunnelCreated(routingID: session.routingID))
         var advertisement: (any AuthenticatorDriver.Advertisement)? = nil
@@ -142,8 +151,8 @@ public enum LinkedAuthenticatorDriver {
             advertisement = try await step(.phone, "starting to advertise") { try await transports.advertise(advert) }
             events(.advertising(advertBytes: advert.count))
             try await AuthenticatorDriver.converse(
-                session: &session, tunnel: tunnel, advertisement: advertisement, timeouts: timeouts, events: events,
-                respond: respond)
+                session: &session, tunnel: tunnel, advertisement: advertisement, timeouts: timeouts,
+                transaction: transaction, events: events, respond: respond)
             await advertisement?.stop()
             await tunnel.close()
         } catch {

@@ -67,7 +67,7 @@ final class ContactDirectory {
         }
         listeners[contactID] = handler
         if known.count < Self.maxRemembered { known.insert(contactID) }
-        registry.logger.info("phone listening for contact \(HexCoding.redacted(contactID))")
+        registry.logLimiter.info(registry.logger, "phone listening for contact \(HexCoding.redacted(contactID))")
         for id in Array(waiters.keys) where revoked.contains(id) {
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
         }
@@ -141,7 +141,7 @@ final class ContactDirectory {
         case .accept(let headers, let tunnel, let side):
             active[contactID] = tunnel
             listener.deliver(PushMessage(tunnelID: tunnelID, routingID: tunnel.routingID, clientPayload: payload).encoded)
-            tunnel.logger.info("contact for \(HexCoding.redacted(contactID)) pushed to its phone")
+            registry.logLimiter.info(tunnel.logger, "contact for \(HexCoding.redacted(contactID)) pushed to its phone")
             return .accept(headers, tunnel, side)
         }
     }

@@ -38,6 +38,18 @@ public struct RelayConfiguration: Sendable {
     /// How many tunnels may be open at once; `/cable/new` beyond that is answered 503. Default 1024.
     public var maxOpenTunnels: Int = 1024
 
+    /// How many TCP connections may be open at once (upgraded or not). A connection beyond that is
+    /// answered a fixed HTTP 503 at once, before its request is parsed, and closed. Default 4096:
+    /// twice ``maxOpenTunnels`` (two peers per tunnel) plus room for handshakes in progress, and far
+    /// below the usual 20,000-descriptor process limit, so a descriptor flood never stops the relay
+    /// from accepting (and answering) connections.
+    public var maxConnections: Int = 4096
+
+    /// Which web page origins may use the relay; by default a request whose `Origin` is a web page
+    /// (`http(s)://…`, `null`) is refused with 403, while native clients (no `Origin`, or the
+    /// tunnel service's own `ws(s)://` URL) are accepted. See ``RelayOriginPolicy``.
+    public var originPolicy: RelayOriginPolicy = .refuseBrowsers
+
     /// A tunnel that relays no message for this long is closed with 1001 (going away). Pings do not
     /// count as traffic. Default 60 s (a person may take a while to approve on the phone).
     public var idleTimeout: Duration = .seconds(60)
@@ -83,8 +95,12 @@ public struct RelayConfiguration: Sendable {
         maxOpenTunnels: Int = 1024,
         idleTimeout: Duration = .seconds(60),
         upgradeTimeout: Duration = .seconds(10),
-        closeHandshakeTimeout: Duration = .seconds(2)
+        closeHandshakeTimeout: Duration = .seconds(2),
+        maxConnections: Int = 4096,
+        originPolicy: RelayOriginPolicy = .refuseBrowsers
     ) {
+        self.maxConnections = maxConnections
+        self.originPolicy = originPolicy
         self.tunnelLifetime = tunnelLifetime
         self.maxMessageSize = maxMessageSize
         self.maxMessagesPerPeer = maxMessagesPerPeer

@@ -48,8 +48,15 @@ final class RelayConnection {
     /// Sets up the HTTP/WebSocket pipeline of a freshly accepted connection.
     static func configure(_ channel: Channel, registry: RelayRegistry) throws {
         let connection = RelayConnection(channel: channel)
-        guard registry.connectionOpened(connection) else {
+        switch registry.connectionOpened(connection) {
+        case .admitted:
+            break
+        case .shuttingDown:
             channel.close(promise: nil)
+            return
+        case .overCapacity:
+            let limiter = OverCapacityHandler(closeTimeout: registry.configuration.closeHandshakeTimeout)
+            try channel.pipeline.syncOperations.addHandler(limiter)
             return
         }
         channel.closeFuture.assumeIsolated().whenComplete { _ in
@@ -219,6 +226,13 @@ final class RelayRejectHandler: ChannelInboundHandler {
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
         let channel = context.channel
+        // A client that does not read could keep the write (and the connection) pending forever.
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(
+            in: TimeAmount(registry.configuration.closeHandshakeTimeout)
+        ) {
+            channel.close(promise: nil)
+        }
+        channel.closeFuture.whenComplete { _ in timer.cancel() }
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
             channel.close(promise: nil)
         }

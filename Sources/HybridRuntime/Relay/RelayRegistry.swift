@@ -46,6 +46,8 @@ final class RelayRegistry {
     private var tunnels: [[UInt8]: RelayTunnel] = [:]
     private var connections: [ObjectIdentifier: RelayConnection] = [:]
     private var isShuttingDown = false
+    /// Budget of info-level log lines (peers can trigger them).
+    let logLimiter = RelayLogLimiter()
     private var drained: EventLoopPromise<Void>?
 
     init(
@@ -62,12 +64,27 @@ final class RelayRegistry {
 
     // MARK: - Connections
 
-    /// Tracks a new connection; `false` when the relay is shutting down (the caller drops it).
-    func connectionOpened(_ connection: RelayConnection) -> Bool {
-        guard !isShuttingDown else { return false }
+    /// What happens to a newly accepted connection.
+    enum Admission {
+        /// Tracked; it gets the HTTP pipeline.
+        case admitted
+        /// The relay is shutting down: drop it.
+        case shuttingDown
+        /// ``RelayConfiguration/maxConnections`` are open: answer 503 without parsing anything.
+        case overCapacity
+    }
+
+    /// Tracks a new connection unless the relay is shutting down or full.
+    func connectionOpened(_ connection: RelayConnection) -> Admission {
+        guard !isShuttingDown else { return .shuttingDown }
+        guard connections.count < configuration.maxConnections else {
+            statistics.update { $0.rejectedRequests[503, default: 0] += 1 }
+            logLimiter.info(logger, "refused a connection: \(configuration.maxConnections) connections open (503)")
+            return .overCapacity
+        }
         connections[ObjectIdentifier(connection)] = connection
         statistics.update { $0.openConnections = self.connections.count }
-        return true
+        return .admitted
     }
 
     /// Forgets a closed connection and releases a tunnel side it had claimed but never used.
@@ -87,6 +104,7 @@ final class RelayRegistry {
     /// ``decide(_:)``, except that a contact request may wait (bounded) for its phone to listen.
     func decision(for head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
         if !isShuttingDown, head.method == .GET, Self.offersSubprotocol(head.headers),
+            configuration.originPolicy.check(head.headers) == nil,
             case .contact(let contactID)? = TunnelServicePath(parsing: head.uri)
         {
             return directory.decideContact(contactID: contactID, head: head)
@@ -105,6 +123,9 @@ final class RelayRegistry {
         }
         guard head.method == .GET else {
             return .reject(RelayRejection(status: .badRequest, reason: "only GET is supported"))
+        }
+        if let refusal = configuration.originPolicy.check(head.headers) {
+            return .reject(RelayRejection(status: .forbidden, reason: refusal))
         }
         guard Self.offersSubprotocol(head.headers) else {
             return .reject(RelayRejection(status: .badRequest, reason: "Sec-WebSocket-Protocol must offer fido.cable"))
@@ -167,7 +188,7 @@ final class RelayRegistry {
             $0.openTunnels = self.tunnels.count
             $0.tunnelsOpened += 1
         }
-        tunnel.logger.info("tunnel opened, routing ID \(HexCoding.upper(routingID))")
+        logLimiter.info(tunnel.logger, "tunnel opened, routing ID \(HexCoding.upper(routingID))")
         var accepted = headers
         accepted.add(name: "X-caBLE-Routing-ID", value: HexCoding.upper(routingID))
         return .accept(accepted, tunnel, .creator)
@@ -219,7 +240,7 @@ final class RelayRegistry {
     /// Counts one refused request.
     func recordRejected(_ rejection: RelayRejection) {
         statistics.update { $0.rejectedRequests[Int(rejection.status.code), default: 0] += 1 }
-        logger.info("refused request: \(rejection.status.code) \(rejection.reason)")
+        logLimiter.info(logger, "refused request: \(rejection.status.code) \(rejection.reason)")
     }
 
     // MARK: - Shutdown

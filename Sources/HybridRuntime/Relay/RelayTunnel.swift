@@ -138,7 +138,18 @@ final class RelayTunnel {
         while let message = pending.popFirst() {
             handler.deliver(message)
         }
-        logger.info("\(side) attached")
+        registry.logLimiter.info(logger, "\(side) attached")
+        // The other side may have become unwritable while this one was not attached yet.
+        if case .attached(let other) = slots[side.other], !other.isWritable {
+            handler.setPausedForPeer(true)
+        }
+    }
+
+    /// `side`'s connection became unwritable (its reader is behind) or writable again: stop or
+    /// resume reading from the other side, whose messages are what would pile up.
+    func writabilityChanged(_ side: TunnelSide, writable: Bool) {
+        guard case .attached(let other) = slots[side.other] else { return }
+        other.setPausedForPeer(!writable)
     }
 
     /// A binary message arrived from `side`: count it, then forward or buffer it.
@@ -194,11 +205,17 @@ final class RelayTunnel {
         lifetimeTimer?.cancel()
         idleTimer?.cancel()
         waiting = [:]
-        logger.info("tunnel closed: \(code.map { "\($0)" } ?? "no status")\(reason.isEmpty ? "" : ", \(reason)")")
+        // `reason` may come from a peer's close frame: escaped, and the line is rate-limited.
+        registry.logLimiter.info(
+            logger,
+            "tunnel closed: \(code.map { "\($0)" } ?? "no status")\(reason.isEmpty ? "" : ", \(LogText.escaped(reason))")"
+        )
         registry.tunnelClosed(self, code: code)
         for side in [TunnelSide.creator, .joiner] {
             if case .attached(let handler) = slots[side] {
                 slots[side] = .gone
+                // Read again, so the peer's answer to the close frame is seen.
+                handler.setPausedForPeer(false)
                 handler.sendClose(code: code, reason: reason)
             }
         }

@@ -39,6 +39,7 @@ public enum AuthenticatorDriver {
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respond: @escaping Responder
     ) async throws {
         var session = session
+        let transaction = TransactionDeadline(timeouts.transaction)
         let path = session.newTunnelPath
         let (tunnel, routingID) = try await step(.phone, "creating the tunnel") {
             try await transports.createTunnel(path, timeouts.connect)
@@ -50,7 +51,8 @@ public enum AuthenticatorDriver {
             advertisement = try await step(.phone, "starting to advertise") { try await transports.advertise(advert) }
             events(.advertising(advertBytes: advert.count))
             try await converse(
-                session: &session, tunnel: tunnel, advertisement: advertisement, timeouts: timeouts, events: events, respond: respond)
+                session: &session, tunnel: tunnel, advertisement: advertisement, timeouts: timeouts,
+                transaction: transaction, events: events, respond: respond)
             await advertisement?.stop()
             await tunnel.close()
         } catch {
@@ -62,13 +64,16 @@ public enum AuthenticatorDriver {
 
     static func converse<Session: AuthenticatorTransaction>(
         session: inout Session, tunnel: any TunnelTransport, advertisement: (any Advertisement)?,
-        timeouts: SessionTimeouts, events: @Sendable (SessionEvent) -> Void, respond: @escaping Responder
+        timeouts: SessionTimeouts, transaction: TransactionDeadline, events: @Sendable (SessionEvent) -> Void,
+        respond: @escaping Responder
     ) async throws {
         var phase = "waiting for the desktop's handshake"
         var timeout = timeouts.handshake
         var answered = false
         while true {
-            let message = try await step(.phone, phase) { try await tunnel.receive(timeout: timeout) }
+            let message = try await step(.phone, phase) {
+                try await transaction.wait(.phone, phase, timeout) { try await tunnel.receive(timeout: $0) }
+            }
             let actions = try await step(.phone, phase) { try session.receivedMessage(message) }
             for action in actions {
                 switch action {
@@ -82,7 +87,9 @@ public enum AuthenticatorDriver {
                 case .request(let request):
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
                     let response = try await step(.phone, "answering the request") {
-                        try await answer(request, within: timeouts.userAction, respond: respond)
+                        try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
+                            try await answer(request, within: limit, respond: respond)
+                        }
                     }
                     let ciphertext = try await step(.phone, "encrypting the response") { try session.encryptResponse(response) }
                     try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }

@@ -39,8 +39,9 @@ public enum ClientDriver {
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in }
     ) async throws -> Outcome {
         var session = session
+        let transaction = TransactionDeadline(timeouts.transaction)
         events(.waitingForAdvert)
-        let deadline = ContinuousClock.now + timeouts.advert
+        let deadline = ContinuousClock.now + transaction.cut(timeouts.advert)
         var matched: (eid: EID, path: String)? = nil
         while matched == nil {
             let remaining = deadline - ContinuousClock.now
@@ -60,11 +61,15 @@ public enum ClientDriver {
         guard let (eid, path) = matched else { preconditionFailure("loop exits only with a match") }
 
         let tunnel = try await step(.desktop, "joining the tunnel") {
-            try await transports.connect(path, eid.domain, timeouts.connect)
+            try await transaction.wait(.desktop, "joining the tunnel", timeouts.connect) { limit in
+                try await transports.connect(path, eid.domain, limit)
+            }
         }
         events(.tunnelJoined(path: path))
         do {
-            let outcome = try await converse(session: &session, tunnel: tunnel, request: request, timeouts: timeouts, events: events)
+            let outcome = try await converse(
+                session: &session, tunnel: tunnel, request: request, timeouts: timeouts, transaction: transaction,
+                events: events)
             await tunnel.close()
             return outcome
         } catch {
@@ -75,7 +80,7 @@ public enum ClientDriver {
 
     static func converse<Session: ClientTransaction>(
         session: inout Session, tunnel: any TunnelTransport, request: [UInt8], timeouts: SessionTimeouts,
-        events: @Sendable (SessionEvent) -> Void
+        transaction: TransactionDeadline, events: @Sendable (SessionEvent) -> Void
     ) async throws -> Outcome {
         let message1 = session.startHandshake()
         try await step(.desktop, "sending the handshake") { try await tunnel.send(message1) }
@@ -85,7 +90,9 @@ public enum ClientDriver {
         var linking: LinkingInfo? = nil
         var phase = "waiting for the handshake response"
         while getInfo == nil {
-            let message = try await step(.desktop, phase) { try await tunnel.receive(timeout: timeouts.message) }
+            let message = try await step(.desktop, phase) {
+                try await transaction.wait(.desktop, phase, timeouts.message) { try await tunnel.receive(timeout: $0) }
+            }
             let actions = try await step(.desktop, phase) { try session.receivedMessage(message) }
             phase = "waiting for the post-handshake message"
             for action in actions {
@@ -107,7 +114,9 @@ public enum ClientDriver {
         var response: [UInt8]? = nil
         while response == nil {
             let message = try await step(.desktop, "waiting for the phone's response") {
-                try await tunnel.receive(timeout: timeouts.userAction)
+                try await transaction.wait(.desktop, "waiting for the phone's response", timeouts.userAction) {
+                    try await tunnel.receive(timeout: $0)
+                }
             }
             let actions = try await step(.desktop, "reading the phone's response") { try session.receivedMessage(message) }
             for action in actions {
@@ -122,9 +131,17 @@ public enum ClientDriver {
                 }
             }
         }
-        let shutdown = try await step(.desktop, "encrypting the shutdown") { try session.encryptShutdown() }
-        try await step(.desktop, "sending the shutdown") { try await tunnel.send(shutdown) }
-        events(.shutdownSent)
-        return Outcome(getInfo: getInfo ?? [], response: response ?? [], linking: linking)
+        // The response is verified and final: failing to say goodbye (the phone or the relay already
+        // closed) must not throw it away, or the relying party would not store a registration the
+        // phone kept. The shutdown is best effort (no `shutdownSent` event when it failed).
+        let outcome = Outcome(getInfo: getInfo ?? [], response: response ?? [], linking: linking)
+        do {
+            let shutdown = try session.encryptShutdown()
+            try await tunnel.send(shutdown)
+            events(.shutdownSent)
+        } catch {
+            // Nothing to undo: the tunnel is closed by the caller either way.
+        }
+        return outcome
     }
 }

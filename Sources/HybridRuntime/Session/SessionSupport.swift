@@ -53,17 +53,25 @@ public struct SessionTimeouts: Sendable, Hashable {
     public var message: Duration
     /// Waiting for an answer that may need the user (the CTAP2 response; the request on the phone).
     public var userAction: Duration
+    /// The whole transaction, from the first wait to the end: every wait is cut to what is left of
+    /// it, so a peer that keeps sending messages that restart the per-message waits cannot keep a
+    /// transaction open for longer.
+    public var transaction: Duration
 
-    /// Creates limits; the defaults suit a person at the keyboard.
+    /// Creates limits; the defaults suit a person at the keyboard. Without `transaction`, the whole
+    /// transaction may take one wait of each kind (`advert + connect + handshake + 2 × message +
+    /// userAction`, 270 s with the defaults): a transaction that respects every single limit is
+    /// never cut, one that keeps restarting them is.
     public init(
         advert: Duration = .seconds(120), connect: Duration = .seconds(10), handshake: Duration = .seconds(60),
-        message: Duration = .seconds(10), userAction: Duration = .seconds(60)
+        message: Duration = .seconds(10), userAction: Duration = .seconds(60), transaction: Duration? = nil
     ) {
         self.advert = advert
         self.connect = connect
         self.handshake = handshake
         self.message = message
         self.userAction = userAction
+        self.transaction = transaction ?? (advert + connect + handshake + message * 2 + userAction)
     }
 
     /// Short limits for tests.
@@ -96,6 +104,45 @@ public struct TransactionError: Error, Sendable, CustomStringConvertible {
     public var runtimeCode: RuntimeError.Code? { (underlying as? RuntimeError)?.code }
     /// The protocol error code underneath, if the failure came from the protocol core.
     public var hybridCode: HybridError.Code? { (underlying as? HybridError)?.code }
+}
+
+/// The end of a whole transaction (``SessionTimeouts/transaction``): each wait is cut to what is left.
+struct TransactionDeadline: Sendable {
+    let end: ContinuousClock.Instant
+    let budget: Duration
+
+    init(_ budget: Duration, now: ContinuousClock.Instant = .now) {
+        self.budget = budget
+        self.end = now + budget
+    }
+
+    /// `limit`, or what is left of the transaction if that is less.
+    func cut(_ limit: Duration) -> Duration {
+        max(.zero, min(limit, end - .now))
+    }
+
+    /// Throws when the transaction's time is up (before a wait that would otherwise start).
+    func check(_ side: TransactionError.Side, _ stepName: String) throws {
+        guard ContinuousClock.now < end else { throw expired(side, stepName) }
+    }
+
+    /// Runs a wait of at most `limit`, cut to what is left; a timeout caused by the cut is reported
+    /// as the whole transaction's.
+    func wait<T>(
+        _ side: TransactionError.Side, _ stepName: String, _ limit: Duration, _ body: (Duration) async throws -> T
+    ) async throws -> T {
+        try check(side, stepName)
+        let allowed = cut(limit)
+        do {
+            return try await body(allowed)
+        } catch let error as RuntimeError where error.code == .timeout && allowed < limit {
+            throw expired(side, stepName)
+        }
+    }
+
+    private func expired(_ side: TransactionError.Side, _ stepName: String) -> TransactionError {
+        TransactionError(side: side, step: stepName, underlying: RuntimeError.timeout("the whole transaction", after: budget))
+    }
 }
 
 /// Runs `body`, wrapping any error as a ``TransactionError`` for `step`.

@@ -132,16 +132,24 @@ public final class WebSocketTunnel: TunnelTransport {
         let channel = pending.channel
         let remaining = timeout - (ContinuousClock.now - start)
         let outcome = pending.outcome
-        let timer = try? await channel.eventLoop.submit {
-            let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
-                channel.close(promise: nil)
-            }
-            outcome.whenSuccess { result in
-                if case .upgraded = result { timer.cancel() }
-            }
-            return timer
-        }.get()
-        defer { timer?.cancel() }
+        // Never optional: without the timer a relay that accepts the TCP connection and then says
+        // nothing would hold this upgrade forever.
+        let timer: Scheduled<Void>
+        do {
+            timer = try await channel.eventLoop.submit {
+                let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
+                    channel.close(promise: nil)
+                }
+                outcome.whenSuccess { result in
+                    if case .upgraded = result { timer.cancel() }
+                }
+                return timer
+            }.get()
+        } catch {
+            try? await channel.close().get()
+            throw RuntimeError(.connectionFailed, "could not arm the upgrade timer for \(host):\(port): \(error)")
+        }
+        defer { timer.cancel() }
         do {
             switch try await pending.outcome.get() {
             case .upgraded(let head, let handler):

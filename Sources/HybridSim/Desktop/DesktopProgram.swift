@@ -119,7 +119,8 @@ struct Run {
         if let png = configuration.qrPNGPath {
             let image = GrayImage(matrix: matrix, moduleSize: 8, quietZone: TerminalArt.defaultQuietZone)
             do {
-                try PNGCodec.write(image, toFile: png)
+                // The image holds the QR secret: 0600, never through a symlink (PrivateFile).
+                try PrivateFile.write(try PNGCodec.encode(image), to: png)
             } catch {
                 throw ProgramFailure(.badInput, "cannot write --qr-png \(png): \(error)")
             }

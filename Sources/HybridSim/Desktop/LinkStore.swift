@@ -105,9 +105,35 @@ public struct LinkStore: Sendable {
         LinkStore(path: path, links: try StoreDocument<Kind>.load(path: path) ?? [])
     }
 
-    /// Writes atomically with mode 0600.
+    /// Writes atomically with mode 0600, merged under the store lock with what is on disk now (a link
+    /// only on disk is kept; a link in both is replaced by this one), as the other stores do.
     public func save() throws(StoreError) {
-        try StoreDocument<Kind>.save(links, path: path)
+        _ = try StoreDocument<Kind>.save(links, path: path)
+    }
+
+    /// Stores `link` under the store lock, replacing a link of the same name: one read-modify-write
+    /// of the file as it is now, so a concurrent run's links are kept.
+    public static func upsert(_ link: StoredLink, path: String) throws(StoreError) {
+        _ = try StoreDocument<Kind>.update(path: path) { links throws(StoreError) -> Bool in
+            var store = LinkStore(path: path, links: links)
+            store.upsert(link)
+            links = store.links
+            return true
+        }
+    }
+
+    /// Removes the link named `name` if it still has `contactID` (another run may have replaced it
+    /// with a newer link meanwhile), under the store lock. Returns whether a link was removed.
+    @discardableResult
+    public static func remove(name: String, contactID: [UInt8], path: String) throws(StoreError) -> Bool {
+        var removed = false
+        _ = try StoreDocument<Kind>.update(path: path) { links throws(StoreError) -> Bool in
+            let before = links.count
+            links.removeAll { $0.name == name && $0.contactID == contactID }
+            removed = links.count != before
+            return removed
+        }
+        return removed
     }
 
     /// Replaces the link with the same name, or appends it.
@@ -144,5 +170,12 @@ public struct LinkStore: Sendable {
         static let entriesKey = "links"
         static let identifierName = "name"
         static func identifier(of entry: StoredLink) -> [UInt8] { Array(entry.name.utf8) }
+        static let knownMembers: Set<String> = [
+            "name", "contactId", "pairingId", "linkSecret", "publicKey", "tunnelDomain", "linkedAt",
+        ]
+        /// The same phone linked again: the newer record wins.
+        static func merged(mine: StoredLink, disk: StoredLink) -> StoredLink {
+            mine.linkedAt >= disk.linkedAt ? mine : disk
+        }
     }
 }

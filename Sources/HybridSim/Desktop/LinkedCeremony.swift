@@ -15,10 +15,9 @@ extension Run {
             return
         }
         let path = configuration.linksPath ?? LinkStore.path(besideRPStore: rpStorePath)
-        var links = try loadLinks(path)
-        links.upsert(StoredLink(linking, tunnelDomain: 0, linkedAt: UInt64(Date().timeIntervalSince1970)))
         do {
-            try links.save()
+            try LinkStore.upsert(
+                StoredLink(linking, tunnelDomain: 0, linkedAt: UInt64(Date().timeIntervalSince1970)), path: path)
         } catch {
             throw ProgramFailure(.failed, "verified, but cannot save the links file: \(error)")
         }
@@ -133,10 +132,8 @@ extension Run {
 
     /// Removes exactly the revoked link (re-read first: another run may have changed the file).
     private func removeLink(_ stored: StoredLink, path: String) throws {
-        var links = try loadLinks(path)
-        links.links.removeAll { $0.name == stored.name && $0.contactID == stored.contactID }
         do {
-            try links.save()
+            try LinkStore.remove(name: stored.name, contactID: stored.contactID, path: path)
         } catch {
             throw ProgramFailure(.linkRevoked, "the relay answered 410 Gone for \"\(stored.name)\", but \(path) could not be updated: \(error)")
         }

@@ -55,20 +55,16 @@ actor PhoneAuthenticator {
             break
         }
 
-        let (response, outcome) = authenticator.handle(
-            request,
-            policy: policy,
-            now: UInt64(Date().timeIntervalSince1970)
-        )
+        guard let (response, outcome) = handleLocked(request, policy: policy) else {
+            return CTAP2Response.error(.other).encode()
+        }
         switch outcome {
         case .registered(let passkey):
-            guard save(passkey) else { return CTAP2Response.error(.other).encode() }
             self.outcome = .registered(passkey)
             let attestation =
                 configuration.attestation == .none ? "" : " (\(configuration.attestation.rawValue) attestation)"
             narrator.say("registered a passkey for \(passkey.label)\(attestation), saved in \(store.path)")
         case .signedIn(let passkey):
-            guard save(passkey) else { return CTAP2Response.error(.other).encode() }
             self.outcome = .signedIn(passkey)
             narrator.say("signed the assertion for \(passkey.label) (signCount \(passkey.signCount))")
         case .refused(let status, let reason):
@@ -124,15 +120,48 @@ actor PhoneAuthenticator {
         return .chosen(chosen)
     }
 
-    /// Saves the store with `passkey` in it; records a failure when that is impossible.
-    private func save(_ passkey: Passkey) -> Bool {
-        store.passkeys = authenticator.passkeys
+    /// Answers `request` from the store as it is on disk now, under the store lock, and saves a
+    /// created or used passkey before returning (`nil`: not saved, ``failure`` says why).
+    ///
+    /// Re-reading under the lock is what keeps two phones on one store consistent: each sees the
+    /// other's passkeys and counters, so no passkey is lost and a counter is never handed out twice.
+    /// The lock is held only while signing and writing (milliseconds), never while the user decides.
+    /// A responder whose deadline passed (the driver cancelled it) writes nothing.
+    private func handleLocked(
+        _ request: [UInt8], policy: SoftwareAuthenticator.Policy
+    ) -> (response: [UInt8], outcome: SoftwareAuthenticator.Outcome)? {
+        var authenticator = self.authenticator
+        var store = self.store
+        let now = UInt64(Date().timeIntervalSince1970)
+        var late = false
         do {
-            try store.save()
-            return true
+            let handled = try store.update { passkeys in
+                authenticator.passkeys = passkeys
+                let handled = authenticator.handle(request, policy: policy, now: now)
+                switch handled.outcome {
+                case .registered, .signedIn:
+                    guard !Task.isCancelled else {
+                        late = true
+                        return (handled, false)
+                    }
+                    passkeys = authenticator.passkeys
+                    return (handled, true)
+                case .answered, .refused:
+                    return (handled, false)
+                }
+            }
+            authenticator.passkeys = store.passkeys
+            self.store = store
+            self.authenticator = authenticator
+            guard !late else {
+                failure = ProgramFailure(
+                    .timeout, "the answer came after the user-action deadline; nothing was saved or sent")
+                return nil
+            }
+            return handled
         } catch {
-            failure = ProgramFailure(.failed, "cannot save the passkey for \(passkey.label): \(error)")
-            return false
+            failure = ProgramFailure(.failed, "cannot save the passkey store: \(error)")
+            return nil
         }
     }
 

@@ -161,18 +161,56 @@ public struct PhoneLinkStore: Sendable {
         }
     }
 
-    /// Writes atomically with mode 0600.
+    /// Writes the identity atomically with mode 0600, under the store lock, merged with the file as it
+    /// is now: pairing IDs and revoked contact IDs handed out by another phone process on the same
+    /// store are kept (union), and a contact ID revoked on either side stays revoked. A file holding a
+    /// *different* identity (another process created one at the same moment) is not overwritten:
+    /// ``StoreError`` `writeFailed` says so, and the links made with this process's identity must be
+    /// made again.
     public func save() throws(StoreError) {
-        guard let identity else { return }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        let data: Data
-        do {
-            data = try encoder.encode(identity)
-        } catch {
-            throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
+        guard let mine = identity else { return }
+        try StoreLock.withLock(path: path) { () throws(StoreError) -> Void in
+            var merged = mine
+            if let disk = try Self.load(path: path).identity, disk != mine {
+                guard disk.rootSecret == mine.rootSecret, disk.identityKey == mine.identityKey else {
+                    throw StoreError(
+                        .writeFailed, path: path,
+                        "another phone process created a different identity in this store meanwhile; nothing written")
+                }
+                merged = Self.merge(mine: mine, disk: disk)
+            }
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data: Data
+            do {
+                data = try encoder.encode(merged)
+            } catch {
+                throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
+            }
+            try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path)
         }
-        try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path)
+    }
+
+    /// One identity written by two processes: unions of what each handed out or revoked.
+    static func merge(mine: Identity, disk: Identity) -> Identity {
+        var merged = mine
+        merged.revokedContactIDs = disk.revokedContactIDs + mine.revokedContactIDs.filter { !disk.revokedContactIDs.contains($0) }
+        if merged.revokedContactIDs.count > PushChannel.maxRevoked {
+            merged.revokedContactIDs.removeFirst(merged.revokedContactIDs.count - PushChannel.maxRevoked)
+        }
+        // The other process rotated the contact ID after this one loaded: its rotation stands.
+        if mine.contactID != disk.contactID, merged.revokedContactIDs.contains(mine.contactID) {
+            merged.contactID = disk.contactID
+            merged.pairingIDs = disk.pairingIDs
+            return merged
+        }
+        if mine.contactID == disk.contactID {
+            merged.pairingIDs = disk.pairingIDs + mine.pairingIDs.filter { !disk.pairingIDs.contains($0) }
+            if merged.pairingIDs.count > PhoneLinkStore.maxPairings {
+                merged.pairingIDs.removeFirst(merged.pairingIDs.count - PhoneLinkStore.maxPairings)
+            }
+        }
+        return merged
     }
 
     private static func describe(_ error: DecodingError) -> String {

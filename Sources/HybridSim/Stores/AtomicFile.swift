@@ -31,10 +31,12 @@ enum AtomicFile {
     /// Reads a whole regular file; `nil` when it (or its directory) does not exist.
     static func read(path: String) throws(StoreError) -> [UInt8]? {
         // O_NONBLOCK: a FIFO at the path must not hang the program; it is refused below.
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
+        // O_NOFOLLOW: a symlink planted at the store path is refused, not followed.
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW)
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { return nil }
+            if code == ELOOP { throw StoreError(.unreadable, path: path, "is a symbolic link (not followed)") }
             throw StoreError(.unreadable, path: path, systemMessage(code))
         }
         defer { close(fd) }
@@ -101,7 +103,7 @@ enum AtomicFile {
         }
         guard rename(temporary, path) == 0 else { throw fail("cannot rename over the store") }
         renamed = true
-        syncDirectory(directory)
+        try syncDirectory(directory, for: path)
         removeStaleTemporaryFiles(for: path)
     }
 
@@ -140,12 +142,20 @@ enum AtomicFile {
         }
     }
 
-    /// fsyncs a directory so a rename in it is durable. Best effort: some file systems refuse it.
-    private static func syncDirectory(_ directory: String) {
+    /// fsyncs a directory so a rename in it is durable. A file system that cannot sync directories
+    /// (`EINVAL`, `ENOTSUP`) is accepted; any other failure (`EIO`) is reported: the new file is in
+    /// place but may not survive a power cut.
+    private static func syncDirectory(_ directory: String, for path: String) throws(StoreError) {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { return }
-        _ = fsync(fd)
-        close(fd)
+        guard fd >= 0 else {
+            throw StoreError(.writeFailed, path: path, "cannot open \(directory) to sync it: \(systemMessage(errno))")
+        }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else {
+            let code = errno
+            if code == EINVAL || code == ENOTSUP || code == EROFS { return }
+            throw StoreError(.writeFailed, path: path, "cannot fsync \(directory): \(systemMessage(code))")
+        }
     }
 
     /// Removes temporary files of earlier, crashed writes to `path` once they are stale.
@@ -164,7 +174,7 @@ enum AtomicFile {
         }
     }
 
-    private static func systemMessage(_ code: Int32) -> String {
+    static func systemMessage(_ code: Int32) -> String {
         String(cString: strerror(code))
     }
 }

@@ -15,6 +15,9 @@ import HybridCore
 ///   problem, and the file is left untouched.
 /// - ``save()`` replaces the file atomically with mode 0600 (temporary file, fsync, rename, fsync of
 ///   the directory), so a crash mid-write leaves the old store or the new one, never a mix.
+/// - Writers in several processes are serialized by an advisory lock (``update(_:)``, ``save()``):
+///   the file is re-read under the lock and merged by credential ID, so a passkey another phone
+///   saved meanwhile is kept and a counter never goes backwards. Unknown members are kept.
 public struct PasskeyStore: Sendable {
     /// The file name in the store directory.
     public static let fileName = "passkeys.json"
@@ -46,15 +49,41 @@ public struct PasskeyStore: Sendable {
 
     /// Writes the store atomically with mode 0600, creating its directory (mode 0700) if needed.
     ///
+    /// Under the store lock the file is re-read and merged with ``passkeys`` by credential ID: a
+    /// passkey only on disk (another process saved it) is kept, a passkey in both keeps these fields
+    /// with the larger `signCount`. This value is not changed; ``load(path:)`` shows the result.
+    ///
     /// - Throws: ``StoreError`` `invalidEntry` for duplicate credential IDs (nothing is written),
+    ///   the load errors when the file on disk is damaged or newer (it is not overwritten), `locked`,
     ///   `directoryFailed`, `writeFailed` (the previous file is intact).
     public func save() throws(StoreError) {
-        try StoreDocument<Kind>.save(passkeys, path: path)
+        _ = try StoreDocument<Kind>.save(passkeys, path: path)
     }
 
     /// ``save()`` that stops as if the process died at `crash` (for tests).
     package func save(simulatingCrash crash: SimulatedCrash) throws(StoreError) {
-        try StoreDocument<Kind>.save(passkeys, path: path, simulatingCrash: crash)
+        _ = try StoreDocument<Kind>.save(passkeys, path: path, simulatingCrash: crash)
+    }
+
+    /// One read-modify-write under the store lock: ``passkeys`` is replaced by the file's current
+    /// content, `body` changes it and returns whether to write it back. The lock is held only while
+    /// `body` runs, so `body` must not wait for anything (no network, no user).
+    ///
+    /// - Throws: what ``load(path:)`` and ``save()`` throw; on error ``passkeys`` is unchanged.
+    ///
+    /// - Parameter wait: how long to wait for another writer's lock before `locked` is thrown.
+    @discardableResult
+    public mutating func update<T>(
+        wait: Duration = .seconds(10), _ body: (inout [Passkey]) -> (result: T, write: Bool)
+    ) throws(StoreError) -> T {
+        var outcome: T?
+        passkeys = try StoreDocument<Kind>.update(path: path, wait: wait) { entries throws(StoreError) -> Bool in
+            let (result, write) = body(&entries)
+            outcome = result
+            return write
+        }
+        guard let outcome else { preconditionFailure("update's body always runs") }
+        return outcome
     }
 
     /// The passkeys for a relying party.
@@ -80,5 +109,14 @@ public struct PasskeyStore: Sendable {
         static let entriesKey = "passkeys"
         static let identifierName = "credentialId"
         static func identifier(of entry: Passkey) -> [UInt8] { entry.credentialID }
+        static let knownMembers: Set<String> = [
+            "credentialId", "rpId", "rpName", "userId", "userName", "userDisplayName", "privateKey", "signCount",
+            "createdAt",
+        ]
+        static func merged(mine: Passkey, disk: Passkey) -> Passkey {
+            var merged = mine
+            merged.signCount = max(mine.signCount, disk.signCount)
+            return merged
+        }
     }
 }

@@ -4,7 +4,9 @@ import HybridCore
 /// `{"version": 1, "credentials": [RegisteredCredential, …]}` (`Docs/STORES.md`).
 ///
 /// Same guarantees as ``PasskeyStore``: loading never writes and reports a damaged file as a
-/// ``StoreError`` naming it; saving is atomic with mode 0600.
+/// ``StoreError`` naming it; saving is atomic with mode 0600, and merges under the store lock with
+/// what another desktop saved meanwhile (a counter never goes backwards; a credential removed with
+/// ``remove(id:)`` stays removed).
 public struct RelyingPartyStore: Sendable {
     /// The file name in the store directory.
     public static let fileName = "rp-credentials.json"
@@ -13,6 +15,8 @@ public struct RelyingPartyStore: Sendable {
     public let path: String
     /// The credentials, in file order. Credential IDs must be unique.
     public var credentials: [RegisteredCredential]
+    /// Credential IDs removed with ``remove(id:)``: the merge at save time does not bring them back.
+    private var removedIDs: Set<[UInt8]> = []
 
     /// An in-memory store for `path` (nothing is read or written).
     public init(path: String, credentials: [RegisteredCredential] = []) {
@@ -39,13 +43,16 @@ public struct RelyingPartyStore: Sendable {
     ///
     /// - Throws: ``StoreError`` `invalidEntry` for duplicate credential IDs (nothing is written),
     ///   `directoryFailed`, `writeFailed` (the previous file is intact).
+    ///
+    /// Under the store lock the file is re-read and merged by credential ID (``PasskeyStore/save()``):
+    /// credentials only on disk are kept unless removed here, and `signCount` is the larger of the two.
     public func save() throws(StoreError) {
-        try StoreDocument<Kind>.save(credentials, path: path)
+        _ = try StoreDocument<Kind>.save(credentials, removed: removedIDs, path: path)
     }
 
     /// ``save()`` that stops as if the process died at `crash` (for tests).
     package func save(simulatingCrash crash: SimulatedCrash) throws(StoreError) {
-        try StoreDocument<Kind>.save(credentials, path: path, simulatingCrash: crash)
+        _ = try StoreDocument<Kind>.save(credentials, removed: removedIDs, path: path, simulatingCrash: crash)
     }
 
     /// The credential with this ID.
@@ -71,6 +78,7 @@ public struct RelyingPartyStore: Sendable {
     /// Replaces the credential with the same ID (after an authentication updated its counter),
     /// or appends it (after a registration).
     public mutating func upsert(_ credential: RegisteredCredential) {
+        removedIDs.remove(credential.credentialId)
         if let index = credentials.firstIndex(where: { $0.credentialId == credential.credentialId }) {
             credentials[index] = credential
         } else {
@@ -82,6 +90,7 @@ public struct RelyingPartyStore: Sendable {
     @discardableResult
     public mutating func remove(id: [UInt8]) -> RegisteredCredential? {
         guard let index = credentials.firstIndex(where: { $0.credentialId == id }) else { return nil }
+        removedIDs.insert(id)
         return credentials.remove(at: index)
     }
 
@@ -89,5 +98,14 @@ public struct RelyingPartyStore: Sendable {
         static let entriesKey = "credentials"
         static let identifierName = "credentialId"
         static func identifier(of entry: RegisteredCredential) -> [UInt8] { entry.credentialId }
+        static let knownMembers: Set<String> = [
+            "credentialId", "publicKey", "signCount", "userId", "userName", "rpId", "createdAt", "attestationFormat",
+            "backupEligible", "backupState",
+        ]
+        static func merged(mine: RegisteredCredential, disk: RegisteredCredential) -> RegisteredCredential {
+            var merged = mine
+            merged.signCount = max(mine.signCount, disk.signCount)
+            return merged
+        }
     }
 }

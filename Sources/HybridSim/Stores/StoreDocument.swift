@@ -10,13 +10,27 @@ protocol StoreKind {
     static func identifier(of entry: Entry) -> [UInt8]
     /// How the unique ID is named in messages (`credentialId`).
     static var identifierName: String { get }
+    /// The members this build writes in an entry; any other member is kept as it was on rewrite.
+    static var knownMembers: Set<String> { get }
+    /// One entry present both in memory and on disk (see ``StoreMerge``).
+    static func merged(mine: Entry, disk: Entry) -> Entry
 }
 
 /// Reading and writing store files `{"version": 1, "<entriesKey>": [entry, …]}` (`Docs/STORES.md`).
 ///
 /// Loading only reads; every problem becomes a ``StoreError`` naming the file, and the file is left
-/// exactly as it was. Unknown top-level members are ignored (room for later additions).
+/// exactly as it was. Unknown members (top level or inside an entry) are ignored when read and kept
+/// when the file is rewritten, so a newer build's additions survive an older build's save.
 enum StoreDocument<Kind: StoreKind> {
+    /// A store file as read: the decoded entries plus the raw JSON objects they came from.
+    struct Snapshot {
+        var entries: [Kind.Entry]
+        /// The top-level object (with its unknown members).
+        var members: [String: Any]
+        /// Each entry's raw object, by credential ID.
+        var rawEntries: [[UInt8]: [String: Any]]
+    }
+
     /// The only format version this build reads and writes.
     static var version: Int { 1 }
 
@@ -26,6 +40,11 @@ enum StoreDocument<Kind: StoreKind> {
     /// entries with `JSONDecoder`. When the decoder reports a problem without a location (as it does
     /// for a number out of range), each entry is decoded on its own to name the broken one.
     static func load(path: String) throws(StoreError) -> [Kind.Entry]? {
+        try read(path: path)?.entries
+    }
+
+    /// The whole document at `path`, or `nil` when there is no file.
+    static func read(path: String) throws(StoreError) -> Snapshot? {
         guard let bytes = try AtomicFile.read(path: path) else { return nil }
         let data = Data(bytes)
         let object: Any
@@ -67,19 +86,65 @@ enum StoreDocument<Kind: StoreKind> {
             throw StoreError(.invalidEntry, path: path, "\(error)")
         }
         try checkUnique(entries, path: path)
-        return entries
+        var rawEntries: [[UInt8]: [String: Any]] = [:]
+        for (entry, element) in zip(entries, elements) {
+            if let object = element as? [String: Any] { rawEntries[Kind.identifier(of: entry)] = object }
+        }
+        return Snapshot(entries: entries, members: members, rawEntries: rawEntries)
     }
 
-    /// Writes `entries` atomically with mode 0600 (see ``AtomicFile``).
+    /// Saves `entries` merged with what is on disk now (``StoreMerge``), under the store lock.
     static func save(
-        _ entries: [Kind.Entry], path: String, simulatingCrash crash: SimulatedCrash? = nil
-    ) throws(StoreError) {
+        _ entries: [Kind.Entry], removed: Set<[UInt8]> = [], path: String, simulatingCrash crash: SimulatedCrash? = nil
+    ) throws(StoreError) -> [Kind.Entry] {
         try checkUnique(entries, path: path)
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return try update(path: path, simulatingCrash: crash) { disk throws(StoreError) in
+            disk = StoreMerge.merge(Kind.self, mine: entries, disk: disk, removed: removed)
+            return true
+        }
+    }
+
+    /// Under the store lock: reads the file, lets `body` change the entries, and writes them back
+    /// (atomically, mode 0600) when `body` returns `true`. Returns the entries as they now are.
+    ///
+    /// A file that does not load is never overwritten: its ``StoreError`` is thrown.
+    static func update(
+        path: String, wait: Duration = StoreLock.defaultWait, simulatingCrash crash: SimulatedCrash? = nil,
+        _ body: (inout [Kind.Entry]) throws(StoreError) -> Bool
+    ) throws(StoreError) -> [Kind.Entry] {
+        try StoreLock.withLock(path: path, wait: wait) { () throws(StoreError) -> [Kind.Entry] in
+            let snapshot = try read(path: path) ?? Snapshot(entries: [], members: [:], rawEntries: [:])
+            var entries = snapshot.entries
+            guard try body(&entries) else { return entries }
+            try checkUnique(entries, path: path)
+            try write(entries, over: snapshot, path: path, simulatingCrash: crash)
+            return entries
+        }
+    }
+
+    /// Encodes `entries`, keeping the unknown members of `snapshot`, and replaces the file.
+    private static func write(
+        _ entries: [Kind.Entry], over snapshot: Snapshot, path: String, simulatingCrash crash: SimulatedCrash?
+    ) throws(StoreError) {
+        var members = snapshot.members
+        members["version"] = version
+        var objects: [Any] = []
+        do {
+            for entry in entries {
+                let known = try JSONSerialization.jsonObject(with: JSONEncoder().encode(entry)) as? [String: Any] ?? [:]
+                var object = snapshot.rawEntries[Kind.identifier(of: entry)] ?? [:]
+                for member in Kind.knownMembers { object[member] = nil }
+                object.merge(known) { _, new in new }
+                objects.append(object)
+            }
+        } catch {
+            throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
+        }
+        members[Kind.entriesKey] = objects
         let data: Data
         do {
-            data = try encoder.encode(Envelope(entries: entries))
+            data = try JSONSerialization.data(
+                withJSONObject: members, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         } catch {
             throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
         }
@@ -171,20 +236,12 @@ enum StoreDocument<Kind: StoreKind> {
         init?(intValue: Int) { nil }
     }
 
-    private struct Envelope: Codable {
+    private struct Envelope: Decodable {
         let entries: [Kind.Entry]
-
-        init(entries: [Kind.Entry]) { self.entries = entries }
 
         init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: Key.self)
             entries = try container.decode([Kind.Entry].self, forKey: Key(Kind.entriesKey))
-        }
-
-        func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: Key.self)
-            try container.encode(StoreDocument.version, forKey: Key("version"))
-            try container.encode(entries, forKey: Key(Kind.entriesKey))
         }
     }
 }

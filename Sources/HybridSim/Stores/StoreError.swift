@@ -21,6 +21,8 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case directoryFailed
         /// Writing, syncing or renaming the file failed; the previous file is intact.
         case writeFailed
+        /// The store's lock file could not be opened, or another process held it for too long.
+        case locked
     }
 
     /// The family of failure.
@@ -52,6 +54,7 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case .invalidEntry: return "invalid entry"
         case .directoryFailed: return "cannot create the store directory"
         case .writeFailed: return "cannot write the store"
+        case .locked: return "cannot lock the store"
         }
     }
 
@@ -64,4 +67,5 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     public static let invalidEntry = StoreError(.invalidEntry, path: "", "")
     public static let directoryFailed = StoreError(.directoryFailed, path: "", "")
     public static let writeFailed = StoreError(.writeFailed, path: "", "")
+    public static let locked = StoreError(.locked, path: "", "")
 }

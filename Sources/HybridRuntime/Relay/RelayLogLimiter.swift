@@ -1,0 +1,63 @@
+import Logging
+import NIOCore
+
+/// Peer-supplied text made safe for a log line: control characters, quotes, backslashes and
+/// non-ASCII are escaped (`\u{7}`), and the text is cut at 200 characters, so a peer cannot forge
+/// log lines or flood one line.
+package enum LogText {
+    /// The longest escaped text kept.
+    package static let maximumLength = 200
+
+    /// `text` escaped for a log line.
+    package static func escaped(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case " "..."~": out.unicodeScalars.append(scalar)
+            default: out += "\\u{\(String(scalar.value, radix: 16))}"
+            }
+            if out.count >= maximumLength { return out + "…" }
+        }
+        return out
+    }
+}
+
+/// A token bucket over the relay's info-level logs (tunnel opened, attached, closed, refused
+/// requests). A burst of ``burst`` lines passes, then ``perSecond`` lines a second; lines over the
+/// budget go to debug level instead, and the next line that passes says how many were demoted.
+/// Confined to the relay's event loop.
+package final class RelayLogLimiter {
+    /// Lines that pass at once.
+    package static let burst = 50.0
+    /// Lines per second after the burst.
+    package static let perSecond = 20.0
+
+    private var tokens = RelayLogLimiter.burst
+    private var last = NIODeadline.now()
+    private var demoted = 0
+
+    /// A full budget.
+    package init() {}
+
+    /// Logs `message` at info level if the budget allows, otherwise at debug level.
+    package func info(_ logger: Logger, _ message: @autoclosure () -> String) {
+        let now = NIODeadline.now()
+        let elapsed = Double((now - last).nanoseconds) / 1e9
+        last = now
+        tokens = min(Self.burst, tokens + elapsed * Self.perSecond)
+        if tokens >= 1 {
+            tokens -= 1
+            if demoted > 0 {
+                logger.info("\(message()) (\(demoted) similar line(s) logged at debug level: info log rate limit)")
+                demoted = 0
+            } else {
+                logger.info("\(message())")
+            }
+        } else {
+            demoted += 1
+            logger.debug("\(message())")
+        }
+    }
+}

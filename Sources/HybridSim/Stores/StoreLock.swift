@@ -1,0 +1,52 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The advisory lock that serializes writers of one store file across processes.
+///
+/// The lock is `flock(2)` on a sidecar file next to the store (`passkeys.json.lock`), never on the
+/// store itself: the store is replaced by `rename`, so a lock on its inode would guard a file that is
+/// no longer the store. The sidecar is created once (mode 0600, never followed through a symlink) and
+/// left in place; it holds no data. Holders keep the lock only around re-read, merge and write (a few
+/// milliseconds), never for a whole ceremony; readers (`load`) do not take it, because every write is
+/// an atomic rename. The lock is released when the descriptor closes, so a crashed holder never
+/// leaves the store locked.
+enum StoreLock {
+    /// How long a writer waits for another writer before giving up with ``StoreError/Code/locked``.
+    static let defaultWait: Duration = .seconds(10)
+
+    /// The sidecar lock file of `path`.
+    static func lockPath(for path: String) -> String { path + ".lock" }
+
+    /// Runs `body` holding the exclusive lock of the store at `path`; creates the directory if needed.
+    static func withLock<T>(
+        path: String, wait: Duration = defaultWait, _ body: () throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        try AtomicFile.ensureDirectory(directory, for: path)
+        let lockPath = lockPath(for: path)
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
+        guard fd >= 0 else {
+            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(AtomicFile.systemMessage(errno))")
+        }
+        defer { close(fd) }
+        let deadline = ContinuousClock.now + wait
+        while flock(fd, LOCK_EX | LOCK_NB) != 0 {
+            let code = errno
+            guard code == EWOULDBLOCK || code == EINTR else {
+                throw StoreError(.locked, path: path, "cannot lock \(lockPath): \(AtomicFile.systemMessage(code))")
+            }
+            guard ContinuousClock.now < deadline else {
+                throw StoreError(
+                    .locked, path: path, "another process held \(lockPath) for more than \(wait.components.seconds) s")
+            }
+            usleep(2_000)
+        }
+        defer { flock(fd, LOCK_UN) }
+        return try body()
+    }
+}

@@ -1,0 +1,64 @@
+import HybridRuntime
+import Logging
+import Synchronization
+import Testing
+
+/// Records every log line (level and message) for the assertions below.
+private struct RecordingLogHandler: LogHandler {
+    let lines: LockedBox<[(Logger.Level, String)]>
+    var metadata: Logger.Metadata = [:]
+    var logLevel: Logger.Level = .trace
+
+    subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    func log(event: LogEvent) {
+        lines.update { $0.append((event.level, "\(event.message)")) }
+    }
+}
+
+@Suite("Relay logs: peer text escaped, info lines rate-limited")
+struct RelayLogTests {
+    @Test("peer text is escaped: no newline, escape sequence or quote reaches a log line as is")
+    func escaping() {
+        #expect(LogText.escaped("plain reason 1") == "plain reason 1")
+        #expect(LogText.escaped("a\nb") == "a\\u{a}b")
+        #expect(LogText.escaped("\u{1B}[31mred") == "\\u{1b}[31mred")
+        #expect(LogText.escaped("say \"hi\" \\") == "say \\\"hi\\\" \\\\")
+        #expect(LogText.escaped("é") == "\\u{e9}")
+        let long = LogText.escaped(String(repeating: "x", count: 1000))
+        #expect(long.count <= LogText.maximumLength + 1)
+    }
+
+    @Test("a burst of info lines: the budget passes, the rest go to debug and are counted")
+    func rateLimit() {
+        let lines = LockedBox<[(Logger.Level, String)]>([])
+        let logger = Logger(label: "test", factory: { _ in RecordingLogHandler(lines: lines) })
+        let limiter = RelayLogLimiter()
+        for index in 0..<500 { limiter.info(logger, "line \(index)") }
+        let recorded = lines.value
+        let info = recorded.filter { $0.0 == .info }.count
+        #expect(recorded.count == 500)
+        #expect(info >= Int(RelayLogLimiter.burst))
+        #expect(info < 200, "\(info) info lines for 500 calls in a tight loop")
+    }
+
+    @Test("a close reason with a newline is logged escaped by a running relay")
+    func closeReasonEscaped() async throws {
+        let lines = LockedBox<[(Logger.Level, String)]>([])
+        let logger = Logger(label: "relay", factory: { _ in RecordingLogHandler(lines: lines) })
+        let relay = TunnelRelay(configuration: RelayConfiguration(), logger: logger)
+        let endpoint = try await relay.start()
+        let ends = try await openTunnel(endpoint)
+        try await ends.phone.sendFrame(
+            opcode: .connectionClose, data: [0x03, 0xE8] + Array("bye\ninfo: forged line".utf8))
+        _ = try? await ends.desktop.receive(timeout: .seconds(3))
+        await ends.close()
+        await relay.shutdown()
+        let closed = lines.value.map(\.1).filter { $0.contains("tunnel closed") }
+        #expect(closed.contains { $0.contains("bye\\u{a}info: forged line") }, "\(closed)")
+        #expect(!lines.value.contains { $0.1.contains("\n") })
+    }
+}

@@ -1,0 +1,78 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Synchronization
+import Testing
+
+/// A tunnel whose `failingSend`-th send throws, as when the relay or the phone already closed.
+private final class FailingSendTunnel: TunnelTransport {
+    let inner: any TunnelTransport
+    let failingSend: Int
+    private let sent = Mutex(0)
+
+    init(_ inner: any TunnelTransport, failingSend: Int) {
+        self.inner = inner
+        self.failingSend = failingSend
+    }
+
+    func send(_ message: [UInt8]) async throws {
+        let count = sent.withLock { count in
+            count += 1
+            return count
+        }
+        if count == failingSend { throw RuntimeError(.closed, "the tunnel closed under the send") }
+        try await inner.send(message)
+    }
+
+    func receive(timeout: Duration) async throws -> [UInt8] { try await inner.receive(timeout: timeout) }
+    func close() async { await inner.close() }
+}
+
+@Suite("Session drivers: the response wins, whole-transaction deadline", .timeLimit(.minutes(1)))
+struct SessionDriverDeadlineTests {
+    @Test("a failed shutdown send does not throw away the verified response")
+    func responseWinsOverShutdown() async throws {
+        try await withHarness { harness in
+            let account = Account.make("dora")
+            var rig = SessionRig(relayURL: harness.relayURL, phone: SimulatedPhone(passkeys: [account.passkey]))
+            // Desktop sends: 1 handshake, 2 request, 3 shutdown.
+            rig.desktopTransports = { $0.wrappingTunnel { FailingSendTunnel($0, failingSend: 3) } }
+            let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+            let outcome = try await rig.run(request: authentication.requestBytes, hint: .getAssertion)
+            let response = try outcome.desktop.get().response
+            let (signedIn, _) = try authentication.verify(response: response, knownCredentials: [account.credential])
+            #expect(signedIn.signCount == 1)
+        }
+    }
+
+    @Test("a transaction ends at its whole-transaction deadline even when every single wait is longer")
+    func wholeTransactionDeadline() async throws {
+        try await withHarness { harness in
+            let account = Account.make("erin")
+            var rig = SessionRig(relayURL: harness.relayURL, phone: SimulatedPhone(passkeys: [account.passkey]))
+            rig.timeouts = SessionTimeouts(
+                advert: .seconds(20), connect: .seconds(20), handshake: .seconds(20), message: .seconds(20),
+                userAction: .seconds(20), transaction: .seconds(3))
+            // The desktop never sees the phone's response: it would wait the full 20 s userAction.
+            let requestSent = Mutex(false)
+            rig.desktopTransports = {
+                $0.wrappingTunnel { tunnel in
+                    TunnelTap(
+                        tunnel,
+                        afterSend: { sent, _ in if sent == 2 { requestSent.withLock { $0 = true } } },
+                        onReceive: { _, message in requestSent.withLock { $0 } ? nil : message })
+                }
+            }
+            let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+            let outcome = try await rig.run(request: authentication.requestBytes, hint: .getAssertion)
+            // Both sides have the same 3 s budget: whichever runs out first ends the transaction
+            // (the phone, waiting for the shutdown, usually closes the tunnel on the desktop).
+            let desktop = try #require(outcome.desktopError())
+            let phone = try #require(outcome.phoneError())
+            let expired = [desktop, phone].filter { $0.description.contains("the whole transaction") }
+            #expect(!expired.isEmpty, "desktop: \(desktop); phone: \(phone)")
+            #expect(expired.allSatisfy { $0.runtimeCode == .timeout })
+            #expect(outcome.elapsed < .seconds(15), "took \(outcome.elapsed)")
+        }
+    }
+}
