@@ -92,11 +92,17 @@ private struct Run {
         } catch {
             throw ProgramFailure(.badInput, "cannot use the relying-party store: \(error)")
         }
+        // `--rp-url`: the options come from the relying party's server.
+        let link = configuration.rpURL == nil ? nil : try DesktopRelyingPartyLink(configuration: configuration)
+        var effective = configuration
+        effective.userIdEncoding = configuration.userIdEncoding ?? link?.userIdEncoding
         let ceremony = try DesktopCeremony(
-            configuration: configuration,
+            configuration: effective,
             store: store,
-            challenge: RandomSource.system.bytes(32)
+            challenge: RandomSource.system.bytes(32),
+            document: try await link?.fetchOptions(narrator: narrator)
         )
+        DesktopRelyingPartyLink.describeShape(of: ceremony, narrator: narrator)
         if ceremony.requestType == .getAssertion, !ceremony.foreign, store.credentials(rpId: ceremony.rpId).isEmpty {
             narrator.say(
                 "note: \(storePath) has no credential for \(ceremony.rpId) yet; register first with --request mc"
@@ -152,7 +158,10 @@ private struct Run {
             store: &store,
             now: UInt64(Date().timeIntervalSince1970)
         )
-        if case .verified = result.relyingPartyCheck {
+        if let link {
+            // The relying party behind --rp-url decides; the local store is not touched.
+            try await link.confirm(result, narrator: narrator)
+        } else if case .verified = result.relyingPartyCheck {
             do {
                 try store.save()
             } catch {
