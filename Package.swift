@@ -109,7 +109,7 @@ let package = Package(
         .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
         .testTarget(
             name: "HybridSimTests",
-            dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport"],
+            dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridRuntime"],
             exclude: ["Fixtures"]
         ),
     ],

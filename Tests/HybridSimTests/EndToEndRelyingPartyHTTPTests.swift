@@ -83,6 +83,35 @@ struct EndToEndRelyingPartyHTTPTests {
         server.terminate()
     }
 
+    @Test("a user's own profile file (the current Hanko backend's routes) drives both the server and the desktop")
+    func ownProfileFile() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let profile = lab.file("my-hanko.json")
+        try #"""
+            {"name": "my-hanko", "summary": "teamhanko/hanko backend routes", "optionsShape": "publicKey",
+             "registration": {
+               "options": {"method": "POST", "path": "/webauthn/registration/initialize", "body": {"user_name": "{user}"}},
+               "verify": {"method": "POST", "path": "/webauthn/registration/finalize", "body": "{credential}"},
+               "success": {"status": [200], "body": {"credential_id": "{credentialId}", "user_id": "{userId}"}}},
+             "authentication": {
+               "options": {"method": "POST", "path": "/webauthn/login/initialize"},
+               "verify": {"method": "POST", "path": "/webauthn/login/finalize", "body": "{credential}"},
+               "success": {"status": [200]}}}
+            """#.write(toFile: profile, atomically: true, encoding: .utf8)
+        let (server, url, store) = try await startServer(lab, profile: profile)
+        let registered = try await ceremony(lab, url: url, profile: profile, request: "mc", extra: ["--user", "gina"])
+        #expect(registered.status == 0, "\(registered.desktop.process.transcript)\n\(server.transcript)")
+        #expect(registered.desktop.process.standardError.text.contains("options: recognised a {\"publicKey\": …} wrapper"))
+        #expect(registered.desktop.process.standardError.text.contains("\"credential_id\""))
+        let signedIn = try await ceremony(lab, url: url, profile: profile, request: "ga")
+        #expect(signedIn.status == 0, "\(signedIn.desktop.process.transcript)\n\(server.transcript)")
+        let credentials = try RelyingPartyStore.load(path: store).credentials
+        #expect(credentials.map(\.userName) == ["gina"])
+        #expect(credentials.first?.signCount == 1)
+        server.terminate()
+    }
+
     @Test("an unreachable relying party is a network failure (exit 6); a missing token is named before any socket opens")
     func unreachableAndMissingToken() async throws {
         let lab = try EndToEndLab()
