@@ -83,6 +83,49 @@ struct EndToEndRelyingPartyHTTPTests {
         server.terminate()
     }
 
+    @Test("account choice: two passkeys for one relying party, a discoverable sign-in, the phone's user picks bob (ForgeRock's selectCredential flow)")
+    func accountChoice() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (server, url, store) = try await startServer(lab, profile: "hanko")
+        for user in ["alice", "bob"] {
+            let registered = try await ceremony(lab, url: url, profile: "hanko", request: "mc", extra: ["--user", user])
+            #expect(registered.status == 0, "\(registered.desktop.process.transcript)")
+        }
+        let signedIn = try await ceremony(lab, url: url, profile: "hanko", request: "ga", phoneExtra: ["--account", "bob"])
+        #expect(signedIn.status == 0, "\(signedIn.desktop.process.transcript)\n\(server.transcript)")
+        #expect(server.standardError.text.contains("rp: accepted the sign-in of bob"), "\(server.transcript)")
+        let credentials = try RelyingPartyStore.load(path: store).credentials
+        #expect(credentials.first { $0.userName == "bob" }?.signCount == 1)
+        #expect(credentials.first { $0.userName == "alice" }?.signCount == 0)
+        server.terminate()
+    }
+
+    @Test(
+        "against a py_webauthn server (an independent RP library): registration then sign-in accepted, a tampered sign-in rejected",
+        .enabled(if: PyWebAuthn.available, Comment(rawValue: PyWebAuthn.missing)))
+    func independentServer() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let script = OptionsFixtures.directory.appendingPathComponent("py_webauthn_server.py").path
+        let server = try lab.startOther("py_webauthn server", ["python3", "-u", script, "example.com", "https://example.com"])
+        let lines = try await server.waitForOutput("ready line") { $0.contains { $0.contains("http://127.0.0.1:") } }
+        let url = try #require(lines.first { $0.contains("http://") }?.split(separator: " ").last).description
+
+        let registered = try await ceremony(lab, url: url, profile: "py_webauthn", request: "mc", extra: ["--user", "hana"])
+        #expect(registered.status == 0, "\(registered.desktop.process.transcript)\n\(server.transcript)")
+        #expect(server.standardError.text.contains("accepted /verify-registration"))
+        let signedIn = try await ceremony(lab, url: url, profile: "py_webauthn", request: "ga", extra: ["--user", "hana"])
+        #expect(signedIn.status == 0, "\(signedIn.desktop.process.transcript)\n\(server.transcript)")
+        #expect(signedIn.desktop.process.standardError.text.contains("sign-in to example.com with 1 allowed credential(s)"))
+        #expect(server.standardError.text.contains("accepted /verify-authentication"))
+        let tampered = try await ceremony(
+            lab, url: url, profile: "py_webauthn", request: "ga", extra: ["--user", "hana", "--debug-tamper-result"])
+        #expect(tampered.status == 5, "\(tampered.desktop.process.transcript)\n\(server.transcript)")
+        #expect(FailureOutput.singleErrorLine(tampered.desktop.process).contains("InvalidAuthenticationResponse"))
+        server.terminate()
+    }
+
     @Test("a user's own profile file (the current Hanko backend's routes) drives both the server and the desktop")
     func ownProfileFile() async throws {
         let lab = try EndToEndLab()
