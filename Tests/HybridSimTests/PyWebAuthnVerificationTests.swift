@@ -26,7 +26,11 @@ struct PyWebAuthnVerificationTests {
         #expect(try await phone.waitForExit() == 0)
         let credential = try #require(
             try JSONSerialization.jsonObject(with: Data(EndToEndLab.credentialJSON(desktop))) as? [String: Any])
-        let challenge = try #require(try Self.innerOptions(fixture)["challenge"] as? String)
+        // The challenge as base64url (ForgeRock's is standard base64 inside its callbacks).
+        let challenge = Base64URL.encode(
+            try PublicKeyCredentialCreationOptionsJSON.parse(
+                document: OptionsFixtures.bytes(fixture), userIdEncoding: extra.contains("utf8") ? .utf8 : .base64url
+            ).options.challenge.bytes)
         let verified = try PyWebAuthn.verify([
             "kind": "registration", "credential": credential, "challenge": challenge,
             "origin": desktop.origin, "rpId": desktop.rpId,
@@ -37,13 +41,14 @@ struct PyWebAuthnVerificationTests {
     }
 
     @Test(
-        "registration options of each shape (bare py_webauthn, bare SimpleWebAuthn, {publicKey}, {options} with a UTF-8 user.id)",
+        "registration options of each shape (bare py_webauthn, bare SimpleWebAuthn, {publicKey}, {options} with a UTF-8 user.id, ForgeRock callbacks)",
         .enabled(if: PyWebAuthn.available, Comment(rawValue: PyWebAuthn.missing)),
         arguments: [
             ("py_webauthn-registration-options.json", "bare options", [String]()),
             ("simplewebauthn-registration-options.json", "bare options", []),
             ("hanko-registration-options.json", "a {\"publicKey\": …} wrapper", []),
             ("okta-registration-options.json", "an {\"options\": …} wrapper", ["--user-id-encoding", "utf8"]),
+            ("forgerock-registration-callbacks.json", "ForgeRock WebAuthn callback metadata", []),
         ])
     func registrationShapes(fixture: String, shape: String, extra: [String]) async throws {
         let lab = try EndToEndLab()
@@ -56,6 +61,22 @@ struct PyWebAuthnVerificationTests {
             #expect(passkeys.map(\.userID) == [Array("00u1x2y3z4AbCdEfG5h7".utf8)])
         }
         #expect(credential["type"] as? String == "public-key")
+        if fixture.hasPrefix("forgerock") {
+            // The value for ForgeRock's webAuthnOutcome callback: clientDataJSON::signed bytes::id.
+            let line = try #require(
+                desktop.process.standardError.lines.first { $0.hasPrefix("ForgeRock webAuthnOutcome") })
+            let outcome = String(try #require(line.split(separator: ": ", maxSplits: 1).last))
+            let parts = outcome.components(separatedBy: "::")
+            #expect(parts.count == 3)
+            let response = try #require(credential["response"] as? [String: Any])
+            let clientDataText = try #require(response["clientDataJSON"] as? String)
+            let clientData = try #require(Base64URL.decode(clientDataText))
+            #expect(parts.first == String(decoding: clientData, as: UTF8.self))
+            let attestationText = try #require(response["attestationObject"] as? String)
+            let attestation = try #require(Base64URL.decode(attestationText))
+            #expect(parts[1] == attestation.map { String(Int8(bitPattern: $0)) }.joined(separator: ","))
+            #expect(parts.last == credential["id"] as? String)
+        }
     }
 
     @Test(

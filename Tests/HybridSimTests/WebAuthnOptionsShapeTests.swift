@@ -46,6 +46,36 @@ struct WebAuthnOptionsShapeTests {
         #expect(misread.options.user.id.bytes != Array("00u1x2y3z4AbCdEfG5h7".utf8))
     }
 
+    @Test("ForgeRock callbacks: the MetadataCallback data becomes options (standard-base64 challenge, userId text as the handle)")
+    func forgeRockCallbacks() throws {
+        let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(
+            document: OptionsFixtures.bytes("forgerock-registration-callbacks.json"))
+        #expect(parsed.shape == .forgeRock)
+        let options = parsed.options
+        #expect(options.challenge.bytes == Array(Data(base64Encoded: "N8c2kC5m+Y8x0ZQy7Yd8Vq3GZ7ZbS6p2l0r0Yv/2hXc=")!))
+        #expect(options.user.id.bytes == Array("ZjRkNWE3MjAtNTk0Yy00YjY3LWIzZTktM2RkMjdhNGQ5ZjQ0".utf8))
+        #expect(options.user.name == "ivy" && options.user.displayName == "Ivy")
+        #expect(options.rp.id == "example.com" && options.rp.name == "ForgeRock")
+        #expect(options.pubKeyCredParams.map(\.alg) == [-257, -7])
+        #expect(options.requiresResidentKey)
+        #expect(options.timeout == 60_000)
+
+        let signIn = Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "_relyingPartyId": "example.com", "userVerification": "required", "_allowCredentials": [{"type": "public-key", "id": [1, -1, 127, -128]}]}"#.utf8)
+        let request = try PublicKeyCredentialRequestOptionsJSON.parse(document: signIn)
+        #expect(request.shape == .forgeRock)
+        #expect(request.options.allowCredentialIds == [[1, 255, 127, 128]])
+        #expect(request.options.rpId == "example.com")
+        #expect(request.options.effectiveUserVerification == "required")
+
+        #expect(throws: WebAuthnJSONError.missingChallenge) {
+            try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"_action": "webauthn_authentication"}"#.utf8))
+        }
+        #expect(throws: WebAuthnJSONError.wrongType) {
+            try PublicKeyCredentialRequestOptionsJSON.parse(
+                document: Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "_allowCredentials": [{"id": "AQ"}]}"#.utf8))
+        }
+    }
+
     @Test("errors name the member with its path inside the wrapper")
     func errorPaths() throws {
         let wrongType = Array(#"{"publicKey": {"rp": {"id": "example.com"}, "user": {"id": "AQ", "name": 5}, "challenge": "AQID", "pubKeyCredParams": []}}"#.utf8)

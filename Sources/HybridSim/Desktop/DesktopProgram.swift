@@ -169,6 +169,7 @@ private struct Run {
             }
         }
         report(result, storePath: store.path)
+        DesktopRelyingPartyLink.describeOutcome(result, of: ceremony, narrator: narrator)
         return result
     }
 

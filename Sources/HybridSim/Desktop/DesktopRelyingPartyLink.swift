@@ -102,6 +102,16 @@ extension DesktopRelyingPartyLink {
         narrator.event("options", [("shape", .string(shape.rawValue))])
     }
 
+    /// For options read from ForgeRock callbacks: the `webAuthnOutcome` value to put in the tree's
+    /// hidden-value callback, on stderr and as a `forgeRockOutcome` event.
+    static func describeOutcome(_ result: DesktopResult, of ceremony: DesktopCeremony, narrator: DesktopNarrator) {
+        guard ceremony.optionsShape?.shape == .forgeRock,
+            let outcome = ForgeRockMetadata.outcome(credentialJSON: result.credentialJSON)
+        else { return }
+        narrator.say("ForgeRock webAuthnOutcome (the HiddenValueCallback's value): \(outcome)")
+        narrator.event("forgeRockOutcome", [("value", .string(outcome))])
+    }
+
     /// Posts the result; throws `verificationFailed` (exit 5) when the relying party rejects it.
     func confirm(_ result: DesktopResult, narrator: DesktopNarrator) async throws(ProgramFailure) {
         if tamper { narrator.say("note: --debug-tamper-result: corrupting the result before posting it") }

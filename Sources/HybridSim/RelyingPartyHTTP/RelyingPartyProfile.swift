@@ -112,6 +112,7 @@ public struct RelyingPartyProfile: Sendable, Hashable, Codable {
     func validate(source: String) throws(ProgramFailure) {
         func bad(_ message: String) -> ProgramFailure { ProgramFailure(.badInput, "\(source): \(message)") }
         guard registration != nil || authentication != nil else { throw bad("neither registration nor authentication") }
+        if optionsShape == .forgeRock { throw bad("optionsShape forgeRock can be read but not served; use bare, publicKey or options") }
         let known: Set<String> = ["user", "credential", "clientData", "attestation", "credentialId", "userId"]
         for (label, ceremony) in [("registration", registration), ("authentication", authentication)] {
             guard let ceremony else { continue }

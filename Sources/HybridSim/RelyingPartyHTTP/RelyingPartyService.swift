@@ -189,7 +189,7 @@ public actor RelyingPartyService {
         pending[challenge] = entry
         let body: JSONValue
         switch profile.optionsShape ?? .bare {
-        case .bare: body = options
+        case .bare, .forgeRock: body = options  // a profile cannot ask for .forgeRock (validate)
         case .publicKey: body = .object(["publicKey": options])
         case .options: body = .object((profile.optionsExtras ?? [:]).merging(["options": options]) { _, new in new })
         }

@@ -13,6 +13,10 @@ public enum WebAuthnOptionsShape: String, Sendable, Hashable, CaseIterable, Coda
     case publicKey
     /// `{"options": {…}, …}`: Okta MyAccount's enrolment answer (`expiresAt` and `_links` beside it).
     case options
+    /// ForgeRock AM's WebAuthn `MetadataCallback` data (or the callbacks document holding it),
+    /// converted as ForgeRock's JavaScript SDK does (``ForgeRockMetadata``). Read only: `hybrid-sim rp`
+    /// does not serve it.
+    case forgeRock
 
     /// "bare options", "a {\"publicKey\": …} wrapper", "an {\"options\": …} wrapper".
     public var summary: String {
@@ -20,6 +24,7 @@ public enum WebAuthnOptionsShape: String, Sendable, Hashable, CaseIterable, Coda
         case .bare: return "bare options"
         case .publicKey: return "a {\"publicKey\": …} wrapper"
         case .options: return "an {\"options\": …} wrapper"
+        case .forgeRock: return "ForgeRock WebAuthn callback metadata"
         }
     }
 }
@@ -68,15 +73,20 @@ enum WebAuthnOptionsDocument {
             _ = try WebAuthnJSONCoding.decode(T.self, from: data)
             throw WebAuthnJSONError(.invalidJSON, "\(error)")
         }
-        let shape = try recognise(object)
+        let forgeRock = try ForgeRockMetadata.options(from: object)
+        let shape = forgeRock == nil ? try recognise(object) : .forgeRock
         let inner: [String: Any]
         switch shape {
         case .bare: inner = object
         case .publicKey: inner = object["publicKey"] as? [String: Any] ?? [:]
         case .options: inner = object["options"] as? [String: Any] ?? [:]
+        case .forgeRock: inner = forgeRock ?? [:]
         }
-        let rewritten = try rewriteUserId(inner, encoding: userIdEncoding, path: shape == .bare ? "" : "\(shape.rawValue).")
-        let document: [String: Any] = shape == .bare ? rewritten : [shape.rawValue: rewritten]
+        // ForgeRock's user handle is already the UTF-8 of its userId text.
+        let rewritten =
+            shape == .forgeRock
+            ? inner : try rewriteUserId(inner, encoding: userIdEncoding, path: shape == .bare ? "" : "\(shape.rawValue).")
+        let document: [String: Any] = shape == .bare || shape == .forgeRock ? rewritten : [shape.rawValue: rewritten]
         let bytes: Data
         do {
             bytes = try JSONSerialization.data(withJSONObject: document)
@@ -85,7 +95,7 @@ enum WebAuthnOptionsDocument {
         }
         let options: T
         switch shape {
-        case .bare: options = try WebAuthnJSONCoding.decode(T.self, from: bytes)
+        case .bare, .forgeRock: options = try WebAuthnJSONCoding.decode(T.self, from: bytes)
         case .publicKey: options = try WebAuthnJSONCoding.decode(PublicKeyEnvelope<T>.self, from: bytes).publicKey
         case .options: options = try WebAuthnJSONCoding.decode(OptionsEnvelope<T>.self, from: bytes).options
         }
