@@ -168,8 +168,8 @@ private struct Run {
                 throw ProgramFailure(.failed, "verified, but cannot save the relying-party store: \(error)")
             }
         }
-        report(result, storePath: store.path)
         DesktopRelyingPartyLink.describeOutcome(result, of: ceremony, narrator: narrator)
+        report(result, storePath: store.path)
         return result
     }
 
