@@ -126,6 +126,25 @@ struct EndToEndRelyingPartyHTTPTests {
         server.terminate()
     }
 
+    @Test(
+        "https URLs speak TLS and check the certificate: a self-signed one is refused (exit 6)",
+        .enabled(if: PyWebAuthn.available, Comment(rawValue: PyWebAuthn.missing)))
+    func httpsChecksCertificate() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let script = OptionsFixtures.directory.appendingPathComponent("tls_server.py").path
+        let server = try lab.startOther("tls server", ["python3", "-u", script])
+        let lines = try await server.waitForOutput("ready line") { $0.contains { $0.contains("https://127.0.0.1:") } }
+        let url = try #require(lines.first { $0.contains("https://") }?.split(separator: " ").last).description
+        let desktop = try lab.start(
+            "desktop",
+            ["desktop", "--request", "mc", "--rp-url", url, "--rp-profile", "simplewebauthn",
+             "--relay-port", "0", "--proximity-port", "0"])
+        #expect(try await desktop.waitForExit() == 6, "\(desktop.transcript)")
+        #expect(FailureOutput.singleErrorLine(desktop).contains("CERTIFICATE_VERIFY_FAILED"), "\(desktop.transcript)")
+        server.terminate()
+    }
+
     @Test("a user's own profile file (the current Hanko backend's routes) drives both the server and the desktop")
     func ownProfileFile() async throws {
         let lab = try EndToEndLab()
