@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
     ],
     targets: [
         // MARK: Pure protocol core (no I/O)
@@ -74,6 +75,10 @@ let package = Package(
             dependencies: [
                 "CTAP2", "HybridCore", "HybridQR", "HybridRuntime",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),  // `desktop --rp-url`
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),  // `hybrid-sim rp`
             ]
         ),
         /// The `hybrid-sim` command: argument parsing only.
@@ -104,7 +109,7 @@ let package = Package(
         .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
         .testTarget(
             name: "HybridSimTests",
-            dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport"],
+            dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridRuntime"],
             exclude: ["Fixtures"]
         ),
     ],

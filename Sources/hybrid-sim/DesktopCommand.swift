@@ -34,7 +34,7 @@ struct DesktopCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Account to register (--request mc with the built-in relying party). (default: alice)",
+            "Account: to register (mc), or whose stored credentials a sign-in (ga) allows; with --rp-url, the account name sent to the relying party. (default: alice for mc; any passkey for ga)",
             valueName: "name"
         )
     )
@@ -47,6 +47,41 @@ struct DesktopCommand: AsyncParsableCommand {
         )
     )
     var options: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "How user.id is written in the options: base64url (WebAuthn JSON) or utf8 (a plain string, as Okta and ForgeRock send). (default: the profile's, else base64url)",
+            valueName: "base64url|utf8"
+        )
+    )
+    var userIdEncoding: UserIdEncoding?
+
+    @Option(
+        help: ArgumentHelp(
+            "A relying party's base URL: fetch the options from it, post the result back and print its verdict (needs --rp-profile).",
+            valueName: "url"
+        )
+    )
+    var rpUrl: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "How --rp-url's API looks: simplewebauthn, py_webauthn, hanko, okta, or a profile JSON file (Docs/RELYING_PARTY.md).",
+            valueName: "name|file"
+        )
+    )
+    var rpProfile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "An extra header for --rp-url, e.g. 'Authorization: Bearer TOKEN' (repeatable; replaces the profile's header of that name).",
+            valueName: "'Name: value'"
+        )
+    )
+    var rpHeader: [String] = []
+
+    @Flag(help: .hidden)
+    var debugTamperResult = false
 
     @Option(
         help: ArgumentHelp(
@@ -149,6 +184,11 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.origin = origin
         configuration.userName = user
         configuration.optionsFile = options
+        configuration.userIdEncoding = userIdEncoding
+        configuration.rpURL = rpUrl
+        configuration.rpProfile = rpProfile
+        configuration.rpHeaders = rpHeader
+        configuration.tamperWithResult = debugTamperResult
         configuration.rpStorePath = rpStore
         configuration.relay = relay.map { .external(url: $0) } ?? .embedded(port: relayPort)
         configuration.proximityPort = proximityPort
@@ -164,6 +204,8 @@ struct DesktopCommand: AsyncParsableCommand {
         return configuration
     }
 }
+
+extension UserIdEncoding: ExpressibleByArgument {}
 
 /// `--request mc|ga`.
 enum RequestKind: String, ExpressibleByArgument, CaseIterable {

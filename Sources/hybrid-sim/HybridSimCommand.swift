@@ -12,6 +12,7 @@ struct HybridSimCommand: AsyncParsableCommand {
             DemoCommand.self,
             QRCommand.self,
             RelayCommand.self,
+            RPCommand.self,
             DesktopCommand.self,
             PhoneCommand.self,
             BenchCommand.self,

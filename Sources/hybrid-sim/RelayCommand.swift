@@ -168,7 +168,7 @@ struct RelayCommand: AsyncParsableCommand {
 }
 
 /// Turns SIGINT and SIGTERM into an awaitable event instead of killing the process.
-private final class TerminationSignals {
+final class TerminationSignals {
     private let queue = DispatchQueue(label: "hybrid-sim.relay.signals")
     private let state = SignalState()
     private var sources: [any DispatchSourceSignal] = []
@@ -193,7 +193,7 @@ private final class TerminationSignals {
 }
 
 /// The first signal received and the task waiting for it.
-private final class SignalState: Sendable {
+final class SignalState: Sendable {
     private let state = Mutex<(received: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
 
     func fire(_ number: Int32) {

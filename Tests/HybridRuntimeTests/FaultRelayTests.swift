@@ -58,6 +58,9 @@ struct FaultRelayTests {
         var code: HybridError.Code
         /// The desktop has its response before the flipped message (the shutdown) is read.
         var desktopSucceeds = false
+        /// The phone had sent its response when the desktop closed the tunnel normally: for the
+        /// phone that is the end of the transaction (Docs/PROTOCOL-TOLERANCE.md).
+        var phoneSucceeds = false
 
         var testDescription: String { "\(message) (\(direction) #\(index))" }
     }
@@ -77,7 +80,7 @@ struct FaultRelayTests {
             step: "waiting for the desktop's request", code: .decryptionFailed),
         Flip(
             message: "CTAP response", direction: .creatorToJoiner, index: 3, side: .desktop,
-            step: "reading the phone's response", code: .decryptionFailed),
+            step: "reading the phone's response", code: .decryptionFailed, phoneSucceeds: true),
         Flip(
             message: "shutdown", direction: .joinerToCreator, index: 2, side: .phone,
             step: "waiting for the desktop to end the transaction", code: .decryptionFailed, desktopSucceeds: true),
@@ -108,11 +111,11 @@ struct FaultRelayTests {
             #expect(error.step == flip.step)
             #expect(error.hybridCode == flip.code, "\(error)")
 
-            switch (other, flip.desktopSucceeds) {
+            switch (other, flip.desktopSucceeds || flip.phoneSucceeds) {
             case (.success, true):
                 break
             case (.failure(let error), true):
-                Issue.record("the desktop had its response before the shutdown was flipped, yet failed: \(error)")
+                Issue.record("the other side was done before the flipped message mattered, yet failed: \(error)")
             case (.success, false):
                 Issue.record("the other side succeeded although the tunnel was closed under it")
             case (.failure(let error), false):

@@ -71,8 +71,16 @@ public enum AuthenticatorDriver {
         var timeout = timeouts.handshake
         var answered = false
         while true {
-            let message = try await step(.phone, phase) {
-                try await transaction.wait(.phone, phase, timeout) { try await tunnel.receive(timeout: $0) }
+            let message: [UInt8]
+            do {
+                message = try await step(.phone, phase) {
+                    try await transaction.wait(.phone, phase, timeout) { try await tunnel.receive(timeout: $0) }
+                }
+            } catch let error as TransactionError where answered && PeerTolerance.isOrderlyClose(error) {
+                // A desktop that closes after the response instead of sending kShutdown (revision 0
+                // desktops, other clients): the transaction is over, as for Chromium's phone.
+                events(.closedAfterResponse(reason: (error.underlying as? RuntimeError)?.reason ?? "closed"))
+                return
             }
             let actions = try await step(.phone, phase) { try session.receivedMessage(message) }
             for action in actions {

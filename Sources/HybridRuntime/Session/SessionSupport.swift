@@ -39,6 +39,9 @@ public enum SessionEvent: Sendable, Hashable {
     case responseSent(status: UInt8, ciphertextBytes: Int)
     /// The desktop ended the transaction.
     case shutdownReceived
+    /// The desktop closed the tunnel after the response without sending the shutdown message
+    /// (revision 0 desktops and some other clients do): the transaction ended successfully.
+    case closedAfterResponse(reason: String)
 }
 
 /// Every wait a driver makes has one of these limits.

@@ -34,6 +34,15 @@ struct DesktopCeremony: Sendable {
     let timeout: Duration
     /// The attestation conveyance in effect (`none`, `indirect`, `direct`, `enterprise`).
     let attestationConveyance: String
+    /// How a foreign options document was shaped, and what of it was ignored (for a note).
+    let optionsShape: (shape: WebAuthnOptionsShape, ignored: [String])?
+
+    /// An options document from a relying party: a file's or an HTTP answer's bytes.
+    struct OptionsDocument: Sendable {
+        var bytes: [UInt8]
+        /// Where it came from, for messages (`options.json`, `POST https://…`).
+        var source: String
+    }
 
     /// The challenge.
     var challenge: [UInt8] { clientData.challenge }
@@ -56,16 +65,25 @@ struct DesktopCeremony: Sendable {
     ///
     /// - Throws: ``ProgramFailure`` `badInput` for an unreadable or invalid options file or
     ///   settings that contradict it.
-    init(configuration: DesktopConfiguration, store: RelyingPartyStore, challenge: [UInt8]) throws(ProgramFailure) {
+    init(
+        configuration: DesktopConfiguration, store: RelyingPartyStore, challenge: [UInt8],
+        document: OptionsDocument? = nil
+    ) throws(ProgramFailure) {
         let fallbackRpId =
             configuration.rpId
             ?? configuration.origin.flatMap { URLComponents(string: $0)?.host } ?? ProgramDefaults.rpId
         let options: Options
-        if let path = configuration.optionsFile {
-            options = try Self.readOptions(path: path, request: configuration.request)
+        var document = document
+        if document == nil, let path = configuration.optionsFile { document = try Self.readFile(path) }
+        if let document {
+            let parsed = try Self.parseOptions(
+                document, request: configuration.request, userIdEncoding: configuration.userIdEncoding ?? .base64url)
+            options = parsed.options
+            optionsShape = (parsed.shape, parsed.ignored)
             foreign = true
         } else {
-            options = Self.builtInOptions(
+            optionsShape = nil
+            options = try Self.builtInOptions(
                 configuration: configuration,
                 rpId: fallbackRpId,
                 store: store,
@@ -127,7 +145,7 @@ struct DesktopCeremony: Sendable {
         rpId: String,
         store: RelyingPartyStore,
         challenge: [UInt8]
-    ) -> Options {
+    ) throws(ProgramFailure) -> Options {
         let timeout = Int((configuration.timeout?.secondsValue ?? ProgramDefaults.timeoutSeconds) * 1000)
         switch configuration.request {
         case .makeCredential:
@@ -147,31 +165,54 @@ struct DesktopCeremony: Sendable {
                 )
             )
         case .getAssertion:
+            // `--user`: a username-first sign-in, allowing only that account's credentials.
+            var allowList: [PublicKeyCredentialDescriptorJSON]? = nil
+            if let name = configuration.userName {
+                let stored = store.credentials(rpId: rpId, userName: name)
+                guard !stored.isEmpty else {
+                    throw ProgramFailure(
+                        .badInput,
+                        "\(store.path) has no credential for \(name) @ \(rpId); register it with --request mc --user \(name)")
+                }
+                allowList = stored.map { PublicKeyCredentialDescriptorJSON(id: $0.credentialId, transports: ["hybrid", "internal"]) }
+            }
             return .authentication(
                 PublicKeyCredentialRequestOptionsJSON(
                     challenge: challenge,
                     timeout: timeout,
                     rpId: rpId,
+                    allowCredentials: allowList,
                     userVerification: "preferred"
                 )
             )
         }
     }
 
-    private static func readOptions(path: String, request: QRPayload.RequestType) throws(ProgramFailure) -> Options {
-        let bytes: Data
+    private static func readFile(_ path: String) throws(ProgramFailure) -> OptionsDocument {
         do {
-            bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            return OptionsDocument(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))), source: path)
         } catch {
             throw ProgramFailure(
                 .badInput,
                 "cannot read the options file \(path): \((error as NSError).localizedDescription)"
             )
         }
+    }
+
+    /// Reads options in any shape relying parties send (bare, `publicKey` or `options` wrapper).
+    private static func parseOptions(
+        _ document: OptionsDocument, request: QRPayload.RequestType, userIdEncoding: UserIdEncoding
+    ) throws(ProgramFailure) -> (options: Options, shape: WebAuthnOptionsShape, ignored: [String]) {
+        let path = document.source
+        let bytes = document.bytes
         do {
             switch request {
-            case .makeCredential: return .registration(try PublicKeyCredentialCreationOptionsJSON.parse(bytes))
-            case .getAssertion: return .authentication(try PublicKeyCredentialRequestOptionsJSON.parse(bytes))
+            case .makeCredential:
+                let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: userIdEncoding)
+                return (.registration(parsed.options), parsed.shape, parsed.ignoredSiblings)
+            case .getAssertion:
+                let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
+                return (.authentication(parsed.options), parsed.shape, parsed.ignoredSiblings)
             }
         } catch {
             let kind =
@@ -200,7 +241,7 @@ struct DesktopCeremony: Sendable {
             return
                 "registration of \(creation.user.name) @ \(rpId) (\(source), origin \(origin), challenge \(challenge))"
         case .authentication(let request):
-            let source = foreign ? "options file" : "built-in relying party"
+            let source = foreign ? "options from the relying party" : "built-in relying party"
             let allow =
                 request.allowCredentialIds.isEmpty
                 ? "any passkey for \(rpId)" : "\(request.allowCredentialIds.count) allowed credential(s)"

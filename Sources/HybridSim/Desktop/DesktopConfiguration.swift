@@ -24,6 +24,17 @@ public struct DesktopConfiguration: Sendable {
     public var userName: String?
     /// A WebAuthn L3 options JSON file from a real relying party, used instead of the built-in one's.
     public var optionsFile: String?
+    /// How `user.id` is written in `--options` / the RP's options (`--user-id-encoding`); `nil`: the
+    /// profile's, else base64url.
+    public var userIdEncoding: UserIdEncoding?
+    /// A relying party's base URL (`--rp-url`): options are fetched from it and the result posted back.
+    public var rpURL: String?
+    /// The profile `--rp-url` follows (`--rp-profile NAME|FILE`).
+    public var rpProfile: String?
+    /// Extra headers for the relying party (`--rp-header 'Name: value'`).
+    public var rpHeaders: [String] = []
+    /// Test aid (`--debug-tamper-result`): corrupt the result before posting it to `--rp-url`.
+    public var tamperWithResult = false
     /// The relying-party store; `nil`: ``RelyingPartyStore/defaultPath(environment:)``.
     public var rpStorePath: String?
     /// The tunnel service. Default: embedded on port 47001 (or a free one).
@@ -73,12 +84,10 @@ public struct DesktopConfiguration: Sendable {
         if let userName, userName.isEmpty || userName.utf8.count > 64 {
             throw bad("--user must be 1…64 bytes")
         }
-        if userName != nil, request == .getAssertion {
-            throw bad("--user only applies to --request mc (a sign-in lets the phone pick the account)")
-        }
         if userName != nil, optionsFile != nil {
             throw bad("--user cannot be combined with --options: the options name the user")
         }
+        try validateRelyingPartyLink()
         if case .embedded(let port?) = relay, !(0...65535).contains(port) {
             throw bad("--relay-port must be 0…65535")
         }

@@ -46,7 +46,7 @@ struct DesktopNarrator: Sendable {
             say("response received (\(statusName), \(plaintextBytes) bytes)")
             self.event("response", [("status", .string(statusName)), ("bytes", .int(plaintextBytes))])
         case .waitingForAdvert, .handshakeSent, .shutdownSent, .tunnelCreated, .advertising, .handshakeAnswered,
-            .requestReceived, .responseSent, .shutdownReceived:
+            .requestReceived, .responseSent, .shutdownReceived, .closedAfterResponse:
             break
         }
     }

@@ -93,11 +93,17 @@ struct Run {
         } catch {
             throw ProgramFailure(.badInput, "cannot use the relying-party store: \(error)")
         }
+        // `--rp-url`: the options come from the relying party's server.
+        let link = configuration.rpURL == nil ? nil : try DesktopRelyingPartyLink(configuration: configuration)
+        var effective = configuration
+        effective.userIdEncoding = configuration.userIdEncoding ?? link?.userIdEncoding
         let ceremony = try DesktopCeremony(
-            configuration: configuration,
+            configuration: effective,
             store: store,
-            challenge: RandomSource.system.bytes(32)
+            challenge: RandomSource.system.bytes(32),
+            document: try await link?.fetchOptions(narrator: narrator)
         )
+        DesktopRelyingPartyLink.describeShape(of: ceremony, narrator: narrator)
         if ceremony.requestType == .getAssertion, !ceremony.foreign, store.credentials(rpId: ceremony.rpId).isEmpty {
             narrator.say(
                 "note: \(storePath) has no credential for \(ceremony.rpId) yet; register first with --request mc"
@@ -105,7 +111,7 @@ struct Run {
         }
 
         if let name = configuration.linked {
-            return try await executeLinked(name: name, ceremony: ceremony, store: &store)
+            return try await executeLinked(name: name, ceremony: ceremony, store: &store, rpLink: link)
         }
         let session = ClientSession(
             requestType: ceremony.requestType, timestamp: UInt64(Date().timeIntervalSince1970),
@@ -154,18 +160,25 @@ struct Run {
         await scanner.stop()
         await relay.embedded?.shutdown()
 
-        let result = try finishAndSave(response: outcome.response, ceremony: ceremony, store: &store)
-        if configuration.link, case .verified = result.relyingPartyCheck {
+        let result = try await finishAndSave(response: outcome.response, ceremony: ceremony, store: &store, rpLink: link)
+        if configuration.link, link != nil || result.relyingPartyCheck == .verified {
             try storeLink(outcome.linking, storePath: store.path)
         }
+        DesktopRelyingPartyLink.describeOutcome(result, of: ceremony, narrator: narrator)
         report(result, storePath: store.path)
         return result
     }
 
-    /// Checks the phone's answer as the relying party and saves the store when it verified.
-    func finishAndSave(response: [UInt8], ceremony: DesktopCeremony, store: inout RelyingPartyStore) throws -> DesktopResult {
+    /// Checks the phone's answer as the relying party and saves the store when it verified; with
+    /// `--rp-url` the relying party behind it decides instead (its rejection throws, exit 5) and the
+    /// local store is not touched.
+    func finishAndSave(
+        response: [UInt8], ceremony: DesktopCeremony, store: inout RelyingPartyStore, rpLink: DesktopRelyingPartyLink?
+    ) async throws -> DesktopResult {
         let result = try ceremony.finish(response: response, store: &store, now: UInt64(Date().timeIntervalSince1970))
-        if case .verified = result.relyingPartyCheck {
+        if let rpLink {
+            try await rpLink.confirm(result, narrator: narrator)
+        } else if case .verified = result.relyingPartyCheck {
             do {
                 try store.save()
             } catch {
@@ -286,7 +299,8 @@ struct Run {
                 "verified: \(user) signed in to \(result.rpId) with credential \(id) (signCount \(before)\(result.credential?.signCount ?? 0))"
             )
         case (.getAssertion, .skipped(let why)):
-            narrator.say("built-in relying-party check skipped: \(why)")
+            // With --rp-url the relying party's verdict was already printed.
+            if configuration.rpURL == nil { narrator.say("built-in relying-party check skipped: \(why)") }
         }
         if configuration.json {
             let check: String

@@ -26,7 +26,9 @@ extension Run {
     }
 
     /// `--linked`: contacts the stored phone, runs NKpsk0 and the request, and verifies the answer.
-    func executeLinked(name: String, ceremony: DesktopCeremony, store: inout RelyingPartyStore) async throws -> DesktopResult {
+    func executeLinked(
+        name: String, ceremony: DesktopCeremony, store: inout RelyingPartyStore, rpLink: DesktopRelyingPartyLink?
+    ) async throws -> DesktopResult {
         let path = configuration.linksPath ?? LinkStore.path(besideRPStore: store.path)
         let stored = try loadLinks(path).select(name)
         let session: LinkedClientSession
@@ -82,7 +84,8 @@ extension Run {
         }
         await scanner.stop()
         await relay.embedded?.shutdown()
-        let result = try finishAndSave(response: outcome.response, ceremony: ceremony, store: &store)
+        let result = try await finishAndSave(response: outcome.response, ceremony: ceremony, store: &store, rpLink: rpLink)
+        DesktopRelyingPartyLink.describeOutcome(result, of: ceremony, narrator: narrator)
         report(result, storePath: store.path)
         return result
     }

@@ -39,6 +39,9 @@ struct PhoneNarrator: Sendable {
         case .waitingForAdvert, .advertAccepted, .tunnelJoined, .handshakeSent, .authenticatorReady, .linkingReceived,
             .requestSent, .responseReceived, .shutdownSent, .shutdownReceived:
             break
+        case .closedAfterResponse(let reason):
+            say("note: the desktop closed the tunnel after the response without a shutdown message (\(reason)); transaction complete")
+            self.event("closedAfterResponse", [("reason", .string(reason))])
         }
     }
 }

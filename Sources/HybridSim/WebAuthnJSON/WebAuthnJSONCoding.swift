@@ -54,13 +54,13 @@ enum WebAuthnJSONCoding {
         switch error {
         case .keyNotFound(let key, let context):
             let member = path(context.codingPath + [key])
-            if member == "challenge" {
-                return WebAuthnJSONError(.missingChallenge, "the options have no \"challenge\"")
+            if isChallenge(member) {
+                return WebAuthnJSONError(.missingChallenge, "the options have no \"\(member)\"")
             }
             return WebAuthnJSONError(.missingMember, "\(member) is required")
         case .valueNotFound(_, let context):
             let member = path(context.codingPath)
-            if member == "challenge" { return WebAuthnJSONError(.missingChallenge, "\"challenge\" is null") }
+            if isChallenge(member) { return WebAuthnJSONError(.missingChallenge, "\"\(member)\" is null") }
             return WebAuthnJSONError(.wrongType, "\(member) must not be null")
         case .typeMismatch(let type, let context):
             if context.codingPath.isEmpty {
@@ -84,6 +84,11 @@ enum WebAuthnJSONCoding {
         @unknown default:
             return WebAuthnJSONError(.invalidJSON, "\(error)")
         }
+    }
+
+    /// The options' challenge, bare or inside a `publicKey` / `options` wrapper.
+    private static func isChallenge(_ member: String) -> Bool {
+        ["challenge", "publicKey.challenge", "options.challenge"].contains(member)
     }
 
     private static func jsonKind(_ type: Any.Type) -> String {

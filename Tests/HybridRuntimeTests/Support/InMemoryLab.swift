@@ -125,5 +125,6 @@ func eventName(_ event: SessionEvent) -> String {
     case .requestReceived: return "requestReceived"
     case .responseSent: return "responseSent"
     case .shutdownReceived: return "shutdownReceived"
+    case .closedAfterResponse: return "closedAfterResponse"
     }
 }

@@ -67,11 +67,14 @@ final class ChildProcess {
     let standardOutput = SharedText()
     let standardError = SharedText()
 
-    /// Starts `hybrid-sim <arguments>` with `HYBRID_SIM_HOME=home` and stdin from /dev/null.
-    init(_ name: String, _ arguments: [String], home: String, extraEnvironment: [String: String] = [:]) throws {
+    /// Starts `hybrid-sim <arguments>` (or `executable`) with `HYBRID_SIM_HOME=home` and stdin from /dev/null.
+    init(
+        _ name: String, _ arguments: [String], home: String, extraEnvironment: [String: String] = [:],
+        executable: URL? = nil
+    ) throws {
         self.name = name
         let process = Process()
-        process.executableURL = try HybridSimBinary.url()
+        process.executableURL = try executable ?? HybridSimBinary.url()
         process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["HYBRID_SIM_HOME"] = home

@@ -39,6 +39,13 @@ final class EndToEndLab {
         return child
     }
 
+    /// Starts another program (`/usr/bin/env` with `arguments`, e.g. a Python fixture).
+    func startOther(_ name: String, _ arguments: [String]) throws -> ChildProcess {
+        let child = try ChildProcess(name, arguments, home: home, executable: URL(fileURLWithPath: "/usr/bin/env"))
+        children.append(child)
+        return child
+    }
+
     // MARK: - Desktop
 
     /// A started desktop, once its QR code is shown.

@@ -1,0 +1,130 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// `desktop --rp-url`: the relying party over HTTP, as a profile describes it. The options come from
+/// it, and the result goes back to it; its verdict decides the exit status.
+struct DesktopRelyingPartyLink: Sendable {
+    let client: RelyingPartyClient
+    let ceremony: RelyingPartyProfile.Ceremony
+    let registration: Bool
+    /// `{user}`: `--user`, else `alice` for a registration and empty (a discoverable sign-in) otherwise.
+    let user: String
+    let tamper: Bool
+
+    init(configuration: DesktopConfiguration) throws(ProgramFailure) {
+        guard let url = configuration.rpURL, let name = configuration.rpProfile else {
+            throw ProgramFailure(.badInput, "--rp-url and --rp-profile go together")
+        }
+        let profile = try RelyingPartyProfile.load(name)
+        registration = configuration.request == .makeCredential
+        ceremony = try profile.ceremony(registration: registration)
+        client = try RelyingPartyClient(
+            baseURL: url, profile: profile, extraHeaders: configuration.rpHeaders, environment: configuration.environment)
+        user = configuration.userName ?? (registration ? ProgramDefaults.userName : "")
+        tamper = configuration.tamperWithResult
+    }
+
+    /// The profile's `user.id` encoding, unless `--user-id-encoding` says otherwise.
+    var userIdEncoding: UserIdEncoding? { client.profile.userIdEncoding }
+
+    /// Where the options come from, e.g. `POST http://127.0.0.1:47003/generate-registration-options`.
+    func optionsSource() throws(ProgramFailure) -> String {
+        "\(ceremony.options.method) \(try client.url(ceremony.options, values: ["user": .string(user)]))"
+    }
+
+    /// Fetches the options document.
+    func fetchOptions() async throws(ProgramFailure) -> DesktopCeremony.OptionsDocument {
+        let bytes = try await client.fetchOptions(ceremony, values: ["user": .string(user)])
+        return DesktopCeremony.OptionsDocument(bytes: bytes, source: try optionsSource())
+    }
+
+    /// Posts the credential JSON in the profile's form and returns the verdict.
+    func submit(credentialJSON: String) async throws(ProgramFailure) -> RelyingPartyClient.Verdict {
+        guard var credential = JSONValue.parse(Array(credentialJSON.utf8)) else {
+            throw ProgramFailure(.failed, "the credential JSON does not parse")
+        }
+        if tamper { credential = Self.tampered(credential) }
+        let response = credential["response"]
+        func standardBase64(_ member: String) -> JSONValue {
+            guard let text = response?[member]?.stringValue, let bytes = Base64URL.decode(text) else { return .null }
+            return .string(Data(bytes).base64EncodedString())
+        }
+        let values: [String: JSONValue] = [
+            "user": .string(user), "credential": credential, "credentialId": credential["id"] ?? .null,
+            "clientData": standardBase64("clientDataJSON"), "attestation": standardBase64("attestationObject"),
+        ]
+        return try await client.submit(ceremony, values: values)
+    }
+
+    /// Where the result goes, e.g. `POST http://127.0.0.1:47003/verify-registration`.
+    func verifySource() -> String {
+        "\(ceremony.verify.method) \((try? client.url(ceremony.verify, values: ["user": .string(user)])) ?? ceremony.verify.path)"
+    }
+
+    /// The result with one thing changed that every relying party must notice: the challenge in
+    /// the client data of a registration (`none` attestation signs nothing), the last byte of an
+    /// assertion's signature.
+    static func tampered(_ credential: JSONValue) -> JSONValue {
+        guard case .object(var members) = credential, case .object(var response)? = members["response"] else {
+            return credential
+        }
+        if let signature = response["signature"]?.stringValue, var bytes = Base64URL.decode(signature), !bytes.isEmpty {
+            bytes[bytes.count - 1] ^= 0x01
+            response["signature"] = .string(Base64URL.encode(bytes))
+        } else if let text = response["clientDataJSON"]?.stringValue, let bytes = Base64URL.decode(text),
+            case .object(var clientData)? = JSONValue.parse(bytes),
+            let challenge = clientData["challenge"]?.stringValue, var raw = Base64URL.decode(challenge), !raw.isEmpty
+        {
+            raw[0] ^= 0x01
+            clientData["challenge"] = .string(Base64URL.encode(raw))
+            response["clientDataJSON"] = .string(Base64URL.encode(Array(JSONValue.object(clientData).data)))
+        }
+        members["response"] = .object(response)
+        return .object(members)
+    }
+}
+
+// MARK: - Narration
+
+extension DesktopRelyingPartyLink {
+    /// Fetches the options, saying where from.
+    func fetchOptions(narrator: DesktopNarrator) async throws(ProgramFailure) -> DesktopCeremony.OptionsDocument {
+        narrator.say("options: fetching them with \(try optionsSource()) (profile \(client.profile.name))")
+        return try await fetchOptions()
+    }
+
+    /// Says which shape foreign options had, and what of them was ignored.
+    static func describeShape(of ceremony: DesktopCeremony, narrator: DesktopNarrator) {
+        guard let (shape, ignored) = ceremony.optionsShape else { return }
+        let extra = ignored.isEmpty ? "" : " (ignored beside it: \(ignored.joined(separator: ", ")))"
+        narrator.say("options: recognised \(shape.summary)\(extra)")
+        narrator.event("options", [("shape", .string(shape.rawValue))])
+    }
+
+    /// For options read from ForgeRock callbacks: the `webAuthnOutcome` value to put in the tree's
+    /// hidden-value callback, on stderr and as a `forgeRockOutcome` event.
+    static func describeOutcome(_ result: DesktopResult, of ceremony: DesktopCeremony, narrator: DesktopNarrator) {
+        guard ceremony.optionsShape?.shape == .forgeRock,
+            let outcome = ForgeRockMetadata.outcome(credentialJSON: result.credentialJSON)
+        else { return }
+        narrator.say("ForgeRock webAuthnOutcome (the HiddenValueCallback's value): \(outcome)")
+        narrator.event("forgeRockOutcome", [("value", .string(outcome))])
+    }
+
+    /// Posts the result; throws `verificationFailed` (exit 5) when the relying party rejects it.
+    func confirm(_ result: DesktopResult, narrator: DesktopNarrator) async throws(ProgramFailure) {
+        if tamper { narrator.say("note: --debug-tamper-result: corrupting the result before posting it") }
+        let verdict = try await submit(credentialJSON: result.credentialJSON)
+        narrator.event(
+            "rpVerdict",
+            [("accepted", .bool(verdict.accepted)), ("status", .int(verdict.status)), ("body", .string(verdict.body))])
+        let what = registration ? "registration" : "sign-in"
+        guard verdict.accepted else {
+            throw ProgramFailure(
+                .verificationFailed,
+                "the relying party rejected the \(what) (\(verifySource()) answered HTTP \(verdict.status)): \(verdict.body)")
+        }
+        narrator.say("relying party accepted the \(what): HTTP \(verdict.status) \(verdict.body)")
+    }
+}

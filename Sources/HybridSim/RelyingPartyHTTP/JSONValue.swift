@@ -1,0 +1,152 @@
+import Foundation
+
+/// Any JSON value, for profile templates and the bodies relying-party servers send and expect.
+public enum JSONValue: Sendable, Hashable, Codable {
+    case null
+    case bool(Bool)
+    case number(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let flag = try? container.decode(Bool.self) {
+            self = .bool(flag)
+        } else if let number = try? container.decode(Double.self) {
+            self = .number(number)
+        } else if let text = try? container.decode(String.self) {
+            self = .string(text)
+        } else if let array = try? container.decode([JSONValue].self) {
+            self = .array(array)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .null: try container.encodeNil()
+        case .bool(let flag): try container.encode(flag)
+        case .number(let number):
+            if number == number.rounded(), abs(number) < 1e15 { try container.encode(Int64(number)) } else { try container.encode(number) }
+        case .string(let text): try container.encode(text)
+        case .array(let array): try container.encode(array)
+        case .object(let object): try container.encode(object)
+        }
+    }
+
+    /// Parses UTF-8 JSON; `nil` when it is not JSON.
+    public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+    }
+
+    /// Compact JSON with sorted keys.
+    public var data: Data {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)) ?? Data("null".utf8)
+    }
+
+    /// The compact text.
+    public var text: String { String(decoding: data, as: UTF8.self) }
+
+    /// The member `key` of an object.
+    public subscript(key: String) -> JSONValue? {
+        if case .object(let object) = self { return object[key] }
+        return nil
+    }
+
+    /// The string, when this is one.
+    public var stringValue: String? {
+        if case .string(let text) = self { return text }
+        return nil
+    }
+
+    /// The object, when this is one.
+    public var objectValue: [String: JSONValue]? {
+        if case .object(let object) = self { return object }
+        return nil
+    }
+
+    /// Replaces every string that is exactly `{name}` by `values[name]` (any JSON value), and
+    /// `{name}` inside longer strings by the value's text (strings only).
+    ///
+    /// - Throws: the name of a placeholder with no value.
+    public func substituting(_ values: [String: JSONValue]) throws(JSONTemplateError) -> JSONValue {
+        switch self {
+        case .string(let text):
+            if text.hasPrefix("{"), text.hasSuffix("}"), let value = values[String(text.dropFirst().dropLast())] {
+                return value
+            }
+            return .string(try Self.substitute(in: text, values))
+        case .array(let array):
+            var out: [JSONValue] = []
+            for element in array { out.append(try element.substituting(values)) }
+            return .array(out)
+        case .object(let object):
+            var out: [String: JSONValue] = [:]
+            for (key, value) in object { out[key] = try value.substituting(values) }
+            return .object(out)
+        default:
+            return self
+        }
+    }
+
+    /// Replaces `{name}` placeholders in a string with string values (percent-encoding them when
+    /// `forURL`). Unknown `{…}` text is an error.
+    static func substitute(
+        in text: String, _ values: [String: JSONValue], forURL: Bool = false
+    ) throws(JSONTemplateError) -> String {
+        var out = ""
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "{") {
+            out += rest[..<open]
+            guard let close = rest[open...].firstIndex(of: "}") else { break }
+            let name = String(rest[rest.index(after: open)..<close])
+            guard let value = values[name]?.stringValue else { throw JSONTemplateError(placeholder: name) }
+            out += forURL ? (value.addingPercentEncoding(withAllowedCharacters: .urlQueryValueAllowed) ?? value) : value
+            rest = rest[rest.index(after: close)...]
+        }
+        return out + rest
+    }
+
+    /// The `{name}` placeholders used anywhere in this template.
+    var placeholders: Set<String> {
+        switch self {
+        case .string(let text): return Self.placeholders(in: text)
+        case .array(let array): return array.reduce(into: []) { $0.formUnion($1.placeholders) }
+        case .object(let object): return object.values.reduce(into: []) { $0.formUnion($1.placeholders) }
+        default: return []
+        }
+    }
+
+    static func placeholders(in text: String) -> Set<String> {
+        var names: Set<String> = []
+        var rest = Substring(text)
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            names.insert(String(rest[rest.index(after: open)..<close]))
+            rest = rest[rest.index(after: close)...]
+        }
+        return names
+    }
+}
+
+/// A profile template names a placeholder this ceremony has no value for.
+public struct JSONTemplateError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// The placeholder, without braces.
+    public var placeholder: String
+    public var description: String { "no value for the placeholder {\(placeholder)}" }
+}
+
+extension CharacterSet {
+    /// Characters left as they are in a query value.
+    static let urlQueryValueAllowed: CharacterSet = {
+        var set = CharacterSet.urlQueryAllowed
+        set.remove(charactersIn: "&=+?#")
+        return set
+    }()
+}

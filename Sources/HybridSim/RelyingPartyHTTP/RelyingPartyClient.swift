@@ -1,0 +1,191 @@
+import AsyncHTTPClient
+import Foundation
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// Talks to a relying party's HTTP API as a profile describes (`hybrid-sim desktop --rp-url`):
+/// fetches the options, later posts the result and reads the verdict. https URLs use TLS with the
+/// system's trust roots (AsyncHTTPClient). Cookies the server sets are sent back within the run.
+public final class RelyingPartyClient: Sendable {
+    /// The relying party's answer to the result.
+    public struct Verdict: Sendable, Hashable {
+        /// Whether the profile's success rule holds.
+        public var accepted: Bool
+        /// The HTTP status.
+        public var status: Int
+        /// The body, as text (shortened for messages).
+        public var body: String
+    }
+
+    /// The base URL, without a trailing slash.
+    public let baseURL: String
+    /// The profile followed.
+    public let profile: RelyingPartyProfile
+    private let headers: [(String, String)]
+    private let timeout: Duration
+    private let connectTimeout: Duration
+    private let cookies = Mutex<[String: String]>([:])
+
+    /// Prepares a client: checks the URL and resolves the profile's `${VARIABLE}` headers.
+    ///
+    /// - Parameters:
+    ///   - extraHeaders: `--rp-header` values (`Name: value`), added after (and replacing) the profile's.
+    /// - Throws: ``ProgramFailure`` `badInput` for a URL that is not http(s) or a missing variable.
+    public init(
+        baseURL: String, profile: RelyingPartyProfile, extraHeaders: [String] = [],
+        environment: [String: String], timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(5)
+    ) throws(ProgramFailure) {
+        guard let components = URLComponents(string: baseURL), let scheme = components.scheme,
+            ["http", "https"].contains(scheme), components.host?.isEmpty == false
+        else {
+            throw ProgramFailure(.badInput, "--rp-url \(baseURL) is not an http:// or https:// URL")
+        }
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.profile = profile
+        self.timeout = timeout
+        self.connectTimeout = connectTimeout
+        var given: [(String, String)] = []
+        for line in extraHeaders {
+            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
+                throw ProgramFailure(.badInput, "--rp-header \(line) is not of the form 'Name: value'")
+            }
+            let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
+            let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            given.append((name, value))
+        }
+        let overridden = Set(given.map { $0.0.lowercased() })
+        var resolved: [(String, String)] = []
+        for (name, value) in (profile.headers ?? [:]).sorted(by: { $0.key < $1.key })
+        where !overridden.contains(name.lowercased()) {
+            resolved.append((name, try Self.expand(value, header: name, profile: profile.name, environment: environment)))
+        }
+        self.headers = resolved + given
+    }
+
+    /// Fetches the options document for a ceremony.
+    ///
+    /// - Throws: ``ProgramFailure`` `network` when the server cannot be reached, `failed` when it
+    ///   answers with an error status.
+    public func fetchOptions(
+        _ ceremony: RelyingPartyProfile.Ceremony, values: [String: JSONValue]
+    ) async throws(ProgramFailure) -> [UInt8] {
+        let (status, body, url) = try await call(ceremony.options, values: values)
+        guard (200..<300).contains(status) else {
+            throw ProgramFailure(
+                .failed, "the relying party answered HTTP \(status) to \(ceremony.options.method) \(url): \(Self.shorten(body))")
+        }
+        return body
+    }
+
+    /// Posts the result and reads the verdict (a rejection is a verdict, not an error).
+    ///
+    /// - Throws: ``ProgramFailure`` `network` when the server cannot be reached.
+    public func submit(
+        _ ceremony: RelyingPartyProfile.Ceremony, values: [String: JSONValue]
+    ) async throws(ProgramFailure) -> Verdict {
+        let (status, body, _) = try await call(ceremony.verify, values: values)
+        var accepted = ceremony.success.status.contains(status)
+        if accepted, let member = ceremony.success.member {
+            accepted = JSONValue.parse(body)?[member] == .bool(true)
+        }
+        return Verdict(accepted: accepted, status: status, body: Self.shorten(body))
+    }
+
+    /// The URL an endpoint is called at, with placeholders filled in.
+    public func url(_ endpoint: RelyingPartyProfile.Endpoint, values: [String: JSONValue]) throws(ProgramFailure) -> String {
+        do {
+            return baseURL + (try JSONValue.substitute(in: endpoint.path, values, forURL: true))
+        } catch {
+            throw ProgramFailure(.badInput, "profile \(profile.name): \(endpoint.path): \(error)")
+        }
+    }
+
+    private func call(
+        _ endpoint: RelyingPartyProfile.Endpoint, values: [String: JSONValue]
+    ) async throws(ProgramFailure) -> (Int, [UInt8], String) {
+        let url = try url(endpoint, values: values)
+        var request = HTTPClientRequest(url: url)
+        request.method = HTTPMethod(rawValue: endpoint.method)
+        request.headers.add(name: "Accept", value: "application/json")
+        for (name, value) in headers {
+            request.headers.replaceOrAdd(name: name, value: value)
+        }
+        let jar = cookies.withLock { $0 }
+        if !jar.isEmpty {
+            request.headers.add(name: "Cookie", value: jar.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; "))
+        }
+        if let template = endpoint.body {
+            let body: JSONValue
+            do {
+                body = try template.substituting(values)
+            } catch {
+                throw ProgramFailure(.badInput, "profile \(profile.name): body of \(endpoint.path): \(error)")
+            }
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(bytes: Array(body.data)))
+        }
+        // One client per call: it retries a refused connection (with back-off) only until the
+        // connect timeout, so an unreachable relying party fails in `connectTimeout`, not `timeout`.
+        var configuration = HTTPClient.Configuration()
+        configuration.timeout = .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .nanoseconds(timeout.nanoseconds))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        let result: Result<(Int, [UInt8], String), ProgramFailure>
+        do {
+            let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+            let buffer = try await response.body.collect(upTo: 1 << 20)
+            remember(response.headers[canonicalForm: "Set-Cookie"].map(String.init))
+            result = .success((Int(response.status.code), Array(buffer.readableBytesView), url))
+        } catch {
+            result = .failure(ProgramFailure(.network, "cannot reach the relying party at \(url): \(error)"))
+        }
+        try? await client.shutdown()
+        return try result.get()
+    }
+
+    /// Keeps `name=value` of every `Set-Cookie` (attributes ignored: one run, one origin).
+    private func remember(_ setCookies: [String]) {
+        for line in setCookies {
+            let pair = line.split(separator: ";", maxSplits: 1).first ?? ""
+            guard let equals = pair.firstIndex(of: "=") else { continue }
+            let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
+            let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            cookies.withLock { $0[name] = value }
+        }
+    }
+
+    /// Expands `${VARIABLE}` from the environment.
+    static func expand(
+        _ value: String, header: String, profile: String, environment: [String: String]
+    ) throws(ProgramFailure) -> String {
+        var out = ""
+        var rest = Substring(value)
+        while let start = rest.range(of: "${") {
+            out += rest[..<start.lowerBound]
+            guard let end = rest[start.upperBound...].firstIndex(of: "}") else { break }
+            let name = String(rest[start.upperBound..<end])
+            guard let found = environment[name], !found.isEmpty else {
+                throw ProgramFailure(
+                    .badInput,
+                    "the \(profile) profile sends the header \(header), which needs the environment variable \(name) (or give --rp-header '\(header): …')"
+                )
+            }
+            out += found
+            rest = rest[rest.index(after: end)...]
+        }
+        return out + rest
+    }
+
+    static func shorten(_ body: [UInt8]) -> String {
+        let text = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        return text.count > 400 ? String(text.prefix(400)) + "…" : text
+    }
+}
+
+extension Duration {
+    /// The whole duration in nanoseconds.
+    var nanoseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1_000_000_000 + attoseconds / 1_000_000_000
+    }
+}

@@ -1,0 +1,56 @@
+import Foundation
+import HybridCore
+
+/// `hybrid-sim rp`: a relying party serving one profile's endpoints on loopback, for demos and
+/// tests of `hybrid-sim desktop --rp-url`.
+public enum RelyingPartyServerProgram {
+    /// Everything `hybrid-sim rp` can be told.
+    public struct Configuration: Sendable {
+        /// A built-in profile name or a profile file.
+        public var profile: String
+        /// TCP port; 0 picks a free one.
+        public var port: Int = defaultPort
+        /// The RP ID. Default example.com.
+        public var rpId: String = ProgramDefaults.rpId
+        /// The origin results must come from; `nil`: `https://<rp id>`.
+        public var origin: String?
+        /// The credential store; `nil`: `$HYBRID_SIM_HOME/rp-server-credentials.json`.
+        public var storePath: String?
+        /// The environment (for `HYBRID_SIM_HOME`).
+        public var environment: [String: String] = ProcessInfo.processInfo.environment
+
+        /// A configuration for `profile`.
+        public init(profile: String) { self.profile = profile }
+    }
+
+    /// The default port of `hybrid-sim rp`.
+    public static let defaultPort = 47003
+
+    /// Loads the profile and store and starts listening on 127.0.0.1.
+    ///
+    /// - Parameter log: one line per verdict.
+    /// - Throws: ``ProgramFailure`` `badInput` (profile, store, settings) or `network` (port).
+    public static func start(
+        _ configuration: Configuration, log: @escaping @Sendable (String) -> Void
+    ) async throws(ProgramFailure) -> (RelyingPartyHTTPServer, RelyingPartyService) {
+        let profile = try RelyingPartyProfile.load(configuration.profile)
+        guard (0...65535).contains(configuration.port) else { throw ProgramFailure(.badInput, "--port must be 0…65535") }
+        guard DesktopConfiguration.isPlausibleHost(configuration.rpId) else {
+            throw ProgramFailure(.badInput, "--rp-id \(configuration.rpId) is not a host name such as example.com")
+        }
+        let origin = configuration.origin ?? "https://\(configuration.rpId)"
+        let storePath =
+            configuration.storePath
+            ?? StoreLocation.directory(environment: configuration.environment) + "/rp-server-credentials.json"
+        let store: RelyingPartyStore
+        do {
+            store = try RelyingPartyStore.load(path: storePath)
+        } catch {
+            throw ProgramFailure(.badInput, "cannot use the store: \(error)")
+        }
+        let service = RelyingPartyService(
+            profile: profile, relyingParty: RelyingParty(id: configuration.rpId, origin: origin), store: store, log: log)
+        let server = try await RelyingPartyHTTPServer.start(service: service, port: configuration.port)
+        return (server, service)
+    }
+}

@@ -1,0 +1,218 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// One HTTP request as the relying-party server sees it.
+public struct RelyingPartyHTTPRequest: Sendable {
+    /// `GET`, `POST`, …
+    public var method: String
+    /// The path without the query.
+    public var path: String
+    /// Query parameters (percent-decoded).
+    public var query: [String: String]
+    /// Header names in lower case.
+    public var headers: [String: String]
+    /// The body.
+    public var body: [UInt8]
+
+    /// Creates a request from a request target such as `/registration_initialize?user_name=alice`.
+    public init(method: String, target: String, headers: [String: String] = [:], body: [UInt8] = []) {
+        self.method = method
+        let components = URLComponents(string: target)
+        self.path = components?.path ?? target
+        var query: [String: String] = [:]
+        for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        self.query = query
+        self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
+        self.body = body
+    }
+}
+
+/// One HTTP response from the relying-party server.
+public struct RelyingPartyHTTPResponse: Sendable {
+    /// The status.
+    public var status: Int
+    /// Extra headers (`Set-Cookie`).
+    public var headers: [(String, String)] = []
+    /// The JSON body.
+    public var body: JSONValue
+
+    /// A JSON error answer `{"verified": false, "error": message}`.
+    static func error(_ status: Int, _ message: String) -> Self {
+        Self(status: status, body: .object(["verified": .bool(false), "error": .string(message)]))
+    }
+}
+
+/// `hybrid-sim rp`'s relying party: serves a profile's endpoints, issues options and verifies the
+/// results with ``RelyingParty`` (HybridCore), keeping credentials in a ``RelyingPartyStore``.
+///
+/// Each options call issues a fresh 32-byte challenge, remembered for ``pendingLifetime`` and usable
+/// once (a failed verification uses it up too). With a cookie profile the challenge is also bound
+/// to the `hybrid-sim-session` cookie set with the options.
+public actor RelyingPartyService {
+    private struct Pending {
+        var registration: Bool
+        var user: PublicKeyCredentialUserEntity?
+        var allowList: [[UInt8]]
+        var session: String?
+        var issued: UInt64
+    }
+
+    /// The profile served.
+    public let profile: RelyingPartyProfile
+    /// The relying party that verifies.
+    public let relyingParty: RelyingParty
+    /// How long an issued challenge stays usable, in seconds.
+    public let pendingLifetime: UInt64 = 300
+    var store: RelyingPartyStore
+    private var pending: [[UInt8]: Pending] = [:]
+    private let random: RandomSource
+    private let now: @Sendable () -> UInt64
+    private let log: @Sendable (String) -> Void
+
+    /// Creates the service.
+    ///
+    /// - Parameters:
+    ///   - store: where credentials are kept; saved after every accepted registration or sign-in.
+    ///   - log: one line per verdict (the CLI prints them on stderr).
+    public init(
+        profile: RelyingPartyProfile, relyingParty: RelyingParty, store: RelyingPartyStore,
+        random: RandomSource = .system, now: @escaping @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) },
+        log: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
+        self.profile = profile
+        self.relyingParty = relyingParty
+        self.store = store
+        self.random = random
+        self.now = now
+        self.log = log
+    }
+
+    /// The credentials stored so far.
+    public var credentials: [RegisteredCredential] { store.credentials }
+
+    /// Answers one request.
+    public func handle(_ request: RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse {
+        for (name, _) in profile.headers ?? [:] where (request.headers[name.lowercased()] ?? "").isEmpty {
+            return .error(401, "the \(name) header is missing")
+        }
+        for (registration, ceremony) in [(true, profile.registration), (false, profile.authentication)] {
+            guard let ceremony else { continue }
+            if Self.matches(request, ceremony.options) {
+                return registration ? startRegistration(request, ceremony) : startAuthentication(request, ceremony)
+            }
+            if Self.matches(request, ceremony.verify) {
+                return finish(request, ceremony, registration: registration)
+            }
+        }
+        return .error(404, "no endpoint \(request.method) \(request.path) in the \(profile.name) profile")
+    }
+
+    private static func matches(_ request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint) -> Bool {
+        request.method == endpoint.method && request.path == (URLComponents(string: endpoint.path)?.path ?? endpoint.path)
+    }
+
+    /// The value the request gives where the endpoint's template has `{name}` (a query parameter or
+    /// a top-level body member).
+    private static func placeholderValue(
+        _ name: String, in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
+    ) -> JSONValue? {
+        let token = "{\(name)}"
+        for item in URLComponents(string: endpoint.path)?.queryItems ?? [] where item.value == token {
+            return request.query[item.name].map(JSONValue.string)
+        }
+        if endpoint.body == .string(token) { return JSONValue.parse(request.body) }
+        if let template = endpoint.body?.objectValue, let body = JSONValue.parse(request.body) {
+            for (key, value) in template where value == .string(token) { return body[key] }
+        }
+        return nil
+    }
+
+    // MARK: - Options
+
+    private func startRegistration(
+        _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony
+    ) -> RelyingPartyHTTPResponse {
+        let given = Self.placeholderValue("user", in: request, ceremony.options)?.stringValue ?? ""
+        let name = given.isEmpty ? ProgramDefaults.userName : given
+        guard name.utf8.count <= 64 else { return .error(400, "the account name is longer than 64 bytes") }
+        let existing = store.credentials(rpId: relyingParty.id, userName: name)
+        let userId = existing.first?.userId ?? newUserId()
+        let user = PublicKeyCredentialUserEntity(id: userId, name: name, displayName: name)
+        let challenge = random.bytes(32)
+        let options = PublicKeyCredentialCreationOptionsJSON(
+            rp: PublicKeyCredentialRpEntityJSON(id: relyingParty.id, name: relyingParty.id),
+            user: PublicKeyCredentialUserEntityJSON(id: userId, name: name, displayName: name),
+            challenge: challenge,
+            excludeCredentials: existing.map { PublicKeyCredentialDescriptorJSON(id: $0.credentialId) },
+            authenticatorSelection: AuthenticatorSelectionCriteriaJSON(residentKey: "required", userVerification: "preferred"),
+            attestation: "none"
+        )
+        var json = JSONValue.parse(WebAuthnJSONCoding.encode(options)) ?? .null
+        if profile.userIdEncoding == .utf8, case .object(var members) = json, case .object(var userMembers)? = members["user"] {
+            userMembers["id"] = .string(String(decoding: userId, as: UTF8.self))
+            members["user"] = .object(userMembers)
+            json = .object(members)
+        }
+        return issue(challenge, Pending(registration: true, user: user, allowList: [], session: nil, issued: now()), json)
+    }
+
+    private func startAuthentication(
+        _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony
+    ) -> RelyingPartyHTTPResponse {
+        let name = Self.placeholderValue("user", in: request, ceremony.options)?.stringValue ?? ""
+        var allowList: [[UInt8]] = []
+        if !name.isEmpty {
+            allowList = store.credentials(rpId: relyingParty.id, userName: name).map(\.credentialId)
+            guard !allowList.isEmpty else { return .error(404, "no passkey is registered for \(name)") }
+        }
+        let challenge = random.bytes(32)
+        let options = PublicKeyCredentialRequestOptionsJSON(
+            challenge: challenge, rpId: relyingParty.id,
+            allowCredentials: allowList.isEmpty ? nil : allowList.map { PublicKeyCredentialDescriptorJSON(id: $0) }
+        )
+        let json = JSONValue.parse(WebAuthnJSONCoding.encode(options)) ?? .null
+        return issue(challenge, Pending(registration: false, user: nil, allowList: allowList, session: nil, issued: now()), json)
+    }
+
+    /// Remembers the challenge and wraps the options in the profile's shape.
+    private func issue(_ challenge: [UInt8], _ entry: Pending, _ options: JSONValue) -> RelyingPartyHTTPResponse {
+        let time = now()
+        pending = pending.filter { time - $0.value.issued <= pendingLifetime }
+        var entry = entry
+        var headers: [(String, String)] = []
+        if profile.cookies == true {
+            let session = Base64URL.encode(random.bytes(16))
+            entry.session = session
+            headers.append(("Set-Cookie", "\(Self.cookieName)=\(session); Path=/; HttpOnly; SameSite=Strict"))
+        }
+        pending[challenge] = entry
+        let body: JSONValue
+        switch profile.optionsShape ?? .bare {
+        case .bare, .forgeRock: body = options  // a profile cannot ask for .forgeRock (validate)
+        case .publicKey: body = .object(["publicKey": options])
+        case .options: body = .object((profile.optionsExtras ?? [:]).merging(["options": options]) { _, new in new })
+        }
+        return RelyingPartyHTTPResponse(status: 200, headers: headers, body: body)
+    }
+
+    static let cookieName = "hybrid-sim-session"
+
+    /// Removes and returns the pending ceremony for `challenge` (single use), unless expired.
+    func takePending(_ challenge: [UInt8]) -> (registration: Bool, user: PublicKeyCredentialUserEntity?, allowList: [[UInt8]], session: String?)? {
+        guard let entry = pending.removeValue(forKey: challenge), now() - entry.issued <= pendingLifetime else { return nil }
+        return (entry.registration, entry.user, entry.allowList, entry.session)
+    }
+
+    var currentCredentials: [RegisteredCredential] { store.credentials }
+    var currentTime: UInt64 { now() }
+    func logLine(_ line: String) { log(line) }
+
+    /// A new user handle: 16 random bytes, or for a profile whose `user.id` is a plain string, an
+    /// Okta-style ASCII ID (`00u` and 17 letters or digits).
+    private func newUserId() -> [UInt8] {
+        guard profile.userIdEncoding == .utf8 else { return random.bytes(16) }
+        let alphabet = Array("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789".utf8)
+        return Array("00u".utf8) + random.bytes(17).map { alphabet[Int($0) % alphabet.count] }
+    }
+}

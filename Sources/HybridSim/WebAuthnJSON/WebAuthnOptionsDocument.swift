@@ -1,0 +1,162 @@
+import CTAP2
+import Foundation
+
+/// How an options document from a relying party's server was shaped.
+public enum WebAuthnOptionsShape: String, Sendable, Hashable, CaseIterable, Codable {
+    /// The options themselves (`PublicKeyCredentialCreationOptionsJSON` or `…RequestOptionsJSON`):
+    /// py_webauthn's `options_to_json`, SimpleWebAuthn.
+    case bare
+    /// `{"publicKey": {…}}`, the `CredentialCreationOptions` / `CredentialRequestOptions` argument of
+    /// `navigator.credentials.create()/get()`: go-webauthn, webauthn-rs, java-webauthn-server, Hanko.
+    /// Sibling members (`mediation`, `signal`, …) are ignored: they steer the browser's UI, not the
+    /// authenticator.
+    case publicKey
+    /// `{"options": {…}, …}`: Okta MyAccount's enrolment answer (`expiresAt` and `_links` beside it).
+    case options
+    /// ForgeRock AM's WebAuthn `MetadataCallback` data (or the callbacks document holding it),
+    /// converted as ForgeRock's JavaScript SDK does (``ForgeRockMetadata``). Read only: `hybrid-sim rp`
+    /// does not serve it.
+    case forgeRock
+
+    /// "bare options", "a {\"publicKey\": …} wrapper", "an {\"options\": …} wrapper".
+    public var summary: String {
+        switch self {
+        case .bare: return "bare options"
+        case .publicKey: return "a {\"publicKey\": …} wrapper"
+        case .options: return "an {\"options\": …} wrapper"
+        case .forgeRock: return "ForgeRock WebAuthn callback metadata"
+        }
+    }
+}
+
+/// How `user.id` is written in creation options.
+public enum UserIdEncoding: String, Sendable, Hashable, CaseIterable, Codable {
+    /// Unpadded (or padded) base64url, as WebAuthn L3 JSON says.
+    case base64url
+    /// A plain string whose UTF-8 bytes are the user handle: Okta MyAccount (its iOS sample converts
+    /// `user.id` with `.data(using: .utf8)`) and ForgeRock (the JS SDK uses the characters of the
+    /// base64 text as the handle).
+    case utf8
+}
+
+/// Options read from a relying party's document, with the shape that was recognised.
+public struct ParsedWebAuthnOptions<Options: Sendable>: Sendable {
+    /// The validated options.
+    public var options: Options
+    /// The shape the document had.
+    public var shape: WebAuthnOptionsShape
+    /// Members next to the options that a browser would act on but this client ignores
+    /// (e.g. `mediation` in a `publicKey` wrapper), for a note.
+    public var ignoredSiblings: [String]
+}
+
+/// Reads the options shapes relying-party servers actually send (``WebAuthnOptionsShape``).
+///
+/// Recognition: a top-level `challenge` means bare options; otherwise an object-valued `publicKey`
+/// or `options` member is the wrapper. Errors name the member with its full path
+/// (`publicKey.user.id`). Unknown members are ignored at every level, as browsers do.
+enum WebAuthnOptionsDocument {
+    /// Decodes `T` from a document of any recognised shape.
+    static func parse<T: Decodable & Sendable>(
+        _ json: some Collection<UInt8>, as type: T.Type, userIdEncoding: UserIdEncoding
+    ) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<T> {
+        let data = Data(json)
+        let object: [String: Any]
+        do {
+            guard let top = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) as? [String: Any]
+            else { throw WebAuthnJSONError(.invalidJSON, "expected a JSON object at the top level") }
+            object = top
+        } catch let error as WebAuthnJSONError {
+            throw error
+        } catch {
+            // Let the decoder produce its precise syntax error.
+            _ = try WebAuthnJSONCoding.decode(T.self, from: data)
+            throw WebAuthnJSONError(.invalidJSON, "\(error)")
+        }
+        let forgeRock = try ForgeRockMetadata.options(from: object)
+        let shape = forgeRock == nil ? try recognise(object) : .forgeRock
+        let inner: [String: Any]
+        switch shape {
+        case .bare: inner = object
+        case .publicKey: inner = object["publicKey"] as? [String: Any] ?? [:]
+        case .options: inner = object["options"] as? [String: Any] ?? [:]
+        case .forgeRock: inner = forgeRock ?? [:]
+        }
+        // ForgeRock's user handle is already the UTF-8 of its userId text.
+        let rewritten =
+            shape == .forgeRock
+            ? inner : try rewriteUserId(inner, encoding: userIdEncoding, path: shape == .bare ? "" : "\(shape.rawValue).")
+        let document: [String: Any] = shape == .bare || shape == .forgeRock ? rewritten : [shape.rawValue: rewritten]
+        let bytes: Data
+        do {
+            bytes = try JSONSerialization.data(withJSONObject: document)
+        } catch {
+            throw WebAuthnJSONError(.invalidJSON, "\(error)")
+        }
+        let options: T
+        switch shape {
+        case .bare, .forgeRock: options = try WebAuthnJSONCoding.decode(T.self, from: bytes)
+        case .publicKey: options = try WebAuthnJSONCoding.decode(PublicKeyEnvelope<T>.self, from: bytes).publicKey
+        case .options: options = try WebAuthnJSONCoding.decode(OptionsEnvelope<T>.self, from: bytes).options
+        }
+        let siblings = shape == .publicKey ? object.keys.filter { $0 != "publicKey" }.sorted() : []
+        return ParsedWebAuthnOptions(options: options, shape: shape, ignoredSiblings: siblings)
+    }
+
+    /// The shape of a top-level object.
+    static func recognise(_ object: [String: Any]) throws(WebAuthnJSONError) -> WebAuthnOptionsShape {
+        if object["challenge"] != nil { return .bare }
+        for shape in [WebAuthnOptionsShape.publicKey, .options] {
+            guard let value = object[shape.rawValue] else { continue }
+            guard value is [String: Any] else {
+                throw WebAuthnJSONError(.wrongType, "\(shape.rawValue) must be an object")
+            }
+            return shape
+        }
+        return .bare  // decoding then names what is missing
+    }
+
+    /// With ``UserIdEncoding/utf8``, replaces a string `user.id` by the base64url of its UTF-8 bytes.
+    private static func rewriteUserId(
+        _ options: [String: Any], encoding: UserIdEncoding, path: String
+    ) throws(WebAuthnJSONError) -> [String: Any] {
+        guard encoding == .utf8, var user = options["user"] as? [String: Any], let id = user["id"] else { return options }
+        guard let text = id as? String else {
+            throw WebAuthnJSONError(.wrongType, "\(path)user.id must be a string")
+        }
+        user["id"] = Base64URL.encode(Array(text.utf8))
+        var out = options
+        out["user"] = user
+        return out
+    }
+}
+
+private struct PublicKeyEnvelope<T: Decodable>: Decodable { var publicKey: T }
+private struct OptionsEnvelope<T: Decodable>: Decodable { var options: T }
+
+extension PublicKeyCredentialCreationOptionsJSON {
+    /// Reads creation options in any shape a relying party's server sends (bare, `{"publicKey": …}`,
+    /// `{"options": …}`), validates them and says which shape it was.
+    ///
+    /// - Parameter userIdEncoding: how `user.id` is written (``UserIdEncoding/utf8`` for Okta).
+    /// - Throws: ``WebAuthnJSONError`` naming the member with its path in the document.
+    public static func parse(
+        document json: some Collection<UInt8>, userIdEncoding: UserIdEncoding = .base64url
+    ) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<Self> {
+        let parsed = try WebAuthnOptionsDocument.parse(json, as: Self.self, userIdEncoding: userIdEncoding)
+        try parsed.options.validate()
+        return parsed
+    }
+}
+
+extension PublicKeyCredentialRequestOptionsJSON {
+    /// Reads request options in any shape a relying party's server sends (bare, `{"publicKey": …}`,
+    /// `{"options": …}`), validates them and says which shape it was.
+    ///
+    /// - Throws: ``WebAuthnJSONError`` naming the member with its path in the document.
+    public static func parse(document json: some Collection<UInt8>) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<Self> {
+        let parsed = try WebAuthnOptionsDocument.parse(json, as: Self.self, userIdEncoding: .base64url)
+        try parsed.options.validate()
+        return parsed
+    }
+}

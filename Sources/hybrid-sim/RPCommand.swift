@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import HybridSim
+
+/// `hybrid-sim rp`: a relying-party server on loopback following a profile. See Docs/RELYING_PARTY.md.
+struct RPCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "rp",
+        abstract: "Serve a relying party's WebAuthn endpoints on loopback (for desktop --rp-url).",
+        discussion: """
+            Serves the endpoints of a profile (simplewebauthn, py_webauthn, hanko, okta, or a profile \
+            JSON file) on http://127.0.0.1:PORT: it issues options with fresh challenges and verifies \
+            the results it is sent (client data, RP ID hash, flags, attestation, signature, counter), \
+            keeping credentials in a store. When ready it prints one line on stdout with the URL; one \
+            line per verdict goes to stderr. Stops on SIGINT or SIGTERM. See Docs/RELYING_PARTY.md.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Built-in profile name or profile JSON file.", valueName: "name|file"))
+    var profile: String
+
+    @Option(help: ArgumentHelp("TCP port on 127.0.0.1; 0 picks a free one.", valueName: "n"))
+    var port = RelyingPartyServerProgram.defaultPort
+
+    @Option(help: ArgumentHelp("Relying party ID.", valueName: "id"))
+    var rpId = ProgramDefaults.rpId
+
+    @Option(help: ArgumentHelp("Origin results must carry. (default: https://<rp-id>)", valueName: "url"))
+    var origin: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "Credential store. (default: $HYBRID_SIM_HOME/rp-server-credentials.json)", valueName: "file"))
+    var store: String?
+
+    @Flag(help: "Print the profile's JSON (to copy and edit) and exit.")
+    var printProfile = false
+
+    func run() async throws {
+        if printProfile {
+            do {
+                let loaded = try RelyingPartyProfile.load(profile)
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                print(String(decoding: try encoder.encode(loaded), as: UTF8.self))
+                return
+            } catch let failure as ProgramFailure {
+                FileHandle.standardError.write(Data("error: \(failure.message)\n".utf8))
+                throw ExitCode(failure.exitCode)
+            }
+        }
+        var configuration = RelyingPartyServerProgram.Configuration(profile: profile)
+        configuration.port = port
+        configuration.rpId = rpId
+        configuration.origin = origin
+        configuration.storePath = store
+        let signals = TerminationSignals()
+        let server: RelyingPartyHTTPServer
+        do {
+            (server, _) = try await RelyingPartyServerProgram.start(configuration) { line in
+                FileHandle.standardError.write(Data("rp: \(line)\n".utf8))
+            }
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
+            throw ExitCode(error.exitCode)
+        }
+        print("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId)")
+        fflush(nil)
+        _ = await signals.wait()
+        await server.stop()
+    }
+}

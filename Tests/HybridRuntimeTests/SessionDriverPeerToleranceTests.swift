@@ -1,0 +1,77 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Testing
+
+/// The phone's tolerance of desktops that close the tunnel instead of sending kShutdown
+/// (revision 0 desktops, other client implementations): Docs/PROTOCOL-TOLERANCE.md.
+@Suite("Phone: a desktop that closes without a shutdown message", .timeLimit(.minutes(1)))
+struct SessionDriverPeerToleranceTests {
+    /// The phone's tunnel, except that the desktop's third message (its shutdown) is replaced by the
+    /// tunnel closing with `code`, which is what the phone sees when a desktop closes the WebSocket
+    /// after reading the response (the relay forwards the close code).
+    private static func closingInsteadOfShutdown(_ code: WebSocketCloseCode) -> @Sendable (any TunnelTransport) -> any TunnelTransport {
+        { tunnel in ClosingInsteadOfShutdown(inner: tunnel, code: code) }
+    }
+
+    /// One sign-in whose desktop closes with `code` instead of sending kShutdown.
+    private func signIn(closingWith code: WebSocketCloseCode) async throws -> (InMemoryLab.Run, Ceremony.Authentication, Account) {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        var lab = InMemoryLab()
+        lab.wrapPhoneTunnel = Self.closingInsteadOfShutdown(code)
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let run = try await lab.transact(request: authentication.requestBytes, hint: .getAssertion, phone: phone)
+        return (run, authentication, account)
+    }
+
+    @Test("a normal close (1000) after the response ends the transaction successfully, with a closedAfterResponse event")
+    func normalCloseAfterResponse() async throws {
+        let (run, authentication, account) = try await signIn(closingWith: .normalClosure)
+        let (signedIn, _) = try authentication.verify(response: run.outcome.response, knownCredentials: [account.credential])
+        #expect(signedIn.signCount == 1)
+        #expect(!run.phoneEvents.contains(.shutdownReceived))
+        #expect(run.phoneEvents.last == .closedAfterResponse(reason: "tunnel closed with 1000 (normal closure): desktop done"))
+    }
+
+    @Test("going away (1001, also the relay's code when the desktop's connection simply ended) is orderly too")
+    func goingAwayAfterResponse() async throws {
+        let (run, _, _) = try await signIn(closingWith: .goingAway)
+        #expect(run.phoneEvents.contains { if case .closedAfterResponse = $0 { true } else { false } })
+    }
+
+    @Test("an abnormal close (1006) after the response is still an error naming the step")
+    func abnormalCloseAfterResponse() async throws {
+        do {
+            _ = try await signIn(closingWith: .abnormalClosure)
+            Issue.record("an abnormal close was taken as the end of the transaction")
+        } catch let error as TransactionError {
+            #expect(error.side == .phone)
+            #expect(error.step == "waiting for the desktop to end the transaction")
+            #expect((error.underlying as? RuntimeError)?.closeCode == .abnormalClosure)
+        }
+    }
+}
+
+/// Hands through the handshake and the request, then reports the tunnel closed with `code`.
+private final class ClosingInsteadOfShutdown: TunnelTransport {
+    let inner: any TunnelTransport
+    let code: WebSocketCloseCode
+    private let received = LockedBox(0)
+
+    init(inner: any TunnelTransport, code: WebSocketCloseCode) {
+        self.inner = inner
+        self.code = code
+    }
+
+    func send(_ message: [UInt8]) async throws { try await inner.send(message) }
+
+    func receive(timeout: Duration) async throws -> [UInt8] {
+        let message = try await inner.receive(timeout: timeout)
+        received.update { $0 += 1 }
+        if received.value >= 3 { throw RuntimeError.closed(code, "desktop done") }
+        return message
+    }
+
+    func close() async { await inner.close() }
+}

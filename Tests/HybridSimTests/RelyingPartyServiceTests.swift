@@ -1,0 +1,92 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridSim
+import Testing
+
+/// `hybrid-sim rp`'s relying party in process (no sockets) and profile files.
+@Suite("Relying-party server: requests, challenges and profiles")
+struct RelyingPartyServiceTests {
+    private func service(_ profile: String, directory: TemporaryDirectory) throws -> RelyingPartyService {
+        RelyingPartyService(
+            profile: try RelyingPartyProfile.load(profile),
+            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
+            store: RelyingPartyStore(path: directory.path + "/store.json"))
+    }
+
+    @Test("each built-in profile's options come in its shape, with a fresh 32-byte challenge")
+    func optionsShapes() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        for name in RelyingPartyProfile.builtInNames {
+            let profile = try RelyingPartyProfile.load(name)
+            let rp = try service(name, directory: directory)
+            let endpoint = try #require(profile.registration?.options)
+            let target = endpoint.path.replacingOccurrences(of: "{user}", with: "zoe")
+            let body = endpoint.body.map { Array(((try? $0.substituting(["user": .string("zoe")])) ?? .null).data) } ?? []
+            let headers = Dictionary(uniqueKeysWithValues: (profile.headers ?? [:]).map { ($0.key, "x") })
+            let response = await rp.handle(
+                RelyingPartyHTTPRequest(method: endpoint.method, target: target, headers: headers, body: body))
+            #expect(response.status == 200, "\(name): \(response.body.text)")
+            let document = Array(response.body.data)
+            let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(
+                document: document, userIdEncoding: profile.userIdEncoding ?? .base64url)
+            #expect(parsed.shape == profile.optionsShape ?? .bare, "\(name)")
+            #expect(parsed.options.challenge.bytes.count == 32)
+            #expect(parsed.options.rp.id == "example.com")
+            let takesUser = endpoint.path.contains("{user}") || endpoint.body?.text.contains("{user}") == true
+            #expect(parsed.options.user.name == (takesUser ? "zoe" : "alice"), "\(name)")
+            #expect(response.headers.contains { $0.0 == "Set-Cookie" } == (profile.cookies == true), "\(name)")
+        }
+    }
+
+    @Test("a missing profile header is 401, an unknown endpoint 404")
+    func headersAndRoutes() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let okta = try service("okta", directory: directory)
+        let unauthorized = await okta.handle(
+            RelyingPartyHTTPRequest(method: "POST", target: "/idp/myaccount/webauthn/registration", headers: ["Accept": "application/json"]))
+        #expect(unauthorized.status == 401)
+        #expect(unauthorized.body["error"]?.stringValue?.contains("Authorization") == true)
+        let hanko = try service("hanko", directory: directory)
+        let missing = await hanko.handle(RelyingPartyHTTPRequest(method: "GET", target: "/nowhere"))
+        #expect(missing.status == 404)
+        let wrongMethod = await hanko.handle(RelyingPartyHTTPRequest(method: "POST", target: "/registration_initialize"))
+        #expect(wrongMethod.status == 404)
+    }
+
+    @Test("a challenge is used once: a second result for it is refused as unknown")
+    func singleUseChallenge() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let rp = try service("hanko", directory: directory)
+        let options = await rp.handle(RelyingPartyHTTPRequest(method: "GET", target: "/authentication_initialize"))
+        let challenge = try #require(options.body["publicKey"]?["challenge"]?.stringValue)
+        let clientData = Base64URL.encode(Array(#"{"type":"webauthn.get","challenge":"\#(challenge)","origin":"https://example.com"}"#.utf8))
+        let body = Array(#"{"id":"AQ","rawId":"AQ","type":"public-key","response":{"clientDataJSON":"\#(clientData)","authenticatorData":"AA","signature":"AA"}}"#.utf8)
+        let first = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
+        #expect(first.status == 400, "\(first.body.text)")  // malformed authenticator data
+        let second = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
+        #expect(second.status == 401)
+        #expect(second.body["error"]?.stringValue?.contains("unknown or expired challenge") == true)
+    }
+
+    @Test(
+        "profile files: mistakes are named",
+        arguments: [
+            (#"{"name": "x", "summary": "", "registration": {"options": {"method": "PUT", "path": "/a"}, "verify": {"method": "POST", "path": "/b"}, "success": {"status": [200]}}}"#, "registration.options.method must be GET or POST"),
+            (#"{"name": "x", "summary": "", "registration": {"options": {"method": "GET", "path": "a"}, "verify": {"method": "POST", "path": "/b"}, "success": {"status": [200]}}}"#, "must start with /"),
+            (#"{"name": "x", "summary": "", "registration": {"options": {"method": "GET", "path": "/a?u={username}"}, "verify": {"method": "POST", "path": "/b"}, "success": {"status": [200]}}}"#, "unknown placeholder {username}"),
+            (#"{"name": "x", "summary": ""}"#, "neither registration nor authentication"),
+            (#"{"name": "x", "summary": "", "optionsShape": "wrapped", "registration": {"options": {"method": "GET", "path": "/a"}, "verify": {"method": "POST", "path": "/b"}, "success": {"status": [200]}}}"#, "optionsShape"),
+        ])
+    func profileMistakes(json: String, mention: String) throws {
+        #expect {
+            try RelyingPartyProfile.parse(Data(json.utf8), source: "p.json")
+        } throws: { error in
+            (error as? ProgramFailure)?.kind == .badInput && "\(error)".contains(mention)
+        }
+        #expect(throws: ProgramFailure.self) { try RelyingPartyProfile.load("no-such-profile") }
+    }
+}

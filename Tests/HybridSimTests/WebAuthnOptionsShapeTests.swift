@@ -1,0 +1,120 @@
+import CTAP2
+import Foundation
+import HybridSim
+import Testing
+
+/// Options documents as relying-party servers send them: bare, `{"publicKey": …}`, `{"options": …}`.
+@Suite("WebAuthn options: the shapes relying-party servers send")
+struct WebAuthnOptionsShapeTests {
+    @Test("bare py_webauthn and SimpleWebAuthn options are recognised as bare")
+    func bare() throws {
+        for name in ["py_webauthn-registration-options.json", "simplewebauthn-registration-options.json"] {
+            let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(document: OptionsFixtures.bytes(name))
+            #expect(parsed.shape == .bare, "\(name)")
+            #expect(parsed.options == (try PublicKeyCredentialCreationOptionsJSON.parse(OptionsFixtures.bytes(name))))
+        }
+    }
+
+    @Test("go-webauthn / Hanko {publicKey} creation options: the inner options, mediation reported as ignored")
+    func publicKeyWrapper() throws {
+        let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(
+            document: OptionsFixtures.bytes("hanko-registration-options.json"))
+        #expect(parsed.shape == .publicKey)
+        #expect(parsed.ignoredSiblings == ["mediation"])
+        #expect(parsed.options.user.name == "carol")
+        #expect(parsed.options.user.id.bytes == Base64URL.decode("mWSc3zKfQ9S1vkTxQ7Z0gA"))
+        #expect(parsed.options.effectiveUserVerification == "required")
+
+        let request = try PublicKeyCredentialRequestOptionsJSON.parse(
+            document: OptionsFixtures.bytes("hanko-authentication-options.json"))
+        #expect(request.shape == .publicKey)
+        #expect(request.options.rpId == "example.com")
+        #expect(request.options.challenge.bytes == Base64URL.decode("3HqJv2l6Kx2hS3yq1D7aVb0Rk6wq8s1ZP1n6L9mF0Tc"))
+    }
+
+    @Test("Okta {options} with a plain-string user.id: utf8 gives its UTF-8 bytes, base64url would give other bytes")
+    func oktaOptionsWrapper() throws {
+        let bytes = try OptionsFixtures.bytes("okta-registration-options.json")
+        let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: .utf8)
+        #expect(parsed.shape == .options)
+        #expect(parsed.options.user.id.bytes == Array("00u1x2y3z4AbCdEfG5h7".utf8))
+        #expect(parsed.options.user.name == "dana@example.com")
+        #expect(parsed.options.rp.id == nil)
+        // The same text read as base64url decodes (it happens to be valid) to different bytes: the
+        // encoding has to be said, it cannot be guessed.
+        let misread = try PublicKeyCredentialCreationOptionsJSON.parse(document: bytes)
+        #expect(misread.options.user.id.bytes != Array("00u1x2y3z4AbCdEfG5h7".utf8))
+    }
+
+    @Test("ForgeRock callbacks: the MetadataCallback data becomes options (standard-base64 challenge, userId text as the handle)")
+    func forgeRockCallbacks() throws {
+        let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(
+            document: OptionsFixtures.bytes("forgerock-registration-callbacks.json"))
+        #expect(parsed.shape == .forgeRock)
+        let options = parsed.options
+        #expect(options.challenge.bytes == Array(Data(base64Encoded: "N8c2kC5m+Y8x0ZQy7Yd8Vq3GZ7ZbS6p2l0r0Yv/2hXc=")!))
+        #expect(options.user.id.bytes == Array("ZjRkNWE3MjAtNTk0Yy00YjY3LWIzZTktM2RkMjdhNGQ5ZjQ0".utf8))
+        #expect(options.user.name == "ivy" && options.user.displayName == "Ivy")
+        #expect(options.rp.id == "example.com" && options.rp.name == "ForgeRock")
+        #expect(options.pubKeyCredParams.map(\.alg) == [-257, -7])
+        #expect(options.requiresResidentKey)
+        #expect(options.timeout == 60_000)
+
+        let signIn = Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "_relyingPartyId": "example.com", "userVerification": "required", "_allowCredentials": [{"type": "public-key", "id": [1, -1, 127, -128]}]}"#.utf8)
+        let request = try PublicKeyCredentialRequestOptionsJSON.parse(document: signIn)
+        #expect(request.shape == .forgeRock)
+        #expect(request.options.allowCredentialIds == [[1, 255, 127, 128]])
+        #expect(request.options.rpId == "example.com")
+        #expect(request.options.effectiveUserVerification == "required")
+
+        #expect(throws: WebAuthnJSONError.missingChallenge) {
+            try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"_action": "webauthn_authentication"}"#.utf8))
+        }
+        #expect(throws: WebAuthnJSONError.wrongType) {
+            try PublicKeyCredentialRequestOptionsJSON.parse(
+                document: Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "_allowCredentials": [{"id": "AQ"}]}"#.utf8))
+        }
+    }
+
+    @Test("errors name the member with its path inside the wrapper")
+    func errorPaths() throws {
+        let wrongType = Array(#"{"publicKey": {"rp": {"id": "example.com"}, "user": {"id": "AQ", "name": 5}, "challenge": "AQID", "pubKeyCredParams": []}}"#.utf8)
+        #expect {
+            try PublicKeyCredentialCreationOptionsJSON.parse(document: wrongType)
+        } throws: { error in
+            (error as? WebAuthnJSONError)?.code == .wrongType && "\(error)".contains("publicKey.user.name must be a string")
+        }
+        let badWrapper = Array(#"{"options": "rp"}"#.utf8)
+        #expect {
+            try PublicKeyCredentialCreationOptionsJSON.parse(document: badWrapper)
+        } throws: { error in
+            (error as? WebAuthnJSONError)?.code == .wrongType && "\(error)".contains("options must be an object")
+        }
+        let missing = Array(#"{"publicKey": {"challenge": "AQID"}}"#.utf8)
+        #expect {
+            try PublicKeyCredentialCreationOptionsJSON.parse(document: missing)
+        } throws: { error in
+            (error as? WebAuthnJSONError)?.code == .missingMember && "\(error)".contains("publicKey.rp is required")
+        }
+        let numericUserId = Array(#"{"options": {"rp": {}, "user": {"id": 7, "name": "x"}, "challenge": "AQID", "pubKeyCredParams": []}}"#.utf8)
+        #expect {
+            try PublicKeyCredentialCreationOptionsJSON.parse(document: numericUserId, userIdEncoding: .utf8)
+        } throws: { error in
+            (error as? WebAuthnJSONError)?.code == .wrongType && "\(error)".contains("options.user.id must be a string")
+        }
+        #expect(throws: WebAuthnJSONError.invalidJSON) {
+            try PublicKeyCredentialRequestOptionsJSON.parse(document: Array("[1]".utf8))
+        }
+        #expect(throws: WebAuthnJSONError.missingChallenge) {
+            try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"publicKey": {"rpId": "example.com"}}"#.utf8))
+        }
+    }
+
+    @Test("unknown members are ignored at every level, as browsers do")
+    func unknownMembers() throws {
+        let json = Array(#"{"publicKey": {"challenge": "AQID", "rpId": "example.com", "futureMember": {"x": 1}}, "signal": {}, "mediation": "silent"}"#.utf8)
+        let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: json)
+        #expect(parsed.options.challenge.bytes == [1, 2, 3])
+        #expect(parsed.ignoredSiblings == ["mediation", "signal"])
+    }
+}
