@@ -198,3 +198,28 @@ struct SignCountLimitTests {
         #expect(fixture.authenticator.passkeys[0].signCount == UInt32.max)
     }
 }
+
+/// The directory fsync after the rename is checked: a real I/O error is reported, the file systems
+/// that cannot sync a directory are accepted.
+@Suite("Store writes: directory fsync result")
+struct StoreDirectorySyncTests {
+    @Test("EIO from the directory fsync is a writeFailed error naming it; EINVAL, ENOTSUP, EROFS are accepted")
+    func directorySync() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-dirsync-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/passkeys.json"
+        do {
+            try AtomicFileFaults.write(Array("{}".utf8), to: path, directorySyncErrno: EIO)
+            Issue.record("a failed directory fsync was ignored")
+        } catch {
+            #expect(error.code == .writeFailed)
+            #expect(error.description.contains("cannot fsync"), "\(error)")
+        }
+        // The rename happened before the sync: the new content is in place, only its durability is in doubt.
+        #expect(FileManager.default.contents(atPath: path) == Data("{}".utf8))
+        for accepted in [EINVAL, ENOTSUP, EROFS] {
+            try AtomicFileFaults.write(Array("[]".utf8), to: path, directorySyncErrno: accepted)
+        }
+        #expect(FileManager.default.contents(atPath: path) == Data("[]".utf8))
+    }
+}

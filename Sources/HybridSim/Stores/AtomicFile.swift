@@ -66,9 +66,10 @@ enum AtomicFile {
     }
 
     /// Replaces `path` with `bytes` atomically, mode 0600; creates a missing directory with mode 0700.
-    static func write(_ bytes: [UInt8], to path: String, simulatingCrash crash: SimulatedCrash? = nil)
-        throws(StoreError)
-    {
+    static func write(
+        _ bytes: [UInt8], to path: String, simulatingCrash crash: SimulatedCrash? = nil,
+        directorySyncError: Int32? = nil
+    ) throws(StoreError) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         try ensureDirectory(directory, for: path)
@@ -103,7 +104,7 @@ enum AtomicFile {
         }
         guard rename(temporary, path) == 0 else { throw fail("cannot rename over the store") }
         renamed = true
-        try syncDirectory(directory, for: path)
+        try syncDirectory(directory, for: path, simulatedError: directorySyncError)
         removeStaleTemporaryFiles(for: path)
     }
 
@@ -145,14 +146,17 @@ enum AtomicFile {
     /// fsyncs a directory so a rename in it is durable. A file system that cannot sync directories
     /// (`EINVAL`, `ENOTSUP`) is accepted; any other failure (`EIO`) is reported: the new file is in
     /// place but may not survive a power cut.
-    private static func syncDirectory(_ directory: String, for path: String) throws(StoreError) {
+    /// `simulatedError`: tests make the directory's fsync fail with that errno.
+    private static func syncDirectory(_ directory: String, for path: String, simulatedError: Int32? = nil)
+        throws(StoreError)
+    {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
             throw StoreError(.writeFailed, path: path, "cannot open \(directory) to sync it: \(systemMessage(errno))")
         }
         defer { close(fd) }
-        guard fsync(fd) == 0 else {
-            let code = errno
+        guard simulatedError == nil, fsync(fd) == 0 else {
+            let code = simulatedError ?? errno
             if code == EINVAL || code == ENOTSUP || code == EROFS { return }
             throw StoreError(.writeFailed, path: path, "cannot fsync \(directory): \(systemMessage(code))")
         }
@@ -194,3 +198,12 @@ enum AtomicFile {
         Darwin.write(fd, buffer, count)
     }
 #endif
+
+/// Test access to a store write whose directory fsync fails with a chosen errno (the failure a real
+/// disk reports as `EIO`), which no file system here produces on demand.
+package enum AtomicFileFaults {
+    /// ``AtomicFile`` write of `bytes` to `path` whose final directory fsync fails with `errno`.
+    package static func write(_ bytes: [UInt8], to path: String, directorySyncErrno errno: Int32) throws(StoreError) {
+        try AtomicFile.write(bytes, to: path, directorySyncError: errno)
+    }
+}
