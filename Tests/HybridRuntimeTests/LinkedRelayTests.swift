@@ -137,6 +137,40 @@ struct LinkedRelayTests {
         }
     }
 
+    @Test("a refusal marked revoked closes the desktop's tunnel with 4410; later contacts for that ID get 410")
+    func revokedRefusal() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let id = Array("unlinked-phone".utf8)
+            let channel = try await Self.listen(endpoint, id)
+            let desktop = try await Self.contact(endpoint, id, header: Self.payload().headerValue)
+            let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            try await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: "contact ID revoked", revoked: true).encoded)
+            let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
+            #expect(error?.closeCode == .contactRevoked)
+            let gone = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, id, header: Self.payload().headerValue)
+            }
+            #expect(gone?.httpStatus == 410)
+            await channel.close()
+        }
+    }
+
+    @Test("push refusals: round trip with and without the revoked mark; key 3 other than true is malformed")
+    func refusalEncoding() throws {
+        let tunnelID = Array(repeating: UInt8(9), count: 16)
+        for revoked in [false, true] {
+            let refusal = PushRefusal(tunnelID: tunnelID, reason: "why", revoked: revoked)
+            #expect(try PushRefusal(bytes: refusal.encoded) == refusal)
+        }
+        for bad: CBORValue in [
+            [1: .bytes(tunnelID), 2: .text("why"), 3: .bool(false)],
+            [1: .bytes(tunnelID), 2: .text("why"), 3: .unsigned(1)],
+            [1: .bytes(tunnelID), 2: .text("why"), 4: .bool(true)],
+        ] {
+            #expect(throws: RuntimeError.self) { try PushRefusal(bytes: CBOR.encode(bad)) }
+        }
+    }
+
     @Test("a malformed push channel path or revoked header: 404 / 400")
     func listenValidation() async throws {
         try await withRelay(Self.configuration) { _, endpoint in

@@ -101,6 +101,50 @@ struct EndToEndLinkedTests {
         #expect(try await none.waitForExit() == 2, "\(none.transcript)")
         #expect(FailureOutput.singleErrorLine(none).contains("no linked phone in \(links)"))
     }
+
+    @Test("--unlink while the phone listens: the running listener refuses as revoked (exit 8, link gone) and listens on")
+    func unlinkWhileListening() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, relayURL) = try await lab.startRelay()
+        let links = lab.file("links.json")
+        let desktop = try await lab.startDesktop(["--request", "mc", "--link", "--relay", relayURL])
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        let linkBytes = try Data(contentsOf: URL(fileURLWithPath: links))
+
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        let listener = try lab.start(
+            "listener",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "60"])
+        defer { listener.terminate() }
+        func linkedSignIn(_ name: String) throws -> ChildProcess {
+            try lab.start(
+                name, ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        }
+        let first = try linkedSignIn("linked-1")
+        #expect(try await first.waitForExit(timeout: .seconds(40)) == 0, "\(first.transcript)\n\(listener.transcript)")
+
+        // Unlink while the listener runs (it still holds the old contact ID in memory).
+        let unlink = try lab.start("unlink", ["phone", "--unlink"])
+        #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
+        let refused = try linkedSignIn("linked-revoked")
+        #expect(try await refused.waitForExit(timeout: .seconds(40)) == 8, "\(refused.transcript)\n\(listener.transcript)")
+        #expect(FailureOutput.singleErrorLine(refused).contains("revoked this link (it refused the contact: contact ID revoked)"))
+        #expect(try LinkStore.load(path: links).links.isEmpty)
+        try await listener.waitForOutput("listening again", in: \.standardError) { lines in
+            lines.filter { $0.hasPrefix("push channel open") }.count >= 2
+        }
+        #expect(listener.isRunning, "the listener keeps listening under its new contact ID")
+
+        // The old link once more (restored from a copy): the relay now knows the ID is revoked: 410.
+        try linkBytes.write(to: URL(fileURLWithPath: links))
+        let gone = try linkedSignIn("linked-gone")
+        #expect(try await gone.waitForExit(timeout: .seconds(40)) == 8, "\(gone.transcript)")
+        #expect(FailureOutput.singleErrorLine(gone).contains("(the relay answered 410 Gone)"), "\(gone.transcript)")
+        #expect(try LinkStore.load(path: links).links.isEmpty)
+    }
 }
 
 /// The permission bits of a file.

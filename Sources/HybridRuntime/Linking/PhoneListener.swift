@@ -52,6 +52,17 @@ public enum PhoneListener {
         case refused(String)
         /// The transaction was attempted and failed.
         case failed(String)
+        /// The contact ID the push came for was revoked meanwhile (`phone --unlink` while listening):
+        /// the refusal tells the relay (which closes the desktop's tunnel with 4410 and answers later
+        /// contacts with 410), and ``run(_:count:limit:logger:events:handle:)`` throws
+        /// ``ContactRevoked`` so the caller can listen again under its new contact ID.
+        case revoked
+    }
+
+    /// Thrown by ``run(_:count:limit:logger:events:handle:)`` after a ``Verdict/revoked`` push.
+    public struct ContactRevoked: Error, Sendable {
+        /// Pushes answered before the revoked one.
+        public var answered: Int
     }
 
     /// Listens until `count` pushes were answered (`nil`: until `limit` or cancellation).
@@ -124,6 +135,11 @@ public enum PhoneListener {
                     try? await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: reason).encoded)
                 case .failed:
                     break
+                case .revoked:
+                    try? await channel.send(
+                        PushRefusal(tunnelID: push.tunnelID, reason: "contact ID revoked", revoked: true).encoded)
+                    await channel.close()
+                    throw ContactRevoked(answered: answered)
                 }
             }
             await channel.close()

@@ -79,10 +79,19 @@ final class ContactDirectory {
         if listeners[contactID] === handler { listeners[contactID] = nil }
     }
 
-    /// The phone refused a push: close that tunnel with 1008 and its reason.
+    /// The phone refused a push: close that tunnel with 1008 and its reason, or with 4410 when the
+    /// contact ID is revoked (then later contacts for it are answered 410 at once).
     func refused(_ refusal: PushRefusal, contactID: [UInt8]) {
+        if refusal.revoked, revoked.count < Self.maxRemembered {
+            revoked.insert(contactID)
+            known.remove(contactID)
+        }
         guard let tunnel = active[contactID], tunnel.tunnelID == refusal.tunnelID else { return }
-        tunnel.close(code: .policyViolation, reason: "phone refused: \(refusal.reason)")
+        if refusal.revoked {
+            tunnel.close(code: .contactRevoked, reason: "contact ID revoked by the phone")
+        } else {
+            tunnel.close(code: .policyViolation, reason: "phone refused: \(refusal.reason)")
+        }
     }
 
     // MARK: - /cable/contact

@@ -56,30 +56,39 @@ public struct PushRefusal: Sendable, Hashable {
     public var tunnelID: [UInt8]
     /// Why, for the desktop's error message.
     public var reason: String
+    /// The phone refused because the contact ID the push came for is revoked (CBOR key 3, `true`):
+    /// the relay closes the desktop's tunnel with 4410 and answers later contacts for it with 410.
+    public var revoked: Bool
 
     /// Longest reason kept (close-frame reasons are short).
     public static let maxReasonBytes = 120
 
     /// Creates a refusal; the reason is cut to ``maxReasonBytes``.
-    public init(tunnelID: [UInt8], reason: String) {
+    public init(tunnelID: [UInt8], reason: String, revoked: Bool = false) {
         self.tunnelID = tunnelID
+        self.revoked = revoked
         var cut = reason
         while cut.utf8.count > Self.maxReasonBytes { cut.removeLast() }
         self.reason = cut
     }
 
     /// The CBOR encoding.
-    public var encoded: [UInt8] { CBOR.encode([1: .bytes(tunnelID), 2: .text(reason)]) }
+    public var encoded: [UInt8] {
+        var map: [CBORValue: CBORValue] = [1: .bytes(tunnelID), 2: .text(reason)]
+        if revoked { map[3] = .bool(true) }
+        return CBOR.encode(.map(map))
+    }
 
     /// Parses a refusal strictly.
     public init(bytes: [UInt8]) throws(RuntimeError) {
-        guard let map = (try? CBOR.decode(bytes))?.mapValue, map.count == 2,
+        guard let map = (try? CBOR.decode(bytes))?.mapValue, map.count == 2 || (map.count == 3 && map[3] == .bool(true)),
             let tunnelID = map[1]?.bytesValue, tunnelID.count == TunnelServicePath.tunnelIDSize,
             let reason = map[2]?.textValue, reason.utf8.count <= Self.maxReasonBytes
         else {
-            throw RuntimeError(.protocolViolation, "malformed push refusal (expected CBOR {1: tunnel ID, 2: reason})")
+            throw RuntimeError(
+                .protocolViolation, "malformed push refusal (expected CBOR {1: tunnel ID, 2: reason, 3?: true})")
         }
-        self.init(tunnelID: tunnelID, reason: reason)
+        self.init(tunnelID: tunnelID, reason: reason, revoked: map.count == 3)
     }
 }
 

@@ -31,6 +31,10 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomSt
     public static let internalError = WebSocketCloseCode(rawValue: 1011)
     /// 1013: try again later.
     public static let tryAgainLater = WebSocketCloseCode(rawValue: 1013)
+    /// 4410 (HybridSim's private range): the linked phone refused a contact because the contact ID
+    /// was revoked (`phone --unlink` while it listened). The desktop treats it like HTTP 410 on
+    /// `/cable/contact`: forget the link.
+    public static let contactRevoked = WebSocketCloseCode(rawValue: 4410)
 
     /// Whether an endpoint may put this code in a close frame (RFC 6455 §7.4.1/§7.4.2).
     public var isSendable: Bool {
@@ -56,6 +60,7 @@ public struct WebSocketCloseCode: RawRepresentable, Hashable, Sendable, CustomSt
         case 1011: return "internal error"
         case 1012: return "service restart"
         case 1013: return "try again later"
+        case 4410: return "contact revoked"
         case 3000...3999: return "registered"
         case 4000...4999: return "private"
         default: return "unknown"

@@ -77,6 +77,17 @@ extension Run {
                 .linkRevoked,
                 "the linked phone \"\(stored.name)\" revoked this link (the relay answered 410 Gone); removed it from \(path). "
                     + "Link again with --link and a QR code.")
+        } catch let error as TransactionError
+            where (error.underlying as? RuntimeError)?.closeCode == .contactRevoked
+        {
+            // The listening phone was unlinked: its refusal is the same answer as a 410.
+            await scanner.stop()
+            await relay.embedded?.shutdown()
+            try removeLink(stored, path: path)
+            throw ProgramFailure(
+                .linkRevoked,
+                "the linked phone \"\(stored.name)\" revoked this link (it refused the contact: contact ID revoked); "
+                    + "removed it from \(path). Link again with --link and a QR code.")
         } catch {
             await scanner.stop()
             await relay.embedded?.shutdown()
@@ -106,6 +117,7 @@ extension Run {
                 events: { narrator.session($0) })
         } catch let error as TransactionError {
             if error.runtimeCode == .upgradeRejected { throw error }
+            if (error.underlying as? RuntimeError)?.closeCode == .contactRevoked { throw error }  // like a 410
             if let runtime = error.underlying as? RuntimeError, runtime.code == .closed, runtime.closeCode == .policyViolation,
                 let range = runtime.reason.range(of: "phone refused: ")
             {
@@ -138,7 +150,7 @@ extension Run {
         do {
             try LinkStore.remove(name: stored.name, contactID: stored.contactID, path: path)
         } catch {
-            throw ProgramFailure(.linkRevoked, "the relay answered 410 Gone for \"\(stored.name)\", but \(path) could not be updated: \(error)")
+            throw ProgramFailure(.linkRevoked, "the link \"\(stored.name)\" is revoked, but \(path) could not be updated: \(error)")
         }
     }
 }

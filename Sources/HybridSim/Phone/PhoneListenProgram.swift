@@ -63,35 +63,54 @@ public enum PhoneListenProgram {
         narrator.say("listening as \"\(identity.name)\" on \(relayURL) for contact requests (link store \(store.path))")
         let seen = SeenNonces()
         let reachable = Mutex(true)  // narrate an outage once, not every retry
-        var listener = PhoneListener.Configuration(
-            relayURL: relayURL, contactID: identity.contactID, revoked: identity.revokedContactIDs)
-        listener.maxBackoff = .seconds(1)
-        let answered = try await PhoneListener.run(
-            listener, count: configuration.count, limit: configuration.limit, logger: phone.logger,
-            events: { event in
-                switch event {
-                case .listening(let url):
-                    reachable.withLock { $0 = true }
-                    narrator.say("push channel open on \(url)")
-                    narrator.event("listening", [("flow", .string("linked")), ("relay", .string(url))])
-                case .unreachable(let reason, let retry):
-                    let first = reachable.withLock { wasReachable in
-                        defer { wasReachable = false }
-                        return wasReachable
-                    }
-                    if first { narrator.say("relay unreachable (\(reason)); retrying every \(retry)–1 s until it is back") }
-                case .pushed:
-                    narrator.say("contact request from a linked desktop")
-                    narrator.event("contact", [("flow", .string("linked"))])
-                case .ignored(let reason):
-                    narrator.say("ignored a push: \(reason)")
+        let events: @Sendable (PhoneListener.Event) -> Void = { event in
+            switch event {
+            case .listening(let url):
+                reachable.withLock { $0 = true }
+                narrator.say("push channel open on \(url)")
+                narrator.event("listening", [("flow", .string("linked")), ("relay", .string(url))])
+            case .unreachable(let reason, let retry):
+                let first = reachable.withLock { wasReachable in
+                    defer { wasReachable = false }
+                    return wasReachable
                 }
-            },
-            handle: { push in
-                await answer(push, phone: phone, passkeyPath: passkeyPath, linkStorePath: linkStorePath,
-                             contactID: identity.contactID, seen: seen, relayURL: relayURL, proximity: proximity,
-                             narrator: narrator)
-            })
+                if first { narrator.say("relay unreachable (\(reason)); retrying every \(retry)–1 s until it is back") }
+            case .pushed:
+                narrator.say("contact request from a linked desktop")
+                narrator.event("contact", [("flow", .string("linked"))])
+            case .ignored(let reason):
+                narrator.say("ignored a push: \(reason)")
+            }
+        }
+        // `phone --unlink` while this runs: the push for the old contact ID is refused as revoked,
+        // and listening starts again under the new contact ID (announcing the revoked one).
+        let deadline = configuration.limit.map { ContinuousClock.now + $0 }
+        var current = identity
+        var answered = 0
+        while true {
+            var listener = PhoneListener.Configuration(
+                relayURL: relayURL, contactID: current.contactID, revoked: current.revokedContactIDs)
+            listener.maxBackoff = .seconds(1)
+            let contactID = current.contactID
+            do {
+                answered += try await PhoneListener.run(
+                    listener, count: configuration.count.map { $0 - answered },
+                    limit: deadline.map { max($0 - ContinuousClock.now, .zero) }, logger: phone.logger, events: events,
+                    handle: { push in
+                        await answer(push, phone: phone, passkeyPath: passkeyPath, linkStorePath: linkStorePath,
+                                     contactID: contactID, seen: seen, relayURL: relayURL, proximity: proximity,
+                                     narrator: narrator)
+                    })
+                break
+            } catch let revoked as PhoneListener.ContactRevoked {
+                answered += revoked.answered
+                guard let reloaded = try PhoneLinkStore.load(path: linkStorePath).identity, reloaded.contactID != contactID
+                else {
+                    throw ProgramFailure(.failed, "the contact ID was revoked but \(linkStorePath) has no new one")
+                }
+                current = reloaded
+            }
+        }
         narrator.say("answered \(answered) contact request(s); done")
         narrator.event("result", [("flow", .string("linked")), ("answered", .int(answered))])
     }
@@ -111,7 +130,11 @@ public enum PhoneListenProgram {
         guard let identity = (try? PhoneLinkStore.load(path: linkStorePath))?.identity else {
             return refuse("the phone's link store is unreadable")
         }
-        guard identity.contactID == contactID else { return refuse("contact ID revoked") }
+        guard identity.contactID == contactID else {
+            narrator.say("refused the contact request: its contact ID was revoked (--unlink); listening under the new one")
+            narrator.event("refused", [("flow", .string("linked")), ("reason", .string("contact ID revoked"))])
+            return .revoked
+        }
         guard identity.pairingIDs.contains(payload.pairingID) else { return refuse("unknown pairing ID") }
         guard seen.insert(payload.clientNonce) else { return refuse("replayed client payload") }
 
@@ -189,7 +212,8 @@ public enum PhoneListenProgram {
                 throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)")
             }
             output.standardError(
-                "revoked the contact ID: every desktop linked to this phone gets 410 from now on (restart --listen; \(store.path))")
+                "revoked the contact ID: every desktop linked to this phone gets 410 from now on (a running --listen "
+                    + "switches to the new contact ID at its next contact request; \(store.path))")
             if phone.json {
                 output.standardOutput(JSONLine(event: "unlinked", [("flow", .string("linked")),
                                                                     ("revoked", .int(identity.revokedContactIDs.count))]).text)
