@@ -133,6 +133,14 @@ struct DesktopCommand: AsyncParsableCommand {
     )
     var timeout: Double?
 
+    @Option(
+        help: ArgumentHelp(
+            "Append each session's traffic keys and handshake hash to this file (for hybrid-sim inspect --keylog; like SSLKEYLOGFILE).",
+            valueName: "file"
+        )
+    )
+    var keylog: String?
+
     @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
     var logLevel = "warning"
 
@@ -196,6 +204,7 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.qrPNGPath = qrPng
         configuration.invertQR = invert
         configuration.json = json
+        configuration.keyLogPath = keylog
         configuration.link = link
         configuration.linksPath = links
         configuration.linked = linked
