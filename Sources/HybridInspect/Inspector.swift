@@ -227,10 +227,14 @@ private struct Walk {
             message.anomalies.append("a Chromium desktop refuses it: \(error.reason)")
         }
         for line in CBORAnnotation.lines(value, schema: .postHandshake) {
-            message.details.append(line.hasPrefix("1 (getInfo)") ? "1 (getInfo): authenticatorGetInfo response" : line)
-        }
-        if let getInfo = value.mapValue?[1]?.bytesValue, let info = try? CBOR.decode(getInfo) {
-            message.details += CBORAnnotation.lines(info, schema: .getInfoResponse).map { "  " + $0 }
+            guard line.hasPrefix("1 (getInfo)") else {
+                message.details.append(line)
+                continue
+            }
+            message.details.append("1 (getInfo): authenticatorGetInfo response")
+            if let getInfo = value.mapValue?[1]?.bytesValue, let info = try? CBOR.decode(getInfo) {
+                message.details += CBORAnnotation.lines(info, schema: .getInfoResponse).map { "  " + $0 }
+            }
         }
     }
 

@@ -3,7 +3,7 @@
 /// anomalies marked `!`. ``text(_:)`` is for the terminal, ``svg(_:)`` for documents and browsers.
 public enum SequenceDiagram {
     /// Width of the arrow between the two lifelines, in characters.
-    static let lane = 46
+    static let lane = 58
 
     /// The terminal rendering (UTF-8 box-drawing characters, no colours).
     public static func text(_ inspection: Inspection) -> String {
@@ -70,7 +70,7 @@ public enum SequenceDiagram {
             let color = message.anomalies.isEmpty ? "#1f4e79" : "#b00020"
             body.append("<text x=\"20\" y=\"\(y + 4)\" class=\"t\">+\(String(format2: message.milliseconds)) ms</text>")
             body.append("<text x=\"\((left + right) / 2)\" y=\"\(y - 6)\" class=\"m\" text-anchor=\"middle\" fill=\"\(color)\">\(escape(message.title)) (\(message.bytes) B)</text>")
-            body.append("<line x1=\"\(x1)\" y1=\"\(y)\" x2=\"\(x2)\" y2=\"\(y)\" stroke=\"\(color)\" stroke-width=\"1.5\" marker-end=\"url(#a)\"/>")
+            body.append("<line x1=\"\(x1)\" y1=\"\(y)\" x2=\"\(x2)\" y2=\"\(y)\" stroke=\"\(color)\" stroke-width=\"1.5\" marker-end=\"url(#\(message.anomalies.isEmpty ? "a" : "r"))\"/>")
             y += lineHeight
             for line in detailLines(message).prefix(14) {
                 let klass = line.hasPrefix("!") ? "w" : "d"
@@ -87,7 +87,9 @@ public enum SequenceDiagram {
         var out: [String] = []
         out.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"monospace\">")
         out.append("<style>.h{font-size:15px;font-weight:bold}.m{font-size:13px}.t{font-size:11px;fill:#555}.d{font-size:11px;fill:#333}.w{font-size:11px;fill:#b00020}</style>")
-        out.append("<defs><marker id=\"a\" markerWidth=\"10\" markerHeight=\"8\" refX=\"9\" refY=\"4\" orient=\"auto\"><path d=\"M0,0 L10,4 L0,8 z\" fill=\"context-stroke\"/></marker></defs>")
+        out.append("<defs>" + [("a", "#1f4e79"), ("r", "#b00020")].map { id, color in
+            "<marker id=\"\(id)\" markerWidth=\"10\" markerHeight=\"8\" refX=\"9\" refY=\"4\" orient=\"auto\"><path d=\"M0,0 L10,4 L0,8 z\" fill=\"\(color)\"/></marker>"
+        }.joined() + "</defs>")
         out.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>")
         out.append("<text x=\"20\" y=\"22\" class=\"d\">\(escape("\(inspection.flow) session, \(inspection.pattern), routing ID \(inspection.routingID)"))</text>")
         out.append("<text x=\"20\" y=\"38\" class=\"d\">\(escape("keys: \(inspection.keyDetail)"))</text>")
