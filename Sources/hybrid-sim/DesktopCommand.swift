@@ -180,7 +180,19 @@ struct DesktopCommand: AsyncParsableCommand {
         }
     }
 
+    @Flag(help: "Serve a local page that plays the website: QR code, live progress, result or error (implies --json on stdout).")
+    var web = false
+
+    @Option(help: ArgumentHelp("TCP port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "port"))
+    var webPort: Int = DesktopWebProgram.defaultPort
+
     func run() async throws {
+        if web {
+            guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0...65535") }
+            let status = await DesktopWebProgram.main(makeConfiguration(), webPort: webPort)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let status = await DesktopProgram.main(makeConfiguration(), output: .standard)
         if status != 0 { throw ExitCode(status) }
     }
