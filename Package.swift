@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "CTAP2", targets: ["CTAP2"]),
         .library(name: "HybridCore", targets: ["HybridCore"]),
         .library(name: "HybridQR", targets: ["HybridQR"]),
+        .library(name: "HybridInspect", targets: ["HybridInspect"]),
         .library(name: "HybridRuntime", targets: ["HybridRuntime"]),
         .library(name: "HybridSim", targets: ["HybridSim"]),
         .executable(name: "hybrid-sim", targets: ["hybrid-sim"]),
@@ -39,6 +40,12 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
             ]
+        ),
+
+        /// Takes tunnel recordings apart (`hybrid-sim inspect`): decoding, anomalies, sequence diagrams. No I/O.
+        .target(
+            name: "HybridInspect",
+            dependencies: ["HybridCore", "CTAP2", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
         // MARK: QR codes (libqrencode + libzbar)
@@ -85,7 +92,7 @@ let package = Package(
         .executableTarget(
             name: "hybrid-sim",
             dependencies: [
-                "HybridSim", "HybridQR", "HybridRuntime", "HybridCore", "CTAP2",
+                "HybridSim", "HybridQR", "HybridRuntime", "HybridCore", "CTAP2", "HybridInspect",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -107,6 +114,10 @@ let package = Package(
             exclude: ["Captures"]  // real tmux captures, read via #filePath
         ),
         .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
+        .testTarget(
+            name: "HybridInspectTests",
+            dependencies: ["HybridInspect", "HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]
+        ),
         .testTarget(
             name: "HybridSimTests",
             dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridRuntime"],

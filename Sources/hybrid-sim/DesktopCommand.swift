@@ -133,6 +133,14 @@ struct DesktopCommand: AsyncParsableCommand {
     )
     var timeout: Double?
 
+    @Option(
+        help: ArgumentHelp(
+            "Append each session's traffic keys and handshake hash to this file (for hybrid-sim inspect --keylog; like SSLKEYLOGFILE).",
+            valueName: "file"
+        )
+    )
+    var keylog: String?
+
     @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
     var logLevel = "warning"
 
@@ -172,7 +180,19 @@ struct DesktopCommand: AsyncParsableCommand {
         }
     }
 
+    @Flag(help: "Serve a local page that plays the website: QR code, live progress, result or error (implies --json on stdout).")
+    var web = false
+
+    @Option(help: ArgumentHelp("TCP port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "port"))
+    var webPort: Int = DesktopWebProgram.defaultPort
+
     func run() async throws {
+        if web {
+            guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0...65535") }
+            let status = await DesktopWebProgram.main(makeConfiguration(), webPort: webPort)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let status = await DesktopProgram.main(makeConfiguration(), output: .standard)
         if status != 0 { throw ExitCode(status) }
     }
@@ -196,6 +216,7 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.qrPNGPath = qrPng
         configuration.invertQR = invert
         configuration.json = json
+        configuration.keyLogPath = keylog
         configuration.link = link
         configuration.linksPath = links
         configuration.linked = linked

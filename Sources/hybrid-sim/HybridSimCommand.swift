@@ -16,6 +16,7 @@ struct HybridSimCommand: AsyncParsableCommand {
             DesktopCommand.self,
             PhoneCommand.self,
             BenchCommand.self,
+            InspectCommand.self,
         ]
     )
 }

@@ -89,6 +89,14 @@ struct PhoneCommand: AsyncParsableCommand {
     )
     var timeout: Double = ProgramDefaults.timeoutSeconds
 
+    @Option(
+        help: ArgumentHelp(
+            "Append each session's traffic keys and handshake hash to this file (for hybrid-sim inspect --keylog; like SSLKEYLOGFILE).",
+            valueName: "file"
+        )
+    )
+    var keylog: String?
+
     @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
     var logLevel = "warning"
 
@@ -171,6 +179,7 @@ struct PhoneCommand: AsyncParsableCommand {
         configuration.deny = deny
         configuration.attestation = attestation.attestation
         configuration.json = json
+        configuration.keyLogPath = keylog
         configuration.timeout = .milliseconds(Int64((timeout * 1000).rounded()))
         configuration.logger = CommandLogging.logger(label: "hybrid-sim.phone", level: logLevel)
         return configuration

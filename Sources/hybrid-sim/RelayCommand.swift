@@ -1,5 +1,6 @@
 import ArgumentParser
 import Dispatch
+import Foundation
 import HybridRuntime
 import Logging
 import Synchronization
@@ -103,6 +104,14 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error or critical.")
     var logLevel = "info"
 
+    @Option(
+        help: ArgumentHelp(
+            "Record every tunnel into this directory (one .hsrec file per tunnel, for hybrid-sim inspect).",
+            valueName: "dir"
+        )
+    )
+    var record: String?
+
     /// `--routing-id-prefix` as bytes: 2 or 4 hex digits.
     private var routingPrefixBytes: [UInt8]? {
         guard let text = routingIDPrefix, text.count == 2 || text.count == 4, text.allSatisfy(\.isHexDigit) else {
@@ -153,6 +162,13 @@ struct RelayCommand: AsyncParsableCommand {
             originPolicy: RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         )
         configuration.routingIDPrefix = routingPrefixBytes ?? []
+        if let record {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: record, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--record \(record): not an existing directory")
+            }
+            configuration.recordDirectory = record
+        }
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()

@@ -40,6 +40,8 @@ public enum NoiseHandshake {
         public var crypter: Crypter
         /// The final handshake hash, the channel binding for the linking signature.
         public let handshakeHash: [UInt8]
+        /// The traffic keys and handshake hash, for a key log (``SessionKeys``).
+        public let keys: SessionKeys
     }
 
     /// The desktop's side: build message 1, then process message 2.
@@ -110,7 +112,10 @@ public enum NoiseHandshake {
             let keys = state.split()
             return Result(
                 crypter: Crypter(readKey: keys.responderToInitiator, writeKey: keys.initiatorToResponder),
-                handshakeHash: state.handshakeHash)
+                handshakeHash: state.handshakeHash,
+                keys: SessionKeys(
+                    initiatorEphemeral: Array(message[0..<65]), handshakeHash: state.handshakeHash,
+                    initiatorToResponder: keys.initiatorToResponder, responderToInitiator: keys.responderToInitiator))
         }
     }
 
@@ -164,7 +169,10 @@ public enum NoiseHandshake {
         let keys = state.split()
         let result = Result(
             crypter: Crypter(readKey: keys.initiatorToResponder, writeKey: keys.responderToInitiator),
-            handshakeHash: state.handshakeHash)
+            handshakeHash: state.handshakeHash,
+            keys: SessionKeys(
+                initiatorEphemeral: peerPoint, handshakeHash: state.handshakeHash,
+                initiatorToResponder: keys.initiatorToResponder, responderToInitiator: keys.responderToInitiator))
         return (result, ephemeralPoint + tag)
     }
 

@@ -73,6 +73,9 @@ public struct AuthenticatorSession: Sendable {
     private let random: RandomSource
     private let handshakeEphemeralKey: P256.KeyAgreement.PrivateKey?
     private var state: State = .creatingTunnel
+    /// Called once with the session's traffic keys when the handshake completes, for a key log
+    /// (`--keylog`); `nil` (the default) logs nothing. The session itself does no I/O.
+    public var keyLog: (@Sendable (SessionKeys) -> Void)? = nil
 
     /// Prepares to answer a scanned QR code.
     /// - Parameters:
@@ -124,6 +127,7 @@ public struct AuthenticatorSession: Sendable {
             let (result, response) = try NoiseHandshake.respondQR(
                 to: message, psk: psk, peerIdentity: clientIdentity,
                 ephemeralKey: handshakeEphemeralKey ?? random.keyAgreementKey())
+            keyLog?(result.keys)
             var crypter = result.crypter
             let post = try crypter.encrypt(PostHandshakeMessage(getInfo: getInfo).encode())
             let update = try crypter.encrypt(UpdateMessage.frame(linking: linkingInfo(handshakeHash: result.handshakeHash)).bytes)

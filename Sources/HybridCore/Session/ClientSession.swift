@@ -57,6 +57,9 @@ public struct ClientSession: Sendable {
     private let advertCipher: AdvertCipher
     private let random: RandomSource
     private var state: State = .waitingForAdvert
+    /// Called once with the session's traffic keys when the handshake completes, for a key log
+    /// (`--keylog`); `nil` (the default) logs nothing. The session itself does no I/O.
+    public var keyLog: (@Sendable (SessionKeys) -> Void)? = nil
 
     /// Starts a session: a fresh identity key and QR secret from `random`, unless given.
     /// - Parameters:
@@ -132,6 +135,7 @@ public struct ClientSession: Sendable {
         switch state {
         case .sentHandshake(let initiator):
             let result = try initiator.finish(response: message)
+            keyLog?(result.keys)
             state = .waitingForPostHandshake(result.crypter, handshakeHash: result.handshakeHash)
             return []
         case .waitingForPostHandshake(var crypter, let hash):

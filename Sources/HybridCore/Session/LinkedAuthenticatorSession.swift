@@ -47,6 +47,9 @@ public struct LinkedAuthenticatorSession: Sendable, AuthenticatorTransaction {
     private let eidPlaintext: [UInt8]?
     private let handshakeEphemeralKey: P256.KeyAgreement.PrivateKey?
     private var state: State = .joining
+    /// Called once with the session's traffic keys when the handshake completes, for a key log
+    /// (`--keylog`); `nil` (the default) logs nothing. The session itself does no I/O.
+    public var keyLog: (@Sendable (SessionKeys) -> Void)? = nil
 
     /// Prepares to answer a contact request.
     /// - Parameters:
@@ -108,6 +111,7 @@ public struct LinkedAuthenticatorSession: Sendable, AuthenticatorTransaction {
             let (result, response) = try NoiseHandshake.respondLinked(
                 to: message, psk: psk, identityKey: identityKey,
                 ephemeralKey: handshakeEphemeralKey ?? random.keyAgreementKey())
+            keyLog?(result.keys)
             var crypter = result.crypter
             let post = try crypter.encrypt(PostHandshakeMessage(getInfo: getInfo).encode())
             state = .established(AuthenticatorChannel(crypter: crypter))

@@ -79,6 +79,9 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
     private let random: RandomSource
     private let handshakeEphemeralKey: P256.KeyAgreement.PrivateKey?
     private var state: State = .waitingForAdvert
+    /// Called once with the session's traffic keys when the handshake completes, for a key log
+    /// (`--keylog`); `nil` (the default) logs nothing. The session itself does no I/O.
+    public var keyLog: (@Sendable (SessionKeys) -> Void)? = nil
 
     /// Starts a linked transaction.
     /// - Parameters:
@@ -148,7 +151,9 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
     private mutating func process(_ message: [UInt8]) throws(HybridError) -> [ClientSession.Action] {
         switch state {
         case .sentHandshake(let initiator):
-            state = .waitingForPostHandshake(try initiator.finish(response: message).crypter)
+            let result = try initiator.finish(response: message)
+            keyLog?(result.keys)
+            state = .waitingForPostHandshake(result.crypter)
             return []
         case .waitingForPostHandshake(var crypter):
             let post = try PostHandshakeMessage.parse(try crypter.decrypt(message))

@@ -46,7 +46,9 @@ extension HybridHarness {
         request: [UInt8], hint: QRPayload.RequestType, phone: LinkedPhone, link: LinkingInfo,
         options: TransactionOptions = .init()
     ) async throws -> ClientDriver.Outcome {
-        let session = try LinkedClientSession(link: .init(link), requestType: hint)
+        var desktopSession = try LinkedClientSession(link: .init(link), requestType: hint)
+        desktopSession.keyLog = Self.keyLogHook(options.keyLog, side: "desktop")
+        let session = desktopSession
         let logger = self.logger
         let scanner = ProximityScanner<[UInt8]>(
             minRSSI: options.minRSSI, logger: logger, matcher: ClientDriver.Transports.advertMatcher(eidKey: session.eidKey))

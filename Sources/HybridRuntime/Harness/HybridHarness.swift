@@ -26,6 +26,9 @@ public final class HybridHarness: Sendable {
         public var timeouts: SessionTimeouts = .fast
         /// Progress of both sides.
         public var events: @Sendable (SessionEvent) -> Void = { _ in }
+        /// Receives each side's ``SessionKeys`` when its handshake completes (a key log); in a linked
+        /// transaction the desktop's only.
+        public var keyLog: (@Sendable (_ side: String, SessionKeys) -> Void)? = nil
 
         /// Defaults suited to tests (short timeouts).
         public init() {}
@@ -67,13 +70,17 @@ public final class HybridHarness: Sendable {
         request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions = .init(),
         linking: AuthenticatorSession.LinkingIdentity? = nil
     ) async throws -> ClientDriver.Outcome {
-        let session = ClientSession(
+        var desktopSession = ClientSession(
             requestType: hint, timestamp: UInt64(Date().timeIntervalSince1970), supportsLinking: linking != nil)
+        desktopSession.keyLog = Self.keyLogHook(options.keyLog, side: "desktop")
+        let session = desktopSession
         let scanner = ProximityScanner<[UInt8]>(
             minRSSI: options.minRSSI, logger: logger, matcher: ClientDriver.Transports.advertMatcher(eidKey: session.keys.eidKey))
         let proximity = try await scanner.start()
         defer { Task { await scanner.stop() } }
-        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking)
+        var authenticatorSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking)
+        authenticatorSession.keyLog = Self.keyLogHook(options.keyLog, side: "phone")
+        let phoneSession = authenticatorSession
         let relayURL = self.relayURL
         let logger = self.logger
         return try await Self.runBoth(
@@ -92,6 +99,14 @@ public final class HybridHarness: Sendable {
                     transports: .loopback(relayURL: relayURL, scanner: scanner, logger: logger),
                     timeouts: options.timeouts, events: options.events)
             })
+    }
+
+    /// ``TransactionOptions/keyLog`` for one side's session.
+    static func keyLogHook(
+        _ log: (@Sendable (String, SessionKeys) -> Void)?, side: String
+    ) -> (@Sendable (SessionKeys) -> Void)? {
+        guard let log else { return nil }
+        return { keys in log(side, keys) }
     }
 
     /// Registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.

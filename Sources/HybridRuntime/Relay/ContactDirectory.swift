@@ -142,7 +142,7 @@ final class ContactDirectory {
         }
         var generator = SystemRandomNumberGenerator()
         let tunnelID = (0..<TunnelServicePath.tunnelIDSize).map { _ in UInt8.random(in: 0...255, using: &generator) }
-        switch registry.openTunnel(tunnelID: tunnelID) {
+        switch registry.openTunnel(tunnelID: tunnelID, flow: .linked) {
         case .reject(let rejection):
             return .reject(rejection)
         case .listen:

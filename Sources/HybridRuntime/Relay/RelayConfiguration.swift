@@ -80,6 +80,10 @@ public struct RelayConfiguration: Sendable {
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
     public var maxListeners: Int = 1024
 
+    /// Where to record every tunnel (`hybrid-sim relay --record DIR`): one ``TunnelRecording`` file
+    /// per tunnel, written when it closes (Docs/INSPECT.md). `nil` (the default) records nothing.
+    public var recordDirectory: String? = nil
+
     /// Test-only hook: sees (and may modify) every relayed message before it is forwarded or buffered.
     /// Lets a test flip a byte in transit to check that the protocol layer notices.
     package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?

@@ -1,3 +1,4 @@
+import HybridCore
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -155,7 +156,7 @@ final class RelayRegistry {
 
     /// Registers a new tunnel whose creator side is claimed by the caller (`/cable/new`, or a
     /// desktop's `/cable/contact`), with a fresh routing ID.
-    func openTunnel(tunnelID: [UInt8]) -> UpgradeDecision {
+    func openTunnel(tunnelID: [UInt8], flow: TunnelRecording.Flow = .qr) -> UpgradeDecision {
         let headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
         guard tunnels[tunnelID] == nil else {
             return .reject(RelayRejection(status: .conflict, reason: "tunnel ID already open"))
@@ -182,6 +183,10 @@ final class RelayRegistry {
             configuration: configuration,
             logger: logger
         )
+        if let directory = configuration.recordDirectory {
+            tunnel.recorder = TunnelRecorder(
+                directory: directory, flow: flow, tunnelID: tunnelID, routingID: routingID, logger: tunnel.logger)
+        }
         tunnels[tunnelID] = tunnel
         tunnel.startTimers()
         statistics.update {

@@ -53,6 +53,8 @@ final class RelayTunnel {
     private var lastActivity = NIODeadline.now()
     private var lifetimeTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
+    /// Records the tunnel for `relay --record DIR` (``TunnelRecorder``); `nil` when not recording.
+    var recorder: TunnelRecorder?
 
     /// Why the tunnel was closed, once it is.
     private(set) var closure: (code: WebSocketCloseCode?, reason: String)?
@@ -130,6 +132,7 @@ final class RelayTunnel {
             return
         }
         slots[side] = .attached(handler)
+        recorder?.attached(side)
         var pending = waiting[side] ?? []
         waiting[side] = []
         if !pending.isEmpty {
@@ -172,6 +175,7 @@ final class RelayTunnel {
         var payload = message
         configuration.faultInjector?(side.outgoing, &payload)
         let recipient = side.other
+        recorder?.message(from: side, payload)
         switch slots[recipient] ?? .empty {
         case .attached(let handler):
             // Count first: the peer may read the message before this thread gets any further.
@@ -202,6 +206,7 @@ final class RelayTunnel {
     func close(code: WebSocketCloseCode?, reason: String) {
         guard !isClosed else { return }
         closure = (code, reason)
+        recorder?.finish(code: code, reason: reason)
         lifetimeTimer?.cancel()
         idleTimer?.cancel()
         waiting = [:]

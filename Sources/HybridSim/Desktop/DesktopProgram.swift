@@ -113,9 +113,10 @@ struct Run {
         if let name = configuration.linked {
             return try await executeLinked(name: name, ceremony: ceremony, store: &store, rpLink: link)
         }
-        let session = ClientSession(
+        var session = ClientSession(
             requestType: ceremony.requestType, timestamp: UInt64(Date().timeIntervalSince1970),
             supportsLinking: configuration.link)
+        session.keyLog = try KeyLogFile.hook(path: configuration.keyLogPath)
         let matrix: QRMatrix
         do {
             matrix = try QREncoder.encode(fidoURL: session.url)

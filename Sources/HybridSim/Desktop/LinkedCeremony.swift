@@ -31,12 +31,13 @@ extension Run {
     ) async throws -> DesktopResult {
         let path = configuration.linksPath ?? LinkStore.path(besideRPStore: store.path)
         let stored = try loadLinks(path).select(name)
-        let session: LinkedClientSession
+        var session: LinkedClientSession
         do {
             session = try LinkedClientSession(link: stored.link, requestType: ceremony.requestType)
         } catch {
             throw ProgramFailure(.badInput, "the link \"\(stored.name)\" in \(path) is unusable: \(error)")
         }
+        session.keyLog = try KeyLogFile.hook(path: configuration.keyLogPath)
         narrator.say("relying party: \(ceremony.summary)")
         let relay = try await startRelay(timeout: ceremony.timeout)
         let scanner: ProximityScanner<[UInt8]>

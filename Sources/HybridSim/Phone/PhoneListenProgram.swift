@@ -144,12 +144,13 @@ public enum PhoneListenProgram {
         } catch {
             return refuse("cannot use the passkey store: \(error)")
         }
-        let session: LinkedAuthenticatorSession
+        var session: LinkedAuthenticatorSession
         do {
             session = try LinkedAuthenticatorSession(
                 payload: payload, tunnelID: push.tunnelID, routingID: push.routingID, identityKey: identity.privateKey,
                 linkSecret: identity.linkSecret(pairingID: payload.pairingID),
                 getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
+            session.keyLog = try KeyLogFile.hook(path: phone.keyLogPath)
         } catch {
             return refuse("\(error)")
         }

@@ -85,12 +85,13 @@ public enum PhoneProgram {
 
         let getInfo = CBOR.encode(SoftwareAuthenticator.getInfo.cbor)
         let linking = try PhoneLinking.identityForQR(payload, passkeyStorePath: storePath, narrator: narrator)
-        let session: AuthenticatorSession
+        var session: AuthenticatorSession
         do {
             session = try AuthenticatorSession(qr: payload, getInfo: getInfo, linking: linking)
         } catch {
             throw ProgramFailure(.badInput, "the QR code is not usable: \(error)")
         }
+        session.keyLog = try KeyLogFile.hook(path: configuration.keyLogPath)
         let authenticator = PhoneAuthenticator(store: store, configuration: configuration, narrator: narrator)
         let timeout = configuration.timeout
         let timeouts = SessionTimeouts(

@@ -1,0 +1,68 @@
+/// What ``Inspector`` made of one tunnel recording: a sequence of decoded messages and the session's
+/// anomalies. `Codable` for `hybrid-sim inspect --json` (Docs/INSPECT.md).
+public struct Inspection: Sendable, Hashable, Codable {
+    /// Whether, and how, the key log opened the session.
+    public enum KeyStatus: String, Sendable, Hashable, Codable {
+        /// No key log was given: only the handshake and the sizes are shown.
+        case notGiven
+        /// A key-log entry matched this session and every transport message authenticated with it.
+        case matched
+        /// The key log has no entry for this session (its handshake ephemeral key): the keys don't match.
+        case noEntry
+        /// An entry claims this session but its keys do not authenticate the first transport message:
+        /// the keys don't match.
+        case mismatch
+    }
+
+    /// One message of the tunnel.
+    public struct Message: Sendable, Hashable, Codable {
+        /// 0-based position in the recording.
+        public var index: Int
+        /// Milliseconds since the tunnel opened.
+        public var milliseconds: Double
+        /// "desktop" or "phone".
+        public var from: String
+        /// "phone" or "desktop".
+        public var to: String
+        /// Bytes on the wire, exactly as the relay recorded them.
+        public var bytes: Int
+        /// Transport sequence number in its direction (`nil` for the handshake messages).
+        public var sequence: Int?
+        /// Bytes after decryption and unpadding, when decrypted.
+        public var plaintextBytes: Int?
+        /// What it is, one line ("Noise KNpsk0 message 1", "CTAP authenticatorGetAssertion request", …).
+        public var title: String
+        /// Decoded contents, one item per line (annotated CBOR).
+        public var details: [String]
+        /// What is wrong with this message.
+        public var anomalies: [String]
+    }
+
+    /// "QR" or "linked".
+    public var flow: String
+    /// The Noise pattern of the flow.
+    public var pattern: String
+    /// Tunnel ID, hex.
+    public var tunnelID: String
+    /// Routing ID, hex.
+    public var routingID: String
+    /// Unix time in milliseconds when the tunnel opened.
+    public var startMilliseconds: UInt64
+    /// How the key log fared.
+    public var keys: KeyStatus
+    /// A sentence about the keys.
+    public var keyDetail: String
+    /// The QR code's contents, when `--qr` was given.
+    public var qr: [String]
+    /// Every message, in recorded order.
+    public var messages: [Message]
+    /// How the tunnel closed.
+    public var closure: String
+    /// Session-level anomalies (QR mismatch, wrong order, missing messages, …).
+    public var anomalies: [String]
+
+    /// Every anomaly: the session's and each message's (prefixed with its index).
+    public var allAnomalies: [String] {
+        anomalies + messages.flatMap { message in message.anomalies.map { "message \(message.index): \($0)" } }
+    }
+}

@@ -1,0 +1,347 @@
+import CTAP2
+import Crypto
+import HybridCore
+
+/// Takes a ``TunnelRecording`` apart: the Noise handshake in clear, then, with the session's
+/// ``SessionKeys`` from a key log, every transport message (post-handshake message with getInfo,
+/// update and linking information, CTAP2 request and response as annotated CBOR, shutdown), and
+/// flags what a Chromium peer would not send or accept. Pure: no I/O.
+///
+/// Roles follow from the flow: in the QR flow the phone opened the tunnel (`/cable/new`) and the
+/// desktop joined; in the linked flow the desktop opened it (`/cable/contact`) and the phone joined.
+/// The parsing reuses HybridCore's own types (``Crypter`` padding and nonces, ``Frame``,
+/// ``PostHandshakeMessage``, ``UpdateMessage``, ``LinkingInfo``, ``QRPayload``).
+public enum Inspector {
+    /// How many sequence numbers beyond the expected one are tried before a message is declared
+    /// undecryptable (to tell a gap from a bad tag).
+    static let gapSearch: UInt32 = 8
+
+    /// Inspects `recording`; `keyLog` is the parsed key log (`nil`: none given), `qrURL` the
+    /// session's `FIDO:/` URL if known.
+    public static func inspect(_ recording: TunnelRecording, keyLog: [SessionKeys]? = nil, qrURL: String? = nil) -> Inspection {
+        var walk = Walk(recording: recording, keyLog: keyLog)
+        for (index, message) in recording.messages.enumerated() {
+            walk.process(index: index, nanoseconds: message.nanoseconds, direction: message.direction, bytes: message.bytes)
+        }
+        walk.finish()
+        var closure = "the recording has no closing record"
+        for entry in recording.entries {
+            if case .closed(let code, let reason) = entry.event {
+                let time = String(format2: Double(entry.nanoseconds) / 1e6)
+                closure = "closed at +\(time) ms with " + (code.map { "code \($0)" } ?? "no status") + (reason.isEmpty ? "" : ": \(reason)")
+            }
+        }
+        var anomalies = walk.anomalies
+        let qr = qrURL.map { qrLines($0, recording: recording, anomalies: &anomalies) } ?? []
+        return Inspection(
+            flow: recording.flow.description, pattern: walk.patternName, tunnelID: Hex.encode(recording.tunnelID, uppercase: true),
+            routingID: Hex.encode(recording.routingID, uppercase: true), startMilliseconds: recording.startMilliseconds,
+            keys: walk.keyStatus, keyDetail: walk.keyDetail, qr: qr, messages: walk.messages, closure: closure,
+            anomalies: anomalies)
+    }
+
+    static func qrLines(_ url: String, recording: TunnelRecording, anomalies: inout [String]) -> [String] {
+        let payload: QRPayload
+        do {
+            payload = try QRPayload(url: url)
+        } catch {
+            anomalies.append("the QR URL does not parse: \(error.reason)")
+            return []
+        }
+        let tunnelID = QRSecretKeys(qrSecret: payload.secret).tunnelID
+        if recording.flow == .linked {
+            anomalies.append("a QR code was given for a linked session (linked sessions start without one)")
+        } else if tunnelID != recording.tunnelID {
+            anomalies.append("the QR code's tunnel ID \(Hex.encode(tunnelID, uppercase: true)) is not the recording's: another session's QR code")
+        }
+        return [
+            "0 (desktop public key): \(CBORAnnotation.short(payload.compressedPublicKey))",
+            "1 (qr_secret): 16 bytes; tunnel ID = Derive(qr_secret, -, 2) = \(Hex.encode(tunnelID, uppercase: true))"
+                + (tunnelID == recording.tunnelID ? " (matches the recording)" : ""),
+            "2 (known tunnel domains): \(payload.knownDomainCount)",
+            "3 (timestamp): " + (payload.timestamp.map(String.init) ?? "absent"),
+            "4 (can store linking information): " + (payload.supportsLinking.map { $0 ? "true" : "false" } ?? "absent"),
+            "5 (request hint): \"\(payload.requestType.rawValue)\"",
+        ]
+    }
+}
+
+/// The state of one pass over the messages.
+private struct Walk {
+    let recording: TunnelRecording
+    let keyLog: [SessionKeys]?
+    let fromDesktop: TunnelRecording.Direction
+    let patternName: String
+    var keyStatus: Inspection.KeyStatus
+    var keyDetail: String
+    var keys: SessionKeys?
+    var messages: [Inspection.Message] = []
+    var anomalies: [String] = []
+    var desktopCount = 0
+    var phoneCount = 0
+    var expected: [Bool: UInt32] = [true: 0, false: 0]
+    var decrypted = 0
+    var lastCommand: UInt8?
+    var shutdownSeen = false
+    var responses = 0
+
+    init(recording: TunnelRecording, keyLog: [SessionKeys]?) {
+        self.recording = recording
+        self.keyLog = keyLog
+        fromDesktop = recording.flow == .qr ? .joinerToCreator : .creatorToJoiner
+        let pattern: NoiseHandshake.Pattern = recording.flow == .qr ? .knpsk0 : .nkpsk0
+        patternName = String(decoding: pattern.protocolName.dropLast(), as: UTF8.self)
+        keyStatus = keyLog == nil ? .notGiven : .noEntry
+        keyDetail = keyLog == nil
+            ? "no key log: the handshake is decoded, transport messages are shown by size only"
+            : "the key log has \(keyLog?.count ?? 0) entr\(keyLog?.count == 1 ? "y" : "ies"), none for this session's handshake: the keys don't match"
+    }
+
+    var shortPattern: String { recording.flow == .qr ? "KNpsk0" : "NKpsk0" }
+
+    mutating func process(index: Int, nanoseconds: UInt64, direction: TunnelRecording.Direction, bytes: [UInt8]) {
+        let isDesktop = direction == fromDesktop
+        let position = isDesktop ? desktopCount : phoneCount
+        if isDesktop { desktopCount += 1 } else { phoneCount += 1 }
+        var message = Inspection.Message(
+            index: index, milliseconds: Double(nanoseconds) / 1e6, from: isDesktop ? "desktop" : "phone",
+            to: isDesktop ? "phone" : "desktop", bytes: bytes.count, sequence: nil, plaintextBytes: nil, title: "",
+            details: [], anomalies: [])
+        if index == 0 && !isDesktop {
+            anomalies.append("the phone spoke first; the desktop (Noise initiator) sends the first message")
+        }
+        if position == 0 {
+            handshake(&message, bytes: bytes, isDesktop: isDesktop)
+        } else {
+            if isDesktop && shutdownSeen { message.anomalies.append("the desktop sent a message after its shutdown") }
+            transport(&message, bytes: bytes, isDesktop: isDesktop)
+        }
+        messages.append(message)
+    }
+
+    mutating func handshake(_ message: inout Inspection.Message, bytes: [UInt8], isDesktop: Bool) {
+        message.title = "Noise \(shortPattern) message \(isDesktop ? 1 : 2)"
+        if bytes.count >= 65 {
+            let point = Array(bytes.prefix(65))
+            message.details.append("e (ephemeral public key): \(CBORAnnotation.short(point))")
+            if (try? P256.KeyAgreement.PublicKey(x963Representation: point)) == nil {
+                message.anomalies.append("the first 65 bytes are not an uncompressed P-256 point")
+            }
+            message.details.append("tag over the empty payload: \(CBORAnnotation.short(Array(bytes.dropFirst(65))))")
+        }
+        if bytes.count != HybridConstants.handshakeMessageSize {
+            message.anomalies.append("\(bytes.count) bytes; a handshake message is 81 (65-byte point, 16-byte tag)")
+        }
+        if !isDesktop && desktopCount == 0 {
+            message.anomalies.append("handshake message 2 before message 1")
+        }
+        guard isDesktop, let keyLog, bytes.count >= 65 else { return }
+        let ephemeral = Array(bytes.prefix(65))
+        if let found = keyLog.firstIndex(where: { $0.initiatorEphemeral == ephemeral }) {
+            keys = keyLog[found]
+            keyStatus = .matched
+            keyDetail = "key log entry \(found + 1) of \(keyLog.count) is this session's (handshake hash \(Hex.encode(keyLog[found].handshakeHash.prefix(8)))…)"
+        }
+    }
+
+    mutating func transport(_ message: inout Inspection.Message, bytes: [UInt8], isDesktop: Bool) {
+        if bytes.count < 48 || (bytes.count - 16) % HybridConstants.paddingGranularity != 0 {
+            message.anomalies.append("\(bytes.count) bytes is not whole 32-byte padded blocks plus a 16-byte tag")
+        }
+        let expectedSequence = expected[isDesktop] ?? 0
+        message.sequence = Int(expectedSequence)
+        guard let keys, keyStatus == .matched else {
+            message.title = !isDesktop && expectedSequence == 0 ? "post-handshake message (encrypted)" : "encrypted transport message"
+            expected[isDesktop] = expectedSequence + 1
+            return
+        }
+        let key = isDesktop ? keys.initiatorToResponder : keys.responderToInitiator
+        var candidates = [expectedSequence] + (1...Inspector.gapSearch).map { expectedSequence + $0 }
+        if expectedSequence > 0 { candidates.append(expectedSequence - 1) }
+        var opened: (sequence: UInt32, padded: [UInt8])? = nil
+        for sequence in candidates {
+            if let padded = Self.open(bytes, key: key, sequence: sequence) {
+                opened = (sequence, padded)
+                break
+            }
+        }
+        guard let (sequence, padded) = opened else {
+            if decrypted == 0 {
+                keyStatus = .mismatch
+                keyDetail = "the key log's entry for this session does not authenticate its first transport message: the keys don't match"
+                message.title = "encrypted transport message (the keys don't match)"
+            } else {
+                message.title = "encrypted transport message that does not authenticate"
+                message.anomalies.append("bad tag: does not authenticate with the logged key at sequence \(expectedSequence) (altered in transit)")
+            }
+            expected[isDesktop] = expectedSequence + 1
+            return
+        }
+        decrypted += 1
+        message.sequence = Int(sequence)
+        if sequence > expectedSequence {
+            message.anomalies.append("sequence gap: expected \(expectedSequence), this is \(sequence) (\(sequence - expectedSequence) message(s) missing)")
+        } else if sequence < expectedSequence {
+            message.anomalies.append("sequence \(sequence) repeated (a replayed message)")
+        }
+        expected[isDesktop] = sequence + 1
+        let plaintext: [UInt8]
+        do {
+            plaintext = try Crypter.unpad(padded)
+        } catch {
+            message.title = "transport message with bad padding"
+            message.anomalies.append("bad padding: \(error.reason)")
+            return
+        }
+        message.plaintextBytes = plaintext.count
+        let paddingCount = padded.count - plaintext.count - 1
+        if padded[plaintext.count..<(padded.count - 1)].contains(where: { $0 != 0 }) {
+            message.anomalies.append("padding bytes are not zero")
+        }
+        if paddingCount >= HybridConstants.paddingGranularity {
+            message.anomalies.append("\(paddingCount) padding bytes: more than one block (Chromium pads to the next multiple of 32)")
+        }
+        if !isDesktop && sequence == 0 {
+            postHandshake(&message, plaintext: plaintext)
+        } else {
+            frame(&message, plaintext: plaintext, isDesktop: isDesktop)
+        }
+    }
+
+    static func open(_ ciphertext: [UInt8], key: [UInt8], sequence: UInt32) -> [UInt8]? {
+        guard ciphertext.count >= 16, let nonce = try? AES.GCM.Nonce(data: Crypter.nonceBytes(sequence)),
+              let box = try? AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext.dropLast(16), tag: ciphertext.suffix(16))
+        else { return nil }
+        return (try? AES.GCM.open(box, using: SymmetricKey(data: key))).map { Array($0) }
+    }
+
+    mutating func postHandshake(_ message: inout Inspection.Message, plaintext: [UInt8]) {
+        message.title = "post-handshake message"
+        guard let value = try? CBOR.decode(plaintext) else {
+            message.anomalies.append("not a CBOR item (a revision-0 phone?)")
+            return
+        }
+        do {
+            _ = try PostHandshakeMessage.parse(plaintext)
+        } catch {
+            message.anomalies.append("a Chromium desktop refuses it: \(error.reason)")
+        }
+        for line in CBORAnnotation.lines(value, schema: .postHandshake) {
+            guard line.hasPrefix("1 (getInfo)") else {
+                message.details.append(line)
+                continue
+            }
+            message.details.append("1 (getInfo): authenticatorGetInfo response")
+            if let getInfo = value.mapValue?[1]?.bytesValue, let info = try? CBOR.decode(getInfo) {
+                message.details += CBORAnnotation.lines(info, schema: .getInfoResponse).map { "  " + $0 }
+            }
+        }
+    }
+
+    mutating func frame(_ message: inout Inspection.Message, plaintext: [UInt8], isDesktop: Bool) {
+        let frame: Frame
+        do {
+            frame = try Frame(bytes: plaintext)
+        } catch {
+            message.title = "unknown frame"
+            message.anomalies.append("\(error.reason) (a Chromium peer closes the tunnel)")
+            return
+        }
+        switch frame.type {
+        case .shutdown:
+            message.title = "shutdown"
+            if !isDesktop { message.anomalies.append("a shutdown from the phone (only desktops send one; Chromium fails)") }
+            if !frame.payload.isEmpty { message.anomalies.append("shutdown with \(frame.payload.count) payload bytes") }
+            if isDesktop { shutdownSeen = true }
+        case .ctap:
+            isDesktop ? ctapRequest(&message, payload: frame.payload) : ctapResponse(&message, payload: frame.payload)
+        case .update:
+            update(&message, payload: frame.payload, isDesktop: isDesktop)
+        case .json:
+            message.title = "JSON message"
+            message.details.append(String(decoding: frame.payload.prefix(200), as: UTF8.self))
+        }
+    }
+
+    mutating func ctapRequest(_ message: inout Inspection.Message, payload: [UInt8]) {
+        guard let command = payload.first else {
+            message.title = "CTAP request"
+            message.anomalies.append("CTAP request without a command byte")
+            return
+        }
+        lastCommand = command
+        message.title = "CTAP request: \(CTAP2Command(rawValue: command))"
+        let schema: CBORAnnotation.Schema =
+            command == CTAP2Command.makeCredential.rawValue ? .makeCredentialRequest
+            : command == CTAP2Command.getAssertion.rawValue ? .getAssertionRequest : .generic
+        cbor(&message, Array(payload.dropFirst()), schema: schema)
+    }
+
+    mutating func ctapResponse(_ message: inout Inspection.Message, payload: [UInt8]) {
+        responses += 1
+        guard let status = payload.first else {
+            message.title = "CTAP response"
+            message.anomalies.append("CTAP response without a status byte")
+            return
+        }
+        message.title = "CTAP response: \(CTAP2StatusCode(rawValue: status))"
+        if lastCommand == nil { message.anomalies.append("a response without a request") }
+        let schema: CBORAnnotation.Schema =
+            lastCommand == CTAP2Command.makeCredential.rawValue ? .makeCredentialResponse
+            : lastCommand == CTAP2Command.getAssertion.rawValue ? .getAssertionResponse
+            : lastCommand == CTAP2Command.getInfo.rawValue ? .getInfoResponse : .generic
+        cbor(&message, Array(payload.dropFirst()), schema: schema)
+    }
+
+    func cbor(_ message: inout Inspection.Message, _ bytes: [UInt8], schema: CBORAnnotation.Schema) {
+        guard !bytes.isEmpty else { return }
+        do {
+            message.details += CBORAnnotation.lines(try CBOR.decode(bytes), schema: schema)
+        } catch {
+            message.anomalies.append("the CBOR does not decode: \(error)")
+        }
+    }
+
+    mutating func update(_ message: inout Inspection.Message, payload: [UInt8], isDesktop: Bool) {
+        message.title = "update message"
+        if isDesktop { message.anomalies.append("an update message from the desktop (phones send them)") }
+        let linking: CBORValue?
+        do {
+            linking = try UpdateMessage.parse(payload: payload)
+        } catch {
+            message.anomalies.append("a Chromium desktop closes on it: \(error.reason)")
+            return
+        }
+        if let value = try? CBOR.decode(payload), let padding = value.mapValue?[0]?.bytesValue {
+            message.details.append("0 (padding): \(padding.count) zero bytes\(padding.contains { $0 != 0 } ? " (not all zero)" : "")")
+        }
+        guard let linking else {
+            message.details.append("no linking information (the person did not link, or the phone does not offer it)")
+            return
+        }
+        message.details.append("1 (linking):")
+        message.details += CBORAnnotation.lines(linking, schema: .linking).map { line in
+            line.hasPrefix("3 (linkSecret)") ? "  3 (linkSecret): 32 secret bytes (not shown)" : "  " + line
+        }
+        if (try? LinkingInfo(cbor: linking)) == nil {
+            message.anomalies.append("the linking map is invalid (a Chromium desktop closes the tunnel)")
+        }
+        if recording.flow == .linked {
+            message.details.append("(linking information in a linked session is ignored)")
+        }
+    }
+
+    mutating func finish() {
+        if desktopCount == 0 { anomalies.append("no handshake: the desktop sent nothing") }
+        if desktopCount > 0 && phoneCount == 0 { anomalies.append("the phone never answered the handshake") }
+        if keyStatus == .matched && responses == 0 { anomalies.append("no CTAP response was recorded") }
+    }
+}
+
+extension String {
+    /// A number with one decimal.
+    init(format2 value: Double) {
+        let tenths = Int((value * 10).rounded())
+        self = "\(tenths / 10).\(abs(tenths % 10))"
+    }
+}

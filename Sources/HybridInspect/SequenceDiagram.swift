@@ -1,0 +1,118 @@
+/// Draws an ``Inspection`` as a sequence diagram: desktop on the left, phone on the right, one
+/// arrow per recorded message with its time, size and meaning, the decoded contents beneath it and
+/// anomalies marked `!`. ``text(_:)`` is for the terminal, ``svg(_:)`` for documents and browsers.
+public enum SequenceDiagram {
+    /// Width of the arrow between the two lifelines, in characters.
+    static let lane = 58
+
+    /// The terminal rendering (UTF-8 box-drawing characters, no colours).
+    public static func text(_ inspection: Inspection) -> String {
+        var out: [String] = []
+        out.append("\(inspection.flow) session, \(inspection.pattern), tunnel \(inspection.tunnelID), routing ID \(inspection.routingID)")
+        out.append("keys: \(inspection.keyDetail)")
+        if !inspection.qr.isEmpty {
+            out.append("QR code:")
+            out += inspection.qr.map { "  " + $0 }
+        }
+        out.append("")
+        out.append(pad("", 12) + pad("desktop", 9) + String(repeating: " ", count: lane - 6) + "phone")
+        for message in inspection.messages {
+            let label = " \(message.title) (\(message.bytes) B) "
+            let time = pad("+" + String(format2: message.milliseconds) + " ms", 12)
+            out.append(time + "   │" + arrow(label: label, rightwards: message.from == "desktop") + "│")
+            for line in detailLines(message) {
+                out.append(String(repeating: " ", count: 12) + "   │ " + line)
+            }
+        }
+        out.append("")
+        out.append(inspection.closure)
+        let anomalies = inspection.allAnomalies
+        out.append(anomalies.isEmpty ? "no anomalies" : "\(anomalies.count) anomal\(anomalies.count == 1 ? "y" : "ies"):")
+        out += anomalies.map { "  ! " + $0 }
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    static func detailLines(_ message: Inspection.Message) -> [String] {
+        var lines: [String] = []
+        if let sequence = message.sequence {
+            lines.append("seq \(sequence)" + (message.plaintextBytes.map { ", \($0) plaintext bytes" } ?? ""))
+        }
+        lines += message.details
+        lines += message.anomalies.map { "! " + $0 }
+        return lines
+    }
+
+    static func arrow(label: String, rightwards: Bool) -> String {
+        let body = label.count + 4 > lane ? String(label.prefix(lane - 5)) + "… " : label
+        let dashes = lane - body.count - 1
+        let left = dashes / 2
+        let right = dashes - left
+        return rightwards
+            ? String(repeating: "─", count: left) + body + String(repeating: "─", count: right) + "▶"
+            : "◀" + String(repeating: "─", count: left) + body + String(repeating: "─", count: right)
+    }
+
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text : text + String(repeating: " ", count: width - text.count)
+    }
+
+    /// A standalone SVG document.
+    public static func svg(_ inspection: Inspection) -> String {
+        let width = 980
+        let left = 150
+        let right = 830
+        let lineHeight = 15
+        var y = 96
+        var body: [String] = []
+        for message in inspection.messages {
+            let rightwards = message.from == "desktop"
+            let (x1, x2) = rightwards ? (left, right) : (right, left)
+            let color = message.anomalies.isEmpty ? "#1f4e79" : "#b00020"
+            body.append("<text x=\"20\" y=\"\(y + 4)\" class=\"t\">+\(String(format2: message.milliseconds)) ms</text>")
+            body.append("<text x=\"\((left + right) / 2)\" y=\"\(y - 6)\" class=\"m\" text-anchor=\"middle\" fill=\"\(color)\">\(escape(message.title)) (\(message.bytes) B)</text>")
+            body.append("<line x1=\"\(x1)\" y1=\"\(y)\" x2=\"\(x2)\" y2=\"\(y)\" stroke=\"\(color)\" stroke-width=\"1.5\" marker-end=\"url(#\(message.anomalies.isEmpty ? "a" : "r"))\"/>")
+            y += lineHeight
+            for line in detailLines(message).prefix(14) {
+                let klass = line.hasPrefix("!") ? "w" : "d"
+                body.append("<text x=\"\(left + 12)\" y=\"\(y)\" class=\"\(klass)\">\(escape(String(line.prefix(110))))</text>")
+                y += lineHeight - 2
+            }
+            y += 26
+        }
+        let anomalies = inspection.allAnomalies
+        body.append("<text x=\"20\" y=\"\(y)\" class=\"d\">\(escape(inspection.closure))</text>")
+        y += lineHeight
+        body.append("<text x=\"20\" y=\"\(y)\" class=\"\(anomalies.isEmpty ? "d" : "w")\">\(anomalies.isEmpty ? "no anomalies" : "\(anomalies.count) anomalies (see the terminal output)")</text>")
+        let height = y + 20
+        var out: [String] = []
+        out.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"monospace\">")
+        out.append("<style>.h{font-size:15px;font-weight:bold}.m{font-size:13px}.t{font-size:11px;fill:#555}.d{font-size:11px;fill:#333}.w{font-size:11px;fill:#b00020}</style>")
+        out.append("<defs>" + [("a", "#1f4e79"), ("r", "#b00020")].map { id, color in
+            "<marker id=\"\(id)\" markerWidth=\"10\" markerHeight=\"8\" refX=\"9\" refY=\"4\" orient=\"auto\"><path d=\"M0,0 L10,4 L0,8 z\" fill=\"\(color)\"/></marker>"
+        }.joined() + "</defs>")
+        out.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>")
+        out.append("<text x=\"20\" y=\"22\" class=\"d\">\(escape("\(inspection.flow) session, \(inspection.pattern), routing ID \(inspection.routingID)"))</text>")
+        out.append("<text x=\"20\" y=\"38\" class=\"d\">\(escape("keys: \(inspection.keyDetail)"))</text>")
+        out.append("<text x=\"\(left)\" y=\"66\" class=\"h\" text-anchor=\"middle\">desktop</text>")
+        out.append("<text x=\"\(right)\" y=\"66\" class=\"h\" text-anchor=\"middle\">phone</text>")
+        out.append("<line x1=\"\(left)\" y1=\"72\" x2=\"\(left)\" y2=\"\(y - lineHeight - 10)\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>")
+        out.append("<line x1=\"\(right)\" y1=\"72\" x2=\"\(right)\" y2=\"\(y - lineHeight - 10)\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>")
+        out += body
+        out.append("</svg>")
+        return out.joined(separator: "\n") + "\n"
+    }
+
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for c in text {
+            switch c {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"": out += "&quot;"
+            default: out.append(c)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import HybridQR
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// `hybrid-sim desktop --web`: a loopback HTTP server for the page that plays the website
+/// (Docs/CLI.md, "desktop --web"). `GET /` the page, `GET /events` the desktop's `--json` events as
+/// server-sent events (the whole story so far, then live, ending after `result` or `error`),
+/// `GET /qr.svg` the QR code. The page is static; everything it shows comes from the events.
+public final class DesktopWebServer: Sendable {
+    private let channel: any Channel
+
+    private init(channel: any Channel) {
+        self.channel = channel
+    }
+
+    /// The bound port.
+    public var port: Int { channel.localAddress?.port ?? 0 }
+
+    /// `http://127.0.0.1:PORT/`.
+    public var url: String { "http://127.0.0.1:\(port)/" }
+
+    /// Binds 127.0.0.1:`port` (0: a free port) and serves `events`.
+    public static func start(events: DesktopWebEvents, port: Int) async throws(ProgramFailure) -> DesktopWebServer {
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(events: events))
+                }
+            }
+        do {
+            return DesktopWebServer(channel: try await bootstrap.bind(host: "127.0.0.1", port: port).get())
+        } catch {
+            throw ProgramFailure(.network, "cannot serve the web page on 127.0.0.1:\(port): \(error)")
+        }
+    }
+
+    /// Stops listening.
+    public func stop() async {
+        try? await channel.close().get()
+    }
+}
+
+private final class WebRequestHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let events: DesktopWebEvents
+    private var head: HTTPRequestHead?
+
+    init(events: DesktopWebEvents) {
+        self.events = events
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): self.head = head
+        case .body: break
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+            guard head.method == .GET else { return respond(context, 405, "text/plain", Array("only GET\n".utf8)) }
+            switch path {
+            case "/": respond(context, 200, "text/html; charset=utf-8", Array(DesktopWebPage.html.utf8))
+            case "/qr.svg":
+                guard let url = events.qrURL, let matrix = try? QREncoder.encode(fidoURL: url) else {
+                    return respond(context, 404, "text/plain", Array("no QR code yet\n".utf8))
+                }
+                respond(context, 200, "image/svg+xml", Array(SVGRenderer.render(matrix).utf8))
+            case "/events": stream(context)
+            default: respond(context, 404, "text/plain", Array("not found\n".utf8))
+            }
+        }
+    }
+
+    private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8]) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: type)
+        headers.add(name: "Content-Length", value: String(body.count))
+        headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(name: "Connection", value: "close")
+        context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: headers))), promise: nil)
+        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
+    }
+
+    /// Server-sent events: each `--json` line as one `data:` event; a comment every 15 s keeps idle
+    /// connections open; the response ends after the last event.
+    private func stream(_ context: ChannelHandlerContext) {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/event-stream")
+        headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(name: "Connection", value: "close")
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        let channel = context.channel
+        let events = self.events
+        Task {
+            var sent = 0
+            while channel.isActive {
+                let (lines, finished) = events.lines(from: sent)
+                sent += lines.count
+                let text = lines.isEmpty ? ": waiting\n\n" : lines.map { "data: \($0)\n\n" }.joined()
+                let part = HTTPServerResponsePart.body(.byteBuffer(channel.allocator.buffer(string: text)))
+                try? await channel.writeAndFlush(part)
+                if finished {
+                    try? await channel.writeAndFlush(HTTPServerResponsePart.end(nil))
+                    try? await channel.close()
+                    return
+                }
+                await events.waitForMore(than: sent, timeout: .seconds(15))
+            }
+        }
+    }
+}

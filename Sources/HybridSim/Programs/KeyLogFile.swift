@@ -1,0 +1,47 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import HybridCore
+
+/// `--keylog FILE` on the desktop and the phone: appends each session's ``SessionKeys/keyLogLine``
+/// to `FILE` (created with mode 0600; like TLS's `SSLKEYLOGFILE`, anyone holding it can decrypt the
+/// recorded sessions). `hybrid-sim inspect --keylog FILE` reads it (Docs/INSPECT.md).
+struct KeyLogFile: Sendable {
+    let path: String
+
+    /// Checks that `path` can be opened for appending, so a bad path fails before the ceremony.
+    init(path: String) throws(ProgramFailure) {
+        self.path = path
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw ProgramFailure(.badInput, "--keylog \(path): cannot open for appending (\(String(cString: strerror(errno))))")
+        }
+        close(fd)
+    }
+
+    /// The session's key-log hook: appends one line per completed handshake. A write failure is
+    /// reported on stderr and does not stop the ceremony.
+    var hook: @Sendable (SessionKeys) -> Void {
+        let path = self.path
+        return { keys in
+            let line = Array((keys.keyLogLine + "\n").utf8)
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
+            // the file do not interleave.
+            let written = fd >= 0 ? line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } : -1
+            if fd >= 0 { close(fd) }
+            if written != line.count {
+                let warning = Array("hybrid-sim: could not append to the key log \(path)\n".utf8)
+                _ = warning.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+            }
+        }
+    }
+
+    /// The hook for an optional path.
+    static func hook(path: String?) throws(ProgramFailure) -> (@Sendable (SessionKeys) -> Void)? {
+        guard let path else { return nil }
+        return try KeyLogFile(path: path).hook
+    }
+}

@@ -1,0 +1,91 @@
+import ArgumentParser
+import Foundation
+import HybridCore
+import HybridInspect
+
+/// `hybrid-sim inspect RECORDING`: decodes a tunnel recording made by `relay --record` (Docs/INSPECT.md).
+struct InspectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "Decode a tunnel recording (relay --record) as a sequence diagram.",
+        discussion: """
+            Decodes the Noise handshake; with the key log written by desktop/phone --keylog, every \
+            transport message (post-handshake getInfo, update and linking information, the CTAP2 \
+            request and response as annotated CBOR); flags anomalies. Exit status: 0 decoded, \
+            1 the key log's keys don't match this session, 2 unreadable recording, key log or QR.
+            """
+    )
+
+    @Argument(help: ArgumentHelp("A .hsrec file written by hybrid-sim relay --record.", valueName: "recording"))
+    var recording: String
+
+    @Option(help: ArgumentHelp("Key log written by desktop/phone --keylog.", valueName: "file"))
+    var keylog: String?
+
+    @Option(help: ArgumentHelp("The session's FIDO:/ URL, to decode the QR code and check it is this tunnel's.", valueName: "url"))
+    var qr: String?
+
+    @Option(help: ArgumentHelp("Also write the sequence diagram as SVG to this file.", valueName: "file"))
+    var svg: String?
+
+    @Flag(help: "Print the decoded session as JSON instead of the terminal diagram.")
+    var json = false
+
+    func run() throws {
+        let bytes: [UInt8]
+        do {
+            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: recording)))
+        } catch {
+            fail("cannot read \(recording): \(error.localizedDescription)")
+        }
+        let decoded: TunnelRecording
+        do {
+            decoded = try TunnelRecording(decoding: bytes)
+        } catch {
+            fail("\(recording): \(error)")
+        }
+        var keys: [SessionKeys]? = nil
+        if let keylog {
+            do {
+                let text = try String(contentsOfFile: keylog, encoding: .utf8)
+                keys = try SessionKeys.parseKeyLog(text)
+            } catch let error as HybridError {
+                fail("\(keylog): \(error.reason)")
+            } catch {
+                fail("cannot read \(keylog): \(error.localizedDescription)")
+            }
+        }
+        if let qr {
+            do {
+                _ = try QRPayload(url: qr)
+            } catch {
+                fail("--qr: \(error.reason)")
+            }
+        }
+        let inspection = Inspector.inspect(decoded, keyLog: keys, qrURL: qr)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = (try? encoder.encode(inspection)) ?? Data()
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            print(SequenceDiagram.text(inspection), terminator: "")
+        }
+        if let svg {
+            do {
+                try Data(SequenceDiagram.svg(inspection).utf8).write(to: URL(fileURLWithPath: svg))
+            } catch {
+                fail("cannot write \(svg): \(error.localizedDescription)")
+            }
+        }
+        if inspection.keys == .noEntry || inspection.keys == .mismatch {
+            FileHandle.standardError.write(Data("hybrid-sim inspect: \(inspection.keyDetail)\n".utf8))
+            throw ExitCode(1)
+        }
+    }
+
+    private func fail(_ message: String) -> Never {
+        FileHandle.standardError.write(Data("hybrid-sim inspect: \(message)\n".utf8))
+        Foundation.exit(2)
+    }
+}

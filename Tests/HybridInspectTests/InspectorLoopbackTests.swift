@@ -1,0 +1,188 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridInspect
+import HybridRuntime
+import Synchronization
+import Testing
+
+let exampleRP = RelyingParty(id: "example.com", origin: "https://example.com")
+
+/// Real sessions over the loopback relay with `--record` and key logging on both sides, then
+/// inspected: every message decoded, byte counts equal to the relay's record, and the wrong-key cases.
+@Suite("Inspect: recorded loopback sessions", .serialized, .timeLimit(.minutes(1)))
+struct InspectorLoopbackTests {
+    /// Key-log lines of both sides, in arrival order.
+    final class KeyCollector: Sendable {
+        let entries = Mutex<[(side: String, keys: SessionKeys)]>([])
+        var hook: @Sendable (String, SessionKeys) -> Void { { side, keys in self.entries.withLock { $0.append((side, keys)) } } }
+        var desktopKeys: [SessionKeys] { entries.withLock { $0.filter { $0.side == "desktop" }.map(\.keys) } }
+        var phoneKeys: [SessionKeys] { entries.withLock { $0.filter { $0.side == "phone" }.map(\.keys) } }
+    }
+
+    /// A relay recording into a fresh directory.
+    static func recordingHarness() async throws -> (HybridHarness, URL) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hsrec-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        var configuration = RelayConfiguration()
+        configuration.recordDirectory = directory.path
+        return (try await HybridHarness.start(configuration: configuration), directory)
+    }
+
+    /// The recordings in `directory`, oldest first, once `count` exist (the relay writes a file when
+    /// its tunnel closes, just after the peers finish).
+    static func recordings(in directory: URL, count: Int) async throws -> [TunnelRecording] {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while true {
+            let names = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".hsrec") }.sorted()
+            if names.count >= count || ContinuousClock.now > deadline {
+                return try names.map { try TunnelRecording(decoding: Array(Data(contentsOf: directory.appendingPathComponent($0)))) }
+                    .sorted { $0.startMilliseconds < $1.startMilliseconds }
+            }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    /// A recording relay, a key collector and transaction options that log keys into it.
+    static func lab() async throws -> (HybridHarness, URL, KeyCollector, HybridHarness.TransactionOptions) {
+        let (harness, directory) = try await recordingHarness()
+        let collector = KeyCollector()
+        var options = HybridHarness.TransactionOptions()
+        options.keyLog = collector.hook
+        return (harness, directory, collector, options)
+    }
+
+    /// A QR registration and a QR sign-in of `userName` on a fresh phone.
+    static func registerAndSignIn(_ harness: HybridHarness, _ userName: String, _ options: HybridHarness.TransactionOptions) async throws {
+        let phone = SimulatedPhone()
+        let credential = try await harness.register(on: phone, relyingParty: exampleRP, userName: userName, options: options)
+        _ = try await harness.signIn(on: phone, relyingParty: exampleRP, knownCredentials: [credential], options: options)
+    }
+
+    static func message(_ title: String, in inspection: Inspection) -> Inspection.Message? {
+        inspection.messages.first { $0.title == title }
+    }
+
+    @Test func qrRegistrationAndSignInDecodeCompletely() async throws {
+        let (harness, directory, collector, options) = try await Self.lab()
+        defer { Task { await harness.shutdown() } }
+        try await Self.registerAndSignIn(harness, "alice", options)
+
+        // Both sides logged the same keys (they derived them independently).
+        #expect(collector.desktopKeys.count == 2)
+        #expect(collector.desktopKeys == collector.phoneKeys)
+
+        let recordings = try await Self.recordings(in: directory, count: 2)
+        try #require(recordings.count == 2)
+        for (recording, request) in zip(recordings, ["authenticatorMakeCredential", "authenticatorGetAssertion"]) {
+            #expect(recording.flow == .qr)
+            let inspection = Inspector.inspect(recording, keyLog: collector.desktopKeys)
+            #expect(inspection.keys == .matched)
+            #expect(inspection.allAnomalies == [])
+            // Every recorded message is decoded, byte counts equal to the relay's record.
+            #expect(inspection.messages.map(\.bytes) == recording.messages.map(\.bytes.count))
+            // The phone sends its update right after the post-handshake message, and the desktop its
+            // request as soon as the post-handshake message arrived: those two may be relayed in
+            // either order. Everything else is in protocol order.
+            let titles = inspection.messages.map(\.title)
+            #expect(titles.prefix(3) == ["Noise KNpsk0 message 1", "Noise KNpsk0 message 2", "post-handshake message"])
+            #expect(titles.suffix(2) == ["CTAP response: CTAP2_OK (0x00)", "shutdown"])
+            #expect(Set(titles[3..<5]) == ["update message", "CTAP request: \(request)"])
+            for message in inspection.messages.dropFirst(2) {
+                #expect(message.plaintextBytes != nil)
+            }
+            let from = Dictionary(inspection.messages.map { ($0.title, $0.from) }, uniquingKeysWith: { a, _ in a })
+            #expect(from["update message"] == "phone" && from["CTAP request: \(request)"] == "desktop" && from["shutdown"] == "desktop")
+            // The phone's update message: padded to 528 bytes on the wire whether or not it links.
+            #expect(Self.message("update message", in: inspection)?.bytes == 528)
+            #expect(inspection.messages[2].details.contains { $0.hasPrefix("  1 (versions)") })
+            #expect(Self.message("CTAP request: \(request)", in: inspection)?.details.contains { $0.hasPrefix("1 (") } == true)
+            let text = SequenceDiagram.text(inspection)
+            #expect(text.contains("no anomalies"))
+            #expect(SequenceDiagram.svg(inspection).hasPrefix("<svg"))
+        }
+        // The sign-in request names the relying party.
+        let signIn = Inspector.inspect(recordings[1], keyLog: collector.desktopKeys)
+        #expect(Self.message("CTAP request: authenticatorGetAssertion", in: signIn)?.details.contains("1 (rpId): \"example.com\"") == true)
+    }
+
+    @Test func wrongKeysAreSaidNotToMatch() async throws {
+        let (harness, directory, collector, options) = try await Self.lab()
+        defer { Task { await harness.shutdown() } }
+        try await Self.registerAndSignIn(harness, "bob", options)
+        let recordings = try await Self.recordings(in: directory, count: 2)
+        try #require(recordings.count == 2 && collector.desktopKeys.count == 2)
+
+        // Another session's key log: no entry for this handshake.
+        let other = Inspector.inspect(recordings[1], keyLog: [collector.desktopKeys[0]])
+        #expect(other.keys == .noEntry)
+        #expect(other.keyDetail.contains("the keys don't match"))
+        #expect(other.messages.allSatisfy { $0.plaintextBytes == nil && ($0.sequence == nil || $0.details.isEmpty) })
+
+        // The right entry with a wrong traffic key: refused at the first transport message, nothing printed.
+        var forged = collector.desktopKeys[1]
+        forged.responderToInitiator[0] ^= 1
+        let mismatch = Inspector.inspect(recordings[1], keyLog: [forged])
+        #expect(mismatch.keys == .mismatch)
+        #expect(mismatch.keyDetail.contains("the keys don't match"))
+        #expect(mismatch.messages.allSatisfy { $0.plaintextBytes == nil })
+    }
+
+    @Test func tamperingAndGapsAreFlagged() async throws {
+        let (harness, directory, collector, options) = try await Self.lab()
+        defer { Task { await harness.shutdown() } }
+        _ = try await harness.register(on: SimulatedPhone(), relyingParty: exampleRP, userName: "carol", options: options)
+        let recording = try #require(try await Self.recordings(in: directory, count: 1).first)
+        let keys = collector.desktopKeys
+
+        // A flipped bit in the CTAP response ciphertext: a bad tag on that message only.
+        var tampered = recording
+        let responseIndex = try #require(tampered.entries.lastIndex { entry in
+            if case .message(.creatorToJoiner, _) = entry.event { return true } else { return false }
+        })
+        if case .message(let direction, var bytes) = tampered.entries[responseIndex].event {
+            bytes[10] ^= 0x01
+            tampered.entries[responseIndex].event = .message(direction, bytes)
+        }
+        let badTag = Inspector.inspect(tampered, keyLog: keys)
+        #expect(badTag.keys == .matched)
+        #expect(badTag.allAnomalies.contains { $0.contains("bad tag") })
+
+        // The update message dropped: the response arrives with sequence 2 where 1 was expected.
+        var gapped = recording
+        let updateIndex = try #require(gapped.entries.firstIndex { entry in
+            if case .message(.creatorToJoiner, let bytes) = entry.event { return bytes.count == 528 } else { return false }
+        })
+        gapped.entries.remove(at: updateIndex)
+        let gap = Inspector.inspect(gapped, keyLog: keys)
+        #expect(gap.allAnomalies.contains { $0.contains("sequence gap: expected 1, this is 2 (1 message(s) missing)") })
+        #expect(gap.messages.contains { $0.title == "CTAP response: CTAP2_OK (0x00)" })
+    }
+
+    @Test func linkedSignInIsDecoded() async throws {
+        let (harness, directory, collector, options) = try await Self.lab()
+        defer { Task { await harness.shutdown() } }
+        let phone = LinkedPhone(name: "Pixel")
+        let (credential, link) = try await harness.registerAndLink(on: phone, relyingParty: exampleRP, userName: "dave", options: options)
+        _ = try await harness.signInLinked(on: phone, link: link, relyingParty: exampleRP, knownCredentials: [credential], options: options)
+        let recordings = try await Self.recordings(in: directory, count: 2)
+        try #require(recordings.count == 2)
+        let linkedRecording = try #require(recordings.first { $0.flow == .linked })
+        let linked = Inspector.inspect(linkedRecording, keyLog: collector.desktopKeys)
+        #expect(linked.pattern == "Noise_NKpsk0_P256_AESGCM_SHA256")
+        #expect(linked.keys == .matched)
+        #expect(linked.allAnomalies == [])
+        #expect(linked.messages.map(\.title) == [
+            "Noise NKpsk0 message 1", "Noise NKpsk0 message 2", "post-handshake message",
+            "CTAP request: authenticatorGetAssertion", "CTAP response: CTAP2_OK (0x00)", "shutdown",
+        ])
+        #expect(linked.messages.map(\.bytes) == linkedRecording.messages.map(\.bytes.count))
+        // The QR registration carried the linking information, decoded with its fields.
+        let qrRecording = try #require(recordings.first { $0.flow == .qr })
+        let registration = Inspector.inspect(qrRecording, keyLog: collector.desktopKeys)
+        let update = try #require(Self.message("update message", in: registration))
+        #expect(update.details.contains("  5 (name): \"Pixel\""))
+        #expect(update.details.contains("  3 (linkSecret): 32 secret bytes (not shown)"))
+        #expect(!update.details.joined().contains(Hex.encode(link.linkSecret)))
+    }
+}

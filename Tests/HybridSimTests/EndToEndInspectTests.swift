@@ -1,0 +1,74 @@
+import Foundation
+import Testing
+
+/// `relay --record`, `desktop`/`phone --keylog` and `inspect` as a person runs them: real processes,
+/// a real registration, then the inspector's exit statuses and outputs.
+@Suite("End to end: record, key log, inspect", .serialized, .timeLimit(.minutes(2)))
+struct EndToEndInspectTests {
+    @Test func recordKeylogAndInspect() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let recordings = lab.file("rec")
+        try FileManager.default.createDirectory(atPath: recordings, withIntermediateDirectories: true)
+        let relay = try lab.start("relay", ["relay", "--port", "0", "--log-level", "warning", "--record", recordings])
+        let ready = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
+        let relayURL = try #require(ready.first { $0.contains("ws://") }?.split(separator: " ").first { $0.hasPrefix("ws://") }).description
+
+        let desktopKeys = lab.file("desktop-keys.log")
+        let phoneKeys = lab.file("phone-keys.log")
+        let desktop = try await lab.startDesktop(["--request", "mc", "--relay", relayURL, "--keylog", desktopKeys], json: true)
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url, "--keylog", phoneKeys])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+
+        // Both sides logged the same line; the file is private.
+        let desktopLog = try String(contentsOfFile: desktopKeys, encoding: .utf8)
+        #expect(desktopLog.hasPrefix("HYBRID_SESSION_KEYS ") && desktopLog.split(separator: "\n").count == 1)
+        #expect(try String(contentsOfFile: phoneKeys, encoding: .utf8) == desktopLog)
+        let mode = try #require(try FileManager.default.attributesOfItem(atPath: desktopKeys)[.posixPermissions] as? Int)
+        #expect(mode == 0o600)
+
+        var names: [String] = []
+        let deadline = ContinuousClock.now + .seconds(10)
+        while names.isEmpty && ContinuousClock.now < deadline {
+            names = try FileManager.default.contentsOfDirectory(atPath: recordings).filter { $0.hasSuffix(".hsrec") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let recording = recordings + "/" + (try #require(names.first))
+
+        let svg = lab.file("session.svg")
+        let inspect = try lab.start("inspect", ["inspect", recording, "--keylog", desktopKeys, "--qr", desktop.url, "--svg", svg])
+        #expect(try await inspect.waitForExit() == 0, "\(inspect.transcript)")
+        let text = inspect.standardOutput.text
+        for expected in ["Noise KNpsk0 message 1 (81 B)", "post-handshake message", "update message (528 B)",
+                         "CTAP request: authenticatorMakeCredential", "CTAP response: CTAP2_OK (0x00)", "shutdown (48 B)",
+                         "(matches the recording)", "no anomalies"] {
+            #expect(text.contains(expected), "missing \(expected) in:\n\(text)")
+        }
+        #expect(try String(contentsOfFile: svg, encoding: .utf8).hasPrefix("<svg"))
+
+        let json = try lab.start("inspect-json", ["inspect", recording, "--keylog", desktopKeys, "--json"])
+        #expect(try await json.waitForExit() == 0, "\(json.transcript)")
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.text.utf8)) as? [String: Any])
+        #expect(object["keys"] as? String == "matched")
+        #expect((object["messages"] as? [Any])?.count == 7)
+
+        // Another session's keys: exit 1, and it says so.
+        let wrongKeys = lab.file("wrong-keys.log")
+        let forged = "HYBRID_SESSION_KEYS 04" + String(repeating: "11", count: 64) + " "
+            + Array(repeating: String(repeating: "22", count: 32), count: 3).joined(separator: " ") + "\n"
+        try forged.write(toFile: wrongKeys, atomically: true, encoding: .utf8)
+        let wrong = try lab.start("inspect-wrong", ["inspect", recording, "--keylog", wrongKeys])
+        #expect(try await wrong.waitForExit() == 1, "\(wrong.transcript)")
+        #expect(wrong.standardError.text.contains("the keys don't match"), "\(wrong.transcript)")
+        #expect(!wrong.standardOutput.text.contains("CTAP request"))
+
+        // A truncated copy: exit 2 with the reader's specific reason.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: recording))
+        let truncated = lab.file("truncated.hsrec")
+        try bytes.prefix(bytes.count - 20).write(to: URL(fileURLWithPath: truncated))
+        let cut = try lab.start("inspect-cut", ["inspect", truncated])
+        #expect(try await cut.waitForExit() == 2, "\(cut.transcript)")
+        #expect(cut.standardError.text.contains("recording truncated"), "\(cut.transcript)")
+    }
+}

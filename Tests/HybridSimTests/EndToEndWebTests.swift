@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `desktop --web` as a browser sees it: the page, the QR code, and the event stream that drives
+/// it, for a registration and a sign-in with the phone, and the error state.
+@Suite("End to end: desktop --web", .serialized, .timeLimit(.minutes(2)))
+struct EndToEndWebTests {
+    static func get(_ url: String) async throws -> (status: Int, type: String, body: String) {
+        var request = URLRequest(url: try #require(URL(string: url)))
+        request.timeoutInterval = 30
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let http = try #require(response as? HTTPURLResponse)
+        return (http.statusCode, http.value(forHTTPHeaderField: "Content-Type") ?? "", String(decoding: data, as: UTF8.self))
+    }
+
+    /// The page URL the desktop printed on stderr.
+    static func pageURL(_ desktop: ChildProcess) async throws -> String {
+        let lines = try await desktop.waitForOutput("web page line", in: \.standardError) { $0.contains { $0.hasPrefix("web page: ") } }
+        return String(try #require(lines.first { $0.hasPrefix("web page: ") }).dropFirst("web page: ".count))
+    }
+
+    /// The `data:` payloads of a finished event stream.
+    static func events(_ body: String) throws -> [[String: Any]] {
+        try body.split(separator: "\n").filter { $0.hasPrefix("data: ") }.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.dropFirst(6).utf8)) as? [String: Any])
+        }
+    }
+
+    @Test func registrationAndSignInPages() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        for request in ["mc", "ga"] {
+            let desktop = try await lab.startDesktop(["--request", request, "--web", "--web-port", "0"], json: true)
+            let page = try await Self.pageURL(desktop.process)
+            let html = try await Self.get(page)
+            #expect(html.status == 200 && html.type.hasPrefix("text/html"))
+            #expect(html.body.contains("new EventSource(\"/events\")"))
+            let qr = try await Self.get(page + "qr.svg")
+            #expect(qr.status == 200 && qr.type == "image/svg+xml" && qr.body.contains("<svg"))
+
+            let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+            // The stream replays everything and ends after the last event.
+            let stream = try await Self.get(page + "events")
+            #expect(stream.type == "text/event-stream")
+            let names = try Self.events(stream.body).compactMap { $0["event"] as? String }
+            #expect(names == ["qr", "advert", "connected", "handshake", "request", "response", "result"], "\(stream.body)")
+            let result = try #require(try Self.events(stream.body).last)
+            #expect(result["rpCheck"] as? String == "verified")
+            #expect((result["credential"] as? [String: Any])?["type"] as? String == "public-key")
+            #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+            #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        }
+    }
+
+    @Test func errorState() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--request", "ga", "--web", "--web-port", "0", "--timeout", "4"], json: true)
+        let page = try await Self.pageURL(desktop.process)
+        let missing = try await Self.get(page + "nothing-here")
+        #expect(missing.status == 404)
+        let stream = try await Self.get(page + "events")
+        let last = try #require(try Self.events(stream.body).last)
+        #expect(last["event"] as? String == "error")
+        #expect(last["exitCode"] as? Int == 3)
+        #expect(try await desktop.process.waitForExit() == 3, "\(desktop.process.transcript)")
+    }
+}
