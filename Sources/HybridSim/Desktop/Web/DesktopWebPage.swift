@@ -19,7 +19,7 @@ enum DesktopWebPage {
         ol#steps li.current { border-color: #c98a00; color: #222; font-weight: bold; }
         #result { display: none; border: 2px solid #1f7a3a; padding: 1rem; }
         #error { display: none; border: 2px solid #b00020; padding: 1rem; color: #b00020; }
-        pre { background: #f5f5f5; padding: .75rem; overflow: auto; font-size: .75rem; max-height: 24rem; }
+        pre { background: #f5f5f5; padding: .75rem; overflow: auto; font-size: .75rem; max-height: 24rem; white-space: pre-wrap; overflow-wrap: anywhere; }
         </style>
         </head>
         <body>
