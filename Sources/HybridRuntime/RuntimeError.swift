@@ -1,3 +1,5 @@
+import HybridCore
+
 /// The one error type of the networked runtime (relay, WebSocket transport, proximity stub).
 ///
 /// Compare errors by ``code``; ``reason`` is a human sentence meant for a log line or a CLI message,

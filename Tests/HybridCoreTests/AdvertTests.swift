@@ -48,15 +48,15 @@ import Testing
         #expect(eid.bytes == plaintext)
         #expect(Hex.encode(derivePSK(secret: hex(try #require(vector.qrSecret)), eidPlaintext: plaintext)) == vector.psk)
 
-        let base = try #require(TunnelURLs.base(for: eid.domain))
-        #expect(base + TunnelURLs.newTunnelPath(tunnelID: keys.tunnelID) == vector.newTunnelURL)
-        #expect(base + TunnelURLs.connectPath(routingID: eid.routingID, tunnelID: keys.tunnelID) == vector.connectURL)
-        let connectPath = TunnelURLs.connectPath(routingID: eid.routingID, tunnelID: keys.tunnelID)
+        let base = try #require(eid.domain.baseURL)
+        #expect(base + TunnelServicePath.new(tunnelID: keys.tunnelID).path == vector.newTunnelURL)
+        #expect(base + TunnelServicePath.connect(routingID: eid.routingID, tunnelID: keys.tunnelID).path == vector.connectURL)
+        let connectPath = TunnelServicePath.connect(routingID: eid.routingID, tunnelID: keys.tunnelID).path
         if let domain0 = vector.connectURLDomain0 {
-            #expect(try #require(TunnelURLs.base(for: .google)) + connectPath == domain0)
+            #expect(try #require(TunnelDomainID.google.baseURL) + connectPath == domain0)
         }
         if let domain1 = vector.connectURLDomain1 {
-            #expect(try #require(TunnelURLs.base(for: .apple)) + connectPath == domain1)
+            #expect(try #require(TunnelDomainID.apple.baseURL) + connectPath == domain1)
         }
     }
 

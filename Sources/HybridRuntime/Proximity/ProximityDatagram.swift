@@ -1,3 +1,5 @@
+import CTAP2
+
 /// The 16-bit BLE service UUID a caBLE advert is carried under (PROTOCOL.md §3.1).
 public enum ProximityServiceUUID: UInt16, Sendable, Hashable, CaseIterable {
     /// 0xFFF9, assigned to FIDO: what current phones use.
@@ -64,7 +66,7 @@ public struct ProximityDatagram: Sendable, Hashable {
         }
         let raw = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
         guard let uuid = ProximityServiceUUID(rawValue: raw) else {
-            throw RuntimeError(.unknownServiceUUID, "unknown service UUID 0x\(HexCoding.upper([bytes[0], bytes[1]]))")
+            throw RuntimeError(.unknownServiceUUID, "unknown service UUID 0x\(Hex.encode([bytes[0], bytes[1]], uppercase: true))")
         }
         self.serviceUUID = uuid
         self.rssi = Int8(bitPattern: bytes[2])

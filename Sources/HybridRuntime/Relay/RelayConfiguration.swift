@@ -1,3 +1,5 @@
+import HybridCore
+
 /// Which way a relayed message travels through a tunnel.
 ///
 /// The *creator* opened the tunnel (`/cable/new`: the authenticator/phone in the QR flow); the
@@ -68,7 +70,7 @@ public struct RelayConfiguration: Sendable {
     /// `/cable/connect/{routing ID}/…` to the instance that owns the tunnel by looking at the path
     /// alone (Docs/RELAY.md, "Scaling out"). A connect whose routing ID lacks the prefix is 404.
     public var routingIDPrefix: [UInt8] = [] {
-        didSet { precondition(routingIDPrefix.count < TunnelServicePath.routingIDSize, "routing ID prefix of 0 to 2 bytes") }
+        didSet { precondition(routingIDPrefix.count < HybridConstants.routingIDSize, "routing ID prefix of 0 to 2 bytes") }
     }
 
     /// A `/cable/contact/…` request whose phone is not listening waits this long for it to connect

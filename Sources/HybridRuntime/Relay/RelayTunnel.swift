@@ -1,3 +1,4 @@
+import CTAP2
 import Logging
 import NIOCore
 
@@ -71,7 +72,7 @@ final class RelayTunnel {
         self.eventLoop = eventLoop
         self.configuration = configuration
         var logger = logger
-        logger[metadataKey: "tunnel"] = "\(HexCoding.redacted(tunnelID))"
+        logger[metadataKey: "tunnel"] = "\(Hex.redactedPrefix(tunnelID))"
         self.logger = logger
     }
 
