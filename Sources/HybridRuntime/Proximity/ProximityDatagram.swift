@@ -8,7 +8,7 @@ public enum ProximityServiceUUID: UInt16, Sendable, Hashable, CaseIterable {
     case google = 0xFDE2
 }
 
-/// Defaults of the proximity stub (CONTRACT.md "Proximity stub").
+/// Defaults of the proximity stub (Docs/RELAY.md "Proximity stub"; part of the external contract, Docs/CLI.md).
 public enum ProximityDefaults {
     /// UDP port the desktop's scanner binds by default (`--proximity-port`).
     public static let scannerPort = 47002
