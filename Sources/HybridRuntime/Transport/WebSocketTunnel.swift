@@ -260,6 +260,10 @@ public final class WebSocketTunnel: TunnelTransport {
     /// Messages received but not yet returned by ``receive(timeout:)``.
     public var pendingMessageCount: Int { inbox.pendingCount }
 
+    /// Returns once a ``receive(timeout:)`` is waiting (or the tunnel has ended): a hand-off for
+    /// tests that need a receive to be pending before they act.
+    func receiveIsWaiting() async { await inbox.readerIsWaiting() }
+
     private func write(opcode: WebSocketOpcode, data: [UInt8], fin: Bool, masked: Bool) async throws {
         if let terminal = inbox.terminalError { throw terminal }
         let handler = self.handler
