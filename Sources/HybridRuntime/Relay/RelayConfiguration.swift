@@ -88,29 +88,6 @@ public struct RelayConfiguration: Sendable {
 
     /// The defaults described on each property.
     public init() {}
-
-    /// The defaults with the given overrides.
-    public init(
-        tunnelLifetime: Duration = .seconds(120),
-        maxMessageSize: Int = 64 * 1024,
-        maxMessagesPerPeer: Int = 16,
-        maxOpenTunnels: Int = 1024,
-        idleTimeout: Duration = .seconds(60),
-        upgradeTimeout: Duration = .seconds(10),
-        closeHandshakeTimeout: Duration = .seconds(2),
-        maxConnections: Int = 4096,
-        originPolicy: RelayOriginPolicy = .refuseBrowsers
-    ) {
-        self.maxConnections = maxConnections
-        self.originPolicy = originPolicy
-        self.tunnelLifetime = tunnelLifetime
-        self.maxMessageSize = maxMessageSize
-        self.maxMessagesPerPeer = maxMessagesPerPeer
-        self.maxOpenTunnels = maxOpenTunnels
-        self.idleTimeout = idleTimeout
-        self.upgradeTimeout = upgradeTimeout
-        self.closeHandshakeTimeout = closeHandshakeTimeout
-    }
 }
 
 /// Counters of a running relay, for tests and diagnostics.
