@@ -115,7 +115,10 @@ public enum Ceremony {
         }
     }
 
-    static func payload<T: CTAP2CBORCodable>(_ bytes: [UInt8], as type: T.Type, what: String) throws -> T {
+    /// Parses an authenticator's answer `status ‖ CBOR` as `T`: a non-zero status is a
+    /// ``Failure`` `.refused` carrying it, unparsable bytes a ``Failure`` `.malformedResponse`.
+    /// `what` names the command in the reason ("makeCredential", "getAssertion").
+    public static func payload<T: CTAP2CBORCodable>(_ bytes: [UInt8], as type: T.Type, what: String) throws(Failure) -> T {
         let response: CTAP2Response
         do {
             response = try CTAP2Response(bytes: bytes)
