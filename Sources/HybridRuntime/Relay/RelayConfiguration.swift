@@ -82,6 +82,12 @@ public struct RelayConfiguration: Sendable {
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
     public var maxListeners: Int = 1024
 
+    /// Observer of the traffic: called on the relay's event loop with every message it relays, in
+    /// order, after the size checks and before it is forwarded or buffered (the bytes as the
+    /// recipient will get them: Noise ciphertext after the handshake). For narration, tracing and
+    /// recording; it must return quickly and must not block. Default none.
+    public var messageObserver: (@Sendable (RelayDirection, [UInt8]) -> Void)?
+
     /// Test-only hook: sees (and may modify) every relayed message before it is forwarded or buffered.
     /// Lets a test flip a byte in transit to check that the protocol layer notices.
     package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?

@@ -172,6 +172,7 @@ final class RelayTunnel {
         lastActivity = .now()
         var payload = message
         configuration.faultInjector?(side.outgoing, &payload)
+        configuration.messageObserver?(side.outgoing, payload)
         let recipient = side.other
         switch slots[recipient] ?? .empty {
         case .attached(let handler):
