@@ -7,25 +7,9 @@ import Testing
 /// `QRPayload` against `Vectors/qr.json` (real Chrome and Safari codes, Chromium `KnownQRs`, invalid
 /// URLs) and the `qr::Parse` rules of PROTOCOL.md §1.
 @Suite struct QRPayloadTests {
-    struct Vector: Decodable, Sendable, CustomTestStringConvertible {
-        let name: String
-        let url: String
-        let cbor: String?
-        let publicKey: String?
-        let publicKeyUncompressed: String?
-        let secret: String?
-        let knownDomains: UInt64?
-        let timestamp: UInt64?
-        let supportsLinking: Bool?
-        let requestType: String?
-        let reencodesIdentically: Bool?
-        let expectError: String?
-        var testDescription: String { name }
-    }
+    typealias Vector = QRVector
 
-    static func vectors() throws -> [Vector] {
-        try Vectors.load("qr", as: VectorFile<Vector>.self).vectors
-    }
+    static func vectors() throws -> [Vector] { try QRVector.load() }
 
     /// The real Chrome code (a full 6-key map) as a starting point for hand-made variants.
     static func chromeMap() throws -> [CBORValue: CBORValue] {
@@ -254,4 +238,8 @@ import Testing
             #expect(Array(try parsed.publicKey.x963Representation) == Array(key.publicKey.x963Representation))
         }
     }
+}
+
+extension QRVector: CustomTestStringConvertible {
+    public var testDescription: String { name }
 }
