@@ -1,12 +1,14 @@
+import CTAP2
+
 /// Why a CTAP2 message, authenticator data, COSE key, attestation or client data was rejected.
 ///
 /// Two errors are equal when their ``code`` is, so tests can write
-/// `#expect(throws: CTAP2Error.missingField)`; ``reason`` names the field and the rule.
+/// `#expect(throws: CTAP2Error(.missingField))`; ``reason`` names the field and the rule.
 ///
 /// This is the *local* failure type of the module. The status byte an authenticator puts in a
 /// response is a value, ``CTAP2StatusCode``, never thrown; ``statusCode`` maps a decoding failure to
 /// the status an authenticator should answer with.
-public struct CTAP2Error: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CTAP2Error: CodedError {
     /// The family of failure.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// The bytes are not CTAP2 canonical CBOR (see ``CTAP2Error/cborError``).
@@ -54,6 +56,9 @@ public struct CTAP2Error: Error, Hashable, Sendable, CustomStringConvertible {
     /// The underlying CBOR failure when ``code`` is ``Code/invalidCBOR``.
     public let cborError: CBORError?
 
+    /// An error of `code` with no reason, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, "") }
+
     /// Creates an error.
     public init(_ code: Code, _ reason: String, cborError: CBORError? = nil) {
         self.code = code
@@ -65,9 +70,6 @@ public struct CTAP2Error: Error, Hashable, Sendable, CustomStringConvertible {
     public init(cbor error: CBORError, in what: String) {
         self.init(.invalidCBOR, "\(what): \(error)", cborError: error)
     }
-
-    public static func == (lhs: CTAP2Error, rhs: CTAP2Error) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     public var description: String { "CTAP2 \(code.rawValue): \(reason)" }
 
@@ -93,25 +95,4 @@ public struct CTAP2Error: Error, Hashable, Sendable, CustomStringConvertible {
         case .signingFailed: return .other
         }
     }
-
-    // MARK: - Code values for tests (`#expect(throws: CTAP2Error.missingField)`)
-
-    public static let invalidCBOR = CTAP2Error(.invalidCBOR, "")
-    public static let missingField = CTAP2Error(.missingField, "")
-    public static let wrongType = CTAP2Error(.wrongType, "")
-    public static let invalidLength = CTAP2Error(.invalidLength, "")
-    public static let invalidValue = CTAP2Error(.invalidValue, "")
-    public static let trailingBytes = CTAP2Error(.trailingBytes, "")
-    public static let inconsistentFlags = CTAP2Error(.inconsistentFlags, "")
-    public static let unknownCommand = CTAP2Error(.unknownCommand, "")
-    public static let unsupportedKeyType = CTAP2Error(.unsupportedKeyType, "")
-    public static let unsupportedCurve = CTAP2Error(.unsupportedCurve, "")
-    public static let unsupportedAlgorithm = CTAP2Error(.unsupportedAlgorithm, "")
-    public static let invalidPublicKey = CTAP2Error(.invalidPublicKey, "")
-    public static let invalidSignature = CTAP2Error(.invalidSignature, "")
-    public static let unsupportedAttestation = CTAP2Error(.unsupportedAttestation, "")
-    public static let invalidAttestation = CTAP2Error(.invalidAttestation, "")
-    public static let invalidJSON = CTAP2Error(.invalidJSON, "")
-    public static let errorStatus = CTAP2Error(.errorStatus, "")
-    public static let signingFailed = CTAP2Error(.signingFailed, "")
 }

@@ -1,9 +1,11 @@
+import CTAP2
+
 /// An error from the hybrid protocol core. Two errors are equal when their ``code`` is, so tests
-/// can write `#expect(throws: HybridError.decryptionFailed)`; ``reason`` says which rule failed.
+/// can write `#expect(throws: HybridError(.decryptionFailed))`; ``reason`` says which rule failed.
 ///
 /// Peer mistakes (bad bytes on the wire, a bad QR code) throw this. Misuse of the API by the caller
 /// (calling a state machine method in the wrong state) is a precondition failure instead.
-public struct HybridError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct HybridError: CodedError {
     /// The family of failure.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// The `FIDO:/` digits are malformed (non-digit, bad length, value out of range).
@@ -43,32 +45,12 @@ public struct HybridError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Which rule failed, for people. Never contains key material.
     public let reason: String
 
+    /// An error of `code` with no reason, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, "") }
+
     /// Creates an error.
     public init(_ code: Code, _ reason: String) {
         self.code = code
         self.reason = reason
     }
-
-    public static func == (lhs: HybridError, rhs: HybridError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
-    public var description: String { "\(code.rawValue): \(reason)" }
-
-    // MARK: - Code values for tests (`#expect(throws: HybridError.invalidQRCode)`)
-
-    public static let invalidDigits = HybridError(.invalidDigits, "")
-    public static let invalidQRCode = HybridError(.invalidQRCode, "")
-    public static let invalidLength = HybridError(.invalidLength, "")
-    public static let invalidPublicKey = HybridError(.invalidPublicKey, "")
-    public static let invalidAdvert = HybridError(.invalidAdvert, "")
-    public static let unknownTunnelDomain = HybridError(.unknownTunnelDomain, "")
-    public static let handshakeFailed = HybridError(.handshakeFailed, "")
-    public static let decryptionFailed = HybridError(.decryptionFailed, "")
-    public static let invalidPadding = HybridError(.invalidPadding, "")
-    public static let sequenceExhausted = HybridError(.sequenceExhausted, "")
-    public static let invalidFrame = HybridError(.invalidFrame, "")
-    public static let invalidPostHandshakeMessage = HybridError(.invalidPostHandshakeMessage, "")
-    public static let invalidLinkingInfo = HybridError(.invalidLinkingInfo, "")
-    public static let unexpectedMessage = HybridError(.unexpectedMessage, "")
-    public static let invalidCTAPMessage = HybridError(.invalidCTAPMessage, "")
 }

@@ -1,13 +1,18 @@
+import CTAP2
+
 /// The one error type of the `HybridQR` module.
 ///
 /// Every failure of encoding, rendering, reading an image or scanning a code is reported as a
 /// `QRError`. Two errors are equal when their ``code`` is equal, whatever their
-/// ``reason``, so tests can write `#expect(throws: QRError.noQRCode) { … }`.
-public struct QRError: Error, Hashable, Sendable, CustomStringConvertible {
+/// ``reason``, so tests can write `#expect(throws: QRError(.noQRCode)) { … }`.
+public struct QRError: CodedError {
     /// What kind of failure this is. Stable; scripts and tests may depend on it.
     public let code: Code
     /// The human-readable detail (which rule failed, which file, what libpng said).
     public let reason: String
+
+    /// An error of `code` with no reason, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, "") }
 
     /// Creates an error with a code and a human-readable reason.
     public init(_ code: Code, _ reason: String) {
@@ -19,12 +24,6 @@ public struct QRError: Error, Hashable, Sendable, CustomStringConvertible {
     public var description: String {
         reason.isEmpty ? code.summary : "\(code.summary): \(reason)"
     }
-
-    /// Equality by ``code`` only.
-    public static func == (lhs: QRError, rhs: QRError) -> Bool { lhs.code == rhs.code }
-
-    /// Hashes the ``code`` only, consistent with `==`.
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     // MARK: - Codes
 
@@ -68,25 +67,4 @@ public struct QRError: Error, Hashable, Sendable, CustomStringConvertible {
         /// An output file (PNG, SVG) could not be written.
         public static let writeFailed = Code("writeFailed", "could not write file")
     }
-
-    // MARK: - Code-only values for `#expect(throws:)`
-
-    /// A ``Code/noQRCode`` error with no reason; compares equal to any error with that code.
-    public static let noQRCode = QRError(.noQRCode, "")
-    /// A ``Code/notFIDOURL`` error with no reason; compares equal to any error with that code.
-    public static let notFIDOURL = QRError(.notFIDOURL, "")
-    /// A ``Code/invalidFIDOPayload`` error with no reason; compares equal to any error with that code.
-    public static let invalidFIDOPayload = QRError(.invalidFIDOPayload, "")
-    /// A ``Code/fileUnreadable`` error with no reason; compares equal to any error with that code.
-    public static let fileUnreadable = QRError(.fileUnreadable, "")
-    /// A ``Code/notAnImage`` error with no reason; compares equal to any error with that code.
-    public static let notAnImage = QRError(.notAnImage, "")
-    /// A ``Code/invalidInput`` error with no reason; compares equal to any error with that code.
-    public static let invalidInput = QRError(.invalidInput, "")
-    /// A ``Code/dataTooLarge`` error with no reason; compares equal to any error with that code.
-    public static let dataTooLarge = QRError(.dataTooLarge, "")
-    /// A ``Code/libraryFailure`` error with no reason; compares equal to any error with that code.
-    public static let libraryFailure = QRError(.libraryFailure, "")
-    /// A ``Code/writeFailed`` error with no reason; compares equal to any error with that code.
-    public static let writeFailed = QRError(.writeFailed, "")
 }

@@ -1,9 +1,12 @@
+import CTAP2
+import HybridCore
+
 /// The one error type of the networked runtime (relay, WebSocket transport, proximity stub).
 ///
 /// Compare errors by ``code``; ``reason`` is a human sentence meant for a log line or a CLI message,
 /// and the optional fields carry the machine-readable details (HTTP status of a rejected upgrade,
 /// WebSocket close code, proximity counters).
-public struct RuntimeError: Error, Sendable, CustomStringConvertible {
+public struct RuntimeError: CodedError {
     /// What went wrong, as a stable machine-readable value.
     public enum Code: String, Sendable, Hashable, CaseIterable {
         /// A URL, host or endpoint string could not be parsed or is not allowed (e.g. not loopback).
@@ -47,6 +50,9 @@ public struct RuntimeError: Error, Sendable, CustomStringConvertible {
     public var closeCode: WebSocketCloseCode?
     /// The scanner's counters at the time of a ``Code/noNearbyAuthenticator`` timeout.
     public var proximityStatistics: ProximityStatistics?
+
+    /// An error of `code` with no reason, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, "") }
 
     /// Creates an error; prefer the static factories below.
     public init(

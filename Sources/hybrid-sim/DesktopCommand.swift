@@ -141,8 +141,8 @@ struct DesktopCommand: AsyncParsableCommand {
     )
     var keylog: String?
 
-    @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "warning"
+    @Option(help: "Runtime log level on stderr.")
+    var logLevel: Logger.Level = .warning
 
     @Flag(
         help:
@@ -162,9 +162,6 @@ struct DesktopCommand: AsyncParsableCommand {
     var linked: String?
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
         if relay != nil, relayPort != nil {
             throw ValidationError("--relay-port is for the embedded relay; it cannot be combined with --relay")
         }
@@ -235,11 +232,14 @@ enum RequestKind: String, ExpressibleByArgument, CaseIterable {
     var requestType: QRPayload.RequestType { self == .mc ? .makeCredential : .getAssertion }
 }
 
-/// The swift-log logger of the desktop and phone commands: stderr at `--log-level`.
+/// The swift-log logger of the desktop, phone and relay commands: stderr at `--log-level`.
 enum CommandLogging {
-    static func logger(label: String, level: String) -> Logger {
+    static func logger(label: String, level: Logger.Level) -> Logger {
         var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
-        logger.logLevel = Logger.Level(rawValue: level) ?? .warning
+        logger.logLevel = level
         return logger
     }
 }
+
+/// `--log-level trace|debug|info|notice|warning|error|critical`, checked once by the argument parser.
+extension Logger.Level: @retroactive ExpressibleByArgument {}

@@ -97,8 +97,8 @@ struct PhoneCommand: AsyncParsableCommand {
     )
     var keylog: String?
 
-    @Option(help: "Runtime log level on stderr: trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "warning"
+    @Option(help: "Runtime log level on stderr.")
+    var logLevel: Logger.Level = .warning
 
     @Flag(
         help:
@@ -119,9 +119,6 @@ struct PhoneCommand: AsyncParsableCommand {
     var unlink = false
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
         if listen || unlink {
             guard qr == nil, scan == nil else { throw ValidationError("--listen and --unlink take no QR code (--qr, --scan)") }
             guard !(listen && unlink) else { throw ValidationError("--listen and --unlink cannot be combined") }

@@ -2,6 +2,7 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import HybridRuntime
+import HybridSim
 import Logging
 import Synchronization
 
@@ -24,14 +25,17 @@ struct RelayCommand: AsyncParsableCommand {
             """
     )
 
+    /// The relay's defaults, written once in `RelayConfiguration`; the options below show them.
+    private static let defaults = RelayConfiguration()
+
     @Option(help: "Loopback address to bind: 127.0.0.1, ::1 or localhost.")
     var host = "127.0.0.1"
 
     @Option(help: "TCP port to listen on; 0 picks a free port (the ready line shows it).")
-    var port = 47001
+    var port = ProgramDefaults.relayPort
 
     @Option(help: ArgumentHelp("Close a tunnel with 1001 this many seconds after it was opened.", valueName: "seconds"))
-    var tunnelLifetime: Double = 120
+    var tunnelLifetime = Self.defaults.tunnelLifetime.secondsValue
 
     @Option(
         help: ArgumentHelp(
@@ -39,7 +43,7 @@ struct RelayCommand: AsyncParsableCommand {
             valueName: "seconds"
         )
     )
-    var idleTimeout: Double = 60
+    var idleTimeout = Self.defaults.idleTimeout.secondsValue
 
     @Option(
         help: ArgumentHelp(
@@ -47,7 +51,7 @@ struct RelayCommand: AsyncParsableCommand {
             valueName: "bytes"
         )
     )
-    var maxMessageSize = 65536
+    var maxMessageSize = Self.defaults.maxMessageSize
 
     @Option(
         help: ArgumentHelp(
@@ -55,10 +59,10 @@ struct RelayCommand: AsyncParsableCommand {
             valueName: "count"
         )
     )
-    var maxMessagesPerPeer = 16
+    var maxMessagesPerPeer = Self.defaults.maxMessagesPerPeer
 
     @Option(help: ArgumentHelp("Tunnels open at once; /cable/new beyond this is answered 503.", valueName: "count"))
-    var maxTunnels = 1024
+    var maxTunnels = Self.defaults.maxOpenTunnels
 
     @Option(
         help: ArgumentHelp(
@@ -66,7 +70,7 @@ struct RelayCommand: AsyncParsableCommand {
             valueName: "count"
         )
     )
-    var maxConnections = 4096
+    var maxConnections = Self.defaults.maxConnections
 
     @Option(
         name: .customLong("allow-origin"),
@@ -83,7 +87,7 @@ struct RelayCommand: AsyncParsableCommand {
             valueName: "seconds"
         )
     )
-    var upgradeTimeout: Double = 10
+    var upgradeTimeout = Self.defaults.upgradeTimeout.secondsValue
 
     @Option(
         help: ArgumentHelp(
@@ -91,7 +95,7 @@ struct RelayCommand: AsyncParsableCommand {
             valueName: "seconds"
         )
     )
-    var closeTimeout: Double = 2
+    var closeTimeout = Self.defaults.closeHandshakeTimeout.secondsValue
 
     @Option(
         help: ArgumentHelp(
@@ -101,8 +105,8 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var routingIDPrefix: String?
 
-    @Option(help: "Log level on stderr: trace, debug, info, notice, warning, error or critical.")
-    var logLevel = "info"
+    @Option(help: "Log level on stderr.")
+    var logLevel: Logger.Level = .info
 
     @Option(
         help: ArgumentHelp(
@@ -124,9 +128,6 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error, critical")
-        }
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
         for (name, value) in [
             ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
@@ -147,20 +148,18 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        var logger = Logger(label: "hybrid-sim.relay", factory: { StreamLogHandler.standardError(label: $0) })
-        logger.logLevel = Logger.Level(rawValue: logLevel) ?? .info
+        let logger = CommandLogging.logger(label: "hybrid-sim.relay", level: logLevel)
 
-        var configuration = RelayConfiguration(
-            tunnelLifetime: .seconds(tunnelLifetime),
-            maxMessageSize: maxMessageSize,
-            maxMessagesPerPeer: maxMessagesPerPeer,
-            maxOpenTunnels: maxTunnels,
-            idleTimeout: .seconds(idleTimeout),
-            upgradeTimeout: .seconds(upgradeTimeout),
-            closeHandshakeTimeout: .seconds(closeTimeout),
-            maxConnections: maxConnections,
-            originPolicy: RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
-        )
+        var configuration = RelayConfiguration()
+        configuration.tunnelLifetime = .seconds(tunnelLifetime)
+        configuration.maxMessageSize = maxMessageSize
+        configuration.maxMessagesPerPeer = maxMessagesPerPeer
+        configuration.maxOpenTunnels = maxTunnels
+        configuration.idleTimeout = .seconds(idleTimeout)
+        configuration.upgradeTimeout = .seconds(upgradeTimeout)
+        configuration.closeHandshakeTimeout = .seconds(closeTimeout)
+        configuration.maxConnections = maxConnections
+        configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         if let record {
             var isDirectory: ObjCBool = false
@@ -229,5 +228,13 @@ final class SignalState: Sendable {
             return nil
         }
         if let received { continuation.resume(returning: received) }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, for option defaults given in seconds.
+    fileprivate var secondsValue: Double {
+        let (seconds, attoseconds) = components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

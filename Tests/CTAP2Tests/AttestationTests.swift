@@ -80,12 +80,12 @@ struct AttestationTests {
             var bad = sig
             bad[index] ^= 0x04
             tampered.attStmt["sig"] = .bytes(bad)
-            #expect(throws: CTAP2Error.invalidSignature) { try tampered.verifyAttestation(clientDataHash: hash) }
+            #expect(throws: CTAP2Error(.invalidSignature)) { try tampered.verifyAttestation(clientDataHash: hash) }
         }
         for index in hash.indices {
             var bad = hash
             bad[index] ^= 0x01
-            #expect(throws: CTAP2Error.invalidSignature) { try response.verifyAttestation(clientDataHash: bad) }
+            #expect(throws: CTAP2Error(.invalidSignature)) { try response.verifyAttestation(clientDataHash: bad) }
         }
         // authData bytes: flip each byte of the signed bytes that still parse; the signature must fail.
         let signed = response.authData.bytes
@@ -118,15 +118,15 @@ struct AttestationTests {
             authData: try credential.authData(), clientDataHash: hash, privateKey: credential.privateKey)
         var withChain = response
         withChain.attStmt["x5c"] = [.bytes([0x30, 0x00])]
-        #expect(throws: CTAP2Error.unsupportedAttestation) { try withChain.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.unsupportedAttestation)) { try withChain.verifyAttestation(clientDataHash: hash) }
         var ecdaa = response
         ecdaa.attStmt["ecdaaKeyId"] = .bytes([1])
-        #expect(throws: CTAP2Error.unsupportedAttestation) { try ecdaa.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.unsupportedAttestation)) { try ecdaa.verifyAttestation(clientDataHash: hash) }
         var rs256 = response
         rs256.attStmt["alg"] = -257
-        #expect(throws: CTAP2Error.unsupportedAlgorithm) { try rs256.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.unsupportedAlgorithm)) { try rs256.verifyAttestation(clientDataHash: hash) }
         response.fmt = "android-safetynet"
-        #expect(throws: CTAP2Error.unsupportedAttestation) { try response.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.unsupportedAttestation)) { try response.verifyAttestation(clientDataHash: hash) }
     }
 
     @Test("malformed packed statements: missing sig, sig as text, none with entries")
@@ -137,25 +137,25 @@ struct AttestationTests {
             authData: try credential.authData(), clientDataHash: hash, privateKey: credential.privateKey)
         var noSig = packed
         noSig.attStmt["sig"] = nil
-        #expect(throws: CTAP2Error.missingField) { try noSig.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.missingField)) { try noSig.verifyAttestation(clientDataHash: hash) }
         var textSig = packed
         textSig.attStmt["sig"] = "MEUCIQ"
-        #expect(throws: CTAP2Error.wrongType) { try textSig.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.wrongType)) { try textSig.verifyAttestation(clientDataHash: hash) }
         var none = MakeCredentialResponse.none(authData: try credential.authData())
         none.attStmt = ["sig": .bytes([1])]
-        #expect(throws: CTAP2Error.invalidAttestation) { try none.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.invalidAttestation)) { try none.verifyAttestation(clientDataHash: hash) }
     }
 
     @Test("building packed self attestation with the wrong key is refused")
     func wrongKeyRefused() throws {
         let credential = TestCredential()
-        #expect(throws: CTAP2Error.invalidAttestation) {
+        #expect(throws: CTAP2Error(.invalidAttestation)) {
             try MakeCredentialResponse.packedSelf(
                 authData: try credential.authData(), clientDataHash: credential.clientData.hash,
                 privateKey: P256.Signing.PrivateKey())
         }
         let noCredential = AuthenticatorData(rpId: "example.com", flags: .userPresent, signCount: 0)
-        #expect(throws: CTAP2Error.missingField) {
+        #expect(throws: CTAP2Error(.missingField)) {
             try MakeCredentialResponse.packedSelf(
                 authData: noCredential, clientDataHash: credential.clientData.hash, privateKey: credential.privateKey)
         }
@@ -178,7 +178,7 @@ struct AttestationTests {
         #expect(received == response)
         try received.verifySignature(clientDataHash: clientData.hash, publicKey: credential.coseKey)
         #expect(received.authData.signCount == 5)
-        #expect(throws: CTAP2Error.invalidSignature) {
+        #expect(throws: CTAP2Error(.invalidSignature)) {
             try received.verifySignature(clientDataHash: credential.clientData.hash, publicKey: credential.coseKey)
         }
     }

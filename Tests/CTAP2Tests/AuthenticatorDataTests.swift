@@ -53,7 +53,7 @@ struct AuthenticatorDataTests {
         let authData = AuthenticatorData(
             rpId: "example.com", flags: [.userPresent, .attestedCredentialData, .extensionData], signCount: 0)
         #expect(authData.flags == .userPresent)
-        #expect(throws: CTAP2Error.invalidLength) {
+        #expect(throws: CTAP2Error(.invalidLength)) {
             try AuthenticatorData(rpIdHash: [1, 2, 3], flags: [], signCount: 0)
         }
     }
@@ -84,21 +84,21 @@ struct AuthenticatorDataTests {
     @Test("attested credential data limits")
     func attestedLimits() throws {
         let key = TestCredential().coseKey
-        #expect(throws: CTAP2Error.invalidLength) {
+        #expect(throws: CTAP2Error(.invalidLength)) {
             try AttestedCredentialData(aaguid: [0], credentialId: [1], credentialPublicKey: key)
         }
-        #expect(throws: CTAP2Error.invalidLength) {
+        #expect(throws: CTAP2Error(.invalidLength)) {
             try AttestedCredentialData(
                 aaguid: Array(repeating: 0, count: 16), credentialId: Array(repeating: 0, count: 1024),
                 credentialPublicKey: key)
         }
         _ = try AttestedCredentialData(
             aaguid: Array(repeating: 0, count: 16), credentialId: Array(repeating: 0, count: 1023), credentialPublicKey: key)
-        #expect(throws: CTAP2Error.trailingBytes) {
+        #expect(throws: CTAP2Error(.trailingBytes)) {
             try AttestedCredentialData(
                 aaguid: Array(repeating: 0, count: 16), credentialId: [1], credentialPublicKeyBytes: key.encode() + [0])
         }
-        #expect(throws: CTAP2Error.wrongType) {
+        #expect(throws: CTAP2Error(.wrongType)) {
             try AttestedCredentialData(aaguid: Array(repeating: 0, count: 16), credentialId: [1], credentialPublicKeyBytes: [0x80])
         }
     }

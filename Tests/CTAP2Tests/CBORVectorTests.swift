@@ -35,7 +35,7 @@ struct CBORVectorTests {
     func everyPrefixTruncated(_ vector: CBORCase) {
         let bytes = vector.bytes
         for length in 0..<bytes.count {
-            #expect(throws: CBORError.truncated, "prefix of \(length) bytes") {
+            #expect(throws: CBORError(.truncated), "prefix of \(length) bytes") {
                 try CBOR.decode(bytes.prefix(length))
             }
         }
@@ -43,6 +43,6 @@ struct CBORVectorTests {
 
     @Test("a valid item followed by any byte has trailing bytes", arguments: CBORCase.positive)
     func trailingByte(_ vector: CBORCase) {
-        #expect(throws: CBORError.trailingBytes) { try CBOR.decode(vector.bytes + [0x00]) }
+        #expect(throws: CBORError(.trailingBytes)) { try CBOR.decode(vector.bytes + [0x00]) }
     }
 }

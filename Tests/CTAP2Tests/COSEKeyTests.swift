@@ -35,24 +35,24 @@ struct COSEKeyTests {
         guard case .map(let map) = key.cbor else { return }
         var textKty = map
         textKty[1] = "EC2"
-        #expect(throws: CTAP2Error.wrongType) { try COSEKey(cbor: .map(textKty)) }
+        #expect(throws: CTAP2Error(.wrongType)) { try COSEKey(cbor: .map(textKty)) }
         var textX = map
         textX[-2] = "x"
-        #expect(throws: CTAP2Error.wrongType) { try COSEKey(cbor: .map(textX)) }
+        #expect(throws: CTAP2Error(.wrongType)) { try COSEKey(cbor: .map(textX)) }
         var longY = map
         longY[-3] = .bytes(Array(repeating: 1, count: 33))
-        #expect(throws: CTAP2Error.invalidLength) { try COSEKey(cbor: .map(longY)) }
-        #expect(throws: CTAP2Error.wrongType) { try COSEKey(cbor: [1, 2]) }
-        #expect(throws: CTAP2Error.invalidPublicKey) { try COSEKey(x963Representation: [0x04] + Array(repeating: 0, count: 64)) }
-        #expect(throws: CTAP2Error.invalidPublicKey) { try COSEKey(x963Representation: [0x02] + key.x) }
-        #expect(throws: CTAP2Error.invalidCBOR) { try COSEKey(bytes: key.encode().dropLast()) }
+        #expect(throws: CTAP2Error(.invalidLength)) { try COSEKey(cbor: .map(longY)) }
+        #expect(throws: CTAP2Error(.wrongType)) { try COSEKey(cbor: [1, 2]) }
+        #expect(throws: CTAP2Error(.invalidPublicKey)) { try COSEKey(x963Representation: [0x04] + Array(repeating: 0, count: 64)) }
+        #expect(throws: CTAP2Error(.invalidPublicKey)) { try COSEKey(x963Representation: [0x02] + key.x) }
+        #expect(throws: CTAP2Error(.invalidCBOR)) { try COSEKey(bytes: key.encode().dropLast()) }
     }
 
     @Test("the lenient decoder accepts unsorted keys; the default does not")
     func canonicalOption() throws {
         let key = COSEKey(publicKey: P256.Signing.PrivateKey().publicKey)
         let unsorted: [UInt8] = [0xA5, 0x03, 0x26, 0x01, 0x02, 0x20, 0x01, 0x21, 0x58, 0x20] + key.x + [0x22, 0x58, 0x20] + key.y
-        #expect(throws: CTAP2Error.invalidCBOR) { try COSEKey(bytes: unsorted) }
+        #expect(throws: CTAP2Error(.invalidCBOR)) { try COSEKey(bytes: unsorted) }
         #expect(try COSEKey(bytes: unsorted, requireCanonical: false) == key)
     }
 

@@ -44,7 +44,7 @@ struct CollectedClientDataTests {
         #expect(try CollectedClientData(json: Array(pair.utf8)).origin == "😀")
         for bad in [#"\ud83d"#, #"\ude00"#, #"\ud83d\u0041"#] {
             let json = #"{"type":"webauthn.get","challenge":"AA","origin":""# + bad + #""}"#
-            #expect(throws: CTAP2Error.invalidJSON, "\(bad)") { try CollectedClientData(json: Array(json.utf8)) }
+            #expect(throws: CTAP2Error(.invalidJSON), "\(bad)") { try CollectedClientData(json: Array(json.utf8)) }
         }
     }
 
@@ -53,13 +53,13 @@ struct CollectedClientDataTests {
         #"{"a":tru}"#, #"{"a":"\x"}"#, "{\"a\":\"\u{01}\"}", #"{'a':1}"#, "nul", #"{"a":"\u12"}"#,
     ])
     func malformed(_ json: String) {
-        #expect(throws: CTAP2Error.invalidJSON) { try CollectedClientData(json: Array(json.utf8)) }
+        #expect(throws: CTAP2Error(.invalidJSON)) { try CollectedClientData(json: Array(json.utf8)) }
     }
 
     @Test("nesting deeper than 16 is rejected without recursion trouble")
     func depth() {
         let deep = #"{"type":"webauthn.get","challenge":"AA","origin":"o","x":"# + String(repeating: "[", count: 100_000)
-        #expect(throws: CTAP2Error.invalidJSON) { try CollectedClientData(json: Array(deep.utf8)) }
+        #expect(throws: CTAP2Error(.invalidJSON)) { try CollectedClientData(json: Array(deep.utf8)) }
     }
 
     @Test("wrong member types")
@@ -68,7 +68,7 @@ struct CollectedClientDataTests {
             #"{"type":1,"challenge":"AA","origin":"o"}"#, #"{"type":"t","challenge":[],"origin":"o"}"#,
             #"{"type":"t","challenge":"AA","origin":null}"#, #"{"type":"t","challenge":"AA","origin":"o","topOrigin":true}"#,
         ] {
-            #expect(throws: CTAP2Error.wrongType, "\(json)") { try CollectedClientData(json: Array(json.utf8)) }
+            #expect(throws: CTAP2Error(.wrongType), "\(json)") { try CollectedClientData(json: Array(json.utf8)) }
         }
     }
 
@@ -76,7 +76,7 @@ struct CollectedClientDataTests {
     func challenge() {
         for challenge in ["AA==", "A", "AB", "+/8", "a b"] {
             let json = #"{"type":"webauthn.get","challenge":""# + challenge + #"","origin":"o"}"#
-            #expect(throws: CTAP2Error.invalidValue, "\(challenge)") { try CollectedClientData(json: Array(json.utf8)) }
+            #expect(throws: CTAP2Error(.invalidValue), "\(challenge)") { try CollectedClientData(json: Array(json.utf8)) }
         }
     }
 }

@@ -15,23 +15,23 @@ struct FramingTests {
         #expect(other.command.description == "authenticatorClientPIN")
         #expect(other.encode() == [0x06, 0xA0])
         #expect(try CTAP2Request(bytes: [0x55]).command.description == "command 0x55")
-        #expect(throws: CTAP2Error.invalidLength) { try CTAP2Request(bytes: [0x0B, 0x00]) }
-        #expect(throws: CTAP2Error.missingField) { try CTAP2Request(bytes: [0x02]) }
+        #expect(throws: CTAP2Error(.invalidLength)) { try CTAP2Request(bytes: [0x0B, 0x00]) }
+        #expect(throws: CTAP2Error(.missingField)) { try CTAP2Request(bytes: [0x02]) }
     }
 
     @Test("responses: status alone, status and payload, payload on error status")
     func responses() throws {
         let error = try CTAP2Response(bytes: [0x27])
         #expect(error.status == .operationDenied && error.payload == nil)
-        #expect(throws: CTAP2Error.errorStatus) { try error.decodePayload(as: GetAssertionResponse.self) }
+        #expect(throws: CTAP2Error(.errorStatus)) { try error.decodePayload(as: GetAssertionResponse.self) }
         #expect(CTAP2Response.error(.noCredentials).encode() == [0x2E])
         let empty = try CTAP2Response(bytes: [0x00])
-        #expect(throws: CTAP2Error.missingField) { try empty.decodePayload(as: AuthenticatorGetInfoResponse.self) }
+        #expect(throws: CTAP2Error(.missingField)) { try empty.decodePayload(as: AuthenticatorGetInfoResponse.self) }
         let info = AuthenticatorGetInfoResponse(versions: ["FIDO_2_0"], aaguid: Array(repeating: 0, count: 16))
         let wire = CTAP2Response(info).encode()
         #expect(wire.first == 0x00)
         #expect(try CTAP2Response(bytes: wire).decodePayload(as: AuthenticatorGetInfoResponse.self) == info)
-        #expect(throws: CTAP2Error.wrongType) { try CTAP2Response(bytes: [0x00, 0x80]).decodePayload(as: GetAssertionResponse.self) }
+        #expect(throws: CTAP2Error(.wrongType)) { try CTAP2Response(bytes: [0x00, 0x80]).decodePayload(as: GetAssertionResponse.self) }
     }
 
     @Test("status codes have spec names")
@@ -73,7 +73,7 @@ struct FramingTests {
     @Test("errors compare by code and describe themselves")
     func errorType() {
         let error = CTAP2Error(.missingField, "authenticatorGetAssertion: missing 0x01 (rpId)")
-        #expect(error == .missingField && error != .wrongType)
+        #expect(error == CTAP2Error(.missingField) && error != CTAP2Error(.wrongType))
         #expect(error.description == "CTAP2 missingField: authenticatorGetAssertion: missing 0x01 (rpId)")
         #expect(Set(CTAP2Error.Code.allCases.map(\.rawValue)).count == CTAP2Error.Code.allCases.count)
     }

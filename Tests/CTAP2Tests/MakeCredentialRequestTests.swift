@@ -91,6 +91,6 @@ struct MakeCredentialRequestTests {
     func clientDataHashLength() throws {
         var request = try MakeCredentialRequest(bytes: try CTAP2Case.named("ctap21_spec_makecredential_request").bytes)
         request.clientDataHash = [0]
-        #expect(throws: CTAP2Error.invalidLength) { try MakeCredentialRequest(bytes: request.encode()) }
+        #expect(throws: CTAP2Error(.invalidLength)) { try MakeCredentialRequest(bytes: request.encode()) }
     }
 }

@@ -91,21 +91,21 @@ struct TranscriptTests {
         for index in signature.indices {
             var tampered = signature
             tampered[index] ^= 0x01
-            #expect(throws: CTAP2Error.invalidSignature, "signature byte \(index)") {
+            #expect(throws: CTAP2Error(.invalidSignature), "signature byte \(index)") {
                 try ES256.verify(signature: tampered, authenticatorData: authData, clientDataHash: hash, publicKey: key)
             }
         }
         for index in authData.indices {
             var tampered = authData
             tampered[index] ^= 0x80
-            #expect(throws: CTAP2Error.invalidSignature, "authData byte \(index)") {
+            #expect(throws: CTAP2Error(.invalidSignature), "authData byte \(index)") {
                 try ES256.verify(signature: signature, authenticatorData: tampered, clientDataHash: hash, publicKey: key)
             }
         }
         for index in hash.indices {
             var tampered = hash
             tampered[index] ^= 0x01
-            #expect(throws: CTAP2Error.invalidSignature, "hash byte \(index)") {
+            #expect(throws: CTAP2Error(.invalidSignature), "hash byte \(index)") {
                 try ES256.verify(signature: signature, authenticatorData: authData, clientDataHash: tampered, publicKey: key)
             }
         }
@@ -115,7 +115,7 @@ struct TranscriptTests {
     func wrongKey() throws {
         let (signature, authData, hash, _) = try signatureParts()
         let other = COSEKey(publicKey: P256.Signing.PrivateKey().publicKey)
-        #expect(throws: CTAP2Error.invalidSignature) {
+        #expect(throws: CTAP2Error(.invalidSignature)) {
             try ES256.verify(signature: signature, authenticatorData: authData, clientDataHash: hash, publicKey: other)
         }
     }

@@ -48,15 +48,15 @@ import Testing
         #expect(eid.bytes == plaintext)
         #expect(Hex.encode(derivePSK(secret: hex(try #require(vector.qrSecret)), eidPlaintext: plaintext)) == vector.psk)
 
-        let base = try #require(TunnelURLs.base(for: eid.domain))
-        #expect(base + TunnelURLs.newTunnelPath(tunnelID: keys.tunnelID) == vector.newTunnelURL)
-        #expect(base + TunnelURLs.connectPath(routingID: eid.routingID, tunnelID: keys.tunnelID) == vector.connectURL)
-        let connectPath = TunnelURLs.connectPath(routingID: eid.routingID, tunnelID: keys.tunnelID)
+        let base = try #require(eid.domain.baseURL)
+        #expect(base + TunnelServicePath.new(tunnelID: keys.tunnelID).path == vector.newTunnelURL)
+        #expect(base + TunnelServicePath.connect(routingID: eid.routingID, tunnelID: keys.tunnelID).path == vector.connectURL)
+        let connectPath = TunnelServicePath.connect(routingID: eid.routingID, tunnelID: keys.tunnelID).path
         if let domain0 = vector.connectURLDomain0 {
-            #expect(try #require(TunnelURLs.base(for: .google)) + connectPath == domain0)
+            #expect(try #require(TunnelDomainID.google.baseURL) + connectPath == domain0)
         }
         if let domain1 = vector.connectURLDomain1 {
-            #expect(try #require(TunnelURLs.base(for: .apple)) + connectPath == domain1)
+            #expect(try #require(TunnelDomainID.apple.baseURL) + connectPath == domain1)
         }
     }
 
@@ -99,7 +99,7 @@ import Testing
     @Test("EID length other than 16 bytes is rejected", arguments: [0, 1, 14, 15, 17, 20, 32])
     func eidLengths(_ count: Int) {
         let bytes = [UInt8](repeating: 0, count: count)
-        #expect(throws: HybridError.invalidAdvert) { try EID(bytes: bytes) }
+        #expect(throws: HybridError(.invalidAdvert)) { try EID(bytes: bytes) }
     }
 
     @Test("the domain is little-endian; 0, 1 and ≥ 256 are accepted, 2…255 rejected")
@@ -108,7 +108,7 @@ import Testing
         for id in 0...600 {
             let bytes = prefix + [UInt8(id & 0xFF), UInt8(id >> 8)]
             if (2...255).contains(id) {
-                #expect(throws: HybridError.invalidAdvert, "domain \(id)") { try EID(bytes: bytes) }
+                #expect(throws: HybridError(.invalidAdvert), "domain \(id)") { try EID(bytes: bytes) }
             } else {
                 #expect(try EID(bytes: bytes).domain.rawValue == UInt16(id))
             }
@@ -118,7 +118,7 @@ import Testing
 
     @Test("a non-zero reserved byte is rejected", arguments: [0x01, 0x80, 0xFF])
     func eidReservedByte(_ reserved: UInt8) {
-        #expect(throws: HybridError.invalidAdvert) { try EID(bytes: [reserved] + [UInt8](repeating: 0, count: 15)) }
+        #expect(throws: HybridError(.invalidAdvert)) { try EID(bytes: [reserved] + [UInt8](repeating: 0, count: 15)) }
     }
 
     @Test("transcript_qr_flow: AES block, HMAC and advert")
@@ -205,7 +205,7 @@ import Testing
     func badReservedByteRejected(_ reserved: UInt8) {
         let cipher = AdvertCipher(eidKey: QRSecretKeys(qrSecret: [UInt8](repeating: 0, count: 16)).eidKey)
         let plaintext = [reserved] + hex("098b736b36a98cb9a42f090a0b0000")
-        #expect(cipher.decrypt(advert: cipher.encrypt(plaintext: plaintext)) == .rejected(.invalidAdvert))
+        #expect(cipher.decrypt(advert: cipher.encrypt(plaintext: plaintext)) == .rejected(HybridError(.invalidAdvert)))
     }
 
     @Test("a tag-valid advert naming domain 2…255 is rejected")
@@ -215,13 +215,13 @@ import Testing
         for id in 2...255 {
             let advert = cipher.encrypt(plaintext: head + [UInt8(id), 0])
             let result = cipher.decrypt(advert: advert)
-            #expect(result == .rejected(.invalidAdvert), "domain \(id)")
+            #expect(result == .rejected(HybridError(.invalidAdvert)), "domain \(id)")
             if case .rejected(let error) = result { #expect(error.code == .invalidAdvert) }
         }
         for id in [0, 1, 256, 0xFFFF] {
             let plaintext = head + [UInt8(id & 0xFF), UInt8(id >> 8)]
             #expect(cipher.decrypt(advert: cipher.encrypt(plaintext: plaintext)) != .notOurs)
-            #expect(cipher.decrypt(advert: cipher.encrypt(plaintext: plaintext)) != .rejected(.invalidAdvert))
+            #expect(cipher.decrypt(advert: cipher.encrypt(plaintext: plaintext)) != .rejected(HybridError(.invalidAdvert)))
         }
     }
 }

@@ -123,10 +123,10 @@ import Testing
         #expect(try Crypter.unpad([0x00]) == [])
         #expect(try Crypter.unpad([7, 7, 7, 0x02]) == [7])
         #expect(try Crypter.unpad([7, 7, 7, 0x03]) == [])
-        #expect(throws: HybridError.invalidPadding) { try Crypter.unpad([7, 7, 7, 0x04]) }
-        #expect(throws: HybridError.invalidPadding) { try Crypter.unpad([0xFF]) }
+        #expect(throws: HybridError(.invalidPadding)) { try Crypter.unpad([7, 7, 7, 0x04]) }
+        #expect(throws: HybridError(.invalidPadding)) { try Crypter.unpad([0xFF]) }
         #expect(try Crypter.unpad([UInt8](repeating: 0, count: 255) + [0xFF]) == [])
-        #expect(throws: HybridError.invalidPadding) { try Crypter.unpad([UInt8](repeating: 0, count: 254) + [0xFF]) }
+        #expect(throws: HybridError(.invalidPadding)) { try Crypter.unpad([UInt8](repeating: 0, count: 254) + [0xFF]) }
     }
 
     @Test("nonce layout: eight zero bytes then the big-endian sequence number", arguments: try file().nonces.map(\.sequence))
@@ -187,7 +187,7 @@ import Testing
         #expect(ciphertext.count == 80)
         for index in ciphertext.indices {
             for mask: UInt8 in [0x01, 0x80] {
-                #expect(throws: HybridError.decryptionFailed, "byte \(index) mask \(mask)") {
+                #expect(throws: HybridError(.decryptionFailed), "byte \(index) mask \(mask)") {
                     try receiver.decrypt(flipping(ciphertext, at: index, mask: mask))
                 }
             }
@@ -201,10 +201,10 @@ import Testing
         var (sender, receiver) = Self.pair()
         let ciphertext = try sender.encrypt(Array(repeating: 9, count: 40))
         for count in [0, 1, 15, 16, 17, 31, 47, 48, 63, ciphertext.count - 16, ciphertext.count - 1] {
-            #expect(throws: HybridError.decryptionFailed, "length \(count)") { try receiver.decrypt(Array(ciphertext.prefix(count))) }
+            #expect(throws: HybridError(.decryptionFailed), "length \(count)") { try receiver.decrypt(Array(ciphertext.prefix(count))) }
         }
-        #expect(throws: HybridError.decryptionFailed) { try receiver.decrypt(ciphertext + [0]) }
-        #expect(throws: HybridError.decryptionFailed) { try receiver.decrypt(Array(ciphertext.dropFirst())) }
+        #expect(throws: HybridError(.decryptionFailed)) { try receiver.decrypt(ciphertext + [0]) }
+        #expect(throws: HybridError(.decryptionFailed)) { try receiver.decrypt(Array(ciphertext.dropFirst())) }
         #expect(receiver.readSequence == 0)
         #expect(try receiver.decrypt(ciphertext) == Array(repeating: 9, count: 40))
     }
@@ -214,7 +214,7 @@ import Testing
         var (sender, receiver) = Self.pair()
         let first = try sender.encrypt([1])
         #expect(try receiver.decrypt(first) == [1])
-        #expect(throws: HybridError.decryptionFailed) { try receiver.decrypt(first) }
+        #expect(throws: HybridError(.decryptionFailed)) { try receiver.decrypt(first) }
         #expect(receiver.readSequence == 1)
         #expect(try receiver.decrypt(try sender.encrypt([2])) == [2])
     }
@@ -224,7 +224,7 @@ import Testing
         var (sender, receiver) = Self.pair()
         let first = try sender.encrypt([1])
         let second = try sender.encrypt([2])
-        #expect(throws: HybridError.decryptionFailed) { try receiver.decrypt(second) }
+        #expect(throws: HybridError(.decryptionFailed)) { try receiver.decrypt(second) }
         #expect(try receiver.decrypt(first) == [1])
         #expect(try receiver.decrypt(second) == [2])
     }
@@ -234,9 +234,9 @@ import Testing
         var (sender, _) = Self.pair()
         let ciphertext = try sender.encrypt([1, 2, 3])
         var stranger = Crypter(readKey: [UInt8](repeating: 0x33, count: 32), writeKey: [UInt8](repeating: 0x22, count: 32))
-        #expect(throws: HybridError.decryptionFailed) { try stranger.decrypt(ciphertext) }
+        #expect(throws: HybridError(.decryptionFailed)) { try stranger.decrypt(ciphertext) }
         var mirror = Crypter(readKey: [UInt8](repeating: 0x22, count: 32), writeKey: [UInt8](repeating: 0x11, count: 32))
-        #expect(throws: HybridError.decryptionFailed) { try mirror.decrypt(ciphertext) }
+        #expect(throws: HybridError(.decryptionFailed)) { try mirror.decrypt(ciphertext) }
     }
 
     /// A message that authenticates but whose padding count exceeds its length (a buggy or hostile
@@ -248,7 +248,7 @@ import Testing
         var padded = [UInt8](repeating: 0, count: 32)
         padded[31] = 32  // claims 32 zeros before the count byte
         let sealed = try AES.GCM.seal(padded, using: SymmetricKey(data: key), nonce: AES.GCM.Nonce(data: Crypter.nonceBytes(0)))
-        #expect(throws: HybridError.invalidPadding) { try receiver.decrypt(Array(sealed.ciphertext) + Array(sealed.tag)) }
+        #expect(throws: HybridError(.invalidPadding)) { try receiver.decrypt(Array(sealed.ciphertext) + Array(sealed.tag)) }
         #expect(receiver.readSequence == 0)
         // An authentic message whose padding is not zeros is accepted, as in Chromium.
         let junk = [UInt8](repeating: 0x5A, count: 31) + [30]
@@ -263,7 +263,7 @@ import Testing
         let sealed = try AES.GCM.seal(
             Crypter.pad([1]), using: SymmetricKey(data: key), nonce: AES.GCM.Nonce(data: [UInt8](repeating: 0, count: 12)),
             authenticating: [0x02])
-        #expect(throws: HybridError.decryptionFailed) { try receiver.decrypt(Array(sealed.ciphertext) + Array(sealed.tag)) }
+        #expect(throws: HybridError(.decryptionFailed)) { try receiver.decrypt(Array(sealed.ciphertext) + Array(sealed.tag)) }
     }
 
     // MARK: - Sequence limit
@@ -278,18 +278,18 @@ import Testing
         #expect(try receiver.decrypt(try sender.encrypt([1])) == [1])
         let final = try sender.encrypt([2])
         #expect(sender.writeSequence == last + 1)
-        #expect(throws: HybridError.sequenceExhausted) { try sender.encrypt([3]) }
+        #expect(throws: HybridError(.sequenceExhausted)) { try sender.encrypt([3]) }
         #expect(sender.writeSequence == last + 1)
         #expect(try receiver.decrypt(final) == [2])
         #expect(receiver.readSequence == last + 1)
-        #expect(throws: HybridError.sequenceExhausted) { try receiver.decrypt(final) }
+        #expect(throws: HybridError(.sequenceExhausted)) { try receiver.decrypt(final) }
 
         // A receiver already past the limit refuses even a well-formed message.
         var beyond = Crypter(readKey: k1, writeKey: k2, readSequence: 1 << 24, writeSequence: 1 << 24)
-        #expect(throws: HybridError.sequenceExhausted) { try beyond.decrypt(final) }
-        #expect(throws: HybridError.sequenceExhausted) { try beyond.encrypt([]) }
+        #expect(throws: HybridError(.sequenceExhausted)) { try beyond.decrypt(final) }
+        #expect(throws: HybridError(.sequenceExhausted)) { try beyond.encrypt([]) }
         var maxed = Crypter(readKey: k1, writeKey: k2, readSequence: .max, writeSequence: .max)
-        #expect(throws: HybridError.sequenceExhausted) { try maxed.encrypt([]) }
-        #expect(throws: HybridError.sequenceExhausted) { try maxed.decrypt(final) }
+        #expect(throws: HybridError(.sequenceExhausted)) { try maxed.encrypt([]) }
+        #expect(throws: HybridError(.sequenceExhausted)) { try maxed.decrypt(final) }
     }
 }

@@ -45,7 +45,7 @@ import Testing
     /// Chromium `TEST(CableV2Encoding, Digits)` also rejects these.
     @Test(arguments: ["a", "ab", "abc", "999", " 000", "000 ", "+00", "-00", "0x0", "٠٠٠", "00\u{0}"])
     func rejectsChromiumAndWhitespaceCases(_ digits: String) {
-        #expect(throws: HybridError.invalidDigits) { try Digits.decode(digits) }
+        #expect(throws: HybridError(.invalidDigits)) { try Digits.decode(digits) }
     }
 
     /// A final group of r digits is valid only for r ∈ {0, 3, 5, 8, 10, 13, 15} (1…6 bytes).
@@ -56,7 +56,7 @@ import Testing
             if let partial = bytesForRemainder[length % 17] {
                 #expect(try Digits.decode(digits) == [UInt8](repeating: 0, count: 7 * (length / 17) + partial), "length \(length)")
             } else {
-                #expect(throws: HybridError.invalidDigits, "length \(length)") { try Digits.decode(digits) }
+                #expect(throws: HybridError(.invalidDigits), "length \(length)") { try Digits.decode(digits) }
             }
         }
     }
@@ -71,9 +71,9 @@ import Testing
         let pad = { (s: String) in String(repeating: "0", count: width - s.count) + s }
         #expect(try Digits.decode(pad(largest)) == [UInt8](repeating: 0xFF, count: byteCount))
         #expect(Digits.encode([UInt8](repeating: 0xFF, count: byteCount)) == pad(largest))
-        #expect(throws: HybridError.invalidDigits) { try Digits.decode(pad(tooLarge)) }
+        #expect(throws: HybridError(.invalidDigits)) { try Digits.decode(pad(tooLarge)) }
         // The same out-of-range chunk after a valid 17-digit chunk is caught too.
-        #expect(throws: HybridError.invalidDigits) { try Digits.decode(String(repeating: "0", count: 17) + pad(tooLarge)) }
+        #expect(throws: HybridError(.invalidDigits)) { try Digits.decode(String(repeating: "0", count: 17) + pad(tooLarge)) }
     }
 
     @Test("round trip of every length 0…100, and the digit count formula")

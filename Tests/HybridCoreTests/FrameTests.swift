@@ -59,13 +59,13 @@ import Testing
                 #expect(frame.type.rawValue == UInt8(byte))
                 #expect(frame.payload == [0xAB])
             } else {
-                #expect(throws: HybridError.invalidFrame, "type \(byte)") { try Frame(bytes: bytes) }
+                #expect(throws: HybridError(.invalidFrame), "type \(byte)") { try Frame(bytes: bytes) }
             }
         }
     }
 
     @Test func emptyMessageRejected() {
-        #expect(throws: HybridError.invalidFrame) { try Frame(bytes: []) }
+        #expect(throws: HybridError(.invalidFrame)) { try Frame(bytes: []) }
     }
 
     @Test func shutdownIsOneZeroByte() throws {
@@ -153,13 +153,13 @@ import Testing
 
     @Test("update payloads a Chromium desktop rejects")
     func parseRejections() throws {
-        #expect(throws: HybridError.invalidFrame) { try UpdateMessage.parse(payload: []) }
-        #expect(throws: HybridError.invalidFrame) { try UpdateMessage.parse(payload: [0xFF]) }
-        #expect(throws: HybridError.invalidFrame) { try UpdateMessage.parse(payload: CBOR.encode([1, 2])) }
-        #expect(throws: HybridError.invalidFrame) { try UpdateMessage.parse(payload: CBOR.encode(.bytes([0]))) }
-        #expect(throws: HybridError.invalidFrame) { try UpdateMessage.parse(payload: CBOR.encode([0: .bytes([0])]) + [0]) }
-        #expect(throws: HybridError.invalidLinkingInfo) { try UpdateMessage.parse(payload: CBOR.encode([1: .bytes([1])])) }
-        #expect(throws: HybridError.invalidLinkingInfo) { try UpdateMessage.parse(payload: CBOR.encode([1: [1, 2]])) }
+        #expect(throws: HybridError(.invalidFrame)) { try UpdateMessage.parse(payload: []) }
+        #expect(throws: HybridError(.invalidFrame)) { try UpdateMessage.parse(payload: [0xFF]) }
+        #expect(throws: HybridError(.invalidFrame)) { try UpdateMessage.parse(payload: CBOR.encode([1, 2])) }
+        #expect(throws: HybridError(.invalidFrame)) { try UpdateMessage.parse(payload: CBOR.encode(.bytes([0]))) }
+        #expect(throws: HybridError(.invalidFrame)) { try UpdateMessage.parse(payload: CBOR.encode([0: .bytes([0])]) + [0]) }
+        #expect(throws: HybridError(.invalidLinkingInfo)) { try UpdateMessage.parse(payload: CBOR.encode([1: .bytes([1])])) }
+        #expect(throws: HybridError(.invalidLinkingInfo)) { try UpdateMessage.parse(payload: CBOR.encode([1: [1, 2]])) }
         // Other keys (padding, unknown) are not looked at; key 1 must only be a map here.
         #expect(try UpdateMessage.parse(payload: CBOR.encode([:])) == nil)
         #expect(try UpdateMessage.parse(payload: CBOR.encode([0: "x", 7: 7])) == nil)

@@ -71,7 +71,7 @@ import Testing
         let l = try Self.vector()
         var info = Self.info(l)
         info.handshakeSignature = flipping(info.handshakeSignature, at: index, mask: 0x40)
-        #expect(throws: HybridError.invalidLinkingInfo) {
+        #expect(throws: HybridError(.invalidLinkingInfo)) {
             try info.verify(clientIdentity: try Self.desktopIdentity(), handshakeHash: hex(l.handshake_hash))
         }
     }
@@ -82,7 +82,7 @@ import Testing
         let info = Self.info(l)
         let desktop = try Self.desktopIdentity()
         for hash in [flipping(hex(l.handshake_hash), at: 31), hex(try LinkedTranscriptInputs.load().noise.handshake_hash), [], [UInt8](repeating: 0, count: 32)] {
-            #expect(throws: HybridError.invalidLinkingInfo) { try info.verify(clientIdentity: desktop, handshakeHash: hash) }
+            #expect(throws: HybridError(.invalidLinkingInfo)) { try info.verify(clientIdentity: desktop, handshakeHash: hash) }
         }
     }
 
@@ -90,11 +90,11 @@ import Testing
     func wrongKey() throws {
         let l = try Self.vector()
         let info = Self.info(l)
-        #expect(throws: HybridError.invalidLinkingInfo) {
+        #expect(throws: HybridError(.invalidLinkingInfo)) {
             try info.verify(clientIdentity: P256.KeyAgreement.PrivateKey(), handshakeHash: hex(l.handshake_hash))
         }
         // The phone's own key in the desktop's place does not verify either.
-        #expect(throws: HybridError.invalidLinkingInfo) {
+        #expect(throws: HybridError(.invalidLinkingInfo)) {
             try info.verify(clientIdentity: try p256PrivateKey(l.phone_identity_private_scalar), handshakeHash: hex(l.handshake_hash))
         }
     }
@@ -104,7 +104,7 @@ import Testing
         let l = try Self.vector()
         var info = Self.info(l)
         info.authenticatorPublicKey = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
-        #expect(throws: HybridError.invalidLinkingInfo) {
+        #expect(throws: HybridError(.invalidLinkingInfo)) {
             try info.verify(clientIdentity: try Self.desktopIdentity(), handshakeHash: hex(l.handshake_hash))
         }
     }
@@ -114,7 +114,7 @@ import Testing
         let l = try Self.vector()
         var info = Self.info(l)
         info.authenticatorPublicKey = flipping(info.authenticatorPublicKey, at: index)
-        #expect(throws: HybridError.invalidLinkingInfo) {
+        #expect(throws: HybridError(.invalidLinkingInfo)) {
             try info.verify(clientIdentity: try Self.desktopIdentity(), handshakeHash: hex(l.handshake_hash))
         }
     }
@@ -130,14 +130,14 @@ import Testing
     func wrongSizes(key: Int, size: Int) throws {
         var map = try Self.validMap()
         map[.int(key)] = .bytes([UInt8](repeating: 0x04, count: size))
-        #expect(throws: HybridError.invalidLinkingInfo) { try LinkingInfo(cbor: .map(map)) }
+        #expect(throws: HybridError(.invalidLinkingInfo)) { try LinkingInfo(cbor: .map(map)) }
     }
 
     @Test("each required key missing is rejected", arguments: 1...6)
     func missingKey(_ key: Int) throws {
         var map = try Self.validMap()
         map[.int(key)] = nil
-        #expect(throws: HybridError.invalidLinkingInfo) { try LinkingInfo(cbor: .map(map)) }
+        #expect(throws: HybridError(.invalidLinkingInfo)) { try LinkingInfo(cbor: .map(map)) }
     }
 
     @Test("keys of the wrong type are rejected", arguments: [
@@ -146,12 +146,12 @@ import Testing
     func wrongTypes(key: Int, value: CBORValue) throws {
         var map = try Self.validMap()
         map[.int(key)] = value
-        #expect(throws: HybridError.invalidLinkingInfo) { try LinkingInfo(cbor: .map(map)) }
+        #expect(throws: HybridError(.invalidLinkingInfo)) { try LinkingInfo(cbor: .map(map)) }
     }
 
     @Test("a value that is not a map is rejected", arguments: [CBORValue.array([]), .bytes([0xa0]), .int(1), .null])
     func notAMap(_ value: CBORValue) {
-        #expect(throws: HybridError.invalidLinkingInfo) { try LinkingInfo(cbor: value) }
+        #expect(throws: HybridError(.invalidLinkingInfo)) { try LinkingInfo(cbor: value) }
     }
 
     @Test("contact IDs of any length, and key 999, are accepted")

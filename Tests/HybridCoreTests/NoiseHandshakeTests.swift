@@ -113,7 +113,7 @@ import Testing
             #expect(phone.crypter.writeSequence == 25 && phone.crypter.readSequence == 25)
             // A side cannot read its own messages: the directions use different keys.
             var twin = desktop.crypter
-            #expect(throws: HybridError.decryptionFailed) { try twin.decrypt(try desktop.crypter.encrypt([1])) }
+            #expect(throws: HybridError(.decryptionFailed)) { try twin.decrypt(try desktop.crypter.encrypt([1])) }
         }
         #expect(hashes.count == 8)
     }
@@ -130,7 +130,7 @@ import Testing
         let (phone, response) = flow == .qr
             ? try NoiseHandshake.respondQR(to: initiator.message, psk: psk, peerIdentity: identity.publicKey, ephemeralKey: phoneEphemeral)
             : try NoiseHandshake.respondLinked(to: initiator.message, psk: psk, identityKey: identity, ephemeralKey: phoneEphemeral)
-        #expect(throws: HybridError.handshakeFailed) { try initiator.finish(response: flipping(response, at: 80)) }
+        #expect(throws: HybridError(.handshakeFailed)) { try initiator.finish(response: flipping(response, at: 80)) }
         #expect(try initiator.finish(response: response).handshakeHash == phone.handshakeHash)
     }
 
@@ -167,7 +167,7 @@ import Testing
         try f.respond(f.initiator.message)  // the untouched message is fine
         for index in 0..<HybridConstants.handshakeMessageSize {
             for mask: UInt8 in [0x01, 0x80] {
-                #expect(throws: HybridError.handshakeFailed, "byte \(index) mask \(mask)") {
+                #expect(throws: HybridError(.handshakeFailed), "byte \(index) mask \(mask)") {
                     try f.respond(flipping(f.initiator.message, at: index, mask: mask))
                 }
             }
@@ -180,7 +180,7 @@ import Testing
         _ = try f.initiator.finish(response: f.response)
         for index in 0..<HybridConstants.handshakeMessageSize {
             for mask: UInt8 in [0x01, 0x80] {
-                #expect(throws: HybridError.handshakeFailed, "byte \(index) mask \(mask)") {
+                #expect(throws: HybridError(.handshakeFailed), "byte \(index) mask \(mask)") {
                     try f.initiator.finish(response: flipping(f.response, at: index, mask: mask))
                 }
             }
@@ -191,11 +191,11 @@ import Testing
     func substitutedPoint() throws {
         let f = try QRFixture()
         let other = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
-        #expect(throws: HybridError.handshakeFailed) { try f.respond(other + f.initiator.message.suffix(16)) }
-        #expect(throws: HybridError.handshakeFailed) { try f.initiator.finish(response: other + f.response.suffix(16)) }
+        #expect(throws: HybridError(.handshakeFailed)) { try f.respond(other + f.initiator.message.suffix(16)) }
+        #expect(throws: HybridError(.handshakeFailed)) { try f.initiator.finish(response: other + f.response.suffix(16)) }
         // The identity point itself (a valid key the attacker knows).
         let identityPoint = Array(f.identity.publicKey.x963Representation)
-        #expect(throws: HybridError.handshakeFailed) { try f.respond(identityPoint + f.initiator.message.suffix(16)) }
+        #expect(throws: HybridError(.handshakeFailed)) { try f.respond(identityPoint + f.initiator.message.suffix(16)) }
     }
 
     @Test("a compressed or hybrid-encoded point is refused")
@@ -204,11 +204,11 @@ import Testing
         let compressed = Array(P256.KeyAgreement.PrivateKey().publicKey.compressedRepresentation)
         let padded = compressed + [UInt8](repeating: 0, count: 32) + Array(f.initiator.message.suffix(16))
         #expect(padded.count == 81)
-        #expect(throws: HybridError.handshakeFailed) { try f.respond(padded) }
+        #expect(throws: HybridError(.handshakeFailed)) { try f.respond(padded) }
         for prefix: UInt8 in [0x00, 0x02, 0x03, 0x05, 0x06, 0x07] {
             var message = f.initiator.message
             message[0] = prefix
-            #expect(throws: HybridError.handshakeFailed, "prefix \(prefix)") { try f.respond(message) }
+            #expect(throws: HybridError(.handshakeFailed), "prefix \(prefix)") { try f.respond(message) }
         }
     }
 
@@ -218,7 +218,7 @@ import Testing
         let message = count <= 81
             ? Array(f.initiator.message.prefix(count))
             : f.initiator.message + [UInt8](repeating: 0, count: count - 81)
-        #expect(throws: HybridError.handshakeFailed) { try f.respond(message) }
+        #expect(throws: HybridError(.handshakeFailed)) { try f.respond(message) }
     }
 
     /// Chromium requires the response to be exactly 81 bytes (`kResponseSize`).
@@ -226,40 +226,40 @@ import Testing
     func msg2Lengths(_ count: Int) throws {
         let f = try QRFixture()
         let response = count <= 81 ? Array(f.response.prefix(count)) : f.response + [UInt8](repeating: 0, count: count - 81)
-        #expect(throws: HybridError.handshakeFailed) { try f.initiator.finish(response: response) }
+        #expect(throws: HybridError(.handshakeFailed)) { try f.initiator.finish(response: response) }
     }
 
     @Test("a wrong PSK fails on either side")
     func wrongPSK() throws {
         let f = try QRFixture()
         for index in [0, 15, 31] {
-            #expect(throws: HybridError.handshakeFailed) { try f.respond(f.initiator.message, psk: flipping(f.psk, at: index)) }
+            #expect(throws: HybridError(.handshakeFailed)) { try f.respond(f.initiator.message, psk: flipping(f.psk, at: index)) }
         }
         // A desktop that derived another PSK (e.g. from another advert) rejects the phone's answer.
         let t = try TranscriptQRInputs.load()
         let otherDesktop = NoiseHandshake.Initiator.qr(
             psk: flipping(f.psk, at: 0), identityKey: f.identity,
             ephemeralKey: try p256PrivateKey(t.inputs.desktop_ephemeral_private_scalar))
-        #expect(throws: HybridError.handshakeFailed) { try otherDesktop.finish(response: f.response) }
+        #expect(throws: HybridError(.handshakeFailed)) { try otherDesktop.finish(response: f.response) }
     }
 
     @Test("a wrong static key fails (KN: the QR key; NK: the phone identity)")
     func wrongStaticKey() throws {
         let f = try QRFixture()
         let stranger = P256.KeyAgreement.PrivateKey()
-        #expect(throws: HybridError.handshakeFailed) { try f.respond(f.initiator.message, peer: stranger.publicKey) }
+        #expect(throws: HybridError(.handshakeFailed)) { try f.respond(f.initiator.message, peer: stranger.publicKey) }
 
         let random = RandomSource.deterministic(seed: Array("wrongStaticKey".utf8))
         let psk = random.bytes(32)
         let phoneIdentity = random.keyAgreementKey()
         // Desktop holds a stale identity for the phone.
         let stale = NoiseHandshake.Initiator.linked(psk: psk, peerIdentity: stranger.publicKey, ephemeralKey: random.keyAgreementKey())
-        #expect(throws: HybridError.handshakeFailed) {
+        #expect(throws: HybridError(.handshakeFailed)) {
             try NoiseHandshake.respondLinked(to: stale.message, psk: psk, identityKey: phoneIdentity, ephemeralKey: random.keyAgreementKey())
         }
         // Another phone (without the identity key) cannot answer.
         let honest = NoiseHandshake.Initiator.linked(psk: psk, peerIdentity: phoneIdentity.publicKey, ephemeralKey: random.keyAgreementKey())
-        #expect(throws: HybridError.handshakeFailed) {
+        #expect(throws: HybridError(.handshakeFailed)) {
             try NoiseHandshake.respondLinked(to: honest.message, psk: psk, identityKey: stranger, ephemeralKey: random.keyAgreementKey())
         }
     }
@@ -268,7 +268,7 @@ import Testing
     func responseForAnotherHandshake() throws {
         let f = try QRFixture()
         let other = NoiseHandshake.Initiator.qr(psk: f.psk, identityKey: f.identity, ephemeralKey: P256.KeyAgreement.PrivateKey())
-        #expect(throws: HybridError.handshakeFailed) { try other.finish(response: f.response) }
+        #expect(throws: HybridError(.handshakeFailed)) { try other.finish(response: f.response) }
     }
 
     @Test("a message of one pattern is refused by the other")
@@ -278,10 +278,10 @@ import Testing
         let key = random.keyAgreementKey()
         let kn = NoiseHandshake.Initiator.qr(psk: psk, identityKey: key, ephemeralKey: random.keyAgreementKey())
         let nk = NoiseHandshake.Initiator.linked(psk: psk, peerIdentity: key.publicKey, ephemeralKey: random.keyAgreementKey())
-        #expect(throws: HybridError.handshakeFailed) {
+        #expect(throws: HybridError(.handshakeFailed)) {
             try NoiseHandshake.respondLinked(to: kn.message, psk: psk, identityKey: key, ephemeralKey: random.keyAgreementKey())
         }
-        #expect(throws: HybridError.handshakeFailed) {
+        #expect(throws: HybridError(.handshakeFailed)) {
             try NoiseHandshake.respondQR(to: nk.message, psk: psk, peerIdentity: key.publicKey, ephemeralKey: random.keyAgreementKey())
         }
     }

@@ -80,26 +80,26 @@ import Testing
 
     @Test("key 3 that is not an array is rejected", arguments: [CBORValue.text("ctap"), .int(1), .map(["ctap": true]), .bytes(Array("ctap".utf8)), .null])
     func key3NotArray(_ key3: CBORValue) {
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse([1: .bytes(Self.getInfo), 3: key3]) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try Self.parse([1: .bytes(Self.getInfo), 3: key3]) }
     }
 
     @Test("CTAP not advertised is rejected", arguments: [[], ["dc"], ["CTAP"], ["ctap2"], [" ctap"]] as [[CBORValue]])
     func ctapNotAdvertised(_ features: [CBORValue]) {
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse([1: .bytes(Self.getInfo), 3: .array(features)]) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try Self.parse([1: .bytes(Self.getInfo), 3: .array(features)]) }
     }
 
     @Test("key 1 missing or not a byte string is rejected", arguments: [nil, CBORValue.text("getInfo"), .map([1: 1]), .int(4), .array([.bytes([0xa0])])])
     func key1(_ key1: CBORValue?) {
         var map: [CBORValue: CBORValue] = [3: ["ctap"]]
         map[1] = key1
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse(map) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try Self.parse(map) }
         map[3] = nil  // features absent: CTAP assumed, same rule
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse(map) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try Self.parse(map) }
     }
 
     @Test("key 2 that is not a map is rejected", arguments: [CBORValue.bytes([0xa0]), .int(0), .array([]), .text("link"), .bool(false), .null])
     func key2NotMap(_ key2: CBORValue) {
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try Self.parse([1: .bytes(Self.getInfo), 2: key2]) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try Self.parse([1: .bytes(Self.getInfo), 2: key2]) }
     }
 
     @Test("key 2 that is a map is kept for verification")
@@ -112,7 +112,7 @@ import Testing
         CBOR.encode([1, 2]), CBOR.encode(.bytes([0xa0])), CBOR.encode(1), CBOR.encode("ctap"), CBOR.encode(.null),
     ])
     func notAMap(_ plaintext: [UInt8]) {
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(plaintext) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try PostHandshakeMessage.parse(plaintext) }
     }
 
     /// Revision-0 phones padded the map; a strict CBOR read sees trailing bytes.
@@ -121,14 +121,14 @@ import Testing
         let valid = PostHandshakeMessage(getInfo: Self.getInfo).encode()
         _ = try PostHandshakeMessage.parse(valid)
         for suffix: [UInt8] in [[0], [0, 0], [0xFF], [0x00, 0x02]] {
-            #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(valid + suffix) }
+            #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try PostHandshakeMessage.parse(valid + suffix) }
         }
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(Array(valid.dropLast())) }
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse([]) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try PostHandshakeMessage.parse(Array(valid.dropLast())) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try PostHandshakeMessage.parse([]) }
         // A revision-0 style message: the map followed by zeros and a uint16 count, 512 bytes in all.
         let map = CBOR.encode([1: .bytes(Self.getInfo)])
         let zeros = 512 - map.count - 2
         let revision0 = map + [UInt8](repeating: 0, count: zeros) + [UInt8(zeros & 0xFF), UInt8(zeros >> 8)]
-        #expect(throws: HybridError.invalidPostHandshakeMessage) { try PostHandshakeMessage.parse(revision0) }
+        #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try PostHandshakeMessage.parse(revision0) }
     }
 }

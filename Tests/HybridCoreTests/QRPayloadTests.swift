@@ -7,25 +7,9 @@ import Testing
 /// `QRPayload` against `Vectors/qr.json` (real Chrome and Safari codes, Chromium `KnownQRs`, invalid
 /// URLs) and the `qr::Parse` rules of PROTOCOL.md §1.
 @Suite struct QRPayloadTests {
-    struct Vector: Decodable, Sendable, CustomTestStringConvertible {
-        let name: String
-        let url: String
-        let cbor: String?
-        let publicKey: String?
-        let publicKeyUncompressed: String?
-        let secret: String?
-        let knownDomains: UInt64?
-        let timestamp: UInt64?
-        let supportsLinking: Bool?
-        let requestType: String?
-        let reencodesIdentically: Bool?
-        let expectError: String?
-        var testDescription: String { name }
-    }
+    typealias Vector = QRVector
 
-    static func vectors() throws -> [Vector] {
-        try Vectors.load("qr", as: VectorFile<Vector>.self).vectors
-    }
+    static func vectors() throws -> [Vector] { try QRVector.load() }
 
     /// The real Chrome code (a full 6-key map) as a starting point for hand-made variants.
     static func chromeMap() throws -> [CBORValue: CBORValue] {
@@ -172,7 +156,7 @@ import Testing
         case -1: map[0] = .text("03dd39")
         default: map[0] = .bytes([0x04] + key.dropFirst())  // 33 bytes with a non-compressed tag
         }
-        #expect(throws: HybridError.invalidQRCode) { try QRPayload(url: Self.url(map)) }
+        #expect(throws: HybridError(.invalidQRCode)) { try QRPayload(url: Self.url(map)) }
     }
 
     @Test("key 1 other than a 16-byte string is rejected", arguments: [0, 15, 17, 32, -1, -2])
@@ -183,7 +167,7 @@ import Testing
         case -2: map[1] = .text("0123456789abcdef")
         default: map[1] = .bytes([UInt8](repeating: 7, count: variant))
         }
-        #expect(throws: HybridError.invalidQRCode) { try QRPayload(url: Self.url(map)) }
+        #expect(throws: HybridError(.invalidQRCode)) { try QRPayload(url: Self.url(map)) }
     }
 
     @Test("keys 2, 4 and 5 of the wrong type are rejected", arguments: [
@@ -194,7 +178,7 @@ import Testing
     func wrongTypesRejected(_ key: CBORValue, _ value: CBORValue) throws {
         var map = try Self.chromeMap()
         map[key] = value
-        #expect(throws: HybridError.invalidQRCode) { try QRPayload(url: Self.url(map)) }
+        #expect(throws: HybridError(.invalidQRCode)) { try QRPayload(url: Self.url(map)) }
     }
 
     @Test("a payload that is not one canonical CBOR map is rejected")
@@ -208,21 +192,21 @@ import Testing
             [0xa0],  // empty map
         ]
         for bytes in cases {
-            #expect(throws: HybridError.invalidQRCode) { try QRPayload(url: "FIDO:/" + Digits.encode(bytes)) }
+            #expect(throws: HybridError(.invalidQRCode)) { try QRPayload(url: "FIDO:/" + Digits.encode(bytes)) }
         }
         // Keys out of canonical order (5 before 4).
         var reordered = chrome
         let tail = Array(reordered.suffix(6))  // 04 f5 05 62 6d 63
         #expect(tail == [0x04, 0xf5, 0x05, 0x62, 0x6d, 0x63])
         reordered.replaceSubrange(reordered.count - 6..<reordered.count, with: [0x05, 0x62, 0x6d, 0x63, 0x04, 0xf5])
-        #expect(throws: HybridError.invalidQRCode) { try QRPayload(url: "FIDO:/" + Digits.encode(reordered)) }
+        #expect(throws: HybridError(.invalidQRCode)) { try QRPayload(url: "FIDO:/" + Digits.encode(reordered)) }
     }
 
     /// A payload built in code is not validated until its key is used.
     @Test func publicKeyOfAnInvalidPayload() {
         for key in [[UInt8](), [0x02], [0x04] + [UInt8](repeating: 1, count: 32), [0x03] + [UInt8](repeating: 0xFF, count: 32)] {
             let payload = QRPayload(compressedPublicKey: key, secret: [UInt8](repeating: 0, count: 16))
-            #expect(throws: HybridError.invalidPublicKey) { try payload.publicKey }
+            #expect(throws: HybridError(.invalidPublicKey)) { try payload.publicKey }
         }
     }
 
@@ -254,4 +238,8 @@ import Testing
             #expect(Array(try parsed.publicKey.x963Representation) == Array(key.publicKey.x963Representation))
         }
     }
+}
+
+extension QRVector: CustomTestStringConvertible {
+    public var testDescription: String { name }
 }

@@ -124,8 +124,8 @@ import Testing
         _ = client.receivedAdvert(try phone.tunnelCreated(routingID: [1, 2, 3]))
         var message1 = client.tunnelConnected()
         message1[70] ^= 0x01
-        #expect(throws: HybridError.handshakeFailed) { try phone.receivedMessage(message1) }
-        #expect(throws: HybridError.unexpectedMessage) { try phone.receivedMessage(message1) }
+        #expect(throws: HybridError(.handshakeFailed)) { try phone.receivedMessage(message1) }
+        #expect(throws: HybridError(.unexpectedMessage)) { try phone.receivedMessage(message1) }
     }
 
     @Test func advertFromAnotherSessionIsIgnored() throws {

@@ -140,12 +140,12 @@ import Testing
         let h = receiver.handshakeHash
         let ck = receiver.chainingKey
         for index in ciphertext.indices {
-            #expect(throws: HybridError.handshakeFailed, "byte \(index)") {
+            #expect(throws: HybridError(.handshakeFailed), "byte \(index)") {
                 try receiver.decryptAndHash(flipping(ciphertext, at: index, mask: 0x80))
             }
         }
         for count in 0..<16 {
-            #expect(throws: HybridError.handshakeFailed, "length \(count)") {
+            #expect(throws: HybridError(.handshakeFailed), "length \(count)") {
                 try receiver.decryptAndHash(Array(ciphertext.prefix(count)))
             }
         }

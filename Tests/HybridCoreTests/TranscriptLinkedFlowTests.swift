@@ -116,10 +116,10 @@ import Testing
     @Test func contactRequestValues() {
         let i = t.inputs
         #expect(Hex.encode(CBOR.encode([1: .bytes(hex(i.pairing_id_8)), 2: .bytes(hex(i.client_nonce_16)), 3: "ga"])) == t.derived.client_payload_cbor)
-        #expect(TunnelURLs.clientPayloadHeader(pairingID: hex(i.pairing_id_8), clientNonce: hex(i.client_nonce_16), requestType: .getAssertion)
+        #expect(ClientPayload(pairingID: hex(i.pairing_id_8), clientNonce: hex(i.client_nonce_16), requestType: .getAssertion).headerValue
             == t.derived.X_caBLE_Client_Payload_header_value)
-        #expect("wss://cable.ua5v.com" + TunnelURLs.contactPath(contactID: hex(i.contact_id)) == t.derived.contact_url)
-        #expect("wss://cable.ua5v.com" + TunnelURLs.connectPath(routingID: hex(i.routing_id_from_service), tunnelID: hex(i.tunnel_id_from_service))
+        #expect("wss://cable.ua5v.com" + TunnelServicePath.contact(contactID: hex(i.contact_id)).path == t.derived.contact_url)
+        #expect("wss://cable.ua5v.com" + TunnelServicePath.connect(routingID: hex(i.routing_id_from_service), tunnelID: hex(i.tunnel_id_from_service)).path
             == t.derived.phone_connect_url)
     }
 

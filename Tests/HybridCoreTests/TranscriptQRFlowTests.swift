@@ -59,8 +59,8 @@ import Testing
         #expect(Hex.encode(CBOR.encode(client.qrPayload.cbor)) == t.qr.cbor_hex)
         #expect(Hex.encode(client.keys.eidKey) == t.derived.eid_key_64)
         #expect(Hex.encode(client.keys.tunnelID) == t.derived.tunnel_id_16)
-        let base = try #require(TunnelURLs.base(for: TunnelDomainID(rawValue: t.inputs.tunnel_server_domain_id)))
-        #expect(base + TunnelURLs.newTunnelPath(tunnelID: client.keys.tunnelID) == t.derived.new_tunnel_url)
+        let base = try #require(TunnelDomainID(rawValue: t.inputs.tunnel_server_domain_id).baseURL)
+        #expect(base + TunnelServicePath.new(tunnelID: client.keys.tunnelID).path == t.derived.new_tunnel_url)
         #expect(Hex.encode(derivePSK(secret: hex(t.inputs.qr_secret), eidPlaintext: hex(t.advert.eid_plaintext_16))) == t.advert.psk_32)
     }
 
@@ -72,7 +72,7 @@ import Testing
             qr: qr, getInfo: hex(t.post_handshake.getinfo_cbor),
             domain: TunnelDomainID(rawValue: t.inputs.tunnel_server_domain_id),
             handshakeEphemeralKey: try keyAgreementKey(t.inputs.phone_ephemeral_private_scalar))
-        let base = try #require(TunnelURLs.base(for: .google))
+        let base = try #require(TunnelDomainID.google.baseURL)
         #expect(base + phone.newTunnelPath == t.derived.new_tunnel_url)
 
         let advert = try phone.tunnelCreated(routingID: hex(t.inputs.routing_id), nonce: hex(t.inputs.eid_nonce))

@@ -57,27 +57,27 @@ struct EncoderTests {
 
     @Test("rejects bad encoder input with specific errors")
     func rejects() throws {
-        #expect(throws: QRError.invalidInput) { try QREncoder.encode(fidoURL: "https://example.com") }
-        #expect(throws: QRError.invalidInput) { try QREncoder.encode(fidoURL: "FIDO:/12a4") }
-        #expect(throws: QRError.invalidInput) { try QREncoder.encode(fidoURL: "FIDO:") }
-        #expect(throws: QRError.invalidInput) { try QREncoder.encode(fidoURL: "fıdo:/123") }  // dotless i
-        #expect(throws: QRError.invalidInput) { try QREncoder.encode(text: "") }
-        #expect(throws: QRError.invalidInput) { try QRSegment(.alphanumeric, "lower") }
-        #expect(throws: QRError.dataTooLarge) {
+        #expect(throws: QRError(.invalidInput)) { try QREncoder.encode(fidoURL: "https://example.com") }
+        #expect(throws: QRError(.invalidInput)) { try QREncoder.encode(fidoURL: "FIDO:/12a4") }
+        #expect(throws: QRError(.invalidInput)) { try QREncoder.encode(fidoURL: "FIDO:") }
+        #expect(throws: QRError(.invalidInput)) { try QREncoder.encode(fidoURL: "fıdo:/123") }  // dotless i
+        #expect(throws: QRError(.invalidInput)) { try QREncoder.encode(text: "") }
+        #expect(throws: QRError(.invalidInput)) { try QRSegment(.alphanumeric, "lower") }
+        #expect(throws: QRError(.dataTooLarge)) {
             try QREncoder.encode(text: String(repeating: "a", count: 3_000))
         }
-        #expect(throws: QRError.dataTooLarge) {
+        #expect(throws: QRError(.dataTooLarge)) {
             try QREncoder.encode(fidoURL: "FIDO:/" + String(repeating: "7", count: 8_000))
         }
-        #expect(throws: QRError.invalidInput) { try QRMatrix(version: 1, errorCorrection: .low, modules: []) }
+        #expect(throws: QRError(.invalidInput)) { try QRMatrix(version: 1, errorCorrection: .low, modules: []) }
     }
 
     @Test("QRError equality is by code and the description reads well")
     func errorShape() {
         let error = QRError(.invalidFIDOPayload, "key 1 (secret) missing")
-        #expect(error == QRError.invalidFIDOPayload)
-        #expect(error != QRError.noQRCode)
+        #expect(error == QRError(.invalidFIDOPayload))
+        #expect(error != QRError(.noQRCode))
         #expect(error.description == "FIDO:/ payload invalid: key 1 (secret) missing")
-        #expect(QRError.noQRCode.description == "no QR code found")
+        #expect(QRError(.noQRCode).description == "no QR code found")
     }
 }

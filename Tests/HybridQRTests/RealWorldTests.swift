@@ -19,27 +19,16 @@ struct RealWorldTests {
         var testDescription: String { name }
     }
 
-    /// One entry of `Vectors/qr.json`; negative cases lack most fields.
-    private struct Entry: Decodable {
-        let name: String
-        let url: String?
-        let publicKey: String?
-        let secret: String?
-        let timestamp: UInt64?
-        let supportsLinking: Bool?
-        let reencodesIdentically: Bool?
-    }
-
     /// The vectors captured from real browsers (those with `reencodesIdentically`), loaded from the
     /// published file so the QR tests and the core tests check the same values.
     static let cases: [Case] = {
-        let all = (try? Vectors.load("qr", as: VectorFile<Entry>.self).vectors) ?? []
+        let all = (try? QRVector.load()) ?? []
         return all.compactMap { entry in
-            guard entry.reencodesIdentically != nil, let url = entry.url, let key = entry.publicKey,
+            guard entry.reencodesIdentically != nil, let key = entry.publicKey,
                 let secret = entry.secret
             else { return nil }
             return Case(
-                name: entry.name, url: url, publicKey: key, secret: secret, timestamp: entry.timestamp,
+                name: entry.name, url: entry.url, publicKey: key, secret: secret, timestamp: entry.timestamp,
                 supportsLinking: entry.supportsLinking)
         }
     }()

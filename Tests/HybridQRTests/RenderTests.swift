@@ -70,7 +70,7 @@ struct RenderTests {
         let path = directory.appendingPathComponent("qr.png").path
         try PNGCodec.write(image, toFile: path)
         #expect(try PNGCodec.read(fileAt: path) == image)
-        #expect(throws: QRError.writeFailed) {
+        #expect(throws: QRError(.writeFailed)) {
             try PNGCodec.write(image, toFile: directory.appendingPathComponent("missing/qr.png").path)
         }
     }
@@ -94,6 +94,6 @@ struct RenderTests {
         let path = directory.appendingPathComponent("qr.svg").path
         try SVGRenderer.write(matrix, toFile: path)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == SVGRenderer.render(matrix))
-        #expect(throws: QRError.writeFailed) { try SVGRenderer.write(matrix, toFile: directory.path + "/no/such/dir.svg") }
+        #expect(throws: QRError(.writeFailed)) { try SVGRenderer.write(matrix, toFile: directory.path + "/no/such/dir.svg") }
     }
 }

@@ -87,19 +87,19 @@ struct ScannerTests {
         var generator = SystemRandomNumberGenerator()
         for _ in 0..<20 {
             let bytes = (0..<2_048).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-            #expect(throws: QRError.notAnImage) { try withFile(bytes, name: "junk.png") { try QRScanner.scan(fileAt: $0) } }
+            #expect(throws: QRError(.notAnImage)) { try withFile(bytes, name: "junk.png") { try QRScanner.scan(fileAt: $0) } }
         }
     }
 
     @Test("a PNG signature followed by junk, an empty file, a missing file")
     func brokenFiles() throws {
         let fake = PNGCodec.signature + Array(repeating: 0x42, count: 100)
-        #expect(throws: QRError.notAnImage) { try withFile(fake, name: "fake.png") { try QRScanner.scan(fileAt: $0) } }
-        #expect(throws: QRError.notAnImage) { try withFile([], name: "empty.png") { try QRScanner.scan(fileAt: $0) } }
-        #expect(throws: QRError.fileUnreadable) { try QRScanner.scan(fileAt: "/nonexistent/dir/code.png") }
-        #expect(throws: QRError.notAnImage) { try QRScanner.scan(bytes: Array("P5\n10 10\n255\n".utf8) + [1, 2, 3]) }
-        #expect(throws: QRError.notAnImage) { try PGMReader.decode(Array("P2\n2 1\n255\n7 300\n".utf8)) }
-        #expect(throws: QRError.notAnImage) { try PGMReader.decode(Array("P5\n99999999 99999999\n255\n".utf8)) }
+        #expect(throws: QRError(.notAnImage)) { try withFile(fake, name: "fake.png") { try QRScanner.scan(fileAt: $0) } }
+        #expect(throws: QRError(.notAnImage)) { try withFile([], name: "empty.png") { try QRScanner.scan(fileAt: $0) } }
+        #expect(throws: QRError(.fileUnreadable)) { try QRScanner.scan(fileAt: "/nonexistent/dir/code.png") }
+        #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: Array("P5\n10 10\n255\n".utf8) + [1, 2, 3]) }
+        #expect(throws: QRError(.notAnImage)) { try PGMReader.decode(Array("P2\n2 1\n255\n7 300\n".utf8)) }
+        #expect(throws: QRError(.notAnImage)) { try PGMReader.decode(Array("P5\n99999999 99999999\n255\n".utf8)) }
     }
 
     @Test("valid PNGs with no code: blank and noise → no QR code found")
@@ -111,16 +111,16 @@ struct ScannerTests {
             pixels: (0..<40_000).map { _ in Bool.random(using: &generator) ? 0 : 255 })
         for image in [blank, noise] {
             let bytes = try PNGCodec.encode(image)
-            #expect(throws: QRError.noQRCode) { try withFile(bytes, name: "nothing.png") { try QRScanner.scan(fileAt: $0) } }
+            #expect(throws: QRError(.noQRCode)) { try withFile(bytes, name: "nothing.png") { try QRScanner.scan(fileAt: $0) } }
         }
     }
 
     @Test("a QR holding https://example.com → not a FIDO URL")
     func notFIDO() throws {
         let image = GrayImage(matrix: try QREncoder.encode(text: "https://example.com"))
-        let error = #expect(throws: QRError.notFIDOURL) { try QRScanner.scanFIDO(image: image) }
+        let error = #expect(throws: QRError(.notFIDOURL)) { try QRScanner.scanFIDO(image: image) }
         #expect(error?.description.contains("https://example.com") == true)
-        #expect(throws: QRError.notFIDOURL) {
+        #expect(throws: QRError(.notFIDOURL)) {
             try QRScanner.scanFIDO(text: TerminalArt.render(try QREncoder.encode(text: "FIDO:")))
         }
     }
@@ -134,7 +134,7 @@ struct ScannerTests {
     @Test("an SVG file is refused with a hint, not misread as text")
     func svgRefused() throws {
         let svg = SVGRenderer.render(matrix)
-        let error = #expect(throws: QRError.notAnImage) { try QRScanner.scan(bytes: Array(svg.utf8)) }
+        let error = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: Array(svg.utf8)) }
         #expect(error?.reason.contains("PNG") == true)
     }
 
@@ -142,11 +142,11 @@ struct ScannerTests {
     func invalidPayload() throws {
         for url in ["FIDO:/999", "FIDO:/12", "FIDO:/000879659314054740000000000000000000000000000000000000"] {
             let art = TerminalArt.render(try QREncoder.encode(fidoURL: url))
-            let error = #expect(throws: QRError.invalidFIDOPayload) { try QRScanner.scanFIDO(text: art) }
+            let error = #expect(throws: QRError(.invalidFIDOPayload)) { try QRScanner.scanFIDO(text: art) }
             #expect(error?.reason.isEmpty == false, "\(url)")
         }
         // A FIDO prefix with nothing usable after it, in byte mode.
-        #expect(throws: QRError.invalidFIDOPayload) {
+        #expect(throws: QRError(.invalidFIDOPayload)) {
             try QRScanner.scanFIDO(image: GrayImage(matrix: try QREncoder.encode(text: "fido:/abc")))
         }
     }
@@ -159,17 +159,17 @@ struct ScannerTests {
             let bottomHalf = lines.suffix(lines.count / 2).joined(separator: "\n")
             let leftHalf = lines.map { $0.prefix($0.count / 2) }.joined(separator: "\n")
             for text in [topHalf, bottomHalf, leftHalf] {
-                #expect(throws: QRError.noQRCode) { try QRScanner.scanFIDO(text: text) }
+                #expect(throws: QRError(.noQRCode)) { try QRScanner.scanFIDO(text: text) }
             }
         }
     }
 
     @Test("text without art → no QR code found; binary junk → not an image")
     func textWithoutArt() throws {
-        #expect(throws: QRError.noQRCode) { try QRScanner.scan(text: "hello\nworld\n") }
-        #expect(throws: QRError.noQRCode) { try QRScanner.scan(bytes: Array("just a log line\n".utf8)) }
-        #expect(throws: QRError.notAnImage) { try QRScanner.scan(bytes: [0x00, 0x01, 0x02, 0xFF]) }
-        #expect(throws: QRError.notAnImage) { try QRScanner.scan(bytes: []) }
-        #expect(throws: QRError.noQRCode) { try QRScanner.scan(text: "█▀▄\n▄▀█\n") }
+        #expect(throws: QRError(.noQRCode)) { try QRScanner.scan(text: "hello\nworld\n") }
+        #expect(throws: QRError(.noQRCode)) { try QRScanner.scan(bytes: Array("just a log line\n".utf8)) }
+        #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: [0x00, 0x01, 0x02, 0xFF]) }
+        #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: []) }
+        #expect(throws: QRError(.noQRCode)) { try QRScanner.scan(text: "█▀▄\n▄▀█\n") }
     }
 }

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import HybridCore
 import HybridRuntime
 import NIOCore
 import NIOHTTP1

@@ -21,7 +21,7 @@ struct LinkedRelayTests {
         var options = WebSocketTunnel.Options()
         if let header { options.extraHeaders = [("X-caBLE-Client-Payload", header)] }
         return try await WebSocketTunnel.open(
-            url: endpoint.url + TunnelURLs.contactPath(contactID: contactID), timeout: .seconds(5), options: options)
+            url: endpoint.url + TunnelServicePath.contact(contactID: contactID).path, timeout: .seconds(5), options: options)
     }
 
     static func listen(_ endpoint: RelayEndpoint, _ contactID: [UInt8], revoked: [[UInt8]] = []) async throws -> WebSocketTunnel {
@@ -30,7 +30,7 @@ struct LinkedRelayTests {
             options.extraHeaders = [(PushChannel.revokedHeader, revoked.map { Base64URL.encode($0) }.joined(separator: ","))]
         }
         return try await WebSocketTunnel.open(
-            url: endpoint.url + PushChannel.listenPath(contactID: contactID), timeout: .seconds(5), options: options)
+            url: endpoint.url + TunnelServicePath.listenPath(contactID: contactID), timeout: .seconds(5), options: options)
     }
 
     @Test("a contact ID no phone announced within the wait: 410 (contact ID unknown), after the wait, not before")
@@ -112,7 +112,7 @@ struct LinkedRelayTests {
 
             try await desktop.send([1, 2, 3])  // buffered until the phone joins
             let phone = try await WebSocketTunnel.open(
-                url: endpoint.url + TunnelURLs.connectPath(routingID: push.routingID, tunnelID: push.tunnelID), timeout: .seconds(5))
+                url: endpoint.url + TunnelServicePath.connect(routingID: push.routingID, tunnelID: push.tunnelID).path, timeout: .seconds(5))
             #expect(try await phone.receive(timeout: .seconds(5)) == [1, 2, 3])
             try await phone.send([4, 5])
             #expect(try await desktop.receive(timeout: .seconds(5)) == [4, 5])
@@ -182,7 +182,7 @@ struct LinkedRelayTests {
             options.extraHeaders = [(PushChannel.revokedHeader, "not base64url!")]
             let bad = await expectRuntimeError(.upgradeRejected) {
                 _ = try await WebSocketTunnel.open(
-                    url: endpoint.url + PushChannel.listenPath(contactID: [1, 2, 3]), timeout: .seconds(5), options: options)
+                    url: endpoint.url + TunnelServicePath.listenPath(contactID: [1, 2, 3]), timeout: .seconds(5), options: options)
             }
             #expect(bad?.httpStatus == 400)
         }
@@ -266,7 +266,7 @@ struct LinkedHarnessTests {
         defer { listener.cancel() }
         var options = WebSocketTunnel.Options()
         options.extraHeaders = [("X-caBLE-Client-Payload", header)]
-        let url = harness.relayURL + TunnelURLs.contactPath(contactID: linking.contactID)
+        let url = harness.relayURL + TunnelServicePath.contact(contactID: linking.contactID).path
         let first = try await WebSocketTunnel.open(url: url, timeout: .seconds(5), options: options)
         // The phone joins and advertises for the first one; nobody answers it here, so close it.
         try await Task.sleep(for: .milliseconds(300))

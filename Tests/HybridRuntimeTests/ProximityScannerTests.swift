@@ -1,4 +1,4 @@
-import HybridRuntime
+@testable import HybridRuntime
 import Testing
 
 @Suite("Proximity scanner")
@@ -72,7 +72,7 @@ struct ProximityScannerTests {
         let scanner = makeScanner()
         try await scanner.start()
         let wait = Task { try await scanner.waitForMatch(timeout: .seconds(5)) }
-        try await Task.sleep(for: .milliseconds(30))
+        await scanner.waitIsPending()
         await scanner.stop()
         await scanner.stop()
         await expectRuntimeError(.invalidState) { _ = try await wait.value }

@@ -100,6 +100,9 @@ struct RelayBackPressureTests {
             let phone = SimulatedPhone(passkeys: [account.passkey])
             _ = try await harness.signIn(on: phone, relyingParty: exampleRP, knownCredentials: [account.credential])
             #expect(await eventually { harness.relay.openTunnelCount == 0 })
+            // The sign-in's two connections must be gone too (their closing handshakes may still run):
+            // otherwise a slot they free later would let one connection of the flood in.
+            #expect(await eventually { harness.relay.statistics.openConnections == 38 })
 
             // Fill the cap, then flood: every extra connection is answered 503 at once, without a request.
             held.append(try await RawConnection.connect(port: port))

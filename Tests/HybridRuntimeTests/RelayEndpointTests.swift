@@ -1,7 +1,8 @@
+import HybridCore
 import HybridRuntime
 import Testing
 
-/// The relay's HTTP contract (CONTRACT.md "Tunnel service"), tested from the outside.
+/// The relay's HTTP contract (Docs/RELAY.md, part of the external contract of Docs/CLI.md), tested from the outside.
 @Suite("Relay endpoints and status codes")
 struct RelayEndpointTests {
     @Test("/cable/new answers 101 with fido.cable and a 6 upper-hex X-caBLE-Routing-ID")

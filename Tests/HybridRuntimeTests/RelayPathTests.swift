@@ -1,3 +1,4 @@
+import HybridCore
 import HybridRuntime
 import Testing
 
@@ -90,5 +91,20 @@ struct RelayPathTests {
         let path = TunnelServicePath.contact(contactID: id)
         #expect(path.path == "/cable/contact/\(encoded)")
         #expect(TunnelServicePath(parsing: path.path) == path)
+    }
+}
+
+@Suite("The simulator's listen path")
+struct ListenPathTests {
+    @Test("/cable/listen/ builds unpadded base64url and parses it back strictly")
+    func listenPath() {
+        let id: [UInt8] = [0xFB, 0xFF]
+        #expect(TunnelServicePath.listenPath(contactID: id) == "/cable/listen/-_8")
+        #expect(TunnelServicePath.listenContactID(parsing: "/cable/listen/-_8") == id)
+        for bad in ["/cable/listen/-_8=", "/cable/listen/", "/cable/listen/-_8/x", "/cable/listen/AB", "/cable/contact/-_8"] {
+            #expect(TunnelServicePath.listenContactID(parsing: bad) == nil, "\(bad)")
+        }
+        // The listen path is not one of the tunnel service's own three shapes.
+        #expect(TunnelServicePath(parsing: "/cable/listen/-_8") == nil)
     }
 }

@@ -1,3 +1,4 @@
+import HybridCore
 import HybridRuntime
 import Synchronization
 import Testing
@@ -107,6 +108,30 @@ struct RelayRelayingTests {
             #expect(try await ends.phone.receive(timeout: .seconds(2)) == [0x10, 0x20])
             await ends.close()
         }
+    }
+
+    @Test("the message observer sees every relayed message in order, with its direction, as delivered")
+    func messageObserver() async throws {
+        let seen = LockedBox<[(RelayDirection, [UInt8])]>([])
+        var configuration = RelayConfiguration()
+        configuration.faultInjector = { direction, message in
+            if direction == .joinerToCreator { message[0] ^= 0xFF }
+        }
+        configuration.messageObserver = { direction, message in seen.update { $0.append((direction, message)) } }
+        try await withRelay(configuration) { _, endpoint in
+            let ends = try await openTunnel(endpoint)
+            try await ends.phone.send([1])
+            #expect(try await ends.desktop.receive(timeout: .seconds(2)) == [1])
+            try await ends.desktop.send([2, 3])
+            #expect(try await ends.phone.receive(timeout: .seconds(2)) == [0xFD, 3])
+            try await ends.phone.send([4])
+            #expect(try await ends.desktop.receive(timeout: .seconds(2)) == [4])
+            await ends.close()
+        }
+        let log = seen.value
+        #expect(log.map(\.0) == [.creatorToJoiner, .joinerToCreator, .creatorToJoiner])
+        // The observer sees the bytes the recipient got (after the fault hook).
+        #expect(log.map(\.1) == [[1], [0xFD, 3], [4]])
     }
 
     @Test("a peer's close code and reason reach the other peer")

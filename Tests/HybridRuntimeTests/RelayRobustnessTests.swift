@@ -1,21 +1,11 @@
+import HybridCore
 import HybridRuntime
+import HybridTestSupport
 import Testing
 
 /// Bad input must never crash the relay or leave it unusable.
 @Suite("Relay robustness")
 struct RelayRobustnessTests {
-    /// A small deterministic generator (SplitMix64) so failures are reproducible.
-    struct SplitMix64: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test("a frame announcing 2^63 bytes closes the tunnel with 1009")
     func hugeLengthField() async throws {
         var configuration = RelayConfiguration()
@@ -45,7 +35,7 @@ struct RelayRobustnessTests {
         configuration.upgradeTimeout = .milliseconds(300)
         configuration.closeHandshakeTimeout = .milliseconds(200)
         try await withRelay(configuration) { relay, endpoint in
-            var generator = SplitMix64(state: 0x5EED)
+            var generator = SeededGenerator(seed: 0x5EED)  // HybridTestSupport: reproducible
             var connections: [RawConnection] = []
             for round in 0..<40 {
                 let raw = try await RawConnection.connect(port: endpoint.port)

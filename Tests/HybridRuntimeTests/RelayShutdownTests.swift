@@ -1,3 +1,4 @@
+import HybridCore
 import HybridRuntime
 import Testing
 

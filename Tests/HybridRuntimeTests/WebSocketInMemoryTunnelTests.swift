@@ -1,4 +1,4 @@
-import HybridRuntime
+@testable import HybridRuntime
 import Testing
 
 /// The in-memory tunnel pair that session drivers are tested over.
@@ -19,7 +19,7 @@ struct WebSocketInMemoryTunnelTests {
     func wakesWaiter() async throws {
         let (a, b) = InMemoryTunnel.pair()
         let waiter = Task { try await b.receive(timeout: .seconds(2)) }
-        try await Task.sleep(for: .milliseconds(20))
+        await b.receiveIsWaiting()
         try await a.send([1, 2, 3])
         #expect(try await waiter.value == [1, 2, 3])
     }

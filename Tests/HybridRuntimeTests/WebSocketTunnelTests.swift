@@ -1,4 +1,5 @@
-import HybridRuntime
+import HybridCore
+@testable import HybridRuntime
 import Testing
 
 /// The WebSocket client transport on its own: URL parsing, failures surfaced as typed errors,
@@ -140,7 +141,7 @@ struct WebSocketTunnelTests {
             let ends = try await openTunnel(endpoint)
             let desktop = ends.desktop
             let first = Task { try await desktop.receive(timeout: .seconds(2)) }
-            try await Task.sleep(for: .milliseconds(50))
+            await desktop.receiveIsWaiting()
             await expectRuntimeError(.invalidState) { _ = try await desktop.receive(timeout: .seconds(1)) }
             try await ends.phone.send([7])
             #expect(try await first.value == [7])
@@ -154,7 +155,7 @@ struct WebSocketTunnelTests {
             let ends = try await openTunnel(endpoint)
             let desktop = ends.desktop
             let task = Task { try await desktop.receive(timeout: .seconds(5)) }
-            try await Task.sleep(for: .milliseconds(50))
+            await desktop.receiveIsWaiting()
             task.cancel()
             await #expect(throws: CancellationError.self) { _ = try await task.value }
             await ends.close()

@@ -30,7 +30,7 @@ struct CLIDesktopPhoneTests {
             "--options", "--rp-store", "HYBRID_SIM_HOME", "--relay <ws://host:port>", "--relay-port", "47001",
             "--proximity-port", "47002", "--min-rssi", "(default: -70)", "--qr-png", "--invert", "--json", "--timeout",
             "120",
-            "--log-level", "(default: warning)",
+            "--log-level", "default: warning)", "values: trace, debug, info, notice, warning, error, critical",
         ] {
             #expect(help.contains(fragment), "missing \(fragment) in\n\(help)")
         }

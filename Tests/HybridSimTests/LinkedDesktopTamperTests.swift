@@ -59,7 +59,7 @@ struct LinkedDesktopTamperTests {
     static func tamperingPhone(url: String, relayURL: String, proximityURL: String) async throws {
         let qr = try QRPayload(url: url)
         let keys = QRSecretKeys(qrSecret: qr.secret)
-        let tunnel = try await WebSocketTunnel.open(url: relayURL + TunnelURLs.newTunnelPath(tunnelID: keys.tunnelID))
+        let tunnel = try await WebSocketTunnel.open(url: relayURL + TunnelServicePath.new(tunnelID: keys.tunnelID).path)
         let eid = EID(nonce: RandomSource.system.bytes(10), routingID: try #require(tunnel.routingID), domain: .google)
         let advertiser = try ProximityAdvertiser(
             advert: AdvertCipher(eidKey: keys.eidKey).encrypt(plaintext: eid.bytes),

@@ -76,7 +76,7 @@ struct PasskeyStoreTests {
         #expect(store.passkeys.map(\.signCount) == [7, 0])
 
         store.passkeys.append(samples[1])
-        #expect(throws: StoreError.invalidEntry) { try store.save() }
+        #expect(throws: StoreError(.invalidEntry)) { try store.save() }
         #expect(try directory.contents().isEmpty)
     }
 
@@ -114,11 +114,11 @@ struct PasskeyStoreTests {
         defer { directory.remove() }
         try FileManager.default.createDirectory(
             atPath: directory.file("passkeys.json"), withIntermediateDirectories: false)
-        #expect(throws: StoreError.unreadable) { try PasskeyStore.load(path: directory.file("passkeys.json")) }
+        #expect(throws: StoreError(.unreadable)) { try PasskeyStore.load(path: directory.file("passkeys.json")) }
         // A regular file where a directory should be.
         try Data("x".utf8).write(to: URL(fileURLWithPath: directory.file("plain")))
-        #expect(throws: StoreError.unreadable) { try PasskeyStore.load(path: directory.file("plain/passkeys.json")) }
-        #expect(throws: StoreError.directoryFailed) {
+        #expect(throws: StoreError(.unreadable)) { try PasskeyStore.load(path: directory.file("plain/passkeys.json")) }
+        #expect(throws: StoreError(.directoryFailed)) {
             try PasskeyStore(path: directory.file("plain/passkeys.json")).save()
         }
     }
@@ -133,7 +133,7 @@ struct PasskeyStoreTests {
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
 
         let bigger = PasskeyStore(path: path, passkeys: samples)
-        #expect(throws: StoreError.writeFailed) { try bigger.save(simulatingCrash: point) }
+        #expect(throws: StoreError(.writeFailed)) { try bigger.save(simulatingCrash: point) }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)
         #expect(try PasskeyStore.load(path: path).passkeys == Array(samples.prefix(2)))
         let leftovers = try directory.contents().filter { $0.hasPrefix(".passkeys.json.tmp-") }

@@ -37,7 +37,7 @@ struct RelyingPartyAuthenticationTests {
         #expect(afterFirst.backupState)
 
         // Replaying the first assertion against the updated record fails on the counter.
-        #expect(throws: RelyingPartyError.signCountNotIncreasing) { try verify(first, credential: afterFirst) }
+        #expect(throws: RelyingPartyError(.signCountNotIncreasing)) { try verify(first, credential: afterFirst) }
 
         // A second sign-in with an allow list (no user handle returned).
         let second = try fixture.authenticate(allowList: [credential.credentialId])
@@ -59,18 +59,18 @@ struct RelyingPartyAuthenticationTests {
     func clientData() throws {
         let (_, credential, good) = try ceremony()
         let cases: [([UInt8], RelyingPartyError)] = [
-            (CeremonyFixture.clientData(.get, challenge: flipped(good.challenge, at: 5)), .challengeMismatch),
+            (CeremonyFixture.clientData(.get, challenge: flipped(good.challenge, at: 5)), RelyingPartyError(.challengeMismatch)),
             (
                 CeremonyFixture.clientData(.get, challenge: good.challenge, origin: "https://evil.example"),
-                .originMismatch
+                RelyingPartyError(.originMismatch)
             ),
             (
                 CeremonyFixture.clientData(.get, challenge: good.challenge, origin: "http://example.com"),
-                .originMismatch
+                RelyingPartyError(.originMismatch)
             ),
-            (CeremonyFixture.clientData(.create, challenge: good.challenge), .typeMismatch),
-            (CeremonyFixture.clientData(.get, challenge: good.challenge, crossOrigin: true), .crossOriginNotAllowed),
-            (Array("not json".utf8), .invalidClientData),
+            (CeremonyFixture.clientData(.create, challenge: good.challenge), RelyingPartyError(.typeMismatch)),
+            (CeremonyFixture.clientData(.get, challenge: good.challenge, crossOrigin: true), RelyingPartyError(.crossOriginNotAllowed)),
+            (Array("not json".utf8), RelyingPartyError(.invalidClientData)),
         ]
         for (clientDataJSON, expected) in cases {
             var tampered = good
@@ -86,13 +86,13 @@ struct RelyingPartyAuthenticationTests {
         let flags = authData.flags
         let requireUV = CeremonyFixture.relyingParty(requireUserVerification: true)
         let cases: [(AuthenticatorData, RelyingParty?, RelyingPartyError)] = [
-            (try authData.with(rpIdHash: AuthenticatorData.rpIdHash(for: "evil.example")), nil, .rpIdHashMismatch),
-            (try authData.with(flags: flags.subtracting(.userPresent)), nil, .userNotPresent),
-            (try authData.with(flags: flags.subtracting(.userVerified)), requireUV, .userNotVerified),
-            (try authData.with(flags: flags.subtracting(.backupEligible)), nil, .backupStateWithoutEligibility),
+            (try authData.with(rpIdHash: AuthenticatorData.rpIdHash(for: "evil.example")), nil, RelyingPartyError(.rpIdHashMismatch)),
+            (try authData.with(flags: flags.subtracting(.userPresent)), nil, RelyingPartyError(.userNotPresent)),
+            (try authData.with(flags: flags.subtracting(.userVerified)), requireUV, RelyingPartyError(.userNotVerified)),
+            (try authData.with(flags: flags.subtracting(.backupEligible)), nil, RelyingPartyError(.backupStateWithoutEligibility)),
             (
                 try authData.with(flags: flags.subtracting([.backupEligible, .backupState])), nil,
-                .backupEligibilityChanged
+                RelyingPartyError(.backupEligibilityChanged)
             ),
         ]
         for (tamperedData, party, expected) in cases {
@@ -112,18 +112,18 @@ struct RelyingPartyAuthenticationTests {
         for index in [8, 20, -1] {
             var tampered = good
             tampered.response.signature = flipped(good.response.signature, at: index)
-            #expect(throws: RelyingPartyError.invalidSignature) { try verify(tampered, credential: credential) }
+            #expect(throws: RelyingPartyError(.invalidSignature)) { try verify(tampered, credential: credential) }
         }
         // Authenticator data changed after signing.
         var changedCounter = good
         changedCounter.response.authData = try good.response.authData.with(signCount: 99)
-        #expect(throws: RelyingPartyError.invalidSignature) { try verify(changedCounter, credential: credential) }
+        #expect(throws: RelyingPartyError(.invalidSignature)) { try verify(changedCounter, credential: credential) }
         // Signed by another credential's key.
         var otherFixture = CeremonyFixture(seed: "other")
         let other = try otherFixture.registeredCredential()
         var otherKey = credential
         otherKey.publicKey = other.publicKey
-        #expect(throws: RelyingPartyError.invalidSignature) { try verify(good, credential: otherKey) }
+        #expect(throws: RelyingPartyError(.invalidSignature)) { try verify(good, credential: otherKey) }
     }
 
     @Test("credential identity: unknown, other RP, not allowed, omitted")
@@ -132,17 +132,17 @@ struct RelyingPartyAuthenticationTests {
 
         var otherId = good
         otherId.response.credential = PublicKeyCredentialDescriptor(id: [1, 2, 3, 4])
-        #expect(throws: RelyingPartyError.unknownCredential) { try verify(otherId, credential: credential) }
-        #expect(throws: RelyingPartyError.unknownCredential) {
+        #expect(throws: RelyingPartyError(.unknownCredential)) { try verify(otherId, credential: credential) }
+        #expect(throws: RelyingPartyError(.unknownCredential)) {
             try rp.verifyAuthentication(
                 response: good.response, clientDataJSON: good.clientDataJSON, expectedChallenge: good.challenge,
                 knownCredentials: [RegisteredCredential]())
         }
         var otherRP = credential
         otherRP.rpId = "other.example"
-        #expect(throws: RelyingPartyError.unknownCredential) { try verify(good, credential: otherRP) }
+        #expect(throws: RelyingPartyError(.unknownCredential)) { try verify(good, credential: otherRP) }
 
-        #expect(throws: RelyingPartyError.credentialNotAllowed) {
+        #expect(throws: RelyingPartyError(.credentialNotAllowed)) {
             try verify(good, credential: credential, allow: [[9, 9, 9], [8, 8, 8]])
         }
 
@@ -151,7 +151,7 @@ struct RelyingPartyAuthenticationTests {
         var omitted = try fixture2.authenticate(allowList: [credential.credentialId])
         omitted.response.credential = nil
         #expect(try verify(omitted, credential: credential, allow: [credential.credentialId]).signCount == 2)
-        #expect(throws: RelyingPartyError.unknownCredential) { try verify(omitted, credential: credential) }
+        #expect(throws: RelyingPartyError(.unknownCredential)) { try verify(omitted, credential: credential) }
     }
 
     @Test("user handle: must match, and must be present for a discoverable sign-in")
@@ -159,11 +159,11 @@ struct RelyingPartyAuthenticationTests {
         let (_, credential, good) = try ceremony()
         var mismatch = good
         mismatch.response.user = PublicKeyCredentialUserEntity(id: Array("user-handle-mallory".utf8))
-        #expect(throws: RelyingPartyError.userHandleMismatch) { try verify(mismatch, credential: credential) }
+        #expect(throws: RelyingPartyError(.userHandleMismatch)) { try verify(mismatch, credential: credential) }
 
         var missing = good
         missing.response.user = nil
-        #expect(throws: RelyingPartyError.missingUserHandle) { try verify(missing, credential: credential) }
+        #expect(throws: RelyingPartyError(.missingUserHandle)) { try verify(missing, credential: credential) }
         // With the user identified by an allow list the handle is optional.
         #expect(try verify(missing, credential: credential, allow: [credential.credentialId]).signCount == 1)
     }
@@ -174,7 +174,7 @@ struct RelyingPartyAuthenticationTests {
         for stored: UInt32 in [1, 5, .max] {
             var record = credential
             record.signCount = stored
-            #expect(throws: RelyingPartyError.signCountNotIncreasing) { try verify(good, credential: record) }
+            #expect(throws: RelyingPartyError(.signCountNotIncreasing)) { try verify(good, credential: record) }
         }
         // An authenticator without a counter (0 and 0) passes.
         var zero = good
@@ -183,7 +183,7 @@ struct RelyingPartyAuthenticationTests {
         // Counter going back to zero after being used is a clone signal too.
         var used = credential
         used.signCount = 3
-        #expect(throws: RelyingPartyError.signCountNotIncreasing) { try verify(zero, credential: used) }
+        #expect(throws: RelyingPartyError(.signCountNotIncreasing)) { try verify(zero, credential: used) }
     }
 
     @Test("a stored credential whose key does not decode is reported")
@@ -191,6 +191,6 @@ struct RelyingPartyAuthenticationTests {
         let (_, credential, good) = try ceremony()
         var broken = credential
         broken.publicKey = [0xA0]
-        #expect(throws: RelyingPartyError.invalidStoredCredential) { try verify(good, credential: broken) }
+        #expect(throws: RelyingPartyError(.invalidStoredCredential)) { try verify(good, credential: broken) }
     }
 }

@@ -40,17 +40,17 @@ struct RelyingPartyRegistrationTests {
         var fixture = CeremonyFixture()
         let good = try fixture.register(attestation: attestation)
         let cases: [([UInt8], RelyingPartyError)] = [
-            (CeremonyFixture.clientData(.create, challenge: flipped(good.challenge, at: 0)), .challengeMismatch),
+            (CeremonyFixture.clientData(.create, challenge: flipped(good.challenge, at: 0)), RelyingPartyError(.challengeMismatch)),
             (
                 CeremonyFixture.clientData(.create, challenge: good.challenge, origin: "https://evil.example"),
-                .originMismatch
+                RelyingPartyError(.originMismatch)
             ),
-            (CeremonyFixture.clientData(.get, challenge: good.challenge), .typeMismatch),
-            (CeremonyFixture.clientData(.create, challenge: good.challenge, crossOrigin: true), .crossOriginNotAllowed),
-            (Array("{\"type\":\"webauthn.create\"".utf8), .invalidClientData),
+            (CeremonyFixture.clientData(.get, challenge: good.challenge), RelyingPartyError(.typeMismatch)),
+            (CeremonyFixture.clientData(.create, challenge: good.challenge, crossOrigin: true), RelyingPartyError(.crossOriginNotAllowed)),
+            (Array("{\"type\":\"webauthn.create\"".utf8), RelyingPartyError(.invalidClientData)),
             (
                 Array(#"{"type":"webauthn.create","challenge":"a+b/","origin":"https://example.com"}"#.utf8),
-                .invalidClientData
+                RelyingPartyError(.invalidClientData)
             ),
         ]
         for (clientDataJSON, expected) in cases {
@@ -78,7 +78,7 @@ struct RelyingPartyRegistrationTests {
     func otherRelyingParty() throws {
         var fixture = CeremonyFixture()
         let registration = try fixture.register(attestation: .packedSelf, rpId: "other.example")
-        #expect(throws: RelyingPartyError.rpIdHashMismatch) { try verify(registration) }
+        #expect(throws: RelyingPartyError(.rpIdHashMismatch)) { try verify(registration) }
     }
 
     @Test("flags: UP, UV when required, BS without BE", arguments: SoftwareAuthenticator.Attestation.allCases)
@@ -90,18 +90,18 @@ struct RelyingPartyRegistrationTests {
 
         var noUP = good
         try noUP.resign(authData: good.response.authData.with(flags: flags.subtracting(.userPresent)))
-        #expect(throws: RelyingPartyError.userNotPresent) { try verify(noUP) }
+        #expect(throws: RelyingPartyError(.userNotPresent)) { try verify(noUP) }
 
         var noUV = good
         try noUV.resign(authData: good.response.authData.with(flags: flags.subtracting(.userVerified)))
-        #expect(throws: RelyingPartyError.userNotVerified) { try verify(noUV, rp: requireUV) }
+        #expect(throws: RelyingPartyError(.userNotVerified)) { try verify(noUV, rp: requireUV) }
         // Without the requirement the same response is fine.
         #expect(try verify(noUV).credentialId == good.passkey.credentialID)
 
         var backupWithoutEligibility = good
         try backupWithoutEligibility.resign(
             authData: good.response.authData.with(flags: flags.subtracting(.backupEligible)))
-        #expect(throws: RelyingPartyError.backupStateWithoutEligibility) { try verify(backupWithoutEligibility) }
+        #expect(throws: RelyingPartyError(.backupStateWithoutEligibility)) { try verify(backupWithoutEligibility) }
     }
 
     @Test("a packed signature that does not verify is rejected")
@@ -113,7 +113,7 @@ struct RelyingPartyRegistrationTests {
             return
         }
         registration.response.attStmt["sig"] = .bytes(flipped(sig, at: -1))
-        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(registration) }
+        #expect(throws: RelyingPartyError(.invalidAttestation)) { try verify(registration) }
 
         // Signed over other client data (same members, other order, so every field check passes).
         var otherClientData = try fixture.register(attestation: .packedSelf)
@@ -121,7 +121,7 @@ struct RelyingPartyRegistrationTests {
             "{\"challenge\":\"\(Base64URL.encode(otherClientData.challenge))\",\"type\":\"webauthn.create\","
             + "\"origin\":\"https://example.com\",\"crossOrigin\":false}"
         otherClientData.clientDataJSON = Array(reordered.utf8)
-        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(otherClientData) }
+        #expect(throws: RelyingPartyError(.invalidAttestation)) { try verify(otherClientData) }
     }
 
     @Test("attestation statements outside none / packed self")
@@ -132,22 +132,22 @@ struct RelyingPartyRegistrationTests {
 
         var withX5c = packed
         withX5c.response.attStmt["x5c"] = .array([.bytes([0x30, 0x00])])
-        #expect(throws: RelyingPartyError.unsupportedAttestation) { try verify(withX5c) }
+        #expect(throws: RelyingPartyError(.unsupportedAttestation)) { try verify(withX5c) }
 
         var otherFormat = none
         otherFormat.response.fmt = "tpm"
-        #expect(throws: RelyingPartyError.unsupportedAttestation) { try verify(otherFormat) }
+        #expect(throws: RelyingPartyError(.unsupportedAttestation)) { try verify(otherFormat) }
 
         var nonEmptyNone = none
         nonEmptyNone.response.attStmt = ["alg": -7]
-        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(nonEmptyNone) }
+        #expect(throws: RelyingPartyError(.invalidAttestation)) { try verify(nonEmptyNone) }
 
         var wrongAlg = packed
         wrongAlg.response.attStmt["alg"] = -8
-        #expect(throws: RelyingPartyError.invalidAttestation) { try verify(wrongAlg) }
+        #expect(throws: RelyingPartyError(.invalidAttestation)) { try verify(wrongAlg) }
 
-        #expect(throws: RelyingPartyError.attestationNotAllowed) { try verify(none, allowed: [.selfAttestation]) }
-        #expect(throws: RelyingPartyError.attestationNotAllowed) { try verify(packed, allowed: [.none]) }
+        #expect(throws: RelyingPartyError(.attestationNotAllowed)) { try verify(none, allowed: [.selfAttestation]) }
+        #expect(throws: RelyingPartyError(.attestationNotAllowed)) { try verify(packed, allowed: [.none]) }
     }
 
     @Test("the credential key must be an ES256 COSE_Key, and attested data must be present")
@@ -166,19 +166,19 @@ struct RelyingPartyRegistrationTests {
         eddsaRegistration.response.authData = try AuthenticatorData(
             rpIdHash: good.response.authData.rpIdHash, flags: good.response.authData.flags, signCount: 0,
             attestedCredentialData: eddsa)
-        #expect(throws: RelyingPartyError.unsupportedCredentialKey) { try verify(eddsaRegistration) }
+        #expect(throws: RelyingPartyError(.unsupportedCredentialKey)) { try verify(eddsaRegistration) }
 
         var noAttestedData = good
         noAttestedData.response.authData = try AuthenticatorData(
             rpIdHash: good.response.authData.rpIdHash, flags: good.response.authData.flags, signCount: 0)
-        #expect(throws: RelyingPartyError.missingAttestedCredentialData) { try verify(noAttestedData) }
+        #expect(throws: RelyingPartyError(.missingAttestedCredentialData)) { try verify(noAttestedData) }
     }
 
     @Test("a credential ID that is already registered is rejected")
     func alreadyRegistered() throws {
         var fixture = CeremonyFixture()
         let registration = try fixture.register()
-        #expect(throws: RelyingPartyError.credentialAlreadyRegistered) {
+        #expect(throws: RelyingPartyError(.credentialAlreadyRegistered)) {
             try verify(registration, registered: [registration.passkey.credentialID])
         }
         #expect(try verify(registration, registered: [[1, 2, 3]]).credentialId == registration.passkey.credentialID)

@@ -117,7 +117,7 @@ struct RelyingPartyStoreTests {
         let samples = try StoreSamples.credentials(count: 2)
         try RelyingPartyStore(path: path, credentials: [samples[0]]).save()
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
-        #expect(throws: StoreError.writeFailed) {
+        #expect(throws: StoreError(.writeFailed)) {
             try RelyingPartyStore(path: path, credentials: samples).save(simulatingCrash: point)
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == before)

@@ -138,13 +138,13 @@ struct StoreConcurrencyTests {
             _ = try PasskeyStore.load(path: path)
             Issue.record("a symlinked store was loaded")
         } catch {
-            #expect(error == StoreError.unreadable)
+            #expect(error == StoreError(.unreadable))
             #expect(error.reason.contains("symbolic link"), "\(error)")
         }
 
         let damaged = directory.file("damaged.json")
         try Data("{\"version\": 1, \"passk".utf8).write(to: URL(fileURLWithPath: damaged))
-        #expect(throws: StoreError.notJSON) {
+        #expect(throws: StoreError(.notJSON)) {
             try PasskeyStore(path: damaged, passkeys: try StoreSamples.passkeys(count: 1)).save()
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: damaged)) == Data("{\"version\": 1, \"passk".utf8))
@@ -163,7 +163,7 @@ struct StoreConcurrencyTests {
         #expect(flock(holder, LOCK_EX) == 0)
         let before = try Data(contentsOf: URL(fileURLWithPath: path))
         var store = try PasskeyStore.load(path: path)
-        #expect(throws: StoreError.locked) {
+        #expect(throws: StoreError(.locked)) {
             try store.update(wait: .milliseconds(200)) { passkeys in
                 passkeys.removeAll()
                 return ((), true)

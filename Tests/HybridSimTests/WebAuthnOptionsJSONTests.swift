@@ -85,31 +85,31 @@ struct WebAuthnOptionsJSONTests {
         let user = #""user":{"id":"dXNlcg","name":"alice","displayName":"Alice"}"#
         let params = #""pubKeyCredParams":[{"type":"public-key","alg":-7}]"#
         let cases: [(String, WebAuthnJSONError, String)] = [
-            (#"{"rp":{"id":"example.com"},\#(user),\#(params)}"#, .missingChallenge, "challenge"),
-            (#"{"rp":{},\#(user),"challenge":"",\#(params)}"#, .missingChallenge, "empty"),
-            (#"{"rp":{},\#(user),"challenge":null,\#(params)}"#, .missingChallenge, "null"),
-            (#"{"rp":{},\#(user),"challenge":"a+b/",\#(params)}"#, .invalidBase64URL, "challenge"),
-            (#"{"rp":{},"user":{"id":"a+b","name":"x"},"challenge":"AAAA",\#(params)}"#, .invalidBase64URL, "user.id"),
+            (#"{"rp":{"id":"example.com"},\#(user),\#(params)}"#, WebAuthnJSONError(.missingChallenge), "challenge"),
+            (#"{"rp":{},\#(user),"challenge":"",\#(params)}"#, WebAuthnJSONError(.missingChallenge), "empty"),
+            (#"{"rp":{},\#(user),"challenge":null,\#(params)}"#, WebAuthnJSONError(.missingChallenge), "null"),
+            (#"{"rp":{},\#(user),"challenge":"a+b/",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "challenge"),
+            (#"{"rp":{},"user":{"id":"a+b","name":"x"},"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "user.id"),
             (
-                #"{"rp":{},\#(user),"challenge":"AAAA","pubKeyCredParams":[{"type":"public-key","alg":-8}]}"#, .noES256,
+                #"{"rp":{},\#(user),"challenge":"AAAA","pubKeyCredParams":[{"type":"public-key","alg":-8}]}"#, WebAuthnJSONError(.noES256),
                 "EdDSA"
             ),
             (
-                #"{"rp":{},\#(user),"challenge":"AAAA","pubKeyCredParams":[{"type":"other","alg":-7}]}"#, .noES256,
+                #"{"rp":{},\#(user),"challenge":"AAAA","pubKeyCredParams":[{"type":"other","alg":-7}]}"#, WebAuthnJSONError(.noES256),
                 "other"
             ),
-            (#"{"rp":{},\#(user),"challenge":"AAAA"}"#, .missingMember, "pubKeyCredParams"),
-            (#"{"rp":{},"user":{"id":"AAAA"},"challenge":"AAAA",\#(params)}"#, .missingMember, "user.name"),
-            (#"{"rp":{},\#(user),"challenge":"AAAA",\#(params),"timeout":"soon"}"#, .wrongType, "timeout"),
+            (#"{"rp":{},\#(user),"challenge":"AAAA"}"#, WebAuthnJSONError(.missingMember), "pubKeyCredParams"),
+            (#"{"rp":{},"user":{"id":"AAAA"},"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.missingMember), "user.name"),
+            (#"{"rp":{},\#(user),"challenge":"AAAA",\#(params),"timeout":"soon"}"#, WebAuthnJSONError(.wrongType), "timeout"),
             (
                 #"{"rp":{},\#(user),"challenge":"AAAA",\#(params),"excludeCredentials":[{"id":"%%"}]}"#,
-                .invalidBase64URL,
+                WebAuthnJSONError(.invalidBase64URL),
                 "excludeCredentials[0].id"
             ),
-            (#"{"rp":{},"user":{"id":"","name":"x"},"challenge":"AAAA",\#(params)}"#, .invalidValue, "user.id"),
-            (#"[1,2]"#, .invalidJSON, "object"),
-            (#"{"rp":"#, .invalidJSON, "end of file"),
-            (#"{"rp":{},\#(user),"challenge":"AAAA",\#(params),"timeout":1e20}"#, .invalidValue, "out of range"),
+            (#"{"rp":{},"user":{"id":"","name":"x"},"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.invalidValue), "user.id"),
+            (#"[1,2]"#, WebAuthnJSONError(.invalidJSON), "object"),
+            (#"{"rp":"#, WebAuthnJSONError(.invalidJSON), "end of file"),
+            (#"{"rp":{},\#(user),"challenge":"AAAA",\#(params),"timeout":1e20}"#, WebAuthnJSONError(.invalidValue), "out of range"),
         ]
         for (json, expected, mention) in cases {
             do {
@@ -163,14 +163,14 @@ struct WebAuthnOptionsJSONTests {
     @Test("clear errors for bad request options")
     func requestErrors() {
         let cases: [(String, WebAuthnJSONError)] = [
-            (#"{"rpId":"example.com"}"#, .missingChallenge),
-            (#"{"challenge":"AA*A"}"#, .invalidBase64URL),
-            (#"{"challenge":"AAAA","allowCredentials":[{"type":"public-key"}]}"#, .missingMember),
-            (#"{"challenge":"AAAA","allowCredentials":{"id":"AAAA"}}"#, .wrongType),
-            (#"{"challenge":"AAAA","allowCredentials":[{"id":""}]}"#, .invalidValue),
-            (#"{"challenge":"AAAA","rpId":""}"#, .invalidValue),
-            (#"{"challenge":"AAAA","userVerification":7}"#, .wrongType),
-            ("\u{FF}\u{FE}", .invalidJSON),
+            (#"{"rpId":"example.com"}"#, WebAuthnJSONError(.missingChallenge)),
+            (#"{"challenge":"AA*A"}"#, WebAuthnJSONError(.invalidBase64URL)),
+            (#"{"challenge":"AAAA","allowCredentials":[{"type":"public-key"}]}"#, WebAuthnJSONError(.missingMember)),
+            (#"{"challenge":"AAAA","allowCredentials":{"id":"AAAA"}}"#, WebAuthnJSONError(.wrongType)),
+            (#"{"challenge":"AAAA","allowCredentials":[{"id":""}]}"#, WebAuthnJSONError(.invalidValue)),
+            (#"{"challenge":"AAAA","rpId":""}"#, WebAuthnJSONError(.invalidValue)),
+            (#"{"challenge":"AAAA","userVerification":7}"#, WebAuthnJSONError(.wrongType)),
+            ("\u{FF}\u{FE}", WebAuthnJSONError(.invalidJSON)),
         ]
         for (json, expected) in cases {
             #expect(throws: expected, "\(json)") { try PublicKeyCredentialRequestOptionsJSON.parse(Array(json.utf8)) }

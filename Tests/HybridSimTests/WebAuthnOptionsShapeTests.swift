@@ -67,10 +67,10 @@ struct WebAuthnOptionsShapeTests {
         #expect(request.options.rpId == "example.com")
         #expect(request.options.effectiveUserVerification == "required")
 
-        #expect(throws: WebAuthnJSONError.missingChallenge) {
+        #expect(throws: WebAuthnJSONError(.missingChallenge)) {
             try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"_action": "webauthn_authentication"}"#.utf8))
         }
-        #expect(throws: WebAuthnJSONError.wrongType) {
+        #expect(throws: WebAuthnJSONError(.wrongType)) {
             try PublicKeyCredentialRequestOptionsJSON.parse(
                 document: Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "_allowCredentials": [{"id": "AQ"}]}"#.utf8))
         }
@@ -102,10 +102,10 @@ struct WebAuthnOptionsShapeTests {
         } throws: { error in
             (error as? WebAuthnJSONError)?.code == .wrongType && "\(error)".contains("options.user.id must be a string")
         }
-        #expect(throws: WebAuthnJSONError.invalidJSON) {
+        #expect(throws: WebAuthnJSONError(.invalidJSON)) {
             try PublicKeyCredentialRequestOptionsJSON.parse(document: Array("[1]".utf8))
         }
-        #expect(throws: WebAuthnJSONError.missingChallenge) {
+        #expect(throws: WebAuthnJSONError(.missingChallenge)) {
             try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"publicKey": {"rpId": "example.com"}}"#.utf8))
         }
     }

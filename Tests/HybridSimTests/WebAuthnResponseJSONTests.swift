@@ -109,35 +109,35 @@ struct WebAuthnResponseJSONTests {
         var mutations: [Mutation] =
             Self.clientDataMutations + Self.identityMutations + [
                 (
-                    "authenticatorData differs from attestationObject", .authenticatorDataMismatch,
+                    "authenticatorData differs from attestationObject", WebAuthnJSONError(.authenticatorDataMismatch),
                     {
                         try Self.editBytes(&$0, "authenticatorData") { $0[40] ^= 1 }
                     }
                 ),
                 (
-                    "publicKey flipped", .credentialMismatch,
+                    "publicKey flipped", WebAuthnJSONError(.credentialMismatch),
                     { try Self.editBytes(&$0, "publicKey") { $0[$0.count - 1] ^= 1 } }
                 ),
                 (
-                    "publicKeyAlgorithm", .credentialMismatch,
+                    "publicKeyAlgorithm", WebAuthnJSONError(.credentialMismatch),
                     { try Self.editResponse(&$0) { $0["publicKeyAlgorithm"] = -8 } }
                 ),
-                ("publicKey missing", .credentialMismatch, { try Self.editResponse(&$0) { $0["publicKey"] = nil } }),
-                ("transports missing", .missingMember, { try Self.editResponse(&$0) { $0["transports"] = nil } }),
+                ("publicKey missing", WebAuthnJSONError(.credentialMismatch), { try Self.editResponse(&$0) { $0["publicKey"] = nil } }),
+                ("transports missing", WebAuthnJSONError(.missingMember), { try Self.editResponse(&$0) { $0["transports"] = nil } }),
                 (
-                    "attestationObject not CBOR", .invalidAttestation,
+                    "attestationObject not CBOR", WebAuthnJSONError(.invalidAttestation),
                     {
                         try Self.editBytes(&$0, "attestationObject") { $0 = [0xFF] + $0 }
                     }
                 ),
                 (
-                    "attestationObject with another fmt", .invalidAttestation,
+                    "attestationObject with another fmt", WebAuthnJSONError(.invalidAttestation),
                     {
                         try Self.editBytes(&$0, "attestationObject") { $0 = try Self.replaceFmt($0, with: "tpm") }
                     }
                 ),
                 (
-                    "rpIdHash in both copies", .authenticatorDataMismatch,
+                    "rpIdHash in both copies", WebAuthnJSONError(.authenticatorDataMismatch),
                     {
                         try Self.editBytes(&$0, "attestationObject") { $0 = try Self.flipRpIdHash($0) }
                         try Self.editBytes(&$0, "authenticatorData") { $0[0] ^= 1 }
@@ -147,7 +147,7 @@ struct WebAuthnResponseJSONTests {
         if attestation == .packedSelf {
             mutations.append(
                 (
-                    "packed signature", .invalidAttestation,
+                    "packed signature", WebAuthnJSONError(.invalidAttestation),
                     {
                         try Self.editBytes(&$0, "attestationObject") { $0 = try Self.flipPackedSignature($0) }
                     }
@@ -178,27 +178,27 @@ struct WebAuthnResponseJSONTests {
         let mutations: [Mutation] =
             Self.clientDataMutations + Self.identityMutations + [
                 (
-                    "signature flipped", .invalidSignature,
+                    "signature flipped", WebAuthnJSONError(.invalidSignature),
                     { try Self.editBytes(&$0, "signature") { $0[$0.count - 1] ^= 1 } }
                 ),
                 (
-                    "signature not DER", .invalidSignature,
+                    "signature not DER", WebAuthnJSONError(.invalidSignature),
                     { try Self.editBytes(&$0, "signature") { $0 = Array($0.dropFirst()) } }
                 ),
                 (
-                    "signCount raised", .invalidSignature,
+                    "signCount raised", WebAuthnJSONError(.invalidSignature),
                     { try Self.editBytes(&$0, "authenticatorData") { $0[36] &+= 1 } }
                 ),
                 (
-                    "UV cleared", .authenticatorDataMismatch,
+                    "UV cleared", WebAuthnJSONError(.authenticatorDataMismatch),
                     { try Self.editBytes(&$0, "authenticatorData") { $0[32] &= ~0x04 } }
                 ),
                 (
-                    "rpIdHash", .authenticatorDataMismatch,
+                    "rpIdHash", WebAuthnJSONError(.authenticatorDataMismatch),
                     { try Self.editBytes(&$0, "authenticatorData") { $0[3] ^= 1 } }
                 ),
-                ("userHandle", .credentialMismatch, { try Self.editBytes(&$0, "userHandle") { $0.append(0) } }),
-                ("signature missing", .missingMember, { try Self.editResponse(&$0) { $0["signature"] = nil } }),
+                ("userHandle", WebAuthnJSONError(.credentialMismatch), { try Self.editBytes(&$0, "userHandle") { $0.append(0) } }),
+                ("signature missing", WebAuthnJSONError(.missingMember), { try Self.editResponse(&$0) { $0["signature"] = nil } }),
             ]
         for mutation in mutations {
             let tampered = try Self.mutate(text, mutation.apply)
@@ -214,7 +214,7 @@ struct WebAuthnResponseJSONTests {
             userHandle: CeremonyFixture.user.id)
         var other = CeremonyFixture(seed: "other")
         let otherKey = try other.registeredCredential().coseKey()
-        #expect(throws: WebAuthnJSONError.invalidSignature) {
+        #expect(throws: WebAuthnJSONError(.invalidSignature)) {
             try WebAuthnResponseVerifier.verifyAuthentication(
                 json: Array(text.utf8), publicKey: otherKey, expecting: expectation)
         }
@@ -225,14 +225,14 @@ struct WebAuthnResponseJSONTests {
     static var clientDataMutations: [Mutation] {
         [
             (
-                "challenge", .clientDataMismatch,
+                "challenge", WebAuthnJSONError(.clientDataMismatch),
                 { try editClientData(&$0) { $0["challenge"] = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" } }
             ),
-            ("origin", .clientDataMismatch, { try editClientData(&$0) { $0["origin"] = "https://evil.example" } }),
-            ("type", .clientDataMismatch, { try editClientData(&$0) { $0["type"] = "payment.get" } }),
-            ("crossOrigin", .clientDataMismatch, { try editClientData(&$0) { $0["crossOrigin"] = true } }),
+            ("origin", WebAuthnJSONError(.clientDataMismatch), { try editClientData(&$0) { $0["origin"] = "https://evil.example" } }),
+            ("type", WebAuthnJSONError(.clientDataMismatch), { try editClientData(&$0) { $0["type"] = "payment.get" } }),
+            ("crossOrigin", WebAuthnJSONError(.clientDataMismatch), { try editClientData(&$0) { $0["crossOrigin"] = true } }),
             (
-                "clientDataJSON not JSON", .clientDataMismatch,
+                "clientDataJSON not JSON", WebAuthnJSONError(.clientDataMismatch),
                 { try editBytes(&$0, "clientDataJSON") { $0 = Array("{".utf8) } }
             ),
         ]
@@ -240,20 +240,20 @@ struct WebAuthnResponseJSONTests {
 
     static var identityMutations: [Mutation] {
         [
-            ("rawId differs from id", .credentialMismatch, { $0["rawId"] = "AAAA" }),
+            ("rawId differs from id", WebAuthnJSONError(.credentialMismatch), { $0["rawId"] = "AAAA" }),
             (
-                "id and rawId both changed", .credentialMismatch,
+                "id and rawId both changed", WebAuthnJSONError(.credentialMismatch),
                 {
                     $0["rawId"] = "AAAA"; $0["id"] = "AAAA"
                 }
             ),
-            ("rawId padded", .invalidBase64URL, { $0["rawId"] = (($0["rawId"] as? String) ?? "") + "=" }),
-            ("type", .invalidValue, { $0["type"] = "private-key" }),
-            ("authenticatorAttachment", .invalidValue, { $0["authenticatorAttachment"] = "platform" }),
-            ("extra member", .invalidValue, { $0["getClientExtensionResults"] = [:] as [String: Any] }),
-            ("clientExtensionResults missing", .missingMember, { $0["clientExtensionResults"] = nil }),
-            ("extra response member", .invalidValue, { try editResponse(&$0) { $0["attestation"] = "x" } }),
-            ("response not an object", .wrongType, { $0["response"] = "x" }),
+            ("rawId padded", WebAuthnJSONError(.invalidBase64URL), { $0["rawId"] = (($0["rawId"] as? String) ?? "") + "=" }),
+            ("type", WebAuthnJSONError(.invalidValue), { $0["type"] = "private-key" }),
+            ("authenticatorAttachment", WebAuthnJSONError(.invalidValue), { $0["authenticatorAttachment"] = "platform" }),
+            ("extra member", WebAuthnJSONError(.invalidValue), { $0["getClientExtensionResults"] = [:] as [String: Any] }),
+            ("clientExtensionResults missing", WebAuthnJSONError(.missingMember), { $0["clientExtensionResults"] = nil }),
+            ("extra response member", WebAuthnJSONError(.invalidValue), { try editResponse(&$0) { $0["attestation"] = "x" } }),
+            ("response not an object", WebAuthnJSONError(.wrongType), { $0["response"] = "x" }),
         ]
     }
 

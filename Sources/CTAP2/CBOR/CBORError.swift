@@ -1,5 +1,7 @@
+import CTAP2
+
 /// Why CBOR input was rejected. Two errors are equal when their ``code`` is; the offset is diagnostic.
-public struct CBORError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct CBORError: CodedError {
     /// The rule the input broke.
     public enum Code: String, Hashable, Sendable {
         /// The input ended inside an item, or a length points past the end of the input.
@@ -27,25 +29,17 @@ public struct CBORError: Error, Hashable, Sendable, CustomStringConvertible {
     /// Byte offset at which the problem was found.
     public let offset: Int
 
+    /// An error of `code` at offset 0, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, offset: 0) }
+
+    /// Where the problem was found.
+    public var reason: String { "at byte offset \(offset)" }
+
     /// Creates an error.
     public init(_ code: Code, offset: Int) {
         self.code = code
         self.offset = offset
     }
-
-    public static func == (lhs: CBORError, rhs: CBORError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
-    // Codes usable as values in `#expect(throws:)`.
-    public static let truncated = CBORError(.truncated, offset: 0)
-    public static let trailingBytes = CBORError(.trailingBytes, offset: 0)
-    public static let indefiniteLength = CBORError(.indefiniteLength, offset: 0)
-    public static let malformed = CBORError(.malformed, offset: 0)
-    public static let duplicateMapKey = CBORError(.duplicateMapKey, offset: 0)
-    public static let nestingTooDeep = CBORError(.nestingTooDeep, offset: 0)
-    public static let invalidUTF8 = CBORError(.invalidUTF8, offset: 0)
-    public static let unsupportedType = CBORError(.unsupportedType, offset: 0)
-    public static let nonCanonical = CBORError(.nonCanonical, offset: 0)
 
     public var description: String {
         let what: String

@@ -38,6 +38,13 @@ public enum Hex {
         return out
     }
 
+    /// Decodes exactly `byteCount` bytes of hex (either case), or `nil` for any other length or a
+    /// character that is not hex (the strict form tunnel-service paths and headers use).
+    public static func decode(_ string: some StringProtocol, byteCount: Int) -> [UInt8]? {
+        guard string.utf8.count == byteCount * 2 else { return nil }
+        return try? decode(string)
+    }
+
     private static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")

@@ -67,7 +67,7 @@ public struct CollectedClientData: Hashable, Sendable {
         }
         type = CeremonyType(rawValue: try string("type", required: true) ?? "")
         let encodedChallenge = try string("challenge", required: true) ?? ""
-        guard let challenge = Base64URL.decode(encodedChallenge), Base64URL.encode(challenge) == encodedChallenge else {
+        guard let challenge = Base64URL.decodeUnpadded(encodedChallenge) else {
             throw CTAP2Error(.invalidValue, "client data JSON: \"challenge\" is not unpadded base64url")
         }
         self.challenge = challenge

@@ -7,11 +7,32 @@ import CTAP2
 /// needed between sending the request and verifying the response.
 public enum Ceremony {
     /// The authenticator answered with a CTAP2 error status, or with bytes that do not parse.
-    public struct Failure: Error, Hashable, Sendable, CustomStringConvertible {
-        /// The CTAP2 status, when the phone refused.
+    public struct Failure: CodedError {
+        /// Whether the phone refused or answered with something unusable.
+        public enum Code: String, Hashable, Sendable, CaseIterable {
+            /// The phone answered with a CTAP2 error status (see ``Failure/status``).
+            case refused
+            /// The response does not parse (``Failure/status`` is `nil`, or `.ok` when only the
+            /// payload after a success status is malformed).
+            case malformedResponse
+        }
+
+        /// Whether the phone refused or its answer was unusable.
+        public let code: Code
+        /// The CTAP2 status, when the phone refused (or `.ok` before a malformed payload).
         public let status: CTAP2StatusCode?
         /// What happened, for people.
         public let reason: String
+
+        /// Creates a failure.
+        public init(_ code: Code, status: CTAP2StatusCode?, reason: String) {
+            self.code = code
+            self.status = status
+            self.reason = reason
+        }
+
+        /// A failure of `code` alone, the value tests match thrown errors against.
+        public init(_ code: Code) { self.init(code, status: nil, reason: "") }
 
         public var description: String { reason }
     }
@@ -94,20 +115,23 @@ public enum Ceremony {
         }
     }
 
-    static func payload<T: CTAP2CBORCodable>(_ bytes: [UInt8], as type: T.Type, what: String) throws -> T {
+    /// Parses an authenticator's answer `status ‖ CBOR` as `T`: a non-zero status is a
+    /// ``Failure`` `.refused` carrying it, unparsable bytes a ``Failure`` `.malformedResponse`.
+    /// `what` names the command in the reason ("makeCredential", "getAssertion").
+    public static func payload<T: CTAP2CBORCodable>(_ bytes: [UInt8], as type: T.Type, what: String) throws(Failure) -> T {
         let response: CTAP2Response
         do {
             response = try CTAP2Response(bytes: bytes)
         } catch {
-            throw Failure(status: nil, reason: "the phone's \(what) response is malformed: \(error)")
+            throw Failure(.malformedResponse, status: nil, reason: "the phone's \(what) response is malformed: \(error)")
         }
         guard response.status == .ok else {
-            throw Failure(status: response.status, reason: "the phone refused the \(what) request: \(response.status)")
+            throw Failure(.refused, status: response.status, reason: "the phone refused the \(what) request: \(response.status)")
         }
         do {
             return try response.decodePayload(as: T.self)
         } catch {
-            throw Failure(status: .ok, reason: "the phone's \(what) response is malformed: \(error)")
+            throw Failure(.malformedResponse, status: .ok, reason: "the phone's \(what) response is malformed: \(error)")
         }
     }
 }

@@ -1,13 +1,15 @@
+import CTAP2
+
 /// Why a relying party rejected a registration or an authentication (WebAuthn L3 §7.1, §7.2).
 ///
 /// Every check has its own ``Code``, so tests can tell failures apart:
-/// `#expect(throws: RelyingPartyError.originMismatch)`. Two errors are equal when their codes are.
+/// `#expect(throws: RelyingPartyError(.originMismatch))`. Two errors are equal when their codes are.
 /// ``description`` is one line for people, such as
 /// `origin mismatch: expected https://example.com, got https://evil.example`.
 ///
 /// This is separate from ``HybridError`` on purpose: those are failures of the hybrid wire protocol,
 /// these are verdicts about a well-formed WebAuthn ceremony.
-public struct RelyingPartyError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct RelyingPartyError: CodedError {
     /// The check that failed.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// `clientDataJSON` is not valid client data JSON (§7.1 step 5, §7.2 step 10).
@@ -92,41 +94,15 @@ public struct RelyingPartyError: Error, Hashable, Sendable, CustomStringConverti
     /// What was expected and what was found. Never contains key material.
     public let reason: String
 
+    /// An error of `code` with no reason, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, "") }
+
     /// Creates an error.
     public init(_ code: Code, _ reason: String) {
         self.code = code
         self.reason = reason
     }
 
-    public static func == (lhs: RelyingPartyError, rhs: RelyingPartyError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
-
     /// One line: `<summary>: <reason>`, e.g. `origin mismatch: expected https://a.example, got https://b.example`.
     public var description: String { reason.isEmpty ? code.summary : "\(code.summary): \(reason)" }
-
-    // MARK: - Code values for tests (`#expect(throws: RelyingPartyError.originMismatch)`)
-
-    public static let invalidClientData = RelyingPartyError(.invalidClientData, "")
-    public static let typeMismatch = RelyingPartyError(.typeMismatch, "")
-    public static let challengeMismatch = RelyingPartyError(.challengeMismatch, "")
-    public static let originMismatch = RelyingPartyError(.originMismatch, "")
-    public static let crossOriginNotAllowed = RelyingPartyError(.crossOriginNotAllowed, "")
-    public static let rpIdHashMismatch = RelyingPartyError(.rpIdHashMismatch, "")
-    public static let userNotPresent = RelyingPartyError(.userNotPresent, "")
-    public static let userNotVerified = RelyingPartyError(.userNotVerified, "")
-    public static let backupStateWithoutEligibility = RelyingPartyError(.backupStateWithoutEligibility, "")
-    public static let backupEligibilityChanged = RelyingPartyError(.backupEligibilityChanged, "")
-    public static let missingAttestedCredentialData = RelyingPartyError(.missingAttestedCredentialData, "")
-    public static let unsupportedCredentialKey = RelyingPartyError(.unsupportedCredentialKey, "")
-    public static let unsupportedAttestation = RelyingPartyError(.unsupportedAttestation, "")
-    public static let invalidAttestation = RelyingPartyError(.invalidAttestation, "")
-    public static let attestationNotAllowed = RelyingPartyError(.attestationNotAllowed, "")
-    public static let credentialAlreadyRegistered = RelyingPartyError(.credentialAlreadyRegistered, "")
-    public static let unknownCredential = RelyingPartyError(.unknownCredential, "")
-    public static let credentialNotAllowed = RelyingPartyError(.credentialNotAllowed, "")
-    public static let missingUserHandle = RelyingPartyError(.missingUserHandle, "")
-    public static let userHandleMismatch = RelyingPartyError(.userHandleMismatch, "")
-    public static let invalidSignature = RelyingPartyError(.invalidSignature, "")
-    public static let signCountNotIncreasing = RelyingPartyError(.signCountNotIncreasing, "")
-    public static let invalidStoredCredential = RelyingPartyError(.invalidStoredCredential, "")
 }

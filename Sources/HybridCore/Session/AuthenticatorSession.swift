@@ -98,7 +98,7 @@ public struct AuthenticatorSession: Sendable {
     }
 
     /// Path to open on the tunnel service: `/cable/new/{TUNNEL_ID}`.
-    public var newTunnelPath: String { TunnelURLs.newTunnelPath(tunnelID: keys.tunnelID) }
+    public var newTunnelPath: String { TunnelServicePath.new(tunnelID: keys.tunnelID).path }
 
     /// The tunnel exists and the service assigned `routingID`: returns the 20-byte advert.
     public mutating func tunnelCreated(routingID: [UInt8], nonce: [UInt8]? = nil) throws(HybridError) -> [UInt8] {

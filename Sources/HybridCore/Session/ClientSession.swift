@@ -105,7 +105,7 @@ public struct ClientSession: Sendable {
         case .matched(let plaintext, let eid):
             state = .advertMatched(psk: derivePSK(secret: qrPayload.secret, eidPlaintext: plaintext))
             return .matched(
-                eid: eid, connectPath: TunnelURLs.connectPath(routingID: eid.routingID, tunnelID: keys.tunnelID))
+                eid: eid, connectPath: TunnelServicePath.connect(routingID: eid.routingID, tunnelID: keys.tunnelID).path)
         }
     }
 

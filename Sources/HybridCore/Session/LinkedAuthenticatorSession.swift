@@ -83,7 +83,7 @@ public struct LinkedAuthenticatorSession: Sendable, AuthenticatorTransaction {
     }
 
     /// `/cable/connect/{routing ID}/{tunnel ID}`: where the phone joins the desktop's tunnel.
-    public var connectPath: String { TunnelURLs.connectPath(routingID: routingID, tunnelID: tunnelID) }
+    public var connectPath: String { TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path }
 
     /// The 20-byte advert for this transaction; call once, after joining the tunnel.
     public mutating func advert() -> [UInt8] {

@@ -111,7 +111,7 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
     }
 
     /// `/cable/contact/{base64url(contact ID)}`.
-    public var contactPath: String { TunnelURLs.contactPath(contactID: link.contactID) }
+    public var contactPath: String { TunnelServicePath.contact(contactID: link.contactID).path }
 
     /// Trial-decrypts an advert; the first valid match moves the session on.
     public mutating func receivedAdvert(_ advert: [UInt8]) -> ClientSession.AdvertOutcome {

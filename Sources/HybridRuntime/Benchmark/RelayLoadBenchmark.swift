@@ -1,3 +1,4 @@
+import HybridCore
 import Foundation
 import NIOCore
 import NIOPosix
@@ -121,7 +122,7 @@ public struct RelayLoadBenchmark: Sendable {
 
     private static func openPair(_ config: Configuration) async -> Result<Pair, RuntimeError> {
         var generator = SystemRandomNumberGenerator()
-        let tunnelID = (0..<TunnelServicePath.tunnelIDSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let tunnelID = (0..<HybridConstants.tunnelIDSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
         let phone: WebSocketTunnel
         do {
             phone = try await WebSocketTunnel.open(
@@ -130,7 +131,7 @@ public struct RelayLoadBenchmark: Sendable {
         } catch {
             return .failure(Self.runtimeError(error))
         }
-        guard let routing = phone.routingID, routing.count == TunnelServicePath.routingIDSize else {
+        guard let routing = phone.routingID, routing.count == HybridConstants.routingIDSize else {
             await phone.close()
             return .failure(RuntimeError(.handshakeFailed, "no X-caBLE-Routing-ID on /cable/new"))
         }

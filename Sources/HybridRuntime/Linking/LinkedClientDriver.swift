@@ -79,7 +79,7 @@ extension LinkedClientDriver.Transports {
         Self(
             contact: { path, header, timeout in
                 var options = WebSocketTunnel.Options()
-                options.extraHeaders = [("X-caBLE-Client-Payload", header)]
+                options.extraHeaders = [(HybridConstants.clientPayloadHeader, header)]
                 return try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, options: options, logger: logger)
             },
             nextAdvert: ClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger).nextAdvert)

@@ -1,3 +1,4 @@
+import CTAP2
 import HybridCore
 import Logging
 
@@ -81,7 +82,7 @@ public enum PhoneListener {
         var options = WebSocketTunnel.Options()
         let revoked = configuration.revoked.suffix(PushChannel.maxRevoked).map { Base64URL.encode($0) }
         if !revoked.isEmpty { options.extraHeaders = [(PushChannel.revokedHeader, revoked.joined(separator: ","))] }
-        let url = configuration.relayURL + PushChannel.listenPath(contactID: configuration.contactID)
+        let url = configuration.relayURL + TunnelServicePath.listenPath(contactID: configuration.contactID)
         var answered = 0
         var backoff = configuration.initialBackoff
         while count.map({ answered < $0 }) ?? true {

@@ -1,3 +1,5 @@
+import CTAP2
+
 /// The 16-bit BLE service UUID a caBLE advert is carried under (PROTOCOL.md §3.1).
 public enum ProximityServiceUUID: UInt16, Sendable, Hashable, CaseIterable {
     /// 0xFFF9, assigned to FIDO: what current phones use.
@@ -6,7 +8,7 @@ public enum ProximityServiceUUID: UInt16, Sendable, Hashable, CaseIterable {
     case google = 0xFDE2
 }
 
-/// Defaults of the proximity stub (CONTRACT.md "Proximity stub").
+/// Defaults of the proximity stub (Docs/RELAY.md "Proximity stub"; part of the external contract, Docs/CLI.md).
 public enum ProximityDefaults {
     /// UDP port the desktop's scanner binds by default (`--proximity-port`).
     public static let scannerPort = 47002
@@ -64,7 +66,7 @@ public struct ProximityDatagram: Sendable, Hashable {
         }
         let raw = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
         guard let uuid = ProximityServiceUUID(rawValue: raw) else {
-            throw RuntimeError(.unknownServiceUUID, "unknown service UUID 0x\(HexCoding.upper([bytes[0], bytes[1]]))")
+            throw RuntimeError(.unknownServiceUUID, "unknown service UUID 0x\(Hex.encode([bytes[0], bytes[1]], uppercase: true))")
         }
         self.serviceUUID = uuid
         self.rssi = Int8(bitPattern: bytes[2])

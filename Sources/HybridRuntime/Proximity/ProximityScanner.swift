@@ -101,6 +101,10 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
     /// The counters so far.
     public var statistics: ProximityStatistics { core.statistics }
 
+    /// Returns once a ``waitForMatch(timeout:)`` is pending (or the scanner has stopped): a
+    /// hand-off for tests that need the wait to have begun before they act.
+    func waitIsPending() async { await core.matches.readerIsWaiting() }
+
     /// Closes the socket; a pending ``waitForMatch(timeout:)`` throws `.invalidState`. Idempotent.
     public func stop() async {
         core.matches.finish(RuntimeError(.invalidState, "proximity scanner stopped"))

@@ -1,3 +1,4 @@
+import CTAP2
 import HybridCore
 import NIOCore
 import NIOHTTP1
@@ -55,7 +56,7 @@ final class ContactDirectory {
         }
         for id in announced where revoked.count < Self.maxRemembered { revoked.insert(id) }
         for id in announced { known.remove(id) }
-        let headers = HTTPHeaders([("Sec-WebSocket-Protocol", RelayRegistry.subprotocol)])
+        let headers = RelayRegistry.selectedSubprotocol
         return .listen(headers, contactID)
     }
 
@@ -67,7 +68,7 @@ final class ContactDirectory {
         }
         listeners[contactID] = handler
         if known.count < Self.maxRemembered { known.insert(contactID) }
-        registry.logLimiter.info(registry.logger, "phone listening for contact \(HexCoding.redacted(contactID))")
+        registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
         for id in Array(waiters.keys) where revoked.contains(id) {
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
         }
@@ -99,8 +100,8 @@ final class ContactDirectory {
     /// The answer to a contact request, possibly after waiting for the phone to (re)connect.
     func decideContact(contactID: [UInt8], head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
         let loop = registry.eventLoop
-        let values = head.headers["X-caBLE-Client-Payload"]
-        guard values.count == 1, let payload = HexCoding.decode(values[0].filter { $0 != " " && $0 != "\t" }),
+        let values = head.headers[HybridConstants.clientPayloadHeader]
+        guard values.count == 1, let payload = try? Hex.decode(values[0].filter { $0 != " " && $0 != "\t" }),
             (try? ClientPayload(cbor: payload)) != nil
         else {
             return loop.makeSucceededFuture(.reject(RelayRejection(
@@ -141,7 +142,7 @@ final class ContactDirectory {
             return .reject(RelayRejection(status: .conflict, reason: "the linked phone is busy with another desktop's contact request"))
         }
         var generator = SystemRandomNumberGenerator()
-        let tunnelID = (0..<TunnelServicePath.tunnelIDSize).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        let tunnelID = (0..<HybridConstants.tunnelIDSize).map { _ in UInt8.random(in: 0...255, using: &generator) }
         switch registry.openTunnel(tunnelID: tunnelID, flow: .linked) {
         case .reject(let rejection):
             return .reject(rejection)
@@ -150,7 +151,7 @@ final class ContactDirectory {
         case .accept(let headers, let tunnel, let side):
             active[contactID] = tunnel
             listener.deliver(PushMessage(tunnelID: tunnelID, routingID: tunnel.routingID, clientPayload: payload).encoded)
-            registry.logLimiter.info(tunnel.logger, "contact for \(HexCoding.redacted(contactID)) pushed to its phone")
+            registry.logLimiter.info(tunnel.logger, "contact for \(Hex.redactedPrefix(contactID)) pushed to its phone")
             return .accept(headers, tunnel, side)
         }
     }

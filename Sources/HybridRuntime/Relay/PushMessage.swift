@@ -37,8 +37,8 @@ public struct PushMessage: Sendable, Hashable {
     /// Parses a push message strictly (exactly keys 1–3, 16- and 3-byte IDs).
     public init(bytes: [UInt8]) throws(RuntimeError) {
         guard let map = (try? CBOR.decode(bytes))?.mapValue, map.count == 3,
-            let tunnelID = map[1]?.bytesValue, tunnelID.count == TunnelServicePath.tunnelIDSize,
-            let routingID = map[2]?.bytesValue, routingID.count == TunnelServicePath.routingIDSize,
+            let tunnelID = map[1]?.bytesValue, tunnelID.count == HybridConstants.tunnelIDSize,
+            let routingID = map[2]?.bytesValue, routingID.count == HybridConstants.routingIDSize,
             let payload = map[3]?.bytesValue
         else {
             throw RuntimeError(.protocolViolation, "malformed push message (expected CBOR {1: tunnel ID, 2: routing ID, 3: client payload})")
@@ -82,7 +82,7 @@ public struct PushRefusal: Sendable, Hashable {
     /// Parses a refusal strictly.
     public init(bytes: [UInt8]) throws(RuntimeError) {
         guard let map = (try? CBOR.decode(bytes))?.mapValue, map.count == 2 || (map.count == 3 && map[3] == .bool(true)),
-            let tunnelID = map[1]?.bytesValue, tunnelID.count == TunnelServicePath.tunnelIDSize,
+            let tunnelID = map[1]?.bytesValue, tunnelID.count == HybridConstants.tunnelIDSize,
             let reason = map[2]?.textValue, reason.utf8.count <= Self.maxReasonBytes
         else {
             throw RuntimeError(
@@ -92,11 +92,8 @@ public struct PushRefusal: Sendable, Hashable {
     }
 }
 
-/// The listen endpoint's path and header.
+/// The listen endpoint's header (its path is ``TunnelServicePath/listenPath(contactID:)``).
 public enum PushChannel {
-    /// `/cable/listen/{base64url(contact ID)}`.
-    public static func listenPath(contactID: [UInt8]) -> String { "/cable/listen/" + Base64URL.encode(contactID) }
-
     /// Request header listing contact IDs the phone revoked (comma-separated unpadded base64url), so
     /// even a relay that never saw them answers 410.
     public static let revokedHeader = "X-HybridSim-Revoked-Contacts"
@@ -104,21 +101,13 @@ public enum PushChannel {
     /// At most this many revoked IDs are announced (and kept by the phone).
     public static let maxRevoked = 64
 
-    /// Parses `/cable/listen/{id}`; `nil` for any other target.
-    static func contactID(listenTarget target: String) -> [UInt8]? {
-        guard target.utf8.count <= TunnelServicePath.maxPathLength, target.hasPrefix("/cable/listen/") else { return nil }
-        let encoded = target.utf8.dropFirst("/cable/listen/".utf8.count)
-        guard !encoded.contains(UInt8(ascii: "/")), let id = Base64URL.decode(encoded), !id.isEmpty else { return nil }
-        return id
-    }
-
     /// The revoked IDs of a listen request, or `nil` when the header is malformed or too long.
     static func revoked(headerValues: [String]) -> [[UInt8]]? {
         let items = headerValues.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpacesForPush }
         guard items.count <= maxRevoked else { return nil }
         var out: [[UInt8]] = []
         for item in items where !item.isEmpty {
-            guard let id = Base64URL.decode(item.utf8), !id.isEmpty else { return nil }
+            guard let id = Base64URL.decodeUnpadded(item), !id.isEmpty else { return nil }
             out.append(id)
         }
         return out

@@ -1,3 +1,5 @@
+import HybridCore
+
 /// Which way a relayed message travels through a tunnel.
 ///
 /// The *creator* opened the tunnel (`/cable/new`: the authenticator/phone in the QR flow); the
@@ -68,7 +70,7 @@ public struct RelayConfiguration: Sendable {
     /// `/cable/connect/{routing ID}/…` to the instance that owns the tunnel by looking at the path
     /// alone (Docs/RELAY.md, "Scaling out"). A connect whose routing ID lacks the prefix is 404.
     public var routingIDPrefix: [UInt8] = [] {
-        didSet { precondition(routingIDPrefix.count < TunnelServicePath.routingIDSize, "routing ID prefix of 0 to 2 bytes") }
+        didSet { precondition(routingIDPrefix.count < HybridConstants.routingIDSize, "routing ID prefix of 0 to 2 bytes") }
     }
 
     /// A `/cable/contact/…` request whose phone is not listening waits this long for it to connect
@@ -84,35 +86,18 @@ public struct RelayConfiguration: Sendable {
     /// per tunnel, written when it closes (Docs/INSPECT.md). `nil` (the default) records nothing.
     public var recordDirectory: String? = nil
 
+    /// Observer of the traffic: called on the relay's event loop with every message it relays, in
+    /// order, after the size checks and before it is forwarded or buffered (the bytes as the
+    /// recipient will get them: Noise ciphertext after the handshake). For narration, tracing and
+    /// recording; it must return quickly and must not block. Default none.
+    public var messageObserver: (@Sendable (RelayDirection, [UInt8]) -> Void)?
+
     /// Test-only hook: sees (and may modify) every relayed message before it is forwarded or buffered.
     /// Lets a test flip a byte in transit to check that the protocol layer notices.
     package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?
 
     /// The defaults described on each property.
     public init() {}
-
-    /// The defaults with the given overrides.
-    public init(
-        tunnelLifetime: Duration = .seconds(120),
-        maxMessageSize: Int = 64 * 1024,
-        maxMessagesPerPeer: Int = 16,
-        maxOpenTunnels: Int = 1024,
-        idleTimeout: Duration = .seconds(60),
-        upgradeTimeout: Duration = .seconds(10),
-        closeHandshakeTimeout: Duration = .seconds(2),
-        maxConnections: Int = 4096,
-        originPolicy: RelayOriginPolicy = .refuseBrowsers
-    ) {
-        self.maxConnections = maxConnections
-        self.originPolicy = originPolicy
-        self.tunnelLifetime = tunnelLifetime
-        self.maxMessageSize = maxMessageSize
-        self.maxMessagesPerPeer = maxMessagesPerPeer
-        self.maxOpenTunnels = maxOpenTunnels
-        self.idleTimeout = idleTimeout
-        self.upgradeTimeout = upgradeTimeout
-        self.closeHandshakeTimeout = closeHandshakeTimeout
-    }
 }
 
 /// Counters of a running relay, for tests and diagnostics.

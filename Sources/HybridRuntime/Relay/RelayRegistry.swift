@@ -1,3 +1,4 @@
+import CTAP2
 import HybridCore
 import Logging
 import NIOCore
@@ -35,9 +36,6 @@ final class RelayStatisticsBox: Sendable {
 
 /// The relay's state: open tunnels by ID and open connections. Confined to the relay's event loop.
 final class RelayRegistry {
-    /// Subprotocol every caBLE client offers and the relay selects.
-    static let subprotocol = "fido.cable"
-
     let eventLoop: EventLoop
     let configuration: RelayConfiguration
     let logger: Logger
@@ -118,7 +116,7 @@ final class RelayRegistry {
         if isShuttingDown {
             return .reject(RelayRejection(status: .serviceUnavailable, reason: "relay shutting down"))
         }
-        let listenID = PushChannel.contactID(listenTarget: head.uri)
+        let listenID = TunnelServicePath.listenContactID(parsing: head.uri)
         guard let path = TunnelServicePath(parsing: head.uri) ?? listenID.map({ .contact(contactID: $0) }) else {
             return .reject(RelayRejection(status: .notFound, reason: "no such endpoint"))
         }
@@ -132,7 +130,7 @@ final class RelayRegistry {
             return .reject(RelayRejection(status: .badRequest, reason: "Sec-WebSocket-Protocol must offer fido.cable"))
         }
         if let listenID { return directory.decideListen(contactID: listenID, head: head) }
-        let headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
+        let headers = Self.selectedSubprotocol
         switch path {
         case .new(let tunnelID):
             return openTunnel(tunnelID: tunnelID)
@@ -157,7 +155,7 @@ final class RelayRegistry {
     /// Registers a new tunnel whose creator side is claimed by the caller (`/cable/new`, or a
     /// desktop's `/cable/contact`), with a fresh routing ID.
     func openTunnel(tunnelID: [UInt8], flow: TunnelRecording.Flow = .qr) -> UpgradeDecision {
-        let headers = HTTPHeaders([("Sec-WebSocket-Protocol", Self.subprotocol)])
+        let headers = Self.selectedSubprotocol
         guard tunnels[tunnelID] == nil else {
             return .reject(RelayRejection(status: .conflict, reason: "tunnel ID already open"))
         }
@@ -172,7 +170,7 @@ final class RelayRegistry {
         var generator = SystemRandomNumberGenerator()
         let routingID =
             configuration.routingIDPrefix
-            + (configuration.routingIDPrefix.count..<TunnelServicePath.routingIDSize).map { _ in
+            + (configuration.routingIDPrefix.count..<HybridConstants.routingIDSize).map { _ in
                 UInt8.random(in: 0...255, using: &generator)
             }
         let tunnel = RelayTunnel(
@@ -193,9 +191,9 @@ final class RelayRegistry {
             $0.openTunnels = self.tunnels.count
             $0.tunnelsOpened += 1
         }
-        logLimiter.info(tunnel.logger, "tunnel opened, routing ID \(HexCoding.upper(routingID))")
+        logLimiter.info(tunnel.logger, "tunnel opened, routing ID \(Hex.encode(routingID, uppercase: true))")
         var accepted = headers
-        accepted.add(name: "X-caBLE-Routing-ID", value: HexCoding.upper(routingID))
+        accepted.add(name: HybridConstants.routingIDHeader, value: Hex.encode(routingID, uppercase: true))
         return .accept(accepted, tunnel, .creator)
     }
 
@@ -205,7 +203,7 @@ final class RelayRegistry {
         if isShuttingDown {
             return RelayRejection(status: .serviceUnavailable, reason: "relay shutting down")
         }
-        guard TunnelServicePath(parsing: head.uri) != nil || PushChannel.contactID(listenTarget: head.uri) != nil else {
+        guard TunnelServicePath(parsing: head.uri) != nil || TunnelServicePath.listenContactID(parsing: head.uri) != nil else {
             return RelayRejection(status: .notFound, reason: "no such endpoint")
         }
         guard head.method == .GET else {
@@ -216,7 +214,12 @@ final class RelayRegistry {
 
     /// Whether `Sec-WebSocket-Protocol` lists `fido.cable` (the header may hold a comma-separated list).
     static func offersSubprotocol(_ headers: HTTPHeaders) -> Bool {
-        headers[canonicalForm: "Sec-WebSocket-Protocol"].contains { $0 == Substring(subprotocol) }
+        headers[canonicalForm: "Sec-WebSocket-Protocol"].contains { $0 == Substring(HybridConstants.webSocketProtocol) }
+    }
+
+    /// The 101's `Sec-WebSocket-Protocol: fido.cable`.
+    static var selectedSubprotocol: HTTPHeaders {
+        HTTPHeaders([("Sec-WebSocket-Protocol", HybridConstants.webSocketProtocol)])
     }
 
     // MARK: - Bookkeeping called by tunnels

@@ -1,3 +1,4 @@
+import CTAP2
 import Logging
 import NIOCore
 
@@ -73,7 +74,7 @@ final class RelayTunnel {
         self.eventLoop = eventLoop
         self.configuration = configuration
         var logger = logger
-        logger[metadataKey: "tunnel"] = "\(HexCoding.redacted(tunnelID))"
+        logger[metadataKey: "tunnel"] = "\(Hex.redactedPrefix(tunnelID))"
         self.logger = logger
     }
 
@@ -174,6 +175,7 @@ final class RelayTunnel {
         lastActivity = .now()
         var payload = message
         configuration.faultInjector?(side.outgoing, &payload)
+        configuration.messageObserver?(side.outgoing, payload)
         let recipient = side.other
         recorder?.message(from: side, payload)
         switch slots[recipient] ?? .empty {

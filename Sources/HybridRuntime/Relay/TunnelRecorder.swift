@@ -1,3 +1,4 @@
+import CTAP2
 import Foundation
 import HybridCore
 import Logging
@@ -49,7 +50,7 @@ final class TunnelRecorder {
         entries.append(.init(nanoseconds: elapsed, event: .closed(code: code?.rawValue, reason: reason)))
         let recording = TunnelRecording(
             startMilliseconds: startMilliseconds, flow: flow, tunnelID: tunnelID, routingID: routingID, entries: entries)
-        let path = (directory as NSString).appendingPathComponent("\(startMilliseconds)-\(HexCoding.upper(routingID)).hsrec")
+        let path = (directory as NSString).appendingPathComponent("\(startMilliseconds)-\(Hex.encode(routingID, uppercase: true)).hsrec")
         do {
             try Data(recording.encode()).write(to: URL(fileURLWithPath: path), options: .atomic)
             logger.info("tunnel recorded to \(path)")

@@ -8,7 +8,7 @@ extension ProximityAdvertiser: AuthenticatorDriver.Advertisement {}
 extension ClientDriver.Transports {
     /// The desktop's real transports: adverts from a running ``ProximityScanner`` and WebSocket
     /// connections to the relay at `relayURL` (`ws://HOST:PORT`). Every valid tunnel domain ID maps
-    /// to that one relay, as webauthn-rs's tunnel override does (CONTRACT.md).
+    /// to that one relay, as webauthn-rs's tunnel override does (Docs/CLI.md, "Defaults and extras").
     public static func loopback(
         relayURL: String, scanner: ProximityScanner<[UInt8]>, logger: Logger = Logger(label: "hybrid-sim.desktop")
     ) -> Self {

@@ -32,6 +32,10 @@ public final class InMemoryTunnel: TunnelTransport {
         peerInbox.push(message)
     }
 
+    /// Returns once a ``receive(timeout:)`` is waiting (or this end has ended): a hand-off for
+    /// tests that need a receive to be pending before they act.
+    func receiveIsWaiting() async { await inbox.readerIsWaiting() }
+
     /// The next message from the other end; `.timeout` or `.closed` as described by ``TunnelTransport``.
     public func receive(timeout: Duration) async throws -> [UInt8] {
         try await inbox.next(timeout: timeout, operation: "receive from in-memory tunnel")

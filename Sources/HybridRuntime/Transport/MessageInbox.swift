@@ -18,6 +18,8 @@ final class MessageInbox<Element: Sendable>: Sendable {
         var terminal: RuntimeError?
         var waiter: Waiter?
         var nextWaiterID: UInt64 = 0
+        /// Callers of ``readerIsWaiting()``, resumed when a reader starts waiting or the inbox finishes.
+        var readerWatchers: [CheckedContinuation<Void, Never>] = []
     }
 
     private let state = Mutex(State())
@@ -43,13 +45,16 @@ final class MessageInbox<Element: Sendable>: Sendable {
 
     /// Ends the stream with `error` (first call wins); a waiting reader with nothing left gets it now.
     func finish(_ error: RuntimeError) {
-        let waiter: Waiter? = state.withLock { state in
-            guard state.terminal == nil else { return nil }
+        let (waiter, watchers): (Waiter?, [CheckedContinuation<Void, Never>]) = state.withLock { state in
+            guard state.terminal == nil else { return (nil, []) }
             state.terminal = error
-            guard state.items.isEmpty, let waiter = state.waiter else { return nil }
+            let watchers = state.readerWatchers
+            state.readerWatchers = []
+            guard state.items.isEmpty, let waiter = state.waiter else { return (nil, watchers) }
             state.waiter = nil
-            return waiter
+            return (waiter, watchers)
         }
+        for watcher in watchers { watcher.resume() }
         if let waiter {
             waiter.timer.cancel()
             waiter.continuation.resume(throwing: error)
@@ -62,6 +67,20 @@ final class MessageInbox<Element: Sendable>: Sendable {
     /// Items received but not yet read.
     var pendingCount: Int { state.withLock { $0.items.count } }
 
+    /// Returns once a reader is waiting in ``next(timeout:operation:)`` (at once if one already is),
+    /// or once the inbox is finished: the explicit hand-off tests use instead of sleeping until a
+    /// receive "has probably started".
+    func readerIsWaiting() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            let now: Bool = state.withLock { state in
+                if state.waiter != nil || state.terminal != nil { return true }
+                state.readerWatchers.append(continuation)
+                return false
+            }
+            if now { continuation.resume() }
+        }
+    }
+
     /// Returns the next item, or throws the terminal error, `RuntimeError.timeout`, or
     /// `CancellationError`. Only one reader may wait at a time (else `.invalidState`).
     func next(timeout: Duration, operation: String) async throws -> Element {
@@ -71,6 +90,7 @@ final class MessageInbox<Element: Sendable>: Sendable {
         }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element, any Error>) in
+                var watchers: [CheckedContinuation<Void, Never>] = []
                 let immediate: Result<Element, any Error>? = state.withLock { state in
                     if let item = state.items.popFirst() { return .success(item) }
                     if let terminal = state.terminal { return .failure(terminal) }
@@ -78,6 +98,8 @@ final class MessageInbox<Element: Sendable>: Sendable {
                     if state.waiter != nil {
                         return .failure(RuntimeError(.invalidState, "\(operation): another receive is already waiting"))
                     }
+                    watchers = state.readerWatchers
+                    state.readerWatchers = []
                     let timer = Task { [weak self] in
                         try? await Task.sleep(for: timeout)
                         guard !Task.isCancelled else { return }
@@ -86,6 +108,7 @@ final class MessageInbox<Element: Sendable>: Sendable {
                     state.waiter = Waiter(id: id, continuation: continuation, timer: timer)
                     return nil
                 }
+                for watcher in watchers { watcher.resume() }
                 if let immediate { continuation.resume(with: immediate) }
             }
         } onCancel: {

@@ -1,3 +1,4 @@
+import HybridCore
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
@@ -56,7 +57,7 @@ extension WebSocketTunnel {
         headers.add(name: "Host", value: authority)
         headers.add(name: "Origin", value: options.origin ?? "ws://\(authority)")
         if options.offersSubprotocol {
-            headers.add(name: "Sec-WebSocket-Protocol", value: RelayRegistry.subprotocol)
+            headers.add(name: "Sec-WebSocket-Protocol", value: HybridConstants.webSocketProtocol)
         }
         for (name, value) in options.extraHeaders { headers.add(name: name, value: value) }
         headers.add(name: "Content-Length", value: "0")

@@ -1,3 +1,5 @@
+import CTAP2
+import HybridCore
 import Logging
 import NIOCore
 import NIOHTTP1
@@ -196,17 +198,17 @@ public final class WebSocketTunnel: TunnelTransport {
     private static func validate(_ head: HTTPResponseHead, path: String) throws -> [UInt8]? {
         let endpoint = TunnelServicePath.endpointName(of: path)
         let selected = head.headers["Sec-WebSocket-Protocol"]
-        guard selected == [RelayRegistry.subprotocol] else {
+        guard selected == [HybridConstants.webSocketProtocol] else {
             let got = selected.isEmpty ? "none" : selected.joined(separator: ", ")
             throw RuntimeError(
                 .handshakeFailed,
                 "relay did not select the fido.cable subprotocol for \(endpoint) (got \(got))"
             )
         }
-        let routing = head.headers["X-caBLE-Routing-ID"]
+        let routing = head.headers[HybridConstants.routingIDHeader]
         guard !routing.isEmpty else { return nil }
         guard routing.count == 1,
-            let bytes = HexCoding.decode(routing[0].trimmingSpaces.utf8, byteCount: TunnelServicePath.routingIDSize)
+            let bytes = Hex.decode(routing[0].trimmingSpaces, byteCount: HybridConstants.routingIDSize)
         else {
             throw RuntimeError(
                 .handshakeFailed,
@@ -257,6 +259,10 @@ public final class WebSocketTunnel: TunnelTransport {
 
     /// Messages received but not yet returned by ``receive(timeout:)``.
     public var pendingMessageCount: Int { inbox.pendingCount }
+
+    /// Returns once a ``receive(timeout:)`` is waiting (or the tunnel has ended): a hand-off for
+    /// tests that need a receive to be pending before they act.
+    func receiveIsWaiting() async { await inbox.readerIsWaiting() }
 
     private func write(opcode: WebSocketOpcode, data: [UInt8], fin: Bool, masked: Bool) async throws {
         if let terminal = inbox.terminalError { throw terminal }

@@ -48,7 +48,7 @@ public enum DemoProgram {
             "HybridSim demo: register a passkey on a phone by QR code and link the phone, then sign in twice through the link.")
         let observer = WireObserver(say: say)
         var relayConfiguration = RelayConfiguration()
-        relayConfiguration.faultInjector = { direction, message in observer.saw(direction, message) }
+        relayConfiguration.messageObserver = { direction, message in observer.saw(direction, message) }
         var logger = Logger(label: "hybrid-sim.demo")
         logger.logLevel = .warning
         let relay = TunnelRelay(configuration: relayConfiguration, logger: logger)

@@ -294,19 +294,10 @@ struct DesktopCeremony: Sendable {
                 throw ProgramFailure(.protocolError, "cannot express the registration as JSON: \(error)")
             }
             store.upsert(credential)
-            return DesktopResult(
-                request: .makeCredential,
-                rpId: rpId,
-                origin: origin,
-                challenge: clientData.challenge,
-                credentialJSON: json.jsonString(),
-                prettyCredentialJSON: json.jsonString(prettyPrinted: true),
-                credentialId: credential.credentialId,
-                credential: credential,
-                previousSignCount: nil,
-                relyingPartyCheck: .verified,
-                notes: notes
-            )
+            return result(
+                .makeCredential, json: (json.jsonString(), json.jsonString(prettyPrinted: true)),
+                credentialId: credential.credentialId, credential: credential, previousSignCount: nil, check: .verified,
+                notes: notes)
 
         case .authentication:
             let response = try Self.payload(bytes, as: GetAssertionResponse.self, command: "getAssertion", rpId: rpId)
@@ -326,22 +317,12 @@ struct DesktopCeremony: Sendable {
             let stored = store.credentials.first { $0.credentialId == credentialId && $0.rpId == rpId }
             guard let stored else {
                 if foreign {
-                    return DesktopResult(
-                        request: .getAssertion,
-                        rpId: rpId,
-                        origin: origin,
-                        challenge: clientData.challenge,
-                        credentialJSON: json.jsonString(),
-                        prettyCredentialJSON: json.jsonString(prettyPrinted: true),
-                        credentialId: credentialId,
-                        credential: nil,
-                        previousSignCount: nil,
-                        relyingPartyCheck: .skipped(
+                    return result(
+                        .getAssertion, json: (json.jsonString(), json.jsonString(prettyPrinted: true)),
+                        credentialId: credentialId, credential: nil, previousSignCount: nil,
+                        check: .skipped(
                             "the RP store has no key for credential \(Base64URL.encode(credentialId)); "
-                                + "the relying party that issued the options verifies it"
-                        ),
-                        notes: []
-                    )
+                                + "the relying party that issued the options verifies it"))
                 }
                 let known = store.credentials(rpId: rpId).count
                 throw ProgramFailure(
@@ -363,54 +344,48 @@ struct DesktopCeremony: Sendable {
                 throw ProgramFailure(.verificationFailed, "the relying party rejected the sign-in: \(error)")
             }
             store.upsert(updated)
-            return DesktopResult(
-                request: .getAssertion,
-                rpId: rpId,
-                origin: origin,
-                challenge: clientData.challenge,
-                credentialJSON: json.jsonString(),
-                prettyCredentialJSON: json.jsonString(prettyPrinted: true),
-                credentialId: credentialId,
-                credential: updated,
-                previousSignCount: stored.signCount,
-                relyingPartyCheck: .verified,
-                notes: []
-            )
+            return result(
+                .getAssertion, json: (json.jsonString(), json.jsonString(prettyPrinted: true)),
+                credentialId: credentialId, credential: updated, previousSignCount: stored.signCount, check: .verified)
         }
     }
 
-    /// Parses `status ‖ CBOR`; a non-zero status is the phone refusing.
+    /// Parses `status ‖ CBOR` with ``Ceremony/payload(_:as:what:)``; a non-zero status is the phone
+    /// refusing (`refused`, worded for the statuses a person meets), unparsable bytes `protocolError`.
     private static func payload<T: CTAP2CBORCodable>(
         _ bytes: [UInt8],
         as type: T.Type,
         command: String,
         rpId: String
     ) throws(ProgramFailure) -> T {
-        let response: CTAP2Response
         do {
-            response = try CTAP2Response(bytes: bytes)
+            return try Ceremony.payload(bytes, as: T.self, what: command)
         } catch {
-            throw ProgramFailure(.protocolError, "the phone's \(command) response is malformed: \(error)")
+            guard error.code == .refused, let status = error.status else {
+                throw ProgramFailure(.protocolError, error.reason)
+            }
+            switch status {
+            case .noCredentials:
+                throw ProgramFailure(.refused, "the phone has no passkey for \(rpId) (\(status.name))")
+            case .credentialExcluded:
+                throw ProgramFailure(
+                    .refused, "the phone already holds one of the excluded credentials for \(rpId) (\(status.name))")
+            default:
+                throw ProgramFailure(.refused, "the phone refused the \(command) request: \(status.name)")
+            }
         }
-        switch response.status {
-        case .ok:
-            break
-        case .noCredentials:
-            throw ProgramFailure(.refused, "the phone has no passkey for \(rpId) (\(response.status.name))")
-        case .credentialExcluded:
-            throw ProgramFailure(
-                .refused,
-                "the phone already holds one of the excluded credentials for \(rpId) (\(response.status.name))"
-            )
-        case .operationDenied:
-            throw ProgramFailure(.refused, "the phone refused the \(command) request: \(response.status.name)")
-        default:
-            throw ProgramFailure(.refused, "the phone refused the \(command) request: \(response.status.name)")
-        }
-        do {
-            return try response.decodePayload(as: T.self)
-        } catch {
-            throw ProgramFailure(.protocolError, "the phone's \(command) response is malformed: \(error)")
-        }
+    }
+
+    /// The one place a ``DesktopResult`` is put together: this ceremony's RP ID, origin and challenge
+    /// with what the finish step found.
+    private func result(
+        _ request: QRPayload.RequestType, json: (compact: String, pretty: String), credentialId: [UInt8],
+        credential: RegisteredCredential?, previousSignCount: UInt32?, check: DesktopResult.RelyingPartyCheck,
+        notes: [String] = []
+    ) -> DesktopResult {
+        DesktopResult(
+            request: request, rpId: rpId, origin: origin, challenge: clientData.challenge,
+            credentialJSON: json.compact, prettyCredentialJSON: json.pretty, credentialId: credentialId,
+            credential: credential, previousSignCount: previousSignCount, relyingPartyCheck: check, notes: notes)
     }
 }

@@ -7,7 +7,7 @@ public enum ProgramDefaults {
     public static let relayPort = 47001
     /// The phone's default `--relay`.
     public static let relayURL = "ws://127.0.0.1:\(relayPort)"
-    /// UDP port of the desktop's proximity scanner (CONTRACT.md's suggested default).
+    /// UDP port of the desktop's proximity scanner (the CLI contract's default, Docs/CLI.md).
     public static let proximityPort = ProximityDefaults.scannerPort
     /// The phone's default `--proximity`.
     public static let proximityURL = "udp://127.0.0.1:\(proximityPort)"

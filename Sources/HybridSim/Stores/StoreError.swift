@@ -1,10 +1,12 @@
+import CTAP2
+
 /// Why the passkey store or the relying-party store could not be read or written.
 ///
 /// Every error names the file and the problem in one line (``description``), for example
 /// `/home/a/.hybrid-sim/passkeys.json: not JSON: Unexpected character 'x' around line 1, column 1`.
 /// A store that fails to load is never modified: nothing is written unless a load succeeded or the
 /// file was absent. Two errors are equal when their ``code`` is.
-public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct StoreError: CodedError {
     /// The family of failure.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         /// The file exists but cannot be read (permissions, a directory, an I/O error, too large).
@@ -32,15 +34,15 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
     /// What is wrong. Never contains key material.
     public let reason: String
 
+    /// An error of `code` with no path or reason, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, path: "", "") }
+
     /// Creates an error.
     public init(_ code: Code, path: String, _ reason: String) {
         self.code = code
         self.path = path
         self.reason = reason
     }
-
-    public static func == (lhs: StoreError, rhs: StoreError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// One line: `<path>: <summary>: <reason>`.
     public var description: String { "\(path): \(summary): \(reason)" }
@@ -57,15 +59,4 @@ public struct StoreError: Error, Hashable, Sendable, CustomStringConvertible {
         case .locked: return "cannot lock the store"
         }
     }
-
-    // MARK: - Code values for tests (`#expect(throws: StoreError.notJSON)`)
-
-    public static let unreadable = StoreError(.unreadable, path: "", "")
-    public static let notJSON = StoreError(.notJSON, path: "", "")
-    public static let invalidDocument = StoreError(.invalidDocument, path: "", "")
-    public static let unsupportedVersion = StoreError(.unsupportedVersion, path: "", "")
-    public static let invalidEntry = StoreError(.invalidEntry, path: "", "")
-    public static let directoryFailed = StoreError(.directoryFailed, path: "", "")
-    public static let writeFailed = StoreError(.writeFailed, path: "", "")
-    public static let locked = StoreError(.locked, path: "", "")
 }

@@ -1,7 +1,9 @@
+import CTAP2
+
 /// Why WebAuthn JSON (options from a relying party, or a printed credential being checked) was
 /// rejected. Two errors are equal when their ``code`` is; ``description`` is one line naming the
 /// member, e.g. `invalid base64url: user.id is not base64url ("a+b/")`.
-public struct WebAuthnJSONError: Error, Hashable, Sendable, CustomStringConvertible {
+public struct WebAuthnJSONError: CodedError {
     /// The family of failure.
     public enum Code: String, Hashable, Sendable, CaseIterable {
         // MARK: Reading JSON
@@ -40,14 +42,14 @@ public struct WebAuthnJSONError: Error, Hashable, Sendable, CustomStringConverti
     /// Which member and what is wrong with it.
     public let reason: String
 
+    /// An error of `code` with no reason, the value tests match thrown errors against.
+    public init(_ code: Code) { self.init(code, "") }
+
     /// Creates an error.
     public init(_ code: Code, _ reason: String) {
         self.code = code
         self.reason = reason
     }
-
-    public static func == (lhs: WebAuthnJSONError, rhs: WebAuthnJSONError) -> Bool { lhs.code == rhs.code }
-    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
 
     /// One line: `<summary>: <reason>`.
     public var description: String { "\(summary): \(reason)" }
@@ -68,19 +70,4 @@ public struct WebAuthnJSONError: Error, Hashable, Sendable, CustomStringConverti
         case .invalidSignature: return "invalid signature"
         }
     }
-
-    // MARK: - Code values for tests (`#expect(throws: WebAuthnJSONError.missingChallenge)`)
-
-    public static let invalidJSON = WebAuthnJSONError(.invalidJSON, "")
-    public static let missingChallenge = WebAuthnJSONError(.missingChallenge, "")
-    public static let missingMember = WebAuthnJSONError(.missingMember, "")
-    public static let wrongType = WebAuthnJSONError(.wrongType, "")
-    public static let invalidBase64URL = WebAuthnJSONError(.invalidBase64URL, "")
-    public static let invalidValue = WebAuthnJSONError(.invalidValue, "")
-    public static let noES256 = WebAuthnJSONError(.noES256, "")
-    public static let clientDataMismatch = WebAuthnJSONError(.clientDataMismatch, "")
-    public static let authenticatorDataMismatch = WebAuthnJSONError(.authenticatorDataMismatch, "")
-    public static let credentialMismatch = WebAuthnJSONError(.credentialMismatch, "")
-    public static let invalidAttestation = WebAuthnJSONError(.invalidAttestation, "")
-    public static let invalidSignature = WebAuthnJSONError(.invalidSignature, "")
 }

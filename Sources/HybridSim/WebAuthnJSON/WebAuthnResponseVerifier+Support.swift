@@ -71,7 +71,7 @@ enum ResponseShape {
 
     /// Decodes strictly unpadded base64url.
     static func bytes(_ text: String, _ member: String) throws(WebAuthnJSONError) -> [UInt8] {
-        guard let bytes = Base64URL.decode(text), Base64URL.encode(bytes) == text else {
+        guard let bytes = Base64URL.decodeUnpadded(text) else {
             throw WebAuthnJSONError(.invalidBase64URL, "\(member) is not unpadded base64url")
         }
         return bytes

@@ -1,4 +1,5 @@
 import Foundation
+import HybridCore
 import HybridRuntime
 import Synchronization
 import Testing

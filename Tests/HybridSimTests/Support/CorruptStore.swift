@@ -33,52 +33,52 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
 
     /// Damage any store file can have.
     static let documentCases: [CorruptStore] = [
-        CorruptStore(name: "empty file", expected: .notJSON, mention: "end of file") { _, _ in [] },
-        CorruptStore(name: "truncated mid-write", expected: .notJSON, mention: "not JSON") { key, entries in
+        CorruptStore(name: "empty file", expected: StoreError(.notJSON), mention: "end of file") { _, _ in [] },
+        CorruptStore(name: "truncated mid-write", expected: StoreError(.notJSON), mention: "not JSON") { key, entries in
             let whole = json(["version": 1, key: entries])
             return Array(whole.prefix(whole.count / 2))
         },
-        CorruptStore(name: "binary garbage", expected: .notJSON, mention: "character 0") { _, _ in
+        CorruptStore(name: "binary garbage", expected: StoreError(.notJSON), mention: "character 0") { _, _ in
             [0xFF, 0x00, 0x13, 0x37]
         },
-        CorruptStore(name: "top level is an array", expected: .invalidDocument, mention: "object") { _, entries in
+        CorruptStore(name: "top level is an array", expected: StoreError(.invalidDocument), mention: "object") { _, entries in
             json(entries)
         },
-        CorruptStore(name: "no version", expected: .unsupportedVersion, mention: "version") { key, entries in
+        CorruptStore(name: "no version", expected: StoreError(.unsupportedVersion), mention: "version") { key, entries in
             json([key: entries])
         },
-        CorruptStore(name: "version 2", expected: .unsupportedVersion, mention: "version 2") { key, entries in
+        CorruptStore(name: "version 2", expected: StoreError(.unsupportedVersion), mention: "version 2") { key, entries in
             json(["version": 2, key: entries])
         },
-        CorruptStore(name: "version is a string", expected: .unsupportedVersion, mention: "integer") { key, entries in
+        CorruptStore(name: "version is a string", expected: StoreError(.unsupportedVersion), mention: "integer") { key, entries in
             json(["version": "1", key: entries])
         },
-        CorruptStore(name: "no entries array", expected: .invalidDocument, mention: "array") { _, _ in
+        CorruptStore(name: "no entries array", expected: StoreError(.invalidDocument), mention: "array") { _, _ in
             json(["version": 1])
         },
-        CorruptStore(name: "entries is an object", expected: .invalidDocument, mention: "not an array") { key, _ in
+        CorruptStore(name: "entries is an object", expected: StoreError(.invalidDocument), mention: "not an array") { key, _ in
             json(["version": 1, key: [String: Any]()])
         },
-        CorruptStore(name: "an entry is a string", expected: .invalidEntry, mention: "[1]") { key, entries in
+        CorruptStore(name: "an entry is a string", expected: StoreError(.invalidEntry), mention: "[1]") { key, entries in
             json(["version": 1, key: [entries[0], "x"]])
         },
-        CorruptStore(name: "credentialId not base64url", expected: .invalidEntry, mention: "[0].credentialId") {
+        CorruptStore(name: "credentialId not base64url", expected: StoreError(.invalidEntry), mention: "[0].credentialId") {
             key, entries in
             json(["version": 1, key: editing(entries, 0) { $0["credentialId"] = "a+b/" }])
         },
-        CorruptStore(name: "rpId missing", expected: .invalidEntry, mention: "[1].rpId") { key, entries in
+        CorruptStore(name: "rpId missing", expected: StoreError(.invalidEntry), mention: "[1].rpId") { key, entries in
             json(["version": 1, key: editing(entries, 1) { $0["rpId"] = nil }])
         },
-        CorruptStore(name: "signCount negative", expected: .invalidEntry, mention: "[1]") { key, entries in
+        CorruptStore(name: "signCount negative", expected: StoreError(.invalidEntry), mention: "[1]") { key, entries in
             json(["version": 1, key: editing(entries, 1) { $0["signCount"] = -1 }])
         },
-        CorruptStore(name: "signCount is text", expected: .invalidEntry, mention: "[0].signCount") { key, entries in
+        CorruptStore(name: "signCount is text", expected: StoreError(.invalidEntry), mention: "[0].signCount") { key, entries in
             json(["version": 1, key: editing(entries, 0) { $0["signCount"] = "3" }])
         },
-        CorruptStore(name: "version is null", expected: .unsupportedVersion, mention: "integer") { key, entries in
+        CorruptStore(name: "version is null", expected: StoreError(.unsupportedVersion), mention: "integer") { key, entries in
             json(["version": NSNull(), key: entries])
         },
-        CorruptStore(name: "duplicate credential", expected: .invalidEntry, mention: "duplicate credentialId") {
+        CorruptStore(name: "duplicate credential", expected: StoreError(.invalidEntry), mention: "duplicate credentialId") {
             key, entries in
             json(["version": 1, key: [entries[0], entries[1], entries[0]]])
         },
@@ -87,7 +87,7 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
     /// Damage specific to the passkey store.
     static let passkeyCases: [CorruptStore] =
         documentCases + [
-            CorruptStore(name: "private key too short", expected: .invalidEntry, mention: "[1].privateKey") {
+            CorruptStore(name: "private key too short", expected: StoreError(.invalidEntry), mention: "[1].privateKey") {
                 key, entries in
                 json(["version": 1, key: editing(entries, 1) { $0["privateKey"] = "AAAA" }])
             }
@@ -96,15 +96,15 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
     /// Damage specific to the relying-party store.
     static let credentialCases: [CorruptStore] =
         documentCases + [
-            CorruptStore(name: "public key not a COSE_Key", expected: .invalidEntry, mention: "[0].publicKey") {
+            CorruptStore(name: "public key not a COSE_Key", expected: StoreError(.invalidEntry), mention: "[0].publicKey") {
                 key, entries in
                 json(["version": 1, key: editing(entries, 0) { $0["publicKey"] = "oA" }])
             },
-            CorruptStore(name: "empty credential ID", expected: .invalidEntry, mention: "[1].credentialId") {
+            CorruptStore(name: "empty credential ID", expected: StoreError(.invalidEntry), mention: "[1].credentialId") {
                 key, entries in
                 json(["version": 1, key: editing(entries, 1) { $0["credentialId"] = "" }])
             },
-            CorruptStore(name: "backupEligible missing", expected: .invalidEntry, mention: "backupEligible") {
+            CorruptStore(name: "backupEligible missing", expected: StoreError(.invalidEntry), mention: "backupEligible") {
                 key, entries in
                 json(["version": 1, key: editing(entries, 0) { $0["backupEligible"] = nil }])
             },

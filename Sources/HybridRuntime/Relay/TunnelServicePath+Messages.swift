@@ -1,0 +1,34 @@
+import CTAP2
+import HybridCore
+
+// The runtime's words for the tunnel service (the paths themselves are HybridCore's `TunnelServicePath`).
+
+extension TunnelServicePath {
+    /// "/cable/new", "/cable/connect", "/cable/contact", "/cable/listen" or the path itself, for error messages.
+    static func endpointName(of path: String) -> String {
+        for name in ["new", "connect", "contact", "listen"] where path.hasPrefix("/cable/\(name)/") {
+            return "/cable/\(name)"
+        }
+        return path.count > 40 ? String(path.prefix(40)) + "…" : path
+    }
+
+    /// What a status means on this service, when the relay gave no explanation.
+    static func explain(status: Int) -> String? {
+        switch status {
+        case 400: return "bad request: \(HybridConstants.webSocketProtocol) subprotocol missing or not a WebSocket upgrade"
+        case 404: return "unknown tunnel or routing ID"
+        case 409: return "tunnel ID already open or tunnel already joined"
+        case 410: return "contact ID unknown or revoked"
+        case 504: return "the linked phone is not listening"
+        case 503: return "relay busy or shutting down"
+        default: return nil
+        }
+    }
+}
+
+extension Hex {
+    /// "ABCD…": the first 4 hex digits of a tunnel or contact ID, the only part of it ever logged.
+    static func redactedPrefix(_ bytes: [UInt8]) -> String {
+        encode(bytes.prefix(2), uppercase: true) + "…"
+    }
+}
