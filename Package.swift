@@ -70,6 +70,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOEmbedded", package: "swift-nio"),  // RelayRequestProbe (fuzzing)
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -98,6 +99,15 @@ let package = Package(
             ]
         ),
 
+        // MARK: Fuzzing (Docs/ROBUSTNESS.md)
+
+        /// libFuzzer's driver entry point, weakly referenced so builds without libFuzzer still link.
+        .target(name: "CHybridFuzz"),
+        /// One fuzz target per parser, each checking its invariant; shared by `hybrid-fuzz` and the tests.
+        .target(name: "HybridFuzz", dependencies: ["CTAP2", "HybridCore", "HybridRuntime", "HybridSim"]),
+        /// `hybrid-fuzz TARGET [libFuzzer flags]` (`Scripts/fuzz` links libFuzzer into it).
+        .executableTarget(name: "hybrid-fuzz", dependencies: ["HybridFuzz", "CHybridFuzz"]),
+
         // MARK: Tests
 
         /// Shared test support: the `Vectors/` loader and hex literals. Not a product.
@@ -123,6 +133,7 @@ let package = Package(
             dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridRuntime"],
             exclude: ["Fixtures"]
         ),
+        .testTarget(name: "HybridFuzzTests", dependencies: ["HybridFuzz"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,53 @@
+import HybridRuntime
+
+/// The relay's request handling and the proximity stub's datagram.
+enum RuntimeTargets {
+    static let all = [relayRequest, proximityDatagram]
+
+    /// A valid upgrade request for `path`, as a tunnel client sends it.
+    static func upgradeRequest(_ path: String, extra: [String] = []) -> [UInt8] {
+        let lines = [
+            "GET \(path) HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Protocol: fido.cable",
+        ] + extra
+        return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
+    }
+
+    static let tunnelID = String(repeating: "0A", count: 16)
+
+    /// One connection's bytes through the relay's real pipeline (``RelayRequestProbe``).
+    static let relayRequest = FuzzTarget(
+        "relay-request",
+        "the relay's HTTP request parsing, path and header checks and WebSocket frames (EmbeddedChannel); every answer is an HTTP status line and nothing is left open",
+        seeds: {
+            [
+                upgradeRequest("/cable/new/\(tunnelID)"),
+                upgradeRequest("/cable/connect/000000/\(tunnelID)", extra: ["Origin: wss://cable.example"]),
+                upgradeRequest("/cable/contact/AAAA", extra: ["X-caBLE-Client-Payload: 00"]),
+                upgradeRequest("/cable/new/\(tunnelID)") + [0x82, 0x83, 1, 2, 3, 4, 0xAA, 0xBB, 0xCC, 0x88, 0x80, 0, 0, 0, 0],
+                Array("GET / HTTP/1.1\r\nHost: x\r\n\r\n".utf8),
+            ]
+        }
+    ) { input in
+        let outcome = RelayRequestProbe.run(input)
+        if outcome.leftoverConnections != 0 || outcome.leftoverTunnels != 0 {
+            return .violation(
+                "\(outcome.leftoverConnections) connections and \(outcome.leftoverTunnels) tunnels left open after \(input.fuzzHex)")
+        }
+        guard !outcome.response.isEmpty else { return .rejected }
+        let head = String(decoding: outcome.response.prefix(13), as: UTF8.self)
+        guard head.hasPrefix("HTTP/1.1 "), let status = Int(head.dropFirst(9).prefix(3)) else {
+            return .violation("the relay answered \(Array(outcome.response.prefix(64)).fuzzHex) to \(input.fuzzHex)")
+        }
+        return status == 101 ? .accepted : .rejected
+    }
+
+    /// `ProximityDatagram(parsing:)`: service UUID, RSSI and the 20-byte advert.
+    static let proximityDatagram = FuzzTarget(
+        "proximity-datagram", "ProximityDatagram(parsing:) (UDP proximity stub); bytes gives the input back",
+        seeds: { [try! ProximityDatagram(rssi: -45, advert: Array(repeating: 0x5A, count: 20)).bytes] }
+    ) { input in
+        guard let datagram = try? ProximityDatagram(parsing: input) else { return .rejected }
+        return FuzzTarget.check(datagram.bytes == input, "datagram \(input.fuzzHex) does not round-trip")
+    }
+}
