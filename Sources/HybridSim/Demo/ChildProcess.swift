@@ -28,14 +28,19 @@ final class ChildProcess: Sendable {
         process.standardError = err
         let (stream, continuation) = AsyncStream<Line>.makeStream()
         let open = Mutex(2)
+        var flushes: [@Sendable () -> Void] = []
         for (pipe, wrap) in [(out, Line.standardOutput), (err, Line.standardError)] {
             let buffer = Mutex<[UInt8]>([])
+            let flush: @Sendable () -> Void = {
+                let rest = buffer.withLock { bytes -> [UInt8] in defer { bytes = [] }; return bytes }
+                if !rest.isEmpty { continuation.yield(wrap(String(decoding: rest, as: UTF8.self))) }
+            }
+            flushes.append(flush)
             pipe.fileHandleForReading.readabilityHandler = { handle in
                 let data = handle.availableData
                 if data.isEmpty {
                     handle.readabilityHandler = nil
-                    let rest = buffer.withLock { bytes -> [UInt8] in defer { bytes = [] }; return bytes }
-                    if !rest.isEmpty { continuation.yield(wrap(String(decoding: rest, as: UTF8.self))) }
+                    flush()
                     if open.withLock({ count -> Int in count -= 1; return count }) == 0 { continuation.finish() }
                     return
                 }
@@ -52,7 +57,18 @@ final class ChildProcess: Sendable {
             }
         }
         let status = exitStatus
-        process.terminationHandler = { finished in status.value.withLock { $0 = finished.terminationStatus } }
+        let flushAll = flushes
+        process.terminationHandler = { finished in
+            status.value.withLock { $0 = finished.terminationStatus }
+            // Every wait is bounded: if a pipe never reports its end after the child exited (its write
+            // end inherited by another process, or a lost readability event), the lines end 2 s later.
+            DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) {
+                guard open.withLock({ $0 > 0 }) else { return }
+                for pipe in [out, err] { pipe.fileHandleForReading.readabilityHandler = nil }
+                for flush in flushAll { flush() }
+                continuation.finish()
+            }
+        }
         self.process = process
         self.lines = stream
         try process.run()
