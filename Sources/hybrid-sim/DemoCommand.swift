@@ -2,12 +2,14 @@ import ArgumentParser
 import Foundation
 import HybridSim
 
-/// `hybrid-sim demo`: registration then sign-in in one terminal, narrated.
+/// `hybrid-sim demo`: registration by QR code with linking, then two sign-ins through the link, in
+/// one terminal (and with `--web` on one page), narrated.
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
         abstract: "Run the whole hybrid ceremony in one terminal: an embedded relay, a desktop and a phone "
-            + "(two child processes), registration then sign-in, every step narrated.")
+            + "(child processes), registration by QR code with linking then two sign-ins through the link, every step "
+            + "narrated; --web also tells it on a local page.")
 
     @Option(help: "Relying party ID (the origin is https://<rp-id>).")
     var rpId = "example.com"
@@ -21,13 +23,31 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Directory for the demo's passkey and relying-party stores (default: a fresh temporary directory).")
     var home: String?
 
+    @Flag(help: "Also tell the whole demo on a local web page (its address is printed first).")
+    var web = false
+
+    @Option(help: ArgumentHelp("Port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "n"))
+    var webPort = 0
+
+    @Option(help: ArgumentHelp("With --web: keep serving the page this long after the demo ended.", valueName: "seconds"))
+    var webLinger = 30
+
+    func validate() throws {
+        guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0...65535") }
+        guard (0...3600).contains(webLinger) else { throw ValidationError("--web-linger must be 0...3600 seconds") }
+        if !web, webPort != 0 { throw ValidationError("--web-port needs --web") }
+    }
+
     func run() async throws {
         var configuration = DemoProgram.Configuration(executable: Self.executablePath())
         configuration.rpID = rpId
         configuration.user = user
         configuration.timeout = .seconds(max(1, timeout))
         configuration.home = home
-        let code = await DemoProgram.main(configuration)
+        let code =
+            web
+            ? await DemoWebProgram.main(configuration, webPort: webPort, linger: .seconds(webLinger))
+            : await DemoProgram.main(configuration)
         if code != 0 { throw ExitCode(code) }
     }
 

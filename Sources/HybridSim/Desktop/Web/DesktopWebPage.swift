@@ -1,8 +1,9 @@
 /// The page `desktop --web` serves: it plays the website. It shows the QR code (`/qr.svg`) and the
 /// `FIDO:/` link, marks each step as the desktop's events arrive (`/events`), then the verified
 /// result with the credential JSON, or the error. Plain HTML and JavaScript, no external resources.
-enum DesktopWebPage {
-    static let html = """
+public enum DesktopWebPage {
+    /// The HTML.
+    public static let html = """
         <!doctype html>
         <html lang="en">
         <head>

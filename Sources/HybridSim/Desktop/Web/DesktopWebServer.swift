@@ -21,14 +21,17 @@ public final class DesktopWebServer: Sendable {
     /// `http://127.0.0.1:PORT/`.
     public var url: String { "http://127.0.0.1:\(port)/" }
 
-    /// Binds 127.0.0.1:`port` (0: a free port) and serves `events`.
-    public static func start(events: DesktopWebEvents, port: Int) async throws(ProgramFailure) -> DesktopWebServer {
+    /// Binds 127.0.0.1:`port` (0: a free port) and serves `events` with the desktop's page (or
+    /// another page reading the same `/events` and `/qr.svg`, such as `demo --web`'s).
+    public static func start(
+        events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html
+    ) async throws(ProgramFailure) -> DesktopWebServer {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(events: events))
+                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(events: events, page: page))
                 }
             }
         do {
@@ -49,10 +52,12 @@ private final class WebRequestHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let events: DesktopWebEvents
+    private let page: [UInt8]
     private var head: HTTPRequestHead?
 
-    init(events: DesktopWebEvents) {
+    init(events: DesktopWebEvents, page: String) {
         self.events = events
+        self.page = Array(page.utf8)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -65,7 +70,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
             let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
             guard head.method == .GET else { return respond(context, 405, "text/plain", Array("only GET\n".utf8)) }
             switch path {
-            case "/": respond(context, 200, "text/html; charset=utf-8", Array(DesktopWebPage.html.utf8))
+            case "/": respond(context, 200, "text/html; charset=utf-8", page)
             case "/qr.svg":
                 guard let url = events.qrURL, let matrix = try? QREncoder.encode(fidoURL: url) else {
                     return respond(context, 404, "text/plain", Array("no QR code yet\n".utf8))

@@ -1,0 +1,131 @@
+import Foundation
+
+/// `hybrid-sim demo --web`: the whole demo (``DemoProgram``) told on one local page as well as in
+/// the terminal. Every narration line, the QR code the phone scans, each credential JSON the desktop
+/// prints and the final verdict are events on `/events` (server-sent events, the same server as
+/// `desktop --web`); `/` is a page that shows them as one story.
+public enum DemoWebProgram {
+    /// Serves the page on 127.0.0.1:`webPort` (0: a free port), prints `web page: http://…/` on stderr
+    /// (then calls `onServing`), runs the demo, and keeps serving for `linger` after it ended so a page
+    /// opened late still gets the whole story. Returns the demo's exit status (6: the port is taken).
+    public static func main(
+        _ configuration: DemoProgram.Configuration, webPort: Int, linger: Duration = .seconds(30),
+        output: ProgramOutput = .standard, onServing: @Sendable (String) -> Void = { _ in }
+    ) async -> Int32 {
+        let events = DesktopWebEvents()
+        let server: DesktopWebServer
+        do {
+            server = try await DesktopWebServer.start(events: events, port: webPort, page: DemoWebPage.html)
+        } catch {
+            output.standardError("error: \(error.message)")
+            return error.kind.exitCode
+        }
+        output.standardError("web page: \(server.url) (the whole demo as it happens)")
+        onServing(server.url)
+        let tee = ProgramOutput(
+            standardOutput: { line in
+                if line.hasPrefix("FIDO:/") {
+                    events.append(event("qr", ["url": line]))
+                } else if !line.allSatisfy(\.isWhitespace),
+                    !line.unicodeScalars.contains(where: { (0x2580...0x259F).contains($0.value) })
+                {
+                    events.append(event("output", ["line": line]))  // credential JSON; QR art is shown as an image
+                }
+                output.standardOutput(line)
+            },
+            standardError: { line in
+                events.append(event("say", ["line": line]))
+                output.standardError(line)
+            })
+        let status = await DemoProgram.main(configuration, output: tee)
+        events.append(status == 0 ? event("result", ["status": 0]) : event("error", ["status": Int(status)]))
+        if linger > .zero {
+            output.standardError("web page: still served for \(linger.components.seconds) s at \(server.url)")
+            try? await Task.sleep(for: linger)
+        }
+        await server.stop()
+        return status
+    }
+
+    /// One event line, `{"event": name, …}` with `event` first (the stream's end is found by prefix).
+    static func event(_ name: String, _ fields: [String: Any]) -> String {
+        let body = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])).map {
+            String(decoding: $0, as: UTF8.self)
+        } ?? "{}"
+        let rest = body.dropFirst().dropLast()
+        return "{\"event\":\"\(name)\"" + (rest.isEmpty ? "" : "," + rest) + "}"
+    }
+}
+
+/// The page of `demo --web`: the story as it happens (narration lines by speaker), the QR code while
+/// the phone has to scan it, each credential the desktop printed, and the verdict.
+enum DemoWebPage {
+    static let html = """
+        <!doctype html>
+        <html lang="en">
+        <head>
+        <meta charset="utf-8">
+        <title>HybridSim demo: a passkey from your phone, by QR code and through the link</title>
+        <style>
+        body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 64rem; color: #222; }
+        h1 { font-size: 1.4rem; }
+        #qr img { width: 14rem; height: 14rem; image-rendering: pixelated; border: 1px solid #ddd; float: right; margin-left: 1rem; }
+        #story { font-family: monospace; font-size: .75rem; white-space: pre-wrap; overflow-wrap: anywhere; }
+        #story div { padding: .05rem .4rem; border-left: .3rem solid transparent; }
+        #story .chapter { margin-top: .8rem; font-weight: bold; font-family: system-ui, sans-serif; font-size: .95rem; border: none; }
+        #story .relay { border-color: #7a4ea3; color: #5a2e83; }
+        #story .desktop { border-color: #1f5fa8; }
+        #story .phone { border-color: #1f7a3a; }
+        #story .demo { color: #666; }
+        pre.credential { background: #f5f5f5; padding: .5rem; font-size: .7rem; white-space: pre-wrap; overflow-wrap: anywhere; }
+        #verdict { display: none; border: 2px solid #1f7a3a; padding: .75rem; margin-top: 1rem; }
+        #verdict.failed { border-color: #b00020; color: #b00020; }
+        </style>
+        </head>
+        <body>
+        <h1>A passkey from your phone: registration by QR code, then two sign-ins through the link</h1>
+        <div id="qr" hidden><img alt="the QR code the phone scans"></div>
+        <div id="story"></div>
+        <div id="verdict"></div>
+        <script>
+        const story = document.getElementById("story");
+        let credential = null;
+        function add(text, kind) {
+          const line = document.createElement("div");
+          line.textContent = text;
+          if (kind) line.className = kind;
+          story.appendChild(line);
+        }
+        const source = new EventSource("/events");
+        source.onmessage = (message) => {
+          const e = JSON.parse(message.data);
+          if (e.event === "say") {
+            if (e.line.startsWith("── ")) { add(e.line.replace(/[─ ]+$/, "").replace(/^── /, ""), "chapter"); credential = null; return; }
+            credential = null;  // the next credential JSON starts a new block here
+            const who = e.line.split("│")[0].trim();
+            add(e.line, ["relay", "desktop", "phone", "demo"].includes(who) ? who : "");
+            if (e.line.includes("signed in to") || e.line.includes("registered credential")) document.getElementById("qr").hidden = true;
+          } else if (e.event === "qr") {
+            const box = document.getElementById("qr");
+            box.hidden = false;
+            box.querySelector("img").src = "/qr.svg";
+          } else if (e.event === "output") {
+            if (!credential) { credential = document.createElement("pre"); credential.className = "credential"; story.appendChild(credential); }
+            credential.textContent += e.line + "\\n";
+          } else if (e.event === "result" || e.event === "error") {
+            const verdict = document.getElementById("verdict");
+            verdict.style.display = "block";
+            verdict.textContent = e.event === "result"
+              ? "Done: registered by QR code and signed in twice through the link, every result verified."
+              : "The demo failed (exit " + e.status + "): see the last lines above.";
+            if (e.event === "error") verdict.className = "failed";
+            document.body.dataset.state = e.event;
+            source.close();
+          }
+        };
+        source.onerror = () => { if (!document.body.dataset.state) { document.body.dataset.state = "error"; } source.close(); };
+        </script>
+        </body>
+        </html>
+        """
+}

@@ -1,0 +1,39 @@
+import Foundation
+import Testing
+
+/// `hybrid-sim demo --web`: the whole demo on one page. The event stream carries the narration, the
+/// QR code and the credentials and ends with the verdict; headless Chromium shows the story.
+@Suite("End to end: demo --web", .serialized)
+struct EndToEndDemoWebTests {
+    @Test("the page tells the whole demo: three chapters, the QR code, the credentials, the verdict")
+    func wholeStoryOnOnePage() async throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: EndToEndWebBrowserTests.chromium),
+            "headless Chromium is missing: run Scripts/install-deps")
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let demo = try lab.start("demo", ["demo", "--web", "--web-port", "0", "--web-linger", "3", "--home", lab.file("demo")])
+        let lines = try await demo.waitForOutput("web page line", in: \.standardError) { $0.contains { $0.hasPrefix("web page: ") } }
+        let line = try #require(lines.first { $0.hasPrefix("web page: ") })
+        let page = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }).description
+        let dom = try EndToEndWebBrowserTests.browser(lab, "demo-dom", page: page)
+        let events = try await EndToEndWebTests.get(page + "events")
+        #expect(try await dom.waitForExit(timeout: .seconds(90)) == 0, "\(dom.transcript)")
+        #expect(try await demo.waitForExit(timeout: .seconds(90)) == 0, "\(demo.transcript)")
+
+        let parsed = try EndToEndWebTests.events(events.body)
+        let names = parsed.compactMap { $0["event"] as? String }
+        #expect(names.filter { $0 == "qr" }.count == 1, "one QR ceremony, then two linked sign-ins: \(names)")
+        #expect(names.last == "result")
+        let said = parsed.compactMap { $0["line"] as? String }
+        #expect(said.filter { $0.hasPrefix("── ") }.count == 3, "three chapters")
+        #expect(said.contains { $0.contains("verified: alice signed in to example.com") })
+        #expect(said.contains { $0.contains("\"type\" : \"public-key\"") } || said.contains { $0.contains("public-key") })
+
+        let html = dom.standardOutput.text
+        #expect(html.contains("data-state=\"result\""), "\(html)")
+        #expect(html.contains("Done: registered by QR code and signed in twice through the link"), "\(html)")
+        #expect(html.contains("class=\"chapter\""))
+        #expect(html.contains("class=\"credential\""))
+    }
+}
