@@ -7,52 +7,12 @@ import Testing
 /// Reproduces `Vectors/transcript_linked_flow.json`: the linking information a phone sends at the
 /// end of the QR flow (Part A), and a later linked transaction with `Noise_NKpsk0` (Part B).
 @Suite struct TranscriptLinkedFlowTests {
-    struct Transcript: Decodable {
-        struct LinkingPart: Decodable {
-            let phone_root_secret, contact_id, pairing_id_8, per_contact_id_secret, paired_secret,
-                phone_identity_private_scalar, phone_identity_public_x962,
-                ecdh_phone_identity_x_desktop_qr_identity, handshake_hash, pairing_signature,
-                authenticator_name, linking_map_cbor, update_plaintext, ciphertext_seq1_with_k2: String
-            let padding_length: Int
-        }
-        struct Inputs: Decodable {
-            let phone_identity_private_scalar, desktop_ephemeral_private_scalar, phone_ephemeral_private_scalar,
-                paired_secret, client_nonce_16, contact_id, pairing_id_8, tunnel_id_from_service,
-                routing_id_from_service, eid_plaintext_16: String
-        }
-        struct Derived: Decodable {
-            let client_payload_cbor, X_caBLE_Client_Payload_header_value, contact_url, phone_connect_url,
-                eid_key, advert_20, psk: String
-        }
-        struct Noise: Decodable {
-            let msg1_desktop_to_phone, msg2_phone_to_desktop, handshake_hash: String
-            let k1_desktop_write_phone_read, k2_phone_write_desktop_read: String
-            let trace: [TraceStep]
-        }
-        struct Message: Decodable { let plaintext, ciphertext: String }
-        struct PostHandshake: Decodable { let messages: [Message] }
-        let linking_info_in_qr_flow: LinkingPart
-        let inputs: Inputs
-        let derived: Derived
-        let noise: Noise
-        let post_handshake: PostHandshake
-    }
-
-    struct QRTranscript: Decodable {
-        struct Inputs: Decodable {
-            let qr_secret, desktop_identity_private_scalar, desktop_ephemeral_private_scalar,
-                phone_ephemeral_private_scalar, routing_id, eid_nonce: String
-            let qr_timestamp: UInt64
-        }
-        let inputs: Inputs
-    }
-
-    let t: Transcript
-    let qr: QRTranscript
+    let t: LinkedTranscriptInputs
+    let qr: TranscriptQRInputs
 
     init() throws {
-        t = try #require(try Vectors.load("transcript_linked_flow", as: VectorFile<Transcript>.self).vectors.first)
-        qr = try #require(try Vectors.load("transcript_qr_flow", as: VectorFile<QRTranscript>.self).vectors.first)
+        t = try LinkedTranscriptInputs.load()
+        qr = try TranscriptQRInputs.load()
     }
 
     // MARK: - Part A: linking information in the QR flow

@@ -7,46 +7,10 @@ import Testing
 /// Reproduces every byte of `Vectors/transcript_qr_flow.json` by driving the two session state
 /// machines against each other with the transcript's fixed keys, secret, nonce and routing ID.
 @Suite struct TranscriptQRFlowTests {
-    struct Transcript: Decodable {
-        struct Inputs: Decodable {
-            let qr_secret, desktop_identity_private_scalar, desktop_identity_public_x962,
-                desktop_identity_public_compressed, desktop_ephemeral_private_scalar,
-                phone_ephemeral_private_scalar, routing_id, eid_nonce, request_type_hint: String
-            let tunnel_server_domain_id: UInt16
-            let qr_timestamp: UInt64
-        }
-        struct QR: Decodable { let cbor_hex, url: String }
-        struct Derived: Decodable { let eid_key_64, tunnel_id_16, new_tunnel_url, connect_url: String }
-        struct Advert: Decodable { let eid_plaintext_16, advert_20, psk_32: String }
-        struct Noise: Decodable {
-            let msg1_desktop_to_phone, msg2_phone_to_desktop, handshake_hash: String
-            let k1_desktop_write_phone_read, k2_phone_write_desktop_read: String
-            let trace: [TraceStep]
-        }
-        struct Message: Decodable {
-            let label, direction, plaintext, padded_plaintext, ciphertext, aes_gcm_nonce: String
-            let sequence_number: UInt32
-        }
-        struct Extra: Decodable {
-            let client_data_json_utf8, client_data_hash, request_cbor, response_cbor: String
-        }
-        struct PostHandshake: Decodable {
-            let getinfo_cbor: String
-            let messages: [Message]
-            let getassertion_extra: Extra
-        }
-        let inputs: Inputs
-        let qr: QR
-        let derived: Derived
-        let advert: Advert
-        let noise: Noise
-        let post_handshake: PostHandshake
-    }
-
-    let t: Transcript
+    let t: TranscriptQRInputs
 
     init() throws {
-        t = try #require(try Vectors.load("transcript_qr_flow", as: VectorFile<Transcript>.self).vectors.first)
+        t = try TranscriptQRInputs.load()
     }
 
     @Test func noiseTraceStepByStep() throws {

@@ -4,18 +4,6 @@ import HybridCore
 import HybridTestSupport
 import Testing
 
-/// One step of a Noise trace in the transcript vectors: the operation, its input, and the
-/// symmetric state (`h`, `ck`, `k`) after it.
-struct TraceStep: Decodable {
-    let party: String
-    let step: String
-    let input: String?
-    let output: String?
-    let h_after: String
-    let ck_after: String
-    let k_after: String?
-}
-
 /// Replays a Noise trace operation by operation on one `SymmetricState` per party and checks the
 /// state after every step, so a divergence is reported at the first step that differs.
 func replay(trace: [TraceStep]) throws {

@@ -11,44 +11,12 @@ import Testing
 /// state machines, which `TranscriptLinkedFlowTests` covers).
 @Suite("Linked transcript through the drivers", .timeLimit(.minutes(1)))
 struct LinkedTranscriptRuntimeTests {
-    struct Transcript: Decodable {
-        struct LinkingPart: Decodable {
-            let contact_id, pairing_id_8, paired_secret, phone_identity_private_scalar, phone_identity_public_x962,
-                authenticator_name, linking_map_cbor, ciphertext_seq1_with_k2: String
-        }
-        struct Inputs: Decodable {
-            let phone_identity_private_scalar, phone_identity_public_x962, desktop_ephemeral_private_scalar,
-                phone_ephemeral_private_scalar, paired_secret, client_nonce_16, contact_id, pairing_id_8,
-                tunnel_id_from_service, routing_id_from_service, eid_plaintext_16: String
-        }
-        struct Derived: Decodable {
-            let client_payload_cbor, X_caBLE_Client_Payload_header_value, contact_url, phone_connect_url, advert_20: String
-        }
-        struct Noise: Decodable { let msg1_desktop_to_phone, msg2_phone_to_desktop: String }
-        struct Message: Decodable { let plaintext, ciphertext: String }
-        struct PostHandshake: Decodable { let messages: [Message] }
-        let linking_info_in_qr_flow: LinkingPart
-        let inputs: Inputs
-        let derived: Derived
-        let noise: Noise
-        let post_handshake: PostHandshake
-    }
-
-    struct QRTranscript: Decodable {
-        struct Inputs: Decodable {
-            let qr_secret, desktop_identity_private_scalar, desktop_ephemeral_private_scalar,
-                phone_ephemeral_private_scalar, routing_id, eid_nonce: String
-            let qr_timestamp: UInt64
-        }
-        let inputs: Inputs
-    }
-
-    let t: Transcript
-    let qr: QRTranscript
+    let t: LinkedTranscriptInputs
+    let qr: TranscriptQRInputs
 
     init() throws {
-        t = try #require(try Vectors.load("transcript_linked_flow", as: VectorFile<Transcript>.self).vectors.first)
-        qr = try #require(try Vectors.load("transcript_qr_flow", as: VectorFile<QRTranscript>.self).vectors.first)
+        t = try LinkedTranscriptInputs.load()
+        qr = try TranscriptQRInputs.load()
     }
 
     @Test("Part B: contact header, paths, advert, NKpsk0 messages and post-handshake ciphertext, through the linked drivers")
