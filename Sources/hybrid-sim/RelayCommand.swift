@@ -1,4 +1,5 @@
 import ArgumentParser
+import CTAP2
 import Dispatch
 import Foundation
 import HybridRuntime
@@ -118,13 +119,8 @@ struct RelayCommand: AsyncParsableCommand {
 
     /// `--routing-id-prefix` as bytes: 2 or 4 hex digits.
     private var routingPrefixBytes: [UInt8]? {
-        guard let text = routingIDPrefix, text.count == 2 || text.count == 4, text.allSatisfy(\.isHexDigit) else {
-            return nil
-        }
-        return stride(from: 0, to: text.count, by: 2).map { offset in
-            let start = text.index(text.startIndex, offsetBy: offset)
-            return UInt8(text[start..<text.index(start, offsetBy: 2)], radix: 16) ?? 0
-        }
+        guard let text = routingIDPrefix else { return nil }
+        return Hex.decode(text, byteCount: 1) ?? Hex.decode(text, byteCount: 2)
     }
 
     func validate() throws {

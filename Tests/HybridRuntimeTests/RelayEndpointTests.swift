@@ -260,3 +260,38 @@ struct RelayEndpointTests {
         }
     }
 }
+
+/// `RelayConfiguration.routingIDPrefix` (`hybrid-sim relay --routing-id-prefix`): what a proxy
+/// in front of several instances routes `/cable/connect` by.
+@Suite("Relay: routing-ID prefix")
+struct RelayRoutingPrefixTests {
+    @Test("every routing ID starts with the prefix; a connect under another prefix is 404, under the right one joins")
+    func prefix() async throws {
+        for prefix in [[0x7E], [0x01, 0xFF]] as [[UInt8]] {
+            var configuration = RelayConfiguration()
+            configuration.routingIDPrefix = prefix
+            try await withRelay(configuration) { _, endpoint in
+                for _ in 0..<8 {
+                    let tunnelID = randomTunnelID()
+                    let phone = try await WebSocketTunnel.open(
+                        url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path, timeout: .seconds(5))
+                    let routing = try #require(phone.routingID)
+                    #expect(Array(routing.prefix(prefix.count)) == prefix, "routing ID \(routing)")
+                    var foreign = routing
+                    foreign[0] ^= 0x80  // another instance's prefix
+                    let misrouted = await expectRuntimeError(.upgradeRejected) {
+                        _ = try await WebSocketTunnel.open(
+                            url: endpoint.url + TunnelServicePath.connect(routingID: foreign, tunnelID: tunnelID).path,
+                            timeout: .seconds(5))
+                    }
+                    #expect(misrouted?.httpStatus == 404)
+                    let desktop = try await WebSocketTunnel.open(
+                        url: endpoint.url + TunnelServicePath.connect(routingID: routing, tunnelID: tunnelID).path,
+                        timeout: .seconds(5))
+                    await desktop.close()
+                    await phone.close()
+                }
+            }
+        }
+    }
+}

@@ -74,6 +74,14 @@ struct CLIDesktopPhoneTests {
             (["desktop", "--timeout", "0"], "--timeout"),
             (["desktop", "--origin", "example.com"], "--origin"),
             (["desktop", "--min-rssi", "-300"], "--min-rssi"),
+            (["relay", "--routing-id-prefix", "0"], "--routing-id-prefix must be 2 or 4 hex digits"),
+            (["relay", "--routing-id-prefix", "0A1"], "--routing-id-prefix must be 2 or 4 hex digits"),
+            (["relay", "--routing-id-prefix", "0A1B2C"], "--routing-id-prefix must be 2 or 4 hex digits"),
+            (["relay", "--routing-id-prefix", "zz"], "--routing-id-prefix must be 2 or 4 hex digits"),
+            (["bench", "relay", "--relay-pid", "12,x"], "--relay-pid must be one or more process IDs"),
+            (["bench", "relay", "--tunnels", "0"], "--tunnels must be 1...9900"),
+            (["bench", "relay", "--tunnels", "9901"], "--tunnels must be 1...9900"),
+            (["demo", "--web-port", "8080"], "--web-port needs --web"),
         ]
     )
     func usageErrors(arguments: [String], mention: String) async throws {
