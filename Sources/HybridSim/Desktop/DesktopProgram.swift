@@ -161,8 +161,17 @@ struct Run {
         await scanner.stop()
         await relay.embedded?.shutdown()
 
-        let result = try await finishAndSave(response: outcome.response, ceremony: ceremony, store: &store, rpLink: link)
-        if configuration.link, link != nil || result.relyingPartyCheck == .verified {
+        return try await finish(outcome, ceremony: ceremony, store: &store, rpLink: link, offeredLinking: configuration.link)
+    }
+
+    /// The end of every ceremony, QR or linked: the relying party's verdict (``finishAndSave``), the
+    /// link when this QR ceremony offered linking and the verdict was positive, then the report.
+    func finish(
+        _ outcome: ClientDriver.Outcome, ceremony: DesktopCeremony, store: inout RelyingPartyStore,
+        rpLink: DesktopRelyingPartyLink?, offeredLinking: Bool
+    ) async throws -> DesktopResult {
+        let result = try await finishAndSave(response: outcome.response, ceremony: ceremony, store: &store, rpLink: rpLink)
+        if offeredLinking, rpLink != nil || result.relyingPartyCheck == .verified {
             try storeLink(outcome.linking, storePath: store.path)
         }
         DesktopRelyingPartyLink.describeOutcome(result, of: ceremony, narrator: narrator)

@@ -96,10 +96,8 @@ extension Run {
         }
         await scanner.stop()
         await relay.embedded?.shutdown()
-        let result = try await finishAndSave(response: outcome.response, ceremony: ceremony, store: &store, rpLink: rpLink)
-        DesktopRelyingPartyLink.describeOutcome(result, of: ceremony, narrator: narrator)
-        report(result, storePath: store.path)
-        return result
+        // A linked session carries no linking information (Chromium ignores it there): nothing to store.
+        return try await finish(outcome, ceremony: ceremony, store: &store, rpLink: rpLink, offeredLinking: false)
     }
 
     private func contact(
