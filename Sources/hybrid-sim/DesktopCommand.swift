@@ -133,16 +133,7 @@ struct DesktopCommand: AsyncParsableCommand {
     )
     var timeout: Double?
 
-    @Option(
-        help: ArgumentHelp(
-            "Append each session's traffic keys and handshake hash to this file (for hybrid-sim inspect --keylog; like SSLKEYLOGFILE).",
-            valueName: "file"
-        )
-    )
-    var keylog: String?
-
-    @Option(help: "Runtime log level on stderr.")
-    var logLevel: Logger.Level = .warning
+    @OptionGroup var session: SessionDiagnosticsOptions
 
     @Flag(
         help:
@@ -213,12 +204,12 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.qrPNGPath = qrPng
         configuration.invertQR = invert
         configuration.json = json
-        configuration.keyLogPath = keylog
+        configuration.keyLogPath = session.keylog
         configuration.link = link
         configuration.linksPath = links
         configuration.linked = linked
         configuration.timeout = timeout.map { .milliseconds(Int64(($0 * 1000).rounded())) }
-        configuration.logger = CommandLogging.logger(label: "hybrid-sim.desktop", level: logLevel)
+        configuration.logger = CommandLogging.logger(label: "hybrid-sim.desktop", level: session.logLevel)
         return configuration
     }
 }

@@ -89,16 +89,7 @@ struct PhoneCommand: AsyncParsableCommand {
     )
     var timeout: Double = ProgramDefaults.timeoutSeconds
 
-    @Option(
-        help: ArgumentHelp(
-            "Append each session's traffic keys and handshake hash to this file (for hybrid-sim inspect --keylog; like SSLKEYLOGFILE).",
-            valueName: "file"
-        )
-    )
-    var keylog: String?
-
-    @Option(help: "Runtime log level on stderr.")
-    var logLevel: Logger.Level = .warning
+    @OptionGroup var session: SessionDiagnosticsOptions
 
     @Flag(
         help:
@@ -176,9 +167,9 @@ struct PhoneCommand: AsyncParsableCommand {
         configuration.deny = deny
         configuration.attestation = attestation.attestation
         configuration.json = json
-        configuration.keyLogPath = keylog
+        configuration.keyLogPath = session.keylog
         configuration.timeout = .milliseconds(Int64((timeout * 1000).rounded()))
-        configuration.logger = CommandLogging.logger(label: "hybrid-sim.phone", level: logLevel)
+        configuration.logger = CommandLogging.logger(label: "hybrid-sim.phone", level: session.logLevel)
         return configuration
     }
 }
