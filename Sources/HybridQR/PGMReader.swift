@@ -3,9 +3,9 @@
 /// Header fields are separated by whitespace and may be interleaved with `#` comments. Samples
 /// are scaled to 0 … 255 using the file's `maxval`. Only the first image of a multi-image file
 /// is read.
-public enum PGMReader {
+package enum PGMReader {
     /// Whether `bytes` starts like a PGM file (`P5` or `P2` followed by whitespace).
-    public static func looksLikePGM(_ bytes: [UInt8]) -> Bool {
+    package static func looksLikePGM(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 3 && bytes[0] == UInt8(ascii: "P") && (bytes[1] == UInt8(ascii: "5") || bytes[1] == UInt8(ascii: "2"))
             && isSpace(bytes[2])
     }
@@ -14,7 +14,7 @@ public enum PGMReader {
     ///
     /// - Throws: ``QRError/Code/notAnImage`` naming the first problem (bad magic, header field,
     ///   maxval, truncated raster, bad sample).
-    public static func decode(_ bytes: [UInt8]) throws(QRError) -> GrayImage {
+    package static func decode(_ bytes: [UInt8]) throws(QRError) -> GrayImage {
         guard looksLikePGM(bytes) else { throw QRError(.notAnImage, "PGM: the file does not start with P5 or P2") }
         let ascii = bytes[1] == UInt8(ascii: "2")
         var cursor = 2

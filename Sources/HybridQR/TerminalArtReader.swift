@@ -18,7 +18,7 @@
 ///
 /// Inverted art contains no blank lines: its quiet zone is printed as lines of `█`, which are art
 /// lines, so the whole symbol including its margin forms one run.
-public enum TerminalArtReader {
+package enum TerminalArtReader {
     /// One run of art lines, as module rows: `true` = inked.
     struct InkGrid {
         /// Width in modules.
@@ -38,7 +38,7 @@ public enum TerminalArtReader {
     /// - Returns: bitmaps (dark modules black on white), most plausible first: for each run of
     ///   art lines, largest run first, the likelier polarity then the other.
     /// - Throws: ``QRError/Code/noQRCode`` if the text contains no line of QR art at all.
-    public static func images(fromText text: String, moduleSize: Int = 4, quietZone: Int = 4) throws(QRError) -> [GrayImage] {
+    package static func images(fromText text: String, moduleSize: Int = 4, quietZone: Int = 4) throws(QRError) -> [GrayImage] {
         try candidates(in: text).compactMap { $0.image(moduleSize: moduleSize, quietZone: quietZone) }
     }
 
@@ -72,7 +72,7 @@ public enum TerminalArtReader {
     }
 
     /// Removes ANSI/VT escape sequences and carriage returns, keeping everything else.
-    public static func stripANSI(_ text: String) -> String {
+    package static func stripANSI(_ text: String) -> String {
         let scalars = Array(text.unicodeScalars)
         var out = String.UnicodeScalarView()
         var index = 0

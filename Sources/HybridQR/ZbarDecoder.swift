@@ -4,12 +4,12 @@ import CZbar
 ///
 /// The bitmap is handed to zbar as a `Y800` (8-bit luminance) image without copying; it is
 /// detached again before the zbar image is destroyed, so zbar never frees Swift memory.
-public enum ZbarDecoder {
+package enum ZbarDecoder {
     /// Decodes every QR symbol zbar finds in `image` exactly as given (no retries).
     ///
     /// - Returns: the symbols' texts in zbar's order, duplicates removed; empty if none.
     /// - Throws: ``QRError/Code/libraryFailure`` if zbar cannot be set up or reports an error.
-    public static func decodeOnce(_ image: GrayImage) throws(QRError) -> [String] {
+    package static func decodeOnce(_ image: GrayImage) throws(QRError) -> [String] {
         guard let scanner = zbar_image_scanner_create() else {
             throw QRError(.libraryFailure, "zbar_image_scanner_create failed")
         }
@@ -49,7 +49,7 @@ public enum ZbarDecoder {
     /// modules may be too small for zbar (it needs about 2 px per module).
     ///
     /// - Returns: the texts of the first attempt that finds anything; empty if none does.
-    public static func decode(_ image: GrayImage) throws(QRError) -> [String] {
+    package static func decode(_ image: GrayImage) throws(QRError) -> [String] {
         let texts = try decodeOnce(image)
         if !texts.isEmpty { return texts }
         let negative = try decodeOnce(image.inverted())

@@ -4,9 +4,9 @@ import CryptoExtras
 /// Encrypts and trial-decrypts the 20-byte proximity advert:
 /// `AES-256(eidKey[0..<32], plaintext) ‖ HMAC-SHA256(eidKey[32..<64], ciphertext)[0..<4]`.
 /// Mirrors Chromium `eid::Encrypt` / `eid::Decrypt`.
-public struct AdvertCipher: Sendable {
+package struct AdvertCipher: Sendable {
     /// The outcome of trying an advert against this key.
-    public enum Decryption: Sendable, Hashable {
+    package enum Decryption: Sendable, Hashable {
         /// The advert is for this session; the plaintext (for the PSK) and its fields.
         case matched(plaintext: [UInt8], eid: EID)
         /// Wrong length or tag: another session's advert, or noise. Not an error.
@@ -19,14 +19,14 @@ public struct AdvertCipher: Sendable {
     private let macKey: SymmetricKey
 
     /// Creates a cipher from a 64-byte EID key (``QRSecretKeys/eidKey``).
-    public init(eidKey: [UInt8]) {
+    package init(eidKey: [UInt8]) {
         precondition(eidKey.count == HybridConstants.eidKeySize, "EID key must be 64 bytes")
         aesKey = SymmetricKey(data: eidKey[0..<32])
         macKey = SymmetricKey(data: eidKey[32..<64])
     }
 
     /// Encrypts a 16-byte plaintext into a 20-byte advert.
-    public func encrypt(plaintext: [UInt8]) -> [UInt8] {
+    package func encrypt(plaintext: [UInt8]) -> [UInt8] {
         precondition(plaintext.count == HybridConstants.eidSize, "advert plaintext must be 16 bytes")
         var block = plaintext
         do {
@@ -39,7 +39,7 @@ public struct AdvertCipher: Sendable {
 
     /// Trial-decrypts an advert with the desktop's checks: exact length, tag (compared in
     /// constant time), then the plaintext rules of ``EID/init(bytes:)``.
-    public func decrypt(advert: [UInt8]) -> Decryption {
+    package func decrypt(advert: [UInt8]) -> Decryption {
         guard advert.count == HybridConstants.advertSize else { return .notOurs }
         var block = Array(advert[0..<16])
         guard constantTimeEqual(tag(for: block), Array(advert[16..<20])) else { return .notOurs }

@@ -2,7 +2,7 @@ import Crypto
 
 /// The purposes `Derive()` is used for. The raw values go on the wire (as HKDF info) and
 /// must not change (Chromium `device::cablev2::DerivedValueType`).
-public enum DerivedValueType: UInt32, Sendable, CaseIterable {
+package enum DerivedValueType: UInt32, Sendable, CaseIterable {
     /// BLE advert key: AES-256 key ‖ HMAC-SHA256 key (64 bytes).
     case eidKey = 1
     /// The tunnel ID used in `/cable/new` and `/cable/connect` (16 bytes).
@@ -19,7 +19,7 @@ public enum DerivedValueType: UInt32, Sendable, CaseIterable {
 
 /// `Derive(secret, nonce, type, L)` = HKDF-SHA256 with IKM = `secret`, salt = `nonce` (may be empty,
 /// which RFC 5869 treats as 32 zero bytes) and info = the type as a 4-byte little-endian integer.
-public func derive(secret: [UInt8], salt: [UInt8] = [], type: DerivedValueType, count: Int) -> [UInt8] {
+package func derive(secret: [UInt8], salt: [UInt8] = [], type: DerivedValueType, count: Int) -> [UInt8] {
     let raw = type.rawValue
     let info: [UInt8] = [UInt8(raw & 0xFF), UInt8(raw >> 8 & 0xFF), UInt8(raw >> 16 & 0xFF), UInt8(raw >> 24)]
     let key = HKDF<SHA256>.deriveKey(
@@ -28,14 +28,14 @@ public func derive(secret: [UInt8], salt: [UInt8] = [], type: DerivedValueType, 
 }
 
 /// The values a QR secret determines on both sides.
-public struct QRSecretKeys: Sendable, Hashable {
+package struct QRSecretKeys: Sendable, Hashable {
     /// `Derive(qr_secret, –, eidKey, 64)`.
-    public let eidKey: [UInt8]
+    package let eidKey: [UInt8]
     /// `Derive(qr_secret, –, tunnelID, 16)`.
-    public let tunnelID: [UInt8]
+    package let tunnelID: [UInt8]
 
     /// Derives both values from a 16-byte QR secret.
-    public init(qrSecret: [UInt8]) {
+    package init(qrSecret: [UInt8]) {
         eidKey = derive(secret: qrSecret, type: .eidKey, count: HybridConstants.eidKeySize)
         tunnelID = derive(secret: qrSecret, type: .tunnelID, count: HybridConstants.tunnelIDSize)
     }
@@ -43,6 +43,6 @@ public struct QRSecretKeys: Sendable, Hashable {
 
 /// The Noise PSK: `Derive(secret, eid_plaintext, psk, 32)`, salted with the whole 16-byte
 /// decrypted advert including its reserved byte.
-public func derivePSK(secret: [UInt8], eidPlaintext: [UInt8]) -> [UInt8] {
+package func derivePSK(secret: [UInt8], eidPlaintext: [UInt8]) -> [UInt8] {
     derive(secret: secret, salt: eidPlaintext, type: .psk, count: HybridConstants.pskSize)
 }

@@ -9,16 +9,16 @@ import Crypto
 ///
 /// Each handshake message is a 65-byte uncompressed ephemeral point ‖ a 16-byte AES-GCM tag.
 /// Mirrors Chromium `HandshakeInitiator` and `RespondToHandshake` (`v2_handshake.cc`).
-public enum NoiseHandshake {
+package enum NoiseHandshake {
     /// Which handshake, with the static key each side needs.
-    public enum Pattern: Sendable {
+    package enum Pattern: Sendable {
         /// QR flow (`KNpsk0`): the desktop's static identity key, private on the desktop side.
         case knpsk0
         /// Linked flow (`NKpsk0`): the phone's static identity key.
         case nkpsk0
 
         /// The 32-byte protocol name (31 characters and a NUL).
-        public var protocolName: [UInt8] {
+        package var protocolName: [UInt8] {
             switch self {
             case .knpsk0: return Array("Noise_KNpsk0_P256_AESGCM_SHA256".utf8) + [0]
             case .nkpsk0: return Array("Noise_NKpsk0_P256_AESGCM_SHA256".utf8) + [0]
@@ -26,7 +26,7 @@ public enum NoiseHandshake {
         }
 
         /// The prologue byte: 1 for the QR flow, 0 for the linked flow.
-        public var prologue: UInt8 {
+        package var prologue: UInt8 {
             switch self {
             case .knpsk0: return 1
             case .nkpsk0: return 0
@@ -35,27 +35,27 @@ public enum NoiseHandshake {
     }
 
     /// What a completed handshake yields (Chromium `HandshakeResult`).
-    public struct Result: Sendable {
+    package struct Result: Sendable {
         /// The transport cipher for this side, sequence numbers at zero.
-        public var crypter: Crypter
+        package var crypter: Crypter
         /// The final handshake hash, the channel binding for the linking signature.
-        public let handshakeHash: [UInt8]
+        package let handshakeHash: [UInt8]
         /// The traffic keys and handshake hash, for a key log (``SessionKeys``).
-        public let keys: SessionKeys
+        package let keys: SessionKeys
     }
 
     /// The desktop's side: build message 1, then process message 2.
-    public struct Initiator: Sendable {
+    package struct Initiator: Sendable {
         private var state: SymmetricState
         private let ephemeral: P256.KeyAgreement.PrivateKey
         private let pattern: Pattern
         private let localStatic: P256.KeyAgreement.PrivateKey?
         private let remoteStatic: P256.KeyAgreement.PublicKey?
         /// Message 1 (81 bytes) to send.
-        public let message: [UInt8]
+        package let message: [UInt8]
 
         /// Starts a QR-flow (`KNpsk0`) handshake with the desktop's QR identity key.
-        public static func qr(
+        package static func qr(
             psk: [UInt8], identityKey: P256.KeyAgreement.PrivateKey, ephemeralKey: P256.KeyAgreement.PrivateKey
         ) -> Initiator {
             Initiator(pattern: .knpsk0, psk: psk, premessageKey: identityKey.publicKey,
@@ -63,7 +63,7 @@ public enum NoiseHandshake {
         }
 
         /// Starts a linked-flow (`NKpsk0`) handshake with the phone's identity public key.
-        public static func linked(
+        package static func linked(
             psk: [UInt8], peerIdentity: P256.KeyAgreement.PublicKey, ephemeralKey: P256.KeyAgreement.PrivateKey
         ) -> Initiator {
             Initiator(pattern: .nkpsk0, psk: psk, premessageKey: peerIdentity,
@@ -94,7 +94,7 @@ public enum NoiseHandshake {
 
         /// Processes message 2, which must be exactly 81 bytes (Chromium `kResponseSize`), and
         /// returns the desktop's transport keys (write k1, read k2).
-        public func finish(response: [UInt8]) throws(HybridError) -> Result {
+        package func finish(response: [UInt8]) throws(HybridError) -> Result {
             guard response.count == HybridConstants.handshakeMessageSize else {
                 throw HybridError(.handshakeFailed, "handshake response is \(response.count) bytes, expected 81")
             }
@@ -121,7 +121,7 @@ public enum NoiseHandshake {
 
     /// The phone's side of the QR flow: process message 1 and build message 2.
     /// Returns the phone's transport keys (read k1, write k2) and the response to send.
-    public static func respondQR(
+    package static func respondQR(
         to message: [UInt8], psk: [UInt8], peerIdentity: P256.KeyAgreement.PublicKey,
         ephemeralKey: P256.KeyAgreement.PrivateKey
     ) throws(HybridError) -> (result: Result, response: [UInt8]) {
@@ -130,7 +130,7 @@ public enum NoiseHandshake {
     }
 
     /// The phone's side of the linked flow, with its long-term identity key.
-    public static func respondLinked(
+    package static func respondLinked(
         to message: [UInt8], psk: [UInt8], identityKey: P256.KeyAgreement.PrivateKey,
         ephemeralKey: P256.KeyAgreement.PrivateKey
     ) throws(HybridError) -> (result: Result, response: [UInt8]) {

@@ -6,26 +6,26 @@ import Crypto
 ///
 /// Public so protocol testers can replay or perturb individual steps; ordinary callers use
 /// ``NoiseHandshake``.
-public struct SymmetricState: Sendable {
+package struct SymmetricState: Sendable {
     /// The chaining key `ck`.
-    public private(set) var chainingKey: [UInt8]
+    package private(set) var chainingKey: [UInt8]
     /// The handshake hash `h`.
-    public private(set) var handshakeHash: [UInt8]
+    package private(set) var handshakeHash: [UInt8]
     /// The cipher key `k`, once a `MixKey` has run.
-    public private(set) var cipherKey: [UInt8]?
+    package private(set) var cipherKey: [UInt8]?
     /// The cipher nonce `n`, reset by every `MixKey`.
-    public private(set) var nonce: UInt32 = 0
+    package private(set) var nonce: UInt32 = 0
 
     /// `InitializeSymmetric(protocol_name)`: the 32-byte name (31 characters and a NUL) is used as
     /// the initial `h` and `ck` directly.
-    public init(protocolName: [UInt8]) {
+    package init(protocolName: [UInt8]) {
         precondition(protocolName.count == 32, "caBLE protocol names are exactly 32 bytes")
         chainingKey = protocolName
         handshakeHash = protocolName
     }
 
     /// `MixHash(data)`: `h = SHA-256(h ‖ data)`.
-    public mutating func mixHash(_ data: [UInt8]) {
+    package mutating func mixHash(_ data: [UInt8]) {
         var hasher = SHA256()
         hasher.update(data: handshakeHash)
         hasher.update(data: data)
@@ -33,7 +33,7 @@ public struct SymmetricState: Sendable {
     }
 
     /// `MixKey(ikm)`: `ck, k = HKDF(ck, ikm, 2)`; `n = 0`.
-    public mutating func mixKey(_ inputKeyMaterial: [UInt8]) {
+    package mutating func mixKey(_ inputKeyMaterial: [UInt8]) {
         let out = Self.hkdf(salt: chainingKey, ikm: inputKeyMaterial, count: 64)
         chainingKey = Array(out[0..<32])
         cipherKey = Array(out[32..<64])
@@ -41,7 +41,7 @@ public struct SymmetricState: Sendable {
     }
 
     /// `MixKeyAndHash(ikm)`: `ck, temp_h, k = HKDF(ck, ikm, 3)`; `MixHash(temp_h)`; `n = 0`.
-    public mutating func mixKeyAndHash(_ inputKeyMaterial: [UInt8]) {
+    package mutating func mixKeyAndHash(_ inputKeyMaterial: [UInt8]) {
         let out = Self.hkdf(salt: chainingKey, ikm: inputKeyMaterial, count: 96)
         chainingKey = Array(out[0..<32])
         mixHash(Array(out[32..<64]))
@@ -51,7 +51,7 @@ public struct SymmetricState: Sendable {
 
     /// `EncryptAndHash(plaintext)`: AES-256-GCM under `k` with `h` as associated data, then `MixHash`
     /// of the ciphertext ‖ tag.
-    public mutating func encryptAndHash(_ plaintext: [UInt8]) -> [UInt8] {
+    package mutating func encryptAndHash(_ plaintext: [UInt8]) -> [UInt8] {
         guard let cipherKey else { preconditionFailure("EncryptAndHash before any MixKey") }
         let sealed: AES.GCM.SealedBox
         do {
@@ -68,7 +68,7 @@ public struct SymmetricState: Sendable {
     }
 
     /// `DecryptAndHash(ciphertext)`: the inverse of ``encryptAndHash(_:)``; `h` changes only on success.
-    public mutating func decryptAndHash(_ ciphertext: [UInt8]) throws(HybridError) -> [UInt8] {
+    package mutating func decryptAndHash(_ ciphertext: [UInt8]) throws(HybridError) -> [UInt8] {
         guard let cipherKey else { preconditionFailure("DecryptAndHash before any MixKey") }
         guard ciphertext.count >= 16 else {
             throw HybridError(.handshakeFailed, "handshake ciphertext shorter than its 16-byte tag")
@@ -87,7 +87,7 @@ public struct SymmetricState: Sendable {
     }
 
     /// `Split()`: `k1, k2 = HKDF(ck, empty, 2)`. The initiator writes with k1, the responder with k2.
-    public func split() -> (initiatorToResponder: [UInt8], responderToInitiator: [UInt8]) {
+    package func split() -> (initiatorToResponder: [UInt8], responderToInitiator: [UInt8]) {
         let out = Self.hkdf(salt: chainingKey, ikm: [], count: 64)
         return (Array(out[0..<32]), Array(out[32..<64]))
     }

@@ -64,7 +64,7 @@ public struct AuthenticatorSession: Sendable {
     /// The scanned QR code.
     public let qrPayload: QRPayload
     /// Values derived from the QR secret (EID key, tunnel ID).
-    public let keys: QRSecretKeys
+    package let keys: QRSecretKeys
     /// The tunnel-server domain this phone uses (carried in the advert).
     public let domain: TunnelDomainID
     private let clientIdentity: P256.KeyAgreement.PublicKey

@@ -52,7 +52,7 @@ public struct ClientSession: Sendable {
     /// The QR code contents.
     public let qrPayload: QRPayload
     /// Values derived from the QR secret (EID key, tunnel ID).
-    public let keys: QRSecretKeys
+    package let keys: QRSecretKeys
     private let identityKey: P256.KeyAgreement.PrivateKey
     private let advertCipher: AdvertCipher
     private let random: RandomSource

@@ -8,17 +8,17 @@ import Crypto
 /// ```
 /// Each direction has its own key and sequence number starting at 0. A sequence number above
 /// 2^24 − 1 is refused, as Chromium does.
-public struct Crypter: Sendable {
+package struct Crypter: Sendable {
     private let readKey: SymmetricKey
     private let writeKey: SymmetricKey
     /// Sequence number of the next message to decrypt.
-    public private(set) var readSequence: UInt32
+    package private(set) var readSequence: UInt32
     /// Sequence number of the next message to encrypt.
-    public private(set) var writeSequence: UInt32
+    package private(set) var writeSequence: UInt32
 
     /// Creates a crypter from 32-byte traffic keys, sequence numbers at zero
     /// (the desktop reads k2 and writes k1; the phone the reverse).
-    public init(readKey: [UInt8], writeKey: [UInt8]) {
+    package init(readKey: [UInt8], writeKey: [UInt8]) {
         self.init(readKey: readKey, writeKey: writeKey, readSequence: 0, writeSequence: 0)
     }
 
@@ -32,7 +32,7 @@ public struct Crypter: Sendable {
     }
 
     /// Pads, encrypts and advances the write sequence number.
-    public mutating func encrypt(_ message: [UInt8]) throws(HybridError) -> [UInt8] {
+    package mutating func encrypt(_ message: [UInt8]) throws(HybridError) -> [UInt8] {
         guard writeSequence <= HybridConstants.maxSequence else {
             throw HybridError(.sequenceExhausted, "write sequence number exhausted (2^24 messages)")
         }
@@ -48,7 +48,7 @@ public struct Crypter: Sendable {
     }
 
     /// Decrypts, unpads and advances the read sequence number. On failure nothing changes.
-    public mutating func decrypt(_ ciphertext: [UInt8]) throws(HybridError) -> [UInt8] {
+    package mutating func decrypt(_ ciphertext: [UInt8]) throws(HybridError) -> [UInt8] {
         guard readSequence <= HybridConstants.maxSequence else {
             throw HybridError(.sequenceExhausted, "read sequence number exhausted (2^24 messages)")
         }
@@ -69,7 +69,7 @@ public struct Crypter: Sendable {
     }
 
     /// Appends zeros and a count byte so the length is the next multiple of 32 above `message.count`.
-    public static func pad(_ message: [UInt8]) -> [UInt8] {
+    package static func pad(_ message: [UInt8]) -> [UInt8] {
         let granularity = HybridConstants.paddingGranularity
         let paddedLength = (message.count + 1 + granularity - 1) / granularity * granularity
         let zeros = paddedLength - message.count - 1
@@ -78,7 +78,7 @@ public struct Crypter: Sendable {
 
     /// Removes padding: the last byte counts the zeros before it. Like Chromium, the zeros
     /// themselves are not checked. An empty input or a count longer than the input is an error.
-    public static func unpad(_ padded: [UInt8]) throws(HybridError) -> [UInt8] {
+    package static func unpad(_ padded: [UInt8]) throws(HybridError) -> [UInt8] {
         guard let count = padded.last else { throw HybridError(.invalidPadding, "padded message is empty") }
         guard Int(count) + 1 <= padded.count else {
             throw HybridError(.invalidPadding, "padding count \(count) exceeds the message length \(padded.count)")
@@ -87,7 +87,7 @@ public struct Crypter: Sendable {
     }
 
     /// The "new" construction nonce: eight zero bytes ‖ big-endian 32-bit sequence number.
-    public static func nonceBytes(_ sequence: UInt32) -> [UInt8] {
+    package static func nonceBytes(_ sequence: UInt32) -> [UInt8] {
         [UInt8](repeating: 0, count: 8)
             + [UInt8(sequence >> 24), UInt8(sequence >> 16 & 0xFF), UInt8(sequence >> 8 & 0xFF), UInt8(sequence & 0xFF)]
     }
