@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // Documentation only: `swift package generate-documentation` (Docs/ARCHITECTURE.md).
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
     targets: [
         // MARK: Pure protocol core (no I/O)
@@ -112,6 +114,8 @@ let package = Package(
 
         /// Shared test support: the `Vectors/` loader and hex literals. Not a product.
         .target(name: "HybridTestSupport", dependencies: ["CTAP2"]),
+        /// Test support for the product: an independent checker of printed WebAuthn JSON. Not a product.
+        .target(name: "HybridSimTestSupport", dependencies: ["HybridSim", "CTAP2"]),
 
         .testTarget(name: "CTAP2Tests", dependencies: ["CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
@@ -130,7 +134,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HybridSimTests",
-            dependencies: ["HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridRuntime"],
+            dependencies: [
+                "HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridSimTestSupport", "HybridRuntime",
+            ],
             exclude: ["Fixtures"]
         ),
         .testTarget(name: "HybridFuzzTests", dependencies: ["HybridFuzz"]),

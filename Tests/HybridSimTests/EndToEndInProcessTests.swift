@@ -2,6 +2,7 @@ import CTAP2
 import Foundation
 import HybridCore
 import HybridSim
+import HybridSimTestSupport
 import Synchronization
 import Testing
 

@@ -2,6 +2,7 @@ import CTAP2
 import Foundation
 import HybridCore
 import HybridSim
+import HybridSimTestSupport
 import Testing
 
 /// `hybrid-sim desktop --options FILE`: options JSON as py_webauthn and SimpleWebAuthn emit it

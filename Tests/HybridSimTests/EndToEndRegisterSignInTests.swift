@@ -2,6 +2,7 @@ import CTAP2
 import Foundation
 import HybridCore
 import HybridSim
+import HybridSimTestSupport
 import Testing
 
 /// The newcomer's path with the real binary, one process per role: `hybrid-sim desktop` shows a

@@ -2,6 +2,7 @@ import CTAP2
 import Foundation
 import HybridCore
 import HybridSim
+import HybridSimTestSupport
 import Testing
 
 @Suite("WebAuthn L3 credential JSON (toJSON output and the independent check)")

@@ -8,9 +8,9 @@ import Foundation
 /// - Writing uses `JSONEncoder` with `.sortedKeys` (and unescaped slashes): the key order is stable
 ///   and alphabetical at every level, so the same credential always prints the same bytes and
 ///   tests can compare output. WebAuthn JSON consumers do not depend on member order.
-enum WebAuthnJSONCoding {
+package enum WebAuthnJSONCoding {
     /// Decodes `T` from UTF-8 JSON.
-    static func decode<T: Decodable>(_ type: T.Type, from json: some Collection<UInt8>) throws(WebAuthnJSONError) -> T {
+    package static func decode<T: Decodable>(_ type: T.Type, from json: some Collection<UInt8>) throws(WebAuthnJSONError) -> T {
         do {
             return try JSONDecoder().decode(T.self, from: Data(json))
         } catch let error as WebAuthnJSONError {
@@ -25,7 +25,7 @@ enum WebAuthnJSONCoding {
     /// Encodes a value as compact (or pretty-printed) JSON with sorted keys.
     ///
     /// Only used for this module's own types, whose encoding cannot fail.
-    static func encode(_ value: some Encodable, prettyPrinted: Bool = false) -> Data {
+    package static func encode(_ value: some Encodable, prettyPrinted: Bool = false) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting =
             prettyPrinted
@@ -38,7 +38,7 @@ enum WebAuthnJSONCoding {
     }
 
     /// A coding path as a member path: `allowCredentials[0].id`.
-    static func path(_ codingPath: [any CodingKey]) -> String {
+    package static func path(_ codingPath: [any CodingKey]) -> String {
         var out = ""
         for key in codingPath {
             if let index = key.intValue {

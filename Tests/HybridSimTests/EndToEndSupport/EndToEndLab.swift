@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridSim
+import HybridSimTestSupport
 import Testing
 
 #if canImport(Glibc)

@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import HybridSim
 
 /// Checks printed WebAuthn credential JSON from the outside, the way a relying-party server would
 /// receive it: independent of ``RegistrationResponseJSON``/``AuthenticationResponseJSON`` decoding

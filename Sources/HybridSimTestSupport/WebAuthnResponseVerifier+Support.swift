@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import HybridSim
 
 /// The verifier's own reading of printed credential JSON (strict mirror types, exact member sets).
 enum ResponseShape {
@@ -143,58 +144,5 @@ enum ResponseShape {
             throw WebAuthnJSONError(.authenticatorDataMismatch, "the UV flag is clear")
         }
         return authData
-    }
-}
-
-/// An attestation object read as a relying party reads it: canonical CBOR
-/// `{"fmt": tstr, "attStmt": map, "authData": bstr}` with nothing else.
-struct AttestationObject {
-    let fmt: String
-    let attStmt: [CBORValue: CBORValue]
-    let authData: [UInt8]
-
-    init(bytes: [UInt8]) throws(WebAuthnJSONError) {
-        let value: CBORValue
-        do {
-            value = try CBOR.decode(bytes)
-        } catch {
-            throw WebAuthnJSONError(.invalidAttestation, "attestationObject is not canonical CBOR: \(error)")
-        }
-        guard let map = value.mapValue, map.count == 3,
-            let fmt = map[.text("fmt")]?.textValue,
-            let attStmt = map[.text("attStmt")]?.mapValue,
-            let authData = map[.text("authData")]?.bytesValue
-        else {
-            throw WebAuthnJSONError(.invalidAttestation, "attestationObject is not {fmt, attStmt, authData}")
-        }
-        self.fmt = fmt
-        self.attStmt = attStmt
-        self.authData = authData
-    }
-
-    /// `none`: the statement is empty. `packed` (self): `{"alg": -7, "sig": bstr}` verifying over
-    /// `authData ‖ clientDataHash` with the credential key. Anything else is rejected.
-    func verify(clientDataHash: [UInt8], credentialKey: COSEKey) throws(WebAuthnJSONError) {
-        switch fmt {
-        case "none":
-            guard attStmt.isEmpty else {
-                throw WebAuthnJSONError(.invalidAttestation, "a \"none\" statement must be empty")
-            }
-        case "packed":
-            guard attStmt.count == 2, attStmt[.text("alg")]?.intValue == COSEAlgorithmIdentifier.es256.rawValue,
-                let sig = attStmt[.text("sig")]?.bytesValue
-            else {
-                throw WebAuthnJSONError(.invalidAttestation, "a packed self statement must be exactly {alg: -7, sig}")
-            }
-            do {
-                try ES256.verify(
-                    signature: sig, authenticatorData: authData, clientDataHash: clientDataHash,
-                    publicKey: credentialKey)
-            } catch {
-                throw WebAuthnJSONError(.invalidAttestation, "packed signature: \(error.reason)")
-            }
-        default:
-            throw WebAuthnJSONError(.invalidAttestation, "attestation format \"\(fmt)\" is not checked here")
-        }
     }
 }
