@@ -2,15 +2,15 @@ import CTAP2
 import Crypto
 import HybridCore
 
-/// Takes a ``TunnelRecording`` apart: the Noise handshake in clear, then, with the session's
-/// ``SessionKeys`` from a key log, every transport message (post-handshake message with getInfo,
+/// Takes a `TunnelRecording` apart: the Noise handshake in clear, then, with the session's
+/// `SessionKeys` from a key log, every transport message (post-handshake message with getInfo,
 /// update and linking information, CTAP2 request and response as annotated CBOR, shutdown), and
 /// flags what a Chromium peer would not send or accept. Pure: no I/O.
 ///
 /// Roles follow from the flow: in the QR flow the phone opened the tunnel (`/cable/new`) and the
 /// desktop joined; in the linked flow the desktop opened it (`/cable/contact`) and the phone joined.
-/// The parsing reuses HybridCore's own types (``Crypter`` padding and nonces, ``Frame``,
-/// ``PostHandshakeMessage``, ``UpdateMessage``, ``LinkingInfo``, ``QRPayload``).
+/// The parsing reuses HybridCore's own types (`Crypter` padding and nonces, `Frame`,
+/// `PostHandshakeMessage`, `UpdateMessage`, `LinkingInfo`, `QRPayload`).
 public enum Inspector {
     /// How many sequence numbers beyond the expected one are tried before a message is declared
     /// undecryptable (to tell a gap from a bad tag).

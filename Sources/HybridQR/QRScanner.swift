@@ -1,7 +1,7 @@
 /// Finds and decodes QR codes in files, bytes, bitmaps and captured terminal text, using libzbar.
 ///
 /// ``scan(fileAt:)`` sniffs the content, not the file name: PNG by its signature, PGM by `P5`/`P2`,
-/// otherwise UTF-8 text holding terminal art (see ``TerminalArtReader``). For the `FIDO:/` check
+/// otherwise UTF-8 text holding terminal art (see `TerminalArtReader`). For the `FIDO:/` check
 /// and payload parsing see ``scanFIDO(fileAt:)``.
 public enum QRScanner {
     /// The kinds of input ``scan(bytes:)`` recognises.

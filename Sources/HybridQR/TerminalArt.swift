@@ -1,5 +1,5 @@
 /// Terminal rendering of a QR symbol with Unicode half blocks, and its inverse (see
-/// ``TerminalArtReader``).
+/// `TerminalArtReader`).
 ///
 /// Each character cell holds one module column and **two** module rows: `█` both rows inked,
 /// `▀` upper row only, `▄` lower row only, space neither. Terminal cells are about twice as tall
@@ -33,7 +33,7 @@ public enum TerminalArt {
     /// The quiet zone is drawn on all four sides. The symbol side (`17 + 4v`) is odd, so one
     /// extra light module row is added at the bottom to fill the last text line; every line then
     /// has the same width, `size + 2 × quietZone` characters. In normal art the light margin is
-    /// spaces, so `tmux capture-pane` or an editor may trim it; ``TerminalArtReader`` restores it.
+    /// spaces, so `tmux capture-pane` or an editor may trim it; `TerminalArtReader` restores it.
     ///
     /// - Parameters:
     ///   - matrix: the symbol.

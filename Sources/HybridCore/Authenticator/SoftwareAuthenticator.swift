@@ -68,7 +68,10 @@ public struct SoftwareAuthenticator: Sendable {
     }
 
     /// Answers one request (command ‖ CBOR) with a response (status ‖ CBOR).
-    /// - Parameter now: seconds since the Unix epoch, recorded on new passkeys.
+    /// - Parameters:
+    ///   - request: the CTAP2 request bytes, command byte first.
+    ///   - policy: what the simulated user does (approve or deny, attestation, account choice).
+    ///   - now: seconds since the Unix epoch, recorded on new passkeys.
     public mutating func handle(_ request: [UInt8], policy: Policy, now: UInt64) -> (response: [UInt8], outcome: Outcome) {
         let decoded: CTAP2Request
         do {

@@ -53,7 +53,7 @@ public struct RegisteredCredential: Hashable, Sendable, Codable {
         self.backupState = backupState
     }
 
-    /// The public key as an ES256 ``COSEKey``.
+    /// The public key as an ES256 `COSEKey`.
     ///
     /// - Throws: ``RelyingPartyError/Code/invalidStoredCredential`` when it does not decode.
     public func coseKey() throws(RelyingPartyError) -> COSEKey {

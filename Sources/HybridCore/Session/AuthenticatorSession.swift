@@ -79,9 +79,11 @@ public struct AuthenticatorSession: Sendable {
 
     /// Prepares to answer a scanned QR code.
     /// - Parameters:
+    ///   - qr: the scanned QR code's payload.
     ///   - getInfo: the authenticator's getInfo response CBOR for the post-handshake message.
     ///   - domain: the tunnel domain to advertise (the simulator maps every valid one to its relay).
     ///   - linking: sent (signed) in the update message only if the QR code says the client supports linking.
+    ///   - random: the source of the advert nonce, the Noise ephemeral key and the padding.
     ///   - handshakeEphemeralKey: fixes the Noise ephemeral key (vectors); otherwise drawn from `random`.
     public init(
         qr: QRPayload, getInfo: [UInt8], domain: TunnelDomainID = .google, linking: LinkingIdentity? = nil,

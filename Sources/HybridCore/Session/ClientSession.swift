@@ -66,6 +66,9 @@ public struct ClientSession: Sendable {
     ///   - requestType: the hint in QR key 5.
     ///   - timestamp: QR key 3, seconds since the Unix epoch (time is injected; the core reads no clock).
     ///   - supportsLinking: QR key 4; `nil` omits it.
+    ///   - random: the source of the keys, the Noise ephemeral key and the padding.
+    ///   - identityKey: fixes the desktop's identity key, whose public half is QR key 0 (vectors).
+    ///   - qrSecret: fixes the 16-byte QR secret, QR key 1 (vectors).
     public init(
         requestType: QRPayload.RequestType, timestamp: UInt64, supportsLinking: Bool? = false,
         random: RandomSource = .system,

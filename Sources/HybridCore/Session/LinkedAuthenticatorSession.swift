@@ -53,9 +53,16 @@ public struct LinkedAuthenticatorSession: Sendable, AuthenticatorTransaction {
 
     /// Prepares to answer a contact request.
     /// - Parameters:
+    ///   - payload: the desktop's client payload, pushed by the relay.
+    ///   - tunnelID: the 16-byte tunnel ID the relay pushed with it.
+    ///   - routingID: the 3-byte routing ID of the relay that holds the tunnel.
+    ///   - identityKey: the phone's long-term identity key (its public half went to the desktop when linking).
     ///   - linkSecret: the paired secret for `payload.pairingID` (``LinkingInfo/pairedSecret(rootSecret:contactID:pairingID:)``).
     ///   - eidPlaintext: fixes the 16-byte advert plaintext (vectors); otherwise
     ///     `EID(random nonce, routingID, domain)`.
+    ///   - getInfo: the authenticator's getInfo response CBOR for the post-handshake message.
+    ///   - domain: the tunnel domain the advert names.
+    ///   - random: the source of the advert nonce, the Noise ephemeral key and the padding.
     ///   - handshakeEphemeralKey: fixes the Noise ephemeral key (vectors).
     /// - Throws: ``HybridError/Code/invalidLength`` for a tunnel or routing ID of the wrong size.
     public init(

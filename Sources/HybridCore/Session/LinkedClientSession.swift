@@ -85,6 +85,9 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
 
     /// Starts a linked transaction.
     /// - Parameters:
+    ///   - link: the stored link (contact ID, pairing ID, link secret, the phone's public key).
+    ///   - requestType: the kind of request, sent in the client payload.
+    ///   - random: the source of the nonce, the Noise ephemeral key and the padding.
     ///   - clientNonce: fixes the 16-byte nonce (vectors); otherwise drawn from `random`.
     ///   - handshakeEphemeralKey: fixes the Noise ephemeral key (vectors); otherwise drawn from `random`.
     /// - Throws: ``HybridError/Code/invalidLinkingInfo`` when the stored link is malformed.

@@ -10,7 +10,7 @@ import CTAP2
 /// `GetConnectURL`) and unpadded base64url (`GetContactURL`), and parsed with hex of either case.
 /// Parsing rejects anything that is not exactly one of the three shapes: no query string, no trailing
 /// `/`, no empty or extra segments, no `..`, exact hex lengths, canonical unpadded base64url (a second
-/// spelling of the same contact ID is refused, see ``CTAP2/Base64URL``).
+/// spelling of the same contact ID is refused, see `CTAP2.Base64URL`).
 public enum TunnelServicePath: Sendable, Hashable {
     /// `/cable/new/{HEX(tunnel ID, 16 bytes)}`: the authenticator opens a tunnel.
     case new(tunnelID: [UInt8])

@@ -77,7 +77,7 @@ public struct SignInBenchmark: Sendable {
     ///   - progress: called after each timed sign-in with the number done so far.
     ///   - between: called after each timed sign-in (outside its timing) with the number done so
     ///     far, e.g. to interleave other measurements with the sign-ins.
-    /// - Throws: the first sign-in's error (a ``TransactionError`` or a ``Ceremony/Failure``), or
+    /// - Throws: the first sign-in's error (a ``TransactionError`` or a `Ceremony.Failure`), or
     ///   what `between` throws.
     public func run(
         progress: @Sendable (Int) -> Void = { _ in }, between: (Int) throws -> Void = { _ in }

@@ -26,7 +26,7 @@ public final class HybridHarness: Sendable {
         public var timeouts: SessionTimeouts = .fast
         /// Progress of both sides.
         public var events: @Sendable (SessionEvent) -> Void = { _ in }
-        /// Receives each side's ``SessionKeys`` when its handshake completes (a key log); in a linked
+        /// Receives each side's `SessionKeys` when its handshake completes (a key log); in a linked
         /// transaction the desktop's only.
         public var keyLog: (@Sendable (_ side: String, SessionKeys) -> Void)? = nil
 

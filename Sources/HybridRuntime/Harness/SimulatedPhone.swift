@@ -2,8 +2,8 @@ import CTAP2
 import HybridCore
 import Synchronization
 
-/// An in-process phone for protocol tests: a ``SoftwareAuthenticator`` holding its passkeys in
-/// memory, answering requests under a ``SoftwareAuthenticator/Policy``.
+/// An in-process phone for protocol tests: a `SoftwareAuthenticator` holding its passkeys in
+/// memory, answering requests under a `SoftwareAuthenticator.Policy`.
 public final class SimulatedPhone: Sendable {
     private let authenticator: Mutex<SoftwareAuthenticator>
     private let policyBox: Mutex<SoftwareAuthenticator.Policy>

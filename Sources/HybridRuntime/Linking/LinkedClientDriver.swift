@@ -2,7 +2,7 @@ import CTAP2
 import HybridCore
 import Logging
 
-/// Runs a ``LinkedClientSession`` (the desktop of a linked, state-assisted transaction): opens
+/// Runs a `LinkedClientSession` (the desktop of a linked, state-assisted transaction): opens
 /// `/cable/contact/…` with the client payload (the relay wakes the phone), waits for the phone's
 /// advert under the link's EID key, runs `Noise_NKpsk0`, sends one CTAP2 request and shuts the
 /// tunnel down. Every wait is bounded by ``SessionTimeouts``; errors are ``TransactionError``s
@@ -110,7 +110,7 @@ extension LinkedClientDriver {
     }
 }
 
-/// Runs a ``LinkedAuthenticatorSession`` (the phone answering a push): joins
+/// Runs a `LinkedAuthenticatorSession` (the phone answering a push): joins
 /// `/cable/connect/{routing ID}/{tunnel ID}`, advertises until the handshake completes, answers one
 /// request and waits for the desktop's shutdown, like ``AuthenticatorDriver``.
 public enum LinkedAuthenticatorDriver {

@@ -30,6 +30,8 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
     ///   - host: loopback address to bind.
     ///   - port: UDP port; 0 picks a free one (the CLI default is ``ProximityDefaults/scannerPort``).
     ///   - minRSSI: weakest accepted RSSI in dBm (default -70).
+    ///   - group: the event loop group the UDP socket runs on.
+    ///   - logger: where dropped and matched datagrams are logged (debug level).
     ///   - matcher: decides whether an advert is this session's.
     public init(
         host: String = "127.0.0.1",

@@ -19,7 +19,7 @@ public struct PushMessage: Sendable, Hashable {
     public var tunnelID: [UInt8]
     /// Its routing ID.
     public var routingID: [UInt8]
-    /// The desktop's client payload (CBOR bytes; parse with ``ClientPayload/init(cbor:)``).
+    /// The desktop's client payload (CBOR bytes; parse with `ClientPayload.init(cbor:)`).
     public var clientPayload: [UInt8]
 
     /// Creates a message.
@@ -92,7 +92,7 @@ public struct PushRefusal: Sendable, Hashable {
     }
 }
 
-/// The listen endpoint's header (its path is ``TunnelServicePath/listenPath(contactID:)``).
+/// The listen endpoint's header (its path is `TunnelServicePath.listenPath(contactID:)`).
 public enum PushChannel {
     /// Request header listing contact IDs the phone revoked (comma-separated unpadded base64url), so
     /// even a relay that never saw them answers 410.

@@ -82,7 +82,7 @@ public struct RelayConfiguration: Sendable {
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
     public var maxListeners: Int = 1024
 
-    /// Where to record every tunnel (`hybrid-sim relay --record DIR`): one ``TunnelRecording`` file
+    /// Where to record every tunnel (`hybrid-sim relay --record DIR`): one `TunnelRecording` file
     /// per tunnel, written when it closes (Docs/INSPECT.md). `nil` (the default) records nothing.
     public var recordDirectory: String? = nil
 

@@ -2,7 +2,7 @@ import CTAP2
 import HybridCore
 import Synchronization
 
-/// Runs an ``AuthenticatorSession`` (the phone) over real or in-memory transports: creates the
+/// Runs an `AuthenticatorSession` (the phone) over real or in-memory transports: creates the
 /// tunnel, advertises until the handshake completes, answers one CTAP2 request with the given
 /// authenticator and waits for the desktop's shutdown. Every wait is bounded; on any error the
 /// advertiser is stopped and the tunnel closed before the error (a ``TransactionError``) is thrown.

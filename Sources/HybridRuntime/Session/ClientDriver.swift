@@ -1,7 +1,7 @@
 import CTAP2
 import HybridCore
 
-/// Runs a ``ClientSession`` (the desktop) over real or in-memory transports: waits for the phone's
+/// Runs a `ClientSession` (the desktop) over real or in-memory transports: waits for the phone's
 /// advert, joins the tunnel, runs the handshake, sends one CTAP2 request, returns the response and
 /// shuts the tunnel down. Every wait is bounded by ``SessionTimeouts``; on any error the tunnel is
 /// closed before the error (a ``TransactionError``) is thrown.

@@ -91,7 +91,7 @@ public struct TransactionError: Error, Sendable, CustomStringConvertible {
     public let side: Side
     /// What it was doing, e.g. "waiting for the handshake response".
     public let step: String
-    /// The underlying error (``RuntimeError``, ``HybridError``, ``CTAP2Error`` …).
+    /// The underlying error (``RuntimeError``, `HybridError`, `CTAP2Error` …).
     public let underlying: any Error
 
     /// Creates an error.

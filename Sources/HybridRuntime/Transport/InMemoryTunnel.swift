@@ -4,7 +4,7 @@
 /// the other end's ``receive(timeout:)`` throw `.closed` (after any messages already sent), exactly
 /// like a relay forwarding a WebSocket close. Used to test session drivers without networking.
 ///
-/// Implementation note: each end owns a ``MessageInbox`` (a locked FIFO with a single waiting
+/// Implementation note: each end owns a `MessageInbox` (a locked FIFO with a single waiting
 /// reader and a timer) rather than an `AsyncStream`, because an `AsyncStream` iterator cannot be
 /// shared across calls or given a per-call timeout without racing tasks.
 public final class InMemoryTunnel: TunnelTransport {

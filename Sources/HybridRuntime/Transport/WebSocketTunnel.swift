@@ -73,7 +73,13 @@ public final class WebSocketTunnel: TunnelTransport {
 
     /// Opens a tunnel connection to `url` (`ws://HOST:PORT/cable/…`).
     ///
-    /// - Parameter timeout: covers the TCP connect and the HTTP upgrade.
+    /// - Parameters:
+    ///   - url: the tunnel service URL with its `/cable/new`, `/cable/connect`, `/cable/contact`
+    ///     or `/cable/listen` path.
+    ///   - timeout: covers the TCP connect and the HTTP upgrade.
+    ///   - options: request headers and message limits.
+    ///   - group: the event loop group the connection runs on.
+    ///   - logger: where the connection's progress is logged.
     /// - Throws: ``RuntimeError`` `.invalidAddress`, `.connectionFailed`, `.timeout`,
     ///   `.upgradeRejected` (with ``RuntimeError/httpStatus``) or `.handshakeFailed`.
     public static func open(

@@ -57,7 +57,7 @@ public struct DesktopConfiguration: Sendable {
     public var linked: String?
     /// How long to wait for a nearby phone, and for its answer; `nil`: the options' `timeout`, else 120 s.
     public var timeout: Duration?
-    /// `--keylog FILE`: append each session's traffic keys and handshake hash (``SessionKeys``).
+    /// `--keylog FILE`: append each session's traffic keys and handshake hash (`SessionKeys`).
     public var keyLogPath: String?
     /// The environment (for `HYBRID_SIM_HOME`).
     public var environment: [String: String] = ProcessInfo.processInfo.environment

@@ -36,10 +36,10 @@ public struct PhoneConfiguration: Sendable {
     public var json = false
     /// How long to wait for the desktop (its handshake after advertising, its request, its shutdown). Default 120 s.
     public var timeout: Duration = .seconds(ProgramDefaults.timeoutSeconds)
-    /// `--keylog FILE`: append each session's traffic keys and handshake hash (``SessionKeys``).
+    /// `--keylog FILE`: append each session's traffic keys and handshake hash (`SessionKeys`).
     public var keyLogPath: String?
     /// Asks the user when several passkeys match and no ``account`` is given; `nil` fails instead
-    /// with the list of accounts. The CLI sets ``PhoneProgram/terminalAccountChooser(output:)``.
+    /// with the list of accounts. The CLI sets `PhoneProgram.terminalAccountChooser(output:)`.
     public var chooseAccount: AccountChooser?
     /// The environment (for `HYBRID_SIM_HOME`).
     public var environment: [String: String] = ProcessInfo.processInfo.environment

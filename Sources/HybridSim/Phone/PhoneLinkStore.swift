@@ -34,7 +34,7 @@ public struct PhoneLinkStore: Sendable {
         public var name: String
         /// Pairing IDs handed out for ``contactID``; a contact request naming another one is refused.
         public var pairingIDs: [[UInt8]]
-        /// Contact IDs revoked by `--unlink` (newest last, at most ``PushChannel/maxRevoked``).
+        /// Contact IDs revoked by `--unlink` (newest last, at most `PushChannel.maxRevoked`).
         public var revokedContactIDs: [[UInt8]]
 
         enum CodingKeys: String, CodingKey {

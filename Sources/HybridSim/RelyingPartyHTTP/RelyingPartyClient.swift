@@ -30,7 +30,12 @@ public final class RelyingPartyClient: Sendable {
     /// Prepares a client: checks the URL and resolves the profile's `${VARIABLE}` headers.
     ///
     /// - Parameters:
+    ///   - baseURL: the relying party's `http://` or `https://` URL (`--rp-url`).
+    ///   - profile: which endpoints and body shapes the relying party uses.
     ///   - extraHeaders: `--rp-header` values (`Name: value`), added after (and replacing) the profile's.
+    ///   - environment: where the profile's `${VARIABLE}` header values are looked up.
+    ///   - timeout: the longest a whole request may take.
+    ///   - connectTimeout: the longest the TCP (and TLS) connection may take.
     /// - Throws: ``ProgramFailure`` `badInput` for a URL that is not http(s) or a missing variable.
     public init(
         baseURL: String, profile: RelyingPartyProfile, extraHeaders: [String] = [],

@@ -28,7 +28,9 @@ public enum RelyingPartyServerProgram {
 
     /// Loads the profile and store and starts listening on 127.0.0.1.
     ///
-    /// - Parameter log: one line per verdict.
+    /// - Parameters:
+    ///   - configuration: the profile, relying party, store and port.
+    ///   - log: one line per verdict.
     /// - Throws: ``ProgramFailure`` `badInput` (profile, store, settings) or `network` (port).
     public static func start(
         _ configuration: Configuration, log: @escaping @Sendable (String) -> Void

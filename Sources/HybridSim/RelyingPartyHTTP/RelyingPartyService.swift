@@ -44,7 +44,7 @@ public struct RelyingPartyHTTPResponse: Sendable {
 }
 
 /// `hybrid-sim rp`'s relying party: serves a profile's endpoints, issues options and verifies the
-/// results with ``RelyingParty`` (HybridCore), keeping credentials in a ``RelyingPartyStore``.
+/// results with `RelyingParty` (HybridCore), keeping credentials in a ``RelyingPartyStore``.
 ///
 /// Each options call issues a fresh 32-byte challenge, remembered for ``pendingLifetime`` and usable
 /// once (a failed verification uses it up too). With a cookie profile the challenge is also bound
@@ -73,7 +73,11 @@ public actor RelyingPartyService {
     /// Creates the service.
     ///
     /// - Parameters:
+    ///   - profile: the endpoints and body shapes to serve.
+    ///   - relyingParty: the RP ID and origin credentials are checked against.
     ///   - store: where credentials are kept; saved after every accepted registration or sign-in.
+    ///   - random: the source of challenges and user handles.
+    ///   - now: the clock (seconds since the Unix epoch) that expires pending challenges.
     ///   - log: one line per verdict (the CLI prints them on stderr).
     public init(
         profile: RelyingPartyProfile, relyingParty: RelyingParty, store: RelyingPartyStore,

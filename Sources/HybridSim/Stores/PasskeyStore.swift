@@ -15,7 +15,7 @@ import HybridCore
 ///   problem, and the file is left untouched.
 /// - ``save()`` replaces the file atomically with mode 0600 (temporary file, fsync, rename, fsync of
 ///   the directory), so a crash mid-write leaves the old store or the new one, never a mix.
-/// - Writers in several processes are serialized by an advisory lock (``update(_:)``, ``save()``):
+/// - Writers in several processes are serialized by an advisory lock (`update(_:)`, ``save()``):
 ///   the file is re-read under the lock and merged by credential ID, so a passkey another phone
 ///   saved meanwhile is kept and a counter never goes backwards. Unknown members are kept.
 public struct PasskeyStore: Sendable {
@@ -71,7 +71,9 @@ public struct PasskeyStore: Sendable {
     ///
     /// - Throws: what ``load(path:)`` and ``save()`` throw; on error ``passkeys`` is unchanged.
     ///
-    /// - Parameter wait: how long to wait for another writer's lock before `locked` is thrown.
+    /// - Parameters:
+    ///   - wait: how long to wait for another writer's lock before `locked` is thrown.
+    ///   - body: changes the passkeys and says whether to write them back.
     @discardableResult
     public mutating func update<T>(
         wait: Duration = .seconds(10), _ body: (inout [Passkey]) -> (result: T, write: Bool)

@@ -41,8 +41,12 @@ public struct AuthenticationResponseJSON: Hashable, Sendable, Codable {
 
     /// Builds the JSON for a getAssertion response, as a browser does.
     ///
-    /// - Parameter credentialId: the credential to report when the response omits it (allowed when
-    ///   the allow list had exactly one entry).
+    /// - Parameters:
+    ///   - response: the phone's decoded getAssertion response.
+    ///   - clientDataJSON: the exact client data bytes whose hash the phone signed.
+    ///   - credentialId: the credential to report when the response omits it (allowed when
+    ///     the allow list had exactly one entry).
+    ///   - clientExtensionResults: the extension outputs to report.
     /// - Throws: ``WebAuthnJSONError/Code/credentialMismatch`` when neither names a credential.
     public init(
         response: GetAssertionResponse,

@@ -47,7 +47,10 @@ public struct RegistrationResponseJSON: Hashable, Sendable, Codable {
     /// Builds the JSON for a makeCredential response, as a browser does.
     ///
     /// - Parameters:
+    ///   - response: the phone's decoded makeCredential response.
+    ///   - clientDataJSON: the exact client data bytes whose hash the phone signed.
     ///   - transports: what `getTransports()` reports; sorted on output.
+    ///   - clientExtensionResults: the extension outputs to report.
     /// - Throws: ``WebAuthnJSONError/Code/authenticatorDataMismatch`` when the authenticator data has
     ///   no attested credential data.
     public init(

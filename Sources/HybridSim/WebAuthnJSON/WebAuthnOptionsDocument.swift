@@ -14,7 +14,7 @@ public enum WebAuthnOptionsShape: String, Sendable, Hashable, CaseIterable, Coda
     /// `{"options": {…}, …}`: Okta MyAccount's enrolment answer (`expiresAt` and `_links` beside it).
     case options
     /// ForgeRock AM's WebAuthn `MetadataCallback` data (or the callbacks document holding it),
-    /// converted as ForgeRock's JavaScript SDK does (``ForgeRockMetadata``). Read only: `hybrid-sim rp`
+    /// converted as ForgeRock's JavaScript SDK does (`ForgeRockMetadata`). Read only: `hybrid-sim rp`
     /// does not serve it.
     case forgeRock
 
@@ -138,7 +138,9 @@ extension PublicKeyCredentialCreationOptionsJSON {
     /// Reads creation options in any shape a relying party's server sends (bare, `{"publicKey": …}`,
     /// `{"options": …}`), validates them and says which shape it was.
     ///
-    /// - Parameter userIdEncoding: how `user.id` is written (``UserIdEncoding/utf8`` for Okta).
+    /// - Parameters:
+    ///   - json: the document as the server sent it (UTF-8 JSON).
+    ///   - userIdEncoding: how `user.id` is written (``UserIdEncoding/utf8`` for Okta).
     /// - Throws: ``WebAuthnJSONError`` naming the member with its path in the document.
     public static func parse(
         document json: some Collection<UInt8>, userIdEncoding: UserIdEncoding = .base64url
