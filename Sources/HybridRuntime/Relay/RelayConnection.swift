@@ -143,6 +143,8 @@ final class RelayConnection {
         }
         state = .upgraded
         upgradeTimer?.cancel()
+        upgradeTimer = nil
+        requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
         let handler = RelayPeerHandler(
             tunnel: tunnel,
             side: side,
@@ -170,6 +172,8 @@ extension RelayConnection {
     ) throws -> RelayUpgradeResult {
         state = .upgraded
         upgradeTimer?.cancel()
+        upgradeTimer = nil
+        requestHead = nil
         let handler = ListenerHandler(
             directory: registry.directory, contactID: contactID, closeHandshakeTimeout: configuration.closeHandshakeTimeout)
         try channel.pipeline.syncOperations.addHandlers(
