@@ -139,10 +139,19 @@ final class RelayDispatcher: Sendable {
         var nextShard = 0
         var peek = [UInt8](repeating: 0, count: Self.peekLength)
         let timeout = TimeAmount(shards.configuration.upgradeTimeout)
+        /// Set after `accept` failed for want of descriptors: the listener stays readable, so it
+        /// is left out of `poll` for a moment instead of spinning.
+        var acceptPausedUntil: NIODeadline?
         while !stopping.load(ordering: .relaxed) {
-            var polled = [pollfd(fd: listener, events: Int16(POLLIN), revents: 0)]
+            var polled: [pollfd] = []
             var wait = TimeAmount.milliseconds(50)
             let now = NIODeadline.now()
+            if let paused = acceptPausedUntil, paused > now {
+                wait = min(wait, paused - now)
+            } else {
+                acceptPausedUntil = nil
+                polled.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            }
             for (fd, state) in pending {
                 if let recheck = state.recheck {
                     wait = min(wait, max(.zero, recheck - now))
@@ -154,15 +163,19 @@ final class RelayDispatcher: Sendable {
             let waitMilliseconds = Int32(max(0, (wait.nanoseconds + 999_999) / 1_000_000))
             _ = poll(&polled, nfds_t(polled.count), waitMilliseconds)
             let after = NIODeadline.now()
-            if polled[0].revents != 0 {
-                acceptAll(into: &pending, deadline: after + timeout, nextShard: &nextShard)
-            }
-            var ready: [CInt] = polled.dropFirst().filter { $0.revents != 0 }.map(\.fd)
+            var ready: [CInt] = polled.filter { $0.revents != 0 && $0.fd != listener }.map(\.fd)
             ready += pending.filter { $0.value.recheck.map { $0 <= after } ?? false }.map(\.key)
+            if polled.first.map({ $0.fd == listener && $0.revents != 0 }) ?? false {
+                // Most clients send their request with the connect: look at it at once.
+                ready += acceptAll(into: &pending, deadline: after + timeout, nextShard: &nextShard, pausedUntil: &acceptPausedUntil)
+            }
             for fd in ready {
                 let count = recv(fd, &peek, Self.peekLength, Int32(MSG_PEEK | MSG_DONTWAIT))
                 if count <= 0 {
-                    if count < 0, errno == EAGAIN || errno == EINTR { continue }
+                    if count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                        pending[fd]?.recheck = nil
+                        continue
+                    }
                     pending[fd] = nil
                     drop(fd)
                     continue
@@ -189,14 +202,24 @@ final class RelayDispatcher: Sendable {
         finished.succeed(())
     }
 
-    private func acceptAll(into pending: inout [CInt: Pending], deadline: NIODeadline, nextShard: inout Int) {
+    /// Accepts every waiting connection; returns those now pending (to be looked at).
+    private func acceptAll(
+        into pending: inout [CInt: Pending], deadline: NIODeadline, nextShard: inout Int, pausedUntil: inout NIODeadline?
+    ) -> [CInt] {
+        var accepted: [CInt] = []
         while true {
             let fd = accept(listener, nil, nil)
-            guard fd >= 0 else { return }
+            guard fd >= 0 else {
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    pausedUntil = .now() + .milliseconds(10)
+                }
+                return accepted
+            }
+            // NIO makes the socket non-blocking when it takes it; the peek does not block either.
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             if shards.connectionAccepted() {
                 pending[fd] = Pending(deadline: deadline)
+                accepted.append(fd)
             } else {
                 // Over the connection cap: answered 503 on any loop, unread.
                 bootstrap(shard: nextShard, counted: false).withConnectedSocket(fd).whenFailure { _ in }
