@@ -127,7 +127,13 @@ let package = Package(
             dependencies: ["HybridQR", "HybridCore", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")],
             exclude: ["Captures"]  // real tmux captures, read via #filePath
         ),
-        .testTarget(name: "HybridRuntimeTests", dependencies: ["HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]),
+        .testTarget(
+            name: "HybridRuntimeTests",
+            dependencies: [
+                "HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport",
+                .product(name: "NIOPosix", package: "swift-nio"),  // RelayShardingTests: a two-loop group
+            ]
+        ),
         .testTarget(
             name: "HybridInspectTests",
             dependencies: ["HybridInspect", "HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport"]

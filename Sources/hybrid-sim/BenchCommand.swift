@@ -37,12 +37,28 @@ struct SignInBenchCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON (times in milliseconds unless named nanoseconds).")
     var json = false
 
+    /// Where the sign-ins' Swift tasks run.
+    enum Executor: String, ExpressibleByArgument, CaseIterable {
+        /// SwiftNIO's event loops serve as Swift concurrency's global executor, so a driver task
+        /// resumes on the thread that read its message (no hop to another thread pool).
+        case nio
+        /// Swift concurrency's own thread pool; every message crosses between it and the loops.
+        case swift
+    }
+
+    @Option(help: ArgumentHelp("Where the drivers' Swift tasks run: nio (the event loops) or swift (Swift's pool).", valueName: "executor"))
+    var executor = Executor.nio
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
         guard warmup >= 0 else { throw ValidationError("--warmup must not be negative") }
     }
 
     func run() async throws {
+        if executor == .nio, !RuntimeExecutor.runTasksOnEventLoops() {
+            FileHandle.standardError.write(Data("could not make the event loops the global executor; using Swift's pool\n".utf8))
+        }
+        FileHandle.standardError.write(Data("executor: \(executor.rawValue)\n".utf8))
         let report = try await BenchmarkReport.measure(SignInBenchmark(count: count, warmup: warmup)) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }

@@ -106,6 +106,14 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var routingIDPrefix: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Event loops (threads) to run tunnels on, each owning the tunnels whose IDs name it; 0 = one per core.",
+            valueName: "count"
+        )
+    )
+    var eventLoops = 0
+
     @Option(help: "Log level on stderr.")
     var logLevel: Logger.Level = .info
 
@@ -137,6 +145,7 @@ struct RelayCommand: AsyncParsableCommand {
         ] where value < 1 {
             throw ValidationError("\(name) must be at least 1")
         }
+        guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0...256") }
         guard maxMessageSize <= 1 << 30 else { throw ValidationError("--max-message-size must be at most 1 GiB") }
         if routingIDPrefix != nil, routingPrefixBytes == nil {
             throw ValidationError("--routing-id-prefix must be 2 or 4 hex digits (1 or 2 of the routing ID's 3 bytes)")
@@ -155,6 +164,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.upgradeTimeout = .seconds(upgradeTimeout)
         configuration.closeHandshakeTimeout = .seconds(closeTimeout)
         configuration.maxConnections = maxConnections
+        configuration.eventLoops = eventLoops
         configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         if let record {

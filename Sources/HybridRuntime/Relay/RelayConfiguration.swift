@@ -82,12 +82,18 @@ public struct RelayConfiguration: Sendable {
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
     public var maxListeners: Int = 1024
 
+    /// How many event loops (shards) the relay runs on: 0 (the default) uses every loop of the
+    /// group it is given (`MultiThreadedEventLoopGroup.singleton`: one per core), 1 runs everything
+    /// on one loop. Each loop owns the tunnels whose routing IDs name it (`RelayDispatcher`).
+    public var eventLoops: Int = 0
+
     /// Where to record every tunnel (`hybrid-sim relay --record DIR`): one `TunnelRecording` file
     /// per tunnel, written when it closes (Docs/INSPECT.md). `nil` (the default) records nothing.
     public var recordDirectory: String? = nil
 
-    /// Observer of the traffic: called on the relay's event loop with every message it relays, in
-    /// order, after the size checks and before it is forwarded or buffered (the bytes as the
+    /// Observer of the traffic: called on the event loop of the tunnel's shard with every message it
+    /// relays, in order for one tunnel (different tunnels may call it at the same time from different
+    /// threads), after the size checks and before it is forwarded or buffered (the bytes as the
     /// recipient will get them: Noise ciphertext after the handshake). For narration, tracing and
     /// recording; it must return quickly and must not block. Default none.
     public var messageObserver: (@Sendable (RelayDirection, [UInt8]) -> Void)?

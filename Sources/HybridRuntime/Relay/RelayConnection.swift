@@ -45,10 +45,14 @@ final class RelayConnection {
         return false
     }
 
-    /// Sets up the HTTP/WebSocket pipeline of a freshly accepted connection.
-    static func configure(_ channel: Channel, registry: RelayRegistry) throws {
+    /// Sets up the HTTP/WebSocket pipeline of a freshly accepted connection. `counted`: the
+    /// dispatcher already counted it against ``RelayConfiguration/maxConnections``.
+    ///
+    /// This is where an accept-time limit goes (before the HTTP pipeline exists): it runs once per
+    /// connection, on the loop of the shard that got it.
+    static func configure(_ channel: Channel, registry: RelayRegistry, counted: Bool = false) throws {
         let connection = RelayConnection(channel: channel)
-        switch registry.connectionOpened(connection) {
+        switch registry.connectionOpened(connection, counted: counted) {
         case .admitted:
             break
         case .shuttingDown:
@@ -139,6 +143,8 @@ final class RelayConnection {
         }
         state = .upgraded
         upgradeTimer?.cancel()
+        upgradeTimer = nil
+        requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
         let handler = RelayPeerHandler(
             tunnel: tunnel,
             side: side,
@@ -166,6 +172,8 @@ extension RelayConnection {
     ) throws -> RelayUpgradeResult {
         state = .upgraded
         upgradeTimer?.cancel()
+        upgradeTimer = nil
+        requestHead = nil
         let handler = ListenerHandler(
             directory: registry.directory, contactID: contactID, closeHandshakeTimeout: configuration.closeHandshakeTimeout)
         try channel.pipeline.syncOperations.addHandlers(

@@ -57,11 +57,10 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     // MARK: - Outbound (called by the tunnel)
 
-    /// Sends one relayed message to this peer.
-    func deliver(_ message: [UInt8]) {
+    /// Sends one relayed message to this peer, as it came (no copy).
+    func deliver(_ message: ByteBuffer) {
         guard case .open = state, let context else { return }
-        let buffer = context.channel.allocator.buffer(bytes: message)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .binary, data: buffer)), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .binary, data: message)), promise: nil)
     }
 
     /// Whether this peer's connection can take more writes now.
@@ -129,7 +128,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         switch frame.opcode {
         case .binary:
-            tunnel.received(Array(frame.unmaskedData.readableBytesView), from: side)
+            tunnel.received(frame.unmaskedData, from: side)
         case .text:
             tunnel.close(code: .unsupportedData, reason: "text frames are not allowed; tunnel messages are binary")
         case .ping:

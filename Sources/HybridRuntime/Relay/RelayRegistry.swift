@@ -21,12 +21,52 @@ enum UpgradeDecision {
     case listen(HTTPHeaders, [UInt8])
 }
 
-/// Lock-protected copy of the relay counters, readable from any thread.
+/// The relay counters, readable from any thread: the per-message ones are atomics (no lock on
+/// the forwarding path, shared by every shard without contention on a lock), the rest sit behind
+/// a lock.
 final class RelayStatisticsBox: Sendable {
     private let state = Mutex(RelayStatistics())
+    private let messagesRelayed = Atomic<Int>(0)
+    private let bytesRelayed = Atomic<Int>(0)
+    private let messagesBuffered = Atomic<Int>(0)
+    private let openConnections = Atomic<Int>(0)
+    private let openTunnels = Atomic<Int>(0)
 
     /// A snapshot.
-    var value: RelayStatistics { state.withLock { $0 } }
+    var value: RelayStatistics {
+        var snapshot = state.withLock { $0 }
+        snapshot.openConnections = openConnections.load(ordering: .relaxed)
+        snapshot.openTunnels = openTunnels.load(ordering: .relaxed)
+        snapshot.messagesRelayed = messagesRelayed.load(ordering: .relaxed)
+        snapshot.bytesRelayed = bytesRelayed.load(ordering: .relaxed)
+        snapshot.messagesBuffered = messagesBuffered.load(ordering: .relaxed)
+        return snapshot
+    }
+
+    /// Counts one relayed message of `bytes` bytes (`buffered`: it waited for its recipient).
+    func recordRelayed(bytes: Int, buffered: Bool) {
+        messagesRelayed.add(1, ordering: .relaxed)
+        bytesRelayed.add(bytes, ordering: .relaxed)
+        if buffered { messagesBuffered.add(1, ordering: .relaxed) }
+    }
+
+    /// Counts an open connection unless `max` are open already (then `false`, nothing counted).
+    func claimConnection(max: Int) -> Bool { claim(openConnections, max: max) }
+
+    /// A counted connection closed.
+    func releaseConnection() { openConnections.subtract(1, ordering: .relaxed) }
+
+    /// Counts an open tunnel unless `max` are open already (then `false`, nothing counted).
+    func claimTunnel(max: Int) -> Bool { claim(openTunnels, max: max) }
+
+    /// A counted tunnel closed.
+    func releaseTunnel() { openTunnels.subtract(1, ordering: .relaxed) }
+
+    private func claim(_ counter: borrowing Atomic<Int>, max: Int) -> Bool {
+        if counter.wrappingAdd(1, ordering: .relaxed).newValue <= max { return true }
+        counter.subtract(1, ordering: .relaxed)
+        return false
+    }
 
     /// Applies `change` under the lock.
     func update(_ change: (inout RelayStatistics) -> Void) {
@@ -34,9 +74,13 @@ final class RelayStatisticsBox: Sendable {
     }
 }
 
-/// The relay's state: open tunnels by ID and open connections. Confined to the relay's event loop.
+/// One shard of the relay's state: its open tunnels by ID and its open connections. Confined to
+/// the shard's event loop (``RelayShards``); the relay-wide limits are counted in ``statistics``.
 final class RelayRegistry {
     let eventLoop: EventLoop
+    /// This shard's index and the number of shards (routing IDs name the shard of their tunnel).
+    let shardIndex: Int
+    let shardCount: Int
     let configuration: RelayConfiguration
     let logger: Logger
     let statistics: RelayStatisticsBox
@@ -53,9 +97,13 @@ final class RelayRegistry {
         eventLoop: EventLoop,
         configuration: RelayConfiguration,
         statistics: RelayStatisticsBox,
-        logger: Logger
+        logger: Logger,
+        shardIndex: Int = 0,
+        shardCount: Int = 1
     ) {
         self.eventLoop = eventLoop
+        self.shardIndex = shardIndex
+        self.shardCount = shardCount
         self.configuration = configuration
         self.statistics = statistics
         self.logger = logger
@@ -73,23 +121,27 @@ final class RelayRegistry {
         case overCapacity
     }
 
-    /// Tracks a new connection unless the relay is shutting down or full.
-    func connectionOpened(_ connection: RelayConnection) -> Admission {
-        guard !isShuttingDown else { return .shuttingDown }
-        guard connections.count < configuration.maxConnections else {
+    /// Tracks a new connection unless the relay is shutting down or full. `counted`: the
+    /// dispatcher already counted it against ``RelayConfiguration/maxConnections``.
+    func connectionOpened(_ connection: RelayConnection, counted: Bool = false) -> Admission {
+        guard !isShuttingDown else {
+            if counted { statistics.releaseConnection() }
+            return .shuttingDown
+        }
+        guard counted || statistics.claimConnection(max: configuration.maxConnections) else {
             statistics.update { $0.rejectedRequests[503, default: 0] += 1 }
             logLimiter.info(logger, "refused a connection: \(configuration.maxConnections) connections open (503)")
             return .overCapacity
         }
         connections[ObjectIdentifier(connection)] = connection
-        statistics.update { $0.openConnections = self.connections.count }
         return .admitted
     }
 
     /// Forgets a closed connection and releases a tunnel side it had claimed but never used.
     func connectionClosed(_ connection: RelayConnection) {
-        connections[ObjectIdentifier(connection)] = nil
-        statistics.update { $0.openConnections = self.connections.count }
+        if connections.removeValue(forKey: ObjectIdentifier(connection)) != nil {
+            statistics.releaseConnection()
+        }
         if case .reserved(let tunnel, let side) = connection.state {
             tunnel.releaseReservation(side)
         }
@@ -159,7 +211,7 @@ final class RelayRegistry {
         guard tunnels[tunnelID] == nil else {
             return .reject(RelayRejection(status: .conflict, reason: "tunnel ID already open"))
         }
-        guard tunnels.count < configuration.maxOpenTunnels else {
+        guard statistics.claimTunnel(max: configuration.maxOpenTunnels) else {
             return .reject(
                 RelayRejection(
                     status: .serviceUnavailable,
@@ -168,18 +220,18 @@ final class RelayRegistry {
             )
         }
         var generator = SystemRandomNumberGenerator()
-        let routingID =
+        var routingID =
             configuration.routingIDPrefix
             + (configuration.routingIDPrefix.count..<HybridConstants.routingIDSize).map { _ in
                 UInt8.random(in: 0...255, using: &generator)
             }
+        RelayShards.mark(&routingID, shard: shardIndex, count: shardCount)
         let tunnel = RelayTunnel(
             tunnelID: tunnelID,
             routingID: routingID,
             registry: self,
             eventLoop: eventLoop,
-            configuration: configuration,
-            logger: logger
+            configuration: configuration
         )
         if let directory = configuration.recordDirectory {
             tunnel.recorder = TunnelRecorder(
@@ -187,11 +239,8 @@ final class RelayRegistry {
         }
         tunnels[tunnelID] = tunnel
         tunnel.startTimers()
-        statistics.update {
-            $0.openTunnels = self.tunnels.count
-            $0.tunnelsOpened += 1
-        }
-        logLimiter.info(tunnel.logger, "tunnel opened, routing ID \(Hex.encode(routingID, uppercase: true))")
+        statistics.update { $0.tunnelsOpened += 1 }
+        logLimiter.info(tunnel, "tunnel opened, routing ID \(Hex.encode(routingID, uppercase: true))")
         var accepted = headers
         accepted.add(name: HybridConstants.routingIDHeader, value: Hex.encode(routingID, uppercase: true))
         return .accept(accepted, tunnel, .creator)
@@ -230,19 +279,15 @@ final class RelayRegistry {
             tunnels[tunnel.tunnelID] = nil
         }
         directory.tunnelClosed(tunnel)
+        statistics.releaseTunnel()
         statistics.update {
-            $0.openTunnels = self.tunnels.count
             $0.tunnelsClosed[code?.rawValue ?? WebSocketCloseCode.noStatusReceived.rawValue, default: 0] += 1
         }
     }
 
     /// Counts one relayed message.
     func recordRelayed(bytes: Int, buffered: Bool) {
-        statistics.update {
-            $0.messagesRelayed += 1
-            $0.bytesRelayed += bytes
-            if buffered { $0.messagesBuffered += 1 }
-        }
+        statistics.recordRelayed(bytes: bytes, buffered: buffered)
     }
 
     /// Counts one refused request.

@@ -21,8 +21,15 @@ enum TunnelSide: Sendable, Hashable, CustomStringConvertible {
 /// A tunnel inside the relay: two peer slots, the messages waiting for a peer that has not joined
 /// yet, per-peer counters and the lifetime/idle timers.
 ///
-/// Confined to the relay's event loop: every method must be called on it (the relay runs all its
-/// channels on one loop, so no locking is needed and relaying order is the loop's order).
+/// Confined to the event loop of its registry's shard: every method must be called on it. Both
+/// peers' connections run on that loop too (``RelayDispatcher`` places them there), so no locking
+/// is needed and relaying order is the loop's order.
+///
+/// The forwarding path, per message: ``RelayPeerHandler/channelRead(context:data:)`` (the peer's
+/// binary frame, unmasked into its own `ByteBuffer`) → ``received(_:from:)`` (count, size check,
+/// the optional hooks, forward or buffer) → ``RelayPeerHandler/deliver(_:)`` of the other side (the
+/// same `ByteBuffer`, written as one binary frame). No copy into `[UInt8]` and no closure unless a
+/// hook (observer, fault injector, recorder) is installed.
 final class RelayTunnel {
     /// The state of one peer slot.
     enum Slot {
@@ -40,17 +47,25 @@ final class RelayTunnel {
     let tunnelID: [UInt8]
     /// The 3-byte routing ID handed to the creator.
     let routingID: [UInt8]
-    /// Logger carrying the redacted tunnel ID as metadata.
-    let logger: Logger
+    /// Logger carrying the redacted tunnel ID as metadata; built when something is logged, so an
+    /// open tunnel keeps no metadata dictionary of its own.
+    var logger: Logger {
+        var logger = registry.logger
+        logger[metadataKey: "tunnel"] = "\(Hex.redactedPrefix(tunnelID))"
+        return logger
+    }
 
     /// Strong on purpose: the registry drops the tunnel when it closes, which ends the cycle.
-    private let registry: RelayRegistry
+    let registry: RelayRegistry
     private let eventLoop: EventLoop
     private let configuration: RelayConfiguration
-    private var slots: [TunnelSide: Slot] = [.creator: .reserved, .joiner: .empty]
-    /// Messages waiting for each side to attach, keyed by recipient.
-    private var waiting: [TunnelSide: CircularBuffer<[UInt8]>] = [.creator: [], .joiner: []]
-    private var sentCount: [TunnelSide: Int] = [.creator: 0, .joiner: 0]
+    private var creatorSlot = Slot.reserved
+    private var joinerSlot = Slot.empty
+    /// Messages waiting for each side to attach (allocated only when a message has to wait).
+    private var waitingForCreator: CircularBuffer<ByteBuffer>?
+    private var waitingForJoiner: CircularBuffer<ByteBuffer>?
+    private var sentByCreator = 0
+    private var sentByJoiner = 0
     private var lastActivity = NIODeadline.now()
     private var lifetimeTimer: Scheduled<Void>?
     private var idleTimer: Scheduled<Void>?
@@ -65,17 +80,21 @@ final class RelayTunnel {
         routingID: [UInt8],
         registry: RelayRegistry,
         eventLoop: EventLoop,
-        configuration: RelayConfiguration,
-        logger: Logger
+        configuration: RelayConfiguration
     ) {
         self.tunnelID = tunnelID
         self.routingID = routingID
         self.registry = registry
         self.eventLoop = eventLoop
         self.configuration = configuration
-        var logger = logger
-        logger[metadataKey: "tunnel"] = "\(Hex.redactedPrefix(tunnelID))"
-        self.logger = logger
+    }
+
+    /// The state of `side`'s slot.
+    private subscript(slot side: TunnelSide) -> Slot {
+        get { side == .creator ? creatorSlot : joinerSlot }
+        set {
+            if side == .creator { creatorSlot = newValue } else { joinerSlot = newValue }
+        }
     }
 
     /// Starts the lifetime and idle timers; call once, right after registering the tunnel.
@@ -104,24 +123,24 @@ final class RelayTunnel {
 
     /// Whether `/cable/connect` may still claim the joiner side.
     var joinerSlotIsFree: Bool {
-        if case .empty = slots[.joiner] { return true }
+        if case .empty = joinerSlot { return true }
         return false
     }
 
     /// Claims the joiner side for an accepted `/cable/connect`.
     func reserveJoiner() {
-        slots[.joiner] = .reserved
+        joinerSlot = .reserved
     }
 
     /// A connection that had claimed `side` closed before its upgrade finished.
     func releaseReservation(_ side: TunnelSide) {
-        guard !isClosed, case .reserved = slots[side] else { return }
+        guard !isClosed, case .reserved = self[slot: side] else { return }
         switch side {
         case .joiner:
-            slots[.joiner] = .empty
+            joinerSlot = .empty
             logger.debug("joiner left before its upgrade completed; tunnel open for another join")
         case .creator:
-            slots[.creator] = .gone
+            creatorSlot = .gone
             close(code: .goingAway, reason: "creator disconnected")
         }
     }
@@ -132,19 +151,21 @@ final class RelayTunnel {
             handler.sendClose(code: closure.code, reason: closure.reason)
             return
         }
-        slots[side] = .attached(handler)
+        self[slot: side] = .attached(handler)
         recorder?.attached(side)
-        var pending = waiting[side] ?? []
-        waiting[side] = []
-        if !pending.isEmpty {
+        let pending: CircularBuffer<ByteBuffer>?
+        if side == .creator {
+            (pending, waitingForCreator) = (waitingForCreator, nil)
+        } else {
+            (pending, waitingForJoiner) = (waitingForJoiner, nil)
+        }
+        if let pending {
             logger.debug("delivering \(pending.count) buffered message(s) to \(side)")
+            for message in pending { handler.deliver(message) }
         }
-        while let message = pending.popFirst() {
-            handler.deliver(message)
-        }
-        registry.logLimiter.info(logger, "\(side) attached")
+        registry.logLimiter.info(self, "\(side) attached")
         // The other side may have become unwritable while this one was not attached yet.
-        if case .attached(let other) = slots[side.other], !other.isWritable {
+        if case .attached(let other) = self[slot: side.other], !other.isWritable {
             handler.setPausedForPeer(true)
         }
     }
@@ -152,15 +173,21 @@ final class RelayTunnel {
     /// `side`'s connection became unwritable (its reader is behind) or writable again: stop or
     /// resume reading from the other side, whose messages are what would pile up.
     func writabilityChanged(_ side: TunnelSide, writable: Bool) {
-        guard case .attached(let other) = slots[side.other] else { return }
+        guard case .attached(let other) = self[slot: side.other] else { return }
         other.setPausedForPeer(!writable)
     }
 
     /// A binary message arrived from `side`: count it, then forward or buffer it.
-    func received(_ message: [UInt8], from side: TunnelSide) {
+    func received(_ message: ByteBuffer, from side: TunnelSide) {
         guard !isClosed else { return }
-        let count = (sentCount[side] ?? 0) + 1
-        sentCount[side] = count
+        let count: Int
+        if side == .creator {
+            sentByCreator += 1
+            count = sentByCreator
+        } else {
+            sentByJoiner += 1
+            count = sentByJoiner
+        }
         guard count <= configuration.maxMessagesPerPeer else {
             close(
                 code: .policyViolation,
@@ -168,38 +195,58 @@ final class RelayTunnel {
             )
             return
         }
-        guard message.count <= configuration.maxMessageSize else {
+        guard message.readableBytes <= configuration.maxMessageSize else {
             close(code: .messageTooBig, reason: "message larger than \(configuration.maxMessageSize) bytes")
             return
         }
         lastActivity = .now()
         var payload = message
-        configuration.faultInjector?(side.outgoing, &payload)
-        configuration.messageObserver?(side.outgoing, payload)
+        if configuration.faultInjector != nil || configuration.messageObserver != nil || recorder != nil {
+            payload = observed(payload, from: side)
+        }
         let recipient = side.other
-        recorder?.message(from: side, payload)
-        switch slots[recipient] ?? .empty {
+        switch self[slot: recipient] {
         case .attached(let handler):
             // Count first: the peer may read the message before this thread gets any further.
-            registry.recordRelayed(bytes: payload.count, buffered: false)
+            registry.recordRelayed(bytes: payload.readableBytes, buffered: false)
             handler.deliver(payload)
         case .empty, .reserved:
-            waiting[recipient, default: []].append(payload)
-            registry.recordRelayed(bytes: payload.count, buffered: true)
+            if recipient == .creator {
+                waitingForCreator = (waitingForCreator ?? CircularBuffer(initialCapacity: 4))
+                waitingForCreator!.append(payload)
+            } else {
+                waitingForJoiner = (waitingForJoiner ?? CircularBuffer(initialCapacity: 4))
+                waitingForJoiner!.append(payload)
+            }
+            registry.recordRelayed(bytes: payload.readableBytes, buffered: true)
         case .gone:
             break
         }
     }
 
+    /// Runs the optional per-message hooks (fault injector, observer, recorder) on `message`; only
+    /// called when one is installed, so the plain forwarding path never copies the bytes.
+    private func observed(_ message: ByteBuffer, from side: TunnelSide) -> ByteBuffer {
+        var bytes = Array(message.readableBytesView)
+        configuration.faultInjector?(side.outgoing, &bytes)
+        configuration.messageObserver?(side.outgoing, bytes)
+        recorder?.message(from: side, bytes)
+        if configuration.faultInjector == nil { return message }
+        var changed = message
+        changed.clear()
+        changed.writeBytes(bytes)
+        return changed
+    }
+
     /// `side` sent a close frame (already answered by its handler): close the other side alike.
     func peerClosed(_ side: TunnelSide, code: WebSocketCloseCode?, reason: String) {
-        slots[side] = .gone
+        self[slot: side] = .gone
         close(code: code, reason: reason)
     }
 
     /// `side`'s connection ended without a close frame.
     func peerDisconnected(_ side: TunnelSide) {
-        slots[side] = .gone
+        self[slot: side] = .gone
         close(code: .goingAway, reason: "the \(side) disconnected")
     }
 
@@ -211,20 +258,29 @@ final class RelayTunnel {
         recorder?.finish(code: code, reason: reason)
         lifetimeTimer?.cancel()
         idleTimer?.cancel()
-        waiting = [:]
+        (waitingForCreator, waitingForJoiner) = (nil, nil)
         // `reason` may come from a peer's close frame: escaped, and the line is rate-limited.
         registry.logLimiter.info(
-            logger,
+            self,
             "tunnel closed: \(code.map { "\($0)" } ?? "no status")\(reason.isEmpty ? "" : ", \(LogText.escaped(reason))")"
         )
         registry.tunnelClosed(self, code: code)
         for side in [TunnelSide.creator, .joiner] {
-            if case .attached(let handler) = slots[side] {
-                slots[side] = .gone
+            if case .attached(let handler) = self[slot: side] {
+                self[slot: side] = .gone
                 // Read again, so the peer's answer to the close frame is seen.
                 handler.setPausedForPeer(false)
                 handler.sendClose(code: code, reason: reason)
             }
         }
+    }
+}
+
+extension RelayLogLimiter {
+    /// ``info(_:_:)`` about `tunnel`: nothing is built (not even the tunnel's logger) when the
+    /// relay's log level hides both info and debug lines.
+    func info(_ tunnel: RelayTunnel, _ message: @autoclosure () -> String) {
+        guard tunnel.registry.logger.logLevel <= .info else { return }
+        info(tunnel.logger, message())
     }
 }

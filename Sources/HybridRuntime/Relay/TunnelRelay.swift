@@ -28,8 +28,11 @@ public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
 /// The caBLE tunnel service on loopback: a WebSocket relay that pairs a `/cable/new` connection
 /// with a `/cable/connect` connection and forwards binary messages between them verbatim.
 ///
-/// See Docs/RELAY.md for the endpoints, status codes, limits and close codes. All connections run
-/// on one event loop, which serialises every tunnel's events (order preserved, no locks needed).
+/// See Docs/RELAY.md for the endpoints, status codes, limits and close codes. The relay runs a shard
+/// per event loop of its group (``RelayConfiguration/eventLoops``): each shard's ``RelayRegistry``
+/// owns its tunnels, and ``RelayDispatcher`` accepts every connection and hands it to the loop of
+/// the shard that owns its tunnel, so a tunnel's events are serialised on one loop (order
+/// preserved, no locks, no thread hop per message).
 ///
 /// ```swift
 /// let relay = TunnelRelay()
@@ -44,14 +47,14 @@ public final class TunnelRelay: Sendable {
     private enum Lifecycle {
         case idle
         case starting
-        case running(server: Channel, registry: NIOLoopBound<RelayRegistry>, endpoint: RelayEndpoint)
+        case running(dispatcher: RelayDispatcher, shards: RelayShards, endpoint: RelayEndpoint)
         case stopping(EventLoopFuture<Void>)
         case stopped
     }
 
     private let host: String
     private let port: Int
-    private let eventLoop: EventLoop
+    private let eventLoops: [EventLoop]
     private let logger: Logger
     private let statisticsBox = RelayStatisticsBox()
     private let lifecycle = Mutex(Lifecycle.idle)
@@ -62,7 +65,8 @@ public final class TunnelRelay: Sendable {
     ///   - configuration: limits and timeouts (defaults in ``RelayConfiguration``).
     ///   - host: a loopback address to bind (`127.0.0.1`, `::1` or `localhost`).
     ///   - port: TCP port; 0 picks a free one.
-    ///   - group: where to run; the relay uses one event loop of it.
+    ///   - group: where to run; the relay uses ``RelayConfiguration/eventLoops`` of its loops (all
+    ///     of them by default), one shard each.
     ///   - logger: swift-log logger; tunnel IDs appear only as their first 4 hex digits.
     public init(
         configuration: RelayConfiguration = RelayConfiguration(),
@@ -74,7 +78,10 @@ public final class TunnelRelay: Sendable {
         self.configuration = configuration
         self.host = host
         self.port = port
-        self.eventLoop = group.next()
+        var loops = Array(group.makeIterator())
+        if loops.isEmpty { loops = [group.next()] }
+        if configuration.eventLoops > 0 { loops = Array(loops.prefix(configuration.eventLoops)) }
+        self.eventLoops = loops
         self.logger = logger
     }
 
@@ -91,7 +98,7 @@ public final class TunnelRelay: Sendable {
         }
         do {
             let running = try await bind()
-            lifecycle.withLock { $0 = .running(server: running.0, registry: running.1, endpoint: running.2) }
+            lifecycle.withLock { $0 = .running(dispatcher: running.0, shards: running.1, endpoint: running.2) }
             logger.info("relay listening on \(running.2.url)")
             return running.2
         } catch {
@@ -100,49 +107,37 @@ public final class TunnelRelay: Sendable {
         }
     }
 
-    private func bind() async throws -> (Channel, NIOLoopBound<RelayRegistry>, RelayEndpoint) {
+    private func bind() async throws -> (RelayDispatcher, RelayShards, RelayEndpoint) {
         guard LoopbackAddress.isLoopback(host) else {
             throw RuntimeError(
                 .invalidAddress,
                 "relay host \(host) is not a loopback address; the relay binds loopback only"
             )
         }
-        let loop = eventLoop
         let (configuration, statistics, logger) = (self.configuration, statisticsBox, self.logger)
-        let registry = try await loop.submit {
-            NIOLoopBound(
-                RelayRegistry(
-                    eventLoop: loop,
-                    configuration: configuration,
-                    statistics: statistics,
-                    logger: logger
-                ),
-                eventLoop: loop
+        var registries: [NIOLoopBound<RelayRegistry>] = []
+        for (index, loop) in eventLoops.enumerated() {
+            let count = eventLoops.count
+            registries.append(
+                try await loop.submit {
+                    NIOLoopBound(
+                        RelayRegistry(
+                            eventLoop: loop,
+                            configuration: configuration,
+                            statistics: statistics,
+                            logger: logger,
+                            shardIndex: index,
+                            shardCount: count
+                        ),
+                        eventLoop: loop
+                    )
+                }.get()
             )
-        }.get()
-        let bootstrap = ServerBootstrap(group: loop)
-            .serverChannelOption(.backlog, value: 512)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
-            .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    try RelayConnection.configure(channel, registry: registry.value)
-                }
-            }
-        let server: Channel
-        do {
-            server = try await bootstrap.bind(host: host, port: port).get()
-        } catch let error as IOError {
-            let reason = String(cString: strerror(error.errnoCode)).lowercased()
-            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(reason)")
-        } catch {
-            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(error)")
         }
-        guard let boundPort = server.localAddress?.port else {
-            try? await server.close().get()
-            throw RuntimeError(.bindFailed, "relay socket has no local port")
-        }
-        return (server, registry, RelayEndpoint(host: host, port: boundPort))
+        let shards = RelayShards(registries: registries, configuration: configuration, statistics: statistics)
+        let (dispatcher, boundPort) = try RelayDispatcher.listen(host: host, port: port, shards: shards)
+        dispatcher.start()
+        return (dispatcher, shards, RelayEndpoint(host: host, port: boundPort))
     }
 
     /// Stops accepting, closes every tunnel with 1001 (going away) and waits until every
@@ -150,11 +145,11 @@ public final class TunnelRelay: Sendable {
     /// concurrent callers all wait for the same shutdown.
     public func shutdown() async {
         enum Step {
-            case run(Channel, NIOLoopBound<RelayRegistry>)
+            case run(RelayDispatcher, RelayShards)
             case wait(EventLoopFuture<Void>)
             case done
         }
-        let promise = eventLoop.makePromise(of: Void.self)
+        let promise = eventLoops[0].makePromise(of: Void.self)
         let step: Step = lifecycle.withLock { state in
             switch state {
             case .idle, .starting, .stopped:
@@ -162,9 +157,9 @@ public final class TunnelRelay: Sendable {
                 return .done
             case .stopping(let future):
                 return .wait(future)
-            case .running(let server, let registry, _):
+            case .running(let dispatcher, let shards, _):
                 state = .stopping(promise.futureResult)
-                return .run(server, registry)
+                return .run(dispatcher, shards)
             }
         }
         switch step {
@@ -173,11 +168,13 @@ public final class TunnelRelay: Sendable {
         case .wait(let future):
             promise.succeed(())
             try? await future.get()
-        case .run(let server, let registry):
+        case .run(let dispatcher, let shards):
             logger.info("relay shutting down")
-            try? await server.close().get()
-            let drained = registry.eventLoop.flatSubmit { registry.value.shutdown() }
-            try? await drained.get()
+            await dispatcher.stop()
+            let drained = shards.registries.map { registry in
+                registry.eventLoop.flatSubmit { registry.value.shutdown() }
+            }
+            for shard in drained { try? await shard.get() }
             lifecycle.withLock { $0 = .stopped }
             promise.succeed(())
             logger.info("relay stopped")

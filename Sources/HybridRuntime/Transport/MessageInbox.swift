@@ -10,7 +10,21 @@ final class MessageInbox<Element: Sendable>: Sendable {
     private struct Waiter {
         var id: UInt64
         var continuation: CheckedContinuation<Element, any Error>
-        var timer: Task<Void, Never>
+        var timer: InboxTimer
+    }
+
+    /// A waiting receive's timeout: a timer on an event loop when the inbox has one (cheap to arm
+    /// and cancel), otherwise a sleeping task.
+    private enum InboxTimer {
+        case loop(Scheduled<Void>)
+        case task(Task<Void, Never>)
+
+        func cancel() {
+            switch self {
+            case .loop(let scheduled): scheduled.cancel()
+            case .task(let task): task.cancel()
+            }
+        }
     }
 
     private struct State {
@@ -23,8 +37,13 @@ final class MessageInbox<Element: Sendable>: Sendable {
     }
 
     private let state = Mutex(State())
+    private let timerLoop: EventLoop?
 
-    init() {}
+    /// An empty inbox; receive timeouts run on `timerLoop` when given (a WebSocket tunnel passes a
+    /// loop of its group), otherwise on a sleeping task.
+    init(timerLoop: EventLoop? = nil) {
+        self.timerLoop = timerLoop
+    }
 
     /// Adds an item; dropped silently once the inbox is finished.
     func push(_ item: Element) {
@@ -100,10 +119,19 @@ final class MessageInbox<Element: Sendable>: Sendable {
                     }
                     watchers = state.readerWatchers
                     state.readerWatchers = []
-                    let timer = Task { [weak self] in
-                        try? await Task.sleep(for: timeout)
-                        guard !Task.isCancelled else { return }
-                        self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
+                    let timer: InboxTimer
+                    if let timerLoop {
+                        timer = .loop(
+                            timerLoop.scheduleTask(in: TimeAmount(timeout)) { [weak self] in
+                                self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
+                            })
+                    } else {
+                        timer = .task(
+                            Task { [weak self] in
+                                try? await Task.sleep(for: timeout)
+                                guard !Task.isCancelled else { return }
+                                self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
+                            })
                     }
                     state.waiter = Waiter(id: id, continuation: continuation, timer: timer)
                     return nil

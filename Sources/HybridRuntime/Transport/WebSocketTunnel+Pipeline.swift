@@ -15,6 +15,9 @@ enum ClientUpgradeOutcome: Sendable {
 struct PendingUpgrade: Sendable {
     var channel: Channel
     var outcome: EventLoopFuture<ClientUpgradeOutcome>
+    /// Closes the channel when the open's time budget runs out; cancelled on the event loop as
+    /// soon as the upgrade succeeds.
+    var timer: Scheduled<Void>? = nil
 }
 
 extension WebSocketTunnel {

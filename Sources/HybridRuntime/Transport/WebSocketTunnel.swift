@@ -114,17 +114,40 @@ public final class WebSocketTunnel: TunnelTransport {
         var logger = logger
         logger[metadataKey: "endpoint"] = "\(TunnelServicePath.endpointName(of: path))"
         let start = ContinuousClock.now
-        let inbox = MessageInbox<[UInt8]>()
+        let inbox = MessageInbox<[UInt8]>(timerLoop: group.next())
         let pending: PendingUpgrade
         do {
-            pending = try await ClientBootstrap(group: group)
+            let bootstrap = ClientBootstrap(group: group)
                 .connectTimeout(TimeAmount(timeout))
                 .channelOption(.socketOption(.tcp_nodelay), value: 1)
-                .connect(host: host, port: port) { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try Self.configure(channel, host: host, port: port, path: path, inbox: inbox, options: options)
+            let initialize: @Sendable (Channel) -> EventLoopFuture<PendingUpgrade> = { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    var pending = try Self.configure(
+                        channel, host: host, port: port, path: path, inbox: inbox, options: options)
+                    // The rest of the budget is for the upgrade; closing the channel fails the
+                    // upgrade future. Armed and disarmed on the event loop, so an upgrade that
+                    // completed in time is never undone because the task resumed late, and
+                    // without a hop of its own. Never optional: without it a relay that accepts
+                    // the TCP connection and then says nothing would hold this upgrade forever.
+                    let remaining = max(timeout - (ContinuousClock.now - start), .zero)
+                    let timer = channel.eventLoop.scheduleTask(in: TimeAmount(remaining)) {
+                        channel.close(promise: nil)
                     }
+                    pending.outcome.whenSuccess { result in
+                        if case .upgraded = result { timer.cancel() }
+                    }
+                    channel.closeFuture.whenComplete { _ in timer.cancel() }
+                    pending.timer = timer
+                    return pending
                 }
+            }
+            // An IP address needs no resolver (NIO's resolver and Happy Eyeballs cost a thread hop
+            // and timers per connection); a name such as localhost goes through them.
+            if let address = try? SocketAddress(ipAddress: host, port: port) {
+                pending = try await bootstrap.connect(to: address, channelInitializer: initialize)
+            } else {
+                pending = try await bootstrap.connect(host: host, port: port, channelInitializer: initialize)
+            }
         } catch let error as RuntimeError {
             throw error
         } catch {
@@ -134,30 +157,8 @@ public final class WebSocketTunnel: TunnelTransport {
             throw RuntimeError(.connectionFailed, "could not connect to the relay at \(host):\(port): \(error)")
         }
 
-        // The rest of the budget is for the upgrade; closing the channel fails the upgrade future.
-        // The timer is armed and disarmed on the event loop, so an upgrade that completed in time is
-        // never undone because this task resumed late (a busy concurrency pool).
         let channel = pending.channel
-        let remaining = timeout - (ContinuousClock.now - start)
-        let outcome = pending.outcome
-        // Never optional: without the timer a relay that accepts the TCP connection and then says
-        // nothing would hold this upgrade forever.
-        let timer: Scheduled<Void>
-        do {
-            timer = try await channel.eventLoop.submit {
-                let timer = channel.eventLoop.scheduleTask(in: TimeAmount(max(remaining, .zero))) {
-                    channel.close(promise: nil)
-                }
-                outcome.whenSuccess { result in
-                    if case .upgraded = result { timer.cancel() }
-                }
-                return timer
-            }.get()
-        } catch {
-            try? await channel.close().get()
-            throw RuntimeError(.connectionFailed, "could not arm the upgrade timer for \(host):\(port): \(error)")
-        }
-        defer { timer.cancel() }
+        defer { pending.timer?.cancel() }
         do {
             switch try await pending.outcome.get() {
             case .upgraded(let head, let handler):

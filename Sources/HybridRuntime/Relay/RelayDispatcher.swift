@@ -1,0 +1,284 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import CTAP2
+import HybridCore
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// Accepts the relay's TCP connections and hands each one to the event loop of the shard that owns
+/// what it asks for, so both peers of a tunnel run on the same loop and a tunnel never needs a lock
+/// or a thread hop per message.
+///
+/// A connection is accepted on the dispatcher's own thread and held (not read) until the start of
+/// its request line is in the socket; the dispatcher *peeks* at it (`MSG_PEEK`: the bytes stay for
+/// the HTTP parser) and picks the shard:
+/// - `GET /cable/new/{tunnel ID}`: the shard the tunnel ID names (``RelayShards/shard(ofTunnelID:count:)``);
+/// - `GET /cable/connect/{routing ID}/…`: the shard the routing ID names (``RelayShards/shard(of:count:)``);
+/// - `GET /cable/listen/…` and `GET /cable/contact/…`: shard 0, which holds the linked-phone
+///   directory and the tunnels of contact requests;
+/// - anything else (refusals, garbage): the next shard, round-robin.
+///
+/// Then the socket becomes a NIO channel on that shard's loop (`ClientBootstrap.withConnectedSocket`)
+/// and ``RelayConnection/configure(_:registry:counted:)`` sets up its pipeline: that is the one hop of
+/// a connection, at connect time. A connection that sends nothing routable within
+/// ``RelayConfiguration/upgradeTimeout`` is closed, like a connection that does not finish its
+/// request in time. Connections beyond ``RelayConfiguration/maxConnections`` (counted from accept)
+/// are handed over at once and answered 503 there, unread.
+final class RelayDispatcher: Sendable {
+    /// How many bytes of a request the dispatcher looks at: enough for `GET /cable/connect/RRRRRR`.
+    static let peekLength = 26
+
+    private let listener: CInt
+    private let shards: RelayShards
+    private let stopping = Atomic<Bool>(false)
+    private let thread = NIOThreadPool(numberOfThreads: 1)
+    private let finished: EventLoopPromise<Void>
+    private let shardCount: Int
+
+    /// Binds and listens on `host:port`; the thread starts with ``start()``.
+    ///
+    /// - Returns: the dispatcher and the bound port.
+    /// - Throws: ``RuntimeError`` `.bindFailed` with the system's reason.
+    static func listen(host: String, port: Int, shards: RelayShards) throws -> (RelayDispatcher, Int) {
+        let address: SocketAddress
+        do {
+            address = try SocketAddress.makeAddressResolvingHost(host, port: port)
+        } catch {
+            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(error)")
+        }
+        let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
+        #if canImport(Glibc)
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let fd = socket(family, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { throw bindError(host, port) }
+        var one: CInt = 1
+        _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<CInt>.size))
+        let bound = address.withSockAddr { pointer, length in bind(fd, pointer, socklen_t(length)) }
+        guard bound == 0, Glibc.listen(fd, 512) == 0 else {
+            let error = bindError(host, port)
+            close(fd)
+            throw error
+        }
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        guard named == 0 else {
+            close(fd)
+            throw RuntimeError(.bindFailed, "relay socket has no local port")
+        }
+        let boundPort: UInt16 = withUnsafePointer(to: &storage) { pointer in
+            if family == AF_INET6 {
+                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
+            }
+            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
+        }
+        return (RelayDispatcher(listener: fd, shards: shards), Int(boundPort))
+    }
+
+    private static func bindError(_ host: String, _ port: Int) -> RuntimeError {
+        let reason = String(cString: strerror(errno)).lowercased()
+        return RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(reason)")
+    }
+
+    private init(listener: CInt, shards: RelayShards) {
+        self.listener = listener
+        self.shards = shards
+        self.finished = shards.registries[0].eventLoop.makePromise(of: Void.self)
+        self.shardCount = shards.registries.count
+    }
+
+    /// A bootstrap that turns an accepted socket into a channel on `shard`'s loop. `counted`: the
+    /// connection was counted against ``RelayConfiguration/maxConnections`` (otherwise the shard
+    /// counts it, and answers 503 if the relay is still full).
+    private func bootstrap(shard: Int, counted: Bool) -> ClientBootstrap {
+        let registry = shards.registries[shard]
+        return ClientBootstrap(group: registry.eventLoop)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.recvAllocator, value: RelayShards.receiveAllocator)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try RelayConnection.configure(channel, registry: registry.value, counted: counted)
+                }
+            }
+    }
+
+    /// Starts the accepting thread.
+    func start() {
+        thread.start()
+        thread.submit { [self] _ in self.run() }
+    }
+
+    /// Stops accepting, closes the listening socket and every connection not handed over yet, and
+    /// returns once the thread has stopped.
+    func stop() async {
+        stopping.store(true, ordering: .relaxed)
+        try? await finished.futureResult.get()
+        try? await thread.shutdownGracefully()
+    }
+
+    // MARK: - The accepting thread
+
+    private struct Pending {
+        var deadline: NIODeadline
+        /// Set while only part of the routable prefix arrived: look again at this time instead of
+        /// polling the socket (which would report it readable at once, again and again).
+        var recheck: NIODeadline?
+    }
+
+    private func run() {
+        var pending: [CInt: Pending] = [:]
+        var nextShard = 0
+        var peek = [UInt8](repeating: 0, count: Self.peekLength)
+        let timeout = TimeAmount(shards.configuration.upgradeTimeout)
+        /// Set after `accept` failed for want of descriptors: the listener stays readable, so it
+        /// is left out of `poll` for a moment instead of spinning.
+        var acceptPausedUntil: NIODeadline?
+        while !stopping.load(ordering: .relaxed) {
+            var polled: [pollfd] = []
+            var wait = TimeAmount.milliseconds(50)
+            let now = NIODeadline.now()
+            if let paused = acceptPausedUntil, paused > now {
+                wait = min(wait, paused - now)
+            } else {
+                acceptPausedUntil = nil
+                polled.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
+            }
+            for (fd, state) in pending {
+                if let recheck = state.recheck {
+                    wait = min(wait, max(.zero, recheck - now))
+                } else {
+                    polled.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
+                }
+                wait = min(wait, max(.zero, state.deadline - now))
+            }
+            let waitMilliseconds = Int32(max(0, (wait.nanoseconds + 999_999) / 1_000_000))
+            _ = poll(&polled, nfds_t(polled.count), waitMilliseconds)
+            let after = NIODeadline.now()
+            var ready: [CInt] = polled.filter { $0.revents != 0 && $0.fd != listener }.map(\.fd)
+            ready += pending.filter { $0.value.recheck.map { $0 <= after } ?? false }.map(\.key)
+            if polled.first.map({ $0.fd == listener && $0.revents != 0 }) ?? false {
+                // Most clients send their request with the connect: look at it at once.
+                ready += acceptAll(into: &pending, deadline: after + timeout, nextShard: &nextShard, pausedUntil: &acceptPausedUntil)
+            }
+            for fd in ready {
+                let count = recv(fd, &peek, Self.peekLength, Int32(MSG_PEEK | MSG_DONTWAIT))
+                if count <= 0 {
+                    if count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                        pending[fd]?.recheck = nil
+                        continue
+                    }
+                    pending[fd] = nil
+                    drop(fd)
+                    continue
+                }
+                switch Self.route(peek[0..<count], shardCount: shardCount) {
+                case .needMore:
+                    pending[fd]?.recheck = after + .milliseconds(2)
+                case .shard(let index):
+                    pending[fd] = nil
+                    handOver(fd, to: index)
+                case .any:
+                    pending[fd] = nil
+                    handOver(fd, to: nextShard)
+                    nextShard = (nextShard + 1) % shardCount
+                }
+            }
+            for (fd, state) in pending where state.deadline <= after {
+                pending[fd] = nil
+                drop(fd)
+            }
+        }
+        close(listener)
+        for fd in pending.keys { drop(fd) }
+        finished.succeed(())
+    }
+
+    /// Accepts every waiting connection; returns those now pending (to be looked at).
+    private func acceptAll(
+        into pending: inout [CInt: Pending], deadline: NIODeadline, nextShard: inout Int, pausedUntil: inout NIODeadline?
+    ) -> [CInt] {
+        var accepted: [CInt] = []
+        while true {
+            let fd = accept(listener, nil, nil)
+            guard fd >= 0 else {
+                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                    pausedUntil = .now() + .milliseconds(10)
+                }
+                return accepted
+            }
+            // NIO makes the socket non-blocking when it takes it; the peek does not block either.
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            if shards.connectionAccepted() {
+                pending[fd] = Pending(deadline: deadline)
+                accepted.append(fd)
+            } else {
+                // Over the connection cap: answered 503 on any loop, unread.
+                bootstrap(shard: nextShard, counted: false).withConnectedSocket(fd).whenFailure { _ in }
+                nextShard = (nextShard + 1) % shardCount
+            }
+        }
+    }
+
+    /// Closes a connection that was never handed over.
+    private func drop(_ fd: CInt) {
+        close(fd)
+        shards.connectionDropped()
+    }
+
+    private func handOver(_ fd: CInt, to shard: Int) {
+        bootstrap(shard: shard, counted: true).withConnectedSocket(fd).whenFailure { [shards] _ in
+            // NIO closes the descriptor of a socket it could not register.
+            shards.connectionDropped()
+        }
+    }
+
+    // MARK: - Routing
+
+    /// Where a connection goes, from the first bytes of its request.
+    enum Route: Equatable {
+        /// The prefix so far could still be a routable request: wait for more bytes.
+        case needMore
+        /// To the shard of this index.
+        case shard(Int)
+        /// To any shard.
+        case any
+    }
+
+    private static let connectPrefix = Array("GET /cable/connect/".utf8)
+    private static let newPrefix = Array("GET /cable/new/".utf8)
+    private static let directoryPrefixes = [Array("GET /cable/listen/".utf8), Array("GET /cable/contact/".utf8)]
+
+    /// The shard for a request that starts with `bytes` (see the type's documentation).
+    static func route(_ bytes: ArraySlice<UInt8>, shardCount: Int) -> Route {
+        guard shardCount > 1 else { return .any }
+        let hexLength = 2 * HybridConstants.routingIDSize
+        if bytes.starts(with: connectPrefix) {
+            let hex = bytes.dropFirst(connectPrefix.count).prefix(hexLength)
+            guard hex.count == hexLength else { return .needMore }
+            guard let routingID = Hex.decode(String(decoding: hex, as: UTF8.self), byteCount: HybridConstants.routingIDSize)
+            else { return .any }
+            return .shard(RelayShards.shard(of: routingID, count: shardCount))
+        }
+        if bytes.starts(with: newPrefix) {
+            let hex = bytes.dropFirst(newPrefix.count).prefix(2)
+            guard hex.count == 2 else { return .needMore }
+            guard let first = Hex.decode(String(decoding: hex, as: UTF8.self), byteCount: 1) else { return .any }
+            return .shard(RelayShards.shard(ofTunnelID: first, count: shardCount))
+        }
+        for prefix in directoryPrefixes where bytes.starts(with: prefix) {
+            return .shard(RelayShards.directoryShard)
+        }
+        let candidates = [connectPrefix, newPrefix] + directoryPrefixes
+        if candidates.contains(where: { $0.starts(with: bytes) }) { return .needMore }
+        return .any
+    }
+}
