@@ -106,7 +106,7 @@ struct DesktopCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Break the protocol on purpose at one step, to test a phone's error handling (QR flow; Docs/FAULTS.md).",
-            valueName: DesktopMisbehaviour.allCases.map(\.rawValue).joined(separator: "|")
+            valueName: "step"
         )
     )
     var misbehave: DesktopMisbehaviour?

@@ -109,7 +109,7 @@ struct PhoneCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Break the protocol on purpose at one step, to test a desktop's error handling (QR flow; Docs/FAULTS.md).",
-            valueName: PhoneMisbehaviour.allCases.map(\.rawValue).joined(separator: "|")
+            valueName: "step"
         )
     )
     var misbehave: PhoneMisbehaviour?

@@ -47,8 +47,9 @@ struct RelayFaultModeTests {
         Case(
             fault: "duplicate@to-desktop#2", side: .desktop, step: "reading the phone's response",
             hybrid: .decryptionFailed, text: "message 1 does not authenticate"),
+        // A long hold: the update message overtakes however slowly a loaded machine sends it.
         Case(
-            fault: "reorder@to-desktop#2", side: .desktop, step: "waiting for the post-handshake message",
+            fault: "reorder=5s@to-desktop#2", side: .desktop, step: "waiting for the post-handshake message",
             hybrid: .decryptionFailed, text: "message 0 does not authenticate"),
         // Message 2 dropped: the next message (post-handshake, 144 bytes) is taken for it.
         Case(

@@ -42,7 +42,7 @@ final class FaultInjectionHandler: ChannelInboundHandler, RemovableChannelHandle
     /// Puts a fault handler for `side` of `tunnel` in front of `peerHandler` when the relay has fault
     /// rules; does nothing otherwise. The one call in the relay's forwarding path.
     static func install(
-        on channel: Channel, before peerHandler: RelayPeerHandler, tunnel: RelayTunnel, side: TunnelSide,
+        on channel: Channel, before peerHandler: any ChannelHandler, tunnel: RelayTunnel, side: TunnelSide,
         registry: RelayRegistry
     ) throws {
         let faults = registry.configuration.faults
