@@ -14,6 +14,8 @@ struct MisbehaviourTests {
         var desktop: Result<DesktopResult, ProgramFailure>
         var phone: Result<PhoneResult, ProgramFailure>
         var elapsed: Duration
+        /// Whether the desktop's links file exists afterwards.
+        var linksStored = false
 
         var desktopFailure: ProgramFailure? { if case .failure(let failure) = desktop { failure } else { nil } }
         var phoneFailure: ProgramFailure? { if case .failure(let failure) = phone { failure } else { nil } }
@@ -23,7 +25,7 @@ struct MisbehaviourTests {
     /// phone's is longer so the desktop's verdict comes first when a timer must end it.
     private func run(
         phone misbehaviour: PhoneMisbehaviour? = nil, desktop desktopMisbehaviour: DesktopMisbehaviour? = nil,
-        timeout: Duration = .seconds(10)
+        timeout: Duration = .seconds(10), link: Bool = false
     ) async throws -> Ends {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("misbehave-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: home) }
@@ -34,6 +36,7 @@ struct MisbehaviourTests {
         desktop.timeout = timeout
         desktop.request = .makeCredential
         desktop.misbehave = desktopMisbehaviour
+        desktop.link = link
         let silent = ProgramOutput(standardOutput: { _ in }, standardError: { _ in })
         let ready = AsyncStream<DesktopEndpoints>.makeStream()
         let start = ContinuousClock.now
@@ -68,7 +71,8 @@ struct MisbehaviourTests {
             }
         }
         let (d, p) = (await desktopEnd.value, await phoneEnd.value)
-        return Ends(desktop: d, phone: p, elapsed: ContinuousClock.now - start)
+        let links = FileManager.default.fileExists(atPath: home + "/links.json")
+        return Ends(desktop: d, phone: p, elapsed: ContinuousClock.now - start, linksStored: links)
     }
 
     // MARK: - A misbehaving phone, our desktop
@@ -141,6 +145,40 @@ struct MisbehaviourTests {
                 "the phone's makeCredential response is malformed: CTAP2 invalidCBOR: CTAP2 response payload: CBOR: input ends inside an item"
             ), "\(failure)")
         #expect(throws: Never.self, "the phone thinks it answered") { try ends.phone.get() }
+    }
+
+    @Test("phone bad-post-handshake: a post-handshake message that decrypts but is not its CBOR map, exit 7")
+    func badPostHandshake() async throws {
+        let ends = try await run(phone: .badPostHandshake)
+        let failure = try #require(ends.desktopFailure)
+        #expect(failure.exitCode == 7)
+        #expect(
+            failure.message
+                == "waiting for the post-handshake message: invalidPostHandshakeMessage: not a CBOR item (CBOR: input ends inside an item at offset 0); revision-0 phones are not supported",
+            "\(failure)")
+    }
+
+    @Test("phone bad-linking-signature (desktop --link): the desktop refuses the linking information, stores no link, exit 7")
+    func badLinkingSignature() async throws {
+        let ends = try await run(phone: .badLinkingSignature, link: true)
+        let failure = try #require(ends.desktopFailure)
+        #expect(failure.exitCode == 7)
+        #expect(failure.message == "reading the phone's response: invalidLinkingInfo: handshake signature does not verify", "\(failure)")
+        #expect(!ends.linksStored, "no link was stored")
+    }
+
+    @Test("control: desktop --link with a correct phone stores the link (what bad-linking-signature prevents)")
+    func linkControl() async throws {
+        let ends = try await run(link: true)
+        #expect(throws: Never.self) { try ends.desktop.get() }
+        #expect(ends.linksStored)
+    }
+
+    @Test("phone bad-linking-signature without --link: there is no linking information to break, the registration succeeds")
+    func badLinkingSignatureWithoutLink() async throws {
+        let ends = try await run(phone: .badLinkingSignature)
+        #expect(throws: Never.self) { try ends.desktop.get() }
+        #expect(throws: Never.self) { try ends.phone.get() }
     }
 
     // MARK: - A misbehaving desktop, our phone

@@ -106,7 +106,7 @@ public enum PhoneProgram {
         let misbehave = configuration.misbehave
         if let misbehave {
             narrator.say("note: misbehaving on purpose: \(misbehave.rawValue)")
-            transports = misbehave.wrap(transports, session: session)
+            transports = misbehave.wrap(transports, session: &session)
         }
         do {
             try await AuthenticatorDriver.run(

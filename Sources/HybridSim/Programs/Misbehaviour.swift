@@ -5,8 +5,10 @@ import Synchronization
 
 /// `hybrid-sim phone --misbehave STEP`: a phone that breaks the protocol on purpose at one step, so
 /// a desktop (a browser, a client library) can be tested for the error it reports
-/// (Docs/FAULTS.md). Applied by wrapping the phone's transports and responder; the protocol core
-/// is untouched, so everything else the phone sends is correct.
+/// (Docs/FAULTS.md). Applied by wrapping the phone's transports and responder (and, for the steps
+/// inside the encrypted channel, re-encrypting one message with the session's own traffic keys,
+/// taken from its key-log hook); the protocol core is untouched, so everything else the phone sends
+/// is correct.
 public enum PhoneMisbehaviour: String, Sendable, Hashable, CaseIterable {
     /// The advert is encrypted under the EID key of another QR secret. A correct desktop cannot tell
     /// it from another session's advert: it ignores it and times out ("not ours").
@@ -20,6 +22,12 @@ public enum PhoneMisbehaviour: String, Sendable, Hashable, CaseIterable {
     case staleRoutingID = "stale-routing-id"
     /// One bit of handshake message 2's AES-GCM tag is flipped: the desktop's handshake fails.
     case badHandshake = "bad-handshake"
+    /// The post-handshake message decrypts correctly but its plaintext is not the CBOR map it must
+    /// be: the desktop rejects it.
+    case badPostHandshake = "bad-post-handshake"
+    /// With a desktop that offers linking (`desktop --link`): the linking information in the update
+    /// message carries a handshake signature with one bit flipped; the desktop must not link.
+    case badLinkingSignature = "bad-linking-signature"
     /// The CTAP2 response keeps its body but carries the status CTAP1_ERR_OTHER (0x7F): a correct
     /// desktop treats every non-zero status as a failure and ignores the body.
     case wrongCTAPStatus = "wrong-ctap-status"
@@ -29,8 +37,9 @@ public enum PhoneMisbehaviour: String, Sendable, Hashable, CaseIterable {
     /// The status `wrong-ctap-status` answers with.
     public static let wrongStatus = CTAP2StatusCode.other
 
-    /// Wraps the phone's transports for `session` (whose keys the advert misbehaviours need).
-    public func wrap(_ transports: AuthenticatorDriver.Transports, session: AuthenticatorSession) -> AuthenticatorDriver.Transports {
+    /// Wraps the phone's transports for `session`, whose keys the advert misbehaviours need and
+    /// whose key-log hook the encrypted-channel ones chain to learn the traffic keys.
+    public func wrap(_ transports: AuthenticatorDriver.Transports, session: inout AuthenticatorSession) -> AuthenticatorDriver.Transports {
         var wrapped = transports
         let (keys, secret) = (session.keys, session.qrPayload.secret)
         switch self {
@@ -44,10 +53,53 @@ public enum PhoneMisbehaviour: String, Sendable, Hashable, CaseIterable {
                 // The phone's first message is handshake message 2; its last 16 bytes are the tag.
                 return (TamperingTunnel(tunnel, messageNumber: 1) { $0[$0.count - 1] ^= 0x01 }, routingID)
             }
+        case .badPostHandshake, .badLinkingSignature:
+            let traffic = Mutex<SessionKeys?>(nil)
+            let previous = session.keyLog
+            session.keyLog = { keys in
+                traffic.withLock { $0 = keys }
+                previous?(keys)
+            }
+            // The phone's messages: handshake 2, post-handshake (sequence 0), update (sequence 1), response.
+            let (number, sequence): (Int, UInt32) = self == .badPostHandshake ? (2, 0) : (3, 1)
+            let breaksPostHandshake = self == .badPostHandshake
+            let createTunnel = transports.createTunnel
+            wrapped.createTunnel = { path, timeout in
+                let (tunnel, routingID) = try await createTunnel(path, timeout)
+                let tampering = TamperingTunnel(tunnel, messageNumber: number) { message in
+                    guard let keys = traffic.withLock({ $0 }) else { return }
+                    message = Self.reencrypt(message, key: keys.responderToInitiator, sequence: sequence) { plaintext in
+                        // A CBOR map header with no entries after it: not the post-handshake map.
+                        breaksPostHandshake ? [0xA1] : Self.breakLinkingSignature(inUpdate: plaintext)
+                    }
+                }
+                return (tampering, routingID)
+            }
         case .wrongCTAPStatus, .truncatedResponse:
             break
         }
         return wrapped
+    }
+
+    /// `ciphertext` (transport message `sequence` under `key`) decrypted, changed and encrypted again
+    /// under the same key and sequence number, so only the plaintext is wrong.
+    static func reencrypt(_ ciphertext: [UInt8], key: [UInt8], sequence: UInt32, change: ([UInt8]) -> [UInt8]) -> [UInt8] {
+        var crypter = Crypter(readKey: key, writeKey: key, readSequence: sequence, writeSequence: sequence)
+        guard let plaintext = try? crypter.decrypt(ciphertext), let out = try? crypter.encrypt(change(plaintext)) else {
+            return ciphertext
+        }
+        return out
+    }
+
+    /// An update frame whose linking information has one bit of its handshake signature flipped
+    /// (unchanged when it carries none).
+    static func breakLinkingSignature(inUpdate plaintext: [UInt8]) -> [UInt8] {
+        guard let frame = try? Frame(bytes: plaintext), frame.type == .update,
+            let map = try? UpdateMessage.parse(payload: frame.payload), var linking = try? LinkingInfo(cbor: map),
+            !linking.handshakeSignature.isEmpty
+        else { return plaintext }
+        linking.handshakeSignature[0] ^= 0x01
+        return UpdateMessage.frame(linking: linking).bytes
     }
 
     /// The response the phone sends instead of `response` (status ‖ CBOR).
