@@ -111,6 +111,59 @@ struct RelayFaultModeTests {
         }
     }
 
+    @Test("delay on some messages only: later messages wait behind a delayed one, so order holds and the sign-in succeeds")
+    func partialDelayKeepsOrder() async throws {
+        let faults = try RelayFaults(parsing: ["delay=300ms:0.5@to-desktop"])
+        // A seed whose decisions delay one of the phone's first messages and not the next one.
+        let seed = try #require(
+            (UInt64(0)..<1000).first { seed in
+                let delayed = (1...4).map { faults.decide(seed: seed, recipient: .desktop, number: $0, length: 100).delay != nil }
+                return delayed[0] && !delayed[1] && delayed[2] && !delayed[3]
+            })
+        var configuration = RelayConfiguration()
+        configuration.faults = RelayFaults(faults.rules, seed: seed)
+        try await withHarness(configuration) { harness in
+            let account = Account.make("alice")
+            let rig = SessionRig(relayURL: harness.relayURL, phone: SimulatedPhone(passkeys: [account.passkey]))
+            let outcome = try await rig.run(request: signInRequest(), hint: .getAssertion)
+            #expect(throws: Never.self) { try outcome.desktop.get() }
+            #expect(throws: Never.self) { try outcome.phone.get() }
+            #expect(outcome.elapsed >= .milliseconds(300))
+        }
+    }
+
+    @Test("reorder with nothing to overtake: the held message goes after the hold and the sign-in succeeds")
+    func reorderReleasedAfterHold() async throws {
+        var configuration = RelayConfiguration()
+        // Handshake message 1: the desktop sends nothing else until it has message 2.
+        configuration.faults = try RelayFaults(parsing: ["reorder=300ms@to-phone#1"])
+        try await withHarness(configuration) { harness in
+            let account = Account.make("alice")
+            let rig = SessionRig(relayURL: harness.relayURL, phone: SimulatedPhone(passkeys: [account.passkey]))
+            let outcome = try await rig.run(request: signInRequest(), hint: .getAssertion)
+            #expect(throws: Never.self) { try outcome.desktop.get() }
+            #expect(throws: Never.self) { try outcome.phone.get() }
+            #expect(outcome.elapsed >= .milliseconds(300))
+        }
+    }
+
+    @Test("a peer's close frame waits behind its delayed last message: the phone reads the shutdown, not just the close")
+    func closeWaitsBehindDelay() async throws {
+        var configuration = RelayConfiguration()
+        configuration.faults = try RelayFaults(parsing: ["delay=300ms@to-phone#3"])
+        try await withHarness(configuration) { harness in
+            let account = Account.make("alice")
+            var rig = SessionRig(relayURL: harness.relayURL, phone: SimulatedPhone(passkeys: [account.passkey]))
+            let events = LockedBox<[SessionEvent]>([])
+            rig.events = { event in events.update { $0.append(event) } }
+            let outcome = try await rig.run(request: signInRequest(), hint: .getAssertion)
+            #expect(throws: Never.self) { try outcome.desktop.get() }
+            #expect(throws: Never.self) { try outcome.phone.get() }
+            #expect(events.value.contains { if case .shutdownReceived = $0 { true } else { false } })
+            #expect(!events.value.contains { if case .closedAfterResponse = $0 { true } else { false } })
+        }
+    }
+
     @Test("faults hit the bytes the relay forwards: the message observer and --record see the truncated message")
     func recordedAsForwarded() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("faults-\(UUID().uuidString)").path
