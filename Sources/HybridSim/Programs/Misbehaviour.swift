@@ -11,7 +11,7 @@ import Synchronization
 /// is correct.
 public enum PhoneMisbehaviour: String, Sendable, Hashable, CaseIterable {
     /// The advert is encrypted under the EID key of another QR secret. A correct desktop cannot tell
-    /// it from another session's advert: it ignores it and times out ("not ours").
+    /// it from another session's advert: it ignores it and times out ("not for this QR code").
     case wrongAdvertKey = "wrong-advert-key"
     /// The advert's nonce is changed after the phone derived its PSK from it, so the desktop derives
     /// another PSK: the handshake fails at the phone (message 1 does not authenticate), which closes
