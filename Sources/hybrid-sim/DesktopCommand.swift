@@ -1,5 +1,6 @@
 import ArgumentParser
 import HybridCore
+import HybridRuntime
 import HybridSim
 import Logging
 
@@ -104,6 +105,26 @@ struct DesktopCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "Break the protocol on purpose at one step, to test a phone's error handling (QR flow; Docs/FAULTS.md).",
+            valueName: "step"
+        )
+    )
+    var misbehave: DesktopMisbehaviour?
+
+    @Option(
+        name: .customLong("relay-fault"),
+        help: ArgumentHelp(
+            "Make the embedded relay inject this fault (repeatable; same syntax as hybrid-sim relay --fault, Docs/FAULTS.md). Not with --relay.",
+            valueName: "spec"
+        )
+    )
+    var relayFaults: [String] = []
+
+    @Option(help: ArgumentHelp("Seed of the --relay-fault decisions (as relay --fault-seed).", valueName: "n"))
+    var relayFaultSeed: UInt64?
+
+    @Option(
+        help: ArgumentHelp(
             "UDP port of the proximity scanner; 0 picks a free one. (default: 47002, or a free port if it is taken)",
             valueName: "n"
         )
@@ -156,6 +177,7 @@ struct DesktopCommand: AsyncParsableCommand {
         if relay != nil, relayPort != nil {
             throw ValidationError("--relay-port is for the embedded relay; it cannot be combined with --relay")
         }
+        _ = try FaultOptions.relayFaults(relayFaults, seed: relayFaultSeed, flag: "--relay-fault")
         if let timeout, !(timeout > 0 && timeout <= ProgramDefaults.maximumTimeoutSeconds) {
             throw ValidationError(
                 "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds"
@@ -200,6 +222,8 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.rpStorePath = rpStore
         configuration.relay = relay.map { .external(url: $0) } ?? .embedded(port: relayPort)
         configuration.proximityPort = proximityPort
+        configuration.misbehave = misbehave
+        configuration.relayFaults = (try? RelayFaults(parsing: relayFaults, seed: relayFaultSeed)) ?? RelayFaults()
         configuration.minRSSI = minRssi
         configuration.qrPNGPath = qrPng
         configuration.invertQR = invert
@@ -215,6 +239,7 @@ struct DesktopCommand: AsyncParsableCommand {
 }
 
 extension UserIdEncoding: ExpressibleByArgument {}
+extension DesktopMisbehaviour: ExpressibleByArgument {}
 
 /// `--request mc|ga`.
 enum RequestKind: String, ExpressibleByArgument, CaseIterable {

@@ -106,12 +106,21 @@ struct PhoneCommand: AsyncParsableCommand {
             valueName: "seconds"))
     var listenTimeout: Double?
 
+    @Option(
+        help: ArgumentHelp(
+            "Break the protocol on purpose at one step, to test a desktop's error handling (QR flow; Docs/FAULTS.md).",
+            valueName: "step"
+        )
+    )
+    var misbehave: PhoneMisbehaviour?
+
     @Flag(help: "Revoke this phone's contact ID: every desktop's link answers 410 from then on. (default: off)")
     var unlink = false
 
     func validate() throws {
         if listen || unlink {
             guard qr == nil, scan == nil else { throw ValidationError("--listen and --unlink take no QR code (--qr, --scan)") }
+            guard misbehave == nil else { throw ValidationError("--misbehave applies to the QR flow, not to --listen or --unlink") }
             guard !(listen && unlink) else { throw ValidationError("--listen and --unlink cannot be combined") }
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
             if let listenTimeout, listenTimeout <= 0 { throw ValidationError("--listen-timeout must be more than 0") }
@@ -168,11 +177,14 @@ struct PhoneCommand: AsyncParsableCommand {
         configuration.attestation = attestation.attestation
         configuration.json = json
         configuration.keyLogPath = session.keylog
+        configuration.misbehave = misbehave
         configuration.timeout = .milliseconds(Int64((timeout * 1000).rounded()))
         configuration.logger = CommandLogging.logger(label: "hybrid-sim.phone", level: session.logLevel)
         return configuration
     }
 }
+
+extension PhoneMisbehaviour: ExpressibleByArgument {}
 
 /// `--attestation none|packed`.
 enum AttestationKind: String, ExpressibleByArgument, CaseIterable {

@@ -125,6 +125,23 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var record: String?
 
+    @Option(
+        name: .customLong("fault"),
+        help: ArgumentHelp(
+            "Inject a fault into relayed tunnel messages (repeatable): MODE[=VALUE][:RATE][@to-phone|@to-desktop|@both][#N], MODE one of drop, delay, duplicate, corrupt, reorder, truncate, close; e.g. drop:0.5@to-phone, delay=300ms, close=4000#2 (Docs/FAULTS.md).",
+            valueName: "spec"
+        )
+    )
+    var faults: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Seed of the --fault decisions: every tunnel hits the same messages, so a run is reproducible. (default: a seed per tunnel, logged)",
+            valueName: "n"
+        )
+    )
+    var faultSeed: UInt64?
+
     /// `--routing-id-prefix` as bytes: 2 or 4 hex digits.
     private var routingPrefixBytes: [UInt8]? {
         guard let text = routingIDPrefix else { return nil }
@@ -147,6 +164,7 @@ struct RelayCommand: AsyncParsableCommand {
         }
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0...256") }
         guard maxMessageSize <= 1 << 30 else { throw ValidationError("--max-message-size must be at most 1 GiB") }
+        _ = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if routingIDPrefix != nil, routingPrefixBytes == nil {
             throw ValidationError("--routing-id-prefix must be 2 or 4 hex digits (1 or 2 of the routing ID's 3 bytes)")
         }
@@ -167,6 +185,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.eventLoops = eventLoops
         configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         configuration.routingIDPrefix = routingPrefixBytes ?? []
+        configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record {
             var isDirectory: ObjCBool = false
             guard FileManager.default.fileExists(atPath: record, isDirectory: &isDirectory), isDirectory.boolValue else {
@@ -180,11 +199,28 @@ struct RelayCommand: AsyncParsableCommand {
         // A failure (port in use, non-loopback host) propagates: ArgumentParser prints
         // "Error: <reason>" on stderr and exits 1.
         let endpoint = try await relay.start()
+        if configuration.faults.isEnabled {
+            logger.warning(
+                "fault injection: \(configuration.faults.rules.map(\.description).joined(separator: " "))\(faultSeed.map { ", seed \($0)" } ?? "") (tunnel messages are no longer relayed verbatim)")
+        }
         print("hybrid-sim relay listening on \(endpoint.url)")
         fflush(nil)  // stdout may be a pipe: the harness waiting for this line must see it now
         let received = await signals.wait()
         logger.info("received signal \(received), shutting down")
         await relay.shutdown()
+    }
+}
+
+/// `--fault` / `desktop --relay-fault` values checked by the argument parser's rules (exit 64).
+enum FaultOptions {
+    /// The parsed rules, or a `ValidationError` naming the bad one.
+    static func relayFaults(_ specs: [String], seed: UInt64?, flag: String) throws -> RelayFaults {
+        if seed != nil, specs.isEmpty { throw ValidationError("\(flag)-seed needs at least one \(flag)") }
+        do {
+            return try RelayFaults(parsing: specs, seed: seed)
+        } catch {
+            throw ValidationError("\(flag): \(error)")
+        }
     }
 }
 

@@ -156,6 +156,12 @@ final class ContactDirectory {
         }
     }
 
+    /// Whether `tunnel` was opened by a desktop's contact request (the linked flow, where the
+    /// desktop is the tunnel's creator and the phone its joiner).
+    func isContactTunnel(_ tunnel: RelayTunnel) -> Bool {
+        active.values.contains { $0 === tunnel }
+    }
+
     /// A tunnel closed: forget it as a contact in progress.
     func tunnelClosed(_ tunnel: RelayTunnel) {
         for (id, candidate) in active where candidate === tunnel { active[id] = nil }

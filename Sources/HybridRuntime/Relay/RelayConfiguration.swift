@@ -98,6 +98,11 @@ public struct RelayConfiguration: Sendable {
     /// recording; it must return quickly and must not block. Default none.
     public var messageObserver: (@Sendable (RelayDirection, [UInt8]) -> Void)?
 
+    /// Fault injection (`hybrid-sim relay --fault`): rules that drop, delay, duplicate, corrupt,
+    /// reorder or truncate relayed messages or close tunnels, and their seed (Docs/FAULTS.md).
+    /// Default: none.
+    public var faults = RelayFaults()
+
     /// Test-only hook: sees (and may modify) every relayed message before it is forwarded or buffered.
     /// Lets a test flip a byte in transit to check that the protocol layer notices.
     package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?

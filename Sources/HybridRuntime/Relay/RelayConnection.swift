@@ -160,6 +160,7 @@ final class RelayConnection {
             ),
             handler
         )
+        try FaultInjectionHandler.install(on: channel, before: handler, tunnel: tunnel, side: side, registry: registry)
         tunnel.attach(side, handler: handler)
         return .upgraded
     }

@@ -1,5 +1,6 @@
 import Foundation
 import HybridCore
+import HybridRuntime
 import Logging
 
 /// Everything `hybrid-sim desktop` can be told (Docs/CLI.md). `nil` means "the default", which for
@@ -39,6 +40,10 @@ public struct DesktopConfiguration: Sendable {
     public var rpStorePath: String?
     /// The tunnel service. Default: embedded on port 47001 (or a free one).
     public var relay: Relay = .embedded(port: nil)
+    /// `--misbehave STEP`: break the protocol on purpose at one step (Docs/FAULTS.md); QR flow only.
+    public var misbehave: DesktopMisbehaviour?
+    /// `--relay-fault`: faults the embedded relay injects (Docs/FAULTS.md); ignored with an external relay.
+    public var relayFaults = RelayFaults()
     /// UDP port of the proximity scanner; `nil`: 47002, or a free one (with a note) when taken; 0: a free one.
     public var proximityPort: Int?
     /// Weakest RSSI (dBm) an advert may have. Default -70.
@@ -95,6 +100,9 @@ public struct DesktopConfiguration: Sendable {
         }
         if case .external(let url) = relay {
             try ProgramChecks.relayURL(url)
+            if relayFaults.isEnabled {
+                throw bad("--relay-fault is for the embedded relay; with --relay, give the faults to hybrid-sim relay --fault")
+            }
         }
         if let proximityPort, !(0...65535).contains(proximityPort) {
             throw bad("--proximity-port must be 0…65535")
@@ -104,6 +112,7 @@ public struct DesktopConfiguration: Sendable {
             if link { throw bad("--link and --linked cannot be combined (--linked uses an existing link)") }
             if linked.isEmpty { throw bad("--linked needs a phone name or any") }
             if qrPNGPath != nil { throw bad("--qr-png does not apply to --linked (there is no QR code)") }
+            if misbehave != nil { throw bad("--misbehave applies to the QR flow, not to --linked") }
         }
         if let timeout {
             guard timeout > .zero, timeout <= .seconds(ProgramDefaults.maximumTimeoutSeconds) else {

@@ -252,11 +252,18 @@ struct Run {
             userAction: timeout
         )
         let narrator = self.narrator
+        var transports = ClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger)
+        var request = ceremony.requestBytes
+        if let misbehave = configuration.misbehave {
+            narrator.say("note: misbehaving on purpose: \(misbehave.rawValue)")
+            transports = misbehave.wrap(transports)
+            request = misbehave.request(request)
+        }
         do {
             return try await ClientDriver.run(
                 session: session,
-                request: ceremony.requestBytes,
-                transports: .loopback(relayURL: relayURL, scanner: scanner, logger: logger),
+                request: request,
+                transports: transports,
                 timeouts: timeouts,
                 events: { narrator.session($0) }
             )
@@ -351,6 +358,11 @@ struct Run {
             var relayConfiguration = RelayConfiguration()
             relayConfiguration.tunnelLifetime = max(.seconds(120), timeout + .seconds(60))
             relayConfiguration.idleTimeout = max(.seconds(60), timeout)
+            relayConfiguration.faults = configuration.relayFaults
+            if configuration.relayFaults.isEnabled {
+                let rules = configuration.relayFaults.rules.map(\.description).joined(separator: " ")
+                narrator.say("note: the embedded relay injects faults: \(rules) (each is logged at --log-level info)")
+            }
             let wanted = port ?? ProgramDefaults.relayPort
             do {
                 let relay = TunnelRelay(

@@ -29,7 +29,7 @@ actor PhoneAuthenticator {
     func respond(_ request: [UInt8]) async -> [UInt8] {
         var policy = SoftwareAuthenticator.Policy(deny: configuration.deny, attestation: configuration.attestation)
         let decoded = try? CTAP2Request(bytes: request)
-        var command = "request"
+        var command = "CTAP2"
         switch decoded {
         case .makeCredential(let request):
             command = "makeCredential"

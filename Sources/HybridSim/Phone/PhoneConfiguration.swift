@@ -38,6 +38,8 @@ public struct PhoneConfiguration: Sendable {
     public var timeout: Duration = .seconds(ProgramDefaults.timeoutSeconds)
     /// `--keylog FILE`: append each session's traffic keys and handshake hash (`SessionKeys`).
     public var keyLogPath: String?
+    /// `--misbehave STEP`: break the protocol on purpose at one step (Docs/FAULTS.md); QR flow only.
+    public var misbehave: PhoneMisbehaviour?
     /// Asks the user when several passkeys match and no ``account`` is given; `nil` fails instead
     /// with the list of accounts. The CLI sets `PhoneProgram.terminalAccountChooser(output:)`.
     public var chooseAccount: AccountChooser?

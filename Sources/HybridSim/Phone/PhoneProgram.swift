@@ -101,19 +101,22 @@ public enum PhoneProgram {
             message: min(.seconds(10), timeout),
             userAction: timeout
         )
+        var transports = AuthenticatorDriver.Transports.loopback(
+            relayURL: relayURL, proximity: proximity, rssi: Int8(configuration.rssi), logger: configuration.logger)
+        let misbehave = configuration.misbehave
+        if let misbehave {
+            narrator.say("note: misbehaving on purpose: \(misbehave.rawValue)")
+            transports = misbehave.wrap(transports, session: &session)
+        }
         do {
             try await AuthenticatorDriver.run(
                 session: session,
-                transports: .loopback(
-                    relayURL: relayURL,
-                    proximity: proximity,
-                    rssi: Int8(configuration.rssi),
-                    logger: configuration.logger
-                ),
+                transports: transports,
                 timeouts: timeouts,
                 events: { narrator.session($0) }
             ) { request in
-                await authenticator.respond(request)
+                let response = await authenticator.respond(request)
+                return misbehave?.response(response) ?? response
             }
         } catch let error as TransactionError {
             // A refusal or a failed save explains an early end better than the transport does.
