@@ -45,6 +45,8 @@ final class RelayRegistry {
     private var tunnels: [[UInt8]: RelayTunnel] = [:]
     private var connections: [ObjectIdentifier: RelayConnection] = [:]
     private var isShuttingDown = false
+    /// The pending-upgrade and per-source caps (``AdmissionLedger``).
+    private(set) lazy var admission = AdmissionLedger(configuration: configuration)
     /// Budget of info-level log lines (peers can trigger them).
     let logLimiter = RelayLogLimiter()
     private var drained: EventLoopPromise<Void>?
