@@ -19,7 +19,7 @@ public enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable {
     case oversizeMessage = "oversize-message"
     /// Upgrades and then sends non-final 512-byte fragments, never the last one.
     case endlessFragments = "endless-fragments"
-    /// Upgrades, sends 200 pings at once and then 10 a second while it holds the connection.
+    /// Opens a tunnel with both peers; the creator sends 200 pings at once and then 10 a second while it holds it.
     case pingFlood = "ping-flood"
     /// Upgrades and then sends a text frame (tunnel messages are binary).
     case textFrame = "text-frame"
@@ -29,18 +29,24 @@ public enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable {
     case neverReads = "never-reads"
     /// `/cable/new` with nobody ever joining, held; 32 source addresses share these.
     case unjoinedTunnel = "unjoined-tunnel"
+    /// Holds a phone's push channel (`/cable/listen/{random contact ID}`) that nobody ever contacts.
+    case listenSquat = "listen-squat"
     /// Bursts of silent connections from one address, more than the per-source cap.
     case sourceFlood = "source-flood"
 
     /// Share of the attacking population (out of the sum over all attacks).
     var weight: Int {
+        // Sized so that with the relay's default caps the attack holds more than 2,000 connections
+        // while staying under 1,024 pending upgrades (~700) and 1,024 tunnels (~800): honest sign-ins
+        // must still find room (Docs/ROBUSTNESS.md, "Hostile-client soak").
         switch self {
-        case .slowloris: return 12
-        case .silentSocket, .partialRequest: return 6
-        case .unjoinedTunnel, .pingFlood: return 15
-        case .neverReads: return 8
-        case .connectStorm: return 6
-        case .garbageAfterUpgrade, .unmaskedFrame, .oversizeMessage, .endlessFragments, .textFrame: return 5
+        case .slowloris: return 6
+        case .silentSocket, .partialRequest: return 3
+        case .pingFlood, .neverReads: return 6
+        case .unjoinedTunnel: return 5
+        case .listenSquat: return 8
+        case .connectStorm: return 2
+        case .garbageAfterUpgrade, .unmaskedFrame, .oversizeMessage, .endlessFragments, .textFrame: return 2
         case .sourceFlood: return 0  // a fixed number of workers, see HostileSoak
         }
     }
@@ -48,7 +54,7 @@ public enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable {
     /// Whether an attempt holds its connection until the end of its hold time.
     var holds: Bool {
         switch self {
-        case .slowloris, .silentSocket, .partialRequest, .pingFlood, .neverReads, .unjoinedTunnel, .sourceFlood:
+        case .slowloris, .silentSocket, .partialRequest, .pingFlood, .neverReads, .unjoinedTunnel, .listenSquat, .sourceFlood:
             return true
         case .garbageAfterUpgrade, .unmaskedFrame, .oversizeMessage, .endlessFragments, .textFrame, .connectStorm:
             return false
@@ -92,7 +98,14 @@ struct HostileAttempt: Sendable {
             await afterUpgrade { HostileWire.frame(.binary, HostileWire.randomBytes(4096), declaredLength: 1 << 20) }
         case .textFrame: await afterUpgrade { HostileWire.frame(.text, Array("hello".utf8)) }
         case .endlessFragments: await withConnection(endlessFragments)
-        case .pingFlood: await withConnection(pingFlood)
+        case .pingFlood: await withTunnel(joinerReads: true) { creator, _ in await pingFlood(creator) }
+        case .listenSquat:
+            await withConnection { connection in
+                let path = TunnelServicePath.listenPath(contactID: HostileWire.randomBytes(16))
+                let (bytes, end) = await upgrade(connection, path: path)
+                guard HostileWire.status(bytes) == 101 else { return Self.outcome(bytes, end, upgraded: false) }
+                return await hold(connection, upgraded: true)
+            }
         case .connectStorm:
             await withConnection { connection in
                 let (bytes, end) = await upgrade(connection, path: HostileWire.randomConnectPath())
@@ -104,7 +117,8 @@ struct HostileAttempt: Sendable {
                 guard HostileWire.status(bytes) == 101 else { return Self.outcome(bytes, end, upgraded: false) }
                 return await hold(connection, upgraded: true)
             }
-        case .neverReads: await neverReads()
+        case .neverReads:
+            await withTunnel(joinerReads: false) { creator, _ in await hold(creator, upgraded: true, flooding: creator) }
         case .sourceFlood:
             await withTaskGroup(of: Void.self) { group in
                 for _ in 0..<burst {
@@ -158,11 +172,9 @@ struct HostileAttempt: Sendable {
     }
 
     private func pingFlood(_ connection: HostileConnection) async -> String {
-        let (bytes, end) = await upgrade(connection, path: HostileWire.randomNewPath())
-        guard HostileWire.status(bytes) == 101 else { return Self.outcome(bytes, end, upgraded: false) }
         var pings = 0
         for _ in 0..<200 where connection.writeIfWritable(HostileWire.frame(.ping, [1, 2, 3, 4])) { pings += 1 }
-        var result: (bytes: [UInt8], end: HostileConnection.End?) = (bytes, end)
+        var result: (bytes: [UInt8], end: HostileConnection.End?) = ([], nil)
         var outcome = Self.heldToTheEnd
         while holdLeft > .zero {
             result = await connection.wait(timeout: min(.milliseconds(100), holdLeft)) { HostileWire.closeCode($0) != nil }
@@ -177,22 +189,26 @@ struct HostileAttempt: Sendable {
         return outcome
     }
 
-    private func neverReads() async {
+    /// Opens a tunnel from ``source`` with both peers (creator `/cable/new`, joiner
+    /// `/cable/connect`), runs `body` with them and records the creator's outcome as what `body`
+    /// returns (the tunnel's), the joiner's as held; a joiner that does not read never reads.
+    private func withTunnel(
+        joinerReads: Bool, _ body: (_ creator: HostileConnection, _ joiner: HostileConnection) async -> String
+    ) async {
         let tunnelID = HostileWire.randomBytes(HybridConstants.tunnelIDSize)
         await withConnection { creator in
             let (bytes, end) = await upgrade(creator, path: TunnelServicePath.new(tunnelID: tunnelID).path)
             guard HostileWire.status(bytes) == 101, let routingID = HostileWire.routingID(bytes) else {
                 return Self.outcome(bytes, end, upgraded: false)
             }
-            // The creator's outcome is the tunnel's: the joiner only sits there, never reading.
             var outcome = "joiner refused"
             await withConnection { joiner in
                 let path = TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path
                 let (joined, joinEnd) = await upgrade(joiner, path: path)
                 guard HostileWire.status(joined) == 101 else { return Self.outcome(joined, joinEnd, upgraded: false) }
-                await joiner.setReading(false)
-                outcome = await hold(creator, upgraded: true, flooding: creator)
-                return Self.joinerNeverRead
+                if !joinerReads { await joiner.setReading(false) }
+                outcome = await body(creator, joiner)
+                return joinerReads ? Self.joinerHeld : Self.joinerNeverRead
             }
             return outcome
         }
@@ -245,6 +261,7 @@ struct HostileAttempt: Sendable {
 
     static let heldToTheEnd = "held open to the end"
     static let joinerNeverRead = "joiner: held, never read"
+    static let joinerHeld = "joiner: held"
 
     /// A short label for how a connection ended: the close code of an upgraded one, the HTTP status
     /// of a refused one, or how it was dropped.

@@ -12,8 +12,8 @@ import Synchronization
 /// over time (``ProcessProbe``), then checks that every honest sign-in succeeded, the relay's RSS
 /// stayed under a bound and its descriptors returned to the baseline once the attackers stopped.
 ///
-/// Attackers connect from 127.0.0.2…127.0.0.250 (unjoined tunnels from 32 of those, source
-/// floods from 127.0.0.251…254), honest clients from 127.0.0.1, so the relay's per-source caps can
+/// Attackers connect from 127.0.0.2…127.0.0.254 (unjoined tunnels from 127.0.0.2…33, source
+/// floods from 127.0.0.251…254, the others from 127.0.0.34…250), honest clients from 127.0.0.1, so the relay's per-source caps can
 /// tell them apart. Everything is bounded: each attacker task holds at most one attempt at a time
 /// (two connections for a never-reading tunnel, a burst for a source flood), every wait has a
 /// deadline, and every attacker lets go at the end of the run.
@@ -86,7 +86,7 @@ public struct HostileSoak: Sendable {
         switch attack {
         case .sourceFlood: return "127.0.0.\(251 + floodIndex % 4)"
         case .unjoinedTunnel: return "127.0.0.\(2 + index % 32)"
-        default: return "127.0.0.\(2 + index % 249)"
+        default: return "127.0.0.\(34 + index % 217)"
         }
     }
 
@@ -153,7 +153,14 @@ public struct HostileSoak: Sendable {
                 host: config.host, port: config.port, source: source, holdUntil: min(.now + hold, stopAt),
                 answerTimeout: config.answerTimeout, burst: config.sourceFloodBurst, tally: tally, attack: attack)
             await attempt.run()
-            let pause = attack == .connectStorm ? Int.random(in: 20...60) : Int.random(in: 200...500)
+            // Holders come back soon; the quick attacks (and unjoined tunnels, mostly refused with 429
+            // once their addresses hold 4) pace themselves, so the churn stays bounded on a small machine.
+            let pause: Int
+            switch attack {
+            case .connectStorm: pause = Int.random(in: 300...800)
+            case .unjoinedTunnel: pause = Int.random(in: 1000...3000)
+            default: pause = attack.holds ? Int.random(in: 200...500) : Int.random(in: 1000...3000)
+            }
             try? await Task.sleep(for: .milliseconds(pause))
         }
     }
