@@ -24,7 +24,8 @@ struct HostileBenchCommand: AsyncParsableCommand {
             caps below (other limits at their defaults) and stops it afterwards. Loopback only. \
             Progress goes to stderr, the report to stdout. Exits 1 if an honest ceremony failed, the \
             relay's descriptors did not return to their baseline within SETTLE seconds after the \
-            attackers stopped, or its RSS went above MAX-RSS.
+            attackers stopped, its RSS did not come back within MAX-RSS-GROWTH of its baseline, or it \
+            went above MAX-RSS.
             """
     )
 
@@ -64,6 +65,9 @@ struct HostileBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The relay's RSS must stay below this.", valueName: "MiB"))
     var maxRss = 512
 
+    @Option(help: ArgumentHelp("After the attack the relay's RSS must be back within this of its baseline.", valueName: "MiB"))
+    var maxRssGrowth = 16
+
     @Flag(help: "Print the report as JSON.")
     var json = false
 
@@ -79,7 +83,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
             throw ValidationError("the per-source caps must be 0 (no cap) or more")
         }
         guard settle >= 0, settle <= 3600 else { throw ValidationError("--settle must be between 0 and 3600 seconds") }
-        guard maxRss >= 1 else { throw ValidationError("--max-rss must be at least 1 MiB") }
+        guard maxRss >= 1, maxRssGrowth >= 0 else { throw ValidationError("--max-rss must be at least 1 MiB and --max-rss-growth not negative") }
     }
 
     func run() async throws {
@@ -129,6 +133,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
         configuration.sourceFloodBurst = sourceFloodBurst
         configuration.settle = .milliseconds(Int(settle * 1000))
         configuration.maxRSSBytes = maxRss * 1024 * 1024
+        configuration.maxRSSGrowthBytes = maxRssGrowth * 1024 * 1024
         configuration.relayLimits = limits
         configuration.rampUp = .milliseconds(Int(min(5, duration / 4) * 1000))
         let report = try await HostileSoak(configuration).run(progress: progress)

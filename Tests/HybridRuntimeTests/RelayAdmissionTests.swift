@@ -130,6 +130,12 @@ struct RelayAdmissionTests {
         }
     }
 
+    @Test("an idle relay can hand freed memory back: glibc's malloc_trim is found and runs")
+    func idleTrim() throws {
+        let trim = try #require(IdleMemoryTrim.mallocTrim, "malloc_trim not found in the C library")
+        #expect(trim(0) >= 0)
+    }
+
     @Test("the caps' defaults: 1024 pending upgrades, per-source caps off")
     func defaults() {
         let configuration = RelayConfiguration()

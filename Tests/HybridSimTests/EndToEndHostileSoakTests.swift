@@ -26,7 +26,7 @@ struct EndToEndHostileSoakTests {
         for attack in report["attacks"] as? [[String: Any]] ?? [] {
             if let name = attack["attack"] as? String { outcomes[name] = attack["outcomes"] as? [String: Int] ?? [:] }
         }
-        #expect(outcomes.count == 13, "every attack ran: \(outcomes.keys.sorted())")
+        #expect(outcomes.count == 14, "every attack ran: \(outcomes.keys.sorted())")
         // Answers the relay documents (Docs/RELAY.md), attack by attack.
         #expect(outcomes["unmasked-frame"]?["close 1002"] ?? 0 > 0, "\(outcomes)")
         #expect(outcomes["text-frame"]?["close 1003"] ?? 0 > 0, "\(outcomes)")

@@ -20,6 +20,9 @@ final class AdmissionLedger {
     private let maxConnectionsPerSource: Int
     private let maxWaitingTunnelsPerSource: Int
 
+    /// Returns freed memory to the system when the relay falls idle (it sees every close).
+    let idleTrim = IdleMemoryTrim()
+
     /// Connections admitted and not yet upgraded (nor closed).
     private(set) var pendingUpgrades = 0
     private var connectionsBySource: [String: Int] = [:]

@@ -76,6 +76,7 @@ final class RelayConnection {
             connection.upgradeTimer?.cancel()
             registry.admission.closed(connection)
             registry.connectionClosed(connection)
+            registry.admission.idleTrim.connectionClosed(on: channel.eventLoop) { registry.statistics.value.openConnections }
         }
         let timeout = registry.configuration.upgradeTimeout
         connection.upgradeTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {

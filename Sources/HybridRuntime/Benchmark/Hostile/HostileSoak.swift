@@ -46,6 +46,8 @@ public struct HostileSoak: Sendable {
         public var settle: Duration = .seconds(30)
         /// The relay's RSS must stay below this. Default 512 MiB.
         public var maxRSSBytes = 512 * 1024 * 1024
+        /// After the run the relay's RSS must be back within this of its baseline. Default 16 MiB.
+        public var maxRSSGrowthBytes = 16 * 1024 * 1024
         /// How often the relay is sampled. Default 1 s.
         public var sampleInterval: Duration = .seconds(1)
         /// The relay process to measure; `nil`: no RSS or descriptor figures (and no checks on them).
@@ -209,6 +211,14 @@ public struct HostileSoak: Sendable {
         var sample = try probe.sample()
         while let baseline, sample.openFiles > baseline.openFiles, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(100))
+            sample = try probe.sample()
+        }
+        // An idle relay returns its freed memory one second after its last connection closed.
+        let memoryDeadline = min(ContinuousClock.now + .seconds(3), deadline)
+        while let baseline, sample.residentBytes > baseline.residentBytes + configuration.maxRSSGrowthBytes,
+            ContinuousClock.now < memoryDeadline
+        {
+            try await Task.sleep(for: .milliseconds(200))
             sample = try probe.sample()
         }
         return sample

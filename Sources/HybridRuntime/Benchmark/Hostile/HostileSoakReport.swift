@@ -40,6 +40,8 @@ public struct HostileSoakReport: Sendable, Codable {
     public var relayLimits: [String: String]
     /// The relay's RSS bound, in bytes.
     public var maxRSSBytes: Int
+    /// How far above its baseline the relay's RSS may end, in bytes.
+    public var maxRSSGrowthBytes: Int
     /// How long the attack phase really took (until every attacker let go), in seconds.
     public var attackSeconds = 0.0
 
@@ -76,7 +78,7 @@ public struct HostileSoakReport: Sendable, Codable {
 
     /// Why the soak failed; empty when it passed.
     public var problems: [String] = []
-    /// Every honest sign-in succeeded, the relay's RSS stayed bounded and its descriptors returned to the baseline.
+    /// Every honest sign-in succeeded, the relay's RSS stayed bounded, and its descriptors and RSS returned to the baseline.
     public var passed: Bool { problems.isEmpty }
 
     init(configuration: HostileSoak.Configuration) {
@@ -85,6 +87,7 @@ public struct HostileSoakReport: Sendable, Codable {
         honestConcurrency = configuration.honestConcurrency
         relayLimits = configuration.relayLimits
         maxRSSBytes = configuration.maxRSSBytes
+        maxRSSGrowthBytes = configuration.maxRSSGrowthBytes
     }
 
     mutating func fill(
@@ -119,6 +122,10 @@ public struct HostileSoakReport: Sendable, Codable {
         if honestSignIns == 0 { problems.append("no honest sign-in completed") }
         if let baseline = relayBaseline, let end = relayEnd, end.openFiles > baseline.openFiles {
             problems.append("relay descriptors at \(end.openFiles) after the settle time, baseline \(baseline.openFiles)")
+        }
+        if let baseline = relayBaseline, let end = relayEnd, end.residentBytes > baseline.residentBytes + maxRSSGrowthBytes {
+            problems.append(
+                "relay RSS ended at \(Self.mebibytes(end.residentBytes)), more than \(Self.mebibytes(maxRSSGrowthBytes)) above its baseline of \(Self.mebibytes(baseline.residentBytes))")
         }
         if let peak = relayPeakResidentBytes, peak > maxRSSBytes {
             problems.append("relay RSS peaked at \(Self.mebibytes(peak)), above the bound of \(Self.mebibytes(maxRSSBytes))")
@@ -158,7 +165,7 @@ public struct HostileSoakReport: Sendable, Codable {
         if let baseline = relayBaseline, let end = relayEnd {
             lines.append(
                 "relay RSS: baseline \(Self.mebibytes(baseline.residentBytes)), peak \(Self.mebibytes(relayPeakResidentBytes ?? 0)), "
-                    + "end \(Self.mebibytes(end.residentBytes)) (bound \(Self.mebibytes(maxRSSBytes)))")
+                    + "end \(Self.mebibytes(end.residentBytes)) (bounds: peak \(Self.mebibytes(maxRSSBytes)), end baseline + \(Self.mebibytes(maxRSSGrowthBytes)))")
             lines.append(
                 "relay descriptors: baseline \(baseline.openFiles), peak \(relayPeakOpenFiles ?? 0), end \(end.openFiles); "
                     + "relay CPU \(Self.number(end.cpuSeconds - baseline.cpuSeconds)) s")
