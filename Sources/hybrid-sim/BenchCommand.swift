@@ -7,8 +7,8 @@ import HybridRuntime
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
-        abstract: "Benchmarks: loopback QR sign-ins (default) and relay load.",
-        subcommands: [SignInBenchCommand.self, RelayBenchCommand.self],
+        abstract: "Benchmarks: loopback QR sign-ins (default), relay load, and the hostile-client soak.",
+        subcommands: [SignInBenchCommand.self, RelayBenchCommand.self, HostileBenchCommand.self],
         defaultSubcommand: SignInBenchCommand.self
     )
 }

@@ -85,6 +85,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
                 arguments: [
                     "--port", "0", "--log-level", "error", "--max-tunnels", "\(tunnels + 16)",
                     "--max-connections", "\(2 * tunnels + 64)",
+                    "--max-pending-upgrades", "\(max(RelayConfiguration().maxPendingUpgrades, openConcurrency + 64))",
                     "--max-messages-per-peer", "\(rounds + 4)", "--max-message-size", "\(max(payload, 65536))",
                     "--tunnel-lifetime", "86400", "--idle-timeout", "86400",
                 ])
@@ -114,7 +115,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
 }
 
 /// A `hybrid-sim relay` child process on a free loopback port.
-private final class SpawnedRelay {
+final class SpawnedRelay {
     let process: Process
     let host: String
     let port: Int

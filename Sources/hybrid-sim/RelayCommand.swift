@@ -74,6 +74,30 @@ struct RelayCommand: AsyncParsableCommand {
     var maxConnections = Self.defaults.maxConnections
 
     @Option(
+        help: ArgumentHelp(
+            "Connections still in their HTTP upgrade at once; one more is answered 503 before its request is read (0: no cap).",
+            valueName: "count"
+        )
+    )
+    var maxPendingUpgrades = Self.defaults.maxPendingUpgrades
+
+    @Option(
+        help: ArgumentHelp(
+            "Connections open at once from one source IP address; one more is answered 429 before its request is read (0: no cap).",
+            valueName: "count"
+        )
+    )
+    var maxConnectionsPerSource = Self.defaults.maxConnectionsPerSource
+
+    @Option(
+        help: ArgumentHelp(
+            "Tunnels one source IP address may have open that nobody joined yet; /cable/new or /cable/contact beyond is answered 429 (0: no cap).",
+            valueName: "count"
+        )
+    )
+    var maxWaitingTunnelsPerSource = Self.defaults.maxWaitingTunnelsPerSource
+
+    @Option(
         name: .customLong("allow-origin"),
         help: ArgumentHelp(
             "Also accept requests from web pages of this Origin (repeatable; * accepts any). Requests without Origin or with a ws:// or wss:// Origin (native clients) are always accepted; other origins get 403.",
@@ -163,6 +187,12 @@ struct RelayCommand: AsyncParsableCommand {
             throw ValidationError("\(name) must be at least 1")
         }
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0...256") }
+        for (name, value) in [
+            ("--max-pending-upgrades", maxPendingUpgrades), ("--max-connections-per-source", maxConnectionsPerSource),
+            ("--max-waiting-tunnels-per-source", maxWaitingTunnelsPerSource),
+        ] where value < 0 {
+            throw ValidationError("\(name) must be 0 (no cap) or more")
+        }
         guard maxMessageSize <= 1 << 30 else { throw ValidationError("--max-message-size must be at most 1 GiB") }
         _ = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if routingIDPrefix != nil, routingPrefixBytes == nil {
@@ -183,6 +213,9 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.closeHandshakeTimeout = .seconds(closeTimeout)
         configuration.maxConnections = maxConnections
         configuration.eventLoops = eventLoops
+        configuration.maxPendingUpgrades = maxPendingUpgrades
+        configuration.maxConnectionsPerSource = maxConnectionsPerSource
+        configuration.maxWaitingTunnelsPerSource = maxWaitingTunnelsPerSource
         configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")

@@ -81,6 +81,9 @@ struct CLIDesktopPhoneTests {
             (["bench", "relay", "--relay-pid", "12,x"], "--relay-pid must be one or more process IDs"),
             (["bench", "relay", "--tunnels", "0"], "--tunnels must be 1...9900"),
             (["bench", "relay", "--tunnels", "9901"], "--tunnels must be 1...9900"),
+            (["relay", "--max-pending-upgrades=-1"], "--max-pending-upgrades must be 0 (no cap) or more"),
+            (["relay", "--max-waiting-tunnels-per-source=-2"], "--max-waiting-tunnels-per-source must be 0 (no cap) or more"),
+            (["bench", "hostile", "--hostile", "0"], "--hostile must be 1...15000"),
             (["demo", "--web-port", "8080"], "--web-port needs --web"),
         ]
     )

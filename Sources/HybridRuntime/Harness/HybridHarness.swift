@@ -55,6 +55,12 @@ public final class HybridHarness: Sendable {
         return HybridHarness(relay: relay, relayURL: endpoint.url, logger: logger)
     }
 
+    /// A harness whose transactions go through a relay that already runs at `relayURL` (another
+    /// process: the hostile soak measures it from outside). Its ``relay`` is never started.
+    static func using(relayURL: String, logger: Logger) -> HybridHarness {
+        HybridHarness(relay: TunnelRelay(logger: logger), relayURL: relayURL, logger: logger)
+    }
+
     /// Stops the relay (closing any open tunnel).
     public func shutdown() async {
         await relay.shutdown()

@@ -1,25 +1,32 @@
 import NIOCore
 
-/// Answers a connection beyond `--max-connections` (``RelayConfiguration/maxConnections``) with a
-/// fixed HTTP 503, without parsing the request: no HTTP decoder, no upgrade handler, no tunnel
-/// lookup. The response is written as soon as the connection is active, then the write side is
-/// shut down (FIN) and what the client still sends is discarded until it closes; a timer drops the
-/// connection after the close timeout whatever the client does.
+/// Answers a connection the relay will not serve with a fixed HTTP response, without parsing the
+/// request: no HTTP decoder, no upgrade handler, no tunnel lookup. Used beyond `--max-connections`
+/// (``RelayConfiguration/maxConnections``, 503) and for the admission caps of ``AdmissionLedger``
+/// (pending upgrades 503, connections per source address 429). The response is written as soon as
+/// the connection is active, then the write side is shut down (FIN) and what the client still sends
+/// is discarded until it closes; a timer drops the connection after the close timeout whatever the
+/// client does.
 final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
-    /// The whole response.
-    static let response: String = {
-        let body = "too many connections; try again later\n"
-        return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
-            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
-    }()
+    /// The whole response beyond `--max-connections`.
+    static let response = fixedResponse(status: "503 Service Unavailable", body: "too many connections; try again later")
 
+    /// A complete `text/plain` HTTP/1.1 response with `Connection: close`.
+    static func fixedResponse(status: String, body: String) -> String {
+        let body = body + "\n"
+        return "HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\n"
+            + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
+    }
+
+    private let response: String
     private let closeTimeout: Duration
     private var answered = false
     private var timer: Scheduled<Void>?
 
-    init(closeTimeout: Duration) {
+    init(response: String = OverCapacityHandler.response, closeTimeout: Duration) {
+        self.response = response
         self.closeTimeout = closeTimeout
     }
 
@@ -39,7 +46,7 @@ final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler 
         timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(closeTimeout)) {
             channel.close(promise: nil)
         }
-        let buffer = channel.allocator.buffer(string: Self.response)
+        let buffer = channel.allocator.buffer(string: response)
         context.writeAndFlush(NIOAny(buffer)).whenComplete { result in
             switch result {
             case .success: channel.close(mode: .output, promise: nil)

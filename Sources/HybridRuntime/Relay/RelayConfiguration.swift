@@ -47,6 +47,25 @@ public struct RelayConfiguration: Sendable {
     /// from accepting (and answering) connections.
     public var maxConnections: Int = 4096
 
+    /// How many connections may be waiting for their WebSocket upgrade at once (accepted, request
+    /// not yet complete or not yet answered 101). One more is answered a fixed HTTP 503 before its
+    /// request is read. Default 1024: a real client finishes its upgrade in one round trip (this
+    /// project's load generator opens 256 at a time), and slow-loris or silent connections can then
+    /// take at most a quarter of ``maxConnections``, never the room of upgraded tunnels. 0 = no cap.
+    public var maxPendingUpgrades: Int = 1024
+
+    /// How many connections one source IP address may have open at once; one more is answered a
+    /// fixed HTTP 429 before its request is read. Default 0 (off): on loopback every honest client,
+    /// and behind a proxy every client, shares one address, so a default cap would refuse them all;
+    /// turn it on where clients come from distinct addresses.
+    public var maxConnectionsPerSource: Int = 0
+
+    /// How many tunnels one source IP address may have open that nobody joined yet (`/cable/new`,
+    /// and `/cable/contact`); one more such request is answered HTTP 429. Default 0 (off), for the
+    /// same reason as ``maxConnectionsPerSource``. A QR or linked sign-in holds one unjoined tunnel
+    /// for about a second (until the desktop or the phone joins).
+    public var maxWaitingTunnelsPerSource: Int = 0
+
     /// Which web page origins may use the relay; by default a request whose `Origin` is a web page
     /// (`http(s)://…`, `null`) is refused with 403, while native clients (no `Origin`, or the
     /// tunnel service's own `ws(s)://` URL) are accepted. See ``RelayOriginPolicy``.

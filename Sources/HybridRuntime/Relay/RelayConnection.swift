@@ -33,10 +33,15 @@ final class RelayConnection {
     var requestHead: HTTPRequestHead?
     /// Whether the end of the first request was seen.
     var requestComplete = false
+    /// The peer's IP address, which the per-source caps count under (``AdmissionLedger``).
+    let source: String?
+    /// How the ``AdmissionLedger`` counts this connection.
+    var admission = AdmissionState.notCounted
     private var upgradeTimer: Scheduled<Void>?
 
     init(channel: Channel) {
         self.channel = channel
+        self.source = AdmissionLedger.source(of: channel)
     }
 
     /// Whether the connection already carries WebSocket frames.
@@ -63,9 +68,19 @@ final class RelayConnection {
             try channel.pipeline.syncOperations.addHandler(limiter)
             return
         }
+        if let refusal = registry.admission.admit(connection) {
+            // Pending-upgrade or per-source cap: not tracked, answered like an over-capacity connection.
+            registry.connectionClosed(connection)
+            registry.statistics.update { $0.rejectedRequests[refusal.hasPrefix("HTTP/1.1 429") ? 429 : 503, default: 0] += 1 }
+            let limiter = OverCapacityHandler(response: refusal, closeTimeout: registry.configuration.closeHandshakeTimeout)
+            try channel.pipeline.syncOperations.addHandler(limiter)
+            return
+        }
         channel.closeFuture.assumeIsolated().whenComplete { _ in
             connection.upgradeTimer?.cancel()
+            registry.admission.closed(connection)
             registry.connectionClosed(connection)
+            registry.admission.idleTrim.connectionClosed(on: channel.eventLoop) { registry.statistics.value.openConnections }
         }
         let timeout = registry.configuration.upgradeTimeout
         connection.upgradeTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {
@@ -84,9 +99,14 @@ final class RelayConnection {
             maxFrameSize: configuration.maxMessageSize,
             enableAutomaticErrorHandling: false,
             shouldUpgrade: { channel, head in
+                if let refusal = boundRegistry.value.admission.waitingTunnelRefusal(
+                    for: head, from: boundConnection.value, configuration: configuration)
+                {
+                    return channel.eventLoop.makeSucceededFuture(boundConnection.value.shouldUpgrade(.reject(refusal), registry: boundRegistry.value))
+                }
                 // A contact request may wait (bounded) for its phone; everything else is decided at once.
-                boundRegistry.value.decision(for: head).map { decision in
-                    boundConnection.value.shouldUpgrade(decision)
+                return boundRegistry.value.decision(for: head).map { decision in
+                    boundConnection.value.shouldUpgrade(decision, registry: boundRegistry.value)
                 }
             },
             upgradePipelineHandler: { channel, _ in
@@ -119,10 +139,11 @@ final class RelayConnection {
     }
 
     /// `shouldUpgrade` of the WebSocket upgrader: the 101's extra headers, or `nil` to refuse.
-    private func shouldUpgrade(_ decision: UpgradeDecision) -> HTTPHeaders? {
+    private func shouldUpgrade(_ decision: UpgradeDecision, registry: RelayRegistry) -> HTTPHeaders? {
         switch decision {
         case .accept(let headers, let tunnel, let side):
             state = .reserved(tunnel, side)
+            if side == .creator { registry.admission.tunnelOpened(tunnel, by: self) }
             return headers
         case .listen(let headers, let contactID):
             state = .listening(contactID)
@@ -145,6 +166,7 @@ final class RelayConnection {
         upgradeTimer?.cancel()
         upgradeTimer = nil
         requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
+        registry.admission.upgraded(self)
         let handler = RelayPeerHandler(
             tunnel: tunnel,
             side: side,
@@ -175,6 +197,7 @@ extension RelayConnection {
         upgradeTimer?.cancel()
         upgradeTimer = nil
         requestHead = nil
+        registry.admission.upgraded(self)
         let handler = ListenerHandler(
             directory: registry.directory, contactID: contactID, closeHandshakeTimeout: configuration.closeHandshakeTimeout)
         try channel.pipeline.syncOperations.addHandlers(

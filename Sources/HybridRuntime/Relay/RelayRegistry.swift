@@ -89,6 +89,10 @@ final class RelayRegistry {
     private var tunnels: [[UInt8]: RelayTunnel] = [:]
     private var connections: [ObjectIdentifier: RelayConnection] = [:]
     private var isShuttingDown = false
+    /// The pending-upgrade and per-source caps (``AdmissionLedger``).
+    private(set) lazy var admission = AdmissionLedger(configuration: configuration, counts: admissionCounts)
+    /// The relay-wide admission counts, shared with the other shards' registries.
+    let admissionCounts: AdmissionCounts
     /// Budget of info-level log lines (peers can trigger them).
     let logLimiter = RelayLogLimiter()
     private var drained: EventLoopPromise<Void>?
@@ -99,8 +103,10 @@ final class RelayRegistry {
         statistics: RelayStatisticsBox,
         logger: Logger,
         shardIndex: Int = 0,
-        shardCount: Int = 1
+        shardCount: Int = 1,
+        admissionCounts: AdmissionCounts = AdmissionCounts()
     ) {
+        self.admissionCounts = admissionCounts
         self.eventLoop = eventLoop
         self.shardIndex = shardIndex
         self.shardCount = shardCount

@@ -116,6 +116,7 @@ public final class TunnelRelay: Sendable {
         }
         let (configuration, statistics, logger) = (self.configuration, statisticsBox, self.logger)
         var registries: [NIOLoopBound<RelayRegistry>] = []
+        let admissionCounts = AdmissionCounts()
         for (index, loop) in eventLoops.enumerated() {
             let count = eventLoops.count
             registries.append(
@@ -127,7 +128,8 @@ public final class TunnelRelay: Sendable {
                             statistics: statistics,
                             logger: logger,
                             shardIndex: index,
-                            shardCount: count
+                            shardCount: count,
+                            admissionCounts: admissionCounts
                         ),
                         eventLoop: loop
                     )

@@ -1,4 +1,4 @@
-import HybridRuntime
+@testable import HybridRuntime
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -119,24 +119,9 @@ final class RawConnection: Sendable {
         return out
     }
 
-    /// Parses server frames (unmasked, payload < 64 KiB) from `bytes`: (opcode, payload) pairs.
+    /// Parses server frames (unmasked) from `bytes`: (opcode, payload) pairs.
     static func serverFrames(in bytes: [UInt8]) -> [(opcode: UInt8, payload: [UInt8])] {
-        var frames: [(UInt8, [UInt8])] = []
-        var index = 0
-        while index + 2 <= bytes.count {
-            let opcode = bytes[index] & 0x0F
-            var length = Int(bytes[index + 1] & 0x7F)
-            var start = index + 2
-            if length == 126 {
-                guard start + 2 <= bytes.count else { break }
-                length = Int(bytes[start]) << 8 | Int(bytes[start + 1])
-                start += 2
-            }
-            guard start + length <= bytes.count else { break }
-            frames.append((opcode, Array(bytes[start..<start + length])))
-            index = start + length
-        }
-        return frames
+        HostileWire.frames(in: bytes, from: 0).map { ($0.opcode, Array($0.payload)) }
     }
 }
 

@@ -1,0 +1,137 @@
+import CTAP2
+import Foundation
+import HybridCore
+
+/// The bytes the hostile soak writes (requests, client frames) and reads back (the HTTP status,
+/// the routing ID, the relay's close frame), written out by hand: a real client cannot send most of
+/// them. RFC 6455 §5.2 framing.
+enum HostileWire {
+    /// A complete WebSocket upgrade request for `path`, offering `fido.cable`.
+    static func upgradeRequest(path: String) -> [UInt8] {
+        let lines = [
+            "GET \(path) HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
+            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
+            "Sec-WebSocket-Protocol: \(HybridConstants.webSocketProtocol)",
+        ]
+        return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
+    }
+
+    /// `/cable/new/{random tunnel ID}`.
+    static func randomNewPath() -> String {
+        TunnelServicePath.new(tunnelID: randomBytes(HybridConstants.tunnelIDSize)).path
+    }
+
+    /// `/cable/connect/{random routing ID}/{random tunnel ID}`: a tunnel that does not exist.
+    static func randomConnectPath() -> String {
+        TunnelServicePath.connect(
+            routingID: randomBytes(HybridConstants.routingIDSize), tunnelID: randomBytes(HybridConstants.tunnelIDSize)
+        ).path
+    }
+
+    static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+    }
+
+    /// WebSocket opcodes used here.
+    enum Opcode: UInt8 {
+        case continuation = 0x0, text = 0x1, binary = 0x2, close = 0x8, ping = 0x9, pong = 0xA
+    }
+
+    /// A client frame: masked with a random key unless `masked` is false; `declaredLength`
+    /// overrides the length field (a frame that announces more than it carries).
+    static func frame(
+        _ opcode: Opcode, _ payload: [UInt8], fin: Bool = true, masked: Bool = true, declaredLength: Int? = nil
+    ) -> [UInt8] {
+        let length = declaredLength ?? payload.count
+        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode.rawValue]
+        let maskBit: UInt8 = masked ? 0x80 : 0
+        if length < 126 {
+            out.append(maskBit | UInt8(length))
+        } else if length <= 0xFFFF {
+            out.append(maskBit | 126)
+            out += [UInt8(length >> 8), UInt8(length & 0xFF)]
+        } else {
+            out.append(maskBit | 127)
+            out += (0..<8).reversed().map { UInt8((UInt64(length) >> (8 * UInt64($0))) & 0xFF) }
+        }
+        guard masked else { return out + payload }
+        let key = randomBytes(4)
+        out += key
+        out += payload.enumerated().map { $0.element ^ key[$0.offset & 3] }
+        return out
+    }
+
+    /// Where the response head ends (the index after `\r\n\r\n`), if it arrived.
+    static func headEnd(_ bytes: [UInt8]) -> Int? {
+        guard bytes.count >= 4 else { return nil }
+        for index in 3..<bytes.count
+        where bytes[index] == 0x0A && bytes[index - 1] == 0x0D && bytes[index - 2] == 0x0A && bytes[index - 3] == 0x0D {
+            return index + 1
+        }
+        return nil
+    }
+
+    /// The status of a complete response head ("HTTP/1.1 429 …" → 429).
+    static func status(_ bytes: [UInt8]) -> Int? {
+        guard let end = headEnd(bytes) else { return nil }
+        let line = String(decoding: bytes[..<end], as: UTF8.self).prefix { $0 != "\r" }
+        let parts = line.split(separator: " ")
+        guard parts.count >= 2, parts[0].hasPrefix("HTTP/") else { return nil }
+        return Int(parts[1])
+    }
+
+    /// The `X-caBLE-Routing-ID` of a 101 response.
+    static func routingID(_ bytes: [UInt8]) -> [UInt8]? {
+        guard let end = headEnd(bytes) else { return nil }
+        for line in String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == HybridConstants.routingIDHeader.lowercased() {
+                return Hex.decode(parts[1].trimmingCharacters(in: .whitespaces), byteCount: HybridConstants.routingIDSize)
+            }
+        }
+        return nil
+    }
+
+    /// The server frames after the response head: (opcode, payload) pairs, complete ones only.
+    static func serverFrames(_ bytes: [UInt8]) -> [(opcode: UInt8, payload: ArraySlice<UInt8>)] {
+        guard let start = headEnd(bytes) else { return [] }
+        return frames(in: bytes, from: start)
+    }
+
+    /// The unmasked frames in `bytes` from `index` on: (opcode, payload) pairs, complete ones only.
+    static func frames(in bytes: [UInt8], from index: Int) -> [(opcode: UInt8, payload: ArraySlice<UInt8>)] {
+        var index = index
+        var frames: [(UInt8, ArraySlice<UInt8>)] = []
+        while index + 2 <= bytes.count {
+            let opcode = bytes[index] & 0x0F
+            var length = Int(bytes[index + 1] & 0x7F)
+            var start = index + 2
+            if length == 126 {
+                guard start + 2 <= bytes.count else { break }
+                length = Int(bytes[start]) << 8 | Int(bytes[start + 1])
+                start += 2
+            } else if length == 127 {
+                guard start + 8 <= bytes.count else { break }
+                length = bytes[start..<start + 8].reduce(0) { $0 << 8 | Int($1) }
+                start += 8
+            }
+            guard length >= 0, start + length <= bytes.count else { break }
+            frames.append((opcode, bytes[start..<start + length]))
+            index = start + length
+        }
+        return frames
+    }
+
+    /// The code of the relay's close frame, if one arrived (0 for an empty close body).
+    static func closeCode(_ bytes: [UInt8]) -> Int? {
+        guard let close = serverFrames(bytes).first(where: { $0.opcode == Opcode.close.rawValue }) else { return nil }
+        let payload = Array(close.payload)
+        return payload.count >= 2 ? Int(payload[0]) << 8 | Int(payload[1]) : 0
+    }
+
+    /// Pongs among the server frames.
+    static func pongCount(_ bytes: [UInt8]) -> Int {
+        serverFrames(bytes).count { $0.opcode == Opcode.pong.rawValue }
+    }
+}

@@ -1,0 +1,146 @@
+import HybridCore
+@testable import HybridRuntime
+import Testing
+
+/// The admission caps against hostile clients (`AdmissionLedger`): connections awaiting their
+/// upgrade, connections per source address, unjoined tunnels per source address. Each test shows
+/// the specific refusal and that honest traffic (from 127.0.0.1, or already upgraded) still passes.
+@Suite("Relay admission caps")
+struct RelayAdmissionTests {
+    /// A raw connection from `source` to the relay.
+    private func connect(_ endpoint: RelayEndpoint, from source: String) async throws -> HostileConnection {
+        try await HostileConnection.open(host: endpoint.host, port: endpoint.port, source: source, timeout: .seconds(3))
+    }
+
+    /// Sends an upgrade request for `path` and returns the whole response head and what followed.
+    private func upgrade(_ connection: HostileConnection, _ path: String) async -> [UInt8] {
+        await connection.write(HostileWire.upgradeRequest(path: path))
+        return await connection.wait(timeout: .seconds(3)) { HostileWire.headEnd($0) != nil }.bytes
+    }
+
+    /// Waits until the relay closed the connection and returns everything it sent, as text.
+    private func refusal(_ connection: HostileConnection) async -> String {
+        String(decoding: await connection.wait(timeout: .seconds(3)).bytes, as: UTF8.self)
+    }
+
+    @Test("beyond maxPendingUpgrades a new connection gets 503 at once; upgraded tunnels keep relaying")
+    func pendingUpgrades() async throws {
+        var configuration = RelayConfiguration()
+        configuration.maxPendingUpgrades = 3
+        try await withRelay(configuration) { relay, endpoint in
+            let honest = try await openTunnel(endpoint)  // upgraded: not pending
+            var silent: [HostileConnection] = []
+            for _ in 0..<3 { silent.append(try await connect(endpoint, from: "127.0.0.1")) }
+            #expect(await eventually { relay.statistics.openConnections == 5 })
+
+            let refused = try await connect(endpoint, from: "127.0.0.1")
+            let answer = await refusal(refused)
+            #expect(answer.hasPrefix("HTTP/1.1 503 Service Unavailable\r\n"), "\(answer)")
+            #expect(answer.contains("too many connections awaiting their upgrade (3)"), "\(answer)")
+            #expect(await refused.wait(timeout: .seconds(3)).end != nil, "the refused connection is closed")
+            #expect(relay.statistics.rejectedRequests[503] == 1)
+
+            try await honest.phone.send([1, 2, 3])
+            #expect(try await honest.desktop.receive(timeout: .seconds(2)) == [1, 2, 3])
+
+            // One silent connection goes away: its slot is free again for an honest upgrade.
+            await silent[0].close()
+            #expect(await eventually { relay.statistics.openConnections == 4 })
+            let again = try await openTunnel(endpoint)
+            try await again.desktop.send([4])
+            #expect(try await again.phone.receive(timeout: .seconds(2)) == [4])
+            for connection in silent { await connection.close() }
+            await refused.close()
+            await honest.close()
+            await again.close()
+        }
+    }
+
+    @Test("beyond maxConnectionsPerSource one address gets 429; other addresses still upgrade")
+    func connectionsPerSource() async throws {
+        var configuration = RelayConfiguration()
+        configuration.maxConnectionsPerSource = 2
+        try await withRelay(configuration) { relay, endpoint in
+            let first = try await connect(endpoint, from: "127.0.0.2")
+            let second = try await connect(endpoint, from: "127.0.0.2")
+            #expect(await eventually { relay.statistics.openConnections == 2 })
+
+            let third = try await connect(endpoint, from: "127.0.0.2")
+            let answer = await refusal(third)
+            #expect(answer.hasPrefix("HTTP/1.1 429 Too Many Requests\r\n"), "\(answer)")
+            #expect(answer.contains("too many connections from this address (2)"), "\(answer)")
+            #expect(relay.statistics.rejectedRequests[429] == 1)
+
+            // 127.0.0.1 is another source: a whole tunnel (two connections) goes through.
+            let honest = try await openTunnel(endpoint)
+            try await honest.phone.send([9])
+            #expect(try await honest.desktop.receive(timeout: .seconds(2)) == [9])
+
+            // After one of 127.0.0.2's connections closes, it may upgrade again.
+            await first.close()
+            #expect(await eventually { relay.statistics.openConnections == 3 })
+            let fourth = try await connect(endpoint, from: "127.0.0.2")
+            #expect(HostileWire.status(await upgrade(fourth, HostileWire.randomNewPath())) == 101)
+            for connection in [second, third, fourth] { await connection.close() }
+            await honest.close()
+        }
+    }
+
+    @Test("beyond maxWaitingTunnelsPerSource /cable/new gets 429 until one is joined; other addresses open tunnels")
+    func waitingTunnelsPerSource() async throws {
+        var configuration = RelayConfiguration()
+        configuration.maxWaitingTunnelsPerSource = 2
+        try await withRelay(configuration) { relay, endpoint in
+            var creators: [(connection: HostileConnection, tunnelID: [UInt8], routingID: [UInt8])] = []
+            for _ in 0..<2 {
+                let tunnelID = HostileWire.randomBytes(16)
+                let connection = try await connect(endpoint, from: "127.0.0.3")
+                let response = await upgrade(connection, TunnelServicePath.new(tunnelID: tunnelID).path)
+                #expect(HostileWire.status(response) == 101)
+                creators.append((connection, tunnelID, try #require(HostileWire.routingID(response))))
+            }
+
+            let refused = try await connect(endpoint, from: "127.0.0.3")
+            let response = await upgrade(refused, HostileWire.randomNewPath())
+            #expect(HostileWire.status(response) == 429, "\(String(decoding: response, as: UTF8.self))")
+            #expect(await refusal(refused).contains("too many unjoined tunnels from this address (2)"))
+            #expect(relay.statistics.rejectedRequests[429] == 1)
+            #expect(relay.openTunnelCount == 2, "the refused request opened no tunnel")
+
+            // An honest QR tunnel from 127.0.0.1 is not affected.
+            let honest = try await openTunnel(endpoint)
+            try await honest.desktop.send([7])
+            #expect(try await honest.phone.receive(timeout: .seconds(2)) == [7])
+
+            // Someone joins one of 127.0.0.3's tunnels: it no longer counts, so a new one may open.
+            let joiner = try await WebSocketTunnel.open(
+                url: endpoint.url
+                    + TunnelServicePath.connect(routingID: creators[0].routingID, tunnelID: creators[0].tunnelID).path,
+                timeout: .seconds(3))
+            let next = try await connect(endpoint, from: "127.0.0.3")
+            #expect(HostileWire.status(await upgrade(next, HostileWire.randomNewPath())) == 101)
+
+            // A /cable/connect from the same address is never counted.
+            let storm = try await connect(endpoint, from: "127.0.0.3")
+            #expect(HostileWire.status(await upgrade(storm, HostileWire.randomConnectPath())) == 404)
+            for creator in creators { await creator.connection.close() }
+            for connection in [refused, next, storm] { await connection.close() }
+            await joiner.close()
+            await honest.close()
+        }
+    }
+
+    @Test("an idle relay can hand freed memory back: glibc's malloc_trim is found and runs")
+    func idleTrim() throws {
+        let trim = try #require(IdleMemoryTrim.mallocTrim, "malloc_trim not found in the C library")
+        #expect(trim(0) >= 0)
+    }
+
+    @Test("the caps' defaults: 1024 pending upgrades, per-source caps off")
+    func defaults() {
+        let configuration = RelayConfiguration()
+        #expect(configuration.maxPendingUpgrades == 1024)
+        #expect(configuration.maxConnectionsPerSource == 0)
+        #expect(configuration.maxWaitingTunnelsPerSource == 0)
+    }
+}
