@@ -39,9 +39,9 @@ final class RelayConnection {
     var admission = AdmissionState.notCounted
     private var upgradeTimer: Scheduled<Void>?
 
-    init(channel: Channel) {
+    init(channel: Channel, source: String?) {
         self.channel = channel
-        self.source = AdmissionLedger.source(of: channel)
+        self.source = source
     }
 
     /// Whether the connection already carries WebSocket frames.
@@ -55,20 +55,39 @@ final class RelayConnection {
     ///
     /// This is where an accept-time limit goes (before the HTTP pipeline exists): it runs once per
     /// connection, on the loop of the shard that got it.
-    static func configure(_ channel: Channel, registry: RelayRegistry, counted: Bool = false) throws {
-        let connection = RelayConnection(channel: channel)
+    ///
+    /// `admission`: what the dispatcher decided under the pending-upgrade and per-source caps
+    /// (`nil`: nobody decided yet — a channel made without the dispatcher — so this decides).
+    static func configure(
+        _ channel: Channel, registry: RelayRegistry, counted: Bool = false, admission: DispatcherAdmission? = nil
+    ) throws {
+        var source = AdmissionLedger.source(of: channel)
+        if case .admitted(let dispatcherSource)? = admission { source = dispatcherSource }
+        let connection = RelayConnection(channel: channel, source: source)
         switch registry.connectionOpened(connection, counted: counted) {
         case .admitted:
             break
         case .shuttingDown:
+            if case .admitted(let source)? = admission { registry.admissionCounts.closed(source: source, wasPending: true) }
             channel.close(promise: nil)
             return
         case .overCapacity:
+            if case .admitted(let source)? = admission { registry.admissionCounts.closed(source: source, wasPending: true) }
             let limiter = OverCapacityHandler(closeTimeout: registry.configuration.closeHandshakeTimeout)
             try channel.pipeline.syncOperations.addHandler(limiter)
             return
         }
-        if let refusal = registry.admission.admit(connection) {
+        let refusal: String?
+        switch admission {
+        case nil, .notAdmitted?:
+            refusal = registry.admission.admit(connection)
+        case .admitted?:
+            connection.admission = .pending  // counted by the dispatcher
+            refusal = nil
+        case .refused(let response)?:
+            refusal = response
+        }
+        if let refusal {
             // Pending-upgrade or per-source cap: not tracked, answered like an over-capacity connection.
             registry.connectionClosed(connection)
             registry.statistics.update { $0.rejectedRequests[refusal.hasPrefix("HTTP/1.1 429") ? 429 : 503, default: 0] += 1 }

@@ -99,14 +99,14 @@ final class RelayDispatcher: Sendable {
     /// A bootstrap that turns an accepted socket into a channel on `shard`'s loop. `counted`: the
     /// connection was counted against ``RelayConfiguration/maxConnections`` (otherwise the shard
     /// counts it, and answers 503 if the relay is still full).
-    private func bootstrap(shard: Int, counted: Bool) -> ClientBootstrap {
+    private func bootstrap(shard: Int, counted: Bool, admission: DispatcherAdmission) -> ClientBootstrap {
         let registry = shards.registries[shard]
         return ClientBootstrap(group: registry.eventLoop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .channelOption(.recvAllocator, value: RelayShards.receiveAllocator)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try RelayConnection.configure(channel, registry: registry.value, counted: counted)
+                    try RelayConnection.configure(channel, registry: registry.value, counted: counted, admission: admission)
                 }
             }
     }
@@ -129,9 +129,14 @@ final class RelayDispatcher: Sendable {
 
     private struct Pending {
         var deadline: NIODeadline
+        /// The peer's IP address (the per-source caps count the connection under it).
+        var source: String?
         /// Set while only part of the routable prefix arrived: look again at this time instead of
         /// polling the socket (which would report it readable at once, again and again).
         var recheck: NIODeadline?
+        /// How often only part of the prefix was there: the recheck backs off (2 ms doubling to
+        /// 256 ms), so a client that dribbles its request line cannot make the thread spin.
+        var partialLooks = 0
     }
 
     private func run() {
@@ -176,29 +181,31 @@ final class RelayDispatcher: Sendable {
                         pending[fd]?.recheck = nil
                         continue
                     }
-                    pending[fd] = nil
-                    drop(fd)
+                    let source = pending.removeValue(forKey: fd)?.source
+                    drop(fd, source: source)
                     continue
                 }
                 switch Self.route(peek[0..<count], shardCount: shardCount) {
                 case .needMore:
-                    pending[fd]?.recheck = after + .milliseconds(2)
+                    let looks = min(pending[fd]?.partialLooks ?? 0, 7)
+                    pending[fd]?.partialLooks = looks + 1
+                    pending[fd]?.recheck = after + .milliseconds(2 << Int64(looks))
                 case .shard(let index):
-                    pending[fd] = nil
-                    handOver(fd, to: index)
+                    let source = pending.removeValue(forKey: fd)?.source
+                    handOver(fd, to: index, admission: .admitted(source: source))
                 case .any:
-                    pending[fd] = nil
-                    handOver(fd, to: nextShard)
+                    let source = pending.removeValue(forKey: fd)?.source
+                    handOver(fd, to: nextShard, admission: .admitted(source: source))
                     nextShard = (nextShard + 1) % shardCount
                 }
             }
             for (fd, state) in pending where state.deadline <= after {
                 pending[fd] = nil
-                drop(fd)
+                drop(fd, source: state.source)
             }
         }
         close(listener)
-        for fd in pending.keys { drop(fd) }
+        for (fd, state) in pending { drop(fd, source: state.source) }
         finished.succeed(())
     }
 
@@ -218,25 +225,40 @@ final class RelayDispatcher: Sendable {
             // NIO makes the socket non-blocking when it takes it; the peek does not block either.
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             if shards.connectionAccepted() {
-                pending[fd] = Pending(deadline: deadline)
-                accepted.append(fd)
+                // The pending-upgrade and per-source caps count from here, so a connection held
+                // here (silent, or dribbling its request line) counts as awaiting its upgrade.
+                let source = Self.peerAddress(fd)
+                if let refusal = shards.admissionCounts.admit(
+                    source: source, maxPending: shards.configuration.maxPendingUpgrades,
+                    maxPerSource: shards.configuration.maxConnectionsPerSource)
+                {
+                    handOver(fd, to: nextShard, admission: .refused(refusal))
+                    nextShard = (nextShard + 1) % shardCount
+                } else {
+                    pending[fd] = Pending(deadline: deadline, source: source)
+                    accepted.append(fd)
+                }
             } else {
                 // Over the connection cap: answered 503 on any loop, unread.
-                bootstrap(shard: nextShard, counted: false).withConnectedSocket(fd).whenFailure { _ in }
+                bootstrap(shard: nextShard, counted: false, admission: .notAdmitted).withConnectedSocket(fd).whenFailure { _ in }
                 nextShard = (nextShard + 1) % shardCount
             }
         }
     }
 
     /// Closes a connection that was never handed over.
-    private func drop(_ fd: CInt) {
+    private func drop(_ fd: CInt, source: String?) {
         close(fd)
+        shards.admissionCounts.closed(source: source, wasPending: true)
         shards.connectionDropped()
     }
 
-    private func handOver(_ fd: CInt, to shard: Int) {
-        bootstrap(shard: shard, counted: true).withConnectedSocket(fd).whenFailure { [shards] _ in
+    private func handOver(_ fd: CInt, to shard: Int, admission: DispatcherAdmission) {
+        bootstrap(shard: shard, counted: true, admission: admission).withConnectedSocket(fd).whenFailure { [shards] _ in
             // NIO closes the descriptor of a socket it could not register.
+            if case .admitted(let source) = admission {
+                shards.admissionCounts.closed(source: source, wasPending: true)
+            }
             shards.connectionDropped()
         }
     }
@@ -281,4 +303,49 @@ final class RelayDispatcher: Sendable {
         if candidates.contains(where: { $0.starts(with: bytes) }) { return .needMore }
         return .any
     }
+}
+
+extension RelayDispatcher {
+    /// The IP address of the peer of a connected socket (`nil` if the system cannot say).
+    static func peerAddress(_ fd: CInt) -> String? {
+        var storage = sockaddr_storage()
+        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        let named = withUnsafeMutablePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
+        }
+        guard named == 0 else { return nil }
+        let family = Int32(storage.ss_family)
+        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+        let capacity = socklen_t(text.count)
+        let written: Bool = text.withUnsafeMutableBufferPointer { buffer in
+            withUnsafePointer(to: storage) { pointer in
+                switch family {
+                case AF_INET:
+                    return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
+                        var raw = address.pointee.sin_addr
+                        return inet_ntop(AF_INET, &raw, buffer.baseAddress, capacity) != nil
+                    }
+                case AF_INET6:
+                    return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
+                        var raw = address.pointee.sin6_addr
+                        return inet_ntop(AF_INET6, &raw, buffer.baseAddress, capacity) != nil
+                    }
+                default:
+                    return false
+                }
+            }
+        }
+        guard written else { return nil }
+        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+    }
+}
+
+/// What the dispatcher decided about a connection's admission before handing it to a shard.
+enum DispatcherAdmission: Sendable {
+    /// Counted as awaiting its upgrade under `source` (``AdmissionCounts``).
+    case admitted(source: String?)
+    /// Refused by a pending-upgrade or per-source cap: answer this fixed response, unread.
+    case refused(String)
+    /// Not looked at (over ``RelayConfiguration/maxConnections``, answered 503 by the shard).
+    case notAdmitted
 }

@@ -31,9 +31,16 @@ final class RelayShards: Sendable {
     /// keeps its last receive buffer, so this is most of a quiet connection's memory.
     static let receiveAllocator = AdaptiveRecvByteBufferAllocator(minimum: 64, initial: 512, maximum: 65536)
 
-    init(registries: [NIOLoopBound<RelayRegistry>], configuration: RelayConfiguration, statistics: RelayStatisticsBox) {
+    /// The relay-wide pending-upgrade and per-source counts, shared with every shard's registry.
+    let admissionCounts: AdmissionCounts
+
+    init(
+        registries: [NIOLoopBound<RelayRegistry>], configuration: RelayConfiguration, statistics: RelayStatisticsBox,
+        admissionCounts: AdmissionCounts
+    ) {
         precondition(!registries.isEmpty && registries.count <= 256, "1 to 256 shards")
         self.registries = registries
+        self.admissionCounts = admissionCounts
         self.configuration = configuration
         self.statistics = statistics
     }

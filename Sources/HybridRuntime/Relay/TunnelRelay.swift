@@ -136,7 +136,8 @@ public final class TunnelRelay: Sendable {
                 }.get()
             )
         }
-        let shards = RelayShards(registries: registries, configuration: configuration, statistics: statistics)
+        let shards = RelayShards(
+            registries: registries, configuration: configuration, statistics: statistics, admissionCounts: admissionCounts)
         let (dispatcher, boundPort) = try RelayDispatcher.listen(host: host, port: port, shards: shards)
         dispatcher.start()
         return (dispatcher, shards, RelayEndpoint(host: host, port: boundPort))
