@@ -2,7 +2,7 @@ import NIOCore
 import NIOPosix
 
 /// Where the runtime's Swift tasks run.
-public enum RuntimeExecutor {
+package enum RuntimeExecutor {
     /// Makes SwiftNIO's event loops (`MultiThreadedEventLoopGroup.singleton`) Swift concurrency's
     /// global executor for the rest of the process, so a task waiting for a message resumes on the
     /// loop that read it instead of hopping to Swift's own thread pool and back (SwiftNIO's
@@ -12,7 +12,7 @@ public enum RuntimeExecutor {
     /// stall an event loop). `hybrid-sim bench` does.
     ///
     /// - Returns: whether the event loops became the global executor.
-    public static func runTasksOnEventLoops() -> Bool {
+    package static func runTasksOnEventLoops() -> Bool {
         NIOSingletons.unsafeTryInstallSingletonPosixEventLoopGroupAsConcurrencyGlobalExecutor()
     }
 }

@@ -4,11 +4,11 @@ import Foundation
 /// the terminal. Every narration line, the QR code the phone scans, each credential JSON the desktop
 /// prints and the final verdict are events on `/events` (server-sent events, the same server as
 /// `desktop --web`); `/` is a page that shows them as one story.
-public enum DemoWebProgram {
+package enum DemoWebProgram {
     /// Serves the page on 127.0.0.1:`webPort` (0: a free port), prints `web page: http://…/` on stderr
     /// (then calls `onServing`), runs the demo, and keeps serving for `linger` after it ended so a page
     /// opened late still gets the whole story. Returns the demo's exit status (6: the port is taken).
-    public static func main(
+    package static func main(
         _ configuration: DemoProgram.Configuration, webPort: Int, linger: Duration = .seconds(30),
         output: ProgramOutput = .standard, onServing: @Sendable (String) -> Void = { _ in }
     ) async -> Int32 {

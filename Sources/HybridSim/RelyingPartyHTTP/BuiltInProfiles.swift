@@ -3,7 +3,7 @@ import Foundation
 extension RelyingPartyProfile {
     /// The profiles shipped with HybridSim, by name. Each is the same JSON a user can write in a
     /// file (Docs/RELYING_PARTY.md shows them); sources for every endpoint are in that document.
-    public static let builtIn: [String: RelyingPartyProfile] = {
+    package static let builtIn: [String: RelyingPartyProfile] = {
         var profiles: [String: RelyingPartyProfile] = [:]
         for (name, json) in builtInDocuments {
             do {

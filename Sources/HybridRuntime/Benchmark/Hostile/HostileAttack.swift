@@ -4,7 +4,7 @@ import HybridCore
 /// connection (two for ``neverReads``, a burst for ``sourceFlood``), misbehaves, and records what
 /// the relay answered: an HTTP status, a close code, a drop (EOF or reset), or nothing until the
 /// attacker gave up ("held open to the end").
-public enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable {
+package enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable {
     /// Sends a request line and then one header byte a second, never finishing the request.
     case slowloris
     /// Connects and sends nothing.
@@ -61,7 +61,7 @@ public enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable {
         }
     }
 
-    public static func < (lhs: HostileAttack, rhs: HostileAttack) -> Bool {
+    package static func < (lhs: HostileAttack, rhs: HostileAttack) -> Bool {
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 }

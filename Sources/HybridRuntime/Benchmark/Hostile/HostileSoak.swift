@@ -17,46 +17,46 @@ import Synchronization
 /// tell them apart. Everything is bounded: each attacker task holds at most one attempt at a time
 /// (two connections for a never-reading tunnel, a burst for a source flood), every wait has a
 /// deadline, and every attacker lets go at the end of the run.
-public struct HostileSoak: Sendable {
+package struct HostileSoak: Sendable {
     /// What to run.
-    public struct Configuration: Sendable {
+    package struct Configuration: Sendable {
         /// Host of the relay (loopback).
-        public var host: String
+        package var host: String
         /// Port of the relay.
-        public var port: Int
+        package var port: Int
         /// How long the attack and the honest sign-ins run.
-        public var duration: Duration
+        package var duration: Duration
         /// Attacker tasks of the weighted attacks, each holding about one connection at a time.
-        public var hostile: Int
+        package var hostile: Int
         /// Source-flood tasks (one source address each, 127.0.0.251…); 0: none. Default 4.
-        public var sourceFloodWorkers = 4
+        package var sourceFloodWorkers = 4
         /// Connections each source-flood burst opens at once. Default 48.
-        public var sourceFloodBurst = 48
+        package var sourceFloodBurst = 48
         /// Honest sign-ins running at once. Default 2.
-        public var honestConcurrency = 2
+        package var honestConcurrency = 2
         /// Limit on every wait of an honest sign-in. Default 20 s.
-        public var honestTimeout: Duration = .seconds(20)
+        package var honestTimeout: Duration = .seconds(20)
         /// How long an attack that holds its connection holds it, in seconds (uniformly drawn). Default 10…30.
-        public var holdSeconds: ClosedRange<Double> = 10...30
+        package var holdSeconds: ClosedRange<Double> = 10...30
         /// Bound on each wait for the relay's answer to an attacker. Default 10 s.
-        public var answerTimeout: Duration = .seconds(10)
+        package var answerTimeout: Duration = .seconds(10)
         /// Attacker tasks start spread over this time. Default 5 s.
-        public var rampUp: Duration = .seconds(5)
+        package var rampUp: Duration = .seconds(5)
         /// After the run, how long to wait for the relay's descriptors to return to the baseline. Default 30 s.
-        public var settle: Duration = .seconds(30)
+        package var settle: Duration = .seconds(30)
         /// The relay's RSS must stay below this. Default 512 MiB.
-        public var maxRSSBytes = 512 * 1024 * 1024
+        package var maxRSSBytes = 512 * 1024 * 1024
         /// After the run the relay's RSS must be back within this of its baseline. Default 16 MiB.
-        public var maxRSSGrowthBytes = 16 * 1024 * 1024
+        package var maxRSSGrowthBytes = 16 * 1024 * 1024
         /// How often the relay is sampled. Default 1 s.
-        public var sampleInterval: Duration = .seconds(1)
+        package var sampleInterval: Duration = .seconds(1)
         /// The relay process to measure; `nil`: no RSS or descriptor figures (and no checks on them).
-        public var relay: ProcessProbe?
+        package var relay: ProcessProbe?
         /// The relay's limits, as flags and values, for the report.
-        public var relayLimits: [String: String] = [:]
+        package var relayLimits: [String: String] = [:]
 
         /// A configuration with the defaults above.
-        public init(host: String, port: Int, duration: Duration, hostile: Int, relay: ProcessProbe? = nil) {
+        package init(host: String, port: Int, duration: Duration, hostile: Int, relay: ProcessProbe? = nil) {
             self.host = host
             self.port = port
             self.duration = duration
@@ -66,10 +66,10 @@ public struct HostileSoak: Sendable {
     }
 
     /// The configuration.
-    public let configuration: Configuration
+    package let configuration: Configuration
 
     /// A soak with `configuration`.
-    public init(_ configuration: Configuration) {
+    package init(_ configuration: Configuration) {
         self.configuration = configuration
     }
 
@@ -93,7 +93,7 @@ public struct HostileSoak: Sendable {
     }
 
     /// Runs the soak. `progress` gets a line now and then.
-    public func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> HostileSoakReport {
+    package func run(progress: @escaping @Sendable (String) -> Void = { _ in }) async throws -> HostileSoakReport {
         let config = configuration
         let tally = HostileTally()
         let honest = HonestTally()

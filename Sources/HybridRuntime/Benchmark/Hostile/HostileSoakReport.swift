@@ -1,85 +1,85 @@
 import Foundation
 
 /// What a ``HostileSoak`` measured, as text (``text``) or JSON (``json``); ``passed`` is the verdict.
-public struct HostileSoakReport: Sendable, Codable {
+package struct HostileSoakReport: Sendable, Codable {
     /// One sample of the relay during the run.
-    public struct Point: Sendable, Codable, Hashable {
+    package struct Point: Sendable, Codable, Hashable {
         /// Seconds since the attack started.
-        public var seconds: Double
+        package var seconds: Double
         /// Attacker connections open at that moment.
-        public var hostileOpen: Int
+        package var hostileOpen: Int
         /// The relay's RSS, in bytes (no relay probe: `nil`).
-        public var residentBytes: Int?
+        package var residentBytes: Int?
         /// The relay's open descriptors.
-        public var openFiles: Int?
+        package var openFiles: Int?
     }
 
     /// What one attack got back.
-    public struct AttackFigures: Sendable, Codable, Hashable {
+    package struct AttackFigures: Sendable, Codable, Hashable {
         /// The attack (``HostileAttack`` raw value).
-        public var attack: String
+        package var attack: String
         /// Connections (or connection attempts) it made.
-        public var connections: Int
+        package var connections: Int
         /// How they ended, by label ("HTTP 429", "close 1009", "dropped (EOF)", …).
-        public var outcomes: [String: Int]
+        package var outcomes: [String: Int]
         /// Extra counters (pings sent, pongs received, fragments sent, …).
-        public var counters: [String: Int]
+        package var counters: [String: Int]
         /// Seconds from connect to the relay's drop, median, for the dropped ones.
-        public var dropSecondsMedian: Double?
+        package var dropSecondsMedian: Double?
         /// Same, largest.
-        public var dropSecondsMax: Double?
+        package var dropSecondsMax: Double?
     }
 
     /// Planned duration, in seconds.
-    public var durationSeconds: Double
+    package var durationSeconds: Double
     /// Attacker tasks (weighted attacks plus source floods).
-    public var attackerTasks: Int
+    package var attackerTasks: Int
     /// Honest sign-ins at once.
-    public var honestConcurrency: Int
+    package var honestConcurrency: Int
     /// The relay's limits, flag → value.
-    public var relayLimits: [String: String]
+    package var relayLimits: [String: String]
     /// The relay's RSS bound, in bytes.
-    public var maxRSSBytes: Int
+    package var maxRSSBytes: Int
     /// How far above its baseline the relay's RSS may end, in bytes.
-    public var maxRSSGrowthBytes: Int
+    package var maxRSSGrowthBytes: Int
     /// How long the attack phase really took (until every attacker let go), in seconds.
-    public var attackSeconds = 0.0
+    package var attackSeconds = 0.0
 
     /// Completed honest sign-ins (registrations not counted).
-    public var honestSignIns = 0
+    package var honestSignIns = 0
     /// Honest registrations (one per honest loop).
-    public var honestRegistrations = 0
+    package var honestRegistrations = 0
     /// Failed honest ceremonies, by error.
-    public var honestFailures: [String: Int] = [:]
+    package var honestFailures: [String: Int] = [:]
     /// Latency of the honest sign-ins, in milliseconds.
-    public var honestLatency = LatencySummary(milliseconds: [])
+    package var honestLatency = LatencySummary(milliseconds: [])
 
     /// Attacker connections made in all.
-    public var hostileConnections = 0
+    package var hostileConnections = 0
     /// Most attacker connections open at once.
-    public var hostilePeakOpen = 0
+    package var hostilePeakOpen = 0
     /// Fewest attacker connections open at once in the steady state (from 10 s after the ramp-up to the end).
-    public var hostileSteadyMin = 0
+    package var hostileSteadyMin = 0
     /// Mean attacker connections open in the steady state.
-    public var hostileSteadyMean = 0.0
+    package var hostileSteadyMean = 0.0
     /// Per attack.
-    public var attacks: [AttackFigures] = []
+    package var attacks: [AttackFigures] = []
 
     /// The relay before the attack (after one honest warm-up sign-in).
-    public var relayBaseline: ProcessProbe.Sample?
+    package var relayBaseline: ProcessProbe.Sample?
     /// The relay after the attack, once its descriptors were back at the baseline (or the settle time passed).
-    public var relayEnd: ProcessProbe.Sample?
+    package var relayEnd: ProcessProbe.Sample?
     /// Largest RSS sampled, in bytes.
-    public var relayPeakResidentBytes: Int?
+    package var relayPeakResidentBytes: Int?
     /// Most descriptors sampled.
-    public var relayPeakOpenFiles: Int?
+    package var relayPeakOpenFiles: Int?
     /// Every sample.
-    public var series: [Point] = []
+    package var series: [Point] = []
 
     /// Why the soak failed; empty when it passed.
-    public var problems: [String] = []
+    package var problems: [String] = []
     /// Every honest sign-in succeeded, the relay's RSS stayed bounded, and its descriptors and RSS returned to the baseline.
-    public var passed: Bool { problems.isEmpty }
+    package var passed: Bool { problems.isEmpty }
 
     init(configuration: HostileSoak.Configuration) {
         durationSeconds = configuration.duration.benchmarkSeconds
@@ -135,14 +135,14 @@ public struct HostileSoakReport: Sendable, Codable {
     // MARK: - Output
 
     /// The report as JSON (sorted keys).
-    public var json: String {
+    package var json: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
         return (try? encoder.encode(self)).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
     }
 
     /// The report for a person.
-    public var text: String {
+    package var text: String {
         var lines: [String] = []
         let failed = honestFailures.values.reduce(0, +)
         let total = honestSignIns + failed

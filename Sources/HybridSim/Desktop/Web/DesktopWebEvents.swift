@@ -3,7 +3,7 @@ import Synchronization
 
 /// The desktop's `--json` event lines, kept for `desktop --web`: every page that connects gets the
 /// whole story so far, then each new event, until the last one (`result` or `error`).
-public final class DesktopWebEvents: Sendable {
+package final class DesktopWebEvents: Sendable {
     private struct State {
         var lines: [String] = []
         var finished = false
@@ -13,10 +13,10 @@ public final class DesktopWebEvents: Sendable {
     private let state = Mutex(State())
 
     /// An empty stream.
-    public init() {}
+    package init() {}
 
     /// Adds one event line; a `result` or `error` event ends the stream.
-    public func append(_ line: String) {
+    package func append(_ line: String) {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             guard !state.finished else { return [] }
             state.lines.append(line)
@@ -28,7 +28,7 @@ public final class DesktopWebEvents: Sendable {
     }
 
     /// Ends the stream without a last event (the program stopped).
-    public func finish() {
+    package func finish() {
         let waiters = state.withLock { state -> [CheckedContinuation<Void, Never>] in
             state.finished = true
             defer { state.waiters = [:] }
@@ -38,7 +38,7 @@ public final class DesktopWebEvents: Sendable {
     }
 
     /// Lines from index `from` on, and whether the stream has ended.
-    public func lines(from index: Int) -> (lines: [String], finished: Bool) {
+    package func lines(from index: Int) -> (lines: [String], finished: Bool) {
         state.withLock { state in (Array(state.lines.dropFirst(index)), state.finished) }
     }
 

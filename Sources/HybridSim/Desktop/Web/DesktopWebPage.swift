@@ -1,9 +1,9 @@
 /// The page `desktop --web` serves: it plays the website. It shows the QR code (`/qr.svg`) and the
 /// `FIDO:/` link, marks each step as the desktop's events arrive (`/events`), then the verified
 /// result with the credential JSON, or the error. Plain HTML and JavaScript, no external resources.
-public enum DesktopWebPage {
+package enum DesktopWebPage {
     /// The HTML.
-    public static let html = """
+    package static let html = """
         <!doctype html>
         <html lang="en">
         <head>

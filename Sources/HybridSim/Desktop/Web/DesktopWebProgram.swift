@@ -1,13 +1,13 @@
 /// `hybrid-sim desktop --web`: the same ceremony as ``DesktopProgram`` (its `--json` events), with a
 /// local page that plays the website (``DesktopWebServer``). The events still go to `output`.
-public enum DesktopWebProgram {
+package enum DesktopWebProgram {
     /// The default `--web-port`.
-    public static let defaultPort = 47003
+    package static let defaultPort = 47003
 
     /// Serves the page on 127.0.0.1:`webPort` (0: a free port), prints `web page: http://…/` on
     /// stderr (after `onServing`), runs the desktop, then keeps serving for `linger` so an open
     /// page receives the last event. Returns the desktop's exit status (6 when the port is taken).
-    public static func main(
+    package static func main(
         _ configuration: DesktopConfiguration, webPort: Int, output: ProgramOutput = .standard,
         linger: Duration = .seconds(2), onServing: @Sendable (String) -> Void = { _ in }
     ) async -> Int32 {

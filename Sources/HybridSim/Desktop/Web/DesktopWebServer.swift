@@ -8,7 +8,7 @@ import NIOPosix
 /// (Docs/CLI.md, "desktop --web"). `GET /` the page, `GET /events` the desktop's `--json` events as
 /// server-sent events (the whole story so far, then live, ending after `result` or `error`),
 /// `GET /qr.svg` the QR code. The page is static; everything it shows comes from the events.
-public final class DesktopWebServer: Sendable {
+package final class DesktopWebServer: Sendable {
     private let channel: any Channel
 
     private init(channel: any Channel) {
@@ -16,14 +16,14 @@ public final class DesktopWebServer: Sendable {
     }
 
     /// The bound port.
-    public var port: Int { channel.localAddress?.port ?? 0 }
+    package var port: Int { channel.localAddress?.port ?? 0 }
 
     /// `http://127.0.0.1:PORT/`.
-    public var url: String { "http://127.0.0.1:\(port)/" }
+    package var url: String { "http://127.0.0.1:\(port)/" }
 
     /// Binds 127.0.0.1:`port` (0: a free port) and serves `events` with the desktop's page (or
     /// another page reading the same `/events` and `/qr.svg`, such as `demo --web`'s).
-    public static func start(
+    package static func start(
         events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html
     ) async throws(ProgramFailure) -> DesktopWebServer {
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -42,7 +42,7 @@ public final class DesktopWebServer: Sendable {
     }
 
     /// Stops listening.
-    public func stop() async {
+    package func stop() async {
         try? await channel.close().get()
     }
 }
