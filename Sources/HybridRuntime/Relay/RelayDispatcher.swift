@@ -251,6 +251,14 @@ final class RelayDispatcher: Sendable {
         close(fd)
         shards.admissionCounts.closed(source: source, wasPending: true)
         shards.connectionDropped()
+        // The last connections of an attack are often silent ones that never reached a shard: an
+        // idle relay still hands its freed memory back (IdleMemoryTrim).
+        if shards.statistics.openConnectionCount == 0 {
+            let shard = shards.registries[0]
+            shard.eventLoop.execute { [statistics = shards.statistics] in
+                shard.value.admission.idleTrim.connectionClosed(on: shard.eventLoop) { statistics.openConnectionCount }
+            }
+        }
     }
 
     private func handOver(_ fd: CInt, to shard: Int, admission: DispatcherAdmission) {

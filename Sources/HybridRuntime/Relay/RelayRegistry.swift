@@ -56,6 +56,9 @@ final class RelayStatisticsBox: Sendable {
     /// A counted connection closed.
     func releaseConnection() { openConnections.subtract(1, ordering: .relaxed) }
 
+    /// The connections open now (one atomic load, no snapshot).
+    var openConnectionCount: Int { openConnections.load(ordering: .relaxed) }
+
     /// Counts an open tunnel unless `max` are open already (then `false`, nothing counted).
     func claimTunnel(max: Int) -> Bool { claim(openTunnels, max: max) }
 

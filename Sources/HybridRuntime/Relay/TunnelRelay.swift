@@ -29,8 +29,8 @@ public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
 /// with a `/cable/connect` connection and forwards binary messages between them verbatim.
 ///
 /// See Docs/RELAY.md for the endpoints, status codes, limits and close codes. The relay runs a shard
-/// per event loop of its group (``RelayConfiguration/eventLoops``): each shard's ``RelayRegistry``
-/// owns its tunnels, and ``RelayDispatcher`` accepts every connection and hands it to the loop of
+/// per event loop of its group (``RelayConfiguration/eventLoops``): each shard's `RelayRegistry`
+/// owns its tunnels, and `RelayDispatcher` accepts every connection and hands it to the loop of
 /// the shard that owns its tunnel, so a tunnel's events are serialised on one loop (order
 /// preserved, no locks, no thread hop per message).
 ///
