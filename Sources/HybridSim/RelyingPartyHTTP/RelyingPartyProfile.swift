@@ -2,7 +2,7 @@ import Foundation
 
 /// How a relying party's HTTP API runs a WebAuthn ceremony: a small declarative description that
 /// both `hybrid-sim desktop --rp-url` (the client) and `hybrid-sim rp` (a local server) follow.
-/// Docs/RELYING_PARTY.md describes the format; the built-in ones are ``RelyingPartyProfile/builtIn``.
+/// Docs/RELYING_PARTY.md describes the format; the built-in ones are `RelyingPartyProfile.builtIn`.
 ///
 /// Templates (`path`, `body`, `successBody`) use `{placeholders}`: `{user}` (the account name,
 /// `--user`), `{credential}` (the `PublicKeyCredential` JSON object), `{clientData}` and
