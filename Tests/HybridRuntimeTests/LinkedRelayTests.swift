@@ -268,8 +268,9 @@ struct LinkedHarnessTests {
         options.extraHeaders = [("X-caBLE-Client-Payload", header)]
         let url = harness.relayURL + TunnelServicePath.contact(contactID: linking.contactID).path
         let first = try await WebSocketTunnel.open(url: url, timeout: .seconds(5), options: options)
-        // The phone joins and advertises for the first one; nobody answers it here, so close it.
-        try await Task.sleep(for: .milliseconds(300))
+        // The phone checks the first payload (recording its nonce) and only then joins the tunnel; once
+        // the relay counts the join, the nonce is known. Nobody answers the phone's advert here, so close it.
+        #expect(await eventually { harness.relay.statistics.tunnelsJoined == 1 }, "the phone joined the first contact")
         await first.close()
         let second = try await WebSocketTunnel.open(url: url, timeout: .seconds(5), options: options)
         let error = await expectRuntimeError(.closed) { _ = try await second.receive(timeout: .seconds(5)) }
@@ -296,10 +297,10 @@ struct LinkedHarnessTests {
         }
         defer { listener.cancel() }
         #expect(await eventually { first.statistics.openConnections == 1 }, "the phone's push channel is open")
-        await first.shutdown()  // the desktop run that owned it ended
-        try await Task.sleep(for: .milliseconds(300))
+        await first.shutdown()  // the desktop run that owned it ended; the phone's push channel dropped
         let second = TunnelRelay(port: port)
         try await second.start()
+        #expect(await eventually { second.statistics.openConnections == 1 }, "the phone reconnected its push channel")
         let ceremony = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
         let outcome = try await LinkedClientDriver.run(
             session: session, request: ceremony.requestBytes,

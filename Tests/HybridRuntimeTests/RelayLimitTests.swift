@@ -97,46 +97,98 @@ struct RelayLimitTests {
         }
     }
 
-    @Test("a tunnel older than its lifetime is closed with 1001")
-    func lifetime() async throws {
+    /// One message each way; both arrive, so the tunnel is open and the relay has seen activity.
+    private func exchange(_ ends: TunnelEnds, sourceLocation: SourceLocation = #_sourceLocation) async throws {
+        try await ends.phone.send([1])
+        #expect(try await ends.desktop.receive(timeout: .seconds(5)) == [1], sourceLocation: sourceLocation)
+        try await ends.desktop.send([2])
+        #expect(try await ends.phone.receive(timeout: .seconds(5)) == [2], sourceLocation: sourceLocation)
+    }
+
+    /// Advances `clock` to one nanosecond before `remaining` (the tunnel is still open), then to
+    /// `remaining`: both peers get 1001 with `reason`, no timer is left, the statistics count it.
+    private func expectClosedExactly(
+        after remaining: Duration,
+        on clock: ManualRelayClock,
+        _ relay: TunnelRelay,
+        _ ends: TunnelEnds,
+        reasonContains reason: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws {
+        try await clock.advance(by: remaining - .nanoseconds(1))
+        #expect(relay.openTunnelCount == 1, sourceLocation: sourceLocation)
+        try await clock.advance(by: .nanoseconds(1))
+        await expectBothClosed(ends, with: .goingAway, reasonContains: reason, sourceLocation: sourceLocation)
+        // Closing cancelled the other timer as well.
+        #expect(clock.pendingTimers == 0, sourceLocation: sourceLocation)
+        await ends.close()
+        #expect(await eventually { relay.openTunnelCount == 0 }, sourceLocation: sourceLocation)
+        #expect(relay.statistics.tunnelsClosed[1001] == 1, sourceLocation: sourceLocation)
+    }
+
+    /// A manual clock and a configuration whose timers run on it, with `idleTimeout` and `tunnelLifetime`.
+    private func onManualClock(idle: Duration, lifetime: Duration) -> (ManualRelayClock, RelayConfiguration) {
+        let clock = ManualRelayClock()
         var configuration = RelayConfiguration()
-        configuration.tunnelLifetime = .seconds(2)
+        configuration.clock = .manual(clock)
+        configuration.idleTimeout = idle
+        configuration.tunnelLifetime = lifetime
+        return (clock, configuration)
+    }
+
+    // The timer tests below run on a manual clock: time moves only when the test advances it, and
+    // `advance(by:)` returns once every timer due by then has run on the tunnel's event loop. So
+    // there is no sleep and no wall-clock measure; the only waits are for the sockets, with timeouts.
+
+    @Test("a tunnel is closed with 1001 exactly at its lifetime; traffic does not extend it")
+    func lifetime() async throws {
+        let (clock, configuration) = onManualClock(idle: .seconds(60), lifetime: .seconds(10))
         try await withRelay(configuration) { relay, endpoint in
-            let start = ContinuousClock.now
             let ends = try await openTunnel(endpoint)
-            // Traffic does not extend the lifetime (best effort: stop once the tunnel is gone).
-            for _ in 0..<3 {
-                guard (try? await ends.phone.send([1])) != nil,
-                    (try? await ends.desktop.receive(timeout: .seconds(1))) != nil
-                else { break }
-                try await Task.sleep(for: .milliseconds(50))
-            }
-            await expectBothClosed(ends, with: .goingAway, reasonContains: "lifetime")
-            #expect(ContinuousClock.now - start >= .seconds(2))
-            await ends.close()
-            #expect(await eventually { relay.openTunnelCount == 0 })
+            // The lifetime and idle timers were started when /cable/new was accepted.
+            #expect(clock.pendingTimers == 2)
+            try await exchange(ends)
+            try await clock.advance(by: .seconds(5))
+            try await exchange(ends)
+            try await clock.advance(by: .seconds(4))
+            try await exchange(ends)
+            // 9 s in, just after traffic: the lifetime still ends at 10 s.
+            try await expectClosedExactly(after: .seconds(1), on: clock, relay, ends, reasonContains: "lifetime of 10 s expired")
         }
     }
 
-    @Test("an idle tunnel is closed with 1001; traffic keeps it open")
+    @Test("an idle tunnel is closed with 1001 exactly idleTimeout after its last message; traffic resets it")
     func idle() async throws {
-        var configuration = RelayConfiguration()
-        configuration.idleTimeout = .milliseconds(1500)
+        let (clock, onClock) = onManualClock(idle: .seconds(10), lifetime: .seconds(120))
+        var configuration = onClock
         configuration.maxMessagesPerPeer = 100
         try await withRelay(configuration) { relay, endpoint in
             let ends = try await openTunnel(endpoint)
-            let start = ContinuousClock.now
-            // Traffic every 100 ms for longer than the idle timeout keeps the tunnel open
-            // (a gap would have to stall for 1.4 s to flake).
-            while ContinuousClock.now - start < .milliseconds(2000) {
-                try await Task.sleep(for: .milliseconds(100))
-                try await ends.desktop.send([2])
-                _ = try await ends.phone.receive(timeout: .seconds(1))
+            // Traffic every 9 s for 36 s, four times the idle timeout: the tunnel stays open.
+            for _ in 0..<4 {
+                try await clock.advance(by: .seconds(9))
+                try await exchange(ends)
             }
-            let quiet = ContinuousClock.now
-            await expectBothClosed(ends, with: .goingAway, reasonContains: "idle")
-            #expect(ContinuousClock.now - quiet >= .milliseconds(1400))
-            await ends.close()
+            #expect(relay.openTunnelCount == 1)
+            // Quiet from now on: closed exactly 10 s after the last message.
+            try await expectClosedExactly(after: .seconds(10), on: clock, relay, ends, reasonContains: "idle for 10 s")
+        }
+    }
+
+    @Test("an idle tunnel nobody joined is closed with 1001 at the idle timeout")
+    func idleUnjoined() async throws {
+        let (clock, configuration) = onManualClock(idle: .seconds(10), lifetime: .seconds(120))
+        try await withRelay(configuration) { relay, endpoint in
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
+            try await clock.advance(by: .seconds(10) - .nanoseconds(1))
+            #expect(relay.openTunnelCount == 1)
+            try await clock.advance(by: .nanoseconds(1))
+            let error = await expectRuntimeError(.closed) { _ = try await phone.receive(timeout: .seconds(5)) }
+            #expect(error?.closeCode == .goingAway)
+            #expect(error?.reason.contains("idle") == true)
+            await phone.close()
             #expect(await eventually { relay.openTunnelCount == 0 })
         }
     }

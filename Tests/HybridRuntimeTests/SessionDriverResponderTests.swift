@@ -15,7 +15,7 @@ import Testing
         let start = ContinuousClock.now
         do {
             _ = try await AuthenticatorDriver.answer([0x02], within: .milliseconds(300)) { _ in
-                try? await Task.sleep(for: .seconds(30))
+                try? await Task.sleep(for: .seconds(30))  // the silent responder under test, not a synchronisation
                 return [0x00]
             }
             Issue.record("the slow responder's answer was accepted")

@@ -56,10 +56,14 @@ struct LateResponderTests {
         #expect(failure?.kind == .timeout, "\(String(describing: failure))")
         _ = await desktopRun
 
-        // Wait until the late choice was made, then give a would-be write ample time.
+        // Wait (a condition poll with a deadline) until the late choice was made...
         let deadline = ContinuousClock.now + .seconds(15)
         while !chose.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
         #expect(chose.withLock { $0 })
+        // ...then check that no write follows. The absence of a write can only be observed over a
+        // window: this sleep is the behaviour under test, not a synchronisation. (What would write
+        // runs synchronously right after the chooser returns, so a second is ample; a regression
+        // that did write would be seen here on every run, not flakily.)
         try await Task.sleep(for: .seconds(1))
         #expect(try Data(contentsOf: URL(fileURLWithPath: storePath)) == before)
         #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == [0, 0])

@@ -66,9 +66,9 @@ final class RelayTunnel {
     private var waitingForJoiner: CircularBuffer<ByteBuffer>?
     private var sentByCreator = 0
     private var sentByJoiner = 0
-    private var lastActivity = NIODeadline.now()
-    private var lifetimeTimer: Scheduled<Void>?
-    private var idleTimer: Scheduled<Void>?
+    private var lastActivity: NIODeadline
+    private var lifetimeTimer: RelayTimer?
+    private var idleTimer: RelayTimer?
     /// Records the tunnel for `relay --record DIR` (``TunnelRecorder``); `nil` when not recording.
     var recorder: TunnelRecorder?
 
@@ -87,6 +87,7 @@ final class RelayTunnel {
         self.registry = registry
         self.eventLoop = eventLoop
         self.configuration = configuration
+        self.lastActivity = configuration.clock.now()
     }
 
     /// The state of `side`'s slot.
@@ -100,16 +101,16 @@ final class RelayTunnel {
     /// Starts the lifetime and idle timers; call once, right after registering the tunnel.
     func startTimers() {
         let lifetime = configuration.tunnelLifetime
-        lifetimeTimer = eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(lifetime)) { [self] in
+        lifetimeTimer = configuration.clock.scheduleTask(in: TimeAmount(lifetime), on: eventLoop) { [self] in
             self.close(code: .goingAway, reason: "tunnel lifetime of \(lifetime.humanReadable) expired")
         }
         scheduleIdleCheck(after: configuration.idleTimeout)
     }
 
     private func scheduleIdleCheck(after delay: Duration) {
-        idleTimer = eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(delay)) { [self] in
+        idleTimer = configuration.clock.scheduleTask(in: TimeAmount(delay), on: eventLoop) { [self] in
             let idle = self.configuration.idleTimeout
-            let remaining = (self.lastActivity + TimeAmount(idle)) - NIODeadline.now()
+            let remaining = (self.lastActivity + TimeAmount(idle)) - self.configuration.clock.now()
             if remaining.nanoseconds <= 0 {
                 self.close(code: .goingAway, reason: "tunnel idle for \(idle.humanReadable)")
             } else {
@@ -199,7 +200,7 @@ final class RelayTunnel {
             close(code: .messageTooBig, reason: "message larger than \(configuration.maxMessageSize) bytes")
             return
         }
-        lastActivity = .now()
+        lastActivity = configuration.clock.now()
         var payload = message
         if configuration.faultInjector != nil || configuration.messageObserver != nil || recorder != nil {
             payload = observed(payload, from: side)
