@@ -162,10 +162,14 @@ final class RelayConnection {
         switch decision {
         case .accept(let headers, let tunnel, let side):
             state = .reserved(tunnel, side)
+            // No longer awaiting: the 101 goes out next, and a client that reads it may open its next
+            // connection before the upgrade pipeline is installed.
+            registry.admission.upgraded(self)
             if side == .creator { registry.admission.tunnelOpened(tunnel, by: self) }
             return headers
         case .listen(let headers, let contactID):
             state = .listening(contactID)
+            registry.admission.upgraded(self)
             return headers
         case .reject(let rejection):
             state = .rejected(rejection)
