@@ -66,11 +66,13 @@ struct SessionDriverDeadlineTests {
             let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
             let outcome = try await rig.run(request: authentication.requestBytes, hint: .getAssertion)
             // Both sides have the same 3 s budget: whichever runs out first ends the transaction
-            // (the phone, waiting for the shutdown, usually closes the tunnel on the desktop).
+            // (the phone, waiting for the shutdown, usually closes the tunnel on the desktop). When the
+            // desktop's budget runs out first, its clean close reaches a phone that has already sent
+            // its response, which ends the phone's transaction normally (PeerTolerance): no phone error.
             let desktop = try #require(outcome.desktopError())
-            let phone = try #require(outcome.phoneError())
-            let expired = [desktop, phone].filter { $0.description.contains("the whole transaction") }
-            #expect(!expired.isEmpty, "desktop: \(desktop); phone: \(phone)")
+            let phone = outcome.phoneError()
+            let expired = ([desktop] + (phone.map { [$0] } ?? [])).filter { $0.description.contains("the whole transaction") }
+            #expect(!expired.isEmpty, "desktop: \(desktop); phone: \(phone.map { "\($0)" } ?? "finished normally")")
             #expect(expired.allSatisfy { $0.runtimeCode == .timeout })
             #expect(outcome.elapsed < .seconds(15), "took \(outcome.elapsed)")
         }
