@@ -6,13 +6,13 @@
 /// message. ``FaultInjectionHandler`` applies the decisions on the relay's event loop.
 
 /// The party a tunnel message travels to.
-public enum FaultRecipient: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
+package enum FaultRecipient: String, Sendable, Hashable, CaseIterable, CustomStringConvertible {
     /// The authenticator (the tunnel's creator in the QR flow, its joiner in the linked flow).
     case phone
     /// The client (the tunnel's joiner in the QR flow, its creator in the linked flow).
     case desktop
 
-    public var description: String { rawValue }
+    package var description: String { rawValue }
 }
 
 /// One fault rule: `MODE[=VALUE][:RATE][@DIRECTION][#N]`.
@@ -51,7 +51,7 @@ public struct RelayFault: Sendable, Hashable, CustomStringConvertible {
         case both
 
         /// Whether a message to `recipient` matches.
-        public func matches(_ recipient: FaultRecipient) -> Bool {
+        package func matches(_ recipient: FaultRecipient) -> Bool {
             switch self {
             case .both: return true
             case .toPhone: return recipient == .phone
@@ -243,7 +243,7 @@ public struct RelayFaults: Sendable, Hashable {
     public var isEnabled: Bool { !rules.isEmpty }
 
     /// The seed of the tunnel with `tunnelID`: ``seed`` if set, else one mixed from the tunnel ID.
-    public func seed(forTunnel tunnelID: [UInt8]) -> UInt64 {
+    package func seed(forTunnel tunnelID: [UInt8]) -> UInt64 {
         if let seed { return seed }
         var state: UInt64 = 0x6661_756C_7473  // "faults"
         for byte in tunnelID { state = FaultDecision.mix(state ^ UInt64(byte)) }
@@ -252,7 +252,7 @@ public struct RelayFaults: Sendable, Hashable {
 
     /// What happens to message `number` (1-based, counted per direction) of `length` bytes travelling
     /// to `recipient` in a tunnel with `seed`. Pure: the same inputs always give the same decision.
-    public func decide(seed: UInt64, recipient: FaultRecipient, number: Int, length: Int) -> FaultDecision {
+    package func decide(seed: UInt64, recipient: FaultRecipient, number: Int, length: Int) -> FaultDecision {
         var decision = FaultDecision()
         for (index, rule) in rules.enumerated() {
             guard rule.direction.matches(recipient), rule.messageNumber.map({ $0 == number }) ?? true else { continue }
@@ -280,40 +280,40 @@ public struct RelayFaults: Sendable, Hashable {
 }
 
 /// What happens to one message (``RelayFaults/decide(seed:recipient:number:length:)``).
-public struct FaultDecision: Sendable, Hashable {
+package struct FaultDecision: Sendable, Hashable {
     /// One flipped bit.
-    public struct Corruption: Sendable, Hashable {
+    package struct Corruption: Sendable, Hashable {
         /// Byte offset in the (possibly truncated) message.
-        public var offset: Int
+        package var offset: Int
         /// The bit flipped (XOR mask with one bit set).
-        public var mask: UInt8
+        package var mask: UInt8
     }
 
     /// The modes that hit the message, in rule order (for the log).
-    public var hits: [RelayFault.Mode] = []
+    package var hits: [RelayFault.Mode] = []
     /// Close the tunnel with this code instead of forwarding (wins over everything else).
-    public var closeCode: UInt16?
+    package var closeCode: UInt16?
     /// Do not forward the message.
-    public var drop = false
+    package var drop = false
     /// Cut the message to this many bytes.
-    public var truncatedLength: Int?
+    package var truncatedLength: Int?
     /// Bits to flip (after truncation).
-    public var corruptions: [Corruption] = []
+    package var corruptions: [Corruption] = []
     /// Forward the message twice.
-    public var duplicate = false
+    package var duplicate = false
     /// Hold the message until the next one in its direction has gone, at most this long.
-    public var reorderHold: Duration?
+    package var reorderHold: Duration?
     /// Hold the message (and what follows it in its direction) this long.
-    public var delay: Duration?
+    package var delay: Duration?
 
     /// No fault.
-    public init() {}
+    package init() {}
 
     /// Whether the message passes untouched.
-    public var isEmpty: Bool { hits.isEmpty }
+    package var isEmpty: Bool { hits.isEmpty }
 
     /// The bytes forwarded: `message` truncated then corrupted as decided.
-    public func transform(_ message: [UInt8]) -> [UInt8] {
+    package func transform(_ message: [UInt8]) -> [UInt8] {
         var bytes = truncatedLength.map { Array(message.prefix($0)) } ?? message
         for corruption in corruptions where corruption.offset < bytes.count {
             bytes[corruption.offset] ^= corruption.mask
