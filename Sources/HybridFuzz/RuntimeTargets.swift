@@ -2,7 +2,7 @@ import HybridRuntime
 
 /// The relay's request handling and the proximity stub's datagram.
 enum RuntimeTargets {
-    static let all = [relayRequest, proximityDatagram]
+    static let all = [relayRequest, relayRoute, proximityDatagram]
 
     /// A valid upgrade request for `path`, as a tunnel client sends it.
     static func upgradeRequest(_ path: String, extra: [String] = []) -> [UInt8] {
@@ -40,6 +40,41 @@ enum RuntimeTargets {
             return .violation("the relay answered \(Array(outcome.response.prefix(64)).fuzzHex) to \(input.fuzzHex)")
         }
         return status == 101 ? .accepted : .rejected
+    }
+
+    /// The relay dispatcher's request-line router (`RelayDispatcher.route`): the first input byte
+    /// picks the shard count (1…8), the rest is the start of a connection's request as it is peeked.
+    static let relayRoute = FuzzTarget(
+        "relay-route",
+        "RelayDispatcher.route (which shard a connection goes to, from its first bytes); a shard index is in range, and once a prefix decides, every longer prefix decides the same",
+        seeds: {
+            [
+                [2] + Array("GET /cable/new/\(tunnelID) HTTP/1.1".utf8),
+                [4] + Array("GET /cable/connect/0A0B0C/\(tunnelID) HTTP/1.1".utf8),
+                [2] + Array("GET /cable/contact/AAAA HTTP/1.1".utf8),
+                [3] + Array("GET /cable/listen/AAAA HTTP/1.1".utf8),
+                [2] + Array("GET /cable/ne".utf8),
+                [1] + Array("POST / HTTP/1.1".utf8),
+            ]
+        }
+    ) { input in
+        guard let first = input.first else { return .rejected }
+        let shardCount = Int(first % 8) + 1
+        let request = Array(input.dropFirst().prefix(RelayDispatcher.peekLength))
+        let full = RelayDispatcher.route(request[...], shardCount: shardCount)
+        if case .shard(let index) = full, !(0..<shardCount).contains(index) {
+            return .violation("shard \(index) of \(shardCount) for \(request.fuzzHex)")
+        }
+        // The dispatcher decides on the bytes that have arrived: a decision taken on a prefix must
+        // not change when more bytes come.
+        for length in 0..<request.count {
+            let early = RelayDispatcher.route(request[..<length], shardCount: shardCount)
+            if early != .needMore, early != full {
+                return .violation("\(early) after \(length) bytes but \(full) after \(request.count): \(request.fuzzHex)")
+            }
+        }
+        if case .shard = full { return .accepted }
+        return .rejected
     }
 
     /// `ProximityDatagram(parsing:)`: service UUID, RSSI and the 20-byte advert.

@@ -28,9 +28,9 @@ import Synchronization
 /// ``RelayConfiguration/upgradeTimeout`` is closed, like a connection that does not finish its
 /// request in time. Connections beyond ``RelayConfiguration/maxConnections`` (counted from accept)
 /// are handed over at once and answered 503 there, unread.
-final class RelayDispatcher: Sendable {
+package final class RelayDispatcher: Sendable {
     /// How many bytes of a request the dispatcher looks at: enough for `GET /cable/connect/RRRRRR`.
-    static let peekLength = 26
+    package static let peekLength = 26
 
     private let listener: CInt
     private let shards: RelayShards
@@ -274,7 +274,7 @@ final class RelayDispatcher: Sendable {
     // MARK: - Routing
 
     /// Where a connection goes, from the first bytes of its request.
-    enum Route: Equatable {
+    package enum Route: Equatable, Sendable {
         /// The prefix so far could still be a routable request: wait for more bytes.
         case needMore
         /// To the shard of this index.
@@ -288,7 +288,7 @@ final class RelayDispatcher: Sendable {
     private static let directoryPrefixes = [Array("GET /cable/listen/".utf8), Array("GET /cable/contact/".utf8)]
 
     /// The shard for a request that starts with `bytes` (see the type's documentation).
-    static func route(_ bytes: ArraySlice<UInt8>, shardCount: Int) -> Route {
+    package static func route(_ bytes: ArraySlice<UInt8>, shardCount: Int) -> Route {
         guard shardCount > 1 else { return .any }
         let hexLength = 2 * HybridConstants.routingIDSize
         if bytes.starts(with: connectPrefix) {
