@@ -30,8 +30,6 @@ final class AdmissionLedger {
 
     /// The relay-wide counts (every shard's ledger shares them).
     private let counts: AdmissionCounts
-    /// Connections admitted and not yet upgraded (nor closed), across the relay.
-    var pendingUpgrades: Int { counts.pendingUpgrades }
     /// Tunnels opened by each source that were not joined when last looked at, by their creator's connection.
     private var waitingBySource: [String: [ObjectIdentifier: RelayTunnel]] = [:]
 
@@ -152,9 +150,6 @@ final class AdmissionCounts: Sendable {
     private let state = Mutex(State())
 
     init() {}
-
-    /// Connections admitted and not yet upgraded (nor closed).
-    var pendingUpgrades: Int { state.withLock { $0.pending } }
 
     /// Counts one more connection from `source`, or returns the fixed response of the cap that refuses it.
     func admit(source: String?, maxPending: Int, maxPerSource: Int) -> String? {

@@ -314,7 +314,9 @@ package final class RelayDispatcher: Sendable {
 }
 
 extension RelayDispatcher {
-    /// The IP address of the peer of a connected socket (`nil` if the system cannot say).
+    /// The IP address of the peer of a connected socket (`nil` if the system cannot say), written
+    /// by NIO's `SocketAddress` exactly as `Channel.remoteAddress?.ipAddress` writes it, so the
+    /// dispatcher and the shards count a source under the same string.
     static func peerAddress(_ fd: CInt) -> String? {
         var storage = sockaddr_storage()
         var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
@@ -323,28 +325,13 @@ extension RelayDispatcher {
         }
         guard named == 0 else { return nil }
         let family = Int32(storage.ss_family)
-        var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
-        let capacity = socklen_t(text.count)
-        let written: Bool = text.withUnsafeMutableBufferPointer { buffer in
-            withUnsafePointer(to: storage) { pointer in
-                switch family {
-                case AF_INET:
-                    return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-                        var raw = address.pointee.sin_addr
-                        return inet_ntop(AF_INET, &raw, buffer.baseAddress, capacity) != nil
-                    }
-                case AF_INET6:
-                    return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-                        var raw = address.pointee.sin6_addr
-                        return inet_ntop(AF_INET6, &raw, buffer.baseAddress, capacity) != nil
-                    }
-                default:
-                    return false
-                }
+        return withUnsafePointer(to: storage) { pointer -> SocketAddress? in
+            switch family {
+            case AF_INET: return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { SocketAddress($0.pointee) }
+            case AF_INET6: return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { SocketAddress($0.pointee) }
+            default: return nil
             }
-        }
-        guard written else { return nil }
-        return text.withUnsafeBufferPointer { String(cString: $0.baseAddress!) }
+        }?.ipAddress
     }
 }
 
