@@ -33,6 +33,9 @@ final class RelayConnection {
     var requestHead: HTTPRequestHead?
     /// Whether the end of the first request was seen.
     var requestComplete = false
+    /// Whether the parse that produced the first request's end is over: from here on, what passes
+    /// ``RequestHeadRecorder`` is raw bytes, not HTTP parts (``FirstRequestDecoder``).
+    var requestPartsDelivered = false
     /// The peer's IP address, which the per-source caps count under (``AdmissionLedger``).
     let source: String?
     /// How the ``AdmissionLedger`` counts this connection.
@@ -144,16 +147,47 @@ final class RelayConnection {
                 }
             }
         )
-        _ = try channel.pipeline.syncOperations.configureUpgradableHTTPServerPipeline(
-            configuration: NIOUpgradableHTTPServerPipelineConfiguration(upgradeConfiguration: upgradeConfiguration)
+        try installHTTPPipeline(
+            on: channel, connection: connection, maxMessageSize: configuration.maxMessageSize,
+            upgradeConfiguration: upgradeConfiguration)
+    }
+
+    /// The HTTP half of the pipeline: NIO's response encoder, a decoder that parses only the first
+    /// request (``FirstRequestDecoder``), NIO's response-header validator and protocol-error handler,
+    /// ``RequestHeadRecorder``, and NIO's typed upgrade handler.
+    ///
+    /// Built by hand rather than with `configureUpgradableHTTPServerPipeline` for two reasons. A
+    /// connection carries one request (the upgrade, or a request that is answered and closed), so
+    /// there is no HTTP pipelining handler. And a second request sent right behind an upgrade request
+    /// must never reach the upgrade handler: it buffers what arrives while the upgrade runs and
+    /// replays it into the WebSocket frame decoder afterwards, which traps on an HTTP part
+    /// (a remote abort of the relay, found by fuzzing; Tests/Fuzz/Regressions/relay-request).
+    private static func installHTTPPipeline(
+        on channel: Channel, connection: RelayConnection, maxMessageSize: Int,
+        upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration<RelayUpgradeResult>
+    ) throws {
+        let operations = channel.pipeline.syncOperations
+        let responseEncoder = HTTPResponseEncoder()
+        // Bounds what a client can make the relay hold: bytes sent behind the request while the
+        // upgrade is decided (a contact request waits for its phone) stay in this buffer.
+        let requestDecoder = ByteToMessageHandler(
+            FirstRequestDecoder(connection: connection),
+            maximumBufferSize: 16 * 1024 + maxMessageSize
         )
-        // The upgrade handler swallows the request of a failed upgrade; record it for the answer.
-        let upgradeHandler = try channel.pipeline.syncOperations.handler(
-            type: NIOTypedHTTPServerUpgradeHandler<RelayUpgradeResult>.self
-        )
-        try channel.pipeline.syncOperations.addHandler(
-            RequestHeadRecorder(connection: connection),
-            position: .before(upgradeHandler)
+        let headerValidator = NIOHTTPResponseHeadersValidator()
+        let errorHandler = HTTPServerProtocolErrorHandler()
+        try operations.addHandler(responseEncoder)
+        try operations.addHandler(requestDecoder)
+        try operations.addHandler(headerValidator)
+        try operations.addHandler(errorHandler)
+        // The upgrade handler swallows the request of a failed upgrade; the recorder keeps it for the answer.
+        try operations.addHandler(RequestHeadRecorder(connection: connection))
+        try operations.addHandler(
+            NIOTypedHTTPServerUpgradeHandler(
+                httpEncoder: responseEncoder,
+                extraHTTPHandlers: [requestDecoder, headerValidator, errorHandler],
+                upgradeConfiguration: upgradeConfiguration
+            )
         )
     }
 
@@ -189,6 +223,7 @@ final class RelayConnection {
         upgradeTimer?.cancel()
         upgradeTimer = nil
         requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
+        try removeRequestRecorder()
         registry.admission.upgraded(self)
         let handler = RelayPeerHandler(
             tunnel: tunnel,
@@ -212,6 +247,12 @@ final class RelayConnection {
 }
 
 extension RelayConnection {
+    /// The connection is upgraded: the request recorder has nothing left to do.
+    fileprivate func removeRequestRecorder() throws {
+        let recorder = try channel.pipeline.syncOperations.handler(type: RequestHeadRecorder.self)
+        channel.pipeline.syncOperations.removeHandler(recorder, promise: nil)
+    }
+
     /// A phone's push channel is up: install the frame handlers and register it as listening.
     fileprivate func upgradedListener(
         contactID: [UInt8], configuration: RelayConfiguration, registry: RelayRegistry
@@ -220,6 +261,7 @@ extension RelayConnection {
         upgradeTimer?.cancel()
         upgradeTimer = nil
         requestHead = nil
+        try removeRequestRecorder()
         registry.admission.upgraded(self)
         let handler = ListenerHandler(
             directory: registry.directory, contactID: contactID, closeHandshakeTimeout: configuration.closeHandshakeTimeout)
@@ -279,7 +321,10 @@ final class RelayRejectHandler: ChannelInboundHandler {
         headers.add(name: "Connection", value: "close")
         let responseHead = HTTPResponseHead(version: .http1_1, status: rejection.status, headers: headers)
         context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        // A response to HEAD has no body (its Content-Length still says how long it would be).
+        if connection.requestHead?.method != .HEAD {
+            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
+        }
         let channel = context.channel
         // A client that does not read could keep the write (and the connection) pending forever.
         let timer = context.eventLoop.assumeIsolated().scheduleTask(
@@ -298,7 +343,14 @@ final class RelayRejectHandler: ChannelInboundHandler {
     }
 }
 
-/// Records the first request's head and end for ``RelayRejectHandler``, then leaves the pipeline.
+/// Records the first request's head and end for ``RelayRejectHandler``, and keeps anything a client
+/// sends behind that request away from the upgrade handler.
+///
+/// After the first request's end, HTTP parts of a second (pipelined) request are dropped: the relay
+/// answers one request per connection, and the upgrade handler would replay them into the WebSocket
+/// decoder. Raw bytes pass: they are what the client sent behind its upgrade request, forwarded by
+/// ``FirstRequestDecoder`` when the upgrade removes it, and belong to the WebSocket. Removed once the
+/// connection is upgraded.
 final class RequestHeadRecorder: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias InboundOut = HTTPServerRequestPart
@@ -310,16 +362,73 @@ final class RequestHeadRecorder: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if connection.requestComplete {
+            // Not unwrapped: before `requestPartsDelivered` these are HTTP parts, after it raw bytes.
+            if connection.requestPartsDelivered { context.fireChannelRead(data) }
+            return
+        }
         switch unwrapInboundIn(data) {
         case .head(let head):
             connection.requestHead = head
-            context.fireChannelRead(data)
         case .body:
-            context.fireChannelRead(data)
+            break
         case .end:
             connection.requestComplete = true
-            context.fireChannelRead(data)
-            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
         }
+        context.fireChannelRead(data)
+    }
+}
+
+/// NIO's HTTP request decoder, limited to the first request of a connection.
+///
+/// Once that request's end has been seen (``RelayConnection/requestComplete``), later bytes are
+/// not parsed: they stay buffered and, when the upgrade removes the decoder, go on as raw bytes to
+/// the WebSocket (what NIO's decoder does by itself when the request carried `Connection: upgrade`,
+/// which makes its parser stop; without that header it would go on parsing the next request). Parts
+/// of a second request that arrived in the same read as the first are parsed in the same pass;
+/// ``RequestHeadRecorder`` drops those, and this decoder tells it when that pass is over
+/// (``RelayConnection/requestPartsDelivered``).
+final class FirstRequestDecoder: ByteToMessageDecoder {
+    typealias InboundOut = HTTPServerRequestPart
+
+    private let parser = HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes)
+    private let connection: RelayConnection
+
+    init(connection: RelayConnection) {
+        self.connection = connection
+    }
+
+    func decoderAdded(context: ChannelHandlerContext) {
+        parser.decoderAdded(context: context)
+    }
+
+    func decoderRemoved(context: ChannelHandlerContext) {
+        parser.decoderRemoved(context: context)
+    }
+
+    func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
+        guard !connection.requestComplete else { return .needMoreData }
+        do {
+            _ = try parser.decode(context: context, buffer: &buffer)
+        } catch where connection.requestComplete {
+            // What followed the first request in this read is not HTTP (a client without
+            // `Connection: Upgrade` that sent a frame before the 101): the parser cannot say where
+            // the request ended, so the read's remaining bytes are dropped (Docs/RELAY.md).
+            buffer.moveReaderIndex(to: buffer.writerIndex)
+        }
+        if connection.requestComplete { connection.requestPartsDelivered = true }
+        return .needMoreData
+    }
+
+    func decodeLast(context: ChannelHandlerContext, buffer: inout ByteBuffer, seenEOF: Bool) throws -> DecodingState {
+        guard connection.requestComplete else {
+            return try parser.decodeLast(context: context, buffer: &buffer, seenEOF: seenEOF)
+        }
+        connection.requestPartsDelivered = true
+        if buffer.readableBytes > 0 && !seenEOF {
+            let rest = buffer.readSlice(length: buffer.readableBytes)!
+            context.fireChannelRead(NIOAny(rest))
+        }
+        return .needMoreData
     }
 }
