@@ -1,10 +1,12 @@
 import HybridCore
-import HybridRuntime
+@testable import HybridRuntime
 import Testing
 
-/// What a client sends behind its upgrade request, in the same write: a second HTTP request is
-/// dropped (the relay answers one request per connection), WebSocket frames reach the tunnel. The
-/// first case once aborted the relay process (fuzzing; Tests/Fuzz/Regressions/relay-request).
+/// How a request arrives: dribbled before the dispatcher can route it (looked at with a backing-off
+/// recheck, not in a spin), and what a client sends behind its upgrade request in the same write (a
+/// second HTTP request is dropped: the relay answers one request per connection; WebSocket frames
+/// reach the tunnel). The pipelined request once aborted the relay process (fuzzing;
+/// Tests/Fuzz/Regressions/relay-request).
 @Suite("Relay request boundary")
 struct RelayRequestBoundaryTests {
     /// An upgrade request without `Connection: Upgrade`: NIO's HTTP parser does not stop after it,
@@ -92,6 +94,28 @@ struct RelayRequestBoundaryTests {
             let text = String(decoding: raw.received, as: UTF8.self)
             #expect(RawConnection.status(of: text) == 404)
             #expect(text.hasSuffix("\r\n\r\n"))
+        }
+    }
+
+    @Test("a request line that stops half-way is rechecked with back-off, not in a spin; finished later it is routed")
+    func dribbledRequestLine() async throws {
+        try await withRelay { relay, endpoint in
+            let tunnelPath = TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            let request = RawConnection.upgradeRequest(path: tunnelPath)
+            let split = request.index(request.startIndex, offsetBy: 12)  // "GET /cable/n": not routable yet
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(String(request[..<split]))
+            #expect(await eventually { relay.dispatcherPeekCount >= 1 })
+            let before = relay.dispatcherPeekCount
+            // The window is what is tested (how often the thread looks while nothing more arrives).
+            try await Task.sleep(for: .milliseconds(1500))
+            let peeks = relay.dispatcherPeekCount - before
+            // Back-off 2, 4, … 256 ms: about 11 looks in 1.5 s; a fixed 2 ms recheck would be ~750.
+            #expect(peeks <= 25, "the dispatcher looked \(peeks) times in 1.5 s")
+            try await raw.write(String(request[split...]))
+            #expect(RawConnection.status(of: await raw.readResponseHead()) == 101)
+            await raw.close()
+            #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
         }
     }
 }

@@ -197,6 +197,15 @@ public final class TunnelRelay: Sendable {
 
     /// Tunnels currently open (registered and not yet closed); 0 after every tunnel ended.
     public var openTunnelCount: Int { statisticsBox.value.openTunnels }
+
+    /// How often the accepting thread peeked at a pending connection's request line (0 when not
+    /// running); see `RelayDispatcher.peekCount`.
+    package var dispatcherPeekCount: Int {
+        lifecycle.withLock { state in
+            if case .running(let dispatcher, _, _) = state { return dispatcher.peekCount.load(ordering: .relaxed) }
+            return 0
+        }
+    }
 }
 
 /// Recognises loopback host names and addresses.
