@@ -13,6 +13,8 @@ struct BenchCommand: AsyncParsableCommand {
     )
 }
 
+extension SignInBenchmark.Loops: ExpressibleByArgument {}
+
 /// `hybrid-sim bench [signin]`: times complete loopback QR sign-ins and the cryptography they need.
 struct SignInBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -49,6 +51,9 @@ struct SignInBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Where the drivers' Swift tasks run: nio (the event loops) or swift (Swift's pool).", valueName: "executor"))
     var executor = Executor.nio
 
+    @Option(help: ArgumentHelp("Event loops of the relay and the sign-ins' sockets: one (a sign-in on one thread) or all (one per core).", valueName: "loops"))
+    var loops = SignInBenchmark.Loops.one
+
     func validate() throws {
         guard count >= 1 else { throw ValidationError("--count must be at least 1") }
         guard warmup >= 0 else { throw ValidationError("--warmup must not be negative") }
@@ -58,8 +63,9 @@ struct SignInBenchCommand: AsyncParsableCommand {
         if executor == .nio, !RuntimeExecutor.runTasksOnEventLoops() {
             FileHandle.standardError.write(Data("could not make the event loops the global executor; using Swift's pool\n".utf8))
         }
-        FileHandle.standardError.write(Data("executor: \(executor.rawValue)\n".utf8))
-        let report = try await BenchmarkReport.measure(SignInBenchmark(count: count, warmup: warmup)) { line in
+        FileHandle.standardError.write(Data("executor: \(executor.rawValue), loops: \(loops.rawValue)\n".utf8))
+        let benchmark = SignInBenchmark(count: count, warmup: warmup, loops: loops)
+        let report = try await BenchmarkReport.measure(benchmark) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
         print(json ? report.json : report.text)

@@ -46,6 +46,17 @@ import Testing
         #expect(RandomSource.system.bytes(count).count == count)
     }
 
+    /// The system source takes 8 bytes per draw: every byte of a draw must be used, not only the
+    /// first (a byte position that is always 0 would show here).
+    @Test func systemFillsEveryPosition() {
+        let bytes = RandomSource.system.bytes(8 * 256 + 5)
+        for position in 0..<8 {
+            let column = stride(from: position, to: bytes.count, by: 8).map { bytes[$0] }
+            #expect(Set(column).count > 64, "position \(position) of the 8-byte draws: \(Set(column).count) distinct values")
+        }
+        #expect(Array(bytes.suffix(5)) != [0, 0, 0, 0, 0], "the last, partial draw is used too")
+    }
+
     @Test func systemVaries() {
         #expect(RandomSource.system.bytes(32) != RandomSource.system.bytes(32))
     }

@@ -13,10 +13,21 @@ public struct RandomSource: Sendable {
         self.generate = generate
     }
 
-    /// The operating system's cryptographically secure generator.
+    /// The operating system's cryptographically secure generator. Each draw of
+    /// `SystemRandomNumberGenerator` is a system call (`getrandom` on Linux) that yields 8 bytes, so
+    /// the bytes are taken 8 at a time, not one draw per byte.
     public static let system = RandomSource { count in
         var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        var bytes = [UInt8](repeating: 0, count: count)
+        var offset = 0
+        while offset < count {
+            let word = generator.next()
+            for index in 0..<min(8, count - offset) {
+                bytes[offset + index] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(index)))
+            }
+            offset += 8
+        }
+        return bytes
     }
 
     /// A reproducible stream: SHA-256(seed ‖ counter) blocks. For tests and vectors only.

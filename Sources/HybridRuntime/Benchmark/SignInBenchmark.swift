@@ -1,6 +1,8 @@
 import CTAP2
 import HybridCore
 import Logging
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Times complete QR sign-ins through a loopback relay with real sockets, one after another:
@@ -56,12 +58,34 @@ public struct SignInBenchmark: Sendable {
     public var relyingParty: RelyingParty
     /// Logger for the relay and both sides (by default nothing is logged: logging is not what is timed).
     public var logger: Logger
+    /// Which event loops the harness's relay and the sign-ins' sockets run on.
+    public var loops: Loops
+
+    /// Which event loops of SwiftNIO's singleton group a benchmark uses
+    /// (``HybridHarness/start(configuration:group:logger:)``).
+    public enum Loops: String, Sendable, Hashable, Codable, CaseIterable {
+        /// One loop: the relay's one shard, both tunnels' connections and the UDP sockets. With
+        /// SwiftNIO's loops as the concurrency executor the drivers' tasks run there too (a task
+        /// resumes on the loop that woke it), so a sign-in runs on one thread plus the relay's
+        /// accepting thread.
+        case one
+        /// Every loop (one per core): a relay shard per loop, each connection on the next loop.
+        case all
+
+        var group: any EventLoopGroup {
+            switch self {
+            case .one: MultiThreadedEventLoopGroup.singleton.next()
+            case .all: MultiThreadedEventLoopGroup.singleton
+            }
+        }
+    }
 
     /// A benchmark of `count` sign-ins after `warmup` untimed ones.
     public init(
         count: Int = 100, warmup: Int = 5, timeouts: SessionTimeouts = .fast,
         relyingParty: RelyingParty = RelyingParty(id: "bench.example", origin: "https://bench.example"),
-        logger: Logger = Logger(label: "hybrid-sim.bench", factory: { _ in SwiftLogNoOpLogHandler() })
+        logger: Logger = Logger(label: "hybrid-sim.bench", factory: { _ in SwiftLogNoOpLogHandler() }),
+        loops: Loops = .one
     ) {
         precondition(count > 0 && warmup >= 0, "count must be positive and warmup non-negative")
         self.count = count
@@ -69,6 +93,7 @@ public struct SignInBenchmark: Sendable {
         self.timeouts = timeouts
         self.relyingParty = relyingParty
         self.logger = logger
+        self.loops = loops
     }
 
     /// Starts a harness, registers, runs the sign-ins and shuts the harness down.
@@ -82,7 +107,7 @@ public struct SignInBenchmark: Sendable {
     public func run(
         progress: @Sendable (Int) -> Void = { _ in }, between: (Int) throws -> Void = { _ in }
     ) async throws -> Result {
-        let harness = try await HybridHarness.start(logger: logger)
+        let harness = try await HybridHarness.start(group: loops.group, logger: logger)
         do {
             let result = try await run(on: harness, progress: progress, between: between)
             await harness.shutdown()

@@ -2,6 +2,8 @@ import CTAP2
 import Foundation
 import HybridCore
 import Logging
+import NIOCore
+import NIOPosix
 
 /// A complete hybrid lab in one process for other people's protocol tests: a tunnel relay on an
 /// ephemeral loopback port, and simulated desktops and phones that talk to it over real sockets
@@ -38,27 +40,42 @@ public final class HybridHarness: Sendable {
     public let relay: TunnelRelay
     /// `ws://127.0.0.1:PORT`.
     public let relayURL: String
+    /// Where the relay's shards and the sockets of QR transactions (both tunnels, the scanner and the
+    /// advertiser) run.
+    let group: any EventLoopGroup
     let logger: Logger
 
-    private init(relay: TunnelRelay, relayURL: String, logger: Logger) {
+    private init(relay: TunnelRelay, relayURL: String, group: any EventLoopGroup, logger: Logger) {
         self.relay = relay
         self.relayURL = relayURL
+        self.group = group
         self.logger = logger
     }
 
     /// Starts a relay on an ephemeral loopback port.
+    ///
+    /// - Parameters:
+    ///   - configuration: the relay's limits.
+    ///   - group: where the relay's shards (one per loop, as ``RelayConfiguration/eventLoops``
+    ///     says) and the sockets of QR transactions run. One `EventLoop` puts a whole transaction on
+    ///     one thread (besides the relay's accepting thread): what `hybrid-sim bench` measures.
+    ///   - logger: for the relay and both sides.
     public static func start(
-        configuration: RelayConfiguration = .init(), logger: Logger = Logger(label: "hybrid-sim.harness")
+        configuration: RelayConfiguration = .init(),
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "hybrid-sim.harness")
     ) async throws -> HybridHarness {
-        let relay = TunnelRelay(configuration: configuration, logger: logger)
+        let relay = TunnelRelay(configuration: configuration, group: group, logger: logger)
         let endpoint = try await relay.start()
-        return HybridHarness(relay: relay, relayURL: endpoint.url, logger: logger)
+        return HybridHarness(relay: relay, relayURL: endpoint.url, group: group, logger: logger)
     }
 
     /// A harness whose transactions go through a relay that already runs at `relayURL` (another
     /// process: the hostile soak measures it from outside). Its ``relay`` is never started.
     static func using(relayURL: String, logger: Logger) -> HybridHarness {
-        HybridHarness(relay: TunnelRelay(logger: logger), relayURL: relayURL, logger: logger)
+        HybridHarness(
+            relay: TunnelRelay(logger: logger), relayURL: relayURL, group: MultiThreadedEventLoopGroup.singleton,
+            logger: logger)
     }
 
     /// Stops the relay (closing any open tunnel).
@@ -80,8 +97,10 @@ public final class HybridHarness: Sendable {
             requestType: hint, timestamp: UInt64(Date().timeIntervalSince1970), supportsLinking: linking != nil)
         desktopSession.keyLog = Self.keyLogHook(options.keyLog, side: "desktop")
         let session = desktopSession
+        let group = self.group
         let scanner = ProximityScanner<[UInt8]>(
-            minRSSI: options.minRSSI, logger: logger, matcher: ClientDriver.Transports.advertMatcher(eidKey: session.keys.eidKey))
+            minRSSI: options.minRSSI, group: group, logger: logger,
+            matcher: ClientDriver.Transports.advertMatcher(eidKey: session.keys.eidKey))
         let proximity = try await scanner.start()
         defer { Task { await scanner.stop() } }
         var authenticatorSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking)
@@ -93,7 +112,8 @@ public final class HybridHarness: Sendable {
             phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession,
-                    transports: .loopback(relayURL: relayURL, proximity: proximity, rssi: options.rssi, logger: logger),
+                    transports: .loopback(
+                        relayURL: relayURL, proximity: proximity, rssi: options.rssi, group: group, logger: logger),
                     timeouts: options.timeouts, events: options.events
                 ) { request in
                     phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970))
@@ -102,7 +122,7 @@ public final class HybridHarness: Sendable {
             desktop: {
                 try await ClientDriver.run(
                     session: session, request: request,
-                    transports: .loopback(relayURL: relayURL, scanner: scanner, logger: logger),
+                    transports: .loopback(relayURL: relayURL, scanner: scanner, group: group, logger: logger),
                     timeouts: options.timeouts, events: options.events)
             })
     }

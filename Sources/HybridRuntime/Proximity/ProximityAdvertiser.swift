@@ -74,7 +74,7 @@ public final class ProximityAdvertiser: Sendable {
         }
         let address: SocketAddress
         do {
-            address = try SocketAddress.makeAddressResolvingHost(target.host, port: target.port)
+            address = try SocketAddress.proximity(host: target.host, port: target.port)
         } catch {
             throw RuntimeError(.invalidAddress, "cannot resolve proximity target \(target): \(error)")
         }
@@ -91,7 +91,7 @@ public final class ProximityAdvertiser: Sendable {
                         try channel.pipeline.syncOperations.addHandler(IgnoreErrorsHandler())
                     }
                 }
-                .bind(host: localHost, port: 0)
+                .bind(to: SocketAddress(ipAddress: localHost, port: 0))
                 .get()
         } catch {
             state.withLock { $0.phase = .idle }

@@ -45,7 +45,9 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
         self.port = port
         self.group = group
         self.logger = logger
-        self.core = ScannerCore(minRSSI: minRSSI, matcher: matcher, logger: logger)
+        // A wait's timeout is a timer on the scanner's loop (the loop that delivers the adverts),
+        // not a sleeping task.
+        self.core = ScannerCore(minRSSI: minRSSI, matcher: matcher, logger: logger, timerLoop: group.next())
     }
 
     /// Binds the UDP socket. Returns the bound endpoint (real port when 0 was asked for).
@@ -70,7 +72,7 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
                         try channel.pipeline.syncOperations.addHandler(ProximityScanHandler(core: core))
                     }
                 }
-                .bind(host: host, port: port)
+                .bind(to: SocketAddress.proximity(host: host, port: port))
                 .get()
         } catch {
             started.withLock { $0 = false }
@@ -126,13 +128,14 @@ struct ScannerMatch<Match: Sendable>: Sendable {
 
 /// The scanner's filter chain and counters, shared by the channel handler and the public API.
 final class ScannerCore<Match: Sendable>: Sendable {
-    let matches = MessageInbox<ScannerMatch<Match>>()
+    let matches: MessageInbox<ScannerMatch<Match>>
     private let minRSSI: Int8
     private let matcher: @Sendable ([UInt8]) -> Match?
     private let logger: Logger
     private let state: Mutex<(statistics: ProximityStatistics, used: Set<[UInt8]>)>
 
-    init(minRSSI: Int8, matcher: @escaping @Sendable ([UInt8]) -> Match?, logger: Logger) {
+    init(minRSSI: Int8, matcher: @escaping @Sendable ([UInt8]) -> Match?, logger: Logger, timerLoop: EventLoop? = nil) {
+        self.matches = MessageInbox(timerLoop: timerLoop)
         self.minRSSI = minRSSI
         self.matcher = matcher
         self.logger = logger

@@ -1,5 +1,7 @@
 import CTAP2
 import HybridCore
+import NIOCore
+import NIOPosix
 import Synchronization
 
 /// Runs an `AuthenticatorSession` (the phone) over real or in-memory transports: creates the
@@ -83,13 +85,24 @@ public enum AuthenticatorDriver {
                 return
             }
             let actions = try await step(.phone, phase) { try session.receivedMessage(message) }
+            // Consecutive messages (handshake message 2, the post-handshake and the update
+            // message) go out in one write; the advert stops once they are sent.
+            var outgoing: [[UInt8]] = []
+            var handshakeAnswered = false
             for action in actions {
+                if case .send(let bytes) = action {
+                    outgoing.append(bytes)
+                    continue
+                }
+                if !outgoing.isEmpty {
+                    try await step(.phone, "sending to the desktop") { try await tunnel.send(contentsOf: outgoing) }
+                    outgoing = []
+                }
                 switch action {
-                case .send(let bytes):
-                    try await step(.phone, "sending to the desktop") { try await tunnel.send(bytes) }
+                case .send:
+                    preconditionFailure("sends are batched above")
                 case .handshakeComplete:
-                    await advertisement?.stop()
-                    events(.handshakeAnswered)
+                    handshakeAnswered = true
                     phase = "waiting for the desktop's request"
                     timeout = timeouts.message
                 case .request(let request):
@@ -114,6 +127,13 @@ public enum AuthenticatorDriver {
                     return
                 }
             }
+            if !outgoing.isEmpty {
+                try await step(.phone, "sending to the desktop") { try await tunnel.send(contentsOf: outgoing) }
+            }
+            if handshakeAnswered {
+                await advertisement?.stop()
+                events(.handshakeAnswered)
+            }
         }
     }
 
@@ -123,9 +143,9 @@ public enum AuthenticatorDriver {
         let race = ResponderRace()
         return try await withCheckedThrowingContinuation { continuation in
             race.arm(continuation)
-            let timer = Task {
-                try? await Task.sleep(for: limit)
-                guard !Task.isCancelled else { return }
+            // The deadline is a timer on an event loop (the current one when the driver runs on
+            // SwiftNIO's loops), not a sleeping task: cheap to arm and to cancel.
+            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: TimeAmount(limit)) {
                 race.finish(.failure(RuntimeError.timeout("waiting for the user to answer the request", after: limit)))
             }
             race.track(timer: timer, work: Task {
@@ -140,7 +160,8 @@ public enum AuthenticatorDriver {
 private final class ResponderRace: Sendable {
     private struct State {
         var continuation: CheckedContinuation<[UInt8], any Error>?
-        var tasks: [Task<Void, Never>] = []
+        var timer: Scheduled<Void>?
+        var work: Task<Void, Never>?
         var finished = false
     }
     private let state = Mutex(State())
@@ -149,10 +170,12 @@ private final class ResponderRace: Sendable {
         state.withLock { $0.continuation = continuation }
     }
 
-    /// Remembers both tasks so the loser is cancelled (at once, if the race is already over).
-    func track(timer: Task<Void, Never>, work: Task<Void, Never>) {
+    /// Remembers the timer and the responder's task so the loser is cancelled (at once, if the race
+    /// is already over).
+    func track(timer: Scheduled<Void>, work: Task<Void, Never>) {
         let over = state.withLock { state -> Bool in
-            state.tasks = [timer, work]
+            state.timer = timer
+            state.work = work
             return state.finished
         }
         if over { cancelAll() }
@@ -169,6 +192,8 @@ private final class ResponderRace: Sendable {
     }
 
     private func cancelAll() {
-        for task in state.withLock({ $0.tasks }) { task.cancel() }
+        let (timer, work) = state.withLock { ($0.timer, $0.work) }
+        timer?.cancel()
+        work?.cancel()
     }
 }

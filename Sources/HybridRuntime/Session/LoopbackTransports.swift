@@ -9,8 +9,11 @@ extension ClientDriver.Transports {
     /// The desktop's real transports: adverts from a running ``ProximityScanner`` and WebSocket
     /// connections to the relay at `relayURL` (`ws://HOST:PORT`). Every valid tunnel domain ID maps
     /// to that one relay, as webauthn-rs's tunnel override does (Docs/CLI.md, "Defaults and extras").
+    /// The connections run on `group`.
     public static func loopback(
-        relayURL: String, scanner: ProximityScanner<[UInt8]>, logger: Logger = Logger(label: "hybrid-sim.desktop")
+        relayURL: String, scanner: ProximityScanner<[UInt8]>,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        logger: Logger = Logger(label: "hybrid-sim.desktop")
     ) -> Self {
         Self(
             nextAdvert: { timeout in
@@ -19,7 +22,7 @@ extension ClientDriver.Transports {
                 return (advert, rssi, statistics.received - statistics.matched)
             },
             connect: { path, _, timeout in
-                try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, logger: logger)
+                try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, group: group, logger: logger)
             })
     }
 
@@ -38,15 +41,16 @@ extension ClientDriver.Transports {
 
 extension AuthenticatorDriver.Transports {
     /// The phone's real transports: `/cable/new` on the relay at `relayURL` and a UDP advertiser
-    /// aimed at the desktop's scanner.
+    /// aimed at the desktop's scanner, both on `group`.
     public static func loopback(
         relayURL: String, proximity: ProximityEndpoint, rssi: Int8 = ProximityDefaults.rssi,
         serviceUUID: ProximityServiceUUID = .fido, advertInterval: Duration = ProximityDefaults.advertInterval,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "hybrid-sim.phone")
     ) -> Self {
         Self(
             createTunnel: { path, timeout in
-                let tunnel = try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, logger: logger)
+                let tunnel = try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, group: group, logger: logger)
                 guard let routingID = tunnel.routingID, routingID.count == HybridConstants.routingIDSize else {
                     await tunnel.close()
                     throw RuntimeError(.protocolViolation, "the tunnel service did not assign a routing ID (X-caBLE-Routing-ID)")
@@ -58,7 +62,8 @@ extension AuthenticatorDriver.Transports {
                 configuration.rssi = rssi
                 configuration.serviceUUID = serviceUUID
                 configuration.interval = advertInterval
-                let advertiser = try ProximityAdvertiser(advert: advert, configuration: configuration, logger: logger)
+                let advertiser = try ProximityAdvertiser(
+                    advert: advert, configuration: configuration, group: group, logger: logger)
                 try await advertiser.start()
                 return advertiser
             })

@@ -54,6 +54,24 @@ final class ClientFrameHandler: ChannelInboundHandler {
         return context.writeAndFlush(wrapOutboundOut(frame))
     }
 
+    /// Writes one masked binary frame per message and flushes once (one `writev` for all of them);
+    /// the future completes when the last one is written.
+    func write(messages: [[UInt8]]) -> EventLoopFuture<Void> {
+        guard case .open = state, let context else {
+            let error = inbox.terminalError ?? RuntimeError.closed(.abnormalClosure, "connection lost")
+            return eventLoop.makeFailedFuture(error)
+        }
+        guard let last = messages.indices.last else { return eventLoop.makeSucceededVoidFuture() }
+        let promise = eventLoop.makePromise(of: Void.self)
+        for index in messages.indices {
+            let buffer = context.channel.allocator.buffer(bytes: messages[index])
+            let frame = WebSocketFrame(fin: true, opcode: .binary, maskKey: .random(), data: buffer)
+            context.write(wrapOutboundOut(frame), promise: index == last ? promise : nil)
+        }
+        context.flush()
+        return promise.futureResult
+    }
+
     /// Starts the closing handshake with `code`; the connection is dropped when the relay answers or
     /// after the close timeout.
     func initiateClose(code: WebSocketCloseCode, reason: String) {

@@ -9,6 +9,13 @@ public protocol TunnelTransport: Sendable {
     /// Throws ``RuntimeError`` with code `.closed` once either end has closed.
     func send(_ message: [UInt8]) async throws
 
+    /// Sends several messages in order; each arrives as one ``receive(timeout:)`` result, as if
+    /// sent one by one. A transport may hand them to its socket in one write (``WebSocketTunnel``
+    /// does); the default sends them one by one with ``send(_:)``.
+    ///
+    /// Throws like ``send(_:)``; messages before the failing one may have been sent.
+    func send(contentsOf messages: [[UInt8]]) async throws
+
     /// Returns the next message from the other end, in order.
     ///
     /// Throws ``RuntimeError`` with code `.timeout` when nothing arrives within `timeout`, and with
@@ -18,4 +25,11 @@ public protocol TunnelTransport: Sendable {
 
     /// Closes this end normally; the other end then sees `.closed`. Idempotent, never throws.
     func close() async
+}
+
+extension TunnelTransport {
+    /// Sends the messages one by one with ``send(_:)``.
+    public func send(contentsOf messages: [[UInt8]]) async throws {
+        for message in messages { try await send(message) }
+    }
 }

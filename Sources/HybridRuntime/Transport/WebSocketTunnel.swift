@@ -235,6 +235,11 @@ public final class WebSocketTunnel: TunnelTransport {
         try await write(opcode: .binary, data: message, fin: true, masked: true)
     }
 
+    /// Sends binary messages (masked) in one write to the socket; throws like ``send(_:)``.
+    public func send(contentsOf messages: [[UInt8]]) async throws {
+        try await write { $0.write(messages: messages) }
+    }
+
     /// The next binary message; `.timeout` after `timeout`, `.closed(code, reason)` once the relay or
     /// the peer closed and all earlier messages were returned, `.protocolViolation` on a text frame.
     public func receive(timeout: Duration) async throws -> [UInt8] {
@@ -250,7 +255,11 @@ public final class WebSocketTunnel: TunnelTransport {
     /// then makes sure the socket is closed. Idempotent; never throws.
     public func close(code: WebSocketCloseCode, reason: String = "") async {
         let handler = self.handler
-        handler.eventLoop.execute { handler.value.initiateClose(code: code, reason: reason) }
+        if handler.eventLoop.inEventLoop {
+            handler.value.initiateClose(code: code, reason: reason)
+        } else {
+            handler.eventLoop.execute { handler.value.initiateClose(code: code, reason: reason) }
+        }
         let channel = self.channel
         let timer = channel.eventLoop.scheduleTask(in: TimeAmount(options.closeTimeout) + .milliseconds(100)) {
             channel.close(promise: nil)
@@ -272,28 +281,62 @@ public final class WebSocketTunnel: TunnelTransport {
     func receiveIsWaiting() async { await inbox.readerIsWaiting() }
 
     private func write(opcode: WebSocketOpcode, data: [UInt8], fin: Bool, masked: Bool) async throws {
+        try await write { $0.write(opcode: opcode, data: data, fin: fin, masked: masked) }
+    }
+
+    /// Runs `perform` with the frame handler on the connection's loop and waits until what it
+    /// wrote is written, at most ``Options/sendTimeout`` (then the connection is dropped).
+    private func write(_ perform: @escaping @Sendable (ClientFrameHandler) -> EventLoopFuture<Void>) async throws {
         if let terminal = inbox.terminalError { throw terminal }
         let handler = self.handler
         let channel = self.channel
         let sendTimeout = options.sendTimeout
         let start = ContinuousClock.now
+        let written: EventLoopFuture<Void>
+        if handler.eventLoop.inEventLoop {
+            // Already on the connection's loop (a driver task with SwiftNIO's loops as the
+            // executor): write in place. A loopback socket takes the frames within the call, so the
+            // write is usually complete here and there is nothing to wait for or to time.
+            let done: Result<Void, any Error>?
+            (written, done) = Self.writeInPlace(handler, perform)
+            switch done {
+            case .success?: return
+            case .failure(let error)?: throw writeError(error, start: start, sendTimeout: sendTimeout)
+            case nil: break
+            }
+        } else {
+            written = handler.eventLoop.flatSubmit { perform(handler.value) }
+        }
         let timer = channel.eventLoop.scheduleTask(in: TimeAmount(sendTimeout)) { channel.close(promise: nil) }
         defer { timer.cancel() }
+        // Disarmed on the event loop when the write completes, not when this task resumes.
+        written.whenComplete { _ in timer.cancel() }
         do {
-            let written = handler.eventLoop.flatSubmit {
-                handler.value.write(opcode: opcode, data: data, fin: fin, masked: masked)
-            }
-            // Disarmed on the event loop when the write completes, not when this task resumes.
-            written.whenComplete { _ in timer.cancel() }
             try await written.get()
-        } catch let error as RuntimeError {
-            throw error
         } catch {
-            if ContinuousClock.now - start >= sendTimeout {
-                throw RuntimeError.timeout("send to \(TunnelServicePath.endpointName(of: path))", after: sendTimeout)
-            }
-            throw inbox.terminalError ?? RuntimeError.closed(.abnormalClosure, "connection lost: \(error)")
+            throw writeError(error, start: start, sendTimeout: sendTimeout)
         }
+    }
+
+    /// Runs `perform` on the connection's loop (the caller is on it); returns the write and its
+    /// result if it already completed.
+    private static func writeInPlace(
+        _ handler: NIOLoopBound<ClientFrameHandler>, _ perform: (ClientFrameHandler) -> EventLoopFuture<Void>
+    ) -> (EventLoopFuture<Void>, Result<Void, any Error>?) {
+        let written = perform(handler.value)
+        var done: Result<Void, any Error>? = nil
+        written.assumeIsolated().whenComplete { done = $0 }
+        return (written, done)
+    }
+
+    /// What a failed write throws: the ``RuntimeError`` itself, a timeout once the send timer
+    /// fired, else the tunnel's terminal error (or an abnormal closure).
+    private func writeError(_ error: any Error, start: ContinuousClock.Instant, sendTimeout: Duration) -> RuntimeError {
+        if let error = error as? RuntimeError { return error }
+        if ContinuousClock.now - start >= sendTimeout {
+            return RuntimeError.timeout("send to \(TunnelServicePath.endpointName(of: path))", after: sendTimeout)
+        }
+        return inbox.terminalError ?? RuntimeError.closed(.abnormalClosure, "connection lost: \(error)")
     }
 }
 
