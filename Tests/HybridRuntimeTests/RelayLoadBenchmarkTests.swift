@@ -1,4 +1,5 @@
 import Foundation
+import HybridCore
 import HybridRuntime
 import Testing
 
@@ -75,6 +76,32 @@ struct RelayLoadBenchmarkTests {
             #expect(report.tunnelsOpened == 4)
             #expect(report.roundTrips.count == 4 * 3)
             #expect(report.failures == ["closed 1008": 4], "\(report.failures)")
+        }
+    }
+
+    @Test(
+        "a relay that selects no fido.cable, gives no routing ID or never answers: every open fails, by reason",
+        arguments: RelayLoadBenchmark.Generator.allCases)
+    func misbehavingRelay(generator: RelayLoadBenchmark.Generator) async throws {
+        let cases: [(name: String, behaviour: FakeTunnelServer.Behaviour, failure: String)] = [
+            ("no subprotocol", .upgrade(headers: [(HybridConstants.routingIDHeader, "ABCDEF")], frame: nil), "handshakeFailed"),
+            (
+                "no routing ID", .upgrade(headers: [("Sec-WebSocket-Protocol", HybridConstants.webSocketProtocol)], frame: nil),
+                "handshakeFailed"
+            ),
+            ("silent", .silent, "timeout"),
+        ]
+        for (name, behaviour, failure) in cases {
+            let server = try await FakeTunnelServer.start(behaviour)
+            var configuration = RelayLoadBenchmark.Configuration(host: "127.0.0.1", port: server.port, tunnels: 2, rounds: 1)
+            configuration.openConcurrency = 2
+            configuration.timeout = .seconds(1)
+            configuration.generator = generator
+            configuration.generatorThreads = 1
+            let report = try await RelayLoadBenchmark(configuration).run()
+            await server.stop()
+            #expect(report.tunnelsOpened == 0, "\(name)")
+            #expect(report.failures == [failure: 2], "\(name): \(report.failures)")
         }
     }
 
