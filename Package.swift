@@ -132,6 +132,9 @@ let package = Package(
             dependencies: [
                 "HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport",
                 .product(name: "NIOPosix", package: "swift-nio"),  // RelayShardingTests: a two-loop group
+                // MessageAssemblerTests: the relay's frame joining against NIO's aggregator
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
         ),
         .testTarget(

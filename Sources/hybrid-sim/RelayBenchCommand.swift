@@ -44,6 +44,17 @@ struct RelayBenchCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "lean: raw NIO connections, rounds run in their handlers (default); tasks: the runtime's WebSocket client and a Swift task per tunnel.",
+            valueName: "lean|tasks"
+        )
+    )
+    var generator = "lean"
+
+    @Option(help: "Event loops of the lean generator (default: one per core).")
+    var generatorThreads = ProcessInfo.processInfo.activeProcessorCount
+
+    @Option(
+        help: ArgumentHelp(
             "Measure these processes as the relay, added up (comma-separated; default: the one listening on the URL's port).",
             valueName: "pid,…"
         )
@@ -64,6 +75,10 @@ struct RelayBenchCommand: AsyncParsableCommand {
         guard (1...9_900).contains(tunnels) else { throw ValidationError("--tunnels must be 1...9900 (20,000 descriptors per process)") }
         guard (1...100_000).contains(rounds) else { throw ValidationError("--rounds must be 1...100000") }
         guard (1...65_536).contains(payload) else { throw ValidationError("--payload must be 1...65536 bytes") }
+        guard RelayLoadBenchmark.Generator(rawValue: generator) != nil else {
+            throw ValidationError("--generator must be lean or tasks")
+        }
+        guard (1...64).contains(generatorThreads) else { throw ValidationError("--generator-threads must be 1...64") }
         guard openConcurrency >= 2 else { throw ValidationError("--open-concurrency must be at least 2") }
         if relayPid != nil, relayPIDs == nil {
             throw ValidationError("--relay-pid must be one or more process IDs separated by commas")
@@ -104,6 +119,8 @@ struct RelayBenchCommand: AsyncParsableCommand {
         var configuration = RelayLoadBenchmark.Configuration(host: host, port: port, tunnels: tunnels, rounds: rounds, relay: probe)
         configuration.payloadSize = payload
         configuration.openConcurrency = openConcurrency
+        configuration.generator = RelayLoadBenchmark.Generator(rawValue: generator) ?? .lean
+        configuration.generatorThreads = generatorThreads
         configuration.timeout = .milliseconds(Int(timeout * 1000))
         configuration.hold = .milliseconds(Int(hold * 1000))
         let report = try await RelayLoadBenchmark(configuration).run(progress: progress)

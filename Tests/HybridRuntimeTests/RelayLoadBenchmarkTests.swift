@@ -1,4 +1,5 @@
 import Foundation
+import HybridCore
 import HybridRuntime
 import Testing
 
@@ -10,20 +11,24 @@ import Glibc
 /// Small, bounded runs: they check the counts and the failure accounting, not speed.
 @Suite("Relay load generator")
 struct RelayLoadBenchmarkTests {
-    private func configuration(_ endpoint: RelayEndpoint, tunnels: Int, rounds: Int) -> RelayLoadBenchmark.Configuration {
+    private func configuration(
+        _ endpoint: RelayEndpoint, tunnels: Int, rounds: Int, generator: RelayLoadBenchmark.Generator
+    ) -> RelayLoadBenchmark.Configuration {
         var configuration = RelayLoadBenchmark.Configuration(
             host: endpoint.host, port: endpoint.port, tunnels: tunnels, rounds: rounds, relay: .current)
         configuration.openConcurrency = 8
         configuration.timeout = .seconds(10)
+        configuration.generator = generator
+        configuration.generatorThreads = 2
         return configuration
     }
 
-    @Test("every tunnel opens, every round relays two messages, the relay ends with no tunnel")
-    func cleanRun() async throws {
+    @Test("every tunnel opens, every round relays two messages, the relay ends with no tunnel", arguments: RelayLoadBenchmark.Generator.allCases)
+    func cleanRun(generator: RelayLoadBenchmark.Generator) async throws {
         var relayConfiguration = RelayConfiguration()
         relayConfiguration.maxMessagesPerPeer = 64
         try await withRelay(relayConfiguration) { relay, endpoint in
-            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 24, rounds: 5)).run()
+            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 24, rounds: 5, generator: generator)).run()
             #expect(report.failures.isEmpty, "\(report.failures)")
             #expect(report.tunnelsOpened == 24)
             #expect(report.messagesRelayed == 24 * 5 * 2)
@@ -44,15 +49,17 @@ struct RelayLoadBenchmarkTests {
                 JSONSerialization.jsonObject(with: Data(report.json.utf8)) as? [String: Any])
             #expect(json["tunnelsOpened"] as? Int == 24)
             #expect(json["relayMicrosecondsPerMessage"] is Double)
+            #expect(json["generator"] as? String == generator.rawValue)
+            #expect(json["generatorCoresUsedDuringRounds"] is Double)
         }
     }
 
-    @Test("tunnels beyond the relay's limit are counted as HTTP 503 failures, not hidden")
-    func refusedOpens() async throws {
+    @Test("tunnels beyond the relay's limit are counted as HTTP 503 failures, not hidden", arguments: RelayLoadBenchmark.Generator.allCases)
+    func refusedOpens(generator: RelayLoadBenchmark.Generator) async throws {
         var relayConfiguration = RelayConfiguration()
         relayConfiguration.maxOpenTunnels = 5
         try await withRelay(relayConfiguration) { _, endpoint in
-            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 9, rounds: 1)).run()
+            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 9, rounds: 1, generator: generator)).run()
             #expect(report.tunnelsOpened == 5)
             #expect(report.failures == ["HTTP 503": 4])
             #expect(report.failureCount == 4)
@@ -60,15 +67,41 @@ struct RelayLoadBenchmarkTests {
         }
     }
 
-    @Test("a relay that closes tunnels mid-run shows up as failed rounds with the close code")
-    func closedDuringRounds() async throws {
+    @Test("a relay that closes tunnels mid-run shows up as failed rounds with the close code", arguments: RelayLoadBenchmark.Generator.allCases)
+    func closedDuringRounds(generator: RelayLoadBenchmark.Generator) async throws {
         var relayConfiguration = RelayConfiguration()
         relayConfiguration.maxMessagesPerPeer = 3  // the fourth ping closes the tunnel with 1008
         try await withRelay(relayConfiguration) { _, endpoint in
-            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 4, rounds: 6)).run()
+            let report = try await RelayLoadBenchmark(configuration(endpoint, tunnels: 4, rounds: 6, generator: generator)).run()
             #expect(report.tunnelsOpened == 4)
             #expect(report.roundTrips.count == 4 * 3)
             #expect(report.failures == ["closed 1008": 4], "\(report.failures)")
+        }
+    }
+
+    @Test(
+        "a relay that selects no fido.cable, gives no routing ID or never answers: every open fails, by reason",
+        arguments: RelayLoadBenchmark.Generator.allCases)
+    func misbehavingRelay(generator: RelayLoadBenchmark.Generator) async throws {
+        let cases: [(name: String, behaviour: FakeTunnelServer.Behaviour, failure: String)] = [
+            ("no subprotocol", .upgrade(headers: [(HybridConstants.routingIDHeader, "ABCDEF")], frame: nil), "handshakeFailed"),
+            (
+                "no routing ID", .upgrade(headers: [("Sec-WebSocket-Protocol", HybridConstants.webSocketProtocol)], frame: nil),
+                "handshakeFailed"
+            ),
+            ("silent", .silent, "timeout"),
+        ]
+        for (name, behaviour, failure) in cases {
+            let server = try await FakeTunnelServer.start(behaviour)
+            var configuration = RelayLoadBenchmark.Configuration(host: "127.0.0.1", port: server.port, tunnels: 2, rounds: 1)
+            configuration.openConcurrency = 2
+            configuration.timeout = .seconds(1)
+            configuration.generator = generator
+            configuration.generatorThreads = 1
+            let report = try await RelayLoadBenchmark(configuration).run()
+            await server.stop()
+            #expect(report.tunnelsOpened == 0, "\(name)")
+            #expect(report.failures == [failure: 2], "\(name): \(report.failures)")
         }
     }
 

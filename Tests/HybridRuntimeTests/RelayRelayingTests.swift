@@ -39,6 +39,42 @@ struct RelayRelayingTests {
         }
     }
 
+    @Test("messages that arrive in one read (one TCP write) are all relayed, whole and in order")
+    func oneReadManyMessages() async throws {
+        var configuration = RelayConfiguration()
+        configuration.maxMessagesPerPeer = 64
+        try await withRelay(configuration) { relay, endpoint in
+            let tunnelID = randomTunnelID()
+            let phone = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path)
+            let routingID = try #require(phone.routingID)
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(RawConnection.upgradeRequest(path: TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path))
+            #expect(RawConnection.status(of: await raw.readResponseHead()) == 101)
+            // Twenty whole messages and one in three fragments, in a single write: the relay reads
+            // them in one burst and flushes the other side once, at the burst's end.
+            var burst: [UInt8] = []
+            for index in 0..<20 { burst += RawConnection.frame(opcode: 0x2, payload: [0x42, UInt8(index)]) }
+            burst += RawConnection.frame(opcode: 0x2, payload: [7], fin: false)
+            burst += RawConnection.frame(opcode: 0x0, payload: [8], fin: false)
+            burst += RawConnection.frame(opcode: 0x0, payload: [9])
+            try await raw.write(burst)
+            for index in 0..<20 {
+                #expect(try await phone.receive(timeout: .seconds(2)) == [0x42, UInt8(index)])
+            }
+            #expect(try await phone.receive(timeout: .seconds(2)) == [7, 8, 9])
+            #expect(await eventually { relay.statistics.messagesRelayed == 21 })
+            // And the other way, after the burst.
+            try await phone.send([1])
+            let head = await raw.readResponseHead()
+            let frames = await raw.read { bytes in
+                RawConnection.serverFrames(in: Array(bytes.dropFirst(head.utf8.count + 4))).count == 1
+            }
+            #expect(RawConnection.serverFrames(in: Array(frames.dropFirst(head.utf8.count + 4))).first?.payload == [1])
+            await raw.close()
+            await phone.close()
+        }
+    }
+
     @Test("messages sent before the peer joins are buffered and delivered in order")
     func bufferedUntilJoin() async throws {
         try await withRelay { relay, endpoint in

@@ -32,6 +32,10 @@ public struct RelayLoadBenchmark: Sendable {
         public var hold: Duration = .zero
         /// The relay process to measure; `nil`: no CPU or memory figures.
         public var relay: ProcessProbe?
+        /// How the generator drives its connections. Default ``Generator/lean``.
+        public var generator = Generator.lean
+        /// Event loops of the lean generator. Default one per core.
+        public var generatorThreads = System.coreCount
 
         /// A configuration with the defaults above.
         public init(host: String, port: Int, tunnels: Int, rounds: Int, relay: ProcessProbe? = nil) {
@@ -41,6 +45,17 @@ public struct RelayLoadBenchmark: Sendable {
             self.rounds = rounds
             self.relay = relay
         }
+    }
+
+    /// How the generator drives its connections.
+    public enum Generator: String, Sendable, CaseIterable {
+        /// Raw NIO channels on the generator's own event loops, a hand-written WebSocket client in one
+        /// handler, pre-encoded masked frames, rounds run inside the handlers, one flush per read
+        /// burst: the least generator work per message, so the relay, not the generator, is loaded.
+        case lean
+        /// ``WebSocketTunnel`` (the runtime's client) and a Swift task per tunnel awaiting each
+        /// send and receive: the generator every figure before issue 9's relay work used.
+        case tasks
     }
 
     /// The configuration.
@@ -59,36 +74,84 @@ public struct RelayLoadBenchmark: Sendable {
         let before = try relay?.sample()
         report.relayBefore = before
 
-        progress("opening \(config.tunnels) tunnels (\(config.openConcurrency) connections at a time)…")
+        progress("opening \(config.tunnels) tunnels (\(config.openConcurrency) connections at a time, \(config.generator.rawValue) generator)…")
+        let generator = ProcessProbe.current
+        switch config.generator {
+        case .tasks:
+            try await runPhases(
+                open: { failures in await openAll(failures: &failures) { _ in await Self.openPair(config) } },
+                rounds: { opened in await pingPong(opened) },
+                close: { opened in
+                    await closeAll(opened) { pair in
+                        await pair.desktop.close()
+                        await pair.phone.close()
+                    }
+                },
+                report: &report, generator: generator, progress: progress)
+        case .lean:
+            let group = MultiThreadedEventLoopGroup(numberOfThreads: max(1, config.generatorThreads))
+            let loops = Array(group.makeIterator())
+            let timeout = TimeAmount(config.timeout)
+            do {
+                try await runPhases(
+                    open: { failures in
+                        await openAll(failures: &failures) { await Self.openLeanPair(config, on: loops[$0 % loops.count]) }
+                    },
+                    rounds: { opened in await Self.leanRounds(opened, config) },
+                    close: { opened in
+                        await closeAll(opened) { pair in try? await pair.loop.flatSubmit { pair.close(timeout: timeout) }.get() }
+                    },
+                    report: &report, generator: generator, progress: progress)
+            } catch {
+                try? await group.shutdownGracefully()
+                throw error
+            }
+            try? await group.shutdownGracefully()
+        }
+        report.relayAfterClose = try await settledSample(relay, baseline: before)
+        return report
+    }
+
+    // MARK: - Phases
+
+    /// The four phases (open, hold, rounds, close) with the relay and the generator sampled between
+    /// them, for either generator.
+    private func runPhases<Opened: Sendable>(
+        open: (inout [String: Int]) async -> [Opened],
+        rounds: ([Opened]) async -> (samples: [Double], failures: [String: Int]),
+        close: ([Opened]) async -> Void,
+        report: inout RelayLoadReport, generator: ProcessProbe, progress: @Sendable (String) -> Void
+    ) async throws {
+        let config = configuration
+        let relay = config.relay
         let openStart = ContinuousClock.now
-        let opened = await openAll(failures: &report.failures)
+        let opened = await open(&report.failures)
         report.tunnelsOpened = opened.count
         report.openSeconds = (ContinuousClock.now - openStart).benchmarkSeconds
-        let afterOpen = try relay?.sample()
-        report.relayAfterOpen = afterOpen
+        report.relayAfterOpen = try relay?.sample()
 
         if config.hold > .zero {
             progress("holding \(opened.count) tunnels for \(config.hold)…")
             try? await Task.sleep(for: config.hold)
         }
         progress("\(opened.count) tunnels open; \(config.rounds) ping-pong rounds on all of them at once…")
+        let generatorBefore = try? generator.sample()
         let roundsStart = ContinuousClock.now
-        let (samples, roundFailures) = await pingPong(opened)
+        let (samples, roundFailures) = await rounds(opened)
         report.roundsSeconds = (ContinuousClock.now - roundsStart).benchmarkSeconds
+        report.relayAfterRounds = try relay?.sample()
+        if let generatorBefore, let generatorAfter = try? generator.sample(), report.roundsSeconds > 0 {
+            report.generatorCoresUsedDuringRounds = (generatorAfter.cpuSeconds - generatorBefore.cpuSeconds) / report.roundsSeconds
+        }
         report.roundTrips = LatencySummary(milliseconds: samples)
         report.messagesRelayed = samples.count * 2
         for (reason, count) in roundFailures { report.failures[reason, default: 0] += count }
-        report.relayAfterRounds = try relay?.sample()
 
         progress("closing \(opened.count) tunnels…")
         let closeStart = ContinuousClock.now
-        await closeAll(opened)
+        await close(opened)
         report.closeSeconds = (ContinuousClock.now - closeStart).benchmarkSeconds
-        report.relayAfterClose = try await settledSample(relay, baseline: before)
-        return report
     }
-
-    // MARK: - Phases
 
     /// Both connections of one open tunnel.
     struct Pair: Sendable {
@@ -96,18 +159,22 @@ public struct RelayLoadBenchmark: Sendable {
         let desktop: WebSocketTunnel
     }
 
-    private func openAll(failures: inout [String: Int]) async -> [Pair] {
+    /// Opens the tunnels, `openConcurrency / 2` at a time (two connections each); `open(i)` opens
+    /// tunnel number `i`. Failures are counted by ``failureName(_:)``.
+    private func openAll<Opened: Sendable>(
+        failures: inout [String: Int], _ open: @escaping @Sendable (Int) async -> Result<Opened, RuntimeError>
+    ) async -> [Opened] {
         let config = configuration
-        return await withTaskGroup(of: Result<Pair, RuntimeError>.self) { group in
-            var pairs: [Pair] = []
+        return await withTaskGroup(of: Result<Opened, RuntimeError>.self) { group in
+            var pairs: [Opened] = []
             pairs.reserveCapacity(config.tunnels)
             var started = 0
             func startNext() {
                 guard started < config.tunnels else { return }
+                let index = started
                 started += 1
-                group.addTask { await Self.openPair(config) }
+                group.addTask { await open(index) }
             }
-            // Two connections per tunnel: half the concurrency in tunnels.
             for _ in 0..<max(1, config.openConcurrency / 2) { startNext() }
             for await result in group {
                 switch result {
@@ -185,7 +252,8 @@ public struct RelayLoadBenchmark: Sendable {
         }
     }
 
-    private func closeAll(_ pairs: [Pair]) async {
+    /// Closes the tunnels, `openConcurrency / 2` at a time; `close` closes one.
+    private func closeAll<Opened: Sendable>(_ pairs: [Opened], _ close: @escaping @Sendable (Opened) async -> Void) async {
         let concurrency = max(1, configuration.openConcurrency / 2)
         await withTaskGroup(of: Void.self) { group in
             var next = 0
@@ -193,10 +261,7 @@ public struct RelayLoadBenchmark: Sendable {
                 guard next < pairs.count else { return }
                 let pair = pairs[next]
                 next += 1
-                group.addTask {
-                    await pair.desktop.close()
-                    await pair.phone.close()
-                }
+                group.addTask { await close(pair) }
             }
             for _ in 0..<concurrency { startNext() }
             for await _ in group { startNext() }
@@ -218,7 +283,7 @@ public struct RelayLoadBenchmark: Sendable {
 
     // MARK: - Failures
 
-    private static func runtimeError(_ error: any Error) -> RuntimeError {
+    static func runtimeError(_ error: any Error) -> RuntimeError {
         (error as? RuntimeError) ?? RuntimeError(.connectionFailed, "\(error)")
     }
 

@@ -13,6 +13,13 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
     public var rounds: Int
     /// Bytes per ping and pong.
     public var payloadSize: Int
+    /// The generator that drove the load (``RelayLoadBenchmark/Generator``: `lean` or `tasks`).
+    public var generator: String
+    /// Event loops of the lean generator (the `tasks` generator uses the runtime's shared group).
+    public var generatorThreads: Int
+    /// The generator process's CPU seconds per wall second during the rounds (it shares the machine
+    /// with a local relay: together they cannot exceed the machine's cores).
+    public var generatorCoresUsedDuringRounds: Double?
     /// Tunnels whose two connections both upgraded.
     public var tunnelsOpened = 0
     /// Failed opens and failed rounds by reason (`HTTP 503`, `closed 1008`, `timeout`, …).
@@ -43,6 +50,8 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         tunnelsRequested = configuration.tunnels
         rounds = configuration.rounds
         payloadSize = configuration.payloadSize
+        generator = configuration.generator.rawValue
+        generatorThreads = configuration.generator == .lean ? configuration.generatorThreads : 0
         relayProcesses = configuration.relay?.pids.count ?? 0
     }
 
@@ -81,7 +90,8 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
 
     /// JSON keys: the stored fields plus the derived figures, so the JSON carries both.
     private enum CodingKeys: String, CodingKey {
-        case machine, relayAddress, tunnelsRequested, rounds, payloadSize, tunnelsOpened, failures
+        case machine, relayAddress, tunnelsRequested, rounds, payloadSize, generator, generatorThreads
+        case generatorCoresUsedDuringRounds, tunnelsOpened, failures
         case openSeconds, roundsSeconds, closeSeconds, messagesRelayed, roundTrips
         case relayProcesses, relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
         case tunnelsPerSecond, messagesPerSecond, relayMicrosecondsPerOpen, relayMicrosecondsPerMessage
@@ -96,6 +106,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         try c.encode(tunnelsRequested, forKey: .tunnelsRequested)
         try c.encode(rounds, forKey: .rounds)
         try c.encode(payloadSize, forKey: .payloadSize)
+        try c.encode(generator, forKey: .generator)
+        try c.encode(generatorThreads, forKey: .generatorThreads)
+        try c.encodeIfPresent(generatorCoresUsedDuringRounds, forKey: .generatorCoresUsedDuringRounds)
         try c.encode(tunnelsOpened, forKey: .tunnelsOpened)
         try c.encode(failures, forKey: .failures)
         try c.encode(openSeconds, forKey: .openSeconds)
@@ -125,7 +138,8 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         var lines: [String] = []
         lines.append(
             "hybrid-sim bench relay: \(tunnelsRequested) tunnels × \(rounds) ping-pong rounds of \(payloadSize) bytes "
-                + "against \(relayAddress), \(machine.buildConfiguration) build")
+                + "against \(relayAddress), \(machine.buildConfiguration) build, \(generator) generator"
+                + (generatorThreads > 0 ? " (\(generatorThreads) loops)" : ""))
         lines.append(
             "machine: \(machine.summary)")
         lines.append("")
@@ -135,6 +149,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
             "rounds: \(messagesRelayed) messages in \(f(roundsSeconds, 2)) s = \(f(messagesPerSecond, 0)) msgs/s; "
                 + "round trip ms p50 \(f(roundTrips.p50, 2)) p99 \(f(roundTrips.p99, 2)) max \(f(roundTrips.max, 2))")
         lines.append("close:  \(f(closeSeconds, 2)) s")
+        if let cores = generatorCoresUsedDuringRounds {
+            lines.append("generator: \(f(cores, 2)) cores busy during the rounds")
+        }
         let failureText =
             failures.isEmpty
             ? "0" : failures.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")

@@ -1,7 +1,7 @@
 import NIOCore
 import Synchronization
 
-/// The time source of a tunnel's lifetime and idle timers (``RelayTunnel``).
+/// The time source of a tunnel's lifetime and idle timer (``RelayTunnel``).
 ///
 /// `.system` (the default, and the only one the relay uses outside tests) reads `NIODeadline.now()`
 /// and schedules on the tunnel's event loop, exactly as if no clock were injected. `.manual` lets a

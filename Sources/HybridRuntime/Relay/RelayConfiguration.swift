@@ -126,7 +126,7 @@ public struct RelayConfiguration: Sendable {
     /// Lets a test flip a byte in transit to check that the protocol layer notices.
     package var faultInjector: (@Sendable (RelayDirection, inout [UInt8]) -> Void)?
 
-    /// Test-only hook: the time source of the tunnel lifetime and idle timers (``RelayClock``).
+    /// Test-only hook: the time source of the tunnel lifetime and idle timer (``RelayClock``).
     /// Default `.system` (the event loop's timers); a test passes `.manual` and advances it by hand.
     package var clock: RelayClock = .system
 

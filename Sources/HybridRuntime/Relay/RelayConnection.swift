@@ -211,7 +211,7 @@ final class RelayConnection {
         }
     }
 
-    /// The 101 went out: install the frame aggregator and the peer handler, then attach to the tunnel.
+    /// The 101 went out: install the peer handler (behind the fault handlers, if any), then attach to the tunnel.
     private func upgraded(configuration: RelayConfiguration, registry: RelayRegistry) throws -> RelayUpgradeResult {
         if case .listening(let contactID) = state {
             return try upgradedListener(contactID: contactID, configuration: configuration, registry: registry)
@@ -225,22 +225,28 @@ final class RelayConnection {
         requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
         try removeRequestRecorder()
         registry.admission.upgraded(self)
+        // One handler checks and joins the frames and relays them; with fault injection the checks
+        // and the joining come first, as separate handlers, so the fault handler sees whole messages.
+        let faults = configuration.faults.isEnabled
         let handler = RelayPeerHandler(
             tunnel: tunnel,
             side: side,
-            maxMessageSize: configuration.maxMessageSize,
-            closeHandshakeTimeout: configuration.closeHandshakeTimeout
+            assemblesMessages: !faults
         )
-        try channel.pipeline.syncOperations.addHandlers(
-            MaskedFrameValidator(),
-            NIOWebSocketFrameAggregator(
-                minNonFinalFragmentSize: 0,
-                maxAccumulatedFrameCount: 256,
-                maxAccumulatedFrameSize: configuration.maxMessageSize
-            ),
-            handler
-        )
-        try FaultInjectionHandler.install(on: channel, before: handler, tunnel: tunnel, side: side, registry: registry)
+        if faults {
+            try channel.pipeline.syncOperations.addHandlers(
+                MaskedFrameValidator(),
+                NIOWebSocketFrameAggregator(
+                    minNonFinalFragmentSize: 0,
+                    maxAccumulatedFrameCount: MessageAssembler.maxFragments,
+                    maxAccumulatedFrameSize: configuration.maxMessageSize
+                ),
+                handler
+            )
+            try FaultInjectionHandler.install(on: channel, before: handler, tunnel: tunnel, side: side, registry: registry)
+        } else {
+            try channel.pipeline.syncOperations.addHandler(handler)
+        }
         tunnel.attach(side, handler: handler)
         return .upgraded
     }

@@ -239,8 +239,7 @@ final class RelayRegistry {
             tunnelID: tunnelID,
             routingID: routingID,
             registry: self,
-            eventLoop: eventLoop,
-            configuration: configuration
+            eventLoop: eventLoop
         )
         if let directory = configuration.recordDirectory {
             tunnel.recorder = TunnelRecorder(

@@ -19,7 +19,7 @@ enum TunnelSide: Sendable, Hashable, CustomStringConvertible {
 }
 
 /// A tunnel inside the relay: two peer slots, the messages waiting for a peer that has not joined
-/// yet, per-peer counters and the lifetime/idle timers.
+/// yet, per-peer counters and one timer for its lifetime and idle limits.
 ///
 /// Confined to the event loop of its registry's shard: every method must be called on it. Both
 /// peers' connections run on that loop too (``RelayDispatcher`` places them there), so no locking
@@ -28,8 +28,8 @@ enum TunnelSide: Sendable, Hashable, CustomStringConvertible {
 /// The forwarding path, per message: ``RelayPeerHandler/channelRead(context:data:)`` (the peer's
 /// binary frame, unmasked into its own `ByteBuffer`) → ``received(_:from:)`` (count, size check,
 /// the optional hooks, forward or buffer) → ``RelayPeerHandler/deliver(_:)`` of the other side (the
-/// same `ByteBuffer`, written as one binary frame). No copy into `[UInt8]` and no closure unless a
-/// hook (observer, fault injector, recorder) is installed.
+/// same `ByteBuffer`, written as one binary frame, flushed when the sender's read burst ends). No
+/// copy into `[UInt8]` and no closure unless a hook (observer, fault injector, recorder) is installed.
 final class RelayTunnel {
     /// The state of one peer slot.
     enum Slot {
@@ -58,7 +58,9 @@ final class RelayTunnel {
     /// Strong on purpose: the registry drops the tunnel when it closes, which ends the cycle.
     let registry: RelayRegistry
     private let eventLoop: EventLoop
-    private let configuration: RelayConfiguration
+    /// The relay's configuration, read through the registry: a tunnel keeps no copy of it (a copy
+    /// was about 400 bytes of every open tunnel).
+    private var configuration: RelayConfiguration { registry.configuration }
     private var creatorSlot = Slot.reserved
     private var joinerSlot = Slot.empty
     /// Messages waiting for each side to attach (allocated only when a message has to wait).
@@ -67,8 +69,12 @@ final class RelayTunnel {
     private var sentByCreator = 0
     private var sentByJoiner = 0
     private var lastActivity: NIODeadline
-    private var lifetimeTimer: RelayTimer?
-    private var idleTimer: RelayTimer?
+    /// When the tunnel's lifetime ends (set by ``startTimers()``).
+    private var lifetimeEnd = NIODeadline.distantFuture
+    /// The one timer of the tunnel: due at its lifetime's end or `idleTimeout` after the last
+    /// activity, whichever comes first as of when it was armed. A message does not re-arm it (it
+    /// only moves `lastActivity`); the timer re-arms itself when it finds the tunnel still active.
+    private var deadlineTimer: RelayTimer?
     /// Records the tunnel for `relay --record DIR` (``TunnelRecorder``); `nil` when not recording.
     var recorder: TunnelRecorder?
 
@@ -79,15 +85,13 @@ final class RelayTunnel {
         tunnelID: [UInt8],
         routingID: [UInt8],
         registry: RelayRegistry,
-        eventLoop: EventLoop,
-        configuration: RelayConfiguration
+        eventLoop: EventLoop
     ) {
         self.tunnelID = tunnelID
         self.routingID = routingID
         self.registry = registry
         self.eventLoop = eventLoop
-        self.configuration = configuration
-        self.lastActivity = configuration.clock.now()
+        self.lastActivity = registry.configuration.clock.now()
     }
 
     /// The state of `side`'s slot.
@@ -98,24 +102,31 @@ final class RelayTunnel {
         }
     }
 
-    /// Starts the lifetime and idle timers; call once, right after registering the tunnel.
+    /// Starts the lifetime and idle limits (one timer); call once, right after registering the tunnel.
     func startTimers() {
-        let lifetime = configuration.tunnelLifetime
-        lifetimeTimer = configuration.clock.scheduleTask(in: TimeAmount(lifetime), on: eventLoop) { [self] in
-            self.close(code: .goingAway, reason: "tunnel lifetime of \(lifetime.humanReadable) expired")
-        }
-        scheduleIdleCheck(after: configuration.idleTimeout)
+        lifetimeEnd = configuration.clock.now() + TimeAmount(configuration.tunnelLifetime)
+        armDeadline()
     }
 
-    private func scheduleIdleCheck(after delay: Duration) {
-        idleTimer = configuration.clock.scheduleTask(in: TimeAmount(delay), on: eventLoop) { [self] in
-            let idle = self.configuration.idleTimeout
-            let remaining = (self.lastActivity + TimeAmount(idle)) - self.configuration.clock.now()
-            if remaining.nanoseconds <= 0 {
-                self.close(code: .goingAway, reason: "tunnel idle for \(idle.humanReadable)")
-            } else {
-                self.scheduleIdleCheck(after: .nanoseconds(remaining.nanoseconds))
-            }
+    /// Arms the timer for the earlier of the lifetime's end and the idle limit.
+    private func armDeadline() {
+        let idleEnd = lastActivity + TimeAmount(configuration.idleTimeout)
+        let delay = min(lifetimeEnd, idleEnd) - configuration.clock.now()
+        deadlineTimer = configuration.clock.scheduleTask(in: delay, on: eventLoop) { [self] in
+            self.deadlineReached()
+        }
+    }
+
+    /// The timer fired: close the tunnel if its lifetime is over (checked first) or it has been idle
+    /// for `idleTimeout`, otherwise arm the timer again.
+    private func deadlineReached() {
+        let now = configuration.clock.now()
+        if now >= lifetimeEnd {
+            close(code: .goingAway, reason: "tunnel lifetime of \(configuration.tunnelLifetime.humanReadable) expired")
+        } else if now >= lastActivity + TimeAmount(configuration.idleTimeout) {
+            close(code: .goingAway, reason: "tunnel idle for \(configuration.idleTimeout.humanReadable)")
+        } else {
+            armDeadline()
         }
     }
 
@@ -178,8 +189,10 @@ final class RelayTunnel {
         other.setPausedForPeer(!writable)
     }
 
-    /// A binary message arrived from `side`: count it, then forward or buffer it.
-    func received(_ message: ByteBuffer, from side: TunnelSide) {
+    /// A binary message arrived from `side`: count it, then forward or buffer it. `inReadBurst`:
+    /// `side`'s handler will call ``readBurstEnded(_:)`` once its current read is handled, so the
+    /// forwarded message is flushed then (one flush for all the messages of the burst) instead of now.
+    func received(_ message: ByteBuffer, from side: TunnelSide, inReadBurst: Bool = false) {
         guard !isClosed else { return }
         let count: Int
         if side == .creator {
@@ -210,7 +223,7 @@ final class RelayTunnel {
         case .attached(let handler):
             // Count first: the peer may read the message before this thread gets any further.
             registry.recordRelayed(bytes: payload.readableBytes, buffered: false)
-            handler.deliver(payload)
+            handler.deliver(payload, flush: !inReadBurst)
         case .empty, .reserved:
             if recipient == .creator {
                 waitingForCreator = (waitingForCreator ?? CircularBuffer(initialCapacity: 4))
@@ -223,6 +236,11 @@ final class RelayTunnel {
         case .gone:
             break
         }
+    }
+
+    /// `side`'s handler finished a read burst: flush what it forwarded to the other side.
+    func readBurstEnded(_ side: TunnelSide) {
+        if case .attached(let recipient) = self[slot: side.other] { recipient.flushDeferred() }
     }
 
     /// Runs the optional per-message hooks (fault injector, observer, recorder) on `message`; only
@@ -257,8 +275,7 @@ final class RelayTunnel {
         guard !isClosed else { return }
         closure = (code, reason)
         recorder?.finish(code: code, reason: reason)
-        lifetimeTimer?.cancel()
-        idleTimer?.cancel()
+        deadlineTimer?.cancel()
         (waitingForCreator, waitingForJoiner) = (nil, nil)
         // `reason` may come from a peer's close frame: escaped, and the line is rate-limited.
         registry.logLimiter.info(

@@ -1,0 +1,275 @@
+import CTAP2
+import Crypto
+import Foundation
+import HybridCore
+import NIOCore
+
+/// One WebSocket client connection of the lean load generator (``RelayLoadBenchmark/Generator/lean``):
+/// the upgrade and the framing written out by hand (RFC 6455 §4.1, §5.2) in a single handler, so a
+/// relayed message costs the generator a `read`, a parse and (for an echo) one pre-encoded `write`,
+/// all on the connection's event loop, with no Swift task, future or copy per message.
+///
+/// Strict where it measures (the 101, `Sec-WebSocket-Accept`, the `fido.cable` subprotocol, the
+/// routing ID of `/cable/new`), tolerant in what a relay may legally send (fragmented messages,
+/// pings, masked server frames are unmasked). `@unchecked Sendable` only so that the generator can
+/// hand it to its channel's initializer: it is confined to that channel's event loop.
+final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private enum State {
+        /// The upgrade request went out; the response head is being collected.
+        case upgrading(ByteBuffer)
+        /// Frames flow.
+        case open
+        /// A close frame arrived or the connection failed; nothing more is delivered.
+        case finished
+    }
+
+    /// The largest response head accepted, bytes.
+    static let maxHeadSize = 16 * 1024
+    /// RFC 6455 §1.3: the GUID appended to the key for `Sec-WebSocket-Accept`.
+    private static let acceptGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+    private let request: ByteBuffer
+    private let expectedAccept: String
+    private let maxMessageSize: Int
+    private let upgrade: EventLoopPromise<[UInt8]?>
+    private var state: State
+    private var context: ChannelHandlerContext?
+    /// Bytes of a frame that is not complete yet.
+    private var partial: ByteBuffer?
+    /// Fragments of a message that is not complete yet.
+    private var fragments: ByteBuffer?
+    private var needsFlush = false
+    /// Whether this side sent its close frame.
+    private(set) var sentClose = false
+    /// A whole binary message arrived (a slice of the receive buffer: no copy).
+    var onMessage: ((ByteBuffer) -> Void)?
+    /// The connection stopped carrying messages: why, as a ``RelayLoadBenchmark/failureName(_:)``.
+    var onEnd: ((RuntimeError) -> Void)?
+
+    /// A peer that asks for `path` on `authority` once connected; `upgrade` gets the routing ID
+    /// (`nil` when the response has none) or the failure.
+    init(path: String, authority: String, maxMessageSize: Int, upgrade: EventLoopPromise<[UInt8]?>) {
+        let key = Data(HostileWire.randomBytes(16)).base64EncodedString()
+        let lines = [
+            "GET \(path) HTTP/1.1", "Host: \(authority)", "Upgrade: websocket", "Connection: Upgrade",
+            "Sec-WebSocket-Key: \(key)", "Sec-WebSocket-Version: 13",
+            "Sec-WebSocket-Protocol: \(HybridConstants.webSocketProtocol)", "Origin: ws://\(authority)",
+        ]
+        self.request = ByteBuffer(string: lines.joined(separator: "\r\n") + "\r\n\r\n")
+        self.expectedAccept = Data(Insecure.SHA1.hash(data: Data((key + Self.acceptGUID).utf8))).base64EncodedString()
+        self.maxMessageSize = maxMessageSize
+        self.upgrade = upgrade
+        self.state = .upgrading(ByteBuffer())
+    }
+
+    /// A masked binary frame carrying `payload`, encoded once and written as often as needed.
+    static func binaryFrame(_ payload: [UInt8]) -> ByteBuffer {
+        ByteBuffer(bytes: HostileWire.frame(.binary, payload))
+    }
+
+    // MARK: - Writing
+
+    /// Queues `frame` (pre-encoded and masked); flushed by ``flush()`` or at the end of the read burst.
+    func write(_ frame: ByteBuffer) {
+        guard case .open = state, let context else { return }
+        context.write(wrapOutboundOut(frame), promise: nil)
+        needsFlush = true
+    }
+
+    /// Flushes what ``write(_:)`` queued.
+    func flush() {
+        guard needsFlush, let context else { return }
+        needsFlush = false
+        context.flush()
+    }
+
+    /// Sends a close frame (1000) unless one was sent; the relay answers and closes the connection.
+    func sendClose() {
+        guard !sentClose, let context else { return }
+        sentClose = true
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: HostileWire.frame(.close, [0x03, 0xE8]))), promise: nil)
+    }
+
+    // MARK: - Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        context.writeAndFlush(wrapOutboundOut(request), promise: nil)
+        context.fireChannelActive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        switch state {
+        case .finished:
+            return
+        case .upgrading(var head):
+            head.writeBuffer(&bytes)
+            guard readHead(&head, context: context) else { return }
+            bytes = head
+        case .open:
+            break
+        }
+        if var earlier = partial {
+            partial = nil
+            earlier.writeBuffer(&bytes)
+            bytes = earlier
+        }
+        readFrames(&bytes, context: context)
+        if bytes.readableBytes > 0, case .open = state { partial = bytes }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        flush()
+        context.fireChannelReadComplete()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end(RuntimeError(.connectionFailed, "the relay closed the connection"))
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        end(RuntimeError(.connectionFailed, "\(error)"))
+        context.close(promise: nil)
+    }
+
+    /// Stops delivering and reports `error` (to the upgrade if it is still running).
+    func end(_ error: RuntimeError) {
+        if case .finished = state { return }
+        if case .upgrading = state { upgrade.fail(error) }
+        state = .finished
+        onEnd?(error)
+        onMessage = nil
+        onEnd = nil
+    }
+
+    // MARK: - Parsing
+
+    /// Reads the response head from `head`; `true` once the 101 was accepted (`head` then holds what
+    /// followed it), `false` while more is needed or after a failure.
+    private func readHead(_ head: inout ByteBuffer, context: ChannelHandlerContext) -> Bool {
+        let view = head.readableBytesView
+        guard let end = HostileWire.headEnd(Array(view.prefix(Self.maxHeadSize))) else {
+            if head.readableBytes >= Self.maxHeadSize {
+                fail(context, RuntimeError(.handshakeFailed, "response head over \(Self.maxHeadSize) bytes"))
+            } else {
+                state = .upgrading(head)
+            }
+            return false
+        }
+        let headBytes = head.readBytes(length: end)!
+        guard let status = HostileWire.status(headBytes) else {
+            fail(context, RuntimeError(.handshakeFailed, "malformed HTTP response"))
+            return false
+        }
+        guard status == 101 else {
+            fail(context, RuntimeError(.upgradeRejected, "HTTP \(status)", httpStatus: status))
+            return false
+        }
+        let headers = Self.headers(headBytes)
+        guard headers["sec-websocket-accept"] == expectedAccept else {
+            fail(context, RuntimeError(.handshakeFailed, "wrong Sec-WebSocket-Accept"))
+            return false
+        }
+        guard headers["sec-websocket-protocol"] == HybridConstants.webSocketProtocol else {
+            fail(context, RuntimeError(.handshakeFailed, "the relay did not select \(HybridConstants.webSocketProtocol)"))
+            return false
+        }
+        state = .open
+        upgrade.succeed(HostileWire.routingID(headBytes))
+        return true
+    }
+
+    /// The header fields of a response head, names in lower case (the last of repeated names wins).
+    private static func headers(_ head: [UInt8]) -> [String: String] {
+        var fields: [String: String] = [:]
+        for line in String(decoding: head, as: UTF8.self).split(separator: "\r\n").dropFirst() {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            fields[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
+        }
+        return fields
+    }
+
+    /// Handles every complete frame in `bytes`, leaving an incomplete one there.
+    private func readFrames(_ bytes: inout ByteBuffer, context: ChannelHandlerContext) {
+        while case .open = state {
+            let start = bytes.readerIndex
+            guard let first = bytes.getInteger(at: start, as: UInt8.self),
+                let second = bytes.getInteger(at: start + 1, as: UInt8.self)
+            else { return }
+            var length = Int(second & 0x7F)
+            var headerLength = 2
+            if length == 126 {
+                guard let extended = bytes.getInteger(at: start + 2, as: UInt16.self) else { return }
+                (length, headerLength) = (Int(extended), 4)
+            } else if length == 127 {
+                guard let extended = bytes.getInteger(at: start + 2, as: UInt64.self) else { return }
+                guard extended <= UInt64(maxMessageSize) else {
+                    return fail(context, RuntimeError(.messageTooLarge, "a frame of \(extended) bytes"))
+                }
+                (length, headerLength) = (Int(extended), 10)
+            }
+            guard length <= maxMessageSize else {
+                return fail(context, RuntimeError(.messageTooLarge, "a frame of \(length) bytes"))
+            }
+            let mask = second & 0x80 != 0 ? bytes.getBytes(at: start + headerLength, length: 4) : nil
+            if second & 0x80 != 0 { headerLength += 4 }
+            guard mask != nil || second & 0x80 == 0, bytes.readableBytes >= headerLength + length else { return }
+            var payload = bytes.getSlice(at: start + headerLength, length: length)!
+            bytes.moveReaderIndex(forwardBy: headerLength + length)
+            if let mask {
+                let unmasked = payload.readableBytesView.enumerated().map { $0.element ^ mask[$0.offset & 3] }
+                payload = ByteBuffer(bytes: unmasked)
+            }
+            frame(fin: first & 0x80 != 0, opcode: first & 0x0F, payload: payload, context: context)
+        }
+    }
+
+    private func frame(fin: Bool, opcode: UInt8, payload: ByteBuffer, context: ChannelHandlerContext) {
+        var payload = payload
+        switch HostileWire.Opcode(rawValue: opcode) {
+        case .binary where fin && fragments == nil:
+            onMessage?(payload)
+        case .binary where fragments == nil:
+            fragments = payload
+        case .continuation where fragments != nil:
+            fragments!.writeBuffer(&payload)
+            guard fragments!.readableBytes <= maxMessageSize else {
+                return fail(context, RuntimeError(.messageTooLarge, "a message over \(maxMessageSize) bytes"))
+            }
+            if fin, let message = fragments {
+                fragments = nil
+                onMessage?(message)
+            }
+        case .ping:
+            context.write(wrapOutboundOut(ByteBuffer(bytes: HostileWire.frame(.pong, Array(payload.readableBytesView)))), promise: nil)
+            needsFlush = true
+        case .pong:
+            break
+        case .close:
+            let code = payload.readInteger(as: UInt16.self).map(WebSocketCloseCode.init(rawValue:))
+            // RFC 6455 §5.5.1: answer a close frame with one (the relay then closes the connection).
+            if !sentClose {
+                sentClose = true
+                let echo = code.map { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] } ?? []
+                context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: HostileWire.frame(.close, echo))), promise: nil)
+            }
+            end(RuntimeError(.closed, "closed by the relay", closeCode: code ?? WebSocketCloseCode(rawValue: 1005)))
+        default:
+            fail(context, RuntimeError(.protocolViolation, "unexpected frame (opcode \(opcode), fin \(fin))"))
+        }
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ error: RuntimeError) {
+        end(error)
+        context.close(promise: nil)
+    }
+}

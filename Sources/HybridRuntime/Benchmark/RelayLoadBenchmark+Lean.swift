@@ -1,0 +1,190 @@
+import HybridCore
+import NIOCore
+import NIOPosix
+
+/// The lean generator's phases (``RelayLoadBenchmark/Generator/lean``): both connections of a tunnel
+/// live on one of the generator's own event loops, a ping-pong round runs entirely in their
+/// handlers (the phone side echoes in its `channelRead`, the desktop side starts the next round in
+/// its own), and writes are flushed once per read burst. Only the open and close phases await, once
+/// per tunnel, not per message.
+extension RelayLoadBenchmark {
+    /// One open tunnel of the lean generator: its two connections and its rounds. Confined to `loop`.
+    ///
+    /// `@unchecked Sendable`: the phases hand it between tasks, but only ever touch it on `loop`.
+    final class LeanPair: @unchecked Sendable {
+        let loop: EventLoop
+        let phone: LeanRelayPeer
+        let phoneChannel: Channel
+        let desktop: LeanRelayPeer
+        let desktopChannel: Channel
+        private var payload = ByteBuffer()
+        private var ping = ByteBuffer()
+        private var pong = ByteBuffer()
+        private var roundsLeft = 0
+        private var roundStart = NIODeadline.now()
+        private var samples: [Double] = []
+        private var finished: EventLoopPromise<(samples: [Double], failure: String?)>?
+
+        init(loop: EventLoop, phone: (LeanRelayPeer, Channel), desktop: (LeanRelayPeer, Channel)) {
+            self.loop = loop
+            (self.phone, self.phoneChannel) = phone
+            (self.desktop, self.desktopChannel) = desktop
+        }
+
+        /// Runs `rounds` rounds of `payload`; the future gets the round trips (ms) and the failure, if any.
+        func run(rounds: Int, payload bytes: [UInt8]) -> EventLoopFuture<(samples: [Double], failure: String?)> {
+            let promise = loop.makePromise(of: (samples: [Double], failure: String?).self)
+            finished = promise
+            payload = ByteBuffer(bytes: bytes)
+            ping = LeanRelayPeer.binaryFrame(bytes)
+            pong = LeanRelayPeer.binaryFrame(bytes)
+            roundsLeft = rounds
+            samples.reserveCapacity(rounds)
+            phone.onMessage = { [unowned self] message in
+                guard message == self.payload else { return self.finish("payload changed in transit") }
+                self.phone.write(self.pong)
+            }
+            desktop.onMessage = { [unowned self] message in
+                guard message == self.payload else { return self.finish("payload changed in transit") }
+                self.samples.append(Double((NIODeadline.now() - self.roundStart).nanoseconds) / 1e6)
+                self.roundsLeft -= 1
+                if self.roundsLeft > 0 { self.startRound() } else { self.finish(nil) }
+            }
+            let onEnd: (RuntimeError) -> Void = { [unowned self] error in self.finish(RelayLoadBenchmark.failureName(error)) }
+            phone.onEnd = onEnd
+            desktop.onEnd = onEnd
+            if rounds > 0 {
+                startRound()
+                desktop.flush()
+            } else {
+                finish(nil)
+            }
+            return promise.futureResult
+        }
+
+        private func startRound() {
+            roundStart = .now()
+            desktop.write(ping)
+        }
+
+        /// Fails the rounds if the current one has run longer than `timeout` (the watchdog's check).
+        func checkTimeout(_ timeout: TimeAmount, now: NIODeadline) {
+            if finished != nil, now - roundStart > timeout { finish("timeout") }
+        }
+
+        private func finish(_ failure: String?) {
+            guard let promise = finished else { return }
+            finished = nil
+            phone.onMessage = nil
+            desktop.onMessage = nil
+            promise.succeed((samples, failure))
+        }
+
+        /// Closes the tunnel from the desktop side (the relay closes the phone side alike) and
+        /// returns once both connections are closed, or after `timeout` with them dropped.
+        func close(timeout: TimeAmount) -> EventLoopFuture<Void> {
+            phone.onEnd = nil
+            desktop.onEnd = nil
+            desktop.sendClose()
+            let channels = [desktopChannel, phoneChannel]
+            let timer = loop.scheduleTask(in: timeout) { for channel in channels { channel.close(promise: nil) } }
+            return EventLoopFuture.andAllComplete(channels.map(\.closeFuture), on: loop).always { _ in timer.cancel() }
+        }
+    }
+
+    /// Opens one tunnel on `loop`: the phone side (`/cable/new`), then the desktop side.
+    static func openLeanPair(_ config: Configuration, on loop: EventLoop) async -> Result<LeanPair, RuntimeError> {
+        let tunnelID = HostileWire.randomBytes(HybridConstants.tunnelIDSize)
+        let phone: (LeanRelayPeer, Channel, [UInt8]?)
+        do {
+            phone = try await connectLean(config, path: TunnelServicePath.new(tunnelID: tunnelID).path, on: loop)
+        } catch {
+            return .failure(runtimeError(error))
+        }
+        guard let routing = phone.2, routing.count == HybridConstants.routingIDSize else {
+            phone.1.close(promise: nil)
+            return .failure(RuntimeError(.handshakeFailed, "no X-caBLE-Routing-ID on /cable/new"))
+        }
+        do {
+            let desktop = try await connectLean(
+                config, path: TunnelServicePath.connect(routingID: routing, tunnelID: tunnelID).path, on: loop)
+            return .success(LeanPair(loop: loop, phone: (phone.0, phone.1), desktop: (desktop.0, desktop.1)))
+        } catch {
+            phone.1.close(promise: nil)
+            return .failure(runtimeError(error))
+        }
+    }
+
+    /// Connects and upgrades one lean connection; bounded by the configuration's timeout.
+    private static func connectLean(_ config: Configuration, path: String, on loop: EventLoop) async throws
+        -> (LeanRelayPeer, Channel, [UInt8]?)
+    {
+        let upgrade = loop.makePromise(of: [UInt8]?.self)
+        let peer = LeanRelayPeer(
+            path: path, authority: "\(config.host):\(config.port)", maxMessageSize: max(config.payloadSize, 65536),
+            upgrade: upgrade)
+        let timeout = TimeAmount(config.timeout)
+        let bootstrap = ClientBootstrap(group: loop)
+            .connectTimeout(timeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(peer) }
+            }
+        let channel: Channel
+        do {
+            channel = try await bootstrap.connect(host: config.host, port: config.port).get()
+        } catch {
+            upgrade.fail(RuntimeError(.connectionFailed, "connect: \(error)"))
+            throw RuntimeError(.connectionFailed, "connect to \(config.host):\(config.port): \(error)")
+        }
+        let timer = loop.scheduleTask(in: timeout) {
+            upgrade.fail(RuntimeError(.timeout, "no upgrade within \(config.timeout)"))
+            channel.close(promise: nil)
+        }
+        do {
+            let routing = try await upgrade.futureResult.get()
+            timer.cancel()
+            return (peer, channel, routing)
+        } catch {
+            timer.cancel()
+            channel.close(promise: nil)
+            throw error
+        }
+    }
+
+    /// Runs every tunnel's rounds at once on the generator's loops, with a watchdog that fails a
+    /// tunnel whose current round has taken longer than the timeout.
+    static func leanRounds(_ pairs: [LeanPair], _ config: Configuration) async -> (samples: [Double], failures: [String: Int]) {
+        let payload = [UInt8](repeating: 0xA5, count: config.payloadSize)
+        let timeout = TimeAmount(config.timeout)
+        let loops = Dictionary(grouping: pairs, by: { ObjectIdentifier($0.loop) }).values
+        var watchdogs: [RepeatedTask] = []
+        var futures: [EventLoopFuture<(samples: [Double], failure: String?)>] = []
+        futures.reserveCapacity(pairs.count)
+        for group in loops {
+            let loop = group[0].loop
+            let started = try? await loop.submit {
+                group.map { $0.run(rounds: config.rounds, payload: payload) }
+            }.get()
+            futures += started ?? []
+            watchdogs.append(
+                loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
+                    let now = NIODeadline.now()
+                    for pair in group { pair.checkTimeout(timeout, now: now) }
+                })
+        }
+        var samples: [Double] = []
+        samples.reserveCapacity(pairs.count * config.rounds)
+        var failures: [String: Int] = [:]
+        for future in futures {
+            guard let result = try? await future.get() else {
+                failures["connectionFailed", default: 0] += 1
+                continue
+            }
+            samples += result.samples
+            if let failure = result.failure { failures[failure, default: 0] += 1 }
+        }
+        for watchdog in watchdogs { watchdog.cancel() }
+        return (samples, failures)
+    }
+}
