@@ -102,7 +102,24 @@ struct RelayLoadBenchmarkTests {
             await server.stop()
             #expect(report.tunnelsOpened == 0, "\(name)")
             #expect(report.failures == [failure: 2], "\(name): \(report.failures)")
+            #expect(report.failureExamples.keys.sorted() == [failure], "\(name): \(report.failureExamples)")
         }
+    }
+
+    @Test("nothing listens: every open is connectionFailed, and the report shows what the system said", arguments: RelayLoadBenchmark.Generator.allCases)
+    func nothingListens(generator: RelayLoadBenchmark.Generator) async throws {
+        // Port 1 on loopback: privileged, nothing listens there on these machines.
+        var configuration = RelayLoadBenchmark.Configuration(host: "127.0.0.1", port: 1, tunnels: 3, rounds: 1)
+        configuration.openConcurrency = 2
+        configuration.timeout = .seconds(2)
+        configuration.generator = generator
+        configuration.generatorThreads = 1
+        let report = try await RelayLoadBenchmark(configuration).run()
+        #expect(report.tunnelsOpened == 0)
+        #expect(report.failures == ["connectionFailed": 3], "\(report.failures)")
+        let example = try #require(report.failureExamples["connectionFailed"])
+        #expect(example.lowercased().contains("refused"), "\(example)")
+        #expect(report.text.contains("first connectionFailed: "), "\(report.text)")
     }
 
     @Test("ProcessProbe reads this process and finds the relay by its listening port")

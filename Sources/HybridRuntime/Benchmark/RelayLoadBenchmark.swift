@@ -79,7 +79,9 @@ public struct RelayLoadBenchmark: Sendable {
         switch config.generator {
         case .tasks:
             try await runPhases(
-                open: { failures in await openAll(failures: &failures) { _ in await Self.openPair(config) } },
+                open: { failures, examples in
+                    await openAll(failures: &failures, examples: &examples) { _ in await Self.openPair(config) }
+                },
                 rounds: { opened in await pingPong(opened) },
                 close: { opened in
                     await closeAll(opened) { pair in
@@ -94,8 +96,10 @@ public struct RelayLoadBenchmark: Sendable {
             let timeout = TimeAmount(config.timeout)
             do {
                 try await runPhases(
-                    open: { failures in
-                        await openAll(failures: &failures) { await Self.openLeanPair(config, on: loops[$0 % loops.count]) }
+                    open: { failures, examples in
+                        await openAll(failures: &failures, examples: &examples) {
+                            await Self.openLeanPair(config, on: loops[$0 % loops.count])
+                        }
                     },
                     rounds: { opened in await Self.leanRounds(opened, config) },
                     close: { opened in
@@ -117,7 +121,7 @@ public struct RelayLoadBenchmark: Sendable {
     /// The four phases (open, hold, rounds, close) with the relay and the generator sampled between
     /// them, for either generator.
     private func runPhases<Opened: Sendable>(
-        open: (inout [String: Int]) async -> [Opened],
+        open: (inout [String: Int], inout [String: String]) async -> [Opened],
         rounds: ([Opened]) async -> (samples: [Double], failures: [String: Int]),
         close: ([Opened]) async -> Void,
         report: inout RelayLoadReport, generator: ProcessProbe, progress: @Sendable (String) -> Void
@@ -125,7 +129,7 @@ public struct RelayLoadBenchmark: Sendable {
         let config = configuration
         let relay = config.relay
         let openStart = ContinuousClock.now
-        let opened = await open(&report.failures)
+        let opened = await open(&report.failures, &report.failureExamples)
         report.tunnelsOpened = opened.count
         report.openSeconds = (ContinuousClock.now - openStart).benchmarkSeconds
         report.relayAfterOpen = try relay?.sample()
@@ -160,9 +164,11 @@ public struct RelayLoadBenchmark: Sendable {
     }
 
     /// Opens the tunnels, `openConcurrency / 2` at a time (two connections each); `open(i)` opens
-    /// tunnel number `i`. Failures are counted by ``failureName(_:)``.
+    /// tunnel number `i`. Failures are counted by ``failureName(_:)``; the first error of each
+    /// reason is kept in `examples` (what the system said: a refused connection, no free port, …).
     private func openAll<Opened: Sendable>(
-        failures: inout [String: Int], _ open: @escaping @Sendable (Int) async -> Result<Opened, RuntimeError>
+        failures: inout [String: Int], examples: inout [String: String],
+        _ open: @escaping @Sendable (Int) async -> Result<Opened, RuntimeError>
     ) async -> [Opened] {
         let config = configuration
         return await withTaskGroup(of: Result<Opened, RuntimeError>.self) { group in
@@ -179,7 +185,10 @@ public struct RelayLoadBenchmark: Sendable {
             for await result in group {
                 switch result {
                 case .success(let pair): pairs.append(pair)
-                case .failure(let error): failures[Self.failureName(error), default: 0] += 1
+                case .failure(let error):
+                    let name = Self.failureName(error)
+                    failures[name, default: 0] += 1
+                    if examples[name] == nil { examples[name] = error.reason }
                 }
                 startNext()
             }

@@ -24,6 +24,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
     public var tunnelsOpened = 0
     /// Failed opens and failed rounds by reason (`HTTP 503`, `closed 1008`, `timeout`, …).
     public var failures: [String: Int] = [:]
+    /// The first error message of each failure reason of the open phase (e.g. `connectionFailed`:
+    /// "connect to 127.0.0.1:47080: … Cannot assign requested address (errno: 99)").
+    public var failureExamples: [String: String] = [:]
     /// Wall time of the open phase, seconds.
     public var openSeconds = 0.0
     /// Wall time of the rounds phase, seconds.
@@ -91,7 +94,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
     /// JSON keys: the stored fields plus the derived figures, so the JSON carries both.
     private enum CodingKeys: String, CodingKey {
         case machine, relayAddress, tunnelsRequested, rounds, payloadSize, generator, generatorThreads
-        case generatorCoresUsedDuringRounds, tunnelsOpened, failures
+        case generatorCoresUsedDuringRounds, tunnelsOpened, failures, failureExamples
         case openSeconds, roundsSeconds, closeSeconds, messagesRelayed, roundTrips
         case relayProcesses, relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
         case tunnelsPerSecond, messagesPerSecond, relayMicrosecondsPerOpen, relayMicrosecondsPerMessage
@@ -111,6 +114,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         try c.encodeIfPresent(generatorCoresUsedDuringRounds, forKey: .generatorCoresUsedDuringRounds)
         try c.encode(tunnelsOpened, forKey: .tunnelsOpened)
         try c.encode(failures, forKey: .failures)
+        try c.encode(failureExamples, forKey: .failureExamples)
         try c.encode(openSeconds, forKey: .openSeconds)
         try c.encode(roundsSeconds, forKey: .roundsSeconds)
         try c.encode(closeSeconds, forKey: .closeSeconds)
@@ -156,6 +160,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
             failures.isEmpty
             ? "0" : failures.sorted { $0.key < $1.key }.map { "\($0.key): \($0.value)" }.joined(separator: ", ")
         lines.append("failures: \(failureText)")
+        for (reason, example) in failureExamples.sorted(by: { $0.key < $1.key }) {
+            lines.append("  first \(reason): \(example)")
+        }
         lines.append("")
         if let perOpen = relayMicrosecondsPerOpen, let perMessage = relayMicrosecondsPerMessage,
             let perTunnel = relayKiBPerTunnel, let cores = relayCoresUsedDuringRounds,
