@@ -90,13 +90,13 @@ struct RelayAdmissionTests {
     func waitingTunnelsPerSource() async throws {
         var configuration = RelayConfiguration()
         configuration.maxWaitingTunnelsPerSource = 2
-        // The unjoined-tunnel count is kept per shard (event loop), and random tunnel IDs spread
-        // over the shards: one loop makes the count exact (Docs/RELAY.md, "Limits").
-        configuration.eventLoops = 1
+        // Two loops, and the two tunnels land on different ones (a /cable/new goes to the shard its
+        // tunnel ID's first byte names): the count is the relay's, not a loop's.
+        configuration.eventLoops = 2
         try await withRelay(configuration) { relay, endpoint in
             var creators: [(connection: HostileConnection, tunnelID: [UInt8], routingID: [UInt8])] = []
-            for _ in 0..<2 {
-                let tunnelID = HostileWire.randomBytes(16)
+            for shard in 0..<2 {
+                let tunnelID = [UInt8(shard)] + HostileWire.randomBytes(15)
                 let connection = try await connect(endpoint, from: "127.0.0.3")
                 let response = await upgrade(connection, TunnelServicePath.new(tunnelID: tunnelID).path)
                 #expect(HostileWire.status(response) == 101)
@@ -130,6 +130,38 @@ struct RelayAdmissionTests {
             for connection in [refused, next, storm] { await connection.close() }
             await joiner.close()
             await honest.close()
+            #expect(await eventually { relay.openTunnelCount == 0 })
+            #expect(relay.admissionCountsForTests?.waitingTunnels(source: "127.0.0.3") == 0)
+        }
+    }
+
+    @Test("a /cable/new refused for another reason (duplicate tunnel ID) or closed early gives its place back")
+    func waitingTunnelReservationReleased() async throws {
+        var configuration = RelayConfiguration()
+        configuration.maxWaitingTunnelsPerSource = 2
+        configuration.eventLoops = 2
+        try await withRelay(configuration) { relay, endpoint in
+            let tunnelID = HostileWire.randomBytes(16)
+            let first = try await connect(endpoint, from: "127.0.0.4")
+            #expect(HostileWire.status(await upgrade(first, TunnelServicePath.new(tunnelID: tunnelID).path)) == 101)
+            // The same tunnel ID again: 409, and the place it reserved is released.
+            for _ in 0..<3 {
+                let duplicate = try await connect(endpoint, from: "127.0.0.4")
+                #expect(HostileWire.status(await upgrade(duplicate, TunnelServicePath.new(tunnelID: tunnelID).path)) == 409)
+                await duplicate.close()
+            }
+            #expect(relay.admissionCountsForTests?.waitingTunnels(source: "127.0.0.4") == 1)
+            let second = try await connect(endpoint, from: "127.0.0.4")
+            #expect(HostileWire.status(await upgrade(second, HostileWire.randomNewPath())) == 101)
+            let third = try await connect(endpoint, from: "127.0.0.4")
+            #expect(HostileWire.status(await upgrade(third, HostileWire.randomNewPath())) == 429)
+            // A creator that leaves closes its tunnel: the place is free again.
+            await first.close()
+            #expect(await eventually { relay.admissionCountsForTests?.waitingTunnels(source: "127.0.0.4") == 1 })
+            let fourth = try await connect(endpoint, from: "127.0.0.4")
+            #expect(HostileWire.status(await upgrade(fourth, HostileWire.randomNewPath())) == 101)
+            for connection in [second, third, fourth] { await connection.close() }
+            #expect(await eventually { relay.admissionCountsForTests?.waitingTunnels(source: "127.0.0.4") == 0 })
         }
     }
 

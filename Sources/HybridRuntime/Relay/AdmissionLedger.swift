@@ -15,11 +15,11 @@ import Synchronization
 ///   (`/cable/new`, `/cable/contact`) that nobody has joined yet; one more is answered **429**.
 ///
 /// A cap of 0 is off. Connections without a peer address (in-memory test channels) are counted as
-/// pending but belong to no source. One ledger per shard, confined to the shard's event loop; the
-/// pending-upgrade and per-source connection counts live in one ``AdmissionCounts`` shared by every
-/// shard, so those caps hold for the whole relay. Unjoined tunnels are counted per shard (a
-/// tunnel's state belongs to its shard's loop), so with N shards one source may hold up to N times
-/// ``RelayConfiguration/maxWaitingTunnelsPerSource`` unjoined tunnels (Docs/RELAY.md).
+/// pending but belong to no source. One ledger per shard, confined to the shard's event loop; all
+/// three counts live in one ``AdmissionCounts`` shared by every shard, so the caps hold for the
+/// whole relay. An unjoined tunnel is counted from the moment its request passes the cap (a
+/// reservation on the connection, released if the request is refused for another reason or the
+/// connection closes first) until someone claims its joiner side or it closes.
 final class AdmissionLedger {
     private let maxPendingUpgrades: Int
     private let maxConnectionsPerSource: Int
@@ -30,8 +30,6 @@ final class AdmissionLedger {
 
     /// The relay-wide counts (every shard's ledger shares them).
     private let counts: AdmissionCounts
-    /// Tunnels opened by each source that were not joined when last looked at, by their creator's connection.
-    private var waitingBySource: [String: [ObjectIdentifier: RelayTunnel]] = [:]
 
     init(configuration: RelayConfiguration, counts: AdmissionCounts = AdmissionCounts()) {
         self.counts = counts
@@ -76,11 +74,7 @@ final class AdmissionLedger {
         }
         connection.admission = .notCounted
         counts.closed(source: connection.source, wasPending: wasPending)
-        guard let source = connection.source else { return }
-        let key = ObjectIdentifier(connection)
-        if waitingBySource[source]?.removeValue(forKey: key) != nil, waitingBySource[source]?.isEmpty == true {
-            waitingBySource[source] = nil
-        }
+        releaseWaitingReservation(of: connection)
     }
 
     /// The refusal for a request that would open one more unjoined tunnel from `connection`'s source
@@ -97,24 +91,35 @@ final class AdmissionLedger {
         case .new?, .contact?: break
         default: return nil
         }
-        // A tunnel leaves the count once joined or closed (a joiner that leaves before its upgrade
-        // completes does not bring it back).
-        guard var waiting = waitingBySource[source] else { return nil }
-        waiting = waiting.filter { _, tunnel in !tunnel.isClosed && tunnel.joinerSlotIsFree }
-        waitingBySource[source] = waiting.isEmpty ? nil : waiting
-        guard waiting.count >= maxWaitingTunnelsPerSource else { return nil }
-        return RelayRejection(
-            status: .tooManyRequests,
-            reason: "too many unjoined tunnels from this address (\(maxWaitingTunnelsPerSource)); try again later"
-        )
+        guard connection.waitingReservation == nil else { return nil }
+        // Checked and counted in one step, so requests on different loops cannot both take the
+        // last place.
+        guard counts.reserveWaitingTunnel(source: source, max: maxWaitingTunnelsPerSource) else {
+            return RelayRejection(
+                status: .tooManyRequests,
+                reason: "too many unjoined tunnels from this address (\(maxWaitingTunnelsPerSource)); try again later"
+            )
+        }
+        connection.waitingReservation = source
+        return nil
     }
 
-    /// `connection` opened `tunnel` as its creator: it counts as waiting until someone joins it.
+    /// `connection` opened `tunnel` as its creator: the tunnel takes over the connection's
+    /// reservation and counts as waiting until someone claims its joiner side or it closes
+    /// (``RelayTunnel/leftWaiting()``; a joiner that leaves before its upgrade completes does not
+    /// bring it back).
     func tunnelOpened(_ tunnel: RelayTunnel, by connection: RelayConnection) {
-        guard maxWaitingTunnelsPerSource > 0, let source = connection.source, connection.admission != .notCounted else {
-            return
-        }
-        waitingBySource[source, default: [:]][ObjectIdentifier(connection)] = tunnel
+        guard let source = connection.waitingReservation else { return }
+        connection.waitingReservation = nil
+        tunnel.waitingSource = source
+    }
+
+    /// The request of `connection` did not open a tunnel (refused, or the connection closed first):
+    /// its place among its source's unjoined tunnels is free again.
+    func releaseWaitingReservation(of connection: RelayConnection) {
+        guard let source = connection.waitingReservation else { return }
+        connection.waitingReservation = nil
+        counts.tunnelLeftWaiting(source: source)
     }
 
     static func pendingRefusal(_ cap: Int) -> String {
@@ -146,6 +151,8 @@ final class AdmissionCounts: Sendable {
     private struct State {
         var pending = 0
         var bySource: [String: Int] = [:]
+        /// Unjoined tunnels (and reservations for them) by source address.
+        var waitingBySource: [String: Int] = [:]
     }
     private let state = Mutex(State())
 
@@ -182,5 +189,30 @@ final class AdmissionCounts: Sendable {
                 state.bySource[source] = nil
             }
         }
+    }
+
+    /// Counts one more unjoined tunnel from `source` unless it already has `max`; `false`: refused.
+    func reserveWaitingTunnel(source: String, max: Int) -> Bool {
+        state.withLock { state in
+            guard state.waitingBySource[source, default: 0] < max else { return false }
+            state.waitingBySource[source, default: 0] += 1
+            return true
+        }
+    }
+
+    /// One of `source`'s unjoined tunnels was joined or closed, or its reservation released.
+    func tunnelLeftWaiting(source: String) {
+        state.withLock { state in
+            if let count = state.waitingBySource[source], count > 1 {
+                state.waitingBySource[source] = count - 1
+            } else {
+                state.waitingBySource[source] = nil
+            }
+        }
+    }
+
+    /// Unjoined tunnels (and reservations) counted for `source`.
+    func waitingTunnels(source: String) -> Int {
+        state.withLock { $0.waitingBySource[source, default: 0] }
     }
 }

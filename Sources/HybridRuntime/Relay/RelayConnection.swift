@@ -40,6 +40,9 @@ final class RelayConnection {
     let source: String?
     /// How the ``AdmissionLedger`` counts this connection.
     var admission = AdmissionState.notCounted
+    /// The source whose unjoined-tunnel count holds a place for this connection's request
+    /// (``RelayConfiguration/maxWaitingTunnelsPerSource``), until the tunnel opens or the request fails.
+    var waitingReservation: String?
     private var upgradeTimer: Scheduled<Void>?
 
     init(channel: Channel, source: String?) {
@@ -199,13 +202,19 @@ final class RelayConnection {
             // No longer awaiting: the 101 goes out next, and a client that reads it may open its next
             // connection before the upgrade pipeline is installed.
             registry.admission.upgraded(self)
-            if side == .creator { registry.admission.tunnelOpened(tunnel, by: self) }
+            if side == .creator {
+                registry.admission.tunnelOpened(tunnel, by: self)
+            } else {
+                registry.admission.releaseWaitingReservation(of: self)
+            }
             return headers
         case .listen(let headers, let contactID):
             state = .listening(contactID)
             registry.admission.upgraded(self)
+            registry.admission.releaseWaitingReservation(of: self)
             return headers
         case .reject(let rejection):
+            registry.admission.releaseWaitingReservation(of: self)
             state = .rejected(rejection)
             return nil
         }

@@ -77,6 +77,10 @@ final class RelayTunnel {
     private var deadlineTimer: RelayTimer?
     /// Records the tunnel for `relay --record DIR` (``TunnelRecorder``); `nil` when not recording.
     var recorder: TunnelRecorder?
+    /// The source address whose unjoined-tunnel count includes this tunnel (set by the
+    /// ``AdmissionLedger`` when ``RelayConfiguration/maxWaitingTunnelsPerSource`` is on), until
+    /// someone claims the joiner side or the tunnel closes.
+    var waitingSource: String?
 
     /// Why the tunnel was closed, once it is.
     private(set) var closure: (code: WebSocketCloseCode?, reason: String)?
@@ -142,6 +146,14 @@ final class RelayTunnel {
     /// Claims the joiner side for an accepted `/cable/connect`.
     func reserveJoiner() {
         joinerSlot = .reserved
+        leftWaiting()
+    }
+
+    /// The tunnel no longer counts among its creator's unjoined tunnels.
+    func leftWaiting() {
+        guard let source = waitingSource else { return }
+        waitingSource = nil
+        registry.admissionCounts.tunnelLeftWaiting(source: source)
     }
 
     /// A connection that had claimed `side` closed before its upgrade finished.
@@ -274,6 +286,7 @@ final class RelayTunnel {
     func close(code: WebSocketCloseCode?, reason: String) {
         guard !isClosed else { return }
         closure = (code, reason)
+        leftWaiting()
         recorder?.finish(code: code, reason: reason)
         deadlineTimer?.cancel()
         (waitingForCreator, waitingForJoiner) = (nil, nil)

@@ -198,6 +198,14 @@ public final class TunnelRelay: Sendable {
     /// Tunnels currently open (registered and not yet closed); 0 after every tunnel ended.
     public var openTunnelCount: Int { statisticsBox.value.openTunnels }
 
+    /// The relay-wide admission counts (tests read the unjoined tunnels per source); `nil` when not running.
+    var admissionCountsForTests: AdmissionCounts? {
+        lifecycle.withLock { state in
+            if case .running(_, let shards, _) = state { return shards.admissionCounts }
+            return nil
+        }
+    }
+
     /// How often the accepting thread peeked at a pending connection's request line (0 when not
     /// running); see `RelayDispatcher.peekCount`.
     package var dispatcherPeekCount: Int {
