@@ -78,6 +78,30 @@ struct LinkedRelayTests {
         }
     }
 
+    @Test("a desktop that left while its contact request waited: the tunnel made for it when the phone listens closes at once, and the phone is free for the next desktop")
+    func desktopLeftWhileWaiting() async throws {
+        var configuration = Self.configuration
+        configuration.contactWait = .seconds(5)
+        try await withRelay(configuration) { relay, endpoint in
+            let contactID = Array("left early".utf8)
+            let request = RawConnection.upgradeRequest(path: TunnelServicePath.contact(contactID: contactID).path)
+                .replacingOccurrences(
+                    of: "Content-Length: 0\r\n", with: "X-caBLE-Client-Payload: \(Self.payload().headerValue)\r\n")
+            let leaving = try await RawConnection.connect(port: endpoint.port)
+            try await leaving.write(request)
+            try await Task.sleep(for: .milliseconds(100))  // the request is waiting for its phone
+            await leaving.close()
+            try await Task.sleep(for: .milliseconds(100))  // and the relay saw it go
+            let channel = try await Self.listen(endpoint, contactID)
+            // The idle timeout (60 s) would otherwise be what ends that tunnel.
+            #expect(await eventually(timeout: .seconds(2)) { relay.openTunnelCount == 0 })
+            // Not 409 (phone busy): the next desktop gets its tunnel.
+            let desktop = try await Self.contact(endpoint, contactID, header: Self.payload().headerValue)
+            await desktop.close()
+            await channel.close()
+        }
+    }
+
     @Test("a phone that listened and left: 504 (not listening) after the wait")
     func knownButNotListening() async throws {
         try await withRelay(Self.configuration) { relay, endpoint in

@@ -100,6 +100,7 @@ struct LinkedTranscriptRuntimeTests {
         let outcome = try await ClientDriver.run(session: session, request: [0x04], transports: desktopTransports, timeouts: .fast)
         try await phoneDone.get()
         #expect(phoneSent.messages.count == 4)
+        #expect(phoneSent.batches == [3, 1], "message 2, post-handshake and update in one write, then the response")
         #expect(Hex.encode(phoneSent.messages[2]) == a.ciphertext_seq1_with_k2)
         #expect(phoneSent.messages[2].count == 528)
         #expect(outcome.linking == (try LinkingInfo(cbor: CBOR.decode(hex(a.linking_map_cbor)))))
@@ -110,11 +111,19 @@ struct LinkedTranscriptRuntimeTests {
     }
 }
 
-/// Messages in order, from any thread.
+/// Messages in order, and how many went in each write, from any thread.
 final class Recorder: Sendable {
-    private let list = Mutex<[[UInt8]]>([])
-    var messages: [[UInt8]] { list.withLock { $0 } }
-    func append(_ message: [UInt8]) { list.withLock { $0.append(message) } }
+    private let list = Mutex<(messages: [[UInt8]], batches: [Int])>(([], []))
+    var messages: [[UInt8]] { list.withLock { $0.messages } }
+    /// The number of messages of each send: 1 for `send(_:)`, the batch's size for `send(contentsOf:)`.
+    var batches: [Int] { list.withLock { $0.batches } }
+    func append(_ message: [UInt8]) { append(batch: [message]) }
+    func append(batch: [[UInt8]]) {
+        list.withLock {
+            $0.messages += batch
+            $0.batches.append(batch.count)
+        }
+    }
 }
 
 /// Records every message sent through `inner`.
@@ -130,6 +139,11 @@ struct RecordingTunnel: TunnelTransport {
     func send(_ message: [UInt8]) async throws {
         sent.append(message)
         try await inner.send(message)
+    }
+
+    func send(contentsOf messages: [[UInt8]]) async throws {
+        sent.append(batch: messages)
+        try await inner.send(contentsOf: messages)
     }
 
     func receive(timeout: Duration) async throws -> [UInt8] { try await inner.receive(timeout: timeout) }

@@ -79,6 +79,21 @@ struct RelayLoadBenchmarkTests {
         }
     }
 
+    @Test("a tunnel the relay closed while it was held is a failure with its close code, reported at once (not as a timeout)", arguments: RelayLoadBenchmark.Generator.allCases)
+    func closedWhileHeld(generator: RelayLoadBenchmark.Generator) async throws {
+        var relayConfiguration = RelayConfiguration()
+        relayConfiguration.idleTimeout = .milliseconds(200)  // the hold outlasts it: closed with 1001
+        try await withRelay(relayConfiguration) { _, endpoint in
+            var bench = configuration(endpoint, tunnels: 3, rounds: 2, generator: generator)
+            bench.hold = .milliseconds(800)
+            bench.timeout = .seconds(20)
+            let report = try await RelayLoadBenchmark(bench).run()
+            #expect(report.tunnelsOpened == 3)
+            #expect(report.failures == ["closed 1001": 3], "\(report.failures)")
+            #expect(report.roundsSeconds < 10, "reported at once, not after the 20 s timeout")
+        }
+    }
+
     @Test(
         "a relay that selects no fido.cable, gives no routing ID or never answers: every open fails, by reason",
         arguments: RelayLoadBenchmark.Generator.allCases)

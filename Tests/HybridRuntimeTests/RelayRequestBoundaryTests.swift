@@ -118,4 +118,24 @@ struct RelayRequestBoundaryTests {
             #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
         }
     }
+
+    @Test("bytes held behind a waiting contact request beyond their bound close the connection at once")
+    func heldBytesBound() async throws {
+        var configuration = RelayConfiguration()
+        configuration.contactWait = .seconds(6)  // the request waits for a phone that never listens
+        configuration.maxMessageSize = 1024  // held bytes: at most 16 KiB + 1 KiB
+        try await withRelay(configuration) { relay, endpoint in
+            let path = TunnelServicePath.contact(contactID: Array("some contact".utf8)).path
+            let request = RawConnection.upgradeRequest(path: path).replacingOccurrences(
+                of: "Content-Length: 0\r\n",
+                with: "X-caBLE-Client-Payload: A3014801020304050607080250202122232425262728292A2B2C2D2E2F03626761\r\n")
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(request)
+            try await raw.write([UInt8](repeating: 0x82, count: 20 * 1024))
+            // Closed long before the contact wait would end with its 410.
+            #expect(await raw.waitForClose(timeout: .seconds(3)))
+            #expect(!String(decoding: raw.received, as: UTF8.self).contains("HTTP/1.1"), "no answer, just the close")
+            #expect(await eventually { relay.statistics.openConnections == 0 })
+        }
+    }
 }

@@ -140,11 +140,15 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
         context.close(promise: nil)
     }
 
+    /// Why the connection ended (the first reason), once it has.
+    private(set) var endError: RuntimeError?
+
     /// Stops delivering and reports `error` (to the upgrade if it is still running).
     func end(_ error: RuntimeError) {
         if case .finished = state { return }
         if case .upgrading = state { upgrade.fail(error) }
         state = .finished
+        endError = error
         onEnd?(error)
         onMessage = nil
         onEnd = nil

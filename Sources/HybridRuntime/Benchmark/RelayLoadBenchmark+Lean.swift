@@ -53,7 +53,11 @@ extension RelayLoadBenchmark {
             let onEnd: (RuntimeError) -> Void = { [unowned self] error in self.finish(RelayLoadBenchmark.failureName(error)) }
             phone.onEnd = onEnd
             desktop.onEnd = onEnd
-            if rounds > 0 {
+            if let error = phone.endError ?? desktop.endError {
+                // The relay closed the tunnel while it was held (e.g. its idle timeout): that, not
+                // a timeout of the first round, is the failure.
+                finish(RelayLoadBenchmark.failureName(error))
+            } else if rounds > 0 {
                 startRound()
                 desktop.flush()
             } else {
@@ -141,6 +145,9 @@ extension RelayLoadBenchmark {
             upgrade.fail(RuntimeError(.timeout, "no upgrade within \(config.timeout)"))
             channel.close(promise: nil)
         }
+        // Cancelled on the loop as soon as the upgrade is decided, not when the waiting task
+        // resumes: an upgrade that succeeds just before the deadline keeps its connection.
+        upgrade.futureResult.whenComplete { _ in timer.cancel() }
         do {
             let routing = try await upgrade.futureResult.get()
             timer.cancel()
@@ -163,10 +170,16 @@ extension RelayLoadBenchmark {
         futures.reserveCapacity(pairs.count)
         for group in loops {
             let loop = group[0].loop
-            let started = try? await loop.submit {
-                group.map { $0.run(rounds: config.rounds, payload: payload) }
-            }.get()
-            futures += started ?? []
+            guard
+                let started = try? await loop.submit({
+                    group.map { $0.run(rounds: config.rounds, payload: payload) }
+                }).get()
+            else {
+                // The loop would not take the work: its tunnels are failures, not missing samples.
+                futures += group.map { _ in loop.makeFailedFuture(RuntimeError(.connectionFailed, "generator loop unavailable")) }
+                continue
+            }
+            futures += started
             watchdogs.append(
                 loop.scheduleRepeatedTask(initialDelay: .milliseconds(250), delay: .milliseconds(250)) { _ in
                     let now = NIODeadline.now()

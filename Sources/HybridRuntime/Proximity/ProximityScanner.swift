@@ -45,8 +45,8 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
         self.port = port
         self.group = group
         self.logger = logger
-        // A wait's timeout is a timer on the scanner's loop (the loop that delivers the adverts),
-        // not a sleeping task.
+        // A wait's timeout is a timer on one of the group's loops (with a one-loop group, the
+        // loop that delivers the adverts; the inbox takes a lock either way), not a sleeping task.
         self.core = ScannerCore(minRSSI: minRSSI, matcher: matcher, logger: logger, timerLoop: group.next())
     }
 

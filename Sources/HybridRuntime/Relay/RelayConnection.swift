@@ -40,6 +40,8 @@ final class RelayConnection {
     let source: String?
     /// How the ``AdmissionLedger`` counts this connection.
     var admission = AdmissionState.notCounted
+    /// Set when the channel closed (its close handling has run).
+    var isClosed = false
     /// The source whose unjoined-tunnel count holds a place for this connection's request
     /// (``RelayConfiguration/maxWaitingTunnelsPerSource``), until the tunnel opens or the request fails.
     var waitingReservation: String?
@@ -102,6 +104,7 @@ final class RelayConnection {
             return
         }
         channel.closeFuture.assumeIsolated().whenComplete { _ in
+            connection.isClosed = true
             connection.upgradeTimer?.cancel()
             registry.admission.closed(connection)
             registry.connectionClosed(connection)
@@ -198,6 +201,13 @@ final class RelayConnection {
     private func shouldUpgrade(_ decision: UpgradeDecision, registry: RelayRegistry) -> HTTPHeaders? {
         switch decision {
         case .accept(let headers, let tunnel, let side):
+            guard !isClosed else {
+                // A contact request whose client left while it waited for the phone: the tunnel
+                // opened for it must not wait for a creator that will never come.
+                tunnel.releaseReservation(side)
+                registry.admission.releaseWaitingReservation(of: self)
+                return nil
+            }
             state = .reserved(tunnel, side)
             // No longer awaiting: the 101 goes out next, and a client that reads it may open its next
             // connection before the upgrade pipeline is installed.
@@ -391,6 +401,24 @@ final class RequestHeadRecorder: ChannelInboundHandler, RemovableChannelHandler 
             connection.requestComplete = true
         }
         context.fireChannelRead(data)
+    }
+
+    /// Errors of the HTTP decoder. When what the decoder holds outgrew its bound (a request head
+    /// or, while the upgrade is decided, the bytes behind the request; ``FirstRequestDecoder``), the
+    /// connection is closed: what it sent can no longer be handled whole, and NIO's decoder drops
+    /// every later read. Before the first request's end any other error goes on (NIO's
+    /// protocol-error handler answers 400); after it, it concerns a request the relay drops anyway
+    /// and is dropped too, so a refusal being written is not cut short by a second answer.
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if error is ByteToMessageDecoderError.PayloadTooLargeError {
+            context.close(promise: nil)
+        } else if let decoderError = error as? ByteToMessageDecoderError,
+            case .dataReceivedInErrorState = decoderError
+        {
+            context.close(promise: nil)
+        } else if !connection.requestComplete {
+            context.fireErrorCaught(error)
+        }
     }
 }
 

@@ -94,7 +94,9 @@ public enum AuthenticatorDriver {
                     outgoing.append(bytes)
                     continue
                 }
-                if !outgoing.isEmpty {
+                // `.handshakeComplete` sits between message 2 and the post-handshake messages; its
+                // effects wait until after the loop, so it does not split the write.
+                if case .handshakeComplete = action {} else if !outgoing.isEmpty {
                     try await step(.phone, "sending to the desktop") { try await tunnel.send(contentsOf: outgoing) }
                     outgoing = []
                 }
@@ -143,15 +145,37 @@ public enum AuthenticatorDriver {
         let race = ResponderRace()
         return try await withCheckedThrowingContinuation { continuation in
             race.arm(continuation)
-            // The deadline is a timer on an event loop (the current one when the driver runs on
-            // SwiftNIO's loops), not a sleeping task: cheap to arm and to cancel.
-            let timer = MultiThreadedEventLoopGroup.singleton.any().scheduleTask(in: TimeAmount(limit)) {
+            let expired: @Sendable () -> Void = {
                 race.finish(.failure(RuntimeError.timeout("waiting for the user to answer the request", after: limit)))
             }
-            race.track(timer: timer, work: Task {
+            // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the
+            // deadline is a timer on that loop: cheap to arm and to cancel. Elsewhere, a sleeping task.
+            let deadline: ResponderDeadline
+            if let loop = MultiThreadedEventLoopGroup.currentEventLoop {
+                deadline = .timer(loop.scheduleTask(in: TimeAmount(limit), expired))
+            } else {
+                deadline = .task(Task {
+                    try? await Task.sleep(for: limit)
+                    if !Task.isCancelled { expired() }
+                })
+            }
+            race.track(timer: deadline, work: Task {
                 let response = await respond(request)
                 race.finish(.success(response))
             })
+        }
+    }
+}
+
+/// The responder's deadline: a timer on the current event loop, or a sleeping task off the loops.
+private enum ResponderDeadline: Sendable {
+    case timer(Scheduled<Void>)
+    case task(Task<Void, Never>)
+
+    func cancel() {
+        switch self {
+        case .timer(let scheduled): scheduled.cancel()
+        case .task(let task): task.cancel()
         }
     }
 }
@@ -160,7 +184,7 @@ public enum AuthenticatorDriver {
 private final class ResponderRace: Sendable {
     private struct State {
         var continuation: CheckedContinuation<[UInt8], any Error>?
-        var timer: Scheduled<Void>?
+        var timer: ResponderDeadline?
         var work: Task<Void, Never>?
         var finished = false
     }
@@ -172,7 +196,7 @@ private final class ResponderRace: Sendable {
 
     /// Remembers the timer and the responder's task so the loser is cancelled (at once, if the race
     /// is already over).
-    func track(timer: Scheduled<Void>, work: Task<Void, Never>) {
+    func track(timer: ResponderDeadline, work: Task<Void, Never>) {
         let over = state.withLock { state -> Bool in
             state.timer = timer
             state.work = work
