@@ -177,7 +177,7 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
             fail(context, RuntimeError(.upgradeRejected, "HTTP \(status)", httpStatus: status))
             return false
         }
-        let headers = Self.headers(headBytes)
+        let headers = HostileWire.responseHeaders(headBytes)
         guard headers["sec-websocket-accept"] == expectedAccept else {
             fail(context, RuntimeError(.handshakeFailed, "wrong Sec-WebSocket-Accept"))
             return false
@@ -189,17 +189,6 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
         state = .open
         upgrade.succeed(HostileWire.routingID(headBytes))
         return true
-    }
-
-    /// The header fields of a response head, names in lower case (the last of repeated names wins).
-    private static func headers(_ head: [UInt8]) -> [String: String] {
-        var fields: [String: String] = [:]
-        for line in String(decoding: head, as: UTF8.self).split(separator: "\r\n").dropFirst() {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2 else { continue }
-            fields[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
-        }
-        return fields
     }
 
     /// Handles every complete frame in `bytes`, leaving an incomplete one there.

@@ -100,23 +100,9 @@ final class RawConnection: Sendable {
         return Int(parts[1])
     }
 
-    /// A client WebSocket frame, masked unless `mask` is nil.
+    /// A client WebSocket frame, masked unless `mask` is nil (``HostileWire/frame(opcode:_:fin:key:declaredLength:)``).
     static func frame(opcode: UInt8, payload: [UInt8], fin: Bool = true, mask: [UInt8]? = [1, 2, 3, 4]) -> [UInt8] {
-        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode]
-        let maskBit: UInt8 = mask == nil ? 0 : 0x80
-        if payload.count < 126 {
-            out.append(maskBit | UInt8(payload.count))
-        } else {
-            out.append(maskBit | 126)
-            out += [UInt8(payload.count >> 8), UInt8(payload.count & 0xFF)]
-        }
-        if let mask {
-            out += mask
-            out += payload.enumerated().map { $0.element ^ mask[$0.offset % 4] }
-        } else {
-            out += payload
-        }
-        return out
+        HostileWire.frame(opcode: opcode, payload, fin: fin, key: mask)
     }
 
     /// Parses server frames (unmasked) from `bytes`: (opcode, payload) pairs.

@@ -43,9 +43,16 @@ enum HostileWire {
     static func frame(
         _ opcode: Opcode, _ payload: [UInt8], fin: Bool = true, masked: Bool = true, declaredLength: Int? = nil
     ) -> [UInt8] {
+        frame(opcode: opcode.rawValue, payload, fin: fin, key: masked ? randomBytes(4) : nil, declaredLength: declaredLength)
+    }
+
+    /// A client frame with any opcode (reserved ones included), masked with `key` (`nil`: unmasked).
+    static func frame(
+        opcode: UInt8, _ payload: [UInt8], fin: Bool = true, key: [UInt8]?, declaredLength: Int? = nil
+    ) -> [UInt8] {
         let length = declaredLength ?? payload.count
-        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode.rawValue]
-        let maskBit: UInt8 = masked ? 0x80 : 0
+        var out: [UInt8] = [(fin ? 0x80 : 0) | opcode]
+        let maskBit: UInt8 = key == nil ? 0 : 0x80
         if length < 126 {
             out.append(maskBit | UInt8(length))
         } else if length <= 0xFFFF {
@@ -55,8 +62,7 @@ enum HostileWire {
             out.append(maskBit | 127)
             out += (0..<8).reversed().map { UInt8((UInt64(length) >> (8 * UInt64($0))) & 0xFF) }
         }
-        guard masked else { return out + payload }
-        let key = randomBytes(4)
+        guard let key else { return out + payload }
         out += key
         out += payload.enumerated().map { $0.element ^ key[$0.offset & 3] }
         return out
@@ -83,14 +89,21 @@ enum HostileWire {
 
     /// The `X-caBLE-Routing-ID` of a 101 response.
     static func routingID(_ bytes: [UInt8]) -> [UInt8]? {
-        guard let end = headEnd(bytes) else { return nil }
-        for line in String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n") {
+        guard let value = responseHeaders(bytes)[HybridConstants.routingIDHeader.lowercased()] else { return nil }
+        return Hex.decode(value, byteCount: HybridConstants.routingIDSize)
+    }
+
+    /// The header fields of a complete response head, names in lower case (the last of repeated
+    /// names wins); empty while the head is incomplete.
+    static func responseHeaders(_ bytes: [UInt8]) -> [String: String] {
+        guard let end = headEnd(bytes) else { return [:] }
+        var fields: [String: String] = [:]
+        for line in String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n").dropFirst() {
             let parts = line.split(separator: ":", maxSplits: 1)
-            if parts.count == 2, parts[0].lowercased() == HybridConstants.routingIDHeader.lowercased() {
-                return Hex.decode(parts[1].trimmingCharacters(in: .whitespaces), byteCount: HybridConstants.routingIDSize)
-            }
+            guard parts.count == 2 else { continue }
+            fields[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
         }
-        return nil
+        return fields
     }
 
     /// The server frames after the response head: (opcode, payload) pairs, complete ones only.
