@@ -40,8 +40,6 @@ final class RelayConnection {
     let source: String?
     /// How the ``AdmissionLedger`` counts this connection.
     var admission = AdmissionState.notCounted
-    /// Set when the channel closed (its close handling has run).
-    var isClosed = false
     /// The source whose unjoined-tunnel count holds a place for this connection's request
     /// (``RelayConfiguration/maxWaitingTunnelsPerSource``), until the tunnel opens or the request fails.
     var waitingReservation: String?
@@ -104,7 +102,6 @@ final class RelayConnection {
             return
         }
         channel.closeFuture.assumeIsolated().whenComplete { _ in
-            connection.isClosed = true
             connection.upgradeTimer?.cancel()
             registry.admission.closed(connection)
             registry.connectionClosed(connection)
@@ -201,7 +198,7 @@ final class RelayConnection {
     private func shouldUpgrade(_ decision: UpgradeDecision, registry: RelayRegistry) -> HTTPHeaders? {
         switch decision {
         case .accept(let headers, let tunnel, let side):
-            guard !isClosed else {
+            guard channel.isActive else {
                 // A contact request whose client left while it waited for the phone: the tunnel
                 // opened for it must not wait for a creator that will never come.
                 tunnel.releaseReservation(side)
