@@ -43,8 +43,8 @@ final class AdmissionLedger {
         channel.remoteAddress?.ipAddress
     }
 
-    /// A new connection: counts it, or returns the fixed response that refuses it (counted nowhere).
-    func admit(_ connection: RelayConnection) -> String? {
+    /// A new connection: counts it, or returns the refusal that answers it (counted nowhere).
+    func admit(_ connection: RelayConnection) -> AdmissionRefusal? {
         if let refusal = counts.admit(
             source: connection.source, maxPending: maxPendingUpgrades, maxPerSource: maxConnectionsPerSource)
         {
@@ -122,16 +122,27 @@ final class AdmissionLedger {
         counts.tunnelLeftWaiting(source: source)
     }
 
-    static func pendingRefusal(_ cap: Int) -> String {
-        OverCapacityHandler.fixedResponse(
-            status: "503 Service Unavailable",
-            body: "too many connections awaiting their upgrade (\(cap)); try again later")
+    static func pendingRefusal(_ cap: Int) -> AdmissionRefusal {
+        AdmissionRefusal(
+            status: 503,
+            response: OverCapacityHandler.fixedResponse(
+                status: "503 Service Unavailable",
+                body: "too many connections awaiting their upgrade (\(cap)); try again later"))
     }
 
-    static func sourceRefusal(_ cap: Int) -> String {
-        OverCapacityHandler.fixedResponse(
-            status: "429 Too Many Requests", body: "too many connections from this address (\(cap))")
+    static func sourceRefusal(_ cap: Int) -> AdmissionRefusal {
+        AdmissionRefusal(
+            status: 429,
+            response: OverCapacityHandler.fixedResponse(
+                status: "429 Too Many Requests", body: "too many connections from this address (\(cap))"))
     }
+}
+
+/// A connection refused by a pending-upgrade or per-source cap: its status (for the statistics)
+/// and the fixed response it is answered with, unread.
+struct AdmissionRefusal: Sendable, Hashable {
+    let status: Int
+    let response: String
 }
 
 /// How a connection is counted by the ``AdmissionLedger``.
@@ -158,8 +169,8 @@ final class AdmissionCounts: Sendable {
 
     init() {}
 
-    /// Counts one more connection from `source`, or returns the fixed response of the cap that refuses it.
-    func admit(source: String?, maxPending: Int, maxPerSource: Int) -> String? {
+    /// Counts one more connection from `source`, or returns the refusal of the cap that refuses it.
+    func admit(source: String?, maxPending: Int, maxPerSource: Int) -> AdmissionRefusal? {
         state.withLock { state in
             if maxPending > 0, state.pending >= maxPending {
                 return AdmissionLedger.pendingRefusal(maxPending)

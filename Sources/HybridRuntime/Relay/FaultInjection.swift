@@ -153,7 +153,7 @@ public struct RelayFault: Sendable, Hashable, CustomStringConvertible {
             }
             keptBytes = kept
         case .close:
-            guard let code = UInt16(value), (1000...4999).contains(code), Self.isSendableCloseCode(code) else {
+            guard let code = UInt16(value), WebSocketCloseCode(rawValue: code).isSendable else {
                 throw bad(
                     "close=CODE takes a WebSocket close code an endpoint may send (1000-1003, 1007-1014, 3000-4999), not '\(value)'"
                 )
@@ -208,13 +208,6 @@ public struct RelayFault: Sendable, Hashable, CustomStringConvertible {
         let (seconds, attoseconds) = duration.components
         let milliseconds = seconds * 1000 + attoseconds / 1_000_000_000_000_000
         return milliseconds % 1000 == 0 ? "\(milliseconds / 1000)s" : "\(milliseconds)ms"
-    }
-
-    static func isSendableCloseCode(_ code: UInt16) -> Bool {
-        switch code {
-        case 1000...1003, 1007...1014, 3000...4999: return true
-        default: return false
-        }
     }
 }
 

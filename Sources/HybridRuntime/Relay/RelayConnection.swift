@@ -68,24 +68,30 @@ final class RelayConnection {
         _ channel: Channel, registry: RelayRegistry, counted: Bool = false, admission: DispatcherAdmission? = nil
     ) throws {
         var source = AdmissionLedger.source(of: channel)
-        if case .admitted(let dispatcherSource)? = admission { source = dispatcherSource }
+        var countedByDispatcher = false
+        if case .admitted(let dispatcherSource)? = admission {
+            source = dispatcherSource
+            countedByDispatcher = true
+        }
         let connection = RelayConnection(channel: channel, source: source)
-        switch registry.connectionOpened(connection, counted: counted) {
+        let outcome = registry.connectionOpened(connection, counted: counted)
+        if outcome != .admitted, countedByDispatcher {
+            registry.admissionCounts.closed(source: source, wasPending: true)
+        }
+        switch outcome {
         case .admitted:
             break
         case .shuttingDown:
-            if case .admitted(let source)? = admission { registry.admissionCounts.closed(source: source, wasPending: true) }
             channel.close(promise: nil)
             return
         case .overCapacity:
-            if case .admitted(let source)? = admission { registry.admissionCounts.closed(source: source, wasPending: true) }
             let limiter = OverCapacityHandler(closeTimeout: registry.configuration.closeHandshakeTimeout)
             try channel.pipeline.syncOperations.addHandler(limiter)
             return
         }
-        let refusal: String?
+        let refusal: AdmissionRefusal?
         switch admission {
-        case nil, .notAdmitted?:
+        case nil:
             refusal = registry.admission.admit(connection)
         case .admitted?:
             connection.admission = .pending  // counted by the dispatcher
@@ -96,8 +102,8 @@ final class RelayConnection {
         if let refusal {
             // Pending-upgrade or per-source cap: not tracked, answered like an over-capacity connection.
             registry.connectionClosed(connection)
-            registry.statistics.update { $0.rejectedRequests[refusal.hasPrefix("HTTP/1.1 429") ? 429 : 503, default: 0] += 1 }
-            let limiter = OverCapacityHandler(response: refusal, closeTimeout: registry.configuration.closeHandshakeTimeout)
+            registry.statistics.update { $0.rejectedRequests[refusal.status, default: 0] += 1 }
+            let limiter = OverCapacityHandler(response: refusal.response, closeTimeout: registry.configuration.closeHandshakeTimeout)
             try channel.pipeline.syncOperations.addHandler(limiter)
             return
         }
@@ -105,7 +111,7 @@ final class RelayConnection {
             connection.upgradeTimer?.cancel()
             registry.admission.closed(connection)
             registry.connectionClosed(connection)
-            registry.admission.idleTrim.connectionClosed(on: channel.eventLoop) { registry.statistics.value.openConnections }
+            registry.admission.idleTrim.connectionClosed(on: channel.eventLoop) { registry.statistics.openConnectionCount }
         }
         let timeout = registry.configuration.upgradeTimeout
         connection.upgradeTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {
@@ -240,7 +246,6 @@ final class RelayConnection {
         upgradeTimer = nil
         requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
         try removeRequestRecorder()
-        registry.admission.upgraded(self)
         // One handler checks and joins the frames and relays them; with fault injection the checks
         // and the joining come first, as separate handlers, so the fault handler sees whole messages.
         let faults = configuration.faults.isEnabled
@@ -284,7 +289,6 @@ extension RelayConnection {
         upgradeTimer = nil
         requestHead = nil
         try removeRequestRecorder()
-        registry.admission.upgraded(self)
         let handler = ListenerHandler(
             directory: registry.directory, contactID: contactID, closeHandshakeTimeout: configuration.closeHandshakeTimeout)
         try channel.pipeline.syncOperations.addHandlers(

@@ -102,7 +102,7 @@ package final class RelayDispatcher: Sendable {
     /// A bootstrap that turns an accepted socket into a channel on `shard`'s loop. `counted`: the
     /// connection was counted against ``RelayConfiguration/maxConnections`` (otherwise the shard
     /// counts it, and answers 503 if the relay is still full).
-    private func bootstrap(shard: Int, counted: Bool, admission: DispatcherAdmission) -> ClientBootstrap {
+    private func bootstrap(shard: Int, counted: Bool, admission: DispatcherAdmission?) -> ClientBootstrap {
         let registry = shards.registries[shard]
         return ClientBootstrap(group: registry.eventLoop)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
@@ -244,7 +244,7 @@ package final class RelayDispatcher: Sendable {
                 }
             } else {
                 // Over the connection cap: answered 503 on any loop, unread.
-                bootstrap(shard: nextShard, counted: false, admission: .notAdmitted).withConnectedSocket(fd).whenFailure { _ in }
+                bootstrap(shard: nextShard, counted: false, admission: nil).withConnectedSocket(fd).whenFailure { _ in }
                 nextShard = (nextShard + 1) % shardCount
             }
         }
@@ -343,8 +343,6 @@ extension RelayDispatcher {
 enum DispatcherAdmission: Sendable {
     /// Counted as awaiting its upgrade under `source` (``AdmissionCounts``).
     case admitted(source: String?)
-    /// Refused by a pending-upgrade or per-source cap: answer this fixed response, unread.
-    case refused(String)
-    /// Not looked at (over ``RelayConfiguration/maxConnections``, answered 503 by the shard).
-    case notAdmitted
+    /// Refused by a pending-upgrade or per-source cap: answered with its fixed response, unread.
+    case refused(AdmissionRefusal)
 }
