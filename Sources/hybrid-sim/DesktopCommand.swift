@@ -183,8 +183,9 @@ struct DesktopCommand: AsyncParsableCommand {
                 "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds"
             )
         }
+        let configuration = try makeConfiguration()
         do {
-            try makeConfiguration().validate()
+            try configuration.validate()
         } catch {
             throw ValidationError(error.message)
         }
@@ -199,15 +200,15 @@ struct DesktopCommand: AsyncParsableCommand {
     func run() async throws {
         if web {
             guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0...65535") }
-            let status = await DesktopWebProgram.main(makeConfiguration(), webPort: webPort)
+            let status = await DesktopWebProgram.main(try makeConfiguration(), webPort: webPort)
             if status != 0 { throw ExitCode(status) }
             return
         }
-        let status = await DesktopProgram.main(makeConfiguration(), output: .standard)
+        let status = await DesktopProgram.main(try makeConfiguration(), output: .standard)
         if status != 0 { throw ExitCode(status) }
     }
 
-    private func makeConfiguration() -> DesktopConfiguration {
+    private func makeConfiguration() throws -> DesktopConfiguration {
         var configuration = DesktopConfiguration()
         configuration.request = request.requestType
         configuration.rpId = rpId
@@ -223,7 +224,7 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.relay = relay.map { .external(url: $0) } ?? .embedded(port: relayPort)
         configuration.proximityPort = proximityPort
         configuration.misbehave = misbehave
-        configuration.relayFaults = (try? RelayFaults(parsing: relayFaults, seed: relayFaultSeed)) ?? RelayFaults()
+        configuration.relayFaults = try FaultOptions.relayFaults(relayFaults, seed: relayFaultSeed, flag: "--relay-fault")
         configuration.minRSSI = minRssi
         configuration.qrPNGPath = qrPng
         configuration.invertQR = invert

@@ -48,7 +48,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             valueName: "lean|tasks"
         )
     )
-    var generator = "lean"
+    var generator = RelayLoadBenchmark.Generator.lean
 
     @Option(help: "Event loops of the lean generator (default: one per core).")
     var generatorThreads = ProcessInfo.processInfo.activeProcessorCount
@@ -75,9 +75,6 @@ struct RelayBenchCommand: AsyncParsableCommand {
         guard (1...9_900).contains(tunnels) else { throw ValidationError("--tunnels must be 1...9900 (20,000 descriptors per process)") }
         guard (1...100_000).contains(rounds) else { throw ValidationError("--rounds must be 1...100000") }
         guard (1...65_536).contains(payload) else { throw ValidationError("--payload must be 1...65536 bytes") }
-        guard RelayLoadBenchmark.Generator(rawValue: generator) != nil else {
-            throw ValidationError("--generator must be lean or tasks")
-        }
         guard (1...64).contains(generatorThreads) else { throw ValidationError("--generator-threads must be 1...64") }
         guard openConcurrency >= 2 else { throw ValidationError("--open-concurrency must be at least 2") }
         if relayPid != nil, relayPIDs == nil {
@@ -119,7 +116,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
         var configuration = RelayLoadBenchmark.Configuration(host: host, port: port, tunnels: tunnels, rounds: rounds, relay: probe)
         configuration.payloadSize = payload
         configuration.openConcurrency = openConcurrency
-        configuration.generator = RelayLoadBenchmark.Generator(rawValue: generator) ?? .lean
+        configuration.generator = generator
         configuration.generatorThreads = generatorThreads
         configuration.timeout = .milliseconds(Int(timeout * 1000))
         configuration.hold = .milliseconds(Int(hold * 1000))
@@ -180,3 +177,5 @@ final class SpawnedRelay {
         process.waitUntilExit()
     }
 }
+
+extension RelayLoadBenchmark.Generator: ExpressibleByArgument {}

@@ -150,10 +150,8 @@ extension RelayLoadBenchmark {
         upgrade.futureResult.whenComplete { _ in timer.cancel() }
         do {
             let routing = try await upgrade.futureResult.get()
-            timer.cancel()
             return (peer, channel, routing)
         } catch {
-            timer.cancel()
             channel.close(promise: nil)
             throw error
         }

@@ -197,8 +197,7 @@ public struct RelayLoadBenchmark: Sendable {
     }
 
     private static func openPair(_ config: Configuration) async -> Result<Pair, RuntimeError> {
-        var generator = SystemRandomNumberGenerator()
-        let tunnelID = (0..<HybridConstants.tunnelIDSize).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        let tunnelID = RandomSource.system.bytes(HybridConstants.tunnelIDSize)
         let phone: WebSocketTunnel
         do {
             phone = try await WebSocketTunnel.open(

@@ -29,8 +29,7 @@ enum HostileWire {
     }
 
     static func randomBytes(_ count: Int) -> [UInt8] {
-        var generator = SystemRandomNumberGenerator()
-        return (0..<count).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        RandomSource.system.bytes(count)
     }
 
     /// WebSocket opcodes used here.
