@@ -1,4 +1,5 @@
 import HybridRuntime
+import NIOPosix
 import Testing
 
 /// The phone driver bounds the authenticator's answer by `SessionTimeouts.userAction`, so a user
@@ -37,5 +38,27 @@ import Testing
             }
         }
         #expect(ContinuousClock.now - start < .seconds(3))
+    }
+
+    @Test func aResponderThatNeverAnswersTimesOutOnAnEventLoop() async throws {
+        // As under `hybrid-sim bench`: the driver runs on an event loop, so its deadline is a timer
+        // on that loop (`DeadlineTimer.loop`), not a sleeping task.
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let start = ContinuousClock.now
+        let outcome: Result<[UInt8], any Error> = await withTaskExecutorPreference(EventLoopTaskExecutor(loop)) {
+            #expect(MultiThreadedEventLoopGroup.currentEventLoop != nil, "the test must run on the loop")
+            return await Result {
+                try await AuthenticatorDriver.answer([0x02], within: .milliseconds(300)) { _ in
+                    try? await Task.sleep(for: .seconds(30))  // the silent responder under test
+                    return [0x00]
+                }
+            }
+        }
+        guard case .failure(let error as RuntimeError) = outcome else {
+            Issue.record("expected the responder's timeout, got \(outcome)")
+            return
+        }
+        #expect(error.code == .timeout)
+        #expect(ContinuousClock.now - start < .seconds(10))
     }
 }

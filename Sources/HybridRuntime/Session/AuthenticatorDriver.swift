@@ -86,28 +86,31 @@ public enum AuthenticatorDriver {
             }
             let actions = try await step(.phone, phase) { try session.receivedMessage(message) }
             // Consecutive messages (handshake message 2, the post-handshake and the update
-            // message) go out in one write; the advert stops once they are sent.
+            // message) go out in one write, flushed before anything that waits or ends the
+            // transaction; the advert stops once the handshake answer is out.
             var outgoing: [[UInt8]] = []
             var handshakeAnswered = false
-            for action in actions {
-                if case .send(let bytes) = action {
-                    outgoing.append(bytes)
-                    continue
-                }
-                // `.handshakeComplete` sits between message 2 and the post-handshake messages; its
-                // effects wait until after the loop, so it does not split the write.
-                if case .handshakeComplete = action {} else if !outgoing.isEmpty {
+            func flush() async throws {
+                if !outgoing.isEmpty {
                     try await step(.phone, "sending to the desktop") { try await tunnel.send(contentsOf: outgoing) }
                     outgoing = []
                 }
+                if handshakeAnswered {
+                    handshakeAnswered = false
+                    await advertisement?.stop()
+                    events(.handshakeAnswered)
+                }
+            }
+            for action in actions {
                 switch action {
-                case .send:
-                    preconditionFailure("sends are batched above")
+                case .send(let bytes):
+                    outgoing.append(bytes)
                 case .handshakeComplete:
                     handshakeAnswered = true
                     phase = "waiting for the desktop's request"
                     timeout = timeouts.message
                 case .request(let request):
+                    try await flush()
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
                     let response = try await step(.phone, "answering the request") {
                         try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
@@ -120,6 +123,7 @@ public enum AuthenticatorDriver {
                     answered = true
                     phase = "waiting for the desktop to end the transaction"
                 case .shutdown:
+                    try await flush()
                     events(.shutdownReceived)
                     guard answered else {
                         throw TransactionError(
@@ -129,13 +133,7 @@ public enum AuthenticatorDriver {
                     return
                 }
             }
-            if !outgoing.isEmpty {
-                try await step(.phone, "sending to the desktop") { try await tunnel.send(contentsOf: outgoing) }
-            }
-            if handshakeAnswered {
-                await advertisement?.stop()
-                events(.handshakeAnswered)
-            }
+            try await flush()
         }
     }
 
@@ -149,16 +147,8 @@ public enum AuthenticatorDriver {
                 race.finish(.failure(RuntimeError.timeout("waiting for the user to answer the request", after: limit)))
             }
             // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the
-            // deadline is a timer on that loop: cheap to arm and to cancel. Elsewhere, a sleeping task.
-            let deadline: ResponderDeadline
-            if let loop = MultiThreadedEventLoopGroup.currentEventLoop {
-                deadline = .timer(loop.scheduleTask(in: TimeAmount(limit), expired))
-            } else {
-                deadline = .task(Task {
-                    try? await Task.sleep(for: limit)
-                    if !Task.isCancelled { expired() }
-                })
-            }
+            // deadline is a timer on that loop; elsewhere, a sleeping task.
+            let deadline = DeadlineTimer.arm(after: limit, on: MultiThreadedEventLoopGroup.currentEventLoop, expired)
             race.track(timer: deadline, work: Task {
                 let response = await respond(request)
                 race.finish(.success(response))
@@ -167,24 +157,11 @@ public enum AuthenticatorDriver {
     }
 }
 
-/// The responder's deadline: a timer on the current event loop, or a sleeping task off the loops.
-private enum ResponderDeadline: Sendable {
-    case timer(Scheduled<Void>)
-    case task(Task<Void, Never>)
-
-    func cancel() {
-        switch self {
-        case .timer(let scheduled): scheduled.cancel()
-        case .task(let task): task.cancel()
-        }
-    }
-}
-
 /// Resumes a continuation exactly once, with whichever of the responder and its timer finishes first.
 private final class ResponderRace: Sendable {
     private struct State {
         var continuation: CheckedContinuation<[UInt8], any Error>?
-        var timer: ResponderDeadline?
+        var timer: DeadlineTimer?
         var work: Task<Void, Never>?
         var finished = false
     }
@@ -196,7 +173,7 @@ private final class ResponderRace: Sendable {
 
     /// Remembers the timer and the responder's task so the loser is cancelled (at once, if the race
     /// is already over).
-    func track(timer: ResponderDeadline, work: Task<Void, Never>) {
+    func track(timer: DeadlineTimer, work: Task<Void, Never>) {
         let over = state.withLock { state -> Bool in
             state.timer = timer
             state.work = work

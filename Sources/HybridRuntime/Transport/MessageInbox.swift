@@ -10,21 +10,7 @@ final class MessageInbox<Element: Sendable>: Sendable {
     private struct Waiter {
         var id: UInt64
         var continuation: CheckedContinuation<Element, any Error>
-        var timer: InboxTimer
-    }
-
-    /// A waiting receive's timeout: a timer on an event loop when the inbox has one (cheap to arm
-    /// and cancel), otherwise a sleeping task.
-    private enum InboxTimer {
-        case loop(Scheduled<Void>)
-        case task(Task<Void, Never>)
-
-        func cancel() {
-            switch self {
-            case .loop(let scheduled): scheduled.cancel()
-            case .task(let task): task.cancel()
-            }
-        }
+        var timer: DeadlineTimer
     }
 
     private struct State {
@@ -119,19 +105,8 @@ final class MessageInbox<Element: Sendable>: Sendable {
                     }
                     watchers = state.readerWatchers
                     state.readerWatchers = []
-                    let timer: InboxTimer
-                    if let timerLoop {
-                        timer = .loop(
-                            timerLoop.scheduleTask(in: TimeAmount(timeout)) { [weak self] in
-                                self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
-                            })
-                    } else {
-                        timer = .task(
-                            Task { [weak self] in
-                                try? await Task.sleep(for: timeout)
-                                guard !Task.isCancelled else { return }
-                                self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
-                            })
+                    let timer = DeadlineTimer.arm(after: timeout, on: timerLoop) { [weak self] in
+                        self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
                     }
                     state.waiter = Waiter(id: id, continuation: continuation, timer: timer)
                     return nil
