@@ -2,6 +2,7 @@ import CTAP2
 import Foundation
 import HybridCore
 import HybridSim
+import Synchronization
 import Testing
 
 /// `phone --misbehave` and `desktop --misbehave`: one side breaks the protocol on purpose at one
@@ -14,6 +15,8 @@ struct MisbehaviourTests {
         var desktop: Result<DesktopResult, ProgramFailure>
         var phone: Result<PhoneResult, ProgramFailure>
         var elapsed: Duration
+        /// What the phone printed (standard output and error, in order).
+        var phoneOutput: String
         /// Whether the desktop's links file exists afterwards.
         var linksStored = false
 
@@ -37,7 +40,11 @@ struct MisbehaviourTests {
         desktop.request = .makeCredential
         desktop.misbehave = desktopMisbehaviour
         desktop.link = link
-        let silent = ProgramOutput(standardOutput: { _ in }, standardError: { _ in })
+        let silent = ProgramOutput.discarding
+        let phoneLines = Mutex<[String]>([])
+        let phoneOutput = ProgramOutput(
+            standardOutput: { line in phoneLines.withLock { $0.append(line) } },
+            standardError: { line in phoneLines.withLock { $0.append(line) } })
         let ready = AsyncStream<DesktopEndpoints>.makeStream()
         let start = ContinuousClock.now
         let configuration = desktop
@@ -65,14 +72,16 @@ struct MisbehaviourTests {
         let phoneConfiguration = phone
         let phoneEnd = Task { () -> Result<PhoneResult, ProgramFailure> in
             do throws(ProgramFailure) {
-                return .success(try await PhoneProgram.run(phoneConfiguration, output: silent))
+                return .success(try await PhoneProgram.run(phoneConfiguration, output: phoneOutput))
             } catch {
                 return .failure(error)
             }
         }
         let (d, p) = (await desktopEnd.value, await phoneEnd.value)
         let links = FileManager.default.fileExists(atPath: home + "/links.json")
-        return Ends(desktop: d, phone: p, elapsed: ContinuousClock.now - start, linksStored: links)
+        return Ends(
+            desktop: d, phone: p, elapsed: ContinuousClock.now - start,
+            phoneOutput: phoneLines.withLock { $0.joined(separator: "\n") }, linksStored: links)
     }
 
     // MARK: - A misbehaving phone, our desktop
@@ -213,5 +222,7 @@ struct MisbehaviourTests {
         let ends = try await run(desktop: .noShutdown)
         #expect(throws: Never.self) { try ends.desktop.get() }
         #expect(throws: Never.self) { try ends.phone.get() }
+        // The shutdown really was left out: the phone saw the close instead.
+        #expect(ends.phoneOutput.contains("closed the tunnel after the response without a shutdown message"), "\(ends.phoneOutput)")
     }
 }
