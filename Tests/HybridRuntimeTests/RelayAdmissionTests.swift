@@ -1,5 +1,8 @@
 import HybridCore
 @testable import HybridRuntime
+import NIOCore
+import NIOPosix
+import Synchronization
 import Testing
 
 /// The admission caps against hostile clients (`AdmissionLedger`): connections awaiting their
@@ -165,10 +168,39 @@ struct RelayAdmissionTests {
         }
     }
 
-    @Test("an idle relay can hand freed memory back: glibc's malloc_trim is found and runs")
-    func idleTrim() throws {
-        let trim = try #require(IdleMemoryTrim.mallocTrim, "malloc_trim not found in the C library")
-        #expect(trim(0) >= 0)
+    @Test("glibc's malloc_trim is found, so an idle relay can hand freed memory back")
+    func mallocTrimFound() throws {
+        _ = try #require(IdleMemoryTrim.mallocTrim, "malloc_trim not found in the C library")
+    }
+
+    @Test("the idle trim runs once after the last close, not when a connection opened meanwhile, not twice for two closes")
+    func idleTrimScheduling() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let trims = Atomic<Int>(0)
+        let open = Atomic<Int>(0)
+        let bound = try await loop.submit {
+            NIOLoopBound(IdleMemoryTrim(delay: .milliseconds(100)) { trims.add(1, ordering: .relaxed) }, eventLoop: loop)
+        }.get()
+        func closed() async throws {
+            try await loop.submit { bound.value.connectionClosed(on: loop) { open.load(ordering: .relaxed) } }.get()
+        }
+        // Two closes in a row: one trim, after the delay.
+        try await closed()
+        try await closed()
+        #expect(trims.load(ordering: .relaxed) == 0, "not before the delay")
+        #expect(await eventually { trims.load(ordering: .relaxed) == 1 })
+        try await Task.sleep(for: .milliseconds(300))  // the window in which a second trim would show
+        #expect(trims.load(ordering: .relaxed) == 1)
+        // A connection opens before the delay is over: no trim.
+        try await closed()
+        open.store(1, ordering: .relaxed)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(trims.load(ordering: .relaxed) == 1)
+        // Closes while connections are open do not schedule one.
+        try await closed()
+        open.store(0, ordering: .relaxed)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(trims.load(ordering: .relaxed) == 1)
     }
 
     @Test("the caps' defaults: 1024 pending upgrades, per-source caps off")

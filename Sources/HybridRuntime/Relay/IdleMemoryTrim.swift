@@ -14,6 +14,14 @@ import Glibc
 /// second after the last connection closed, and only if none is open by then. Confined to the loop.
 final class IdleMemoryTrim {
     private var scheduled = false
+    private let delay: TimeAmount
+    private let trim: () -> Void
+
+    /// `trim` (glibc's `malloc_trim(0)` by default) runs `delay` after the last connection closed.
+    init(delay: TimeAmount = .seconds(1), trim: @escaping () -> Void = { _ = IdleMemoryTrim.mallocTrim?(0) }) {
+        self.delay = delay
+        self.trim = trim
+    }
 
     /// Call after a connection closed; `openConnections` reads the relay's count at the time.
     func connectionClosed(on loop: EventLoop, openConnections: @escaping () -> Int) {
@@ -21,10 +29,10 @@ final class IdleMemoryTrim {
         // no socket memory worth a trim per input.
         guard !scheduled, !(loop is EmbeddedEventLoop), openConnections() == 0 else { return }
         scheduled = true
-        loop.assumeIsolated().scheduleTask(in: .seconds(1)) { [self] in
+        loop.assumeIsolated().scheduleTask(in: delay) { [self] in
             self.scheduled = false
             guard openConnections() == 0 else { return }
-            _ = Self.mallocTrim?(0)
+            self.trim()
         }
     }
 
