@@ -41,6 +41,10 @@ struct MessageAssemblerTests {
         "\(frame.opcode) \(frame.fin) \(Array(frame.unmaskedData.readableBytesView))"
     }
 
+    static func describe(_ frame: ClientFrame) -> String {
+        "\(frame.opcode) \(frame.fin) \(Array(frame.payload.readableBytesView))"
+    }
+
     /// NIO's pipeline's events for `frames`.
     static func reference(_ frames: [WebSocketFrame]) throws -> [String] {
         let collector = Collector()
@@ -62,7 +66,9 @@ struct MessageAssemblerTests {
         var events: [String] = []
         for frame in frames {
             do {
-                if let out = try assembler.take(frame, maxMessageSize: maxMessageSize) { events.append(describe(out)) }
+                if let out = try assembler.take(ClientFrame(frame), maxMessageSize: maxMessageSize) {
+                    events.append(describe(out))
+                }
             } catch MessageAssembler.Failed.earlier {
                 continue
             } catch {

@@ -3,7 +3,7 @@ import NIOCore
 import NIOWebSocket
 
 /// Applies ``RelayFaults`` to the messages one peer sends: sits in that peer's pipeline between the
-/// frame aggregator and the ``RelayPeerHandler``, so the tunnel (its counters, the message observer,
+/// frame aggregator and the ``RelayFrameFeed`` of its ``RelayPeerHandler``, so the tunnel (its counters, the message observer,
 /// `--record`) sees exactly what the faults let through, as the other peer receives it.
 ///
 /// Every decision is ``RelayFaults/decide(seed:recipient:number:length:)``; this handler only

@@ -2,14 +2,6 @@ import NIOCore
 import NIOHTTP1
 import NIOWebSocket
 
-/// What the typed HTTP upgrade pipeline reports for a relay connection.
-enum RelayUpgradeResult: Sendable {
-    /// The connection became a tunnel peer.
-    case upgraded
-    /// The connection was answered with an HTTP error.
-    case rejected
-}
-
 /// One accepted TCP connection of the relay, from the HTTP request to the end of its tunnel.
 /// Confined to the relay's event loop.
 final class RelayConnection {
@@ -33,9 +25,6 @@ final class RelayConnection {
     var requestHead: HTTPRequestHead?
     /// Whether the end of the first request was seen.
     var requestComplete = false
-    /// Whether the parse that produced the first request's end is over: from here on, what passes
-    /// ``RequestHeadRecorder`` is raw bytes, not HTTP parts (``FirstRequestDecoder``).
-    var requestPartsDelivered = false
     /// The peer's IP address, which the per-source caps count under (``AdmissionLedger``).
     let source: String?
     /// How the ``AdmissionLedger`` counts this connection.
@@ -122,86 +111,19 @@ final class RelayConnection {
             channel.close(promise: nil)
         }
 
-        let loop = channel.eventLoop
-        let boundRegistry = NIOLoopBound(registry, eventLoop: loop)
-        let boundConnection = NIOLoopBound(connection, eventLoop: loop)
-        let configuration = registry.configuration
-        let upgrader = NIOTypedWebSocketServerUpgrader<RelayUpgradeResult>(
-            maxFrameSize: configuration.maxMessageSize,
-            enableAutomaticErrorHandling: false,
-            shouldUpgrade: { channel, head in
-                if let refusal = boundRegistry.value.admission.waitingTunnelRefusal(
-                    for: head, from: boundConnection.value, configuration: configuration)
-                {
-                    return channel.eventLoop.makeSucceededFuture(boundConnection.value.shouldUpgrade(.reject(refusal), registry: boundRegistry.value))
-                }
-                // A contact request may wait (bounded) for its phone; everything else is decided at once.
-                return boundRegistry.value.decision(for: head).map { decision in
-                    boundConnection.value.shouldUpgrade(decision, registry: boundRegistry.value)
-                }
-            },
-            upgradePipelineHandler: { channel, _ in
-                channel.eventLoop.makeCompletedFuture {
-                    try boundConnection.value.upgraded(configuration: configuration, registry: boundRegistry.value)
-                }
-            }
-        )
-        let upgradeConfiguration = NIOTypedHTTPServerUpgradeConfiguration<RelayUpgradeResult>(
-            upgraders: [upgrader],
-            notUpgradingCompletionHandler: { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let handler = RelayRejectHandler(connection: boundConnection.value, registry: boundRegistry.value)
-                    try channel.pipeline.syncOperations.addHandler(handler)
-                    return .rejected
-                }
-            }
-        )
-        try installHTTPPipeline(
-            on: channel, connection: connection, maxMessageSize: configuration.maxMessageSize,
-            upgradeConfiguration: upgradeConfiguration)
-    }
-
-    /// The HTTP half of the pipeline: NIO's response encoder, a decoder that parses only the first
-    /// request (``FirstRequestDecoder``), NIO's response-header validator and protocol-error handler,
-    /// ``RequestHeadRecorder``, and NIO's typed upgrade handler.
-    ///
-    /// Built by hand rather than with `configureUpgradableHTTPServerPipeline` for two reasons. A
-    /// connection carries one request (the upgrade, or a request that is answered and closed), so
-    /// there is no HTTP pipelining handler. And a second request sent right behind an upgrade request
-    /// must never reach the upgrade handler: it buffers what arrives while the upgrade runs and
-    /// replays it into the WebSocket frame decoder afterwards, which traps on an HTTP part
-    /// (a remote abort of the relay, found by fuzzing; Tests/Fuzz/Regressions/relay-request).
-    private static func installHTTPPipeline(
-        on channel: Channel, connection: RelayConnection, maxMessageSize: Int,
-        upgradeConfiguration: NIOTypedHTTPServerUpgradeConfiguration<RelayUpgradeResult>
-    ) throws {
-        let operations = channel.pipeline.syncOperations
-        let responseEncoder = HTTPResponseEncoder()
         // Bounds what a client can make the relay hold: bytes sent behind the request while the
         // upgrade is decided (a contact request waits for its phone) stay in this buffer.
         let requestDecoder = ByteToMessageHandler(
             FirstRequestDecoder(connection: connection),
-            maximumBufferSize: 16 * 1024 + maxMessageSize
+            maximumBufferSize: 16 * 1024 + registry.configuration.maxMessageSize
         )
-        let headerValidator = NIOHTTPResponseHeadersValidator()
-        let errorHandler = HTTPServerProtocolErrorHandler()
-        try operations.addHandler(responseEncoder)
-        try operations.addHandler(requestDecoder)
-        try operations.addHandler(headerValidator)
-        try operations.addHandler(errorHandler)
-        // The upgrade handler swallows the request of a failed upgrade; the recorder keeps it for the answer.
-        try operations.addHandler(RequestHeadRecorder(connection: connection))
-        try operations.addHandler(
-            NIOTypedHTTPServerUpgradeHandler(
-                httpEncoder: responseEncoder,
-                extraHTTPHandlers: [requestDecoder, headerValidator, errorHandler],
-                upgradeConfiguration: upgradeConfiguration
-            )
-        )
+        try channel.pipeline.syncOperations.addHandlers(
+            requestDecoder, RelayRequestHandler(connection: connection, registry: registry))
     }
 
-    /// `shouldUpgrade` of the WebSocket upgrader: the 101's extra headers, or `nil` to refuse.
-    private func shouldUpgrade(_ decision: UpgradeDecision, registry: RelayRegistry) -> HTTPHeaders? {
+    /// Carries out `decision` for this connection's upgrade request: the 101's extra headers, or
+    /// `nil` to refuse.
+    func shouldUpgrade(_ decision: UpgradeDecision, registry: RelayRegistry) -> HTTPHeaders? {
         switch decision {
         case .accept(let headers, let tunnel, let side):
             guard channel.isActive else {
@@ -233,10 +155,34 @@ final class RelayConnection {
         }
     }
 
-    /// The 101 went out: install the peer handler (behind the fault handlers, if any), then attach to the tunnel.
-    private func upgraded(configuration: RelayConfiguration, registry: RelayRegistry) throws -> RelayUpgradeResult {
+    /// The 101 went out (written by `requestHandler`, whose context this is): replace the HTTP
+    /// handlers with the WebSocket side of the connection and attach it to its tunnel (or, for a
+    /// phone's push channel, to the contact directory). Bytes the client sent behind its request
+    /// reach the WebSocket side when the request decoder is removed, last.
+    func upgraded(registry: RelayRegistry, context requestHandler: ChannelHandlerContext) throws {
+        let configuration = registry.configuration
+        let operations = channel.pipeline.syncOperations
+        let requestDecoder = try operations.handler(type: ByteToMessageHandler<FirstRequestDecoder>.self)
         if case .listening(let contactID) = state {
-            return try upgradedListener(contactID: contactID, configuration: configuration, registry: registry)
+            state = .upgraded
+            upgradeTimer?.cancel()
+            upgradeTimer = nil
+            requestHead = nil
+            let handler = ListenerHandler(
+                directory: registry.directory, contactID: contactID,
+                closeHandshakeTimeout: configuration.closeHandshakeTimeout)
+            try operations.addHandlers(
+                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: configuration.maxMessageSize)),
+                WebSocketFrameEncoder(),
+                MaskedFrameValidator(),
+                NIOWebSocketFrameAggregator(
+                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 16, maxAccumulatedFrameSize: 4096),
+                handler
+            )
+            operations.removeHandler(context: requestHandler, promise: nil)
+            registry.directory.attach(handler, contactID: contactID)
+            operations.removeHandler(requestDecoder, promise: nil)
+            return
         }
         guard case .reserved(let tunnel, let side) = state else {
             throw ChannelError.inappropriateOperationForState
@@ -245,181 +191,35 @@ final class RelayConnection {
         upgradeTimer?.cancel()
         upgradeTimer = nil
         requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
-        try removeRequestRecorder()
-        // One handler checks and joins the frames and relays them; with fault injection the checks
-        // and the joining come first, as separate handlers, so the fault handler sees whole messages.
+        // One handler reads, checks and joins the frames and relays them; with fault injection
+        // NIO's decoder and the checks and the joining come first, as separate handlers, so the
+        // fault handler sees whole messages.
         let faults = configuration.faults.isEnabled
-        let handler = RelayPeerHandler(
-            tunnel: tunnel,
-            side: side,
-            assemblesMessages: !faults
-        )
+        let handler = RelayPeerHandler(tunnel: tunnel, side: side, assemblesMessages: !faults)
         if faults {
-            try channel.pipeline.syncOperations.addHandlers(
+            let feed = RelayFrameFeed(peer: handler)
+            try operations.addHandlers(
+                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: configuration.maxMessageSize)),
                 MaskedFrameValidator(),
                 NIOWebSocketFrameAggregator(
                     minNonFinalFragmentSize: 0,
                     maxAccumulatedFrameCount: MessageAssembler.maxFragments,
                     maxAccumulatedFrameSize: configuration.maxMessageSize
                 ),
+                feed,
                 handler
             )
-            try FaultInjectionHandler.install(on: channel, before: handler, tunnel: tunnel, side: side, registry: registry)
+            try FaultInjectionHandler.install(on: channel, before: feed, tunnel: tunnel, side: side, registry: registry)
         } else {
-            try channel.pipeline.syncOperations.addHandler(handler)
+            try operations.addHandler(handler)
         }
+        operations.removeHandler(context: requestHandler, promise: nil)
         tunnel.attach(side, handler: handler)
-        return .upgraded
-    }
-}
-
-extension RelayConnection {
-    /// The connection is upgraded: the request recorder has nothing left to do.
-    fileprivate func removeRequestRecorder() throws {
-        let recorder = try channel.pipeline.syncOperations.handler(type: RequestHeadRecorder.self)
-        channel.pipeline.syncOperations.removeHandler(recorder, promise: nil)
-    }
-
-    /// A phone's push channel is up: install the frame handlers and register it as listening.
-    fileprivate func upgradedListener(
-        contactID: [UInt8], configuration: RelayConfiguration, registry: RelayRegistry
-    ) throws -> RelayUpgradeResult {
-        state = .upgraded
-        upgradeTimer?.cancel()
-        upgradeTimer = nil
-        requestHead = nil
-        try removeRequestRecorder()
-        let handler = ListenerHandler(
-            directory: registry.directory, contactID: contactID, closeHandshakeTimeout: configuration.closeHandshakeTimeout)
-        try channel.pipeline.syncOperations.addHandlers(
-            MaskedFrameValidator(),
-            NIOWebSocketFrameAggregator(
-                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 16, maxAccumulatedFrameSize: 4096),
-            handler
-        )
-        registry.directory.attach(handler, contactID: contactID)
-        return .upgraded
-    }
-}
-
-/// Answers a request that is not upgraded (refused, malformed or plain HTTP) with a short text
-/// response and closes the connection.
-final class RelayRejectHandler: ChannelInboundHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias OutboundOut = HTTPServerResponsePart
-
-    private let connection: RelayConnection
-    private let registry: RelayRegistry
-    private var answered = false
-
-    init(connection: RelayConnection, registry: RelayRegistry) {
-        self.connection = connection
-        self.registry = registry
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        // After a refused upgrade the request was already consumed: answer now.
-        if connection.requestComplete { respond(context: context) }
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if case .end = unwrapInboundIn(data) { respond(context: context) }
-    }
-
-    private func respond(context: ChannelHandlerContext) {
-        guard !answered else { return }
-        answered = true
-        let rejection: RelayRejection
-        if case .rejected(let decided) = connection.state {
-            rejection = decided
-        } else if let head = connection.requestHead {
-            rejection = registry.rejectionForPlainRequest(head)
-            connection.state = .rejected(rejection)
-        } else {
-            rejection = RelayRejection(status: .badRequest, reason: "malformed request")
-            connection.state = .rejected(rejection)
-        }
-        registry.recordRejected(rejection)
-        let body = context.channel.allocator.buffer(string: rejection.reason + "\n")
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "text/plain; charset=utf-8")
-        headers.add(name: "Content-Length", value: String(body.readableBytes))
-        headers.add(name: "Connection", value: "close")
-        let responseHead = HTTPResponseHead(version: .http1_1, status: rejection.status, headers: headers)
-        context.write(wrapOutboundOut(.head(responseHead)), promise: nil)
-        // A response to HEAD has no body (its Content-Length still says how long it would be).
-        if connection.requestHead?.method != .HEAD {
-            context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        }
-        let channel = context.channel
-        // A client that does not read could keep the write (and the connection) pending forever.
-        let timer = context.eventLoop.assumeIsolated().scheduleTask(
-            in: TimeAmount(registry.configuration.closeHandshakeTimeout)
-        ) {
-            channel.close(promise: nil)
-        }
-        channel.closeFuture.whenComplete { _ in timer.cancel() }
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-            channel.close(promise: nil)
-        }
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        context.close(promise: nil)
-    }
-}
-
-/// Records the first request's head and end for ``RelayRejectHandler``, and keeps anything a client
-/// sends behind that request away from the upgrade handler.
-///
-/// After the first request's end, HTTP parts of a second (pipelined) request are dropped: the relay
-/// answers one request per connection, and the upgrade handler would replay them into the WebSocket
-/// decoder. Raw bytes pass: they are what the client sent behind its upgrade request, forwarded by
-/// ``FirstRequestDecoder`` when the upgrade removes it, and belong to the WebSocket. Removed once the
-/// connection is upgraded.
-final class RequestHeadRecorder: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-
-    private let connection: RelayConnection
-
-    init(connection: RelayConnection) {
-        self.connection = connection
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if connection.requestComplete {
-            // Not unwrapped: before `requestPartsDelivered` these are HTTP parts, after it raw bytes.
-            if connection.requestPartsDelivered { context.fireChannelRead(data) }
-            return
-        }
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            connection.requestHead = head
-        case .body:
-            break
-        case .end:
-            connection.requestComplete = true
-        }
-        context.fireChannelRead(data)
-    }
-
-    /// Errors of the HTTP decoder. When what the decoder holds outgrew its bound (a request head
-    /// or, while the upgrade is decided, the bytes behind the request; ``FirstRequestDecoder``), the
-    /// connection is closed: what it sent can no longer be handled whole, and NIO's decoder drops
-    /// every later read. Before the first request's end any other error goes on (NIO's
-    /// protocol-error handler answers 400); after it, it concerns a request the relay drops anyway
-    /// and is dropped too, so a refusal being written is not cut short by a second answer.
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        if error is ByteToMessageDecoderError.PayloadTooLargeError {
-            context.close(promise: nil)
-        } else if let decoderError = error as? ByteToMessageDecoderError,
-            case .dataReceivedInErrorState = decoderError
-        {
-            context.close(promise: nil)
-        } else if !connection.requestComplete {
-            context.fireErrorCaught(error)
-        }
+        // NIO removes a decoder on a later loop turn, handing its held bytes on then, as a read
+        // without the `channelReadComplete` that would flush what they carried: flush after it.
+        let decoderRemoved = channel.eventLoop.makePromise(of: Void.self)
+        decoderRemoved.futureResult.assumeIsolated().whenComplete { _ in tunnel.readBurstEnded(side) }
+        operations.removeHandler(requestDecoder, promise: decoderRemoved)
     }
 }
 
@@ -430,8 +230,8 @@ final class RequestHeadRecorder: ChannelInboundHandler, RemovableChannelHandler 
 /// the WebSocket (what NIO's decoder does by itself when the request carried `Connection: upgrade`,
 /// which makes its parser stop; without that header it would go on parsing the next request). Parts
 /// of a second request that arrived in the same read as the first are parsed in the same pass;
-/// ``RequestHeadRecorder`` drops those, and this decoder tells it when that pass is over
-/// (``RelayConnection/requestPartsDelivered``).
+/// ``RelayRequestHandler`` drops those (and is removed before this decoder, so the raw bytes go
+/// past it).
 final class FirstRequestDecoder: ByteToMessageDecoder {
     typealias InboundOut = HTTPServerRequestPart
 
@@ -460,7 +260,6 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
             // the request ended, so the read's remaining bytes are dropped (Docs/RELAY.md).
             buffer.moveReaderIndex(to: buffer.writerIndex)
         }
-        if connection.requestComplete { connection.requestPartsDelivered = true }
         return .needMoreData
     }
 
@@ -468,7 +267,6 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
         guard connection.requestComplete else {
             return try parser.decodeLast(context: context, buffer: &buffer, seenEOF: seenEOF)
         }
-        connection.requestPartsDelivered = true
         if buffer.readableBytes > 0 && !seenEOF {
             let rest = buffer.readSlice(length: buffer.readableBytes)!
             context.fireChannelRead(NIOAny(rest))

@@ -1,14 +1,19 @@
 import NIOCore
 import NIOWebSocket
 
-/// The last handler of an upgraded relay connection: turns WebSocket frames from one peer into
-/// tunnel events and writes what the tunnel sends to this peer.
+/// The last handler of an upgraded relay connection: reads one peer's WebSocket frames from the
+/// connection's bytes, turns them into tunnel events and writes what the tunnel sends to this peer.
 ///
-/// Follows NIO's WebSocket frame decoder directly and checks and joins the frames itself
-/// (``MessageAssembler``: masked, no reserved bit, fragments joined into whole messages), so an
-/// open tunnel peer has one handler of ours instead of three. When the relay injects faults, the
-/// pipeline is the longer one (``MaskedFrameValidator``, `NIOWebSocketFrameAggregator`,
-/// ``FaultInjectionHandler``) and this handler gets whole messages (`assemblesMessages: false`).
+/// On an open tunnel this is the connection's only handler: it reads the frames itself
+/// (``RelayFrameReader``: NIO's frame decoder's checks and errors, payload unmasked in one pass),
+/// checks and joins them (``MessageAssembler``: masked, no reserved bit, fragments joined into
+/// whole messages) and writes the frames it sends as single buffers, header and payload together
+/// (``RelayFrameWriter``; a relayed message's header goes into room the reader left in front of
+/// its payload, so the payload is copied once, when it is unmasked). No NIO WebSocket codec, no
+/// `ByteToMessageHandler` and no `WebSocketFrame` per message. When the relay injects faults the
+/// pipeline is the longer one (NIO's frame decoder, ``MaskedFrameValidator``,
+/// `NIOWebSocketFrameAggregator`, ``FaultInjectionHandler``, ``RelayFrameFeed``) and this handler
+/// gets whole messages through ``received(_:)`` instead of bytes.
 /// Runs on the relay's event loop, like ``RelayTunnel``.
 ///
 /// Flushing: a message this peer sends is written to the other peer at once and flushed when this
@@ -22,9 +27,9 @@ import NIOWebSocket
 /// never queued behind an unwritable connection. Every close path runs on a timer, so a peer that
 /// stops reading cannot keep its connection (and the data queued for it) alive.
 final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = WebSocketFrame
-    typealias OutboundIn = WebSocketFrame
-    typealias OutboundOut = WebSocketFrame
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private enum State {
         /// Relaying.
@@ -43,6 +48,8 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var pongs = PongBudget()
     /// Checks and joins frames; `nil` when the handlers in front of this one do it.
     private var assembler: MessageAssembler?
+    /// Reads frames from the connection's bytes.
+    private var reader = RelayFrameReader()
     /// A write to this peer waits for the other peer's read burst to end.
     private var unflushed = false
     /// Reading is held back because the other peer cannot take more.
@@ -50,7 +57,8 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// A `read()` arrived while paused; it is issued on resume.
     private var pendingRead = false
 
-    /// `assemblesMessages`: this handler checks and joins frames itself (see the type's documentation).
+    /// `assemblesMessages`: this handler reads, checks and joins frames itself; `false`: it gets
+    /// whole messages from a ``RelayFrameFeed`` (see the type's documentation).
     init(
         tunnel: RelayTunnel, side: TunnelSide, assemblesMessages: Bool = true
     ) {
@@ -77,7 +85,8 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// read burst is still running; its end calls ``flushDeferred()``.
     func deliver(_ message: ByteBuffer, flush: Bool = true) {
         guard case .open = state, let context else { return }
-        context.write(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .binary, data: message)), promise: nil)
+        let frame = RelayFrameWriter.frame(opcode: .binary, payload: message, allocator: context.channel.allocator)
+        context.write(wrapOutboundOut(frame), promise: nil)
         if flush {
             unflushed = false
             context.flush()
@@ -136,7 +145,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         state = .closing
         let body = CloseFramePayload.encode(code: code, reason: reason, allocator: context.channel.allocator)
         context.writeAndFlush(
-            wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: body)),
+            wrapOutboundOut(RelayFrameWriter.frame(opcode: .connectionClose, payload: body, allocator: context.channel.allocator)),
             promise: nil
         )
         armCloseTimer(context)
@@ -145,18 +154,37 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: - Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var frame = unwrapInboundIn(data)
-        if assembler != nil {
-            do {
-                guard let whole = try assembler!.take(frame, maxMessageSize: configuration.maxMessageSize) else { return }
-                frame = whole
-            } catch MessageAssembler.Failed.earlier {
-                return
-            } catch {
-                errorCaught(context: context, error: error)
-                return
+        do {
+            try reader.read(
+                unwrapInboundIn(data), maxFrameSize: configuration.maxMessageSize, allocator: context.channel.allocator
+            ) { frame in
+                assembled(frame, context: context)
             }
+        } catch {
+            errorCaught(context: context, error: error)
         }
+    }
+
+    /// A frame read by this handler: checked and joined (``MessageAssembler``), then handled.
+    private func assembled(_ frame: ClientFrame, context: ChannelHandlerContext) {
+        guard assembler != nil else { return }
+        do {
+            guard let whole = try assembler!.take(frame, maxMessageSize: configuration.maxMessageSize) else { return }
+            handle(whole, context: context)
+        } catch MessageAssembler.Failed.earlier {
+            return
+        } catch {
+            errorCaught(context: context, error: error)
+        }
+    }
+
+    /// A whole message or control frame from the fault-injection pipeline (``RelayFrameFeed``).
+    func received(_ frame: ClientFrame) {
+        guard let context else { return }
+        handle(frame, context: context)
+    }
+
+    private func handle(_ frame: ClientFrame, context: ChannelHandlerContext) {
         switch state {
         case .closed:
             return
@@ -169,7 +197,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         }
         switch frame.opcode {
         case .binary:
-            tunnel.received(frame.unmaskedData, from: side, inReadBurst: assembler != nil)
+            tunnel.received(frame.payload, from: side, inReadBurst: assembler != nil)
         case .text:
             tunnel.close(code: .unsupportedData, reason: "text frames are not allowed; tunnel messages are binary")
         case .ping:
@@ -177,7 +205,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // within the pong budget, and never queues one while this peer is not reading
             // (Docs/RELAY.md, "Back-pressure and caps"): a ping flood must not grow memory.
             guard context.channel.isWritable, pongs.take(now: .now()) else { return }
-            let pong = WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)
+            let pong = RelayFrameWriter.frame(opcode: .pong, payload: frame.payload, allocator: context.channel.allocator)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .pong:
             break
@@ -189,14 +217,15 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// The peer started the closing handshake: answer it, close the connection and pass the code on.
-    private func receivedClose(context: ChannelHandlerContext, frame: WebSocketFrame) {
-        let (code, reason) = CloseFrameCheck.check(frame.unmaskedData)
+    private func receivedClose(context: ChannelHandlerContext, frame: ClientFrame) {
+        let (code, reason) = CloseFrameCheck.check(frame.payload)
         state = .closed
         let echo = CloseFramePayload.encode(code: code, reason: "", allocator: context.channel.allocator)
         let channel = context.channel
         // The echo's write never completes if the peer stopped reading: the timer drops it anyway.
         armCloseTimer(context)
-        context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .connectionClose, data: echo)))
+        let frame = RelayFrameWriter.frame(opcode: .connectionClose, payload: echo, allocator: context.channel.allocator)
+        context.writeAndFlush(wrapOutboundOut(frame))
             .whenComplete { _ in channel.close(promise: nil) }
         tunnel.peerClosed(side, code: code, reason: reason)
     }
@@ -237,90 +266,20 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
-/// Checks a peer's frames and joins fragments into whole messages, inside ``RelayPeerHandler``:
-/// exactly what ``MaskedFrameValidator`` followed by `NIOWebSocketFrameAggregator(minNonFinalFragmentSize: 0,
-/// maxAccumulatedFrameCount: 256, maxAccumulatedFrameSize: maxMessageSize)` do, with the same
-/// errors, without their two handlers (and their contexts) on every open connection.
-struct MessageAssembler {
-    /// Thrown for every frame after an unmasked frame or one with a reserved bit: like
-    /// ``MaskedFrameValidator``, nothing more is taken.
-    enum Failed: Error { case earlier }
+/// The end of the fault-injection pipeline (NIO's frame decoder, ``MaskedFrameValidator``,
+/// `NIOWebSocketFrameAggregator`, ``FaultInjectionHandler``): hands each whole message or control
+/// frame to the ``RelayPeerHandler`` behind it, which writes its frames itself.
+final class RelayFrameFeed: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = WebSocketFrame
 
-    /// Most fragments one message may have.
-    static let maxFragments = 256
+    private let peer: RelayPeerHandler
 
-    /// The opcode of the message being joined, if any.
-    private var opcode: WebSocketOpcode?
-    /// The unmasked fragments so far (`nil` between messages: an idle peer holds no buffer).
-    private var joined: ByteBuffer?
-    private var fragments = 0
-    private var failed = false
-
-    /// A frame as it was decoded: the frame to handle (a whole message or a control frame), `nil`
-    /// while fragments are being joined.
-    ///
-    /// - Throws: ``UnmaskedFrameError`` or ``ReservedBitsError``, then ``Failed/earlier`` for every
-    ///   later frame (as ``MaskedFrameValidator``); `NIOWebSocketFrameAggregator.Error` as NIO's
-    ///   aggregator, which drops the fragments so far and takes the next frame.
-    mutating func take(_ frame: WebSocketFrame, maxMessageSize: Int) throws -> WebSocketFrame? {
-        guard !failed else { throw Failed.earlier }
-        // MaskedFrameValidator's checks: after one of these nothing more is taken.
-        guard frame.maskKey != nil else {
-            failed = true
-            throw UnmaskedFrameError()
-        }
-        guard !frame.rsv1, !frame.rsv2, !frame.rsv3 else {
-            failed = true
-            throw ReservedBitsError()
-        }
-        do {
-            return try join(frame, maxMessageSize: maxMessageSize)
-        } catch {
-            // Like NIO's aggregator: drop what was joined so far and go on with the next frame.
-            (opcode, joined, fragments) = (nil, nil, 0)
-            throw error
-        }
+    init(peer: RelayPeerHandler) {
+        self.peer = peer
     }
 
-    /// `NIOWebSocketFrameAggregator.channelRead`'s decisions.
-    private mutating func join(_ frame: WebSocketFrame, maxMessageSize: Int) throws -> WebSocketFrame? {
-        switch frame.opcode {
-        case .continuation:
-            guard let first = opcode else {
-                throw NIOWebSocketFrameAggregator.Error.didReceiveFragmentBeforeReceivingTextOrBinaryFrame
-            }
-            try append(frame, maxMessageSize: maxMessageSize)
-            guard frame.fin else { return nil }
-            let message = WebSocketFrame(fin: true, opcode: first, data: joined ?? ByteBuffer())
-            (opcode, joined, fragments) = (nil, nil, 0)
-            return message
-        case .binary, .text:
-            guard opcode == nil else { throw NIOWebSocketFrameAggregator.Error.receivedNewFrameWithoutFinishingPrevious }
-            if frame.fin { return frame }
-            try append(frame, maxMessageSize: maxMessageSize)
-            opcode = frame.opcode
-            return nil
-        default:
-            // Control frames are never fragmented and may come between fragments.
-            return frame
-        }
-    }
-
-    /// NIO's aggregator's checks, in its order, then the fragment's unmasked bytes.
-    private mutating func append(_ frame: WebSocketFrame, maxMessageSize: Int) throws {
-        guard fragments < Self.maxFragments, frame.fin || fragments + 1 < Self.maxFragments else {
-            throw NIOWebSocketFrameAggregator.Error.tooManyFragments
-        }
-        fragments += 1
-        guard (joined?.readableBytes ?? 0) + frame.length <= maxMessageSize else {
-            throw NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge
-        }
-        var data = frame.unmaskedData
-        if joined == nil {
-            joined = data
-        } else {
-            joined!.writeBuffer(&data)
-        }
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        peer.received(ClientFrame(unwrapInboundIn(data)))
     }
 }
 

@@ -1,0 +1,206 @@
+import NIOCore
+import NIOWebSocket
+
+/// One WebSocket frame a tunnel peer sent (RFC 6455 §5.2), as ``RelayFrameReader`` reads it off the
+/// wire: payload already unmasked.
+///
+/// A plain value (no storage object per frame, unlike NIO's `WebSocketFrame`): the relay reads one
+/// per relayed message.
+struct ClientFrame {
+    var fin: Bool
+    var opcode: WebSocketOpcode
+    /// Whether the frame carried a masking key (every client frame must, RFC 6455 §5.1).
+    var masked: Bool
+    /// Whether RSV1, RSV2 or RSV3 was set.
+    var reservedBits: Bool
+    /// The unmasked payload. For a data frame the buffer has ``RelayFrameWriter/headroom`` free bytes
+    /// in front of its reader index, so the relay can write the outgoing frame's header there
+    /// (``RelayFrameWriter/frame(opcode:payload:allocator:)``) instead of copying the payload again.
+    var payload: ByteBuffer
+
+    init(fin: Bool, opcode: WebSocketOpcode, masked: Bool = true, reservedBits: Bool = false, payload: ByteBuffer) {
+        self.fin = fin
+        self.opcode = opcode
+        self.masked = masked
+        self.reservedBits = reservedBits
+        self.payload = payload
+    }
+
+    /// A frame NIO's decoder produced (the fault-injection pipeline, tests).
+    init(_ frame: WebSocketFrame) {
+        self.init(
+            fin: frame.fin, opcode: frame.opcode, masked: frame.maskKey != nil,
+            reservedBits: frame.rsv1 || frame.rsv2 || frame.rsv3, payload: frame.unmaskedData)
+    }
+}
+
+/// Reads client frames from the bytes of a tunnel peer's connection, with the checks of NIO's
+/// `WebSocketFrameDecoder` and the same errors, in its order: a 64-bit length above `Int.max` or a
+/// length above the largest message (`NIOWebSocketError.invalidFrameLength`), then a fragmented
+/// control frame (`.fragmentedControlFrame`) and a control frame over 125 bytes
+/// (`.multiByteControlFrameLength`). Like NIO's decoder it reads unmasked frames and frames with
+/// reserved bits too (``ClientFrame/masked``, ``ClientFrame/reservedBits``); ``MessageAssembler``
+/// refuses them. Checks are made as soon as the header is complete, before the payload arrives, so
+/// the relay never waits for (or buffers) a payload it will refuse.
+struct RelayFrameReader {
+    /// The start of a frame whose rest has not arrived yet (a small copy, not a slice of a read
+    /// buffer that may be large).
+    private var partial: ByteBuffer?
+    /// The bytes broke the framing: nothing more is read (as NIO's decoder after an error).
+    private(set) var failed = false
+
+    /// Reads every complete frame in `input` (after what earlier reads left over) and hands each to
+    /// `body`, in order; keeps the start of an incomplete frame for the next read.
+    ///
+    /// - Throws: the first framing error (see the type's documentation); after it, every later
+    ///   read is ignored.
+    mutating func read(
+        _ input: ByteBuffer, maxFrameSize: Int, allocator: ByteBufferAllocator, _ body: (ClientFrame) -> Void
+    ) throws {
+        guard !failed else { return }
+        var input = input
+        if var held = partial {
+            partial = nil
+            held.writeBuffer(&input)
+            input = held
+        }
+        do {
+            while let frame = try Self.next(from: &input, maxFrameSize: maxFrameSize, allocator: allocator) {
+                body(frame)
+            }
+        } catch {
+            failed = true
+            throw error
+        }
+        if input.readableBytes > 0 {
+            var rest = allocator.buffer(capacity: input.readableBytes)
+            rest.writeBuffer(&input)
+            partial = rest
+        }
+    }
+
+    /// Reads one frame from the front of `buffer` and moves past it; `nil` (and `buffer`
+    /// unchanged) when the frame is not complete yet.
+    static func next(from buffer: inout ByteBuffer, maxFrameSize: Int, allocator: ByteBufferAllocator) throws -> ClientFrame? {
+        let start = buffer.readerIndex
+        guard buffer.readableBytes >= 2,
+            let first = buffer.getInteger(at: start, as: UInt8.self),
+            let second = buffer.getInteger(at: start + 1, as: UInt8.self)
+        else { return nil }
+        var headerLength = 2
+        var length = Int(second & 0x7F)
+        switch length {
+        case 126:
+            guard let word = buffer.getInteger(at: start + 2, as: UInt16.self) else { return nil }
+            length = Int(word)
+            headerLength = 4
+        case 127:
+            guard let quad = buffer.getInteger(at: start + 2, as: UInt64.self) else { return nil }
+            guard quad <= UInt64(Int.max) else { throw NIOWebSocketError.invalidFrameLength }
+            length = Int(quad)
+            headerLength = 10
+        default:
+            break
+        }
+        let fin = first & 0x80 != 0
+        let opcode = WebSocketOpcode(encodedWebSocketOpcode: first & 0x0F)!
+        try check(length: length, fin: fin, opcode: opcode, maxFrameSize: maxFrameSize)
+        let masked = second & 0x80 != 0
+        var key: (UInt8, UInt8, UInt8, UInt8)?
+        if masked {
+            guard buffer.readableBytes >= headerLength + 4 else { return nil }
+            let at = start + headerLength
+            key = (
+                buffer.getInteger(at: at, as: UInt8.self)!, buffer.getInteger(at: at + 1, as: UInt8.self)!,
+                buffer.getInteger(at: at + 2, as: UInt8.self)!, buffer.getInteger(at: at + 3, as: UInt8.self)!
+            )
+            headerLength += 4
+        }
+        guard buffer.readableBytes >= headerLength + length else { return nil }
+        let payloadStart = start + headerLength
+        let payload = unmasked(buffer, at: payloadStart, length: length, key: key, allocator: allocator)
+        buffer.moveReaderIndex(to: payloadStart + length)
+        return ClientFrame(fin: fin, opcode: opcode, masked: masked, reservedBits: first & 0x70 != 0, payload: payload)
+    }
+
+    /// `WebSocketFrameDecoder`'s checks once the length is known.
+    private static func check(length: Int, fin: Bool, opcode: WebSocketOpcode, maxFrameSize: Int) throws {
+        guard length <= maxFrameSize else { throw NIOWebSocketError.invalidFrameLength }
+        if opcode.isControlOpcode {
+            guard fin else { throw NIOWebSocketError.fragmentedControlFrame }
+            guard length <= 125 else { throw NIOWebSocketError.multiByteControlFrameLength }
+        }
+    }
+
+    /// The payload's bytes unmasked, in a new buffer with ``RelayFrameWriter/headroom`` free bytes
+    /// in front (one allocation and one pass over the bytes; the connection's read buffer is not
+    /// kept).
+    private static func unmasked(
+        _ buffer: ByteBuffer, at index: Int, length: Int, key: (UInt8, UInt8, UInt8, UInt8)?, allocator: ByteBufferAllocator
+    ) -> ByteBuffer {
+        let headroom = RelayFrameWriter.headroom
+        var out = allocator.buffer(capacity: headroom + length)
+        out.moveWriterIndex(forwardBy: headroom)
+        out.moveReaderIndex(forwardBy: headroom)
+        guard length > 0 else { return out }
+        buffer.withUnsafeReadableBytes { source in
+            let offset = index - buffer.readerIndex
+            out.writeWithUnsafeMutableBytes(minimumWritableBytes: length) { target in
+                guard let key else {
+                    target.copyMemory(from: UnsafeRawBufferPointer(rebasing: source[offset..<offset + length]))
+                    return length
+                }
+                withUnsafeBytes(of: key) { mask in
+                    for i in 0..<length {
+                        target[i] = source[offset + i] ^ mask[i & 3]
+                    }
+                }
+                return length
+            }
+        }
+        return out
+    }
+}
+
+/// Writes the relay's (server, unmasked) frames: header and payload in one buffer, so a relayed
+/// message is one buffer and one `write` on the socket.
+enum RelayFrameWriter {
+    /// The largest server frame header (2 bytes, plus 8 for a 64-bit length; no masking key).
+    static let headroom = 10
+
+    /// Header length for a payload of `length` bytes.
+    static func headerLength(payload length: Int) -> Int {
+        length < 126 ? 2 : length <= Int(UInt16.max) ? 4 : 10
+    }
+
+    /// A final frame of `opcode` carrying `payload`. When `payload` has room in front of its reader
+    /// index (``RelayFrameReader`` leaves ``headroom`` bytes), the header is written there and the
+    /// payload is not copied; otherwise header and payload go into a new buffer.
+    static func frame(opcode: WebSocketOpcode, payload: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer {
+        let length = payload.readableBytes
+        let headerLength = headerLength(payload: length)
+        var frame: ByteBuffer
+        if payload.readerIndex >= headerLength {
+            frame = payload
+            frame.moveReaderIndex(to: payload.readerIndex - headerLength)
+        } else {
+            frame = allocator.buffer(capacity: headerLength + length)
+            frame.moveWriterIndex(forwardBy: headerLength)
+            var copy = payload
+            frame.writeBuffer(&copy)
+        }
+        let at = frame.readerIndex
+        frame.setInteger(0x80 | UInt8(webSocketOpcode: opcode), at: at)
+        switch headerLength {
+        case 2:
+            frame.setInteger(UInt8(length), at: at + 1)
+        case 4:
+            frame.setInteger(UInt8(126), at: at + 1)
+            frame.setInteger(UInt16(length), at: at + 2)
+        default:
+            frame.setInteger(UInt8(127), at: at + 1)
+            frame.setInteger(UInt64(length), at: at + 2)
+        }
+        return frame
+    }
+}

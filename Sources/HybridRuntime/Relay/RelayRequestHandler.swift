@@ -1,0 +1,201 @@
+import NIOCore
+import NIOHTTP1
+import NIOWebSocket
+
+/// The relay's HTTP half of a connection, behind ``FirstRequestDecoder``: records the one request a
+/// connection carries, decides it, and either writes the `101 Switching Protocols` and turns the
+/// connection into a tunnel peer (``RelayConnection/upgraded(registry:context:)``) or answers with a
+/// short `text/plain` error and closes. Confined to the relay's event loop.
+///
+/// Written for the relay instead of NIO's typed upgrade handler, WebSocket upgrader, response encoder,
+/// response-header validator and protocol-error handler, with the same decisions: the request is a
+/// WebSocket upgrade when one of its `Upgrade` tokens is `websocket` (any case; `Connection: upgrade`
+/// is not required, as with NIO) with exactly one `Sec-WebSocket-Key` and exactly one
+/// `Sec-WebSocket-Version` of `13`; anything else is a plain request
+/// (``RelayRegistry/rejectionForPlainRequest(_:)``); a request the HTTP parser cannot read gets a
+/// bare `400` (as NIO's protocol-error handler writes it). The responses are fixed texts written as
+/// bytes: a connection has two handlers while it waits for its request instead of six, and none of
+/// NIO's per-upgrade futures and header checks run.
+///
+/// After the first request's end, parts of a second (pipelined) request are dropped: the relay
+/// answers one request per connection (Docs/RELAY.md, "One request per connection"). So that they
+/// are, a 101 written during a read changes the pipeline only when that read is over
+/// (`channelReadComplete`): until then the HTTP parser may still hand on parts of a request that
+/// came in the same bytes. Bytes the client sent behind an upgrade request reach the WebSocket:
+/// ``FirstRequestDecoder`` hands them on when the upgrade removes it, after this handler is gone.
+final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+
+    /// What a request the parser cannot read gets (NIO's `HTTPServerProtocolErrorHandler` answer).
+    static let malformedResponse = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+
+    private let connection: RelayConnection
+    private let registry: RelayRegistry
+    private var answered = false
+    /// Inside a read: between a `channelRead` and the `channelReadComplete` that ends its burst.
+    private var reading = false
+    /// The 101 went out during a read; the pipeline changes when the read is over.
+    private var upgradePending = false
+
+    init(connection: RelayConnection, registry: RelayRegistry) {
+        self.connection = connection
+        self.registry = registry
+    }
+
+    /// The request's `Sec-WebSocket-Key` when it is a WebSocket upgrade the relay can answer with a
+    /// 101 (see the type's documentation); `nil` for a plain request.
+    static func webSocketKey(of head: HTTPRequestHead) -> String? {
+        guard head.headers[canonicalForm: "upgrade"].contains(where: { $0.lowercased() == "websocket" }) else { return nil }
+        let keys = head.headers[canonicalForm: "sec-websocket-key"]
+        let versions = head.headers[canonicalForm: "sec-websocket-version"]
+        guard keys.count == 1, versions.count == 1, versions[0] == "13" else { return nil }
+        return String(keys[0])
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        reading = true
+        // After the first request: parts of a pipelined request, dropped unread.
+        guard !connection.requestComplete else { return }
+        switch unwrapInboundIn(data) {
+        case .head(let head):
+            connection.requestHead = head
+        case .body:
+            // A body is not used by any endpoint (every one is GET); it is read and ignored.
+            break
+        case .end:
+            connection.requestComplete = true
+            requestEnded(context: context)
+        }
+    }
+
+    /// The request is complete: decide it.
+    private func requestEnded(context: ChannelHandlerContext) {
+        guard let head = connection.requestHead else {
+            refuse(RelayRejection(status: .badRequest, reason: "malformed request"), context: context)
+            return
+        }
+        guard let key = Self.webSocketKey(of: head) else {
+            refuse(registry.rejectionForPlainRequest(head), context: context)
+            return
+        }
+        if let refusal = registry.admission.waitingTunnelRefusal(
+            for: head, from: connection, configuration: registry.configuration)
+        {
+            decided(.reject(refusal), key: key, context: context)
+            return
+        }
+        // A contact request may wait (bounded) for its phone; everything else is decided at once.
+        registry.decision(for: head).assumeIsolated().whenComplete { result in
+            switch result {
+            case .success(let decision):
+                self.decided(decision, key: key, context: context)
+            case .failure:
+                // As NIO's upgrader after a failed decision: answered as a plain request.
+                self.refuse(self.registry.rejectionForPlainRequest(head), context: context)
+            }
+        }
+    }
+
+    private func decided(_ decision: UpgradeDecision, key: String, context: ChannelHandlerContext) {
+        guard let extraHeaders = connection.shouldUpgrade(decision, registry: registry) else {
+            let rejection: RelayRejection
+            if case .rejected(let decided) = connection.state {
+                rejection = decided
+            } else {
+                rejection = registry.rejectionForPlainRequest(connection.requestHead!)
+            }
+            refuse(rejection, context: context)
+            return
+        }
+        // NIO's upgrader's 101: the decision's headers, then Upgrade, Sec-WebSocket-Accept, Connection.
+        var headers = extraHeaders
+        headers.replaceOrAdd(name: "Upgrade", value: "websocket")
+        headers.add(name: "Sec-WebSocket-Accept", value: WebSocketAccept.value(forKey: key))
+        headers.replaceOrAdd(name: "Connection", value: "upgrade")
+        var response = "HTTP/1.1 101 Switching Protocols\r\n"
+        for (name, value) in headers { response += "\(name): \(value)\r\n" }
+        response += "\r\n"
+        answered = true
+        context.writeAndFlush(NIOAny(context.channel.allocator.buffer(string: response)), promise: nil)
+        // During a read, the HTTP parser may still be handing on parts of a request pipelined in the
+        // same bytes; they must reach this handler (which drops them), not the WebSocket side.
+        if reading {
+            upgradePending = true
+        } else {
+            switchToWebSocket(context: context)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        reading = false
+        if upgradePending {
+            upgradePending = false
+            switchToWebSocket(context: context)
+        }
+        context.fireChannelReadComplete()
+    }
+
+    private func switchToWebSocket(context: ChannelHandlerContext) {
+        do {
+            try connection.upgraded(registry: registry, context: context)
+        } catch {
+            registry.logger.debug("could not set up the WebSocket of an upgraded connection: \(error)")
+            context.close(promise: nil)
+        }
+    }
+
+    /// Answers with `rejection` (a HEAD request gets no body) and closes the connection once the
+    /// answer is written, or after the close-handshake timeout if the client does not read it.
+    private func refuse(_ rejection: RelayRejection, context: ChannelHandlerContext) {
+        guard !answered else { return }
+        if case .rejected = connection.state {} else { connection.state = .rejected(rejection) }
+        registry.recordRejected(rejection)
+        var response = OverCapacityHandler.fixedResponse(
+            status: "\(rejection.status.code) \(rejection.status.reasonPhrase)", body: rejection.reason)
+        if connection.requestHead?.method == .HEAD {
+            // A response to HEAD has no body (its Content-Length still says how long it would be).
+            response = String(response[..<response.range(of: "\r\n\r\n")!.upperBound])
+        }
+        answer(response, context: context)
+    }
+
+    private func answer(_ response: String, context: ChannelHandlerContext) {
+        guard !answered else { return }
+        answered = true
+        let channel = context.channel
+        // A client that does not read could keep the write (and the connection) pending forever.
+        let timer = context.eventLoop.assumeIsolated().scheduleTask(
+            in: TimeAmount(registry.configuration.closeHandshakeTimeout)
+        ) {
+            channel.close(promise: nil)
+        }
+        channel.closeFuture.whenComplete { _ in timer.cancel() }
+        context.writeAndFlush(NIOAny(channel.allocator.buffer(string: response))).whenComplete { _ in
+            channel.close(promise: nil)
+        }
+    }
+
+    /// Errors of the HTTP decoder. When what the decoder holds outgrew its bound (a request head
+    /// or, while the upgrade is decided, the bytes behind the request; ``FirstRequestDecoder``), the
+    /// connection is closed: what it sent can no longer be handled whole, and NIO's decoder drops
+    /// every later read. A request the parser cannot read is answered `400` and closed. After the
+    /// first request's end an error concerns a request the relay drops anyway and is dropped too,
+    /// so a refusal being written is not cut short by a second answer.
+    func errorCaught(context: ChannelHandlerContext, error: Error) {
+        if error is ByteToMessageDecoderError.PayloadTooLargeError {
+            context.close(promise: nil)
+        } else if let decoderError = error as? ByteToMessageDecoderError,
+            case .dataReceivedInErrorState = decoderError
+        {
+            context.close(promise: nil)
+        } else if connection.requestComplete {
+            return
+        } else if error is HTTPParserError {
+            registry.recordRejected(RelayRejection(status: .badRequest, reason: "malformed request"))
+            answer(Self.malformedResponse, context: context)
+        } else {
+            registry.logger.debug("connection error before its request: \(error)")
+            context.close(promise: nil)
+        }
+    }
+}
