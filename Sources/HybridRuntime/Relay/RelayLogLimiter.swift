@@ -41,12 +41,26 @@ package final class RelayLogLimiter {
     /// A full budget.
     package init() {}
 
-    /// Logs `message` at info level if the budget allows, otherwise at debug level.
-    package func info(_ logger: Logger, _ message: @autoclosure () -> String) {
+    private func refill() {
         let now = NIODeadline.now()
         let elapsed = Double((now - last).nanoseconds) / 1e9
         last = now
         tokens = min(Self.burst, tokens + elapsed * Self.perSecond)
+    }
+
+    /// Counts a line over the budget without building it, when it would be demoted to a debug line
+    /// that `level` hides; `false` when the line must be logged (through ``info(_:_:)``).
+    package func skipsDemoted(at level: Logger.Level) -> Bool {
+        guard level > .debug else { return false }
+        refill()
+        guard tokens < 1 else { return false }
+        demoted += 1
+        return true
+    }
+
+    /// Logs `message` at info level if the budget allows, otherwise at debug level.
+    package func info(_ logger: Logger, _ message: @autoclosure () -> String) {
+        refill()
         if tokens >= 1 {
             tokens -= 1
             if demoted > 0 {

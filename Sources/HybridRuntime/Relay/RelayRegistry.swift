@@ -228,12 +228,9 @@ final class RelayRegistry {
                 )
             )
         }
-        var generator = SystemRandomNumberGenerator()
         var routingID =
             configuration.routingIDPrefix
-            + (configuration.routingIDPrefix.count..<HybridConstants.routingIDSize).map { _ in
-                UInt8.random(in: 0...255, using: &generator)
-            }
+            + RandomSource.system.bytes(HybridConstants.routingIDSize - configuration.routingIDPrefix.count)
         RelayShards.mark(&routingID, shard: shardIndex, count: shardCount)
         let tunnel = RelayTunnel(
             tunnelID: tunnelID,
@@ -271,7 +268,7 @@ final class RelayRegistry {
 
     /// Whether `Sec-WebSocket-Protocol` lists `fido.cable` (the header may hold a comma-separated list).
     static func offersSubprotocol(_ headers: HTTPHeaders) -> Bool {
-        headers[canonicalForm: "Sec-WebSocket-Protocol"].contains { $0 == Substring(HybridConstants.webSocketProtocol) }
+        headers.containsToken(named: "sec-websocket-protocol", HybridConstants.webSocketProtocol)
     }
 
     /// The 101's `Sec-WebSocket-Protocol: fido.cable`.

@@ -45,11 +45,11 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// The request's `Sec-WebSocket-Key` when it is a WebSocket upgrade the relay can answer with a
     /// 101 (see the type's documentation); `nil` for a plain request.
     static func webSocketKey(of head: HTTPRequestHead) -> String? {
-        guard head.headers[canonicalForm: "upgrade"].contains(where: { $0.lowercased() == "websocket" }) else { return nil }
-        let keys = head.headers[canonicalForm: "sec-websocket-key"]
-        let versions = head.headers[canonicalForm: "sec-websocket-version"]
-        guard keys.count == 1, versions.count == 1, versions[0] == "13" else { return nil }
-        return String(keys[0])
+        guard head.headers.containsToken(named: "upgrade", "websocket", anyCase: true),
+            let key = head.headers.onlyToken(named: "sec-websocket-key"),
+            head.headers.onlyToken(named: "sec-websocket-version") == "13"
+        else { return nil }
+        return String(key)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {

@@ -308,10 +308,12 @@ final class RelayTunnel {
 }
 
 extension RelayLogLimiter {
-    /// ``info(_:_:)`` about `tunnel`: nothing is built (not even the tunnel's logger) when the
-    /// relay's log level hides both info and debug lines.
+    /// ``info(_:_:)`` about `tunnel`: nothing is built (not even the tunnel's logger, whose
+    /// metadata costs a log handler's formatting) when the line would not be seen: the relay's log
+    /// level hides info lines, or the line is over the budget and debug lines are hidden.
     func info(_ tunnel: RelayTunnel, _ message: @autoclosure () -> String) {
-        guard tunnel.registry.logger.logLevel <= .info else { return }
+        let level = tunnel.registry.logger.logLevel
+        guard level <= .info, !skipsDemoted(at: level) else { return }
         info(tunnel.logger, message())
     }
 }
