@@ -6,11 +6,7 @@ enum RuntimeTargets {
 
     /// A valid upgrade request for `path`, as a tunnel client sends it.
     static func upgradeRequest(_ path: String, extra: [String] = []) -> [UInt8] {
-        let lines = [
-            "GET \(path) HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
-            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13", "Sec-WebSocket-Protocol: fido.cable",
-        ] + extra
-        return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
+        Array(WebSocketUpgradeRequest.text(path: path, extra: extra).utf8)
     }
 
     static let tunnelID = String(repeating: "0A", count: 16)

@@ -6,12 +6,7 @@ import Testing
 @Suite("Relay request probe")
 struct RelayRequestProbeTests {
     static func request(_ path: String, subprotocol: Bool = true) -> [UInt8] {
-        var lines = [
-            "GET \(path) HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
-            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
-        ]
-        if subprotocol { lines.append("Sec-WebSocket-Protocol: fido.cable") }
-        return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
+        Array(WebSocketUpgradeRequest.text(path: path, subprotocol: subprotocol ? "fido.cable" : nil).utf8)
     }
 
     static func status(_ outcome: RelayRequestProbe.Outcome) -> String {

@@ -51,12 +51,9 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     /// (`nil` when the response has none) or the failure.
     init(path: String, authority: String, maxMessageSize: Int, upgrade: EventLoopPromise<[UInt8]?>) {
         let key = Data(HostileWire.randomBytes(16)).base64EncodedString()
-        let lines = [
-            "GET \(path) HTTP/1.1", "Host: \(authority)", "Upgrade: websocket", "Connection: Upgrade",
-            "Sec-WebSocket-Key: \(key)", "Sec-WebSocket-Version: 13",
-            "Sec-WebSocket-Protocol: \(HybridConstants.webSocketProtocol)", "Origin: ws://\(authority)",
-        ]
-        self.request = ByteBuffer(string: lines.joined(separator: "\r\n") + "\r\n\r\n")
+        self.request = ByteBuffer(
+            string: WebSocketUpgradeRequest.text(
+                path: path, host: authority, key: key, extra: ["Origin: ws://\(authority)"]))
         self.expectedAccept = WebSocketAccept.value(forKey: key)
         self.maxMessageSize = maxMessageSize
         self.upgrade = upgrade

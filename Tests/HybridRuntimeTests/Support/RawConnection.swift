@@ -81,16 +81,8 @@ final class RawConnection: Sendable {
         subprotocol: String? = "fido.cable",
         upgrade: Bool = true
     ) -> String {
-        var lines = ["\(method) \(path) HTTP/1.1", "Host: 127.0.0.1"]
-        if upgrade {
-            lines += [
-                "Upgrade: websocket", "Connection: Upgrade",
-                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
-            ]
-        }
-        if let subprotocol { lines.append("Sec-WebSocket-Protocol: \(subprotocol)") }
-        lines.append("Content-Length: 0")
-        return lines.joined(separator: "\r\n") + "\r\n\r\n"
+        WebSocketUpgradeRequest.text(
+            path: path, method: method, upgrade: upgrade, subprotocol: subprotocol, extra: ["Content-Length: 0"])
     }
 
     /// The status code of an HTTP response head ("HTTP/1.1 404 Not Found" → 404).

@@ -8,12 +8,7 @@ import HybridCore
 enum HostileWire {
     /// A complete WebSocket upgrade request for `path`, offering `fido.cable`.
     static func upgradeRequest(path: String) -> [UInt8] {
-        let lines = [
-            "GET \(path) HTTP/1.1", "Host: 127.0.0.1", "Upgrade: websocket", "Connection: Upgrade",
-            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==", "Sec-WebSocket-Version: 13",
-            "Sec-WebSocket-Protocol: \(HybridConstants.webSocketProtocol)",
-        ]
-        return Array((lines.joined(separator: "\r\n") + "\r\n\r\n").utf8)
+        Array(WebSocketUpgradeRequest.text(path: path).utf8)
     }
 
     /// `/cable/new/{random tunnel ID}`.
