@@ -58,7 +58,8 @@ public final class HybridHarness: Sendable {
     ///   - configuration: the relay's limits.
     ///   - group: where the relay's shards (one per loop, as ``RelayConfiguration/eventLoops``
     ///     says) and the sockets of QR transactions run. One `EventLoop` puts a whole transaction on
-    ///     one thread (besides the relay's accepting thread): what `hybrid-sim bench` measures.
+    ///     one thread, the relay's accepting included (a one-shard relay accepts on its loop): what
+    ///     `hybrid-sim bench` measures.
     ///   - logger: for the relay and both sides.
     public static func start(
         configuration: RelayConfiguration = .init(),
