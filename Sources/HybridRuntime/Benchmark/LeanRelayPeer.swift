@@ -1,5 +1,4 @@
 import CTAP2
-import Crypto
 import Foundation
 import HybridCore
 import NIOCore
@@ -28,8 +27,6 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
 
     /// The largest response head accepted, bytes.
     static let maxHeadSize = 16 * 1024
-    /// RFC 6455 §1.3: the GUID appended to the key for `Sec-WebSocket-Accept`.
-    private static let acceptGUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
     private let request: ByteBuffer
     private let expectedAccept: String
@@ -59,7 +56,7 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
             "Sec-WebSocket-Protocol: \(HybridConstants.webSocketProtocol)", "Origin: ws://\(authority)",
         ]
         self.request = ByteBuffer(string: lines.joined(separator: "\r\n") + "\r\n\r\n")
-        self.expectedAccept = Data(Insecure.SHA1.hash(data: Data((key + Self.acceptGUID).utf8))).base64EncodedString()
+        self.expectedAccept = ClientUpgradeHandler.accept(forKey: key)
         self.maxMessageSize = maxMessageSize
         self.upgrade = upgrade
         self.state = .upgrading(ByteBuffer())
