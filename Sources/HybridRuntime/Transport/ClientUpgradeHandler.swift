@@ -215,27 +215,35 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         return nil
     }
 
-    /// The status line and header fields of a response head, or `nil` when it is not `HTTP/1.x`.
+    /// The status line and header fields of a response head, or `nil` when it is not `HTTP/1.x`
+    /// with a three-digit status and `name: value` fields. Parsed on the bytes (a `String` would
+    /// see CR LF as one character, and Foundation's trimming is slow).
     static func parseHead(_ bytes: [UInt8]) -> HTTPResponseHead? {
-        // Split on the bytes: as a String, CR LF is one Character.
-        var lines = bytes.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map { line in
-            Substring(decoding: line.last == UInt8(ascii: "\r") ? line.dropLast() : line, as: UTF8.self)
-        }
+        let (cr, lf, space, tab, colon) = (UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: ":"))
+        let isDigit = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        var lines = bytes.split(separator: lf, omittingEmptySubsequences: false).map { $0.last == cr ? $0.dropLast() : $0 }
         while lines.last?.isEmpty == true { lines.removeLast() }
-        guard let statusLine = lines.first, statusLine.hasPrefix("HTTP/1.") else { return nil }
-        let parts = statusLine.split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
-        guard parts.count >= 2, parts[1].count == 3, let code = Int(parts[1]), code >= 100,
-            let minor = parts[0].dropFirst("HTTP/1.".count).first?.wholeNumberValue
+        // "HTTP/1.x SSS reason"
+        guard let statusLine = lines.first, statusLine.starts(with: "HTTP/1.".utf8) else { return nil }
+        let afterVersion = statusLine.dropFirst("HTTP/1.".utf8.count)
+        guard let minor = afterVersion.first, isDigit(minor), afterVersion.dropFirst().first == space else { return nil }
+        let code = afterVersion.dropFirst(2).prefix(3)
+        let afterCode = afterVersion.dropFirst(5)
+        guard code.count == 3, code.allSatisfy(isDigit), code.first != UInt8(ascii: "0"), afterCode.first.map({ $0 == space }) ?? true
         else { return nil }
         var headers = HTTPHeaders()
         for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else { return nil }
-            let value = line[line.index(after: colon)...].trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
-            headers.add(name: String(line[..<colon]), value: value)
+            guard let split = line.firstIndex(of: colon), split != line.startIndex else { return nil }
+            let value = line[(split + 1)...].drop { $0 == space || $0 == tab }
+            let trimmed = value.reversed().drop { $0 == space || $0 == tab }.count
+            headers.add(
+                name: String(decoding: line[..<split], as: UTF8.self),
+                value: String(decoding: value.prefix(trimmed), as: UTF8.self))
         }
-        let reason = parts.count > 2 ? String(parts[2]) : ""
+        let status = code.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
         return HTTPResponseHead(
-            version: HTTPVersion(major: 1, minor: minor), status: HTTPResponseStatus(statusCode: code, reasonPhrase: reason),
+            version: HTTPVersion(major: 1, minor: Int(minor - UInt8(ascii: "0"))),
+            status: HTTPResponseStatus(statusCode: status, reasonPhrase: String(decoding: afterCode.dropFirst(), as: UTF8.self)),
             headers: headers)
     }
 }
