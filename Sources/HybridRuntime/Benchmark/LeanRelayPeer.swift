@@ -1,5 +1,4 @@
 import CTAP2
-import Crypto
 import Foundation
 import HybridCore
 import NIOCore

@@ -66,8 +66,8 @@ public struct SignInBenchmark: Sendable {
     public enum Loops: String, Sendable, Hashable, Codable, CaseIterable {
         /// One loop: the relay's one shard, both tunnels' connections and the UDP sockets. With
         /// SwiftNIO's loops as the concurrency executor the drivers' tasks run there too (a task
-        /// resumes on the loop that woke it), so a sign-in runs on one thread plus the relay's
-        /// accepting thread.
+        /// resumes on the loop that woke it), and the one-shard relay accepts its connections on
+        /// that loop too, so a sign-in runs on one thread.
         case one
         /// Every loop (one per core): a relay shard per loop, each connection on the next loop.
         case all

@@ -44,12 +44,16 @@ public final class HybridHarness: Sendable {
     /// advertiser) run.
     let group: any EventLoopGroup
     let logger: Logger
+    /// The proximity stub's two UDP sockets, kept for the harness's lifetime and shared by its QR
+    /// transactions (`nil`: each transaction binds its own, as the `desktop` and `phone` programs do).
+    let proximity: ProximityHub?
 
-    private init(relay: TunnelRelay, relayURL: String, group: any EventLoopGroup, logger: Logger) {
+    private init(relay: TunnelRelay, relayURL: String, group: any EventLoopGroup, logger: Logger, proximity: ProximityHub?) {
         self.relay = relay
         self.relayURL = relayURL
         self.group = group
         self.logger = logger
+        self.proximity = proximity
     }
 
     /// Starts a relay on an ephemeral loopback port.
@@ -58,7 +62,8 @@ public final class HybridHarness: Sendable {
     ///   - configuration: the relay's limits.
     ///   - group: where the relay's shards (one per loop, as ``RelayConfiguration/eventLoops``
     ///     says) and the sockets of QR transactions run. One `EventLoop` puts a whole transaction on
-    ///     one thread (besides the relay's accepting thread): what `hybrid-sim bench` measures.
+    ///     one thread, the relay's accepting included (a one-shard relay accepts on its loop): what
+    ///     `hybrid-sim bench` measures.
     ///   - logger: for the relay and both sides.
     public static func start(
         configuration: RelayConfiguration = .init(),
@@ -67,7 +72,14 @@ public final class HybridHarness: Sendable {
     ) async throws -> HybridHarness {
         let relay = TunnelRelay(configuration: configuration, group: group, logger: logger)
         let endpoint = try await relay.start()
-        return HybridHarness(relay: relay, relayURL: endpoint.url, group: group, logger: logger)
+        let proximity: ProximityHub
+        do {
+            proximity = try await ProximityHub.start(group: group)
+        } catch {
+            await relay.shutdown()
+            throw error
+        }
+        return HybridHarness(relay: relay, relayURL: endpoint.url, group: group, logger: logger, proximity: proximity)
     }
 
     /// A harness whose transactions go through a relay that already runs at `relayURL` (another
@@ -75,12 +87,13 @@ public final class HybridHarness: Sendable {
     static func using(relayURL: String, logger: Logger) -> HybridHarness {
         HybridHarness(
             relay: TunnelRelay(logger: logger), relayURL: relayURL, group: MultiThreadedEventLoopGroup.singleton,
-            logger: logger)
+            logger: logger, proximity: nil)
     }
 
-    /// Stops the relay (closing any open tunnel).
+    /// Stops the relay (closing any open tunnel) and closes the proximity sockets.
     public func shutdown() async {
         await relay.shutdown()
+        await proximity?.close()
     }
 
     /// Runs one QR transaction: a desktop session showing a QR code, a phone that "scans" it, both
@@ -98,9 +111,13 @@ public final class HybridHarness: Sendable {
         desktopSession.keyLog = Self.keyLogHook(options.keyLog, side: "desktop")
         let session = desktopSession
         let group = self.group
-        let scanner = ProximityScanner<[UInt8]>(
-            minRSSI: options.minRSSI, group: group, logger: logger,
-            matcher: ClientDriver.Transports.advertMatcher(eidKey: session.keys.eidKey))
+        let matcher = ClientDriver.Transports.advertMatcher(eidKey: session.keys.eidKey)
+        let scanner =
+            if let hub = self.proximity {
+                ProximityScanner<[UInt8]>(sharing: hub, minRSSI: options.minRSSI, group: group, logger: logger, matcher: matcher)
+            } else {
+                ProximityScanner<[UInt8]>(minRSSI: options.minRSSI, group: group, logger: logger, matcher: matcher)
+            }
         let proximity = try await scanner.start()
         defer { Task { await scanner.stop() } }
         var authenticatorSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking)
@@ -108,12 +125,14 @@ public final class HybridHarness: Sendable {
         let phoneSession = authenticatorSession
         let relayURL = self.relayURL
         let logger = self.logger
+        let hub = self.proximity
         return try await Self.runBoth(
             phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession,
                     transports: .loopback(
-                        relayURL: relayURL, proximity: proximity, rssi: options.rssi, group: group, logger: logger),
+                        relayURL: relayURL, proximity: proximity, rssi: options.rssi, serviceUUID: .fido,
+                        advertInterval: ProximityDefaults.advertInterval, group: group, logger: logger, hub: hub),
                     timeouts: options.timeouts, events: options.events
                 ) { request in
                     phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970))

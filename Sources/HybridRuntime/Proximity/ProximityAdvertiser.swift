@@ -30,6 +30,8 @@ public final class ProximityAdvertiser: Sendable {
     public let configuration: Configuration
     private let datagram: ProximityDatagram
     private let group: any EventLoopGroup
+    /// A socket it sends from instead of binding its own (``ProximityHub/sendChannel``); left open on stop.
+    private let sharedChannel: Channel?
     private let logger: Logger
 
     private enum Phase {
@@ -60,7 +62,37 @@ public final class ProximityAdvertiser: Sendable {
         )
         self.configuration = configuration
         self.group = group
+        self.sharedChannel = nil
         self.logger = logger
+    }
+
+    /// An advertiser that sends from `hub`'s send socket (``ProximityHub``) to `hub`'s scan socket
+    /// instead of binding a socket of its own (`configuration.target` is replaced by the hub's);
+    /// ``stop()`` leaves the socket open.
+    init(advert: [UInt8], configuration: Configuration, sharing hub: ProximityHub, logger: Logger) throws {
+        var configuration = configuration
+        configuration.target = hub.scanEndpoint
+        self.datagram = try ProximityDatagram(
+            serviceUUID: configuration.serviceUUID,
+            rssi: configuration.rssi,
+            advert: advert
+        )
+        self.configuration = configuration
+        self.group = hub.sendChannel.eventLoop
+        self.sharedChannel = hub.sendChannel
+        self.logger = logger
+    }
+
+    /// Binds an ephemeral UDP socket on `localHost` that ignores socket errors.
+    static func bindSendSocket(localHost: String, group: any EventLoopGroup) async throws -> Channel {
+        try await DatagramBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(IgnoreErrorsHandler())
+                }
+            }
+            .bind(to: SocketAddress(ipAddress: localHost, port: 0))
+            .get()
     }
 
     /// Binds an ephemeral loopback UDP socket and starts sending (the first datagram goes at once).
@@ -85,14 +117,11 @@ public final class ProximityAdvertiser: Sendable {
         let localHost = address.protocol == .inet6 ? "::1" : "127.0.0.1"
         let channel: Channel
         do {
-            channel = try await DatagramBootstrap(group: group)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(IgnoreErrorsHandler())
-                    }
-                }
-                .bind(to: SocketAddress(ipAddress: localHost, port: 0))
-                .get()
+            if let sharedChannel {
+                channel = sharedChannel
+            } else {
+                channel = try await Self.bindSendSocket(localHost: localHost, group: group)
+            }
         } catch {
             state.withLock { $0.phase = .idle }
             throw RuntimeError(.bindFailed, "advertiser could not bind a UDP socket: \(error)")
@@ -125,7 +154,7 @@ public final class ProximityAdvertiser: Sendable {
         }
         if wasRunning {
             logger.notice("gave up advertising after \(configuration.giveUpAfter?.humanReadable ?? "")")
-            channel.close(promise: nil)
+            if sharedChannel == nil { channel.close(promise: nil) }
         }
     }
 
@@ -143,7 +172,7 @@ public final class ProximityAdvertiser: Sendable {
         let cancelled = channel.eventLoop.makePromise(of: Void.self)
         task.cancel(promise: cancelled)
         try? await cancelled.futureResult.get()
-        try? await channel.close().get()
+        if sharedChannel == nil { try? await channel.close().get() }
     }
 
     /// Datagrams sent so far.

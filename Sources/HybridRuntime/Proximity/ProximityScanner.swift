@@ -21,6 +21,8 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
     private let group: any EventLoopGroup
     private let logger: Logger
     private let core: ScannerCore<Match>
+    /// The shared scan socket this scanner attaches to instead of binding its own, if any.
+    private let hub: ProximityHub?
     private let channel = Mutex<Channel?>(nil)
     private let started = Mutex(false)
 
@@ -33,7 +35,7 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
     ///   - group: the event loop group the UDP socket runs on.
     ///   - logger: where dropped and matched datagrams are logged (debug level).
     ///   - matcher: decides whether an advert is this session's.
-    public init(
+    public convenience init(
         host: String = "127.0.0.1",
         port: Int = 0,
         minRSSI: Int8 = ProximityDefaults.minRSSI,
@@ -41,9 +43,29 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
         logger: Logger = Logger(label: "hybrid-sim.proximity"),
         matcher: @escaping Matcher
     ) {
+        self.init(host: host, port: port, minRSSI: minRSSI, group: group, hub: nil, logger: logger, matcher: matcher)
+    }
+
+    /// A scanner that listens on `hub`'s scan socket (``ProximityHub``) from ``start()`` to
+    /// ``stop()`` instead of binding a socket of its own; it hears every datagram sent there and
+    /// keeps its own counters and matches. `group`: where its wait's timer runs.
+    convenience init(
+        sharing hub: ProximityHub, minRSSI: Int8 = ProximityDefaults.minRSSI, group: any EventLoopGroup,
+        logger: Logger = Logger(label: "hybrid-sim.proximity"), matcher: @escaping Matcher
+    ) {
+        self.init(
+            host: hub.scanEndpoint.host, port: hub.scanEndpoint.port, minRSSI: minRSSI, group: group, hub: hub,
+            logger: logger, matcher: matcher)
+    }
+
+    private init(
+        host: String, port: Int, minRSSI: Int8, group: any EventLoopGroup, hub: ProximityHub?, logger: Logger,
+        matcher: @escaping Matcher
+    ) {
         self.host = host
         self.port = port
         self.group = group
+        self.hub = hub
         self.logger = logger
         // A wait's timeout is a timer on one of the group's loops (with a one-loop group, the
         // loop that delivers the adverts; the inbox takes a lock either way), not a sleeping task.
@@ -63,17 +85,14 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
             started = true
         }
         let core = self.core
+        if let hub {
+            hub.attach(core)
+            return hub.scanEndpoint
+        }
         let bound: Channel
         do {
-            // No SO_REUSEADDR: on Linux it would let a second scanner share the UDP port silently.
-            bound = try await DatagramBootstrap(group: group)
-                .channelInitializer { channel in
-                    channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(ProximityScanHandler(core: core))
-                    }
-                }
-                .bind(to: SocketAddress.proximity(host: host, port: port))
-                .get()
+            bound = try await ProximityScanHandler.bindSocket(
+                to: SocketAddress.proximity(host: host, port: port), group: group) { core.process($0) }
         } catch {
             started.withLock { $0 = false }
             throw RuntimeError(.bindFailed, "proximity scanner could not bind udp://\(host):\(port): \(error)")
@@ -109,9 +128,11 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
     /// hand-off for tests that need the wait to have begun before they act.
     func waitIsPending() async { await core.matches.readerIsWaiting() }
 
-    /// Closes the socket; a pending ``waitForMatch(timeout:)`` throws `.invalidState`. Idempotent.
+    /// Closes the socket (detaches from a shared one); a pending ``waitForMatch(timeout:)`` throws
+    /// `.invalidState`. Idempotent.
     public func stop() async {
         core.matches.finish(RuntimeError(.invalidState, "proximity scanner stopped"))
+        hub?.detach(core)
         let bound = channel.withLock { channel in
             defer { channel = nil }
             return channel
@@ -198,19 +219,34 @@ final class ScannerCore<Match: Sendable>: Sendable {
     }
 }
 
-/// Feeds received datagrams to a ``ScannerCore``.
-final class ProximityScanHandler<Match: Sendable>: ChannelInboundHandler {
+/// Feeds received datagrams to a ``ScannerCore`` (or to the scanners of a ``ProximityHub``).
+final class ProximityScanHandler: ChannelInboundHandler {
     typealias InboundIn = AddressedEnvelope<ByteBuffer>
 
-    private let core: ScannerCore<Match>
+    private let deliver: @Sendable ([UInt8]) -> Void
 
-    init(core: ScannerCore<Match>) {
-        self.core = core
+    init(deliver: @escaping @Sendable ([UInt8]) -> Void) {
+        self.deliver = deliver
+    }
+
+    /// Binds a UDP socket at `address` that hands every datagram's bytes to `deliver`.
+    static func bindSocket(
+        to address: SocketAddress, group: any EventLoopGroup, deliver: @escaping @Sendable ([UInt8]) -> Void
+    ) async throws -> Channel {
+        // No SO_REUSEADDR: on Linux it would let a second scanner share the UDP port silently.
+        try await DatagramBootstrap(group: group)
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try channel.pipeline.syncOperations.addHandler(ProximityScanHandler(deliver: deliver))
+                }
+            }
+            .bind(to: address)
+            .get()
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let envelope = unwrapInboundIn(data)
-        core.process(Array(envelope.data.readableBytesView))
+        deliver(Array(envelope.data.readableBytesView))
     }
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {

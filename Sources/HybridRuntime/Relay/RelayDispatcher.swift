@@ -9,9 +9,10 @@ import NIOCore
 import NIOPosix
 import Synchronization
 
-/// Accepts the relay's TCP connections and hands each one to the event loop of the shard that owns
-/// what it asks for, so both peers of a tunnel run on the same loop and a tunnel never needs a lock
-/// or a thread hop per message.
+/// Accepts the TCP connections of a relay with several shards and hands each one to the event loop
+/// of the shard that owns what it asks for, so both peers of a tunnel run on the same loop and a
+/// tunnel never needs a lock or a thread hop per message. (A relay with one shard accepts on that
+/// shard's loop instead: ``RelayLoopAcceptor``.)
 ///
 /// A connection is accepted on the dispatcher's own thread and held (not read) until the start of
 /// its request line is in the socket; the dispatcher *peeks* at it (`MSG_PEEK`: the bytes stay for

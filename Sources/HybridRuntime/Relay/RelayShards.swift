@@ -3,7 +3,8 @@ import NIOCore
 
 /// The relay's shards: one ``RelayRegistry`` per event loop, each owning its tunnels, connections
 /// and timers without locks. A tunnel lives in one shard and both of its peers' connections run on
-/// that shard's loop (``RelayDispatcher`` places them).
+/// that shard's loop (``RelayDispatcher`` places them; a relay with one shard accepts on its loop,
+/// ``RelayLoopAcceptor``).
 ///
 /// Which shard owns what:
 /// - a `/cable/new/{tunnel ID}` tunnel: the shard its tunnel ID names (``shard(ofTunnelID:count:)``),

@@ -32,7 +32,8 @@ public struct RelayEndpoint: Sendable, Hashable, CustomStringConvertible {
 /// per event loop of its group (``RelayConfiguration/eventLoops``): each shard's `RelayRegistry`
 /// owns its tunnels, and `RelayDispatcher` accepts every connection and hands it to the loop of
 /// the shard that owns its tunnel, so a tunnel's events are serialised on one loop (order
-/// preserved, no locks, no thread hop per message).
+/// preserved, no locks, no thread hop per message). A relay with a single shard has nothing to
+/// route: it accepts on that shard's loop (`RelayLoopAcceptor`), with no dispatcher thread.
 ///
 /// ```swift
 /// let relay = TunnelRelay()
@@ -47,9 +48,25 @@ public final class TunnelRelay: Sendable {
     private enum Lifecycle {
         case idle
         case starting
-        case running(dispatcher: RelayDispatcher, shards: RelayShards, endpoint: RelayEndpoint)
+        case running(acceptor: Acceptor, shards: RelayShards, endpoint: RelayEndpoint)
         case stopping(EventLoopFuture<Void>)
         case stopped
+    }
+
+    /// What accepts the relay's connections.
+    private enum Acceptor: Sendable {
+        /// Several shards: a thread that routes each connection to its shard's loop.
+        case dispatcher(RelayDispatcher)
+        /// One shard: the listening socket is a channel on that shard's loop.
+        case shardLoop(RelayLoopAcceptor)
+
+        /// Stops accepting; returns once no connection can reach a shard any more.
+        func stop() async {
+            switch self {
+            case .dispatcher(let dispatcher): await dispatcher.stop()
+            case .shardLoop(let acceptor): await acceptor.stop()
+            }
+        }
     }
 
     private let host: String
@@ -98,7 +115,7 @@ public final class TunnelRelay: Sendable {
         }
         do {
             let running = try await bind()
-            lifecycle.withLock { $0 = .running(dispatcher: running.0, shards: running.1, endpoint: running.2) }
+            lifecycle.withLock { $0 = .running(acceptor: running.0, shards: running.1, endpoint: running.2) }
             logger.info("relay listening on \(running.2.url)")
             return running.2
         } catch {
@@ -107,7 +124,7 @@ public final class TunnelRelay: Sendable {
         }
     }
 
-    private func bind() async throws -> (RelayDispatcher, RelayShards, RelayEndpoint) {
+    private func bind() async throws -> (Acceptor, RelayShards, RelayEndpoint) {
         guard LoopbackAddress.isLoopback(host) else {
             throw RuntimeError(
                 .invalidAddress,
@@ -138,9 +155,13 @@ public final class TunnelRelay: Sendable {
         }
         let shards = RelayShards(
             registries: registries, configuration: configuration, statistics: statistics, admissionCounts: admissionCounts)
+        if registries.count == 1 {
+            let (acceptor, boundPort) = try await RelayLoopAcceptor.listen(host: host, port: port, shards: shards)
+            return (.shardLoop(acceptor), shards, RelayEndpoint(host: host, port: boundPort))
+        }
         let (dispatcher, boundPort) = try RelayDispatcher.listen(host: host, port: port, shards: shards)
         dispatcher.start()
-        return (dispatcher, shards, RelayEndpoint(host: host, port: boundPort))
+        return (.dispatcher(dispatcher), shards, RelayEndpoint(host: host, port: boundPort))
     }
 
     /// Stops accepting, closes every tunnel with 1001 (going away) and waits until every
@@ -148,7 +169,7 @@ public final class TunnelRelay: Sendable {
     /// concurrent callers all wait for the same shutdown.
     public func shutdown() async {
         enum Step {
-            case run(RelayDispatcher, RelayShards)
+            case run(Acceptor, RelayShards)
             case wait(EventLoopFuture<Void>)
             case done
         }
@@ -160,9 +181,9 @@ public final class TunnelRelay: Sendable {
                 return .done
             case .stopping(let future):
                 return .wait(future)
-            case .running(let dispatcher, let shards, _):
+            case .running(let acceptor, let shards, _):
                 state = .stopping(promise.futureResult)
-                return .run(dispatcher, shards)
+                return .run(acceptor, shards)
             }
         }
         switch step {
@@ -171,9 +192,9 @@ public final class TunnelRelay: Sendable {
         case .wait(let future):
             promise.succeed(())
             try? await future.get()
-        case .run(let dispatcher, let shards):
+        case .run(let acceptor, let shards):
             logger.info("relay shutting down")
-            await dispatcher.stop()
+            await acceptor.stop()
             let drained = shards.registries.map { registry in
                 registry.eventLoop.flatSubmit { registry.value.shutdown() }
             }
@@ -207,11 +228,23 @@ public final class TunnelRelay: Sendable {
     }
 
     /// How often the accepting thread peeked at a pending connection's request line (0 when not
-    /// running); see `RelayDispatcher.peekCount`.
+    /// running, or with one shard: no dispatcher); see `RelayDispatcher.peekCount`.
     package var dispatcherPeekCount: Int {
         lifecycle.withLock { state in
-            if case .running(let dispatcher, _, _) = state { return dispatcher.peekCount.load(ordering: .relaxed) }
+            if case .running(.dispatcher(let dispatcher), _, _) = state {
+                return dispatcher.peekCount.load(ordering: .relaxed)
+            }
             return 0
+        }
+    }
+
+    /// Whether the relay accepts through ``RelayDispatcher``'s thread (several shards) rather than
+    /// on its single shard's loop; `nil` when not running.
+    package var acceptsThroughDispatcher: Bool? {
+        lifecycle.withLock { state in
+            guard case .running(let acceptor, _, _) = state else { return nil }
+            if case .dispatcher = acceptor { return true }
+            return false
         }
     }
 }

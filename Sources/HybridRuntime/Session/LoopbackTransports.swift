@@ -48,6 +48,17 @@ extension AuthenticatorDriver.Transports {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         logger: Logger = Logger(label: "hybrid-sim.phone")
     ) -> Self {
+        loopback(
+            relayURL: relayURL, proximity: proximity, rssi: rssi, serviceUUID: serviceUUID,
+            advertInterval: advertInterval, group: group, logger: logger, hub: nil)
+    }
+
+    /// ``loopback(relayURL:proximity:rssi:serviceUUID:advertInterval:group:logger:)``, advertising
+    /// from `hub`'s send socket to `hub`'s scan socket when a hub is given (``ProximityHub``).
+    static func loopback(
+        relayURL: String, proximity: ProximityEndpoint, rssi: Int8, serviceUUID: ProximityServiceUUID,
+        advertInterval: Duration, group: any EventLoopGroup, logger: Logger, hub: ProximityHub?
+    ) -> Self {
         Self(
             createTunnel: { path, timeout in
                 let tunnel = try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, group: group, logger: logger)
@@ -62,8 +73,12 @@ extension AuthenticatorDriver.Transports {
                 configuration.rssi = rssi
                 configuration.serviceUUID = serviceUUID
                 configuration.interval = advertInterval
-                let advertiser = try ProximityAdvertiser(
-                    advert: advert, configuration: configuration, group: group, logger: logger)
+                let advertiser =
+                    if let hub {
+                        try ProximityAdvertiser(advert: advert, configuration: configuration, sharing: hub, logger: logger)
+                    } else {
+                        try ProximityAdvertiser(advert: advert, configuration: configuration, group: group, logger: logger)
+                    }
                 try await advertiser.start()
                 return advertiser
             })

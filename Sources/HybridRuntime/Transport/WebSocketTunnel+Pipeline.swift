@@ -21,7 +21,8 @@ struct PendingUpgrade: Sendable {
 }
 
 extension WebSocketTunnel {
-    /// Installs the HTTP client + WebSocket upgrade pipeline on a fresh connection.
+    /// Installs the upgrade handler (``ClientUpgradeHandler``) on a fresh connection; on a 101 it
+    /// installs NIO's WebSocket frame decoder, encoder and aggregator and a ``ClientFrameHandler``.
     static func configure(
         _ channel: Channel,
         host: String,
@@ -32,115 +33,34 @@ extension WebSocketTunnel {
     ) throws -> PendingUpgrade {
         let maxMessage = options.maxIncomingMessageSize
         let closeTimeout = options.closeTimeout
-        let upgrader = NIOTypedWebSocketClientUpgrader<ClientUpgradeOutcome>(
-            maxFrameSize: maxMessage,
-            enableAutomaticErrorHandling: false,
-            upgradePipelineHandler: { channel, head in
-                channel.eventLoop.makeCompletedFuture {
-                    let handler = ClientFrameHandler(
-                        inbox: inbox,
-                        eventLoop: channel.eventLoop,
-                        maxMessageSize: maxMessage,
-                        closeTimeout: closeTimeout
-                    )
-                    try channel.pipeline.syncOperations.addHandlers(
-                        NIOWebSocketFrameAggregator(
-                            minNonFinalFragmentSize: 0,
-                            maxAccumulatedFrameCount: 256,
-                            maxAccumulatedFrameSize: maxMessage
-                        ),
-                        handler
-                    )
-                    return .upgraded(head, NIOLoopBound(handler, eventLoop: channel.eventLoop))
-                }
-            }
-        )
         let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
-        var headers = HTTPHeaders()
-        headers.add(name: "Host", value: authority)
-        headers.add(name: "Origin", value: options.origin ?? "ws://\(authority)")
+        var headers = [("Host", authority), ("Origin", options.origin ?? "ws://\(authority)")]
         if options.offersSubprotocol {
-            headers.add(name: "Sec-WebSocket-Protocol", value: HybridConstants.webSocketProtocol)
+            headers.append(("Sec-WebSocket-Protocol", HybridConstants.webSocketProtocol))
         }
-        for (name, value) in options.extraHeaders { headers.add(name: name, value: value) }
-        headers.add(name: "Content-Length", value: "0")
-        let configuration = NIOTypedHTTPClientUpgradeConfiguration<ClientUpgradeOutcome>(
-            upgradeRequestHead: HTTPRequestHead(version: .http1_1, method: .GET, uri: path, headers: headers),
-            upgraders: [upgrader],
-            notUpgradingCompletionHandler: { channel in
-                channel.eventLoop.makeCompletedFuture {
-                    let reader = RejectedResponseReader(eventLoop: channel.eventLoop)
-                    try channel.pipeline.syncOperations.addHandler(reader)
-                    return .rejected(reader.response)
-                }
-            }
-        )
-        var pipeline = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: configuration)
-        // Frames the relay sends right behind the 101 (buffered messages) arrive in the same read:
-        // hand them to the WebSocket decoder instead of dropping them.
-        pipeline.leftOverBytesStrategy = .forwardBytes
-        let outcome = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(
-            configuration: pipeline
-        )
-        return PendingUpgrade(channel: channel, outcome: outcome)
-    }
-}
-
-/// Reads the status and a short body of a refused upgrade.
-final class RejectedResponseReader: ChannelInboundHandler {
-    typealias InboundIn = HTTPClientResponsePart
-
-    private static let maxBody = 1024
-    private let promise: EventLoopPromise<(HTTPResponseStatus, String)>
-    private var status: HTTPResponseStatus?
-    private var body: [UInt8] = []
-    private var done = false
-
-    init(eventLoop: EventLoop) {
-        promise = eventLoop.makePromise()
-    }
-
-    /// Status and body (trimmed, at most 1 KiB), once the response ended or the connection closed.
-    var response: EventLoopFuture<(HTTPResponseStatus, String)> { promise.futureResult }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        switch unwrapInboundIn(data) {
-        case .head(let head):
-            status = head.status
-        case .body(var buffer):
-            let room = Self.maxBody - body.count
-            if room > 0, let bytes = buffer.readBytes(length: min(room, buffer.readableBytes)) {
-                body += bytes
-            }
-        case .end:
-            complete()
+        headers += options.extraHeaders
+        headers.append(("Content-Length", "0"))
+        let upgrade = ClientUpgradeHandler(path: path, headers: headers, promise: channel.eventLoop.makePromise()) { channel, head in
+            let handler = ClientFrameHandler(
+                inbox: inbox,
+                eventLoop: channel.eventLoop,
+                maxMessageSize: maxMessage,
+                closeTimeout: closeTimeout
+            )
+            try channel.pipeline.syncOperations.addHandlers(
+                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxMessage)),
+                WebSocketFrameEncoder(),
+                NIOWebSocketFrameAggregator(
+                    minNonFinalFragmentSize: 0,
+                    maxAccumulatedFrameCount: 256,
+                    maxAccumulatedFrameSize: maxMessage
+                ),
+                handler
+            )
+            return .upgraded(head, NIOLoopBound(handler, eventLoop: channel.eventLoop))
         }
-    }
-
-    func channelInactive(context: ChannelHandlerContext) {
-        complete()
-        context.fireChannelInactive()
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        complete()
-    }
-
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
-        complete()
-        context.close(promise: nil)
-    }
-
-    private func complete() {
-        guard !done else { return }
-        done = true
-        if let status {
-            let text =
-                String(decoding: body, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
-            promise.succeed((status, text))
-        } else {
-            promise.fail(ChannelError.eof)
-        }
+        try channel.pipeline.syncOperations.addHandler(upgrade)
+        return PendingUpgrade(channel: channel, outcome: upgrade.outcome)
     }
 }
 

@@ -1,0 +1,92 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import NIOCore
+import NIOPosix
+
+/// Accepts the connections of a relay that has exactly one shard on that shard's own event loop
+/// (a NIO `ServerBootstrap` on it), instead of through ``RelayDispatcher``'s thread.
+///
+/// With one shard there is nothing to route, so the dispatcher's peek and hand-over would only add a
+/// thread wake-up and a cross-thread hop to every connection: on a relay that shares its loop with
+/// its clients (`hybrid-sim bench --loops one`) that is on a sign-in's critical path twice. Here the
+/// listening socket is one more channel of the loop and an accepted connection goes straight to
+/// ``RelayConnection/configure(_:registry:counted:admission:)`` with `counted: false` and
+/// `admission: nil`, so the registry decides every accept-time limit itself, as it does for a
+/// connection the dispatcher hands over:
+/// - ``RelayConfiguration/maxConnections``: counted by the registry, 503 beyond it, unread;
+/// - ``RelayConfiguration/maxPendingUpgrades`` and ``RelayConfiguration/maxConnectionsPerSource``:
+///   counted by the shard's `AdmissionLedger` from the accept (a silent connection counts as
+///   awaiting its upgrade), 503 / 429 beyond them, unread;
+/// - shutting down: the listener is closed first, and a connection accepted meanwhile is closed by
+///   the registry;
+/// - a connection that does not finish its request within ``RelayConfiguration/upgradeTimeout`` is
+///   closed by its upgrade timer (the dispatcher closed one that sent nothing routable in that time).
+///
+/// When `accept` fails (no descriptors left, no memory), NIO's `AcceptBackoffHandler` stops
+/// accepting for ``acceptBackoff``, as the dispatcher pauses, instead of spinning on a listener that
+/// stays readable.
+final class RelayLoopAcceptor: Sendable {
+    /// How long accepting pauses after `accept` failed (the dispatcher's pause too).
+    static let acceptBackoff = TimeAmount.milliseconds(10)
+    /// The listen backlog (the dispatcher's too).
+    static let backlog: Int32 = 512
+
+    private let listener: Channel
+
+    private init(listener: Channel) {
+        self.listener = listener
+    }
+
+    /// Binds `host:port` on the loop of the single shard of `shards` and starts accepting.
+    ///
+    /// - Returns: the acceptor and the bound port.
+    /// - Throws: ``RuntimeError`` `.bindFailed` with the system's reason.
+    static func listen(host: String, port: Int, shards: RelayShards) async throws -> (RelayLoopAcceptor, Int) {
+        precondition(shards.registries.count == 1, "accepting on the shard's loop needs exactly one shard")
+        let registry = shards.registries[0]
+        let bootstrap = ServerBootstrap(group: registry.eventLoop)
+            .serverChannelOption(.backlog, value: backlog)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let backoff = AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { _ in RelayLoopAcceptor.acceptBackoff }
+                    try channel.pipeline.syncOperations.addHandler(backoff)
+                }
+            }
+            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.recvAllocator, value: RelayShards.receiveAllocator)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    try RelayConnection.configure(channel, registry: registry.value, counted: false, admission: nil)
+                }
+            }
+        let listener: Channel
+        do {
+            listener = try await bootstrap.bind(host: host, port: port).get()
+        } catch {
+            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(reason(error))")
+        }
+        guard let boundPort = listener.localAddress?.port else {
+            try? await listener.close()
+            throw RuntimeError(.bindFailed, "relay socket has no local port")
+        }
+        return (RelayLoopAcceptor(listener: listener), boundPort)
+    }
+
+    /// The system's reason for a failed bind, worded as the dispatcher words it.
+    private static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        }
+        return "\(error)"
+    }
+
+    /// Stops accepting: closes the listening socket (connections already accepted stay the
+    /// registry's to close).
+    func stop() async {
+        try? await listener.close()
+    }
+}

@@ -1,0 +1,304 @@
+import Crypto
+import Foundation
+import HybridCore
+import NIOCore
+import NIOHTTP1
+
+/// The client half of a ``WebSocketTunnel``'s HTTP upgrade (RFC 6455 §4.1), written out by hand in
+/// one handler instead of NIO's HTTP request encoder, response decoder and typed client upgrade
+/// handler (which cost about 5 % of a `hybrid-sim bench` sign-in's CPU, for one request and one
+/// response per connection).
+///
+/// It writes the upgrade request once the connection is up, collects the response head (at most
+/// ``maxHeadSize`` bytes) and then:
+/// - **101**: the `Upgrade` header must name `websocket` and `Sec-WebSocket-Accept` must be the
+///   one value derived from our key (else the upgrade fails with a ``RuntimeError``
+///   `.handshakeFailed` naming the check); `install` sets up the WebSocket handlers behind this one,
+///   which removes itself and passes on the bytes that came after the head (frames the relay sent
+///   right behind its 101);
+/// - **any other status**: the outcome is `.rejected`, with the status and the first line of up to
+///   1 KiB of the body (`Content-Length`, chunked, or up to the end of the connection).
+///
+/// The same checks NIO's upgrade handlers made; the `fido.cable` subprotocol and the routing ID are
+/// checked by ``WebSocketTunnel`` on the head this hands over.
+final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// The largest response head accepted, bytes (NIO's HTTP decoder allows 80 KiB; a relay's 101
+    /// is a few hundred bytes).
+    static let maxHeadSize = 16 * 1024
+    /// The largest part of a refusal's body kept.
+    static let maxBody = 1024
+
+    private enum State {
+        /// Collecting the response head.
+        case awaitingHead
+        /// A refusal's head arrived; collecting (part of) its body.
+        case readingBody(HTTPResponseStatus, RefusalBody)
+        /// Upgraded, refused or failed: nothing more to do.
+        case done
+    }
+
+    private let request: ByteBuffer
+    private let expectedAccept: String
+    private let install: (Channel, HTTPResponseHead) throws -> ClientUpgradeOutcome
+    private let promise: EventLoopPromise<ClientUpgradeOutcome>
+    private var received: ByteBuffer?
+    private var state = State.awaitingHead
+    private var requestSent = false
+
+    /// A handler that asks for `path` with `headers` (the caller's: `Host`, `Origin`, …); `install`
+    /// runs on a 101 that passed the checks and sets up the WebSocket pipeline.
+    init(
+        path: String, headers: [(String, String)], key: String = ClientUpgradeHandler.randomKey(),
+        promise: EventLoopPromise<ClientUpgradeOutcome>,
+        install: @escaping (Channel, HTTPResponseHead) throws -> ClientUpgradeOutcome
+    ) {
+        var text = "GET \(path) HTTP/1.1\r\n"
+        for (name, value) in headers { text += "\(name): \(value)\r\n" }
+        // What NIO's upgrade handlers added, in their order.
+        text += "Connection: upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Key: \(key)\r\nSec-WebSocket-Version: 13\r\n\r\n"
+        self.request = ByteBuffer(string: text)
+        self.expectedAccept = WebSocketAccept.value(forKey: key)
+        self.promise = promise
+        self.install = install
+    }
+
+    /// The outcome: `.upgraded` or `.rejected`; fails when the connection ends or breaks first.
+    var outcome: EventLoopFuture<ClientUpgradeOutcome> { promise.futureResult }
+
+    /// 16 random bytes in base64: a `Sec-WebSocket-Key` (RFC 6455 §4.1).
+    static func randomKey() -> String {
+        Data(RandomSource.system.bytes(16)).base64EncodedString()
+    }
+
+    // MARK: - Channel events
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        if context.channel.isActive { sendRequest(context: context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        sendRequest(context: context)
+        context.fireChannelActive()
+    }
+
+    private func sendRequest(context: ChannelHandlerContext) {
+        guard !requestSent else { return }
+        requestSent = true
+        context.writeAndFlush(wrapOutboundOut(request), promise: nil)
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        switch state {
+        case .done:
+            return
+        case .readingBody(let status, var body):
+            if body.take(&bytes) { finishRefusal(status, body) } else { state = .readingBody(status, body) }
+        case .awaitingHead:
+            if received == nil {
+                received = bytes
+            } else {
+                received!.writeBuffer(&bytes)
+            }
+            readHead(context: context)
+        }
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        end()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        end(error)
+        context.close(promise: nil)
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        end()
+    }
+
+    /// The connection ended (or failed with `error`): a refusal ends with what arrived of its body,
+    /// an upgrade still waiting for its head fails.
+    private func end(_ error: (any Error)? = nil) {
+        switch state {
+        case .done:
+            return
+        case .readingBody(let status, let body):
+            finishRefusal(status, body)
+        case .awaitingHead:
+            state = .done
+            promise.fail(error ?? ChannelError.eof)
+        }
+    }
+
+    // MARK: - The response
+
+    private func readHead(context: ChannelHandlerContext) {
+        guard var buffer = received else { return }
+        guard let (headLength, bodyStart) = Self.headEnd(buffer.readableBytesView.prefix(Self.maxHeadSize + 4)) else {
+            if buffer.readableBytes > Self.maxHeadSize {
+                fail(context, "the relay's response head is over \(Self.maxHeadSize) bytes")
+            }
+            return
+        }
+        let headBytes = buffer.readBytes(length: headLength)!
+        buffer.moveReaderIndex(forwardBy: bodyStart - headLength)
+        received = nil
+        guard let head = Self.parseHead(headBytes) else {
+            return fail(context, "the relay's response is not HTTP/1.x")
+        }
+        guard head.status == .switchingProtocols else {
+            var body = RefusalBody(headers: head.headers)
+            if body.take(&buffer) { finishRefusal(head.status, body) } else { state = .readingBody(head.status, body) }
+            return
+        }
+        guard head.headers["Upgrade"].first?.lowercased() == "websocket" else {
+            let got = head.headers["Upgrade"].joined(separator: ", ")
+            return fail(context, "the relay's 101 does not upgrade to websocket (Upgrade: \(got.isEmpty ? "none" : got))")
+        }
+        let accept = head.headers["Sec-WebSocket-Accept"]
+        guard accept.count == 1, accept[0] == expectedAccept else {
+            return fail(context, "the relay's 101 has a wrong Sec-WebSocket-Accept (\(accept.joined(separator: ", ")))")
+        }
+        do {
+            let outcome = try install(context.channel, head)
+            state = .done
+            promise.succeed(outcome)
+            if buffer.readableBytes > 0 { context.fireChannelRead(wrapInboundOut(buffer)) }
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+        } catch {
+            state = .done
+            promise.fail(error)
+            context.close(promise: nil)
+        }
+    }
+
+    private func fail(_ context: ChannelHandlerContext, _ reason: String) {
+        state = .done
+        promise.fail(RuntimeError(.handshakeFailed, reason))
+        context.close(promise: nil)
+    }
+
+    private func finishRefusal(_ status: HTTPResponseStatus, _ body: RefusalBody) {
+        state = .done
+        let text = String(decoding: body.bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        let response = promise.futureResult.eventLoop.makeSucceededFuture((status, text))
+        promise.succeed(.rejected(response))
+    }
+
+    /// Where the head ends: its length without the blank line, and where the body starts. A bare LF
+    /// is accepted as a line end (RFC 9112 §2.2).
+    static func headEnd(_ bytes: some Collection<UInt8>) -> (Int, Int)? {
+        var index = 0
+        var lineStart = 0
+        for byte in bytes {
+            index += 1
+            guard byte == UInt8(ascii: "\n") else { continue }
+            let line = index - 1 - lineStart
+            if line == 0 || (line == 1 && bytes.dropFirst(lineStart).first == UInt8(ascii: "\r")) {
+                return (lineStart, index)
+            }
+            lineStart = index
+        }
+        return nil
+    }
+
+    /// The status line and header fields of a response head, or `nil` when it is not `HTTP/1.x`
+    /// with a three-digit status and `name: value` fields. Parsed on the bytes (a `String` would
+    /// see CR LF as one character, and Foundation's trimming is slow).
+    static func parseHead(_ bytes: [UInt8]) -> HTTPResponseHead? {
+        let (cr, lf, space, tab, colon) = (UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: ":"))
+        let isDigit = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
+        var lines = bytes.split(separator: lf, omittingEmptySubsequences: false).map { $0.last == cr ? $0.dropLast() : $0 }
+        while lines.last?.isEmpty == true { lines.removeLast() }
+        // "HTTP/1.x SSS reason"
+        guard let statusLine = lines.first, statusLine.starts(with: "HTTP/1.".utf8) else { return nil }
+        let afterVersion = statusLine.dropFirst("HTTP/1.".utf8.count)
+        guard let minor = afterVersion.first, isDigit(minor), afterVersion.dropFirst().first == space else { return nil }
+        let code = afterVersion.dropFirst(2).prefix(3)
+        let afterCode = afterVersion.dropFirst(5)
+        guard code.count == 3, code.allSatisfy(isDigit), code.first != UInt8(ascii: "0"), afterCode.first.map({ $0 == space }) ?? true
+        else { return nil }
+        var headers = HTTPHeaders()
+        for line in lines.dropFirst() {
+            guard let split = line.firstIndex(of: colon), split != line.startIndex else { return nil }
+            let value = line[(split + 1)...].drop { $0 == space || $0 == tab }
+            let trimmed = value.reversed().drop { $0 == space || $0 == tab }.count
+            headers.add(
+                name: String(decoding: line[..<split], as: UTF8.self),
+                value: String(decoding: value.prefix(trimmed), as: UTF8.self))
+        }
+        let status = code.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+        return HTTPResponseHead(
+            version: HTTPVersion(major: 1, minor: Int(minor - UInt8(ascii: "0"))),
+            status: HTTPResponseStatus(statusCode: status, reasonPhrase: String(decoding: afterCode.dropFirst(), as: UTF8.self)),
+            headers: headers)
+    }
+}
+
+/// What is kept of a refusal's body: up to ``ClientUpgradeHandler/maxBody`` bytes of it, read as its
+/// `Content-Length` or chunked framing says, or up to the end of the connection.
+struct RefusalBody {
+    private enum Framing {
+        case length(Int)
+        case chunked
+        case untilClose
+    }
+
+    private var framing: Framing
+    private var raw: [UInt8] = []
+    private(set) var bytes: [UInt8] = []
+
+    init(headers: HTTPHeaders) {
+        if headers["Transfer-Encoding"].contains(where: { $0.lowercased().contains("chunked") }) {
+            framing = .chunked
+        } else if let length = headers["Content-Length"].first.flatMap({ Int($0) }) {
+            framing = .length(length)
+        } else {
+            framing = .untilClose
+        }
+    }
+
+    /// Takes `buffer`'s bytes; `true` once the body (or as much as is kept) is complete.
+    mutating func take(_ buffer: inout ByteBuffer) -> Bool {
+        raw += buffer.readBytes(length: min(buffer.readableBytes, ClientUpgradeHandler.maxBody + 64)) ?? []
+        buffer.moveReaderIndex(to: buffer.writerIndex)
+        switch framing {
+        case .length(let length):
+            bytes = Array(raw.prefix(min(length, ClientUpgradeHandler.maxBody)))
+            return raw.count >= min(length, ClientUpgradeHandler.maxBody)
+        case .untilClose:
+            bytes = Array(raw.prefix(ClientUpgradeHandler.maxBody))
+            return raw.count >= ClientUpgradeHandler.maxBody
+        case .chunked:
+            let (decoded, finished) = Self.dechunk(raw)
+            bytes = Array(decoded.prefix(ClientUpgradeHandler.maxBody))
+            return finished || decoded.count >= ClientUpgradeHandler.maxBody
+        }
+    }
+
+    /// The data of the complete chunks in `raw` and whether the last chunk (size 0) was among them.
+    private static func dechunk(_ raw: [UInt8]) -> ([UInt8], Bool) {
+        var data: [UInt8] = []
+        var rest = raw[...]
+        while let lineEnd = rest.firstIndex(of: UInt8(ascii: "\n")) {
+            let sizeText = String(decoding: rest[..<lineEnd], as: UTF8.self)
+                .split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+            guard let size = Int(sizeText, radix: 16) else { return (data, true) }
+            if size == 0 { return (data, true) }
+            let start = rest.index(after: lineEnd)
+            guard rest.distance(from: start, to: rest.endIndex) >= size else {
+                data += rest[start...]
+                return (data, false)
+            }
+            data += rest[start..<(start + size)]
+            rest = rest[(start + size)...].drop { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }
+        }
+        return (data, false)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import HybridCore
+@testable import HybridRuntime
+import Testing
+
+/// The client's hand-written WebSocket upgrade (`ClientUpgradeHandler`) against a server whose
+/// answers are written by hand: the request it sends, every check on the 101 with its specific
+/// error, refusals with their bodies however they are framed, and frames right behind the 101.
+@Suite("WebSocket client upgrade")
+struct ClientUpgradeTests {
+    private static let path = "/cable/connect/000000/" + String(repeating: "AB", count: 16)
+
+    /// A 101 for `request` (the right Sec-WebSocket-Accept, `fido.cable` selected) with `headers` more.
+    private static func switching(_ request: String, headers: [String] = []) -> String {
+        let key = ScriptedHTTPServer.header("Sec-WebSocket-Key", in: request) ?? ""
+        let lines = [
+            "HTTP/1.1 101 Switching Protocols", "Upgrade: websocket", "Connection: Upgrade",
+            "Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: key))", "Sec-WebSocket-Protocol: fido.cable",
+        ] + headers
+        return lines.joined(separator: "\r\n") + "\r\n\r\n"
+    }
+
+    private func open(_ server: ScriptedHTTPServer, timeout: Duration = .seconds(3)) async throws -> WebSocketTunnel {
+        var options = WebSocketTunnel.Options()
+        options.closeTimeout = .milliseconds(100)  // the scripted server never answers a close frame
+        return try await WebSocketTunnel.open(url: "ws://127.0.0.1:\(server.port)" + Self.path, timeout: timeout, options: options)
+    }
+
+    @Test("Sec-WebSocket-Accept is RFC 6455's known answer")
+    func acceptKnownAnswer() {
+        // RFC 6455 §1.3.
+        #expect(WebSocketAccept.value(forKey: "dGhlIHNhbXBsZSBub25jZQ==") == "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=")
+    }
+
+    @Test("the request: GET, the caller's headers, then the upgrade headers with a fresh 16-byte key")
+    func request() async throws {
+        let server = try await ScriptedHTTPServer.start { Array(Self.switching($0).utf8) }
+        let first = try await open(server)
+        let second = try await open(server)
+        let heads = server.receivedRequests
+        #expect(heads.count == 2)
+        let lines = heads[0].components(separatedBy: "\r\n")
+        #expect(Array(lines.prefix(5)) == [
+            "GET \(Self.path) HTTP/1.1", "Host: 127.0.0.1:\(server.port)", "Origin: ws://127.0.0.1:\(server.port)",
+            "Sec-WebSocket-Protocol: fido.cable", "Content-Length: 0",
+        ])
+        #expect(Array(lines[5...6]) == ["Connection: upgrade", "Upgrade: websocket"])
+        let key = try #require(ScriptedHTTPServer.header("Sec-WebSocket-Key", in: heads[0]))
+        #expect(Data(base64Encoded: key)?.count == 16)
+        #expect(lines[8...] == ["Sec-WebSocket-Version: 13", "", ""])
+        #expect(ScriptedHTTPServer.header("Sec-WebSocket-Key", in: heads[1]) != key, "a fresh key per connection")
+        await first.close()
+        await second.close()
+        await server.stop()
+    }
+
+    @Test(
+        "a 101 that fails a check is .handshakeFailed naming it",
+        arguments: [
+            ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: AAAA\r\n\r\n", "wrong Sec-WebSocket-Accept (AAAA)"),
+            ("RIGHT_ACCEPT_TWICE", "wrong Sec-WebSocket-Accept"),
+            ("HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: AAAA\r\n\r\n", "does not upgrade to websocket (Upgrade: none)"),
+            ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "does not upgrade to websocket (Upgrade: h2c)"),
+            ("SSH-2.0-OpenSSH_9.2\r\n\r\n", "is not HTTP/1.x"),
+            ("HTTP/1.1 1O1 Switching\r\n\r\n", "is not HTTP/1.x"),
+            ("HTTP/1.1 101 Switching Protocols\r\nno colon here\r\n\r\n", "is not HTTP/1.x"),
+        ])
+    func badSwitch(response: String, reason: String) async throws {
+        let server = try await ScriptedHTTPServer.start { request in
+            guard response == "RIGHT_ACCEPT_TWICE" else { return Array(response.utf8) }
+            let key = ScriptedHTTPServer.header("Sec-WebSocket-Key", in: request) ?? ""
+            let accept = WebSocketAccept.value(forKey: key)
+            return Array(Self.switching(request, headers: ["Sec-WebSocket-Accept: \(accept)"]).utf8)
+        }
+        let error = await expectRuntimeError(.handshakeFailed) { _ = try await open(server) }
+        #expect(error?.reason.contains(reason) == true, "\(String(describing: error))")
+        await server.stop()
+    }
+
+    @Test("a response head over 16 KiB is .handshakeFailed at once")
+    func oversizedHead() async throws {
+        let server = try await ScriptedHTTPServer.start { _ in
+            Array(("HTTP/1.1 101 Switching Protocols\r\nX-Padding: " + String(repeating: "a", count: 17_000)).utf8)
+        }
+        let start = ContinuousClock.now
+        let error = await expectRuntimeError(.handshakeFailed) { _ = try await open(server, timeout: .seconds(5)) }
+        #expect(error?.reason == "the relay's response head is over 16384 bytes")
+        #expect(ContinuousClock.now - start < .seconds(2), "not only at the timeout")
+        await server.stop()
+    }
+
+    @Test("a connection closed before the response head is .handshakeFailed")
+    func closedEarly() async throws {
+        let server = try await ScriptedHTTPServer.start(closeAfter: true) { _ in Array("HTTP/1.1 101 Swi".utf8) }
+        let error = await expectRuntimeError(.handshakeFailed) { _ = try await open(server) }
+        #expect(error?.reason.contains("failed") == true, "\(String(describing: error))")
+        await server.stop()
+    }
+
+    @Test(
+        "a refusal is .upgradeRejected with its status and body's first line, however the body is framed",
+        arguments: [
+            // Content-Length, connection left open: the body's length ends it.
+            ("HTTP/1.1 503 Service Unavailable\r\nContent-Length: 25\r\n\r\nrelay is full\nsecond line", false, 503),
+            // Chunked, connection left open: the last chunk ends it.
+            ("HTTP/1.1 404 Not Found\r\nTransfer-Encoding: chunked\r\n\r\n6\r\nrelay \r\n7\r\nis full\r\n0\r\n\r\n", false, 404),
+            // Neither: the end of the connection ends it.
+            ("HTTP/1.0 410 Gone\r\n\r\nrelay is full", true, 410),
+        ])
+    func refusal(response: String, closeAfter: Bool, status: Int) async throws {
+        let server = try await ScriptedHTTPServer.start(closeAfter: closeAfter) { _ in Array(response.utf8) }
+        let start = ContinuousClock.now
+        let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server, timeout: .seconds(5)) }
+        #expect(ContinuousClock.now - start < .seconds(2), "complete when the body is, not at the open's timeout")
+        #expect(error?.httpStatus == status)
+        #expect(error?.reason.hasSuffix("(relay is full)") == true, "\(String(describing: error))")
+        await server.stop()
+    }
+
+    @Test("frames sent right behind the 101 (bare LF line ends, lower-case names) reach the tunnel in order")
+    func framesBehindTheSwitch() async throws {
+        let server = try await ScriptedHTTPServer.start { request in
+            let key = ScriptedHTTPServer.header("Sec-WebSocket-Key", in: request) ?? ""
+            let head = [
+                "HTTP/1.1 101 Switching Protocols", "upgrade: WebSocket", "connection: upgrade",
+                "sec-websocket-accept: \(WebSocketAccept.value(forKey: key))", "sec-websocket-protocol: fido.cable",
+                "x-cable-routing-id: 0a0b0c",
+            ].joined(separator: "\n") + "\n\n"
+            return Array(head.utf8) + [0x82, 0x02, 0x01, 0x02] + [0x82, 0x01, 0x03]
+        }
+        let tunnel = try await open(server)
+        #expect(tunnel.routingID == [0x0A, 0x0B, 0x0C])
+        #expect(try await tunnel.receive(timeout: .seconds(2)) == [1, 2])
+        #expect(try await tunnel.receive(timeout: .seconds(2)) == [3])
+        await tunnel.close()
+        await server.stop()
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import NIOCore
+import NIOPosix
+import Synchronization
+
+/// A server that answers every connection's request head with bytes a test writes by hand (any
+/// 101 or refusal, right or wrong), for the client's upgrade checks. It records the request heads.
+final class ScriptedHTTPServer: Sendable {
+    private let channel: Channel
+    private let requests: RequestLog
+
+    /// The bound port.
+    let port: Int
+
+    private init(channel: Channel, requests: RequestLog) {
+        self.channel = channel
+        self.requests = requests
+        self.port = channel.localAddress?.port ?? 0
+    }
+
+    /// Starts a server on 127.0.0.1 that answers a request head with `respond(head)` and then
+    /// closes the connection if `closeAfter`.
+    static func start(closeAfter: Bool = false, _ respond: @escaping @Sendable (String) -> [UInt8]) async throws
+        -> ScriptedHTTPServer
+    {
+        let requests = RequestLog()
+        let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .childChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = ScriptedResponder(requests: requests, closeAfter: closeAfter, respond: respond)
+                    try channel.pipeline.syncOperations.addHandler(handler)
+                }
+            }
+        let channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
+        return ScriptedHTTPServer(channel: channel, requests: requests)
+    }
+
+    /// The request heads received so far (up to and including the blank line).
+    var receivedRequests: [String] { requests.heads.withLock { $0 } }
+
+    func stop() async {
+        try? await channel.close().get()
+    }
+
+    /// The value of header `name` (case-insensitive) in a request head.
+    static func header(_ name: String, in head: String) -> String? {
+        for line in head.components(separatedBy: "\r\n") {
+            let parts = line.split(separator: ":", maxSplits: 1)
+            if parts.count == 2, parts[0].lowercased() == name.lowercased() {
+                return parts[1].trimmingCharacters(in: .whitespaces)
+            }
+        }
+        return nil
+    }
+}
+
+private final class RequestLog: Sendable {
+    let heads = Mutex<[String]>([])
+}
+
+private final class ScriptedResponder: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let requests: RequestLog
+    private let closeAfter: Bool
+    private let respond: @Sendable (String) -> [UInt8]
+    private var received: [UInt8] = []
+    private var answered = false
+
+    init(requests: RequestLog, closeAfter: Bool, respond: @escaping @Sendable (String) -> [UInt8]) {
+        self.requests = requests
+        self.closeAfter = closeAfter
+        self.respond = respond
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered else { return }
+        received += unwrapInboundIn(data).readableBytesView
+        let text = String(decoding: received, as: UTF8.self)
+        guard let end = text.range(of: "\r\n\r\n") else { return }
+        answered = true
+        let head = String(text[..<end.upperBound])
+        requests.heads.withLock { $0.append(head) }
+        let channel = context.channel
+        let closeAfter = self.closeAfter
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: respond(head)))).whenComplete { _ in
+            if closeAfter { channel.close(promise: nil) }
+        }
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+}
