@@ -1,4 +1,5 @@
 import HybridCore
+import NIOPosix
 @testable import HybridRuntime
 import Testing
 
@@ -115,7 +116,14 @@ struct RelayRequestBoundaryTests {
 
     @Test("a request line that stops half-way is rechecked with back-off, not in a spin; finished later it is routed")
     func dribbledRequestLine() async throws {
-        try await withRelay { relay, endpoint in
+        // Two loops of its own, so the relay has two shards and routes with the dispatcher thread
+        // whatever the machine's core count (one shard accepts on its loop, without a dispatcher).
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        var configuration = RelayConfiguration()
+        configuration.eventLoops = 2
+        let relay = TunnelRelay(configuration: configuration, group: group)
+        let endpoint = try await relay.start()
+        do {
             let tunnelPath = TunnelServicePath.new(tunnelID: randomTunnelID()).path
             let request = RawConnection.upgradeRequest(path: tunnelPath)
             let split = request.index(request.startIndex, offsetBy: 12)  // "GET /cable/n": not routable yet
@@ -132,7 +140,11 @@ struct RelayRequestBoundaryTests {
             #expect(RawConnection.status(of: await raw.readResponseHead()) == 101)
             await raw.close()
             #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
+        } catch {
+            Issue.record(error)
         }
+        await relay.shutdown()
+        try await group.shutdownGracefully()
     }
 
     @Test("bytes held behind a waiting contact request beyond their bound close the connection at once")
