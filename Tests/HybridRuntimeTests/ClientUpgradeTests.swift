@@ -1,5 +1,7 @@
 import Foundation
 import HybridCore
+import NIOCore
+import NIOEmbedded
 @testable import HybridRuntime
 import Testing
 
@@ -115,6 +117,51 @@ struct ClientUpgradeTests {
         #expect(error?.httpStatus == status)
         #expect(error?.reason.hasSuffix("(relay is full)") == true, "\(String(describing: error))")
         await server.stop()
+    }
+
+    @Test(
+        "a hostile refusal (negative lengths, a chunk line that never ends) is a refusal, not a crash or a hang",
+        arguments: [
+            "HTTP/1.1 503 Service Unavailable\r\nContent-Length: -1\r\n\r\nrelay is full",
+            "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n-1\r\nrelay is full\r\n",
+            "HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n5;" + String(repeating: "x", count: 40_000),
+        ])
+    func hostileRefusal(response: String) async throws {
+        let server = try await ScriptedHTTPServer.start(closeAfter: false) { _ in Array(response.utf8) }
+        let start = ContinuousClock.now
+        let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server, timeout: .seconds(5)) }
+        #expect(ContinuousClock.now - start < .seconds(2), "complete without waiting for the open's timeout")
+        #expect(error?.httpStatus == 503)
+        await server.stop()
+    }
+
+    @Test("an interim response (100 Continue) before the 101 is skipped, as NIO's decoder did")
+    func interimResponse() async throws {
+        let server = try await ScriptedHTTPServer.start { request in
+            Array(("HTTP/1.1 100 Continue\r\n\r\n" + Self.switching(request)).utf8)
+        }
+        let tunnel = try await open(server)
+        await tunnel.close()
+        await server.stop()
+    }
+
+    @Test("a path or header with CR, LF or NUL is not sent: .handshakeFailed before any byte goes out")
+    func headerInjection() throws {
+        for (path, headers) in [("/cable/new/AB\r\nX-Injected: 1", [("Host", "h")]), ("/ok", [("Origin", "ws://h\n")])] {
+            let channel = EmbeddedChannel()
+            let promise = channel.eventLoop.makePromise(of: ClientUpgradeOutcome.self)
+            let handler = ClientUpgradeHandler(
+                path: path, headers: headers, promise: promise,
+                install: { _, _ in throw RuntimeError(.handshakeFailed, "must not be reached") })
+            try channel.pipeline.syncOperations.addHandler(handler)
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
+            #expect(try channel.readOutbound(as: ByteBuffer.self) == nil, "nothing written for \(path)")
+            var failure: RuntimeError?
+            promise.futureResult.whenFailure { failure = $0 as? RuntimeError }
+            #expect(failure?.code == .handshakeFailed)
+            #expect(failure?.reason.contains("CR, LF or NUL") == true)
+            _ = try? channel.finish()
+        }
     }
 
     @Test("frames sent right behind the 101 (bare LF line ends, lower-case names) reach the tunnel in order")

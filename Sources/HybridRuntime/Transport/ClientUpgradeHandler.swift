@@ -48,6 +48,8 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
     private var received: ByteBuffer?
     private var state = State.awaitingHead
     private var requestSent = false
+    /// Why the request cannot be sent (a CR, LF or NUL in the path or a header), if so.
+    private let requestError: String?
 
     /// A handler that asks for `path` with `headers` (the caller's: `Host`, `Origin`, …); `install`
     /// runs on a 101 that passed the checks and sets up the WebSocket pipeline.
@@ -56,6 +58,10 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         promise: EventLoopPromise<ClientUpgradeOutcome>,
         install: @escaping (Channel, HTTPResponseHead) throws -> ClientUpgradeOutcome
     ) {
+        let forbidden: Set<UInt8> = [0, UInt8(ascii: "\r"), UInt8(ascii: "\n")]
+        let fields = [path] + headers.flatMap { [$0.0, $0.1] }
+        requestError = fields.contains { $0.utf8.contains(where: forbidden.contains) }
+            ? "the WebSocket request's path or a header contains CR, LF or NUL" : nil
         var text = "GET \(path) HTTP/1.1\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
         // What NIO's upgrade handlers added, in their order.
@@ -88,6 +94,7 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
     private func sendRequest(context: ChannelHandlerContext) {
         guard !requestSent else { return }
         requestSent = true
+        if let requestError { return fail(context, requestError) }
         context.writeAndFlush(wrapOutboundOut(request), promise: nil)
     }
 
@@ -151,6 +158,11 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         received = nil
         guard let head = Self.parseHead(headBytes) else {
             return fail(context, "the relay's response is not HTTP/1.x")
+        }
+        if head.status.code / 100 == 1, head.status != .switchingProtocols {
+            // An interim response (100 Continue, 103 Early Hints): the real one follows (RFC 9110 §15.2).
+            if buffer.readableBytes > 0 { received = buffer }
+            return readHead(context: context)
         }
         guard head.status == .switchingProtocols else {
             var body = RefusalBody(headers: head.headers)
@@ -250,6 +262,9 @@ struct RefusalBody {
         case untilClose
     }
 
+    /// The most of a refusal's raw body (with chunk framing) read.
+    static let maxRaw = 16 * 1024
+
     private var framing: Framing
     private var raw: [UInt8] = []
     private(set) var bytes: [UInt8] = []
@@ -257,8 +272,11 @@ struct RefusalBody {
     init(headers: HTTPHeaders) {
         if headers["Transfer-Encoding"].contains(where: { $0.lowercased().contains("chunked") }) {
             framing = .chunked
-        } else if let length = headers["Content-Length"].first.flatMap({ Int($0) }) {
-            framing = .length(length)
+        } else if let text = headers["Content-Length"].first {
+            // Unsigned: "-1" is not a length (it would make the prefix below trap). A length that is
+            // not a number leaves the body's end unknown (RFC 9112 §6.3): the refusal is taken
+            // without its body instead of waiting for the connection to end.
+            framing = .length(UInt(text).map { Int(clamping: $0) } ?? 0)
         } else {
             framing = .untilClose
         }
@@ -266,20 +284,24 @@ struct RefusalBody {
 
     /// Takes `buffer`'s bytes; `true` once the body (or as much as is kept) is complete.
     mutating func take(_ buffer: inout ByteBuffer) -> Bool {
-        raw += buffer.readBytes(length: min(buffer.readableBytes, ClientUpgradeHandler.maxBody + 64)) ?? []
+        // Everything that fits under the bound, so chunk framing stays aligned; at the bound the body
+        // is as complete as it will be (a chunk line that never ends cannot hold the connection).
+        raw += buffer.readBytes(length: min(buffer.readableBytes, Self.maxRaw - raw.count)) ?? []
         buffer.moveReaderIndex(to: buffer.writerIndex)
+        let complete: Bool
         switch framing {
         case .length(let length):
             bytes = Array(raw.prefix(min(length, ClientUpgradeHandler.maxBody)))
-            return raw.count >= min(length, ClientUpgradeHandler.maxBody)
+            complete = raw.count >= min(length, ClientUpgradeHandler.maxBody)
         case .untilClose:
             bytes = Array(raw.prefix(ClientUpgradeHandler.maxBody))
-            return raw.count >= ClientUpgradeHandler.maxBody
+            complete = raw.count >= ClientUpgradeHandler.maxBody
         case .chunked:
             let (decoded, finished) = Self.dechunk(raw)
             bytes = Array(decoded.prefix(ClientUpgradeHandler.maxBody))
-            return finished || decoded.count >= ClientUpgradeHandler.maxBody
+            complete = finished || decoded.count >= ClientUpgradeHandler.maxBody
         }
+        return complete || raw.count >= Self.maxRaw
     }
 
     /// The data of the complete chunks in `raw` and whether the last chunk (size 0) was among them.
@@ -289,7 +311,8 @@ struct RefusalBody {
         while let lineEnd = rest.firstIndex(of: UInt8(ascii: "\n")) {
             let sizeText = String(decoding: rest[..<lineEnd], as: UTF8.self)
                 .split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
-            guard let size = Int(sizeText, radix: 16) else { return (data, true) }
+            // Unsigned: a "-1" size would make the range below trap.
+            guard let unsigned = UInt(sizeText, radix: 16), let size = Int(exactly: unsigned) else { return (data, true) }
             if size == 0 { return (data, true) }
             let start = rest.index(after: lineEnd)
             guard rest.distance(from: start, to: rest.endIndex) >= size else {
