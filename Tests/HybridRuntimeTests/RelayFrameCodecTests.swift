@@ -150,6 +150,16 @@ struct RelayFrameCodecTests {
         var wire = try ByteBuffer(bytes: Self.wire([Self.frame(.binary, payload, true, [5, 6, 7, 8], false)]))
         let read = try #require(try RelayFrameReader.next(from: &wire, maxFrameSize: 1 << 20, allocator: ByteBufferAllocator()))
         #expect(read.payload.readerIndex == RelayFrameWriter.headroom)
+        // Forwarded whole, the read payload is framed in place, though `read` still holds it: the
+        // frame starts in the same storage, the header's length before the payload.
+        let inPlace = RelayFrameWriter.frame(opcode: .binary, payload: read.payload, allocator: ByteBufferAllocator())
+        let payloadStart = read.payload.withUnsafeReadableBytes { $0.baseAddress! }
+        let frameStart = inPlace.withUnsafeReadableBytes { $0.baseAddress! }
+        #expect(frameStart == payloadStart - RelayFrameWriter.headerLength(payload: length))
+        // Another opcode (a pong for a ping) cannot use that header: a new buffer.
+        let other = RelayFrameWriter.frame(opcode: .text, payload: read.payload, allocator: ByteBufferAllocator())
+        #expect(other.withUnsafeReadableBytes { $0.baseAddress! } != frameStart)
+        #expect(try Self.decoded(other).first?.opcode == .text)
         for input in [read.payload, ByteBuffer(bytes: payload)] {
             let frame = RelayFrameWriter.frame(opcode: .binary, payload: input, allocator: ByteBufferAllocator())
             #expect(frame.readableBytes == RelayFrameWriter.headerLength(payload: length) + length)

@@ -13,9 +13,10 @@ struct ClientFrame {
     var masked: Bool
     /// Whether RSV1, RSV2 or RSV3 was set.
     var reservedBits: Bool
-    /// The unmasked payload. For a data frame the buffer has ``RelayFrameWriter/headroom`` free bytes
-    /// in front of its reader index, so the relay can write the outgoing frame's header there
-    /// (``RelayFrameWriter/frame(opcode:payload:allocator:)``) instead of copying the payload again.
+    /// The unmasked payload. In front of its reader index the buffer holds the header of the frame
+    /// the relay would send with these bytes (final, unmasked, same opcode), so forwarding the
+    /// message whole is the same buffer with its reader index moved back
+    /// (``RelayFrameWriter/frame(opcode:payload:allocator:)``), not a copy.
     var payload: ByteBuffer
 
     init(fin: Bool, opcode: WebSocketOpcode, masked: Bool = true, reservedBits: Bool = false, payload: ByteBuffer) {
@@ -59,7 +60,10 @@ struct RelayFrameReader {
     ) throws {
         guard !failed else { return }
         var input = input
+        let continuing = partial != nil
         if var held = partial {
+            // Appended in place (the held buffer is ours alone and grows by doubling), so a frame
+            // that arrives a few bytes per read costs linear, not quadratic, copying.
             partial = nil
             held.writeBuffer(&input)
             input = held
@@ -72,7 +76,12 @@ struct RelayFrameReader {
             failed = true
             throw error
         }
-        if input.readableBytes > 0 {
+        guard input.readableBytes > 0 else { return }
+        if continuing {
+            input.discardReadBytes()
+            partial = input
+        } else {
+            // A slice of the read's buffer, which may be large: keep a copy of just these bytes.
             var rest = allocator.buffer(capacity: input.readableBytes)
             rest.writeBuffer(&input)
             partial = rest
@@ -118,7 +127,7 @@ struct RelayFrameReader {
         }
         guard buffer.readableBytes >= headerLength + length else { return nil }
         let payloadStart = start + headerLength
-        let payload = unmasked(buffer, at: payloadStart, length: length, key: key, allocator: allocator)
+        let payload = unmasked(buffer, at: payloadStart, length: length, key: key, opcode: opcode, allocator: allocator)
         buffer.moveReaderIndex(to: payloadStart + length)
         return ClientFrame(fin: fin, opcode: opcode, masked: masked, reservedBits: first & 0x70 != 0, payload: payload)
     }
@@ -132,16 +141,20 @@ struct RelayFrameReader {
         }
     }
 
-    /// The payload's bytes unmasked, in a new buffer with ``RelayFrameWriter/headroom`` free bytes
-    /// in front (one allocation and one pass over the bytes; the connection's read buffer is not
-    /// kept).
+    /// The payload's bytes unmasked, in a new buffer with ``RelayFrameWriter/headroom`` bytes in
+    /// front that end with the outgoing frame's header (one allocation and one pass over the bytes;
+    /// the connection's read buffer is not kept).
     private static func unmasked(
-        _ buffer: ByteBuffer, at index: Int, length: Int, key: (UInt8, UInt8, UInt8, UInt8)?, allocator: ByteBufferAllocator
+        _ buffer: ByteBuffer, at index: Int, length: Int, key: (UInt8, UInt8, UInt8, UInt8)?, opcode: WebSocketOpcode,
+        allocator: ByteBufferAllocator
     ) -> ByteBuffer {
         let headroom = RelayFrameWriter.headroom
         var out = allocator.buffer(capacity: headroom + length)
         out.moveWriterIndex(forwardBy: headroom)
         out.moveReaderIndex(forwardBy: headroom)
+        // The relay's own frame header for these bytes, already in front of them: forwarding the
+        // message whole then needs no copy (``RelayFrameWriter/frame(opcode:payload:allocator:)``).
+        RelayFrameWriter.setHeader(in: &out, before: headroom, opcode: opcode, length: length)
         guard length > 0 else { return out }
         buffer.withUnsafeReadableBytes { source in
             let offset = index - buffer.readerIndex
@@ -173,34 +186,63 @@ enum RelayFrameWriter {
         length < 126 ? 2 : length <= Int(UInt16.max) ? 4 : 10
     }
 
-    /// A final frame of `opcode` carrying `payload`. When `payload` has room in front of its reader
-    /// index (``RelayFrameReader`` leaves ``headroom`` bytes), the header is written there and the
-    /// payload is not copied; otherwise header and payload go into a new buffer.
+    /// A final frame of `opcode` carrying `payload`. When the bytes in front of `payload`'s reader
+    /// index already are that frame's header (``RelayFrameReader`` writes it there for every frame
+    /// it reads), the frame is `payload` with its reader index moved back: no copy, and no write
+    /// into a buffer others may share. Otherwise (a joined, rewritten or control message) header
+    /// and payload go into a new buffer.
     static func frame(opcode: WebSocketOpcode, payload: ByteBuffer, allocator: ByteBufferAllocator) -> ByteBuffer {
         let length = payload.readableBytes
         let headerLength = headerLength(payload: length)
-        var frame: ByteBuffer
-        if payload.readerIndex >= headerLength {
-            frame = payload
+        if payload.readerIndex >= headerLength,
+            hasHeader(payload, at: payload.readerIndex - headerLength, opcode: opcode, length: length)
+        {
+            var frame = payload
             frame.moveReaderIndex(to: payload.readerIndex - headerLength)
-        } else {
-            frame = allocator.buffer(capacity: headerLength + length)
-            frame.moveWriterIndex(forwardBy: headerLength)
-            var copy = payload
-            frame.writeBuffer(&copy)
+            return frame
         }
-        let at = frame.readerIndex
-        frame.setInteger(0x80 | UInt8(webSocketOpcode: opcode), at: at)
-        switch headerLength {
-        case 2:
-            frame.setInteger(UInt8(length), at: at + 1)
-        case 4:
-            frame.setInteger(UInt8(126), at: at + 1)
-            frame.setInteger(UInt16(length), at: at + 2)
-        default:
-            frame.setInteger(UInt8(127), at: at + 1)
-            frame.setInteger(UInt64(length), at: at + 2)
-        }
+        var frame = allocator.buffer(capacity: headerLength + length)
+        frame.moveWriterIndex(forwardBy: headerLength)
+        setHeader(in: &frame, before: headerLength, opcode: opcode, length: length)
+        frame.moveReaderIndex(to: 0)
+        var copy = payload
+        frame.writeBuffer(&copy)
         return frame
+    }
+
+    /// Writes the header of a final, unmasked frame of `opcode` and `length` bytes so that it ends
+    /// at index `end` of `buffer`.
+    static func setHeader(in buffer: inout ByteBuffer, before end: Int, opcode: WebSocketOpcode, length: Int) {
+        let at = end - headerLength(payload: length)
+        buffer.setInteger(0x80 | UInt8(webSocketOpcode: opcode), at: at)
+        switch headerLength(payload: length) {
+        case 2:
+            buffer.setInteger(UInt8(length), at: at + 1)
+        case 4:
+            buffer.setInteger(UInt8(126), at: at + 1)
+            buffer.setInteger(UInt16(length), at: at + 2)
+        default:
+            buffer.setInteger(UInt8(127), at: at + 1)
+            buffer.setInteger(UInt64(length), at: at + 2)
+        }
+    }
+
+    /// Whether the bytes of `buffer` from `at` are the header of a final, unmasked frame of
+    /// `opcode` and `length` bytes (read only).
+    private static func hasHeader(_ buffer: ByteBuffer, at: Int, opcode: WebSocketOpcode, length: Int) -> Bool {
+        // ByteBuffer reads only readable bytes: a view whose reader index is at the header.
+        var buffer = buffer
+        buffer.moveReaderIndex(to: at)
+        guard buffer.getInteger(at: at, as: UInt8.self) == 0x80 | UInt8(webSocketOpcode: opcode) else { return false }
+        switch headerLength(payload: length) {
+        case 2:
+            return buffer.getInteger(at: at + 1, as: UInt8.self) == UInt8(length)
+        case 4:
+            return buffer.getInteger(at: at + 1, as: UInt8.self) == 126
+                && buffer.getInteger(at: at + 2, as: UInt16.self) == UInt16(length)
+        default:
+            return buffer.getInteger(at: at + 1, as: UInt8.self) == 127
+                && buffer.getInteger(at: at + 2, as: UInt64.self) == UInt64(length)
+        }
     }
 }
