@@ -7,14 +7,14 @@ extension HTTPHeaders {
     /// (the relay reads four such headers per request). `body` returns `false` to stop.
     func forEachToken(named name: String, _ body: (Substring) -> Bool) {
         for (field, value) in self where Self.sameName(field, name) {
+            // As NIO: split on commas dropping empty pieces, then trim each (a piece of only
+            // whitespace stays, as an empty element).
             guard value.utf8.contains(UInt8(ascii: ",")) else {
-                let token = Self.trimmed(value[...])
-                if !token.isEmpty, !body(token) { return }
+                if !value.isEmpty, !body(Self.trimmed(value[...])) { return }
                 continue
             }
-            for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-                let token = Self.trimmed(element)
-                if !token.isEmpty, !body(token) { return }
+            for element in value.split(separator: ",") {
+                if !body(Self.trimmed(element)) { return }
             }
         }
     }
