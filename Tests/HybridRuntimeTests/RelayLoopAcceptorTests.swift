@@ -59,11 +59,8 @@ struct RelayLoopAcceptorTests {
             #expect(relay.dispatcherPeekCount == 0, "no thread peeked at the requests")
             #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
         }
-        // A machine with one core has one loop in the singleton group: only then is there one shard.
-        if Array(MultiThreadedEventLoopGroup.singleton.makeIterator()).count >= 2 {
-            try await withRelay(configuration(shards: 2)) { relay, _ in
-                #expect(relay.acceptsThroughDispatcher == true)
-            }
+        try await withRelay(configuration(shards: 2), group: twoLoopGroup) { relay, _ in
+            #expect(relay.acceptsThroughDispatcher == true)
         }
         #expect(TunnelRelay().acceptsThroughDispatcher == nil, "not running")
     }
@@ -72,7 +69,7 @@ struct RelayLoopAcceptorTests {
     func connectionCap(shards: Int) async throws {
         var configuration = configuration(shards: shards)
         configuration.maxConnections = 3
-        try await withRelay(configuration) { relay, endpoint in
+        try await withRelay(configuration, group: twoLoopGroup) { relay, endpoint in
             var held: [HostileConnection] = []
             for _ in 0..<3 { held.append(try await connect(endpoint)) }
             #expect(await eventually { relay.statistics.openConnections == 3 })
@@ -95,7 +92,7 @@ struct RelayLoopAcceptorTests {
     func pendingUpgradeCap(shards: Int) async throws {
         var configuration = configuration(shards: shards)
         configuration.maxPendingUpgrades = 2
-        try await withRelay(configuration) { relay, endpoint in
+        try await withRelay(configuration, group: twoLoopGroup) { relay, endpoint in
             let silent = [try await connect(endpoint), try await connect(endpoint)]
             #expect(await eventually { relay.statistics.openConnections == 2 })
 
@@ -117,7 +114,7 @@ struct RelayLoopAcceptorTests {
     func perSourceCap(shards: Int) async throws {
         var configuration = configuration(shards: shards)
         configuration.maxConnectionsPerSource = 2
-        try await withRelay(configuration) { relay, endpoint in
+        try await withRelay(configuration, group: twoLoopGroup) { relay, endpoint in
             let held = [try await connect(endpoint, from: "127.0.0.2"), try await connect(endpoint, from: "127.0.0.2")]
             #expect(await eventually { relay.statistics.openConnections == 2 })
 
@@ -137,7 +134,7 @@ struct RelayLoopAcceptorTests {
         var configuration = configuration(shards: shards)
         configuration.upgradeTimeout = .milliseconds(200)
         configuration.maxPendingUpgrades = 1
-        try await withRelay(configuration) { relay, endpoint in
+        try await withRelay(configuration, group: twoLoopGroup) { relay, endpoint in
             let silent = try await connect(endpoint)
             let start = ContinuousClock.now
             let ended = await silent.wait(timeout: .seconds(3))

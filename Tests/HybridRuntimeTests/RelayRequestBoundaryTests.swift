@@ -1,5 +1,7 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HybridCore
-import NIOPosix
 @testable import HybridRuntime
 import Testing
 
@@ -75,6 +77,34 @@ struct RelayRequestBoundaryTests {
         }
     }
 
+    @Test("a joiner that sends its request and a frame and then half-closes still has the frame relayed")
+    func frameThenEndOfStream() async throws {
+        try await withRelay { _, endpoint in
+            let tunnelID = randomTunnelID()
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path, timeout: .seconds(5))
+            let routingID = try #require(phone.routingID)
+            let path = TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path
+            let bytes = Array(RawConnection.upgradeRequest(path: path).utf8) + RawConnection.frame(opcode: 0x2, payload: [4, 5, 6])
+            // A plain socket: request, frame and FIN leave together.
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            #expect(fd >= 0)
+            defer { close(fd) }
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = in_port_t(UInt16(endpoint.port).bigEndian)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(connected == 0)
+            #expect(bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == bytes.count)
+            #expect(shutdown(fd, Int32(SHUT_WR)) == 0)
+            #expect(try await phone.receive(timeout: .seconds(2)) == [4, 5, 6])
+            await phone.close()
+        }
+    }
+
     @Test("a frame sent in the same write as the connect request reaches the tunnel's creator", arguments: [true, false])
     func eagerFrame(withConnectionHeader: Bool) async throws {
         try await withRelay { relay, endpoint in
@@ -118,12 +148,9 @@ struct RelayRequestBoundaryTests {
     func dribbledRequestLine() async throws {
         // Two loops of its own, so the relay has two shards and routes with the dispatcher thread
         // whatever the machine's core count (one shard accepts on its loop, without a dispatcher).
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
         var configuration = RelayConfiguration()
         configuration.eventLoops = 2
-        let relay = TunnelRelay(configuration: configuration, group: group)
-        let endpoint = try await relay.start()
-        do {
+        try await withRelay(configuration, group: twoLoopGroup) { relay, endpoint in
             let tunnelPath = TunnelServicePath.new(tunnelID: randomTunnelID()).path
             let request = RawConnection.upgradeRequest(path: tunnelPath)
             let split = request.index(request.startIndex, offsetBy: 12)  // "GET /cable/n": not routable yet
@@ -140,11 +167,7 @@ struct RelayRequestBoundaryTests {
             #expect(RawConnection.status(of: await raw.readResponseHead()) == 101)
             await raw.close()
             #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
-        } catch {
-            Issue.record(error)
         }
-        await relay.shutdown()
-        try await group.shutdownGracefully()
     }
 
     @Test("bytes held behind a waiting contact request beyond their bound close the connection at once")

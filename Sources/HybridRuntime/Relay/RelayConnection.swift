@@ -267,7 +267,9 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
         guard connection.requestComplete else {
             return try parser.decodeLast(context: context, buffer: &buffer, seenEOF: seenEOF)
         }
-        if buffer.readableBytes > 0 && !seenEOF {
+        // At EOF the bytes still go on once the connection is upgraded: the WebSocket side is next
+        // and sees them before the connection's end (a client may send its message and half-close).
+        if buffer.readableBytes > 0 && (!seenEOF || connection.isUpgraded) {
             let rest = buffer.readSlice(length: buffer.readableBytes)!
             context.fireChannelRead(NIOAny(rest))
         }

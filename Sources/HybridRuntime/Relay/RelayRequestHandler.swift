@@ -191,6 +191,8 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         } else if connection.requestComplete {
             return
         } else if error is HTTPParserError {
+            // NIO's decoder may report one bad request twice (its own error, then the parse's).
+            guard !answered else { return }
             registry.recordRejected(RelayRejection(status: .badRequest, reason: "malformed request"))
             answer(Self.malformedResponse, context: context)
         } else {

@@ -1,15 +1,23 @@
 import Foundation
 import HybridCore
 import HybridRuntime
+import NIOCore
+import NIOPosix
 import Synchronization
 import Testing
 
 /// Starts a relay on an ephemeral loopback port, runs `body`, and always shuts the relay down.
+/// Two event loops whatever the machine's core count, for tests that need a relay with two shards
+/// (and so the dispatcher thread): the singleton group has one loop on a one-core machine. Shared by
+/// the tests, never shut down.
+let twoLoopGroup = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+
 func withRelay<T>(
     _ configuration: RelayConfiguration = RelayConfiguration(),
+    group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
     _ body: (TunnelRelay, RelayEndpoint) async throws -> T
 ) async throws -> T {
-    let relay = TunnelRelay(configuration: configuration)
+    let relay = TunnelRelay(configuration: configuration, group: group)
     let endpoint = try await relay.start()
     do {
         let result = try await body(relay, endpoint)
