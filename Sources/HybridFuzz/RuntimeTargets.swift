@@ -2,7 +2,34 @@ import HybridRuntime
 
 /// The relay's request handling and the proximity stub's datagram.
 enum RuntimeTargets {
-    static let all = [relayRequest, relayRoute, proximityDatagram]
+    static let all = [relayRequest, relayRoute, proximityDatagram, clientUpgrade]
+
+    /// A relay's answer to the client's upgrade request (``ClientUpgradeProbe``).
+    static let clientUpgrade = FuzzTarget(
+        "client-upgrade",
+        "the client's WebSocket upgrade: a relay's response head, the 101's checks and refusal bodies (EmbeddedChannel); always resolved once the connection ends, a 101 accepted only with the right Sec-WebSocket-Accept",
+        seeds: {
+            [
+                Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\nSec-WebSocket-Protocol: fido.cable\r\nX-caBLE-Routing-ID: 0A0B0C\r\n\r\n".utf8),
+                Array("HTTP/1.1 404 Not Found\r\nContent-Length: 16\r\n\r\nno such endpoint".utf8),
+                Array("HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n4\r\nfull\r\n0\r\n\r\n".utf8),
+                Array("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.0 410 Gone\r\n\r\ngone".utf8),
+            ]
+        }
+    ) { input in
+        switch ClientUpgradeProbe.run(input) {
+        case .unresolved:
+            return .violation("the client still waited after the connection ended: \(input.fuzzHex)")
+        case .upgraded:
+            let text = String(decoding: input, as: UTF8.self)
+            return FuzzTarget.check(
+                text.contains("s3pPLMBiTxaQ9kYGzzhZRbK+xOo="), "upgraded without the right Sec-WebSocket-Accept: \(input.fuzzHex)")
+        case .rejected:
+            return .rejected
+        case .failed:
+            return .rejected
+        }
+    }
 
     /// A valid upgrade request for `path`, as a tunnel client sends it.
     static func upgradeRequest(_ path: String, extra: [String] = []) -> [UInt8] {
