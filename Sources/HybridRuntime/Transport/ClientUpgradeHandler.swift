@@ -220,6 +220,16 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         return nil
     }
 
+    /// RFC 9110 §5.6.2 `tchar`: the bytes a header field name may have.
+    static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return Array("!#$%&'*+-.^_`|~".utf8).contains(byte)
+        }
+    }
+
     /// The status line and header fields of a response head, or `nil` when it is not `HTTP/1.x`
     /// with a three-digit status and `name: value` fields. Parsed on the bytes (a `String` would
     /// see CR LF as one character, and Foundation's trimming is slow).
@@ -238,7 +248,11 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         else { return nil }
         var headers = HTTPHeaders()
         for line in lines.dropFirst() {
-            guard let split = line.firstIndex(of: colon), split != line.startIndex else { return nil }
+            // A field name is a token (RFC 9110 §5.1): anything else (a non-ASCII byte trapped in
+            // NIO's HTTPHeaders, found by fuzzing) means the answer is not HTTP.
+            guard let split = line.firstIndex(of: colon), split != line.startIndex,
+                line[..<split].allSatisfy(Self.isTokenByte)
+            else { return nil }
             let value = line[(split + 1)...].drop { $0 == space || $0 == tab }
             let trimmed = value.reversed().drop { $0 == space || $0 == tab }.count
             headers.add(
