@@ -48,8 +48,8 @@ package enum ClientUpgradeProbe {
         } catch {
             // A handler error closes the channel; the promise says what happened.
         }
-        _ = try? channel.close().wait()
-        _ = try? channel.finish()
+        while (try? channel.readOutbound(as: ByteBuffer.self)) != nil {}  // the request it wrote
+        _ = try? channel.finish(acceptAlreadyClosed: true)
         return result
     }
 }
