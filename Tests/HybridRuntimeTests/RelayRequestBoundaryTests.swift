@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import HybridCore
 @testable import HybridRuntime
 import Testing
@@ -80,26 +77,13 @@ struct RelayRequestBoundaryTests {
     @Test("a joiner that sends its request and a frame and then half-closes still has the frame relayed")
     func frameThenEndOfStream() async throws {
         try await withRelay { _, endpoint in
-            let tunnelID = randomTunnelID()
-            let phone = try await WebSocketTunnel.open(
-                url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path, timeout: .seconds(5))
-            let routingID = try #require(phone.routingID)
-            let path = TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path
+            let (phone, _, path) = try await openCreator(endpoint)
             let bytes = Array(RawConnection.upgradeRequest(path: path).utf8) + RawConnection.frame(opcode: 0x2, payload: [4, 5, 6])
-            // A plain socket: request, frame and FIN leave together.
-            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            #expect(fd >= 0)
-            defer { close(fd) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(endpoint.port).bigEndian)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            }
-            #expect(connected == 0)
-            #expect(bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == bytes.count)
-            #expect(shutdown(fd, Int32(SHUT_WR)) == 0)
+            // A plain blocking socket: request, frame and FIN leave together.
+            let socket = try StalledSocket(port: endpoint.port)
+            defer { socket.close() }
+            #expect(socket.send(bytes))
+            #expect(socket.shutdownWrite())
             #expect(try await phone.receive(timeout: .seconds(2)) == [4, 5, 6])
             await phone.close()
         }
@@ -108,11 +92,7 @@ struct RelayRequestBoundaryTests {
     @Test("a frame sent in the same write as the connect request reaches the tunnel's creator", arguments: [true, false])
     func eagerFrame(withConnectionHeader: Bool) async throws {
         try await withRelay { relay, endpoint in
-            let tunnelID = randomTunnelID()
-            let phone = try await WebSocketTunnel.open(
-                url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path, timeout: .seconds(5))
-            let routingID = try #require(phone.routingID)
-            let path = TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path
+            let (phone, _, path) = try await openCreator(endpoint)
             let request = withConnectionHeader
                 ? RawConnection.upgradeRequest(path: path) : Self.upgradeWithoutConnectionHeader(path: path)
             let raw = try await RawConnection.connect(port: endpoint.port)

@@ -53,8 +53,11 @@ struct TunnelEnds {
     }
 }
 
-/// Opens `/cable/new` then `/cable/connect` for a fresh tunnel ID.
-func openTunnel(_ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init()) async throws -> TunnelEnds {
+/// Opens `/cable/new` for a fresh tunnel ID: the creator's end, and the `/cable/connect/…` path
+/// that joins that tunnel (with the routing ID the relay assigned).
+func openCreator(
+    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init()
+) async throws -> (phone: WebSocketTunnel, tunnelID: [UInt8], connectPath: String) {
     let tunnelID = randomTunnelID()
     let phone = try await WebSocketTunnel.open(
         url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path,
@@ -62,12 +65,14 @@ func openTunnel(_ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .i
         options: options
     )
     let routingID = try #require(phone.routingID)
-    let desktop = try await WebSocketTunnel.open(
-        url: endpoint.url + TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path,
-        timeout: .seconds(5),
-        options: options
-    )
-    return TunnelEnds(phone: phone, desktop: desktop, tunnelID: tunnelID)
+    return (phone, tunnelID, TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path)
+}
+
+/// Opens `/cable/new` then `/cable/connect` for a fresh tunnel ID.
+func openTunnel(_ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init()) async throws -> TunnelEnds {
+    let creator = try await openCreator(endpoint, options: options)
+    let desktop = try await WebSocketTunnel.open(url: endpoint.url + creator.connectPath, timeout: .seconds(5), options: options)
+    return TunnelEnds(phone: creator.phone, desktop: desktop, tunnelID: creator.tunnelID)
 }
 
 /// Expects `body` to throw a `RuntimeError` and returns it.

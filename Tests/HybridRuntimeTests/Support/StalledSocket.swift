@@ -59,6 +59,11 @@ final class StalledSocket {
         return String(decoding: bytes, as: UTF8.self)
     }
 
+    /// Ends this side's sending (FIN) and keeps the connection open for reading.
+    func shutdownWrite() -> Bool {
+        shutdown(fd, Int32(SHUT_WR)) == 0
+    }
+
     func close() {
         Glibc.close(fd)
     }
