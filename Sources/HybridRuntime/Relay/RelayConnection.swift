@@ -163,34 +163,28 @@ final class RelayConnection {
         let configuration = registry.configuration
         let operations = channel.pipeline.syncOperations
         let requestDecoder = try operations.handler(type: ByteToMessageHandler<FirstRequestDecoder>.self)
-        if case .listening(let contactID) = state {
-            state = .upgraded
-            upgradeTimer?.cancel()
-            upgradeTimer = nil
-            requestHead = nil
+        let upgrade = state
+        switch upgrade {
+        case .listening, .reserved: break
+        default: throw ChannelError.inappropriateOperationForState
+        }
+        state = .upgraded
+        upgradeTimer?.cancel()
+        upgradeTimer = nil
+        requestHead = nil  // only a refusal needs it; an open connection keeps no headers
+        if case .listening(let contactID) = upgrade {
             let handler = ListenerHandler(
                 directory: registry.directory, contactID: contactID,
                 closeHandshakeTimeout: configuration.closeHandshakeTimeout)
             try operations.addHandlers(
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: configuration.maxMessageSize)),
-                WebSocketFrameEncoder(),
-                MaskedFrameValidator(),
-                NIOWebSocketFrameAggregator(
-                    minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: 16, maxAccumulatedFrameSize: 4096),
-                handler
-            )
+                Self.checkedFrameHandlers(maxFragments: 16, maxMessageSize: 4096, maxFrameSize: configuration.maxMessageSize)
+                    + [WebSocketFrameEncoder(), handler])
             operations.removeHandler(context: requestHandler, promise: nil)
             registry.directory.attach(handler, contactID: contactID)
             operations.removeHandler(requestDecoder, promise: nil)
             return
         }
-        guard case .reserved(let tunnel, let side) = state else {
-            throw ChannelError.inappropriateOperationForState
-        }
-        state = .upgraded
-        upgradeTimer?.cancel()
-        upgradeTimer = nil
-        requestHead = nil  // only a refusal needs it; an open tunnel keeps no headers
+        guard case .reserved(let tunnel, let side) = upgrade else { return }
         // One handler reads, checks and joins the frames and relays them; with fault injection
         // NIO's decoder and the checks and the joining come first, as separate handlers, so the
         // fault handler sees whole messages.
@@ -199,16 +193,10 @@ final class RelayConnection {
         if faults {
             let feed = RelayFrameFeed(peer: handler)
             try operations.addHandlers(
-                ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: configuration.maxMessageSize)),
-                MaskedFrameValidator(),
-                NIOWebSocketFrameAggregator(
-                    minNonFinalFragmentSize: 0,
-                    maxAccumulatedFrameCount: MessageAssembler.maxFragments,
-                    maxAccumulatedFrameSize: configuration.maxMessageSize
-                ),
-                feed,
-                handler
-            )
+                Self.checkedFrameHandlers(
+                    maxFragments: MessageAssembler.maxFragments, maxMessageSize: configuration.maxMessageSize,
+                    maxFrameSize: configuration.maxMessageSize)
+                    + [feed, handler])
             try FaultInjectionHandler.install(on: channel, before: feed, tunnel: tunnel, side: side, registry: registry)
         } else {
             try operations.addHandler(handler)
@@ -274,5 +262,19 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
             context.fireChannelRead(NIOAny(rest))
         }
         return .needMoreData
+    }
+}
+
+extension RelayConnection {
+    /// NIO's frame decoder, ``MaskedFrameValidator`` and NIO's aggregator: the checked, whole
+    /// messages a phone's push channel and a fault-injecting tunnel connection read (a plain tunnel
+    /// connection's ``RelayPeerHandler`` does all three itself).
+    fileprivate static func checkedFrameHandlers(maxFragments: Int, maxMessageSize: Int, maxFrameSize: Int) -> [any ChannelHandler] {
+        [
+            ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize)),
+            MaskedFrameValidator(),
+            NIOWebSocketFrameAggregator(
+                minNonFinalFragmentSize: 0, maxAccumulatedFrameCount: maxFragments, maxAccumulatedFrameSize: maxMessageSize),
+        ]
     }
 }
