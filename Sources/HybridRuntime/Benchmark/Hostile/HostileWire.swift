@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import NIOHTTP1
 
 /// The bytes the hostile soak writes (requests, client frames) and reads back (the HTTP status,
 /// the routing ID, the relay's close frame), written out by hand: a real client cannot send most of
@@ -62,23 +63,20 @@ enum HostileWire {
         return out
     }
 
-    /// Where the response head ends (the index after `\r\n\r\n`), if it arrived.
+    /// Where the response head ends (the index after its blank line), if it arrived.
     static func headEnd(_ bytes: [UInt8]) -> Int? {
-        guard bytes.count >= 4 else { return nil }
-        for index in 3..<bytes.count
-        where bytes[index] == 0x0A && bytes[index - 1] == 0x0D && bytes[index - 2] == 0x0A && bytes[index - 3] == 0x0D {
-            return index + 1
-        }
-        return nil
+        ResponseHead.end(bytes)?.1
+    }
+
+    /// A complete response head at the start of `bytes`, read by ``ResponseHead``.
+    private static func head(_ bytes: [UInt8]) -> HTTPResponseHead? {
+        guard let (length, _) = ResponseHead.end(bytes) else { return nil }
+        return ResponseHead.parse(Array(bytes[..<length]))
     }
 
     /// The status of a complete response head ("HTTP/1.1 429 …" → 429).
     static func status(_ bytes: [UInt8]) -> Int? {
-        guard let end = headEnd(bytes) else { return nil }
-        let line = String(decoding: bytes[..<end], as: UTF8.self).prefix { $0 != "\r" }
-        let parts = line.split(separator: " ")
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/") else { return nil }
-        return Int(parts[1])
+        head(bytes).map { Int($0.status.code) }
     }
 
     /// The `X-caBLE-Routing-ID` of a 101 response.
@@ -90,13 +88,8 @@ enum HostileWire {
     /// The header fields of a complete response head, names in lower case (the last of repeated
     /// names wins); empty while the head is incomplete.
     static func responseHeaders(_ bytes: [UInt8]) -> [String: String] {
-        guard let end = headEnd(bytes) else { return [:] }
         var fields: [String: String] = [:]
-        for line in String(decoding: bytes[..<end], as: UTF8.self).split(separator: "\r\n").dropFirst() {
-            let parts = line.split(separator: ":", maxSplits: 1)
-            guard parts.count == 2 else { continue }
-            fields[parts[0].lowercased()] = parts[1].trimmingCharacters(in: .whitespaces)
-        }
+        for (name, value) in head(bytes)?.headers ?? [:] { fields[name.lowercased()] = value }
         return fields
     }
 
