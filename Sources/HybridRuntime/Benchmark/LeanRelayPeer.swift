@@ -2,6 +2,7 @@ import CTAP2
 import Foundation
 import HybridCore
 import NIOCore
+import NIOWebSocket
 
 /// One WebSocket client connection of the lean load generator (``RelayLoadBenchmark/Generator/lean``):
 /// the upgrade and the framing written out by hand (RFC 6455 §4.1, §5.2) in a single handler, so a
@@ -185,38 +186,21 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
         return true
     }
 
-    /// Handles every complete frame in `bytes`, leaving an incomplete one there.
+    /// Handles every complete frame in `bytes`, leaving an incomplete one there. The frames are read
+    /// by the relay's own reader (``RelayFrameReader``: NIO's decoder's length and control-frame
+    /// checks; a server's frames are unmasked, which it reads as well).
     private func readFrames(_ bytes: inout ByteBuffer, context: ChannelHandlerContext) {
         while case .open = state {
-            let start = bytes.readerIndex
-            guard let first = bytes.getInteger(at: start, as: UInt8.self),
-                let second = bytes.getInteger(at: start + 1, as: UInt8.self)
-            else { return }
-            var length = Int(second & 0x7F)
-            var headerLength = 2
-            if length == 126 {
-                guard let extended = bytes.getInteger(at: start + 2, as: UInt16.self) else { return }
-                (length, headerLength) = (Int(extended), 4)
-            } else if length == 127 {
-                guard let extended = bytes.getInteger(at: start + 2, as: UInt64.self) else { return }
-                guard extended <= UInt64(maxMessageSize) else {
-                    return fail(context, RuntimeError(.messageTooLarge, "a frame of \(extended) bytes"))
-                }
-                (length, headerLength) = (Int(extended), 10)
+            let next: ClientFrame?
+            do {
+                next = try RelayFrameReader.next(from: &bytes, maxFrameSize: maxMessageSize, allocator: context.channel.allocator)
+            } catch NIOWebSocketError.invalidFrameLength {
+                return fail(context, RuntimeError(.messageTooLarge, "a frame over \(maxMessageSize) bytes"))
+            } catch {
+                return fail(context, RuntimeError(.protocolViolation, "a broken frame from the relay (\(error))"))
             }
-            guard length <= maxMessageSize else {
-                return fail(context, RuntimeError(.messageTooLarge, "a frame of \(length) bytes"))
-            }
-            let mask = second & 0x80 != 0 ? bytes.getBytes(at: start + headerLength, length: 4) : nil
-            if second & 0x80 != 0 { headerLength += 4 }
-            guard mask != nil || second & 0x80 == 0, bytes.readableBytes >= headerLength + length else { return }
-            var payload = bytes.getSlice(at: start + headerLength, length: length)!
-            bytes.moveReaderIndex(forwardBy: headerLength + length)
-            if let mask {
-                let unmasked = payload.readableBytesView.enumerated().map { $0.element ^ mask[$0.offset & 3] }
-                payload = ByteBuffer(bytes: unmasked)
-            }
-            frame(fin: first & 0x80 != 0, opcode: first & 0x0F, payload: payload, context: context)
+            guard let next else { return }
+            frame(fin: next.fin, opcode: UInt8(webSocketOpcode: next.opcode), payload: next.payload, context: context)
         }
     }
 

@@ -2,7 +2,8 @@ import NIOCore
 import NIOWebSocket
 
 /// One WebSocket frame a tunnel peer sent (RFC 6455 §5.2), as ``RelayFrameReader`` reads it off the
-/// wire: payload already unmasked.
+/// wire: payload already unmasked. (The load generator reads the relay's unmasked frames with the
+/// same reader.)
 ///
 /// A plain value (no storage object per frame, unlike NIO's `WebSocketFrame`): the relay reads one
 /// per relayed message.
