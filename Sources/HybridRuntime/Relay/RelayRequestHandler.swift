@@ -84,15 +84,10 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             decided(.reject(refusal), key: key, context: context)
             return
         }
-        // A contact request may wait (bounded) for its phone; everything else is decided at once.
-        registry.decision(for: head).assumeIsolated().whenComplete { result in
-            switch result {
-            case .success(let decision):
-                self.decided(decision, key: key, context: context)
-            case .failure:
-                // As NIO's upgrader after a failed decision: answered as a plain request.
-                self.refuse(self.registry.rejectionForPlainRequest(head), context: context)
-            }
+        // A contact request may wait (bounded) for its phone; everything else is decided at once. The
+        // future never fails: a refusal is a decision (`.reject`), and the upgrade timer bounds the wait.
+        registry.decision(for: head).assumeIsolated().whenSuccess { decision in
+            self.decided(decision, key: key, context: context)
         }
     }
 
