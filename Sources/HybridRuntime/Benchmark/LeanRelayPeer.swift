@@ -42,7 +42,7 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     private var needsFlush = false
     /// Whether this side sent its close frame.
     private(set) var sentClose = false
-    /// A whole binary message arrived (a slice of the receive buffer: no copy).
+    /// A whole binary message arrived (its own buffer, as the relay's frame reader hands it on).
     var onMessage: ((ByteBuffer) -> Void)?
     /// The connection stopped carrying messages: why, as a ``RelayLoadBenchmark/failureName(_:)``.
     var onEnd: ((RuntimeError) -> Void)?
