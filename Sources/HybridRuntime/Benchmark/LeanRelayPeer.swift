@@ -39,6 +39,9 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     private var partial: ByteBuffer?
     /// Fragments of a message that is not complete yet.
     private var fragments: ByteBuffer?
+    /// A read is being handled; `queued` holds what NIO delivered meanwhile.
+    private var reading = false
+    private var queued: ByteBuffer?
     private var needsFlush = false
     /// Whether this side sent its close frame.
     private(set) var sentClose = false
@@ -101,6 +104,23 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
+        // A read NIO delivers from inside a flush made while handling a frame (it drains the socket
+        // after a write error) waits until the current one is done, so frames stay in order.
+        if reading {
+            if queued == nil { queued = bytes } else { queued!.writeBuffer(&bytes) }
+            return
+        }
+        reading = true
+        defer { reading = false }
+        handleRead(bytes, context: context)
+        while let next = queued {
+            queued = nil
+            handleRead(next, context: context)
+        }
+    }
+
+    private func handleRead(_ input: ByteBuffer, context: ChannelHandlerContext) {
+        var bytes = input
         switch state {
         case .finished:
             return
