@@ -46,15 +46,20 @@ import Testing
         #expect(RandomSource.system.bytes(count).count == count)
     }
 
-    /// The system source takes 8 bytes per draw: every byte of a draw must be used, not only the
-    /// first (a byte position that is always 0 would show here).
-    @Test func systemFillsEveryPosition() {
-        let bytes = RandomSource.system.bytes(8 * 256 + 5)
-        for position in 0..<8 {
-            let column = stride(from: position, to: bytes.count, by: 8).map { bytes[$0] }
-            #expect(Set(column).count > 64, "position \(position) of the 8-byte draws: \(Set(column).count) distinct values")
+    /// The system source hands out a pool of 256-byte kernel blocks: draws that cross block
+    /// boundaries are filled everywhere (a block not refetched would show as zeros, since a byte
+    /// handed out is cleared in the pool, or as a repeat of the previous block).
+    @Test func systemFillsAcrossBlocks() {
+        var bytes: [UInt8] = []
+        while bytes.count < 8 * 256 { bytes += RandomSource.system.bytes(7) }
+        for position in stride(from: 0, to: bytes.count - 16, by: 16) {
+            #expect(bytes[position..<position + 16].contains { $0 != 0 }, "16 zero bytes at \(position)")
         }
-        #expect(Array(bytes.suffix(5)) != [0, 0, 0, 0, 0], "the last, partial draw is used too")
+        let blocks = stride(from: 0, to: 7 * 256, by: 256).map { Array(bytes[$0..<$0 + 256]) }
+        #expect(Set(blocks).count == blocks.count, "a 256-byte stretch repeats")
+        let large = RandomSource.system.bytes(3 * 256 + 5)
+        #expect(Array(large.suffix(5)) != [0, 0, 0, 0, 0], "the last, partial block is used too")
+        #expect(Array(large[256..<512]) != Array(large[0..<256]))
     }
 
     @Test func systemVaries() {

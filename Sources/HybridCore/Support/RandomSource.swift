@@ -13,22 +13,11 @@ public struct RandomSource: Sendable {
         self.generate = generate
     }
 
-    /// The operating system's cryptographically secure generator. Each draw of
-    /// `SystemRandomNumberGenerator` is a system call (`getrandom` on Linux) that yields 8 bytes, so
-    /// the bytes are taken 8 at a time, not one draw per byte.
-    public static let system = RandomSource { count in
-        var generator = SystemRandomNumberGenerator()
-        var bytes = [UInt8](repeating: 0, count: count)
-        var offset = 0
-        while offset < count {
-            let word = generator.next()
-            for index in 0..<min(8, count - offset) {
-                bytes[offset + index] = UInt8(truncatingIfNeeded: word >> (8 * UInt64(index)))
-            }
-            offset += 8
-        }
-        return bytes
-    }
+    /// The operating system's cryptographically secure generator. The bytes come from the kernel
+    /// (`getentropy`, i.e. `getrandom` on Linux) 256 at a time into a pool that hands each byte out
+    /// once, so a sign-in's draws (QR secret, ephemeral keys, nonces, challenge, WebSocket keys and
+    /// masking keys) cost a system call every few sign-ins instead of one per 8 bytes.
+    public static let system = RandomSource { count in EntropyPool.shared.bytes(count) }
 
     /// A reproducible stream: SHA-256(seed ‖ counter) blocks. For tests and vectors only.
     public static func deterministic(seed: [UInt8]) -> RandomSource {

@@ -1,3 +1,4 @@
+import HybridCore
 import NIOCore
 import NIOWebSocket
 
@@ -50,7 +51,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
             return eventLoop.makeFailedFuture(error)
         }
         let buffer = context.channel.allocator.buffer(bytes: data)
-        let frame = WebSocketFrame(fin: fin, opcode: opcode, maskKey: masked ? .random() : nil, data: buffer)
+        let frame = WebSocketFrame(fin: fin, opcode: opcode, maskKey: masked ? .fresh() : nil, data: buffer)
         return context.writeAndFlush(wrapOutboundOut(frame))
     }
 
@@ -65,7 +66,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
         let promise = eventLoop.makePromise(of: Void.self)
         for index in messages.indices {
             let buffer = context.channel.allocator.buffer(bytes: messages[index])
-            let frame = WebSocketFrame(fin: true, opcode: .binary, maskKey: .random(), data: buffer)
+            let frame = WebSocketFrame(fin: true, opcode: .binary, maskKey: .fresh(), data: buffer)
             context.write(wrapOutboundOut(frame), promise: index == last ? promise : nil)
         }
         context.flush()
@@ -83,7 +84,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
     private func sendClose(context: ChannelHandlerContext, code: WebSocketCloseCode?, reason: String) {
         state = .closing
         let body = CloseFramePayload.encode(code: code, reason: reason, allocator: context.channel.allocator)
-        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: body)
+        let frame = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .fresh(), data: body)
         context.writeAndFlush(wrapOutboundOut(frame), promise: nil)
         let channel = context.channel
         closeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(closeTimeout)) {
@@ -128,7 +129,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
                 closeCode: .unsupportedData
             )
         case .ping:
-            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .random(), data: frame.unmaskedData)
+            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .fresh(), data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .pong:
             break
@@ -137,7 +138,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
             inbox.finish(.closed(code ?? .noStatusReceived, reason))
             state = .closed
             let echo = CloseFramePayload.encode(code: code, reason: "", allocator: context.channel.allocator)
-            let answer = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .random(), data: echo)
+            let answer = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .fresh(), data: echo)
             let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(answer)).whenComplete { _ in channel.close(promise: nil) }
         default:
@@ -185,5 +186,17 @@ final class ClientFrameHandler: ChannelInboundHandler {
             state = .closed
             context.close(promise: nil)
         }
+    }
+}
+
+extension WebSocketMaskingKey {
+    /// A masking key from ``RandomSource/system`` (RFC 6455 §5.3: unpredictable, fresh for each
+    /// frame), which draws from a pool of kernel randomness instead of a system call per key as
+    /// NIO's `random()` does.
+    static func fresh() -> WebSocketMaskingKey {
+        guard let key = WebSocketMaskingKey(RandomSource.system.bytes(4)) else {
+            preconditionFailure("4 random bytes always make a masking key")
+        }
+        return key
     }
 }
