@@ -39,6 +39,11 @@ struct HarnessBenchmarkTests {
         let medians = result.phases.map(\.summary.p50)
         #expect(medians.allSatisfy { $0 >= 0 })
         #expect(result.phases.map(\.summary.max).reduce(0, +) >= result.summary.min)
+        // The sign-in ends at the verified assertion, inside its transaction; the teardown after it
+        // is measured (zero would mean the verification was timed at the end of the transaction).
+        #expect(result.transaction.count == 3 && result.teardown.count == 3)
+        #expect(result.teardown.min > 0)
+        #expect(result.transaction.min >= result.summary.min && result.transaction.p50 >= result.summary.p50)
 
         let crypto = try CryptoFloor.measure(iterations: 5, rounds: 2)
         #expect(crypto.operations.map(\.kind) == CryptoFloor.OperationKind.allCases)
@@ -47,7 +52,19 @@ struct HarnessBenchmarkTests {
         // A floor that a sign-in beats would mean a wrong operation count or a unit slip (ns vs ms).
         #expect(crypto.floorMilliseconds > 0.01 && crypto.floorMilliseconds < result.summary.p50)
 
-        let report = BenchmarkReport(signIn: result, crypto: crypto)
+        var sampler = try SocketFloor.Sampler(replicas: 3)
+        defer { sampler.close() }
+        try sampler.round()
+        try sampler.round()
+        let sockets = sampler.result
+        #expect(sockets.count == 6)
+        #expect(sockets.fastestMilliseconds > 0 && sockets.fastestMilliseconds <= sockets.milliseconds)
+        // The sockets alone cannot cost more than a whole sign-in that uses them.
+        #expect(sockets.milliseconds < result.summary.p50)
+
+        let report = BenchmarkReport(signIn: result, crypto: crypto, sockets: sockets)
+        #expect(report.text.contains("crypto floor + sockets"))
+        #expect(report.p99Ratio >= report.ratio)
         // Every sign-in does at least the floor's crypto, and not ten thousand times more.
         #expect(report.ratio > 1 && report.ratio < 10_000, "ratio \(report.ratio)")
         #expect(report.text.contains("p50"))

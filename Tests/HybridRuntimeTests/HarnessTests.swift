@@ -42,6 +42,32 @@ struct HarnessTests {
         }
     }
 
+    @Test("verified is called once per verified response, before the call returns, and not for a refused one")
+    func verifiedHook() async throws {
+        try await withHarness { harness in
+            let phone = SimulatedPhone()
+            let calls = LockedBox(0)
+            var options = HybridHarness.TransactionOptions()
+            options.verified = { calls.update { $0 += 1 } }
+            let registered = try await harness.register(
+                on: phone, relyingParty: exampleRP, userName: "alice", options: options)
+            #expect(calls.value == 1)
+            let signedIn = try await harness.signIn(
+                on: phone, relyingParty: exampleRP, knownCredentials: [registered], options: options)
+            #expect(signedIn.signCount == 1)
+            #expect(calls.value == 2)
+
+            // A response the relying party refuses (a credential it does not know): no call, its
+            // error once both sides finished, and the tunnel closed normally on both sides.
+            await #expect(throws: RelyingPartyError.self) {
+                try await harness.signIn(on: phone, relyingParty: exampleRP, knownCredentials: [], options: options)
+            }
+            #expect(calls.value == 2)
+            #expect(await eventually { harness.relay.openTunnelCount == 0 })
+            #expect(harness.relay.statistics.tunnelsClosed[WebSocketCloseCode.normalClosure.rawValue] == 3)
+        }
+    }
+
     @Test("sign-in with allowCredentials names the credential and signs with it")
     func allowCredentials() async throws {
         try await withHarness { harness in

@@ -75,13 +75,22 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
     public var crypto: CryptoFloor
     /// Median sign-in wall time ÷ crypto floor per sign-in.
     public var ratio: Double
+    /// 99th-percentile sign-in wall time ÷ crypto floor per sign-in.
+    public var p99Ratio: Double
+    /// What the sign-in's socket work alone costs with plain system calls (`nil` if not measured).
+    public var sockets: SocketFloor?
 
-    /// Combines a sign-in run and a crypto measurement taken on `machine`.
-    public init(machine: MachineInfo = .current, signIn: SignInBenchmark.Result, crypto: CryptoFloor) {
+    /// Combines a sign-in run, a crypto measurement and optionally a socket measurement taken on
+    /// `machine`.
+    public init(
+        machine: MachineInfo = .current, signIn: SignInBenchmark.Result, crypto: CryptoFloor, sockets: SocketFloor? = nil
+    ) {
         self.machine = machine
         self.signIn = signIn
         self.crypto = crypto
+        self.sockets = sockets
         self.ratio = crypto.floorMilliseconds > 0 ? signIn.summary.p50 / crypto.floorMilliseconds : 0
+        self.p99Ratio = crypto.floorMilliseconds > 0 ? signIn.summary.p99 / crypto.floorMilliseconds : 0
     }
 
     /// Runs `benchmark` and, interleaved with its sign-ins, about 20 rounds of crypto timings
@@ -94,6 +103,8 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
             "registering, \(benchmark.warmup) warm-up sign-in(s), then timing \(benchmark.count) sign-ins "
                 + "with rounds of crypto timings between them")
         var sampler = try CryptoFloor.Sampler(iterations: cryptoIterations)
+        var sockets = try SocketFloor.Sampler()
+        defer { sockets.close() }
         let every = Swift.max(benchmark.count / 20, 1)
         let step = Swift.max(benchmark.count / 10, 1)
         let signIn = try await benchmark.run(
@@ -101,10 +112,16 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
                 if done % step == 0 || done == benchmark.count { progress("  \(done)/\(benchmark.count) sign-ins") }
             },
             between: { done in
-                if done % every == 0 { try sampler.round() }
+                if done % every == 0 {
+                    try sampler.round()
+                    try sockets.round()
+                }
             })
-        while sampler.rounds < 5 { try sampler.round() }
-        return BenchmarkReport(signIn: signIn, crypto: sampler.result)
+        while sampler.rounds < 5 {
+            try sampler.round()
+            try sockets.round()
+        }
+        return BenchmarkReport(signIn: signIn, crypto: sampler.result, sockets: sockets.result)
     }
 
     /// The report as pretty-printed JSON (sorted keys; times in milliseconds unless named nanoseconds).
@@ -128,16 +145,19 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
         lines.append(
             "machine: \(machine.summary)")
         lines.append("")
-        lines.append("sign-in wall time (ms):")
-        lines.append(
-            "  p50 \(Self.fixed(s.p50, 2))   p99 \(Self.fixed(s.p99, 2))   mean \(Self.fixed(s.mean, 2))   "
-                + "min \(Self.fixed(s.min, 2))   max \(Self.fixed(s.max, 2))   (n = \(s.count))")
+        lines.append("sign-in wall time, start to verified assertion (ms):")
+        lines.append("  " + Self.summaryLine(s))
+        lines.append("whole transaction, until both sides closed the tunnel (ms):")
+        lines.append("  " + Self.summaryLine(signIn.transaction))
         lines.append("  registration before them: \(Self.fixed(signIn.registrationMilliseconds, 2)) ms")
         lines.append("")
         lines.append("where a sign-in's time goes (median ms of each phase):")
         for phase in signIn.phases {
             lines.append("  \(Self.pad(phase.name, 48)) \(Self.leftPad(Self.fixed(phase.summary.p50, 3), 9))")
         }
+        lines.append(
+            "  \(Self.pad("(after it: closing handshakes, phone's end)", 48)) "
+                + "\(Self.leftPad(Self.fixed(signIn.teardown.p50, 3), 9))")
         lines.append("")
         lines.append(
             "crypto one sign-in needs (swift-crypto; median of \(crypto.rounds) rounds × \(crypto.iterations) calls, "
@@ -156,10 +176,29 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
             "  (floor from each operation's fastest round: "
                 + "\(Self.fixed(crypto.fastestFloorNanoseconds / 1e3, 1)) µs)")
         lines.append("")
+        if let sockets {
+            lines.append(
+                "sockets one sign-in needs (plain blocking system calls on one thread, no framework; "
+                    + "median of \(sockets.count) replicas, interleaved):")
+            lines.append(
+                "  2 TCP connections with upgrade request and response, 1 UDP advert, 7 messages through "
+                    + "the relay, 4 closes: \(Self.fixed(sockets.milliseconds, 3)) ms (fastest \(Self.fixed(sockets.fastestMilliseconds, 3)))")
+            let both = crypto.floorMilliseconds + sockets.milliseconds
+            lines.append(
+                "  crypto floor + sockets: \(Self.fixed(both, 3)) ms; sign-in p50 ÷ that = "
+                    + "\(Self.fixed(both > 0 ? s.p50 / both : 0, 1))×")
+            lines.append("")
+        }
         lines.append(
             "ratio: sign-in p50 \(Self.fixed(s.p50, 2)) ms ÷ crypto floor \(Self.fixed(crypto.floorMilliseconds, 3)) ms "
-                + "= \(Self.fixed(ratio, 1))×")
+                + "= \(Self.fixed(ratio, 1))×; p99 \(Self.fixed(s.p99, 2)) ms = \(Self.fixed(p99Ratio, 1))×")
         return lines.joined(separator: "\n")
+    }
+
+
+    private static func summaryLine(_ s: LatencySummary) -> String {
+        "p50 \(fixed(s.p50, 2))   p99 \(fixed(s.p99, 2))   mean \(fixed(s.mean, 2))   "
+            + "min \(fixed(s.min, 2))   max \(fixed(s.max, 2))   (n = \(s.count))"
     }
 
     static func fixed(_ value: Double, _ digits: Int) -> String {

@@ -4,6 +4,7 @@ import HybridCore
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 /// A complete hybrid lab in one process for other people's protocol tests: a tunnel relay on an
 /// ephemeral loopback port, and simulated desktops and phones that talk to it over real sockets
@@ -31,6 +32,12 @@ public final class HybridHarness: Sendable {
         /// Receives each side's `SessionKeys` when its handshake completes (a key log); in a linked
         /// transaction the desktop's only.
         public var keyLog: (@Sendable (_ side: String, SessionKeys) -> Void)? = nil
+        /// Called by ``HybridHarness/register(on:relyingParty:userName:userID:options:)`` and
+        /// ``HybridHarness/signIn(on:relyingParty:knownCredentials:allowCredentials:options:)`` of a
+        /// QR transaction once the relying party verified the response, which it does as soon as the
+        /// desktop has the response, while the tunnel's closing handshakes still run (the call
+        /// returns after they finished). `hybrid-sim bench` times a sign-in up to here.
+        public var verified: (@Sendable () -> Void)? = nil
 
         /// Defaults suited to tests (short timeouts).
         public init() {}
@@ -106,6 +113,18 @@ public final class HybridHarness: Sendable {
         request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions = .init(),
         linking: AuthenticatorSession.LinkingIdentity? = nil
     ) async throws -> ClientDriver.Outcome {
+        try await transact(request: request, hint: hint, phone: phone, options: options, linking: linking) { $0 }
+    }
+
+    /// ``transact(request:hint:phone:options:linking:)`` that runs `finish` on the desktop's outcome
+    /// as soon as the desktop has the response (before the closing handshakes) and returns what
+    /// `finish` returned, or throws what it threw, once both sides finished.
+    func transact<Value: Sendable>(
+        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions,
+        linking: AuthenticatorSession.LinkingIdentity? = nil,
+        finish: @escaping @Sendable (ClientDriver.Outcome) throws -> Value
+    ) async throws -> Value {
+        let finished = Mutex<Result<Value, any Error>?>(nil)
         var desktopSession = ClientSession(
             requestType: hint, timestamp: UInt64(Date().timeIntervalSince1970), supportsLinking: linking != nil)
         desktopSession.keyLog = Self.keyLogHook(options.keyLog, side: "desktop")
@@ -126,7 +145,7 @@ public final class HybridHarness: Sendable {
         let relayURL = self.relayURL
         let logger = self.logger
         let hub = self.proximity
-        return try await Self.runBoth(
+        let outcome = try await Self.runBoth(
             phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession,
@@ -142,8 +161,14 @@ public final class HybridHarness: Sendable {
                 try await ClientDriver.run(
                     session: session, request: request,
                     transports: .loopback(relayURL: relayURL, scanner: scanner, group: group, logger: logger),
-                    timeouts: options.timeouts, events: options.events)
+                    timeouts: options.timeouts, events: options.events,
+                    outcomeReady: { outcome in
+                        let result = Result { try finish(outcome) }
+                        finished.withLock { $0 = result }
+                    })
             })
+        if let result = finished.withLock({ $0 }) { return try result.get() }
+        return try finish(outcome)
     }
 
     /// ``TransactionOptions/keyLog`` for one side's session.
@@ -163,8 +188,12 @@ public final class HybridHarness: Sendable {
             id: userID ?? RandomSource.system.bytes(16), name: userName, displayName: userName)
         let ceremony = Ceremony.Registration(
             relyingParty: relyingParty, rpName: relyingParty.id, user: user, challenge: RandomSource.system.bytes(32))
-        let outcome = try await transact(request: ceremony.requestBytes, hint: .makeCredential, phone: phone, options: options)
-        return try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
+        return try await transact(request: ceremony.requestBytes, hint: .makeCredential, phone: phone, options: options) {
+            outcome in
+            let credential = try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
+            options.verified?()
+            return credential
+        }
     }
 
     /// Signs in with a passkey on `phone` and verifies the assertion as `relyingParty` against
@@ -175,7 +204,11 @@ public final class HybridHarness: Sendable {
     ) async throws -> RegisteredCredential {
         let ceremony = Ceremony.Authentication(
             relyingParty: relyingParty, challenge: RandomSource.system.bytes(32), allowCredentials: allowCredentials)
-        let outcome = try await transact(request: ceremony.requestBytes, hint: .getAssertion, phone: phone, options: options)
-        return try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential
+        return try await transact(request: ceremony.requestBytes, hint: .getAssertion, phone: phone, options: options) {
+            outcome in
+            let credential = try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential
+            options.verified?()
+            return credential
+        }
     }
 }

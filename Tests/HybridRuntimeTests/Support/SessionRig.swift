@@ -91,6 +91,8 @@ struct SessionRig: Sendable {
     var phoneTransports: @Sendable (AuthenticatorDriver.Transports) -> AuthenticatorDriver.Transports = { $0 }
     /// Progress of both sides.
     var events: @Sendable (SessionEvent) -> Void = { _ in }
+    /// The desktop's ``ClientDriver/run(session:request:transports:timeouts:events:outcomeReady:)`` hook.
+    var outcomeReady: @Sendable (ClientDriver.Outcome) async -> Void = { _ in }
     /// The desktop starts its advert timeout only once the phone advertises (at most 10 s later),
     /// so that a short advert timeout measures the proximity check, not how quickly a busy machine
     /// opens the phone's tunnel.
@@ -128,7 +130,7 @@ struct SessionRig: Sendable {
         }
         let desktop = desktopTransports(desktopBase)
         let phoneSide = phoneTransports(phoneBase)
-        let (timeouts, events, phone) = (self.timeouts, self.events, self.phone)
+        let (timeouts, events, phone, outcomeReady) = (self.timeouts, self.events, self.phone, self.outcomeReady)
         let start = ContinuousClock.now
         let outcome = try await bounded(limit, "transaction") {
             async let phoneResult: Result<Void, any Error> = Result {
@@ -139,7 +141,7 @@ struct SessionRig: Sendable {
             async let desktopResult: Result<ClientDriver.Outcome, any Error> = Result {
                 try await ClientDriver.run(
                     session: session, request: request, transports: desktop,
-                    timeouts: timeouts, events: events)
+                    timeouts: timeouts, events: events, outcomeReady: outcomeReady)
             }
             return await RigOutcome(desktop: desktopResult, phone: phoneResult, elapsed: .zero)
         }
@@ -207,7 +209,7 @@ struct Account: Sendable {
 }
 
 /// A ``TunnelTransport`` that passes everything to `inner` and lets a test act at chosen points:
-/// after the n-th successful send, or when a message is received.
+/// after the n-th successful send, when a message is received, or when the driver closes it.
 final class TunnelTap: TunnelTransport {
     /// Called after every successful send with the number of messages sent so far.
     typealias AfterSend = @Sendable (_ sent: Int, _ inner: any TunnelTransport) async -> Void
@@ -218,15 +220,17 @@ final class TunnelTap: TunnelTransport {
     let inner: any TunnelTransport
     private let afterSend: AfterSend
     private let onReceive: OnReceive
+    private let onClose: @Sendable () -> Void
     private let counters = Mutex((sent: 0, received: 0))
 
     init(
         _ inner: any TunnelTransport, afterSend: @escaping AfterSend = { _, _ in },
-        onReceive: @escaping OnReceive = { _, message in message }
+        onReceive: @escaping OnReceive = { _, message in message }, onClose: @escaping @Sendable () -> Void = {}
     ) {
         self.inner = inner
         self.afterSend = afterSend
         self.onReceive = onReceive
+        self.onClose = onClose
     }
 
     func send(_ message: [UInt8]) async throws {
@@ -251,6 +255,7 @@ final class TunnelTap: TunnelTransport {
     }
 
     func close() async {
+        onClose()
         await inner.close()
     }
 }
