@@ -163,31 +163,46 @@ final class RelayRegistry {
 
     /// ``decide(_:)``, except that a contact request may wait (bounded) for its phone to listen.
     func decision(for head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
-        if !isShuttingDown, head.method == .GET, Self.offersSubprotocol(head.headers),
-            configuration.originPolicy.check(head.headers) == nil,
-            case .contact(let contactID)? = TunnelServicePath(parsing: head.uri)
+        // The target and the headers are read once for both the contact path and the others.
+        let path = TunnelServicePath(parsing: head.uri)
+        let listenID = path == nil ? TunnelServicePath.listenContactID(parsing: head.uri) : nil
+        let checks = RequestChecks(
+            originRefusal: configuration.originPolicy.check(head.headers), offersSubprotocol: Self.offersSubprotocol(head.headers))
+        if !isShuttingDown, head.method == .GET, checks.offersSubprotocol, checks.originRefusal == nil,
+            case .contact(let contactID)? = path
         {
             return directory.decideContact(contactID: contactID, head: head)
         }
-        return eventLoop.makeSucceededFuture(decide(head))
+        return eventLoop.makeSucceededFuture(decide(head, path: path, listenID: listenID, checks: checks))
+    }
+
+    /// What ``decide(_:path:listenID:checks:)`` needs to know of a request's headers.
+    private struct RequestChecks {
+        /// Why the `Origin` is refused, or `nil`.
+        var originRefusal: String?
+        /// Whether `Sec-WebSocket-Protocol` offers `fido.cable`.
+        var offersSubprotocol: Bool
     }
 
     /// Validates an upgrade request and, when it is acceptable, claims the tunnel side it asks for.
-    func decide(_ head: HTTPRequestHead) -> UpgradeDecision {
+    /// `path` is the request target parsed (`nil` if it is none of `/cable/new|connect|contact`),
+    /// `listenID` the contact ID of a `/cable/listen/…` target.
+    private func decide(
+        _ head: HTTPRequestHead, path parsed: TunnelServicePath?, listenID: [UInt8]?, checks: RequestChecks
+    ) -> UpgradeDecision {
         if isShuttingDown {
             return .reject(RelayRejection(status: .serviceUnavailable, reason: "relay shutting down"))
         }
-        let listenID = TunnelServicePath.listenContactID(parsing: head.uri)
-        guard let path = TunnelServicePath(parsing: head.uri) ?? listenID.map({ .contact(contactID: $0) }) else {
+        guard let path = parsed ?? listenID.map({ .contact(contactID: $0) }) else {
             return .reject(RelayRejection(status: .notFound, reason: "no such endpoint"))
         }
         guard head.method == .GET else {
             return .reject(RelayRejection(status: .badRequest, reason: "only GET is supported"))
         }
-        if let refusal = configuration.originPolicy.check(head.headers) {
+        if let refusal = checks.originRefusal {
             return .reject(RelayRejection(status: .forbidden, reason: refusal))
         }
-        guard Self.offersSubprotocol(head.headers) else {
+        guard checks.offersSubprotocol else {
             return .reject(RelayRejection(status: .badRequest, reason: "Sec-WebSocket-Protocol must offer fido.cable"))
         }
         if let listenID { return directory.decideListen(contactID: listenID, head: head) }
@@ -272,9 +287,7 @@ final class RelayRegistry {
     }
 
     /// The 101's `Sec-WebSocket-Protocol: fido.cable`.
-    static var selectedSubprotocol: HTTPHeaders {
-        HTTPHeaders([("Sec-WebSocket-Protocol", HybridConstants.webSocketProtocol)])
-    }
+    static let selectedSubprotocol = HTTPHeaders([("Sec-WebSocket-Protocol", HybridConstants.webSocketProtocol)])
 
     // MARK: - Bookkeeping called by tunnels
 
