@@ -89,10 +89,15 @@ final class MessageInbox<Element: Sendable>: Sendable {
     /// Returns the next item, or throws the terminal error, `RuntimeError.timeout`, or
     /// `CancellationError`. Only one reader may wait at a time (else `.invalidState`).
     func next(timeout: Duration, operation: String) async throws -> Element {
-        let id: UInt64 = state.withLock { state in
+        // An item already here is returned without suspending (no continuation, timer or hop
+        // through the executor): the desktop's post-handshake and update messages arrive with
+        // message 2 in one read.
+        let (queued, id): (Element?, UInt64) = state.withLock { state in
+            if let item = state.items.popFirst() { return (item, 0) }
             state.nextWaiterID &+= 1
-            return state.nextWaiterID
+            return (nil, state.nextWaiterID)
         }
+        if let queued { return queued }
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Element, any Error>) in
                 var watchers: [CheckedContinuation<Void, Never>] = []
