@@ -26,8 +26,13 @@ struct HarnessBenchmarkTests {
     func shortRun() async throws {
         let benchmark = SignInBenchmark(count: 3, warmup: 1)
         let done = LockedBox<[Int]>([])
-        let result = try await benchmark.run { count in done.update { $0.append(count) } }
+        let result = try await benchmark.run(
+            progress: { count in done.update { $0.append(count) } },
+            between: { count in count >= 2 })
         #expect(done.value == [1, 2, 3])
+        // Interleaved work after the 2nd and 3rd sign-in: one untimed sign-in before the 3rd, none
+        // after the last.
+        #expect(result.rewarmSignIns == 1)
         #expect(result.samples.count == 3)
         #expect(result.summary.count == 3)
         #expect(result.summary.min <= result.summary.p50 && result.summary.p50 <= result.summary.p99)

@@ -112,10 +112,10 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
                 if done % step == 0 || done == benchmark.count { progress("  \(done)/\(benchmark.count) sign-ins") }
             },
             between: { done in
-                if done % every == 0 {
-                    try sampler.round()
-                    try sockets.round()
-                }
+                guard done % every == 0 else { return false }
+                try sampler.round()
+                try sockets.round()
+                return true
             })
         while sampler.rounds < 5 {
             try sampler.round()
