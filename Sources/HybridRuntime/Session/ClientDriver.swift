@@ -35,10 +35,10 @@ public enum ClientDriver {
 
     /// Runs one transaction: `request` is a CTAP2 request (command ‖ CBOR).
     ///
-    /// - Parameter outcomeReady: called with the outcome as soon as the response is in and the
-    ///   shutdown message went out, before the tunnel's closing handshake: the relying party can
-    ///   verify the response while the tunnel closes, as a browser resolves the WebAuthn request when
-    ///   the response arrives. `run` returns the same outcome once the tunnel is closed.
+    /// `outcomeReady` is called with the outcome as soon as the response is in and the shutdown
+    /// message went out, before the tunnel's closing handshake: the relying party can verify the
+    /// response while the tunnel closes, as a browser resolves the WebAuthn request when the
+    /// response arrives. `run` returns the same outcome once the tunnel is closed.
     public static func run(
         session: ClientSession, request: [UInt8], transports: Transports, timeouts: SessionTimeouts = .init(),
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in },
