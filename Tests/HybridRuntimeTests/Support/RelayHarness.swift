@@ -56,9 +56,8 @@ struct TunnelEnds {
 /// Opens `/cable/new` for a fresh tunnel ID: the creator's end, and the `/cable/connect/…` path
 /// that joins that tunnel (with the routing ID the relay assigned).
 func openCreator(
-    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init()
+    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init(), tunnelID: [UInt8] = randomTunnelID()
 ) async throws -> (phone: WebSocketTunnel, tunnelID: [UInt8], connectPath: String) {
-    let tunnelID = randomTunnelID()
     let phone = try await WebSocketTunnel.open(
         url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path,
         timeout: .seconds(5),
@@ -69,8 +68,10 @@ func openCreator(
 }
 
 /// Opens `/cable/new` then `/cable/connect` for a fresh tunnel ID.
-func openTunnel(_ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init()) async throws -> TunnelEnds {
-    let creator = try await openCreator(endpoint, options: options)
+func openTunnel(
+    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init(), tunnelID: [UInt8] = randomTunnelID()
+) async throws -> TunnelEnds {
+    let creator = try await openCreator(endpoint, options: options, tunnelID: tunnelID)
     let desktop = try await WebSocketTunnel.open(url: endpoint.url + creator.connectPath, timeout: .seconds(5), options: options)
     return TunnelEnds(phone: creator.phone, desktop: desktop, tunnelID: creator.tunnelID)
 }
