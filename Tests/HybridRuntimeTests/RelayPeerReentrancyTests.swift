@@ -51,4 +51,28 @@ struct RelayPeerReentrancyTests {
         #expect(frames.map(\.payload) == [[1], [2]])
         _ = try? channel.finish(acceptAlreadyClosed: true)
     }
+
+    @Test("reads that arrive while one is handled wait, joined in order, and the read ends when none is left")
+    func readsInOrder() throws {
+        var reads = ReadsInOrder()
+        var handled: [String] = []
+        let first = reads.begin(ByteBuffer(string: "first"))
+        var bytes = try #require(first)
+        repeat {
+            handled.append(String(buffer: bytes))
+            if handled.count == 1 {
+                // Delivered from inside the handling of "first": both wait, in order.
+                let second = reads.begin(ByteBuffer(string: "second,"))
+                let third = reads.begin(ByteBuffer(string: "third"))
+                #expect(second == nil && third == nil)
+            }
+        } while reads.next(into: &bytes)
+        #expect(handled == ["first", "second,third"])
+        // The read is over: the next delivery is handled at once, with nothing queued behind it.
+        let laterBegun = reads.begin(ByteBuffer(string: "later"))
+        var later = try #require(laterBegun)
+        #expect(String(buffer: later) == "later")
+        let more = reads.next(into: &later)
+        #expect(!more)
+    }
 }

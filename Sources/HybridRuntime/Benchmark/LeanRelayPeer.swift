@@ -39,9 +39,8 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     private var partial: ByteBuffer?
     /// Fragments of a message that is not complete yet.
     private var fragments: ByteBuffer?
-    /// A read is being handled; `queued` holds what NIO delivered meanwhile.
-    private var reading = false
-    private var queued: ByteBuffer?
+    /// Bytes NIO delivers while a read is being handled wait for it (``ReadsInOrder``).
+    private var reads = ReadsInOrder()
     private var needsFlush = false
     /// Whether this side sent its close frame.
     private(set) var sentClose = false
@@ -103,20 +102,9 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var bytes = unwrapInboundIn(data)
-        // A read NIO delivers from inside a flush made while handling a frame (it drains the socket
-        // after a write error) waits until the current one is done, so frames stay in order.
-        if reading {
-            if queued == nil { queued = bytes } else { queued!.writeBuffer(&bytes) }
-            return
-        }
-        reading = true
-        defer { reading = false }
-        handleRead(bytes, context: context)
-        while let next = queued {
-            queued = nil
-            handleRead(next, context: context)
-        }
+        // A read delivered from inside this handler's own flush waits for the current one.
+        guard var bytes = reads.begin(unwrapInboundIn(data)) else { return }
+        repeat { handleRead(bytes, context: context) } while reads.next(into: &bytes)
     }
 
     private func handleRead(_ input: ByteBuffer, context: ChannelHandlerContext) {

@@ -50,10 +50,8 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private var assembler: MessageAssembler?
     /// Reads frames from the connection's bytes.
     private var reader = RelayFrameReader()
-    /// A read is being handled (see `channelRead`).
-    private var reading = false
-    /// Bytes delivered while a read was being handled, read when it is done.
-    private var queued: ByteBuffer?
+    /// Bytes NIO delivers while a read is being handled wait for it (``ReadsInOrder``).
+    private var reads = ReadsInOrder()
     /// A write to this peer waits for the other peer's read burst to end.
     private var unflushed = false
     /// Reading is held back because the other peer cannot take more.
@@ -158,18 +156,9 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     // MARK: - Inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var input = unwrapInboundIn(data)
-        // NIO can deliver a read from inside a flush this handler makes while it handles a frame
-        // (a write error makes the channel drain its socket at once): such bytes wait here and are
-        // read, in order, when the current read is done, instead of re-entering the reader (an
-        // exclusivity trap that aborted the relay: a ping flood, then a reset, found by CI).
-        if reading {
-            if queued == nil { queued = input } else { queued!.writeBuffer(&input) }
-            return
-        }
-        reading = true
-        defer { reading = false }
-        while true {
+        // A read delivered from inside this handler's own flush waits for the current one.
+        guard var input = reads.begin(unwrapInboundIn(data)) else { return }
+        repeat {
             do {
                 try reader.read(input, maxFrameSize: configuration.maxMessageSize, allocator: context.channel.allocator) { frame in
                     assembled(frame, context: context)
@@ -177,10 +166,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
             } catch {
                 errorCaught(context: context, error: error)
             }
-            guard let next = queued else { return }
-            queued = nil
-            input = next
-        }
+        } while reads.next(into: &input)
     }
 
     /// A frame read by this handler: checked and joined (``MessageAssembler``), then handled.
