@@ -82,4 +82,23 @@ struct HarnessBenchmarkTests {
         #expect(["debug", "release"].contains(report.machine.buildConfiguration))
         #expect(report.machine.logicalCPUs >= 1)
     }
+
+    @Test("a socket floor whose listener is gone fails at once with the system's reason, not a hang")
+    func socketFloorError() throws {
+        var sampler = try SocketFloor.Sampler(replicas: 1)
+        sampler.close()
+        let start = ContinuousClock.now
+        var thrown: RuntimeError?
+        do {
+            try sampler.round()
+        } catch let error as RuntimeError {
+            thrown = error
+        }
+        let error = try #require(thrown, "a round with the listener closed succeeded")
+        #expect(error.code == .connectionFailed)
+        #expect(error.reason.hasPrefix("socket floor: connect failed: "), "\(error.reason)")
+        #expect(error.reason.contains("refused"), "the reason is connect's own errno: \(error.reason)")
+        #expect(ContinuousClock.now - start < .seconds(1))
+        #expect(sampler.result.count == 0)
+    }
 }

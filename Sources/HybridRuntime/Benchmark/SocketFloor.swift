@@ -40,7 +40,7 @@ public struct SocketFloor: Sendable, Hashable, Codable {
         private let udpReceiver: CInt
         private let udpAddress: sockaddr_in
         private var buffer = [UInt8](repeating: 0x5A, count: 4096)
-        private var samples: [Double] = []
+        private var samples: [Duration] = []
         /// Replicas per ``round()``.
         public let replicas: Int
 
@@ -49,15 +49,24 @@ public struct SocketFloor: Sendable, Hashable, Codable {
         /// - Throws: ``RuntimeError`` `.bindFailed` when a socket cannot be made or bound.
         public init(replicas: Int = 20) throws {
             self.replicas = replicas
-            listener = try Self.socket(SOCK_STREAM)
-            var one: CInt = 1
-            _ = setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<CInt>.size))
-            listenAddress = try Self.bindLoopback(listener)
-            guard Glibc.listen(listener, 16) == 0 else { throw Self.failure("listen") }
-            udpSender = try Self.socket(SOCK_DGRAM)
-            udpReceiver = try Self.socket(SOCK_DGRAM)
-            udpAddress = try Self.bindLoopback(udpReceiver)
-            for fd in [udpReceiver] { try Self.setTimeout(fd) }
+            var opened: [CInt] = []
+            do {
+                listener = try Self.socket(SOCK_STREAM)
+                opened.append(listener)
+                var one: CInt = 1
+                _ = setsockopt(listener, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<CInt>.size))
+                listenAddress = try Self.bindLoopback(listener)
+                guard Glibc.listen(listener, 16) == 0 else { throw Self.failure("listen") }
+                udpSender = try Self.socket(SOCK_DGRAM)
+                opened.append(udpSender)
+                udpReceiver = try Self.socket(SOCK_DGRAM)
+                opened.append(udpReceiver)
+                udpAddress = try Self.bindLoopback(udpReceiver)
+                try Self.setTimeout(udpReceiver)
+            } catch {
+                for fd in opened { _ = Glibc.close(fd) }
+                throw error
+            }
         }
 
         /// Closes the sockets.
@@ -72,16 +81,14 @@ public struct SocketFloor: Sendable, Hashable, Codable {
             for _ in 0..<replicas {
                 let start = ContinuousClock.now
                 try replica()
-                samples.append((ContinuousClock.now - start).benchmarkMilliseconds)
+                samples.append(ContinuousClock.now - start)
             }
         }
 
         /// The floor: median and fastest replica.
         public var result: SocketFloor {
-            let sorted = samples.sorted()
-            return SocketFloor(
-                count: sorted.count, milliseconds: sorted.isEmpty ? 0 : sorted[(sorted.count - 1) / 2],
-                fastestMilliseconds: sorted.first ?? 0)
+            let summary = LatencySummary(samples: samples)
+            return SocketFloor(count: summary.count, milliseconds: summary.p50, fastestMilliseconds: summary.min)
         }
 
         private mutating func replica() throws {
@@ -118,13 +125,15 @@ public struct SocketFloor: Sendable, Hashable, Codable {
                 }
             }
             guard connected == 0 else {
+                let error = Self.failure("connect")
                 _ = Glibc.close(client)
-                throw Self.failure("connect")
+                throw error
             }
             let server = accept(listener, nil, nil)
             guard server >= 0 else {
+                let error = Self.failure("accept")
                 _ = Glibc.close(client)
-                throw Self.failure("accept")
+                throw error
             }
             _ = setsockopt(server, CInt(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<CInt>.size))
             do {
@@ -193,9 +202,11 @@ public struct SocketFloor: Sendable, Hashable, Codable {
             }
         }
 
+        /// The error of the system call that just failed (read `errno` before anything else runs).
         private static func failure(_ call: String) -> RuntimeError {
-            let reason = String(cString: strerror(errno))
-            if errno == EAGAIN || errno == EWOULDBLOCK {
+            let code = errno
+            let reason = String(cString: strerror(code))
+            if code == EAGAIN || code == EWOULDBLOCK {
                 return RuntimeError(.timeout, "socket floor: \(call) waited more than a second")
             }
             return RuntimeError(.connectionFailed, "socket floor: \(call) failed: \(reason)")
