@@ -195,7 +195,6 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
         return lines.joined(separator: "\n")
     }
 
-
     private static func summaryLine(_ s: LatencySummary) -> String {
         "p50 \(fixed(s.p50, 2))   p99 \(fixed(s.p99, 2))   mean \(fixed(s.mean, 2))   "
             + "min \(fixed(s.min, 2))   max \(fixed(s.max, 2))   (n = \(s.count))"

@@ -145,7 +145,7 @@ public final class HybridHarness: Sendable {
         let relayURL = self.relayURL
         let logger = self.logger
         let hub = self.proximity
-        let outcome = try await Self.runBoth(
+        _ = try await Self.runBoth(
             phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession,
@@ -167,8 +167,10 @@ public final class HybridHarness: Sendable {
                         finished.withLock { $0 = result }
                     })
             })
-        if let result = finished.withLock({ $0 }) { return try result.get() }
-        return try finish(outcome)
+        guard let result = finished.withLock({ $0 }) else {
+            preconditionFailure("ClientDriver.run hands its outcome to outcomeReady before it returns it")
+        }
+        return try result.get()
     }
 
     /// ``TransactionOptions/keyLog`` for one side's session.

@@ -161,7 +161,8 @@ final class RelayRegistry {
 
     // MARK: - Decisions
 
-    /// ``decide(_:)``, except that a contact request may wait (bounded) for its phone to listen.
+    /// Validates an upgrade request and, when it is acceptable, claims the tunnel side it asks for;
+    /// a contact request may wait (bounded) for its phone to listen.
     func decision(for head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
         // The target and the headers are read once for both the contact path and the others.
         let path = TunnelServicePath(parsing: head.uri)
@@ -184,7 +185,7 @@ final class RelayRegistry {
         var offersSubprotocol: Bool
     }
 
-    /// Validates an upgrade request and, when it is acceptable, claims the tunnel side it asks for.
+    /// The decision for every request but a contact request that passed its checks.
     /// `path` is the request target parsed (`nil` if it is none of `/cable/new|connect|contact`),
     /// `listenID` the contact ID of a `/cable/listen/…` target.
     private func decide(
