@@ -60,12 +60,16 @@ let package = Package(
 
         // MARK: Networked runtime (SwiftNIO, loopback)
 
+        /// Linux calls not in Swift's Glibc module (epoll, accept4), for the relay dispatcher.
+        .systemLibrary(name: "CHybridLinux", path: "Sources/CHybridLinux"),
+
         /// Tunnel relay, WebSocket client transport, proximity stub, session drivers, test harness.
         .target(
             name: "HybridRuntime",
             dependencies: [
                 "HybridCore",
                 "CTAP2",
+                "CHybridLinux",
                 .product(name: "Crypto", package: "swift-crypto"),  // the benchmark times swift-crypto itself
                 .product(name: "CryptoExtras", package: "swift-crypto"),
                 .product(name: "NIOCore", package: "swift-nio"),

@@ -1,4 +1,5 @@
 #if canImport(Glibc)
+import CHybridLinux
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
@@ -38,6 +39,8 @@ package final class RelayDispatcher: Sendable {
     private let stopping = Atomic<Bool>(false)
     private let thread = NIOThreadPool(numberOfThreads: 1)
     private let finished: EventLoopPromise<Void>
+    /// What the thread waits on; locked once, by the thread, for as long as it runs.
+    private let readiness: Mutex<DispatcherReadiness>
     private let shardCount: Int
     /// How often the thread looked at a pending connection's first bytes (`MSG_PEEK`) since start:
     /// tests bound it to show that a dribbling client does not make the thread spin.
@@ -85,7 +88,15 @@ package final class RelayDispatcher: Sendable {
             }
             return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin_port) }
         }
-        return (RelayDispatcher(listener: fd, shards: shards), Int(boundPort))
+        let readiness: DispatcherReadiness
+        do {
+            readiness = try DispatcherReadiness(listener: fd)
+        } catch {
+            close(fd)
+            let reason = String(cString: strerror(error.errno)).lowercased()
+            throw RuntimeError(.bindFailed, "relay could not set up its accepting thread: \(reason)")
+        }
+        return (RelayDispatcher(listener: fd, readiness: readiness, shards: shards), Int(boundPort))
     }
 
     private static func bindError(_ host: String, _ port: Int) -> RuntimeError {
@@ -93,8 +104,9 @@ package final class RelayDispatcher: Sendable {
         return RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(reason)")
     }
 
-    private init(listener: CInt, shards: RelayShards) {
+    private init(listener: CInt, readiness: consuming DispatcherReadiness, shards: RelayShards) {
         self.listener = listener
+        self.readiness = Mutex(readiness)
         self.shards = shards
         self.finished = shards.registries[0].eventLoop.makePromise(of: Void.self)
         self.shardCount = shards.registries.count
@@ -135,118 +147,165 @@ package final class RelayDispatcher: Sendable {
         var deadline: NIODeadline
         /// The peer's IP address (the per-source caps count the connection under it).
         var source: String?
-        /// Set while only part of the routable prefix arrived: look again at this time instead of
-        /// polling the socket (which would report it readable at once, again and again).
-        var recheck: NIODeadline?
+        /// Whether the readiness set holds the descriptor (armed, or reported and disarmed).
+        var watched = false
         /// How often only part of the prefix was there: the recheck backs off (2 ms doubling to
         /// 256 ms), so a client that dribbles its request line cannot make the thread spin.
         var partialLooks = 0
     }
 
-    private func run() {
+    /// The accepting thread's state: the connections accepted and not handed over yet.
+    private struct Backlog {
         var pending: [CInt: Pending] = [:]
+        /// Accept order is deadline order (every connection gets the same upgrade timeout), so the
+        /// head is the next to expire; entries of connections handed over since are skipped.
+        var expiries = CircularBuffer<(fd: CInt, deadline: NIODeadline)>()
+        /// Connections of which only part of the routable prefix arrived: looked at again at this
+        /// time instead of being watched (the socket would be reported readable again and again).
+        var rechecks: [CInt: NIODeadline] = [:]
         var nextShard = 0
-        var peek = [UInt8](repeating: 0, count: Self.peekLength)
-        let timeout = TimeAmount(shards.configuration.upgradeTimeout)
-        /// Set after `accept` failed for want of descriptors: the listener stays readable, so it
-        /// is left out of `poll` for a moment instead of spinning.
-        var acceptPausedUntil: NIODeadline?
-        while !stopping.load(ordering: .relaxed) {
-            var polled: [pollfd] = []
-            var wait = TimeAmount.milliseconds(50)
-            let now = NIODeadline.now()
-            if let paused = acceptPausedUntil, paused > now {
-                wait = min(wait, paused - now)
-            } else {
-                acceptPausedUntil = nil
-                polled.append(pollfd(fd: listener, events: Int16(POLLIN), revents: 0))
-            }
-            for (fd, state) in pending {
-                if let recheck = state.recheck {
-                    wait = min(wait, max(.zero, recheck - now))
-                } else {
-                    polled.append(pollfd(fd: fd, events: Int16(POLLIN), revents: 0))
-                }
-                wait = min(wait, max(.zero, state.deadline - now))
-            }
-            let waitMilliseconds = Int32(max(0, (wait.nanoseconds + 999_999) / 1_000_000))
-            _ = poll(&polled, nfds_t(polled.count), waitMilliseconds)
-            let after = NIODeadline.now()
-            var ready: [CInt] = polled.filter { $0.revents != 0 && $0.fd != listener }.map(\.fd)
-            ready += pending.filter { $0.value.recheck.map { $0 <= after } ?? false }.map(\.key)
-            if polled.first.map({ $0.fd == listener && $0.revents != 0 }) ?? false {
-                // Most clients send their request with the connect: look at it at once.
-                ready += acceptAll(into: &pending, deadline: after + timeout, nextShard: &nextShard, pausedUntil: &acceptPausedUntil)
-            }
-            for fd in ready {
-                let count = recv(fd, &peek, Self.peekLength, Int32(MSG_PEEK | MSG_DONTWAIT))
-                peekCount.add(1, ordering: .relaxed)
-                if count <= 0 {
-                    if count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
-                        pending[fd]?.recheck = nil
-                        continue
+    }
+
+    private func run() {
+        readiness.withLock { readiness in
+            var backlog = Backlog()
+            var peek = [UInt8](repeating: 0, count: Self.peekLength)
+            var ready: [CInt] = []
+            let timeout = TimeAmount(shards.configuration.upgradeTimeout)
+            /// Set after `accept` failed for want of descriptors: the listener stays readable, so
+            /// it is left out of the wait for a moment instead of spinning.
+            var acceptPausedUntil: NIODeadline?
+            while !stopping.load(ordering: .relaxed) {
+                let now = NIODeadline.now()
+                var wait = TimeAmount.milliseconds(50)
+                if let paused = acceptPausedUntil {
+                    if paused > now {
+                        wait = min(wait, paused - now)
+                    } else {
+                        acceptPausedUntil = nil
+                        readiness.watchListener(true)
                     }
-                    let source = pending.removeValue(forKey: fd)?.source
-                    drop(fd, source: source)
-                    continue
                 }
-                switch Self.route(peek[0..<count], shardCount: shardCount) {
-                case .needMore:
-                    let looks = min(pending[fd]?.partialLooks ?? 0, 7)
-                    pending[fd]?.partialLooks = looks + 1
-                    pending[fd]?.recheck = after + .milliseconds(2 << Int64(looks))
-                case .shard(let index):
-                    let source = pending.removeValue(forKey: fd)?.source
-                    handOver(fd, to: index, admission: .admitted(source: source))
-                case .any:
-                    let source = pending.removeValue(forKey: fd)?.source
-                    handOver(fd, to: nextShard, admission: .admitted(source: source))
-                    nextShard = (nextShard + 1) % shardCount
+                if let head = backlog.expiries.first { wait = min(wait, max(.zero, head.deadline - now)) }
+                for due in backlog.rechecks.values { wait = min(wait, max(.zero, due - now)) }
+                let waitMilliseconds = Int32(max(0, (wait.nanoseconds + 999_999) / 1_000_000))
+                let listenerReady = readiness.wait(milliseconds: waitMilliseconds, ready: &ready)
+                let after = NIODeadline.now()
+                for (fd, due) in backlog.rechecks where due <= after {
+                    backlog.rechecks[fd] = nil
+                    ready.append(fd)
+                }
+                if listenerReady {
+                    // Most clients send their request with the connect: look at it at once.
+                    ready += acceptAll(into: &backlog, deadline: after + timeout, pausedUntil: &acceptPausedUntil)
+                    if acceptPausedUntil != nil { readiness.watchListener(false) }
+                }
+                for fd in ready {
+                    look(at: fd, backlog: &backlog, readiness: &readiness, peek: &peek, now: after)
+                }
+                while let head = backlog.expiries.first, head.deadline <= after {
+                    backlog.expiries.removeFirst()
+                    guard let state = backlog.pending[head.fd], state.deadline == head.deadline else { continue }
+                    backlog.pending[head.fd] = nil
+                    backlog.rechecks[head.fd] = nil
+                    readiness.forget(head.fd)
+                    drop(head.fd, source: state.source)
                 }
             }
-            for (fd, state) in pending where state.deadline <= after {
-                pending[fd] = nil
+            close(listener)
+            for (fd, state) in backlog.pending {
+                readiness.forget(fd)
                 drop(fd, source: state.source)
             }
         }
-        close(listener)
-        for (fd, state) in pending { drop(fd, source: state.source) }
         finished.succeed(())
     }
 
+    /// Peeks at the start of a pending connection's request and hands it to its shard, watches it
+    /// until its request arrives, looks again later (a partial prefix), or drops it (closed, failed).
+    private func look(
+        at fd: CInt, backlog: inout Backlog, readiness: inout DispatcherReadiness, peek: inout [UInt8], now: NIODeadline
+    ) {
+        guard let state = backlog.pending[fd] else { return }
+        let count = recv(fd, &peek, Self.peekLength, Int32(MSG_PEEK | MSG_DONTWAIT))
+        peekCount.add(1, ordering: .relaxed)
+        if count <= 0 {
+            if count < 0, errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                if readiness.watch(fd, added: state.watched) {
+                    backlog.pending[fd]?.watched = true
+                } else {
+                    backlog.pending[fd] = nil
+                    drop(fd, source: state.source)
+                }
+                return
+            }
+            backlog.pending[fd] = nil
+            readiness.forget(fd)
+            drop(fd, source: state.source)
+            return
+        }
+        let shard: Int
+        switch Self.route(peek[0..<count], shardCount: shardCount) {
+        case .needMore:
+            let looks = min(state.partialLooks, 7)
+            backlog.pending[fd]?.partialLooks = looks + 1
+            backlog.rechecks[fd] = now + .milliseconds(2 << Int64(looks))
+            return
+        case .shard(let index):
+            shard = index
+        case .any:
+            shard = backlog.nextShard
+            backlog.nextShard = (backlog.nextShard + 1) % shardCount
+        }
+        backlog.pending[fd] = nil
+        readiness.forget(fd)
+        handOver(fd, to: shard, admission: .admitted(source: state.source))
+    }
+
     /// Accepts every waiting connection; returns those now pending (to be looked at).
-    private func acceptAll(
-        into pending: inout [CInt: Pending], deadline: NIODeadline, nextShard: inout Int, pausedUntil: inout NIODeadline?
-    ) -> [CInt] {
+    private func acceptAll(into backlog: inout Backlog, deadline: NIODeadline, pausedUntil: inout NIODeadline?) -> [CInt] {
         var accepted: [CInt] = []
         while true {
-            let fd = accept(listener, nil, nil)
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let fd = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                    #if os(Linux)
+                    accept4(listener, address, &length, Int32(SOCK_CLOEXEC.rawValue))
+                    #else
+                    accept(listener, address, &length)
+                    #endif
+                }
+            }
             guard fd >= 0 else {
                 if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
-                    pausedUntil = .now() + .milliseconds(10)
+                    pausedUntil = .now() + RelayLoopAcceptor.acceptBackoff
                 }
                 return accepted
             }
-            // NIO makes the socket non-blocking when it takes it; the peek does not block either.
+            #if !os(Linux)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            #endif
+            // NIO makes the socket non-blocking when it takes it; the peek does not block either.
             if shards.connectionAccepted() {
                 // The pending-upgrade and per-source caps count from here, so a connection held
                 // here (silent, or dribbling its request line) counts as awaiting its upgrade.
-                let source = Self.peerAddress(fd)
+                let source = Self.ipAddress(storage)
                 if let refusal = shards.admissionCounts.admit(
                     source: source, maxPending: shards.configuration.maxPendingUpgrades,
                     maxPerSource: shards.configuration.maxConnectionsPerSource)
                 {
-                    handOver(fd, to: nextShard, admission: .refused(refusal))
-                    nextShard = (nextShard + 1) % shardCount
+                    handOver(fd, to: backlog.nextShard, admission: .refused(refusal))
+                    backlog.nextShard = (backlog.nextShard + 1) % shardCount
                 } else {
-                    pending[fd] = Pending(deadline: deadline, source: source)
+                    backlog.pending[fd] = Pending(deadline: deadline, source: source)
+                    backlog.expiries.append((fd, deadline))
                     accepted.append(fd)
                 }
             } else {
                 // Over the connection cap: answered 503 on any loop, unread.
-                bootstrap(shard: nextShard, counted: false, admission: nil).withConnectedSocket(fd).whenFailure { _ in }
-                nextShard = (nextShard + 1) % shardCount
+                bootstrap(shard: backlog.nextShard, counted: false, admission: nil).withConnectedSocket(fd).whenFailure { _ in }
+                backlog.nextShard = (backlog.nextShard + 1) % shardCount
             }
         }
     }
@@ -319,16 +378,10 @@ package final class RelayDispatcher: Sendable {
 }
 
 extension RelayDispatcher {
-    /// The IP address of the peer of a connected socket (`nil` if the system cannot say), written
-    /// by NIO's `SocketAddress` exactly as `Channel.remoteAddress?.ipAddress` writes it, so the
-    /// dispatcher and the shards count a source under the same string.
-    static func peerAddress(_ fd: CInt) -> String? {
-        var storage = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        let named = withUnsafeMutablePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getpeername(fd, $0, &length) }
-        }
-        guard named == 0 else { return nil }
+    /// The IP address in `storage` (the peer address `accept` returned; `nil` if it is neither
+    /// IPv4 nor IPv6), written by NIO's `SocketAddress` exactly as `Channel.remoteAddress?.ipAddress`
+    /// writes it, so the dispatcher and the shards count a source under the same string.
+    static func ipAddress(_ storage: sockaddr_storage) -> String? {
         let family = Int32(storage.ss_family)
         return withUnsafePointer(to: storage) { pointer -> SocketAddress? in
             switch family {
