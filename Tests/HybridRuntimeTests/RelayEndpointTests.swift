@@ -259,6 +259,41 @@ struct RelayEndpointTests {
             #expect(await eventually { relay.statistics.openConnections == 0 })
         }
     }
+
+    @Test("every connection gets the whole upgrade timeout from its own start; a connection that upgraded outlives it")
+    func upgradeTimeoutPerConnection() async throws {
+        var configuration = RelayConfiguration()
+        configuration.upgradeTimeout = .milliseconds(300)
+        try await withRelay(configuration) { relay, endpoint in
+            let tunnelID = randomTunnelID()
+            let phone = try await WebSocketTunnel.open(url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path)
+            let routingID = try #require(phone.routingID)
+            let desktop = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path)
+            let opened = ContinuousClock.now
+            try await Task.sleep(for: .milliseconds(150))
+            let lateStart = ContinuousClock.now
+            let late = try await RawConnection.connect(port: endpoint.port)
+            // Routable (a relay with several shards hands it to one), then nothing more: the
+            // shard's upgrade timeout, not the dispatcher's, drops it.
+            try await late.write("GET /cable/new/68656C")
+            // Past the upgraded connections' deadline (and one granularity): they still relay.
+            try await Task.sleep(until: opened + .milliseconds(400))
+            try await desktop.send([1, 2, 3])
+            #expect(try await phone.receive(timeout: .seconds(3)) == [1, 2, 3])
+            // The late connection's own deadline has not come: it is still open
+            // (checked only while well inside it, so a slow machine cannot make this fail).
+            if ContinuousClock.now - lateStart < .milliseconds(250) {
+                #expect(!(await late.waitForClose(timeout: .milliseconds(20))), "closed before its own timeout")
+            }
+            #expect(await late.waitForClose(timeout: .seconds(3)), "the late connection is dropped at its own deadline")
+            #expect(ContinuousClock.now - lateStart >= .milliseconds(300))
+            #expect(relay.openTunnelCount == 1)
+            await desktop.close()
+            await phone.close()
+            #expect(await eventually { relay.openTunnelCount == 0 })
+        }
+    }
 }
 
 /// `RelayConfiguration.routingIDPrefix` (`hybrid-sim relay --routing-id-prefix`): what a proxy

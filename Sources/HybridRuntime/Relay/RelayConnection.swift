@@ -32,7 +32,9 @@ final class RelayConnection {
     /// The source whose unjoined-tunnel count holds a place for this connection's request
     /// (``RelayConfiguration/maxWaitingTunnelsPerSource``), until the tunnel opens or the request fails.
     var waitingReservation: String?
-    private var upgradeTimer: Scheduled<Void>?
+    /// Numbers the registry's connections, so an upgrade timeout never closes a later connection
+    /// that got the same address (``UpgradeDeadlines``); set when the registry admits it.
+    var serial: UInt64 = 0
 
     init(channel: Channel, source: String?) {
         self.channel = channel
@@ -97,19 +99,11 @@ final class RelayConnection {
             return
         }
         channel.closeFuture.assumeIsolated().whenComplete { _ in
-            connection.upgradeTimer?.cancel()
             registry.admission.closed(connection)
             registry.connectionClosed(connection)
             registry.admission.idleTrim.connectionClosed(on: channel.eventLoop) { registry.statistics.openConnectionCount }
         }
-        let timeout = registry.configuration.upgradeTimeout
-        connection.upgradeTimer = channel.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(timeout)) {
-            guard !connection.isUpgraded else { return }
-            registry.logger.debug(
-                "dropping a connection that did not complete its request within \(timeout.humanReadable)"
-            )
-            channel.close(promise: nil)
-        }
+        registry.startUpgradeTimeout(of: connection)
 
         // Bounds what a client can make the relay hold: bytes sent behind the request while the
         // upgrade is decided (a contact request waits for its phone) stay in this buffer.
@@ -169,8 +163,6 @@ final class RelayConnection {
         default: throw ChannelError.inappropriateOperationForState
         }
         state = .upgraded
-        upgradeTimer?.cancel()
-        upgradeTimer = nil
         requestHead = nil  // only a refusal needs it; an open connection keeps no headers
         if case .listening(let contactID) = upgrade {
             let handler = ListenerHandler(

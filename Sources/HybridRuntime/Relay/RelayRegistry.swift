@@ -91,6 +91,8 @@ final class RelayRegistry {
     private(set) lazy var directory = ContactDirectory(registry: self)
     private var tunnels: [[UInt8]: RelayTunnel] = [:]
     private var connections: [ObjectIdentifier: RelayConnection] = [:]
+    /// The upgrade timeouts of this shard's connections (one timer for all of them).
+    var upgradeDeadlines: UpgradeDeadlines
     private var isShuttingDown = false
     /// The pending-upgrade and per-source caps (``AdmissionLedger``).
     private(set) lazy var admission = AdmissionLedger(configuration: configuration, counts: admissionCounts)
@@ -116,6 +118,7 @@ final class RelayRegistry {
         self.configuration = configuration
         self.statistics = statistics
         self.logger = logger
+        self.upgradeDeadlines = UpgradeDeadlines(timeout: configuration.upgradeTimeout)
     }
 
     // MARK: - Connections
@@ -142,8 +145,14 @@ final class RelayRegistry {
             logLimiter.info(logger, "refused a connection: \(configuration.maxConnections) connections open (503)")
             return .overCapacity
         }
+        connection.serial = upgradeDeadlines.nextSerial()
         connections[ObjectIdentifier(connection)] = connection
         return .admitted
+    }
+
+    /// The open connection `id` names, if any.
+    func connection(_ id: ObjectIdentifier) -> RelayConnection? {
+        connections[id]
     }
 
     /// Forgets a closed connection and releases a tunnel side it had claimed but never used.
@@ -322,6 +331,7 @@ final class RelayRegistry {
     func shutdown() -> EventLoopFuture<Void> {
         if let drained { return drained.futureResult }
         isShuttingDown = true
+        upgradeDeadlines.stop()
         directory.shutdown()
         let promise = eventLoop.makePromise(of: Void.self)
         drained = promise

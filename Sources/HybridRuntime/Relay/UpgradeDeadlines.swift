@@ -1,0 +1,103 @@
+import NIOCore
+
+/// The upgrade timeouts of one shard's connections (``RelayConfiguration/upgradeTimeout``): a
+/// queue and one event-loop timer, instead of a timer per connection.
+///
+/// Every connection of a shard gets the same timeout, so the order connections arrive in is the
+/// order their deadlines fall in: a first-in-first-out queue, not a heap. A connection that upgrades
+/// or closes is not taken out; its entry is skipped when its deadline comes. Neither costs anything
+/// then, whereas cancelling a NIO timer (`Scheduled.cancel`) searches the loop's whole timer heap,
+/// which holds a timer per open tunnel: at 9,000 tunnels that search was a few percent of the relay's
+/// cost of opening one (Docs/BENCHMARKS.md).
+///
+/// The timer runs when the oldest deadline falls due, but at most once per ``granularity``, so a
+/// connection is closed between its deadline and one granularity (a twentieth of the timeout, at
+/// most 100 ms) after it. Confined to the shard's event loop.
+struct UpgradeDeadlines {
+    private struct Entry {
+        var deadline: NIODeadline
+        var connection: ObjectIdentifier
+        /// Tells this connection from a later one at the same address (``RelayConnection/serial``).
+        var serial: UInt64
+    }
+
+    private var entries = CircularBuffer<Entry>()
+    private var timer: Scheduled<Void>?
+    private var lastSerial: UInt64 = 0
+    /// The most a timed-out connection may outlive its deadline.
+    let granularity: TimeAmount
+
+    init(timeout: Duration) {
+        granularity = min(TimeAmount(timeout / 20), .milliseconds(100))
+    }
+
+    /// Connections waiting in the queue (including ones that upgraded or closed since).
+    var count: Int { entries.count }
+
+    /// A serial number for a new connection (the first is 1).
+    mutating func nextSerial() -> UInt64 {
+        lastSerial &+= 1
+        return lastSerial
+    }
+
+    /// Adds the connection `connection` with serial number `serial`, due at `deadline` (not earlier
+    /// than any deadline added before); `arm` schedules the timer when none is pending.
+    mutating func add(
+        _ connection: ObjectIdentifier, serial: UInt64, deadline: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>
+    ) {
+        entries.append(Entry(deadline: deadline, connection: connection, serial: serial))
+        if timer == nil { timer = arm(deadline) }
+    }
+
+    /// The timer fired at `now`: removes every entry due and returns them (the caller closes those
+    /// still waiting for their upgrade), and when entries remain re-arms the timer for the oldest,
+    /// no sooner than one granularity from now.
+    mutating func due(
+        at now: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>
+    ) -> [(connection: ObjectIdentifier, serial: UInt64)] {
+        timer = nil
+        var due: [(connection: ObjectIdentifier, serial: UInt64)] = []
+        while let first = entries.first, first.deadline <= now {
+            entries.removeFirst()
+            due.append((first.connection, first.serial))
+        }
+        if let first = entries.first {
+            timer = arm(max(first.deadline, now + granularity))
+        }
+        return due
+    }
+
+    /// Stops the timer (the relay is shutting down and closes every connection itself).
+    mutating func stop() {
+        timer?.cancel()
+        timer = nil
+        entries.removeAll()
+    }
+}
+
+extension RelayRegistry {
+    /// Starts `connection`'s upgrade timeout: it is closed if it has not upgraded by then.
+    func startUpgradeTimeout(of connection: RelayConnection) {
+        let deadline = NIODeadline.now() + TimeAmount(configuration.upgradeTimeout)
+        upgradeDeadlines.add(
+            ObjectIdentifier(connection), serial: connection.serial, deadline: deadline, arm: armUpgradeTimer)
+    }
+
+    private func armUpgradeTimer(at deadline: NIODeadline) -> Scheduled<Void> {
+        eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
+            self?.upgradeTimeoutsDue()
+        }
+    }
+
+    private func upgradeTimeoutsDue() {
+        for entry in upgradeDeadlines.due(at: .now(), arm: armUpgradeTimer) {
+            guard let connection = connection(entry.connection), connection.serial == entry.serial,
+                !connection.isUpgraded
+            else { continue }
+            logger.debug(
+                "dropping a connection that did not complete its request within \(configuration.upgradeTimeout.humanReadable)"
+            )
+            connection.channel.close(promise: nil)
+        }
+    }
+}

@@ -1,0 +1,99 @@
+import NIOCore
+import NIOEmbedded
+import Testing
+
+@testable import HybridRuntime
+
+/// `UpgradeDeadlines`: a shard's upgrade timeouts in one first-in-first-out queue with one timer.
+@Suite("Relay: upgrade deadlines (one queue and one timer per shard)")
+struct UpgradeDeadlinesTests {
+    /// Objects whose identities name distinct connections for as long as the test holds them.
+    private final class Connection {}
+
+    @Test("the timer's granularity is a twentieth of the timeout, at most 100 ms")
+    func granularity() {
+        #expect(UpgradeDeadlines(timeout: .milliseconds(200)).granularity == .milliseconds(10))
+        #expect(UpgradeDeadlines(timeout: .seconds(1)).granularity == .milliseconds(50))
+        #expect(UpgradeDeadlines(timeout: .seconds(10)).granularity == .milliseconds(100))
+    }
+
+    @Test("serial numbers start at 1 and never repeat")
+    func serials() {
+        var deadlines = UpgradeDeadlines(timeout: .seconds(10))
+        let serials = (0..<1000).map { _ in deadlines.nextSerial() }
+        #expect(serials.first == 1)
+        #expect(Set(serials).count == 1000)
+    }
+
+    @Test("entries fall due in order; the timer is armed for the first and re-armed for the oldest left, one granularity on at the soonest")
+    func dueInOrder() {
+        let loop = EmbeddedEventLoop()
+        var armed: [NIODeadline] = []
+        let arm: (NIODeadline) -> Scheduled<Void> = { deadline in
+            armed.append(deadline)
+            return loop.scheduleTask(deadline: deadline) {}
+        }
+        var deadlines = UpgradeDeadlines(timeout: .milliseconds(200))  // granularity 10 ms
+        let connections = (0..<4).map { _ in Connection() }
+        let ids = connections.map(ObjectIdentifier.init)
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        let offsets: [Int64] = [200, 201, 250, 400]
+        for (index, offset) in offsets.enumerated() {
+            deadlines.add(ids[index], serial: UInt64(index + 1), deadline: start + .milliseconds(offset), arm: arm)
+        }
+        #expect(armed == [start + .milliseconds(200)], "one timer, for the first deadline")
+        #expect(deadlines.count == 4)
+
+        let first = deadlines.due(at: start + .milliseconds(200), arm: arm)
+        #expect(first.map(\.serial) == [1])
+        #expect(first.map(\.connection) == [ids[0]])
+        #expect(armed.last == start + .milliseconds(210), "the next deadline is 1 ms on: the timer waits a granularity")
+
+        #expect(deadlines.due(at: start + .milliseconds(210), arm: arm).map(\.serial) == [2])
+        #expect(armed.last == start + .milliseconds(250))
+
+        #expect(deadlines.due(at: start + .milliseconds(260), arm: arm).map(\.serial) == [3])
+        #expect(armed.last == start + .milliseconds(400))
+
+        let armedBefore = armed.count
+        #expect(deadlines.due(at: start + .milliseconds(400), arm: arm).map(\.serial) == [4])
+        #expect(armed.count == armedBefore, "nothing left: no timer")
+        #expect(deadlines.count == 0)
+
+        deadlines.add(ids[0], serial: 5, deadline: start + .milliseconds(900), arm: arm)
+        #expect(armed.last == start + .milliseconds(900), "the first entry after an empty queue arms the timer again")
+        withExtendedLifetime(connections) {}
+    }
+
+    @Test("nothing falls due early, and a late timer takes every entry due at once")
+    func lateTimer() {
+        let loop = EmbeddedEventLoop()
+        let arm: (NIODeadline) -> Scheduled<Void> = { loop.scheduleTask(deadline: $0) {} }
+        var deadlines = UpgradeDeadlines(timeout: .seconds(10))
+        let connections = (0..<3).map { _ in Connection() }
+        let start = NIODeadline.uptimeNanoseconds(5_000_000_000)
+        for (index, connection) in connections.enumerated() {
+            deadlines.add(
+                ObjectIdentifier(connection), serial: UInt64(index + 1), deadline: start + .seconds(Int64(index)), arm: arm)
+        }
+        #expect(deadlines.due(at: start - .nanoseconds(1), arm: arm).isEmpty)
+        #expect(deadlines.due(at: start + .seconds(5), arm: arm).map(\.serial) == [1, 2, 3])
+        #expect(deadlines.count == 0)
+    }
+
+    @Test("stop cancels the timer and forgets every entry")
+    func stop() throws {
+        let loop = EmbeddedEventLoop()
+        var fired = 0
+        var deadlines = UpgradeDeadlines(timeout: .milliseconds(200))
+        let connection = Connection()
+        deadlines.add(ObjectIdentifier(connection), serial: 1, deadline: .now() + .milliseconds(200)) { deadline in
+            loop.scheduleTask(deadline: deadline) { fired += 1 }
+        }
+        deadlines.stop()
+        #expect(deadlines.count == 0)
+        loop.advanceTime(by: .seconds(1))
+        #expect(fired == 0)
+        try loop.syncShutdownGracefully()
+    }
+}
