@@ -45,7 +45,26 @@ public enum Hex {
         return try? decode(string)
     }
 
-    private static func nibble(_ c: UInt8) -> UInt8? {
+    /// Decodes exactly `byteCount` bytes from hex digits given as ASCII bytes (either case), or `nil`
+    /// for any other length or a byte that is not a hex digit: ``decode(_:byteCount:)`` for callers
+    /// that hold bytes (a request target), inlined so it is specialized for their collection.
+    @inlinable
+    public static func decode(ascii digits: some Collection<UInt8>, byteCount: Int) -> [UInt8]? {
+        guard digits.count == byteCount * 2 else { return nil }
+        var out: [UInt8] = []
+        out.reserveCapacity(byteCount)
+        var index = digits.startIndex
+        while index != digits.endIndex {
+            let next = digits.index(after: index)
+            guard let high = nibble(digits[index]), let low = nibble(digits[next]) else { return nil }
+            out.append(high << 4 | low)
+            index = digits.index(after: next)
+        }
+        return out
+    }
+
+    @usableFromInline
+    static func nibble(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): return c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): return c - UInt8(ascii: "a") + 10

@@ -35,26 +35,45 @@ public enum TunnelServicePath: Sendable, Hashable {
     }
 
     /// Parses a request target; `nil` unless it is exactly one of the three shapes.
+    ///
+    /// Reads the target's UTF-8 bytes (every accepted target is ASCII), so a relay pays no
+    /// `Character` splitting or generic hex decoding per request.
     public init?(parsing target: String) {
-        guard target.utf8.count <= Self.maxPathLength, target.hasPrefix("/cable/") else { return nil }
-        let segments = target.split(separator: "/", omittingEmptySubsequences: false)
-        // "/cable/new/X" splits into ["", "cable", "new", "X"].
-        guard segments.count >= 4, segments[0].isEmpty else { return nil }
-        switch (segments[2], segments.count) {
-        case ("new", 4):
-            guard let tunnelID = Hex.decode(segments[3], byteCount: HybridConstants.tunnelIDSize) else { return nil }
-            self = .new(tunnelID: tunnelID)
-        case ("connect", 5):
-            guard let routingID = Hex.decode(segments[3], byteCount: HybridConstants.routingIDSize),
-                let tunnelID = Hex.decode(segments[4], byteCount: HybridConstants.tunnelIDSize)
-            else { return nil }
-            self = .connect(routingID: routingID, tunnelID: tunnelID)
-        case ("contact", 4):
-            guard let contactID = Base64URL.decodeUnpadded(segments[3]), !contactID.isEmpty else { return nil }
-            self = .contact(contactID: contactID)
-        default:
-            return nil
+        var target = target
+        guard let parsed = target.withUTF8({ Self.parse(utf8: $0) }) else { return nil }
+        self = parsed
+    }
+
+    private static let prefix = Array("/cable/".utf8)
+
+    /// ``init(parsing:)`` on the target's bytes.
+    private static func parse(utf8 target: UnsafeBufferPointer<UInt8>) -> TunnelServicePath? {
+        guard target.count <= maxPathLength, target.starts(with: prefix) else { return nil }
+        let slash = UInt8(ascii: "/")
+        let end = target.endIndex
+        // "/cable/{keyword}/{segment}" or "/cable/connect/{segment}/{segment}": no other "/".
+        guard let keywordEnd = target[prefix.count..<end].firstIndex(of: slash) else { return nil }
+        let keyword = target[prefix.count..<keywordEnd]
+        let first = keywordEnd + 1
+        let secondSlash = target[first..<end].firstIndex(of: slash)
+        if keyword.elementsEqual("new".utf8), secondSlash == nil {
+            guard let tunnelID = Hex.decode(ascii: target[first..<end], byteCount: HybridConstants.tunnelIDSize) else { return nil }
+            return .new(tunnelID: tunnelID)
         }
+        if keyword.elementsEqual("contact".utf8), secondSlash == nil {
+            let encoded = String(decoding: target[first..<end], as: UTF8.self)
+            guard let contactID = Base64URL.decodeUnpadded(encoded), !contactID.isEmpty else { return nil }
+            return .contact(contactID: contactID)
+        }
+        if keyword.elementsEqual("connect".utf8), let secondSlash {
+            let second = secondSlash + 1
+            guard !target[second..<end].contains(slash),
+                let routingID = Hex.decode(ascii: target[first..<secondSlash], byteCount: HybridConstants.routingIDSize),
+                let tunnelID = Hex.decode(ascii: target[second..<end], byteCount: HybridConstants.tunnelIDSize)
+            else { return nil }
+            return .connect(routingID: routingID, tunnelID: tunnelID)
+        }
+        return nil
     }
 
     // MARK: - The simulator's push channel
