@@ -43,6 +43,8 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     private let tunnel: RelayTunnel
     private let side: TunnelSide
     private var context: ChannelHandlerContext?
+    /// The channel's allocator, kept so a relayed message does not reach it through the pipeline.
+    private var allocator = ByteBufferAllocator()
     private var state = State.open
     private var closeTimer: Scheduled<Void>?
     private var pongs = PongBudget()
@@ -74,6 +76,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        allocator = context.channel.allocator
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -87,7 +90,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// read burst is still running; its end calls ``flushDeferred()``.
     func deliver(_ message: ByteBuffer, flush: Bool = true) {
         guard case .open = state, let context else { return }
-        let frame = RelayFrameWriter.frame(opcode: .binary, payload: message, allocator: context.channel.allocator)
+        let frame = RelayFrameWriter.frame(opcode: .binary, payload: message, allocator: allocator)
         context.write(wrapOutboundOut(frame), promise: nil)
         if flush {
             unflushed = false
@@ -160,7 +163,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         guard var input = reads.begin(unwrapInboundIn(data)) else { return }
         repeat {
             do {
-                try reader.read(input, maxFrameSize: configuration.maxMessageSize, allocator: context.channel.allocator) { frame in
+                try reader.read(input, maxFrameSize: configuration.maxMessageSize, allocator: allocator) { frame in
                     assembled(frame, context: context)
                 }
             } catch {
