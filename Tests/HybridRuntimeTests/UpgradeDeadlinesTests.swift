@@ -81,6 +81,23 @@ struct UpgradeDeadlinesTests {
         #expect(deadlines.count == 0)
     }
 
+    @Test("settled entries leave from the front only, up to the first connection still waiting")
+    func dropSettled() {
+        let loop = EmbeddedEventLoop()
+        let arm: (NIODeadline) -> Scheduled<Void> = { loop.scheduleTask(deadline: $0) {} }
+        var deadlines = UpgradeDeadlines(timeout: .seconds(10))
+        let connections = (0..<5).map { _ in Connection() }
+        let start = NIODeadline.uptimeNanoseconds(5_000_000_000)
+        for (index, connection) in connections.enumerated() {
+            deadlines.add(
+                ObjectIdentifier(connection), serial: UInt64(index + 1), deadline: start + .seconds(Int64(index)), arm: arm)
+        }
+        let waiting: Set<UInt64> = [3, 5]  // 1, 2 and 4 upgraded or closed
+        deadlines.dropSettled { _, serial in !waiting.contains(serial) }
+        #expect(deadlines.count == 3, "1 and 2 left; 4 stays behind 3, which still waits")
+        #expect(deadlines.due(at: start + .seconds(10), arm: arm).map(\.serial) == [3, 4, 5])
+    }
+
     @Test("stop cancels the timer and forgets every entry")
     func stop() throws {
         let loop = EmbeddedEventLoop()

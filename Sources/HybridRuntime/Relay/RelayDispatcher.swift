@@ -203,9 +203,15 @@ package final class RelayDispatcher: Sendable {
                 for fd in ready {
                     look(at: fd, backlog: &backlog, readiness: &readiness, peek: &peek, now: after)
                 }
-                while let head = backlog.expiries.first, head.deadline <= after {
+                // Entries of connections handed over or closed leave as soon as they are the oldest,
+                // so the queue holds about as many entries as connections pending.
+                while let head = backlog.expiries.first {
+                    guard let state = backlog.pending[head.fd], state.deadline == head.deadline else {
+                        backlog.expiries.removeFirst()
+                        continue
+                    }
+                    guard head.deadline <= after else { break }
                     backlog.expiries.removeFirst()
-                    guard let state = backlog.pending[head.fd], state.deadline == head.deadline else { continue }
                     backlog.pending[head.fd] = nil
                     backlog.rechecks[head.fd] = nil
                     readiness.forget(head.fd)

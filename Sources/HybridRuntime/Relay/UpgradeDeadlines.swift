@@ -5,7 +5,8 @@ import NIOCore
 ///
 /// Every connection of a shard gets the same timeout, so the order connections arrive in is the
 /// order their deadlines fall in: a first-in-first-out queue, not a heap. A connection that upgrades
-/// or closes is not taken out; its entry is skipped when its deadline comes. Neither costs anything
+/// or closes is not taken out then; its entry is skipped when its deadline comes, or dropped sooner
+/// once it is the oldest and a new connection arrives (``dropSettled(_:)``). Neither costs anything
 /// then, whereas cancelling a NIO timer (`Scheduled.cancel`) searches the loop's whole timer heap,
 /// which holds a timer per open tunnel: at 9,000 tunnels that search was a few percent of the relay's
 /// cost of opening one (Docs/BENCHMARKS.md).
@@ -49,6 +50,15 @@ struct UpgradeDeadlines {
         if timer == nil { timer = arm(deadline) }
     }
 
+    /// Removes the oldest entries for as long as `settled` says their connection no longer waits
+    /// (it upgraded or closed), so the queue holds about as many entries as connections waiting for
+    /// their upgrade rather than every connection of the last timeout's length.
+    mutating func dropSettled(_ settled: (_ connection: ObjectIdentifier, _ serial: UInt64) -> Bool) {
+        while let first = entries.first, settled(first.connection, first.serial) {
+            entries.removeFirst()
+        }
+    }
+
     /// The timer fired at `now`: removes every entry due and returns them (the caller closes those
     /// still waiting for their upgrade), and when entries remain re-arms the timer for the oldest,
     /// no sooner than one granularity from now.
@@ -79,6 +89,7 @@ extension RelayRegistry {
     /// Starts `connection`'s upgrade timeout: it is closed if it has not upgraded by then.
     func startUpgradeTimeout(of connection: RelayConnection) {
         let deadline = NIODeadline.now() + TimeAmount(configuration.upgradeTimeout)
+        upgradeDeadlines.dropSettled { id, serial in !isAwaitingUpgrade(id, serial: serial) }
         upgradeDeadlines.add(
             ObjectIdentifier(connection), serial: connection.serial, deadline: deadline, arm: armUpgradeTimer)
     }
@@ -89,10 +100,15 @@ extension RelayRegistry {
         }
     }
 
+    /// Whether the connection `id` with serial number `serial` is open and not upgraded yet.
+    private func isAwaitingUpgrade(_ id: ObjectIdentifier, serial: UInt64) -> Bool {
+        guard let connection = connection(id), connection.serial == serial else { return false }
+        return !connection.isUpgraded
+    }
+
     private func upgradeTimeoutsDue() {
         for entry in upgradeDeadlines.due(at: .now(), arm: armUpgradeTimer) {
-            guard let connection = connection(entry.connection), connection.serial == entry.serial,
-                !connection.isUpgraded
+            guard isAwaitingUpgrade(entry.connection, serial: entry.serial), let connection = connection(entry.connection)
             else { continue }
             logger.debug(
                 "dropping a connection that did not complete its request within \(configuration.upgradeTimeout.humanReadable)"
