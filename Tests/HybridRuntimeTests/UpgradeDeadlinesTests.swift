@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -96,6 +97,22 @@ struct UpgradeDeadlinesTests {
         deadlines.dropSettled { _, serial in !waiting.contains(serial) }
         #expect(deadlines.count == 3, "1 and 2 left; 4 stays behind 3, which still waits")
         #expect(deadlines.due(at: start + .seconds(10), arm: arm).map(\.serial) == [3, 4, 5])
+    }
+
+    @Test("a shard on an EmbeddedEventLoop times connections by the loop's virtual clock: dropped one granularity after the timeout, not before")
+    func loopClock() throws {
+        let channel = EmbeddedChannel()
+        let registry = RelayRegistry(
+            eventLoop: channel.embeddedEventLoop, configuration: RelayConfiguration(), statistics: RelayStatisticsBox(),
+            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40000)).wait()
+        try RelayConnection.configure(channel, registry: registry)
+        try channel.writeInbound(channel.allocator.buffer(string: "GET /cable/new/"))  // and nothing more
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(9_990))
+        #expect(channel.isActive, "still inside the 10 s upgrade timeout")
+        channel.embeddedEventLoop.advanceTime(by: .milliseconds(110))
+        #expect(!channel.isActive, "dropped within a granularity (100 ms) of the deadline")
+        #expect(registry.upgradeDeadlines.count == 0)
     }
 
     @Test("stop cancels the timer and forgets every entry")

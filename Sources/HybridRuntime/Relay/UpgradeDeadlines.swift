@@ -88,7 +88,8 @@ struct UpgradeDeadlines {
 extension RelayRegistry {
     /// Starts `connection`'s upgrade timeout: it is closed if it has not upgraded by then.
     func startUpgradeTimeout(of connection: RelayConnection) {
-        let deadline = NIODeadline.now() + TimeAmount(configuration.upgradeTimeout)
+        // The loop's own clock: an EmbeddedEventLoop's (the fuzz probe's, tests') is virtual.
+        let deadline = eventLoop.now + TimeAmount(configuration.upgradeTimeout)
         upgradeDeadlines.dropSettled { id, serial in !isAwaitingUpgrade(id, serial: serial) }
         upgradeDeadlines.add(
             ObjectIdentifier(connection), serial: connection.serial, deadline: deadline, arm: armUpgradeTimer)
@@ -107,7 +108,7 @@ extension RelayRegistry {
     }
 
     private func upgradeTimeoutsDue() {
-        for entry in upgradeDeadlines.due(at: .now(), arm: armUpgradeTimer) {
+        for entry in upgradeDeadlines.due(at: eventLoop.now, arm: armUpgradeTimer) {
             guard isAwaitingUpgrade(entry.connection, serial: entry.serial), let connection = connection(entry.connection)
             else { continue }
             logger.debug(
