@@ -42,9 +42,21 @@ default:
     break
 }
 
-guard let target = FuzzTargets.named(arguments[1]) else {
+/// The environment variable that carries the target's name to the processes libFuzzer starts
+/// itself (`-merge=1`, `-fork=N`): it runs this binary again with its own flags only.
+let targetVariable = "HYBRID_FUZZ_TARGET"
+let target: FuzzTarget
+let rest: ArraySlice<String>
+if let named = FuzzTargets.named(arguments[1]) {
+    target = named
+    rest = arguments.dropFirst(2)
+} else if let inherited = ProcessInfo.processInfo.environment[targetVariable], let named = FuzzTargets.named(inherited) {
+    target = named
+    rest = arguments.dropFirst(1)
+} else {
     fail("no target \(arguments[1]); `hybrid-fuzz list` names them")
 }
+setenv(targetVariable, target.name, 1)
 
 /// The target libFuzzer's C callback runs (a C function pointer cannot capture it).
 nonisolated(unsafe) var current = target
@@ -60,7 +72,7 @@ let callback: hybrid_fuzz_callback = { data, size in
 
 if hybrid_fuzz_has_libfuzzer() != 0 {
     // libFuzzer reads argv[0] and its own flags; drop the target name.
-    let driverArguments = [arguments[0]] + arguments.dropFirst(2)
+    let driverArguments = [arguments[0]] + rest
     var cStrings: [UnsafeMutablePointer<CChar>?] = driverArguments.map { strdup($0) } + [nil]
     var argc = Int32(driverArguments.count)
     let status = cStrings.withUnsafeMutableBufferPointer { buffer -> Int32 in
@@ -71,7 +83,7 @@ if hybrid_fuzz_has_libfuzzer() != 0 {
 }
 
 // Replay mode: libFuzzer flags (-name=value) are ignored.
-let paths = arguments.dropFirst(2).filter { !$0.hasPrefix("-") }
+let paths = rest.filter { !$0.hasPrefix("-") }
 let results = FuzzReplay.run(target, paths: Array(paths))
 var counts = (accepted: 0, rejected: 0, violations: 0)
 for result in results {
