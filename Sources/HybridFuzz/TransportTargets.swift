@@ -2,9 +2,38 @@ import CTAP2
 import HybridCore
 
 /// The encrypted tunnel: Crypter frames and padding, message frames, the post-handshake message,
-/// update messages and the linking information they carry.
+/// update messages and the linking information they carry; the tunnel service's request targets.
 enum TransportTargets {
-    static let all = [crypter, crypterUnpad, frame, postHandshake, update, linkingInfo]
+    static let all = [crypter, crypterUnpad, frame, postHandshake, update, linkingInfo, tunnelPath]
+
+    /// `TunnelServicePath(parsing:)` on the input as UTF-8 (invalid sequences replaced): whatever it
+    /// accepts is one of the three shapes spelled canonically, up to the case of the hex digits.
+    static let tunnelPath = FuzzTarget(
+        "tunnel-path",
+        "TunnelServicePath(parsing:) (the relay's request targets); an accepted target is its canonical path, up to the case of its hex digits",
+        seeds: {
+            [
+                Array("/cable/new/68656C6C6F2C20776562617574686E21".utf8),
+                Array("/cable/connect/c0ffee/68656c6c6f2c20776562617574686e21".utf8),
+                Array("/cable/contact/AAECAwQFBgcICQoLDA0ODxAREhM".utf8),
+                Array("/cable/new/\u{301}68656C6C6F2C20776562617574686E21".utf8),
+            ]
+        }
+    ) { input in
+        let target = String(decoding: input, as: UTF8.self)
+        guard let path = TunnelServicePath(parsing: target) else { return .rejected }
+        // The canonical path spells hex digits in upper case (and nothing else in A-F); the parser
+        // also takes them in lower case. Everything else must be as canonical.
+        let spelled = Array(target.utf8)
+        let expected = Array(path.path.utf8)
+        let canonical =
+            spelled.count == expected.count
+            && zip(spelled, expected).allSatisfy { byte, want in
+                byte == want || ((0x41...0x46).contains(want) && byte == want + 0x20)
+            }
+        guard canonical else { return .violation("accepted \(input.fuzzHex) as \(path.path)") }
+        return FuzzTarget.check(TunnelServicePath(parsing: path.path) == path, "\(path.path) does not parse back")
+    }
 
     static let readKey = [UInt8](repeating: 0x11, count: 32)
     static let writeKey = [UInt8](repeating: 0x22, count: 32)
