@@ -33,7 +33,7 @@ final class RelayConnection {
     /// (``RelayConfiguration/maxWaitingTunnelsPerSource``), until the tunnel opens or the request fails.
     var waitingReservation: String?
     /// Numbers the registry's connections, so an upgrade timeout never closes a later connection
-    /// that got the same address (``UpgradeDeadlines``); set when the registry admits it.
+    /// that got the same address (``UpgradeWaiter``); set when the registry admits it.
     var serial: UInt64 = 0
 
     init(channel: Channel, source: String?) {

@@ -46,7 +46,8 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The channel's allocator, kept so a relayed message does not reach it through the pipeline.
     private var allocator = ByteBufferAllocator()
     private var state = State.open
-    private var closeTimer: Scheduled<Void>?
+    /// The close-handshake timeout is running (``RelayRegistry/closeAfterHandshakeTimeout(_:)``).
+    private var closeTimerArmed = false
     private var pongs = PongBudget()
     /// Checks and joins frames; `nil` when the handlers in front of this one do it.
     private var assembler: MessageAssembler?
@@ -81,7 +82,6 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        closeTimer?.cancel()
     }
 
     // MARK: - Outbound (called by the tunnel)
@@ -134,13 +134,12 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelWritabilityChanged()
     }
 
-    /// Drops the connection after the close-handshake timeout unless it closed by then.
+    /// Drops the connection after the close-handshake timeout unless it closed by then (the
+    /// shard's queue of close deadlines: nothing to cancel when it closes in time).
     private func armCloseTimer(_ context: ChannelHandlerContext) {
-        guard closeTimer == nil else { return }
-        let channel = context.channel
-        closeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(configuration.closeHandshakeTimeout)) {
-            channel.close(promise: nil)
-        }
+        guard !closeTimerArmed else { return }
+        closeTimerArmed = true
+        tunnel.registry.closeAfterHandshakeTimeout(context.channel)
     }
 
     /// Starts the closing handshake with this peer; drops the connection if the peer does not answer
@@ -243,7 +242,6 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        closeTimer?.cancel()
         if case .open = state {
             state = .closed
             tunnel.peerDisconnected(side)

@@ -92,7 +92,10 @@ final class RelayRegistry {
     private var tunnels: [[UInt8]: RelayTunnel] = [:]
     private var connections: [ObjectIdentifier: RelayConnection] = [:]
     /// The upgrade timeouts of this shard's connections (one timer for all of them).
-    var upgradeDeadlines: UpgradeDeadlines
+    var upgradeDeadlines: DeadlineQueue<UpgradeWaiter>
+    /// The closing handshakes of this shard's tunnel connections (one timer for all of them).
+    var closeDeadlines: DeadlineQueue<Channel>
+    private var lastConnectionSerial: UInt64 = 0
     private var isShuttingDown = false
     /// The pending-upgrade and per-source caps (``AdmissionLedger``).
     private(set) lazy var admission = AdmissionLedger(configuration: configuration, counts: admissionCounts)
@@ -118,7 +121,8 @@ final class RelayRegistry {
         self.configuration = configuration
         self.statistics = statistics
         self.logger = logger
-        self.upgradeDeadlines = UpgradeDeadlines(timeout: configuration.upgradeTimeout)
+        self.upgradeDeadlines = DeadlineQueue(duration: configuration.upgradeTimeout)
+        self.closeDeadlines = DeadlineQueue(duration: configuration.closeHandshakeTimeout)
     }
 
     // MARK: - Connections
@@ -145,7 +149,8 @@ final class RelayRegistry {
             logLimiter.info(logger, "refused a connection: \(configuration.maxConnections) connections open (503)")
             return .overCapacity
         }
-        connection.serial = upgradeDeadlines.nextSerial()
+        lastConnectionSerial &+= 1
+        connection.serial = lastConnectionSerial
         connections[ObjectIdentifier(connection)] = connection
         return .admitted
     }

@@ -1,0 +1,138 @@
+import NIOCore
+
+/// Deadlines of one fixed duration on a shard's event loop, in one queue with one timer, instead of
+/// a NIO timer each: a shard's upgrade timeouts (``RelayConfiguration/upgradeTimeout``) and its
+/// closing handshakes (``RelayConfiguration/closeHandshakeTimeout``).
+///
+/// Every item of a queue gets the same duration, so the order items arrive in is the order their
+/// deadlines fall in: a first-in-first-out queue, not a heap. An item that settles (a connection
+/// that upgraded, or closed) is not taken out then; it is skipped when its deadline comes, or
+/// dropped sooner once it is the oldest and a new item arrives (``dropSettled(_:)``). Neither costs
+/// anything, whereas cancelling a NIO timer (`Scheduled.cancel`) searches the loop's whole timer
+/// heap, which holds a timer per open tunnel: at 9,000 tunnels that search was a few percent of the
+/// relay's cost of opening a tunnel, and of closing one (Docs/BENCHMARKS.md).
+///
+/// The timer runs when the oldest deadline falls due, but at most once per ``granularity``, so an
+/// item is handled between its deadline and one granularity (a twentieth of the duration, at most
+/// 100 ms) after it. Confined to the shard's event loop; deadlines are read on the loop's clock.
+struct DeadlineQueue<Item> {
+    private struct Entry {
+        var deadline: NIODeadline
+        var item: Item
+    }
+
+    private var entries = CircularBuffer<Entry>()
+    private var timer: Scheduled<Void>?
+    /// The most an item may be handled after its deadline.
+    let granularity: TimeAmount
+
+    init(duration: Duration) {
+        granularity = min(TimeAmount(duration / 20), .milliseconds(100))
+    }
+
+    /// Items in the queue (including ones that settled since).
+    var count: Int { entries.count }
+
+    /// Adds `item`, due at `deadline` (not earlier than any deadline added before); `arm` schedules
+    /// the timer when none is pending.
+    mutating func add(_ item: Item, deadline: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>) {
+        entries.append(Entry(deadline: deadline, item: item))
+        if timer == nil { timer = arm(deadline) }
+    }
+
+    /// Removes the oldest items for as long as `settled` says they no longer need their deadline, so
+    /// the queue holds about as many items as are still unsettled rather than every item of the last
+    /// duration's length.
+    mutating func dropSettled(_ settled: (Item) -> Bool) {
+        while let first = entries.first, settled(first.item) {
+            entries.removeFirst()
+        }
+    }
+
+    /// The timer fired at `now`: removes every item due and returns them (the caller acts on those
+    /// not settled), and when items remain re-arms the timer for the oldest, no sooner than one
+    /// granularity from now.
+    mutating func due(at now: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>) -> [Item] {
+        timer = nil
+        var due: [Item] = []
+        while let first = entries.first, first.deadline <= now {
+            entries.removeFirst()
+            due.append(first.item)
+        }
+        if let first = entries.first {
+            timer = arm(max(first.deadline, now + granularity))
+        }
+        return due
+    }
+
+    /// Stops the timer and forgets every item.
+    mutating func stop() {
+        timer?.cancel()
+        timer = nil
+        entries.removeAll()
+    }
+}
+
+/// A connection waiting for its upgrade, in a shard's ``DeadlineQueue``.
+struct UpgradeWaiter: Equatable {
+    var connection: ObjectIdentifier
+    /// Tells this connection from a later one at the same address (``RelayConnection/serial``).
+    var serial: UInt64
+}
+
+extension RelayRegistry {
+    /// Starts `connection`'s upgrade timeout: it is closed if it has not upgraded by then.
+    func startUpgradeTimeout(of connection: RelayConnection) {
+        // The loop's own clock: an EmbeddedEventLoop's (the fuzz probe's, tests') is virtual.
+        let deadline = eventLoop.now + TimeAmount(configuration.upgradeTimeout)
+        upgradeDeadlines.dropSettled { !isAwaitingUpgrade($0) }
+        upgradeDeadlines.add(
+            UpgradeWaiter(connection: ObjectIdentifier(connection), serial: connection.serial), deadline: deadline,
+            arm: armUpgradeTimer)
+    }
+
+    private func armUpgradeTimer(at deadline: NIODeadline) -> Scheduled<Void> {
+        eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
+            self?.upgradeTimeoutsDue()
+        }
+    }
+
+    /// The open connection `waiter` names, if it has not upgraded yet.
+    private func awaitingUpgrade(_ waiter: UpgradeWaiter) -> RelayConnection? {
+        guard let connection = connection(waiter.connection), connection.serial == waiter.serial,
+            !connection.isUpgraded
+        else { return nil }
+        return connection
+    }
+
+    private func isAwaitingUpgrade(_ waiter: UpgradeWaiter) -> Bool {
+        awaitingUpgrade(waiter) != nil
+    }
+
+    private func upgradeTimeoutsDue() {
+        for waiter in upgradeDeadlines.due(at: eventLoop.now, arm: armUpgradeTimer) {
+            guard let connection = awaitingUpgrade(waiter) else { continue }
+            logger.debug(
+                "dropping a connection that did not complete its request within \(configuration.upgradeTimeout.humanReadable)"
+            )
+            connection.channel.close(promise: nil)
+        }
+    }
+
+    /// Closes `channel` after the close-handshake timeout unless it closed by then (a peer that does
+    /// not answer a close frame, or does not read the answer to its own).
+    func closeAfterHandshakeTimeout(_ channel: Channel) {
+        closeDeadlines.dropSettled { !$0.isActive }
+        closeDeadlines.add(
+            channel, deadline: eventLoop.now + TimeAmount(configuration.closeHandshakeTimeout), arm: armCloseTimer)
+    }
+
+    private func armCloseTimer(at deadline: NIODeadline) -> Scheduled<Void> {
+        eventLoop.assumeIsolated().scheduleTask(deadline: deadline) { [weak self] in
+            guard let self else { return }
+            for channel in self.closeDeadlines.due(at: self.eventLoop.now, arm: self.armCloseTimer) where channel.isActive {
+                channel.close(promise: nil)
+            }
+        }
+    }
+}
