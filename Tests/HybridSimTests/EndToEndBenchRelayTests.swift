@@ -17,6 +17,8 @@ struct EndToEndBenchRelayTests {
         #expect(report["messagesRelayed"] as? Int == 72)
         #expect((report["failures"] as? [String: Int])?.isEmpty == true)
         #expect(report["relayMicrosecondsPerOpen"] is Double, "the spawned relay was measured")
+        #expect((report["relayMicrosecondsPerClose"] as? Double).map { $0 >= 0 } == true, "closing measured too")
+        #expect(report["relayAfterClose"] is [String: Any])
         #expect(bench.standardError.text.contains("started hybrid-sim relay"))
     }
 

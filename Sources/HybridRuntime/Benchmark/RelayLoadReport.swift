@@ -79,6 +79,14 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         return (b.cpuSeconds - a.cpuSeconds) * 1e6 / Double(messagesRelayed)
     }
 
+    /// Relay CPU time per closed tunnel (both closing handshakes and the connections' teardown), µs:
+    /// from the end of the rounds until the relay's descriptors were back to the baseline (or 5 s),
+    /// so it includes an idle relay's memory trim after its last connection closed.
+    public var relayMicrosecondsPerClose: Double? {
+        guard let a = relayAfterRounds, let b = relayAfterClose, tunnelsOpened > 0 else { return nil }
+        return (b.cpuSeconds - a.cpuSeconds) * 1e6 / Double(tunnelsOpened)
+    }
+
     /// Relay CPU seconds per wall second during the rounds: above 1 means more than one core was busy.
     public var relayCoresUsedDuringRounds: Double? {
         guard let a = relayAfterOpen, let b = relayAfterRounds, roundsSeconds > 0 else { return nil }
@@ -98,7 +106,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         case openSeconds, roundsSeconds, closeSeconds, messagesRelayed, roundTrips
         case relayProcesses, relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
         case tunnelsPerSecond, messagesPerSecond, relayMicrosecondsPerOpen, relayMicrosecondsPerMessage
-        case relayCoresUsedDuringRounds, relayKiBPerTunnel
+        case relayCoresUsedDuringRounds, relayKiBPerTunnel, relayMicrosecondsPerClose
     }
 
     /// Encodes the stored fields and the derived figures.
@@ -131,6 +139,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         try c.encodeIfPresent(relayMicrosecondsPerMessage, forKey: .relayMicrosecondsPerMessage)
         try c.encodeIfPresent(relayCoresUsedDuringRounds, forKey: .relayCoresUsedDuringRounds)
         try c.encodeIfPresent(relayKiBPerTunnel, forKey: .relayKiBPerTunnel)
+        try c.encodeIfPresent(relayMicrosecondsPerClose, forKey: .relayMicrosecondsPerClose)
     }
 
     /// The report as pretty-printed JSON (sorted keys; seconds, milliseconds, µs and KiB as named).
@@ -173,6 +182,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
                     ? "relay processes (\(relayProcesses), added up, from /proc):" : "relay process (from /proc):")
             lines.append("  CPU per tunnel opened     \(f(perOpen, 1)) µs")
             lines.append("  CPU per relayed message   \(f(perMessage, 2)) µs")
+            if let perClose = relayMicrosecondsPerClose {
+                lines.append("  CPU per tunnel closed     \(f(perClose, 1)) µs")
+            }
             lines.append("  RSS per open tunnel       \(f(perTunnel, 2)) KiB")
             lines.append("  cores busy during rounds  \(f(cores, 2)) (of \(machine.logicalCPUs))")
             lines.append(
