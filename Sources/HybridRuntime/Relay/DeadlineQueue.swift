@@ -1,43 +1,24 @@
 import NIOCore
 
-/// Deadlines of one fixed duration on a shard's event loop, in one queue with one timer, instead of
-/// a NIO timer each: a shard's upgrade timeouts (``RelayConfiguration/upgradeTimeout``) and its
-/// closing handshakes (``RelayConfiguration/closeHandshakeTimeout``).
+/// Deadlines of one fixed duration, in the order they were added, which is the order they fall due:
+/// a first-in-first-out queue, not a heap. An item that settles (a connection that upgraded, was
+/// handed over or closed) is not taken out then; its owner skips it when it falls due, or drops it
+/// sooner once it is the oldest (``dropSettled(_:)``), so settling costs nothing.
 ///
-/// Every item of a queue gets the same duration, so the order items arrive in is the order their
-/// deadlines fall in: a first-in-first-out queue, not a heap. An item that settles (a connection
-/// that upgraded, or closed) is not taken out then; it is skipped when its deadline comes, or
-/// dropped sooner once it is the oldest and a new item arrives (``dropSettled(_:)``). Neither costs
-/// anything, whereas cancelling a NIO timer (`Scheduled.cancel`) searches the loop's whole timer
-/// heap, which holds a timer per open tunnel: at 9,000 tunnels that search was a few percent of the
-/// relay's cost of opening a tunnel, and of closing one (Docs/BENCHMARKS.md).
-///
-/// The timer runs when the oldest deadline falls due, but at most once per ``granularity``, so an
-/// item is handled between its deadline and one granularity (a twentieth of the duration, at most
-/// 100 ms) after it. Confined to the shard's event loop; deadlines are read on the loop's clock.
-struct DeadlineQueue<Item> {
-    private struct Entry {
-        var deadline: NIODeadline
-        var item: Item
-    }
+/// Used by the relay's shards (``DeadlineQueue``, with an event-loop timer) and by
+/// ``RelayDispatcher``'s thread, which waits for the oldest deadline itself.
+struct DeadlineFIFO<Item> {
+    private var entries = CircularBuffer<(deadline: NIODeadline, item: Item)>()
 
-    private var entries = CircularBuffer<Entry>()
-    private var timer: Scheduled<Void>?
-    /// The most an item may be handled after its deadline.
-    let granularity: TimeAmount
-
-    init(duration: Duration) {
-        granularity = min(TimeAmount(duration / 20), .milliseconds(100))
-    }
-
-    /// Items in the queue (including ones that settled since).
+    /// Items held (including ones that settled since).
     var count: Int { entries.count }
 
-    /// Adds `item`, due at `deadline` (not earlier than any deadline added before); `arm` schedules
-    /// the timer when none is pending.
-    mutating func add(_ item: Item, deadline: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>) {
-        entries.append(Entry(deadline: deadline, item: item))
-        if timer == nil { timer = arm(deadline) }
+    /// The oldest item's deadline, the next to fall due.
+    var nextDeadline: NIODeadline? { entries.first?.deadline }
+
+    /// Adds `item`, due at `deadline` (not earlier than any deadline added before).
+    mutating func append(_ item: Item, deadline: NIODeadline) {
+        entries.append((deadline, item))
     }
 
     /// Removes the oldest items for as long as `settled` says they no longer need their deadline, so
@@ -49,18 +30,65 @@ struct DeadlineQueue<Item> {
         }
     }
 
-    /// The timer fired at `now`: removes every item due and returns them (the caller acts on those
-    /// not settled), and when items remain re-arms the timer for the oldest, no sooner than one
-    /// granularity from now.
-    mutating func due(at now: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>) -> [Item] {
-        timer = nil
+    /// Removes and returns every item due at `now`, oldest first.
+    mutating func popDue(at now: NIODeadline) -> [Item] {
         var due: [Item] = []
         while let first = entries.first, first.deadline <= now {
             entries.removeFirst()
             due.append(first.item)
         }
-        if let first = entries.first {
-            timer = arm(max(first.deadline, now + granularity))
+        return due
+    }
+
+    /// Forgets every item.
+    mutating func removeAll() {
+        entries.removeAll()
+    }
+}
+
+/// A ``DeadlineFIFO`` on a shard's event loop with one timer, instead of a NIO timer per item: a
+/// shard's upgrade timeouts (``RelayConfiguration/upgradeTimeout``) and its closing handshakes
+/// (``RelayConfiguration/closeHandshakeTimeout``). Nothing is cancelled when an item settles,
+/// whereas cancelling a NIO timer (`Scheduled.cancel`) searches the loop's whole timer heap, which
+/// holds a timer per open tunnel: at 9,000 tunnels that search was a few percent of the relay's cost
+/// of opening a tunnel, and of closing one (Docs/BENCHMARKS.md).
+///
+/// The timer runs when the oldest deadline falls due, but at most once per ``granularity``, so an
+/// item is handled between its deadline and one granularity (a twentieth of the duration, at most
+/// 100 ms) after it. Confined to the shard's event loop; deadlines are read on the loop's clock.
+struct DeadlineQueue<Item> {
+    private var fifo = DeadlineFIFO<Item>()
+    private var timer: Scheduled<Void>?
+    /// The most an item may be handled after its deadline.
+    let granularity: TimeAmount
+
+    init(duration: Duration) {
+        granularity = min(TimeAmount(duration / 20), .milliseconds(100))
+    }
+
+    /// Items in the queue (including ones that settled since).
+    var count: Int { fifo.count }
+
+    /// Adds `item`, due at `deadline` (not earlier than any deadline added before); `arm` schedules
+    /// the timer when none is pending.
+    mutating func add(_ item: Item, deadline: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>) {
+        fifo.append(item, deadline: deadline)
+        if timer == nil { timer = arm(deadline) }
+    }
+
+    /// See ``DeadlineFIFO/dropSettled(_:)``.
+    mutating func dropSettled(_ settled: (Item) -> Bool) {
+        fifo.dropSettled(settled)
+    }
+
+    /// The timer fired at `now`: removes every item due and returns them (the caller acts on those
+    /// not settled), and when items remain re-arms the timer for the oldest, no sooner than one
+    /// granularity from now.
+    mutating func due(at now: NIODeadline, arm: (NIODeadline) -> Scheduled<Void>) -> [Item] {
+        timer = nil
+        let due = fifo.popDue(at: now)
+        if let next = fifo.nextDeadline {
+            timer = arm(max(next, now + granularity))
         }
         return due
     }
@@ -69,12 +97,12 @@ struct DeadlineQueue<Item> {
     mutating func stop() {
         timer?.cancel()
         timer = nil
-        entries.removeAll()
+        fifo.removeAll()
     }
 }
 
 /// A connection waiting for its upgrade, in a shard's ``DeadlineQueue``.
-struct UpgradeWaiter: Equatable {
+struct UpgradeWaiter {
     var connection: ObjectIdentifier
     /// Tells this connection from a later one at the same address (``RelayConnection/serial``).
     var serial: UInt64
@@ -120,7 +148,8 @@ extension RelayRegistry {
     }
 
     /// Closes `channel` after the close-handshake timeout unless it closed by then (a peer that does
-    /// not answer a close frame, or does not read the answer to its own).
+    /// not answer a close frame, or does not read the answer to its own). The queue holds the
+    /// channel until then, or until it is the oldest entry and closed.
     func closeAfterHandshakeTimeout(_ channel: Channel) {
         closeDeadlines.dropSettled { !$0.isActive }
         closeDeadlines.add(

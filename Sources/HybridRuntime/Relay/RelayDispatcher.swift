@@ -157,9 +157,10 @@ package final class RelayDispatcher: Sendable {
     /// The accepting thread's state: the connections accepted and not handed over yet.
     private struct Backlog {
         var pending: [CInt: Pending] = [:]
-        /// Accept order is deadline order (every connection gets the same upgrade timeout), so the
-        /// head is the next to expire; entries of connections handed over since are skipped.
-        var expiries = CircularBuffer<(fd: CInt, deadline: NIODeadline)>()
+        /// Every connection gets the same upgrade timeout, so accept order is deadline order. An
+        /// entry names its connection by descriptor and deadline: a descriptor handed over, closed,
+        /// and given to a later connection (with a later deadline) does not match.
+        var expiries = DeadlineFIFO<(fd: CInt, deadline: NIODeadline)>()
         /// Connections of which only part of the routable prefix arrived: looked at again at this
         /// time instead of being watched (the socket would be reported readable again and again).
         var rechecks: [CInt: NIODeadline] = [:]
@@ -186,7 +187,7 @@ package final class RelayDispatcher: Sendable {
                         readiness.watchListener(true)
                     }
                 }
-                if let head = backlog.expiries.first { wait = min(wait, max(.zero, head.deadline - now)) }
+                if let next = backlog.expiries.nextDeadline { wait = min(wait, max(.zero, next - now)) }
                 for due in backlog.rechecks.values { wait = min(wait, max(.zero, due - now)) }
                 let waitMilliseconds = Int32(max(0, (wait.nanoseconds + 999_999) / 1_000_000))
                 let listenerReady = readiness.wait(milliseconds: waitMilliseconds, ready: &ready)
@@ -203,20 +204,16 @@ package final class RelayDispatcher: Sendable {
                 for fd in ready {
                     look(at: fd, backlog: &backlog, readiness: &readiness, peek: &peek, now: after)
                 }
-                // Entries of connections handed over or closed leave as soon as they are the oldest,
-                // so the queue holds about as many entries as connections pending.
-                while let head = backlog.expiries.first {
-                    guard let state = backlog.pending[head.fd], state.deadline == head.deadline else {
-                        backlog.expiries.removeFirst()
-                        continue
-                    }
-                    guard head.deadline <= after else { break }
-                    backlog.expiries.removeFirst()
-                    backlog.pending[head.fd] = nil
-                    backlog.rechecks[head.fd] = nil
-                    readiness.forget(head.fd)
-                    drop(head.fd, source: state.source)
+                for expired in backlog.expiries.popDue(at: after) {
+                    guard let state = backlog.pending[expired.fd], state.deadline == expired.deadline else { continue }
+                    backlog.pending[expired.fd] = nil
+                    backlog.rechecks[expired.fd] = nil
+                    readiness.forget(expired.fd)
+                    drop(expired.fd, source: state.source)
                 }
+                // So the queue holds about as many entries as connections pending.
+                let pending = backlog.pending
+                backlog.expiries.dropSettled { pending[$0.fd]?.deadline != $0.deadline }
             }
             close(listener)
             for (fd, state) in backlog.pending {
@@ -305,7 +302,7 @@ package final class RelayDispatcher: Sendable {
                     backlog.nextShard = (backlog.nextShard + 1) % shardCount
                 } else {
                     backlog.pending[fd] = Pending(deadline: deadline, source: source)
-                    backlog.expiries.append((fd, deadline))
+                    backlog.expiries.append((fd, deadline), deadline: deadline)
                     accepted.append(fd)
                 }
             } else {

@@ -336,6 +336,8 @@ final class RelayRegistry {
     func shutdown() -> EventLoopFuture<Void> {
         if let drained { return drained.futureResult }
         isShuttingDown = true
+        // No connection waits for an upgrade past this point (those not upgraded are closed
+        // below); the close deadlines keep running for the closing handshakes that follow.
         upgradeDeadlines.stop()
         directory.shutdown()
         let promise = eventLoop.makePromise(of: Void.self)
