@@ -41,13 +41,13 @@ public enum Hex {
     /// Decodes exactly `byteCount` bytes of hex (either case), or `nil` for any other length or a
     /// character that is not hex (the strict form tunnel-service paths and headers use).
     public static func decode(_ string: some StringProtocol, byteCount: Int) -> [UInt8]? {
-        guard string.utf8.count == byteCount * 2 else { return nil }
-        return try? decode(string)
+        decode(ascii: string.utf8, byteCount: byteCount)
     }
 
     /// Decodes exactly `byteCount` bytes from hex digits given as ASCII bytes (either case), or `nil`
     /// for any other length or a byte that is not a hex digit: ``decode(_:byteCount:)`` for callers
-    /// that hold bytes (a request target), inlined so it is specialized for their collection.
+    /// that hold bytes (a request target), inlined so it is specialized for their collection. (The
+    /// strict decoding of both; ``decode(_:)`` says where a string went wrong.)
     @inlinable
     public static func decode(ascii digits: some Collection<UInt8>, byteCount: Int) -> [UInt8]? {
         guard digits.count == byteCount * 2 else { return nil }
