@@ -46,8 +46,6 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     /// The channel's allocator, kept so a relayed message does not reach it through the pipeline.
     private var allocator = ByteBufferAllocator()
     private var state = State.open
-    /// The close-handshake timeout is running (``RelayRegistry/closeAfterHandshakeTimeout(_:)``).
-    private var closeTimerArmed = false
     private var pongs = PongBudget()
     /// Checks and joins frames; `nil` when the handlers in front of this one do it.
     private var assembler: MessageAssembler?
@@ -135,10 +133,9 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Drops the connection after the close-handshake timeout unless it closed by then (the
-    /// shard's queue of close deadlines: nothing to cancel when it closes in time).
+    /// shard's queue of close deadlines: nothing to cancel when it closes in time). Called once, as
+    /// the handler leaves `.open` (sending a close frame, or answering one).
     private func armCloseTimer(_ context: ChannelHandlerContext) {
-        guard !closeTimerArmed else { return }
-        closeTimerArmed = true
         tunnel.registry.closeAfterHandshakeTimeout(context.channel)
     }
 
