@@ -98,12 +98,7 @@ struct DeadlineQueueTests {
 
     @Test("a shard on an EmbeddedEventLoop times connections by the loop's virtual clock: dropped one granularity after the timeout, not before")
     func loopClock() throws {
-        let channel = EmbeddedChannel()
-        let registry = RelayRegistry(
-            eventLoop: channel.embeddedEventLoop, configuration: RelayConfiguration(), statistics: RelayStatisticsBox(),
-            logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40000)).wait()
-        try RelayConnection.configure(channel, registry: registry)
+        let (channel, registry) = try embeddedRelayConnection(label: "test")
         try channel.writeInbound(channel.allocator.buffer(string: "GET /cable/new/"))  // and nothing more
         channel.embeddedEventLoop.advanceTime(by: .milliseconds(9_990))
         #expect(channel.isActive, "still inside the 10 s upgrade timeout")

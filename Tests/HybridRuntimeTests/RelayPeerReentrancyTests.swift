@@ -27,12 +27,7 @@ struct RelayPeerReentrancyTests {
 
     @Test("a ping read during the pong's flush is answered after the first, in order, and the relay lives on")
     func readDuringFlush() throws {
-        let channel = EmbeddedChannel()
-        let registry = RelayRegistry(
-            eventLoop: channel.embeddedEventLoop, configuration: RelayConfiguration(), statistics: RelayStatisticsBox(),
-            logger: Logger(label: "reentrancy", factory: { _ in SwiftLogNoOpLogHandler() }))
-        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40000)).wait()
-        try RelayConnection.configure(channel, registry: registry)
+        let (channel, _) = try embeddedRelayConnection(label: "reentrancy")
         let request = RawConnection.upgradeRequest(path: TunnelServicePath.new(tunnelID: randomTunnelID()).path)
         try channel.writeInbound(ByteBuffer(string: request))
         channel.embeddedEventLoop.run()  // NIO removes the request decoder on a later turn

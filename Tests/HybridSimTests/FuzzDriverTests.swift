@@ -1,0 +1,45 @@
+import Foundation
+import Testing
+
+/// `hybrid-fuzz` as libFuzzer's merge and fork modes run it: again, with libFuzzer's own flags only,
+/// the target's name in `HYBRID_FUZZ_TARGET` (`Scripts/fuzz merge`). The debug build has no libFuzzer
+/// linked, so it replays the inputs it is given, which shows the target it picked.
+@Suite("hybrid-fuzz: the target name for libFuzzer's child processes")
+struct FuzzDriverTests {
+    private static func run(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
+        let binary = try HybridSimBinary.url().deletingLastPathComponent().appendingPathComponent("hybrid-fuzz")
+        let process = Process()
+        process.executableURL = binary
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "HYBRID_FUZZ_TARGET" }
+            .merging(environment) { $1 }
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = output
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, text)
+    }
+
+    private static let corpus = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/tunnel-path").path
+
+    @Test("without a target argument it runs the target HYBRID_FUZZ_TARGET names")
+    func inheritedTarget() throws {
+        let (status, output) = try Self.run(["-runs=0", Self.corpus], environment: ["HYBRID_FUZZ_TARGET": "tunnel-path"])
+        #expect(status == 0, "\(output)")
+        #expect(output.contains("tunnel-path: replayed"), "\(output)")
+        #expect(output.contains(" 0 violations"), "\(output)")
+    }
+
+    @Test("a target argument wins over the environment; neither, or an unknown name, is refused with exit 2")
+    func named() throws {
+        let (status, output) = try Self.run(["digits", "-runs=0"], environment: ["HYBRID_FUZZ_TARGET": "tunnel-path"])
+        #expect(status == 0 && output.contains("digits: replayed 0 inputs"), "\(output)")
+        let (refused, message) = try Self.run(["-runs=0", Self.corpus], environment: [:])
+        #expect(refused == 2 && message.contains("no target -runs=0"), "\(message)")
+        let (unknown, why) = try Self.run(["-runs=0"], environment: ["HYBRID_FUZZ_TARGET": "no-such-target"])
+        #expect(unknown == 2 && why.contains("no target"), "\(why)")
+    }
+}
