@@ -130,7 +130,7 @@ extension RelayLoadBenchmark {
         let timeout = TimeAmount(config.timeout)
         let bootstrap = ClientBootstrap(group: loop)
             .connectTimeout(timeout)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture { try channel.pipeline.syncOperations.addHandler(peer) }
             }

@@ -118,7 +118,7 @@ package final class RelayDispatcher: Sendable {
     private func bootstrap(shard: Int, counted: Bool, admission: DispatcherAdmission?) -> ClientBootstrap {
         let registry = shards.registries[shard]
         return ClientBootstrap(group: registry.eventLoop)
-            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             .channelOption(.recvAllocator, value: RelayShards.receiveAllocator)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

@@ -56,7 +56,7 @@ final class RelayLoopAcceptor: Sendable {
                     try channel.pipeline.syncOperations.addHandler(backoff)
                 }
             }
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
             .childChannelOption(.recvAllocator, value: RelayShards.receiveAllocator)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {

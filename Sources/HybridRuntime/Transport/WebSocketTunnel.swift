@@ -119,7 +119,7 @@ public final class WebSocketTunnel: TunnelTransport {
         do {
             let bootstrap = ClientBootstrap(group: group)
                 .connectTimeout(TimeAmount(timeout))
-                .channelOption(.socketOption(.tcp_nodelay), value: 1)
+                .channelOption(.tcpOption(.tcp_nodelay), value: 1)
             let initialize: @Sendable (Channel) -> EventLoopFuture<PendingUpgrade> = { channel in
                 channel.eventLoop.makeCompletedFuture {
                     var pending = try Self.configure(

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The programs as a user without privileges runs them. CI and this lab's machines run as root,
+/// where a socket option that needs a capability succeeds silently: until 2026-11-25 every relay
+/// and tunnel connection asked for `SOL_SOCKET`/`SO_DEBUG` (option 1 at the wrong level, meant as
+/// `TCP_NODELAY`), which needs `CAP_NET_ADMIN`, so for anyone else every connection failed with
+/// "Permission denied". Under root these tests drop to `nobody` (uid 65534) with `setpriv`.
+@Suite("End to end: without root", .serialized)
+struct EndToEndUnprivilegedTests {
+    static let nobody: uid_t = 65534
+
+    /// Starts `hybrid-sim <arguments>` as an unprivileged user: directly if this process is not
+    /// root, else through `setpriv` as `nobody`, with the lab's directory handed to that user.
+    static func startUnprivileged(_ lab: EndToEndLab, _ name: String, _ arguments: [String]) throws -> ChildProcess {
+        let binary = try HybridSimBinary.url().path
+        guard geteuid() == 0 else { return try lab.startOther(name, [binary] + arguments) }
+        let setpriv = "/usr/bin/setpriv"
+        try #require(FileManager.default.isExecutableFile(atPath: setpriv), "util-linux's setpriv drops root for this test")
+        try #require(chown(lab.home, nobody, gid_t(nobody)) == 0, "chown \(lab.home): errno \(errno)")
+        // The build directory may sit under a directory `nobody` cannot enter (/root): run a link
+        // to the binary (a copy on another file system) from the lab's directory.
+        let reachable = lab.file("hybrid-sim")
+        if !FileManager.default.fileExists(atPath: reachable), link(binary, reachable) != 0 {
+            try FileManager.default.copyItem(atPath: binary, toPath: reachable)
+        }
+        let drop = ["--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups"]
+        return try lab.startOther(name, [setpriv] + drop + [reachable] + arguments)
+    }
+
+    @Test("demo: relay, desktop and phone connect and verify without privileges")
+    func demo() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let demo = try Self.startUnprivileged(lab, "demo", ["demo", "--home", lab.file("demo")])
+        #expect(try await demo.waitForExit(timeout: .seconds(60)) == 0, "\(demo.transcript)")
+        #expect(!demo.standardError.text.contains("Permission denied"), "\(demo.transcript)")
+        #expect(demo.standardError.text.contains("every result was verified"), "\(demo.transcript)")
+    }
+
+    @Test("relay with a loop per core (its dispatcher hands connections over) loaded by bench relay's lean generator")
+    func relayWithDispatcher() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let relay = try Self.startUnprivileged(lab, "relay", ["relay", "--port", "0", "--event-loops", "2", "--log-level", "warning"])
+        let lines = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
+        let line = try #require(lines.first { $0.contains("ws://") })
+        let url = try #require(line.split(separator: " ").first { $0.hasPrefix("ws://") }).description
+        let bench = try Self.startUnprivileged(
+            lab, "bench relay", ["bench", "relay", "--url", url, "--tunnels", "40", "--rounds", "2", "--json"])
+        #expect(try await bench.waitForExit(timeout: .seconds(60)) == 0, "\(bench.transcript)\n\(relay.transcript)")
+        let report = try JSONSerialization.jsonObject(with: Data(bench.standardOutput.text.utf8)) as? [String: Any]
+        #expect(report?["tunnelsOpened"] as? Int == 40, "\(bench.transcript)")
+        #expect((report?["failures"] as? [String: Any])?.isEmpty == true, "\(bench.transcript)")
+    }
+}
