@@ -154,4 +154,22 @@ struct EndToEndFailureTests {
         #expect((events.last?["message"] as? String)?.hasPrefix("no nearby authenticator within 1 s") == true)
         FailureOutput.singleErrorLine(desktop.process)
     }
+
+    @Test("demo whose phone fails (a corrupt passkey store) ends at once with the phone's status, not at the desktop's timeout")
+    func demoPhoneFails() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let home = lab.file("demo")
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try "{garbage\n".write(toFile: home + "/passkeys.json", atomically: true, encoding: .utf8)
+        let started = ContinuousClock.now
+        let demo = try lab.start("demo", ["demo", "--home", home, "--timeout", "30"])
+        #expect(try await demo.waitForExit(timeout: .seconds(40)) == 2, "\(demo.transcript)")
+        #expect(ContinuousClock.now - started < .seconds(15), "the desktop's 30 s timeout was waited out")
+        #expect(demo.standardError.text.contains("phone   │ error: cannot use the passkey store"), "\(demo.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(demo)
+                == "error: registration failed: the phone exited 2 (its error is above), so the demo stopped the desktop"
+        )
+    }
 }

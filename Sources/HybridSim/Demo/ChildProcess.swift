@@ -88,6 +88,22 @@ final class ChildProcess: Sendable {
         return nil
     }
 
+    /// Watches this child and stops `other` (SIGTERM) as soon as this one exits with a status
+    /// `stops` accepts, so a demo whose phone failed does not wait out its desktop's timeout.
+    /// Cancel the task once `other` has ended; its value is this child's status if it ended first.
+    func watch(stopping other: ChildProcess, when stops: @escaping @Sendable (Int32) -> Bool) -> Task<Int32?, Never> {
+        Task {
+            while !Task.isCancelled {
+                if let status {
+                    if stops(status) { other.terminate() }
+                    return status
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
+        }
+    }
+
     /// Stops the child (SIGTERM) if it is still running.
     func terminate() {
         if process.isRunning { process.terminate() }

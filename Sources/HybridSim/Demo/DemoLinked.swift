@@ -57,6 +57,9 @@ extension DemoProgram {
                 output.standardError("error: cannot start the desktop: \(error)")
                 return 1
             }
+            // The listening phone serves both sign-ins: if it ends (any status), the desktop
+            // would wait for it until its timeout, so it is stopped too.
+            let phoneWatch = phone.watch(stopping: desktop) { _ in true }
             var result: [String] = []
             for await line in desktop.lines {
                 switch line {
@@ -65,6 +68,13 @@ extension DemoProgram {
                 }
             }
             let status = await desktop.waitForExit(timeout: configuration.timeout)
+            phoneWatch.cancel()
+            if let ended = await phoneWatch.value, status != 0 {
+                await phoneLines.value
+                output.standardError(
+                    "error: linked sign-in \(round) failed: the listening phone exited \(ended) (its error is above), so the demo stopped the desktop")
+                return ended == 0 ? 3 : ended
+            }
             guard status == 0 else {
                 phone.terminate()
                 output.standardError("error: linked sign-in \(round) failed (desktop exit \(status.map(String.init) ?? "timeout"))")

@@ -154,6 +154,9 @@ public enum DemoProgram {
                 }
             }
         }
+        // A phone that fails (no relay, a refused QR code) ends the ceremony: the desktop would
+        // otherwise wait for it until its timeout.
+        let phoneWatch = phone.watch(stopping: desktop) { $0 != 0 }
         while let line = await iterator.next() {
             switch line {
             case .standardOutput(let text): resultLines.append(text)
@@ -161,8 +164,14 @@ public enum DemoProgram {
             }
         }
         let desktopStatus = await desktop.waitForExit(timeout: configuration.timeout)
+        phoneWatch.cancel()
         let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
         await phoneLines.value
+        if let failed = await phoneWatch.value, failed != 0, desktopStatus != 0 {
+            output.standardError(
+                "error: \(request == "mc" ? "registration" : "sign-in") failed: the phone exited \(failed) (its error is above), so the demo stopped the desktop")
+            return failed
+        }
         guard desktopStatus == 0, phoneStatus == 0 else {
             output.standardError(
                 "error: \(request == "mc" ? "registration" : "sign-in") failed (desktop exit \(desktopStatus.map(String.init) ?? "timeout"), phone exit \(phoneStatus.map(String.init) ?? "timeout"))")
