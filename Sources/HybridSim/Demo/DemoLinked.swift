@@ -57,9 +57,10 @@ extension DemoProgram {
                 output.standardError("error: cannot start the desktop: \(error)")
                 return 1
             }
-            // The listening phone serves both sign-ins: if it ends (any status), the desktop
-            // would wait for it until its timeout, so it is stopped too.
-            let phoneWatch = phone.watch(stopping: desktop) { _ in true }
+            // The listening phone serves both sign-ins and exits 0 after sending the second
+            // response (while that desktop may still verify it). If it fails, or ends before the
+            // last sign-in, the desktop would wait for it until its timeout, so it is stopped too.
+            let phoneWatch = phone.watch(stopping: desktop) { status in status != 0 || round < 2 }
             var result: [String] = []
             for await line in desktop.lines {
                 switch line {
@@ -69,7 +70,7 @@ extension DemoProgram {
             }
             let status = await desktop.waitForExit(timeout: configuration.timeout)
             phoneWatch.cancel()
-            if let ended = await phoneWatch.value, status != 0 {
+            if let ended = await phoneWatch.value, ended != 0 || round < 2, status != 0 {
                 await phoneLines.value
                 output.standardError(
                     "error: linked sign-in \(round) failed: the listening phone exited \(ended) (its error is above), so the demo stopped the desktop")
