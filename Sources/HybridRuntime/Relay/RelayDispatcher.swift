@@ -15,7 +15,8 @@ import Synchronization
 /// tunnel never needs a lock or a thread hop per message. (A relay with one shard accepts on that
 /// shard's loop instead: ``RelayLoopAcceptor``.)
 ///
-/// A connection is accepted on the dispatcher's own thread and held (not read) until the start of
+/// A connection is accepted on the dispatcher's own thread once its first bytes arrived (Linux:
+/// `TCP_DEFER_ACCEPT`, ``RelayLoopAcceptor/deferAcceptSeconds``) and held (not read) until the start of
 /// its request line is in the socket; the dispatcher *peeks* at it (`MSG_PEEK`: the bytes stay for
 /// the HTTP parser) and picks the shard:
 /// - `GET /cable/new/{tunnel ID}`: the shard the tunnel ID names (``RelayShards/shard(ofTunnelID:count:)``);
@@ -66,6 +67,10 @@ package final class RelayDispatcher: Sendable {
         guard fd >= 0 else { throw bindError(host, port) }
         var one: CInt = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<CInt>.size))
+        #if os(Linux)
+        var deferSeconds = RelayLoopAcceptor.deferAcceptSeconds
+        _ = setsockopt(fd, CInt(IPPROTO_TCP), TCP_DEFER_ACCEPT, &deferSeconds, socklen_t(MemoryLayout<CInt>.size))
+        #endif
         let bound = address.withSockAddr { pointer, length in bind(fd, pointer, socklen_t(length)) }
         guard bound == 0, Glibc.listen(fd, 512) == 0 else {
             let error = bindError(host, port)

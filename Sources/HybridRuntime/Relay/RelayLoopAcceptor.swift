@@ -33,6 +33,21 @@ final class RelayLoopAcceptor: Sendable {
     static let acceptBackoff = TimeAmount.milliseconds(10)
     /// The listen backlog (the dispatcher's too).
     static let backlog: Int32 = 512
+    /// `TCP_DEFER_ACCEPT` on the listening socket (Linux; the dispatcher's too): the kernel hands a
+    /// connection over only once its first bytes arrived, so a connection costs one wake-up and one
+    /// look at its request instead of a wait for them. A connection that sends nothing is handed
+    /// over after this long (the kernel's next SYN-ACK), and its upgrade timeout runs from then; until
+    /// then it holds no descriptor and counts against no cap (nginx's `deferred`, HAProxy's
+    /// `defer-accept`).
+    static let deferAcceptSeconds: CInt = 1
+
+    #if os(Linux)
+    private static let deferAcceptOption = ChannelOptions.Types.SocketOption(
+        level: .tcp, name: NIOBSDSocket.Option(rawValue: TCP_DEFER_ACCEPT))
+    #else
+    /// No deferred accept: on other systems a harmless option in its place (`TCP_NODELAY` again).
+    private static let deferAcceptOption = ChannelOptions.Types.SocketOption(level: .tcp, name: .tcp_nodelay)
+    #endif
 
     private let listener: Channel
 
@@ -50,6 +65,7 @@ final class RelayLoopAcceptor: Sendable {
         let bootstrap = ServerBootstrap(group: registry.eventLoop)
             .serverChannelOption(.backlog, value: backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelOption(Self.deferAcceptOption, value: Int(Self.deferAcceptSeconds))
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let backoff = AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { _ in RelayLoopAcceptor.acceptBackoff }
