@@ -93,4 +93,45 @@ struct EndToEndRelayClusterTests {
             #expect(kill(pid, 0) != 0, "relay \(pid) still running after stop")
         }
     }
+
+    @Test("a proxy port already taken: start exits 1, says so, and leaves no relay running")
+    func portTaken() throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
+            Issue.record("nginx is not installed: Scripts/install-deps installs it (Debian package nginx)")
+            return
+        }
+        // A listener without SO_REUSEPORT holds the port against nginx's reuseport sockets.
+        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(holder >= 0)
+        defer { close(holder) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let listening = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(holder, $0, length) == 0 && listen(holder, 1) == 0 && getsockname(holder, $0, &length) == 0
+            }
+        }
+        try #require(listening)
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let (status, output) = try Self.cluster(
+            ["start", "--instances", "2", "--workers", "1", "--port", "\(port)", "--dir", directory])
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("relay-cluster: nginx did not start:"), "\(output)")
+        #expect(output.contains("port \(port) is taken"), "\(output)")
+        // The relays it started before nginx failed are stopped (`pid N` in its progress lines).
+        let pids = output.split(separator: "\n").compactMap { line -> Int32? in
+            guard line.hasPrefix("relay-cluster: relay "), let range = line.range(of: ", pid ") else { return nil }
+            return Int32(line[range.upperBound...])
+        }
+        #expect(pids.count == 2, "\(output)")
+        for pid in pids {
+            #expect(kill(pid, 0) != 0, "relay \(pid) still running after the failed start")
+        }
+    }
 }
