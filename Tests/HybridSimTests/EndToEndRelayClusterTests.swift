@@ -101,20 +101,8 @@ struct EndToEndRelayClusterTests {
             return
         }
         // A listener without SO_REUSEPORT holds the port against nginx's reuseport sockets.
-        let holder = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(holder >= 0)
+        let (holder, port) = try EndToEndLab.boundSocket(listening: true)
         defer { close(holder) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let listening = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(holder, $0, length) == 0 && listen(holder, 1) == 0 && getsockname(holder, $0, &length) == 0
-            }
-        }
-        try #require(listening)
-        let port = Int(UInt16(bigEndian: address.sin_port))
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let directory = lab.file("cluster")

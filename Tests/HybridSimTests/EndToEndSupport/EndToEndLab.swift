@@ -170,9 +170,17 @@ final class EndToEndLab {
 
     /// A loopback TCP (or UDP) port nothing listens on (bound and released).
     static func closedPort(udp: Bool = false) throws -> Int {
+        let (fd, port) = try boundSocket(udp: udp, listening: false)
+        close(fd)
+        return port
+    }
+
+    /// A socket bound to a free loopback port (and listening, for TCP with `listening`), without
+    /// `SO_REUSEADDR`/`SO_REUSEPORT`, so nothing else can bind the port while it is open; the
+    /// caller closes it.
+    static func boundSocket(udp: Bool = false, listening: Bool) throws -> (fd: CInt, port: Int) {
         let fd = socket(AF_INET, Int32(udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ChildProcessError("socket() failed") }
-        defer { close(fd) }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
         address.sin_port = 0
@@ -180,11 +188,14 @@ final class EndToEndLab {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in
             pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+                bind(fd, $0, length) == 0 && (!listening || listen(fd, 1) == 0) && getsockname(fd, $0, &length) == 0
             }
         }
-        guard bound else { throw ChildProcessError("bind() failed") }
-        return Int(UInt16(bigEndian: address.sin_port))
+        guard bound else {
+            close(fd)
+            throw ChildProcessError("bind() failed")
+        }
+        return (fd, Int(UInt16(bigEndian: address.sin_port)))
     }
 }
 
