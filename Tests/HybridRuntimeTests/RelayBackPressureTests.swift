@@ -107,7 +107,9 @@ struct RelayBackPressureTests {
             // otherwise a slot they free later would let one connection of the flood in.
             #expect(await eventually { harness.relay.statistics.openConnections == 38 })
 
-            // Fill the cap, then flood: every extra connection is answered 503 at once, without a request.
+            // Fill the cap, then flood: every extra connection is answered 503 without a request, as
+            // soon as the relay has it (these send nothing: about 1 s after the connect, when the
+            // kernel hands them over; deferred accept, Docs/RELAY.md).
             held.append(try await RawConnection.connect(port: port))
             held.append(try await RawConnection.connect(port: port))
             #expect(await eventually { harness.relay.statistics.openConnections == 40 })

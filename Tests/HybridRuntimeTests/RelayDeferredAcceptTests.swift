@@ -47,15 +47,26 @@ struct RelayDeferredAcceptTests {
         configuration.eventLoops = shards
         let group: MultiThreadedEventLoopGroup = shards == 2 ? twoLoopGroup : .singleton
         try await withRelay(configuration, group: group) { relay, endpoint in
-            let started = ContinuousClock.now
-            let raw = try await RawConnection.connect(port: endpoint.port)
-            try await Task.sleep(for: .milliseconds(400))
-            // Without the deferred accept the relay holds it by now (a descriptor, a pending upgrade).
-            #expect(relay.statistics.openConnections == 0)
-            #expect(await raw.waitForClose(timeout: .seconds(6)), "closed: handed over within about a second, then the 0.5 s upgrade timeout")
-            let elapsed = ContinuousClock.now - started
-            #expect(elapsed >= .milliseconds(500), "not before its upgrade timeout: \(elapsed)")
-            #expect(await eventually { relay.statistics.openConnections == 0 })
+            // The first check means something only if it ran well before the kernel's hand-over
+            // (about 1 s after the connect): a machine too slow for that gets another try.
+            var checked = false
+            for _ in 0..<3 where !checked {
+                let started = ContinuousClock.now
+                let raw = try await RawConnection.connect(port: endpoint.port)
+                try await Task.sleep(for: .milliseconds(300))
+                let open = relay.statistics.openConnections
+                if ContinuousClock.now - started < .milliseconds(800) {
+                    // Without the deferred accept the relay holds it by now (a descriptor, a pending upgrade).
+                    #expect(open == 0, "the relay holds a silent connection 300 ms after its connect")
+                    checked = true
+                }
+                #expect(await raw.waitForClose(timeout: .seconds(6)), "closed: handed over, then the upgrade timeout")
+                let elapsed = ContinuousClock.now - started
+                // The 0.5 s upgrade timeout runs from the hand-over, about 1 s in (from the connect: 0.5 s).
+                #expect(elapsed >= .milliseconds(1300), "closed \(elapsed) after its connect")
+                #expect(await eventually { relay.statistics.openConnections == 0 })
+            }
+            #expect(checked, "three times too slow to look before the kernel's hand-over")
         }
     }
     #endif

@@ -68,6 +68,7 @@ package final class RelayDispatcher: Sendable {
         var one: CInt = 1
         _ = setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<CInt>.size))
         #if os(Linux)
+        // Best effort, as on the one-shard path (RelayLoopAcceptor.deferAcceptSeconds).
         var deferSeconds = RelayLoopAcceptor.deferAcceptSeconds
         _ = setsockopt(fd, CInt(IPPROTO_TCP), TCP_DEFER_ACCEPT, &deferSeconds, socklen_t(MemoryLayout<CInt>.size))
         #endif

@@ -36,18 +36,19 @@ final class RelayLoopAcceptor: Sendable {
     /// `TCP_DEFER_ACCEPT` on the listening socket (Linux; the dispatcher's too): the kernel hands a
     /// connection over only once its first bytes arrived, so a connection costs one wake-up and one
     /// look at its request instead of a wait for them. A connection that sends nothing is handed
-    /// over after this long (the kernel's next SYN-ACK), and its upgrade timeout runs from then; until
-    /// then it holds no descriptor and counts against no cap (nginx's `deferred`, HAProxy's
-    /// `defer-accept`).
+    /// over after this long (the kernel's next SYN-ACK), and its upgrade timeout and the caps count
+    /// it from then; until then it holds no descriptor, only a place in the kernel's queue of
+    /// half-open connections (nginx's `deferred`, HAProxy's `defer-accept`). Best effort: where the
+    /// system refuses the option, connections are accepted at once, as before.
     static let deferAcceptSeconds: CInt = 1
 
-    #if os(Linux)
-    private static let deferAcceptOption = ChannelOptions.Types.SocketOption(
-        level: .tcp, name: NIOBSDSocket.Option(rawValue: TCP_DEFER_ACCEPT))
-    #else
-    /// No deferred accept: on other systems a harmless option in its place (`TCP_NODELAY` again).
-    private static let deferAcceptOption = ChannelOptions.Types.SocketOption(level: .tcp, name: .tcp_nodelay)
-    #endif
+    /// Sets ``deferAcceptSeconds`` on a listening socket; does nothing off Linux or if refused.
+    static func deferAccept(on listener: Channel) {
+        #if os(Linux)
+        let option = ChannelOptions.Types.SocketOption(level: .tcp, name: NIOBSDSocket.Option(rawValue: TCP_DEFER_ACCEPT))
+        try? listener.syncOptions?.setOption(option, value: ChannelOptions.Types.SocketOption.Value(deferAcceptSeconds))
+        #endif
+    }
 
     private let listener: Channel
 
@@ -65,9 +66,10 @@ final class RelayLoopAcceptor: Sendable {
         let bootstrap = ServerBootstrap(group: registry.eventLoop)
             .serverChannelOption(.backlog, value: backlog)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .serverChannelOption(Self.deferAcceptOption, value: Int(Self.deferAcceptSeconds))
             .serverChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    // Before the bind and listen, which come after the initializer.
+                    RelayLoopAcceptor.deferAccept(on: channel)
                     let backoff = AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { _ in RelayLoopAcceptor.acceptBackoff }
                     try channel.pipeline.syncOperations.addHandler(backoff)
                 }
