@@ -90,13 +90,15 @@ final class ChildProcess: Sendable {
 
     /// Watches this child and stops `other` (SIGTERM) as soon as this one exits with a status
     /// `stops` accepts, so a demo whose phone failed does not wait out its desktop's timeout.
-    /// Cancel the task once `other` has ended; its value is this child's status if it ended first.
-    func watch(stopping other: ChildProcess, when stops: @escaping @Sendable (Int32) -> Bool) -> Task<Int32?, Never> {
+    /// Cancel the task once `other` has ended. Its value: this child's status, if it ended first,
+    /// and whether that stopped `other` (it was still running).
+    func watch(
+        stopping other: ChildProcess, when stops: @escaping @Sendable (Int32) -> Bool
+    ) -> Task<(status: Int32, stoppedOther: Bool)?, Never> {
         Task {
             while !Task.isCancelled {
                 if let status {
-                    if stops(status) { other.terminate() }
-                    return status
+                    return (status, stops(status) && other.terminate())
                 }
                 try? await Task.sleep(for: .milliseconds(20))
             }
@@ -104,9 +106,12 @@ final class ChildProcess: Sendable {
         }
     }
 
-    /// Stops the child (SIGTERM) if it is still running.
-    func terminate() {
-        if process.isRunning { process.terminate() }
+    /// Stops the child (SIGTERM) if it is still running; returns whether it was.
+    @discardableResult
+    func terminate() -> Bool {
+        guard process.isRunning else { return false }
+        process.terminate()
+        return true
     }
 }
 

@@ -70,11 +70,13 @@ extension DemoProgram {
             }
             let status = await desktop.waitForExit(timeout: configuration.timeout)
             phoneWatch.cancel()
-            if let ended = await phoneWatch.value, ended != 0 || round < 2, status != 0 {
+            if let phoneEnded = await phoneWatch.value, phoneEnded.stoppedOther {
                 await phoneLines.value
-                output.standardError(
-                    "error: linked sign-in \(round) failed: the listening phone exited \(ended) (its error is above), so the demo stopped the desktop")
-                return ended == 0 ? 3 : ended
+                let why = phoneEnded.status == 0
+                    ? "the listening phone ended (exit 0) before the last sign-in"
+                    : "the listening phone exited \(phoneEnded.status) (its error is above)"
+                output.standardError("error: linked sign-in \(round) failed: \(why), so the demo stopped the desktop")
+                return phoneEnded.status == 0 ? 3 : phoneEnded.status
             }
             guard status == 0 else {
                 phone.terminate()

@@ -167,15 +167,16 @@ public enum DemoProgram {
         phoneWatch.cancel()
         let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
         await phoneLines.value
-        if let failed = await phoneWatch.value, failed != 0, desktopStatus != 0 {
+        if let phoneEnded = await phoneWatch.value, phoneEnded.stoppedOther {
             output.standardError(
-                "error: \(request == "mc" ? "registration" : "sign-in") failed: the phone exited \(failed) (its error is above), so the demo stopped the desktop")
-            return failed
+                "error: \(request == "mc" ? "registration" : "sign-in") failed: the phone exited \(phoneEnded.status) (its error is above), so the demo stopped the desktop")
+            return phoneEnded.status
         }
         guard desktopStatus == 0, phoneStatus == 0 else {
             output.standardError(
                 "error: \(request == "mc" ? "registration" : "sign-in") failed (desktop exit \(desktopStatus.map(String.init) ?? "timeout"), phone exit \(phoneStatus.map(String.init) ?? "timeout"))")
-            return desktopStatus ?? 3
+            // The desktop's status when it failed, else the phone's (an error line, never exit 0).
+            return desktopStatus == 0 ? (phoneStatus ?? 3) : (desktopStatus ?? 3)
         }
         let json = resultLines.joined(separator: "\n")
         say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(json.utf8.count) bytes):")
