@@ -23,7 +23,7 @@ struct EndToEndRelayClusterTests {
         environment["HYBRID_SIM"] = try HybridSimBinary.url().path
         process.environment = environment
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-\(UUID().uuidString).log")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
         defer {
             try? handle.close()
