@@ -18,7 +18,7 @@ struct EndToEndUnprivilegedTests {
 
     /// Starts `hybrid-sim <arguments>` as an unprivileged user: directly if this process is not
     /// root, else through `setpriv` as `nobody`, with the lab's directory handed to that user.
-    static func startUnprivileged(_ lab: EndToEndLab, _ name: String, _ arguments: [String]) throws -> ChildProcess {
+    static func startUnprivileged(_ lab: EndToEndLab, _ name: String, _ arguments: [String]) async throws -> ChildProcess {
         let binary = try HybridSimBinary.url().path
         guard geteuid() == 0 else { return try lab.startOther(name, [binary] + arguments) }
         let setpriv = "/usr/bin/setpriv"
@@ -31,6 +31,11 @@ struct EndToEndUnprivilegedTests {
             try FileManager.default.copyItem(atPath: binary, toPath: reachable)
         }
         let drop = ["--reuid=\(nobody)", "--regid=\(nobody)", "--clear-groups"]
+        // Say so plainly if `nobody` cannot run it at all (a directory above the lab it cannot
+        // enter, /tmp mounted noexec, a Swift runtime it cannot read, uid 65534 not mapped).
+        let probe = try lab.startOther("probe", [setpriv] + drop + [reachable, "--help"])
+        let probed = try await probe.waitForExit(timeout: .seconds(30))
+        try #require(probed == 0, "nobody (uid \(nobody)) cannot run \(reachable): \(probe.transcript)")
         return try lab.startOther(name, [setpriv] + drop + [reachable] + arguments)
     }
 
@@ -38,21 +43,25 @@ struct EndToEndUnprivilegedTests {
     func demo() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let demo = try Self.startUnprivileged(lab, "demo", ["demo", "--home", lab.file("demo")])
-        #expect(try await demo.waitForExit(timeout: .seconds(60)) == 0, "\(demo.transcript)")
+        let demo = try await Self.startUnprivileged(lab, "demo", ["demo", "--home", lab.file("demo")])
+        #expect(try await demo.waitForExit(timeout: .seconds(90)) == 0, "\(demo.transcript)")
         #expect(!demo.standardError.text.contains("Permission denied"), "\(demo.transcript)")
         #expect(demo.standardError.text.contains("every result was verified"), "\(demo.transcript)")
     }
 
-    @Test("relay with a loop per core (its dispatcher hands connections over) loaded by bench relay's lean generator")
-    func relayWithDispatcher() async throws {
+    @Test(
+        "relay on one loop (it accepts on its loop) and on two (its dispatcher hands connections over), loaded by bench relay's lean generator",
+        arguments: [1, 2]
+    )
+    func relay(eventLoops: Int) async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let relay = try Self.startUnprivileged(lab, "relay", ["relay", "--port", "0", "--event-loops", "2", "--log-level", "warning"])
+        let relay = try await Self.startUnprivileged(
+            lab, "relay", ["relay", "--port", "0", "--event-loops", "\(eventLoops)", "--log-level", "warning"])
         let lines = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
         let line = try #require(lines.first { $0.contains("ws://") })
         let url = try #require(line.split(separator: " ").first { $0.hasPrefix("ws://") }).description
-        let bench = try Self.startUnprivileged(
+        let bench = try await Self.startUnprivileged(
             lab, "bench relay", ["bench", "relay", "--url", url, "--tunnels", "40", "--rounds", "2", "--json"])
         #expect(try await bench.waitForExit(timeout: .seconds(60)) == 0, "\(bench.transcript)\n\(relay.transcript)")
         let report = try JSONSerialization.jsonObject(with: Data(bench.standardOutput.text.utf8)) as? [String: Any]
