@@ -229,9 +229,15 @@ struct RelayCommand: AsyncParsableCommand {
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
-        // A failure (port in use, non-loopback host) propagates: ArgumentParser prints
-        // "Error: <reason>" on stderr and exits 1.
-        let endpoint = try await relay.start()
+        // A failure (port in use, a port below 1024 without the privilege, a non-loopback host) is
+        // one line, as every other program's runtime failure: "error: <reason>", exit 1.
+        let endpoint: RelayEndpoint
+        do {
+            endpoint = try await relay.start()
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
+            throw ExitCode(1)
+        }
         if configuration.faults.isEnabled {
             logger.warning(
                 "fault injection: \(configuration.faults.rules.map(\.description).joined(separator: " "))\(faultSeed.map { ", seed \($0)" } ?? "") (tunnel messages are no longer relayed verbatim)")

@@ -172,4 +172,23 @@ struct EndToEndFailureTests {
                 == "error: registration failed: the phone exited 2 (its error is above), so the demo stopped the desktop"
         )
     }
+
+    @Test(
+        "relay on a port that is taken, or on a host that is not loopback: one error line, exit 1",
+        arguments: [1, 2]
+    )
+    func relayCannotBind(eventLoops: Int) async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (holder, port) = try EndToEndLab.boundSocket(listening: true)
+        defer { close(holder) }
+        for (arguments, message) in [
+            (["--port", "\(port)"], "error: relay could not bind 127.0.0.1:\(port): address already in use"),
+            (["--host", "10.9.9.9"], "error: relay host 10.9.9.9 is not a loopback address; the relay binds loopback only"),
+        ] {
+            let relay = try lab.start("relay", ["relay", "--event-loops", "\(eventLoops)"] + arguments)
+            #expect(try await relay.waitForExit() == 1, "\(relay.transcript)")
+            #expect(FailureOutput.singleErrorLine(relay) == message)
+        }
+    }
 }
