@@ -1,5 +1,12 @@
 import CTAP2
 import HybridCore
+import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The one error type of the networked runtime (relay, WebSocket transport, proximity stub).
 ///
@@ -76,6 +83,16 @@ public struct RuntimeError: CodedError {
 // MARK: - Factories
 
 extension RuntimeError {
+    /// The system's reason for a failed socket call, as a CLI line words it ("address already in
+    /// use", "permission denied"), instead of SwiftNIO's `IOError` text (which names the C call and
+    /// the errno); any other error as it describes itself.
+    package static func systemReason(_ error: any Error) -> String {
+        if let error = error as? IOError {
+            return String(cString: strerror(error.errnoCode)).lowercased()
+        }
+        return "\(error)"
+    }
+
     /// The WebSocket was closed with `code` and `reason` (by the peer, the relay, or locally).
     public static func closed(_ code: WebSocketCloseCode, _ reason: String) -> RuntimeError {
         let why = reason.isEmpty ? "" : ": \(reason)"

@@ -191,4 +191,20 @@ struct EndToEndFailureTests {
             #expect(FailureOutput.singleErrorLine(relay) == message)
         }
     }
+
+    @Test("rp and desktop --web on a port that is taken: one error line with the system's reason, exit 6")
+    func serverPortTaken() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (holder, port) = try EndToEndLab.boundSocket(listening: true)
+        defer { close(holder) }
+        for (arguments, message) in [
+            (["rp", "--profile", "okta", "--port", "\(port)"], "error: cannot listen on 127.0.0.1:\(port): address already in use"),
+            (["desktop", "--web", "--web-port", "\(port)"], "error: cannot serve the web page on 127.0.0.1:\(port): address already in use"),
+        ] {
+            let program = try lab.start(arguments[0], arguments)
+            #expect(try await program.waitForExit() == 6, "\(program.transcript)")
+            #expect(FailureOutput.singleErrorLine(program) == message)
+        }
+    }
 }

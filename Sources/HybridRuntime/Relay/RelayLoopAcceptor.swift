@@ -85,21 +85,13 @@ final class RelayLoopAcceptor: Sendable {
         do {
             listener = try await bootstrap.bind(host: host, port: port).get()
         } catch {
-            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(reason(error))")
+            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(error))")
         }
         guard let boundPort = listener.localAddress?.port else {
             try? await listener.close()
             throw RuntimeError(.bindFailed, "relay socket has no local port")
         }
         return (RelayLoopAcceptor(listener: listener), boundPort)
-    }
-
-    /// The system's reason for a failed bind, worded as the dispatcher words it.
-    private static func reason(_ error: any Error) -> String {
-        if let error = error as? IOError {
-            return String(cString: strerror(error.errnoCode)).lowercased()
-        }
-        return "\(error)"
     }
 
     /// Stops accepting: closes the listening socket (connections already accepted stay the

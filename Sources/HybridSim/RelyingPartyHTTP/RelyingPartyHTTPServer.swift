@@ -1,4 +1,5 @@
 import Foundation
+import HybridRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -37,7 +38,7 @@ public final class RelyingPartyHTTPServer: Sendable {
             let channel = try await bootstrap.bind(host: host, port: port).get()
             return RelyingPartyHTTPServer(service: service, channel: channel)
         } catch {
-            throw ProgramFailure(.network, "cannot listen on \(host):\(port): \(error)")
+            throw ProgramFailure(.network, "cannot listen on \(host):\(port): \(RuntimeError.systemReason(error))")
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HybridRuntime
 import HybridQR
 import NIOCore
 import NIOHTTP1
@@ -37,7 +38,7 @@ package final class DesktopWebServer: Sendable {
         do {
             return DesktopWebServer(channel: try await bootstrap.bind(host: "127.0.0.1", port: port).get())
         } catch {
-            throw ProgramFailure(.network, "cannot serve the web page on 127.0.0.1:\(port): \(error)")
+            throw ProgramFailure(.network, "cannot serve the web page on 127.0.0.1:\(port): \(RuntimeError.systemReason(error))")
         }
     }
 
