@@ -1,6 +1,7 @@
 import CTAP2
 import HybridCore
 import NIOCore
+import NIOPosix
 
 #if canImport(Glibc)
 import Glibc
@@ -86,9 +87,13 @@ extension RuntimeError {
     /// The system's reason for a failed socket call, as a CLI line words it ("address already in
     /// use", "permission denied"), instead of SwiftNIO's `IOError` text (which names the C call and
     /// the errno); any other error as it describes itself.
+    /// A connection attempt through NIO's resolver reports the first address's failure.
     package static func systemReason(_ error: any Error) -> String {
         if let error = error as? IOError {
             return String(cString: strerror(error.errnoCode)).lowercased()
+        }
+        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
+            return systemReason(first.error)
         }
         return "\(error)"
     }

@@ -35,10 +35,14 @@ struct WebSocketTunnelTests {
         let relay = TunnelRelay()
         let port = try await relay.start().port
         await relay.shutdown()
-        let error = await expectRuntimeError(.connectionFailed) {
-            _ = try await WebSocketTunnel.open(url: "ws://127.0.0.1:\(port)/cable/new/00", timeout: .seconds(2))
+        // By address, and by name (through NIO's resolver, whose error nests the address's): the
+        // system's reason either way, not NIO's error text.
+        for host in ["127.0.0.1", "localhost"] {
+            let error = await expectRuntimeError(.connectionFailed) {
+                _ = try await WebSocketTunnel.open(url: "ws://\(host):\(port)/cable/new/00", timeout: .seconds(2))
+            }
+            #expect(error?.description == "could not connect to the relay at \(host):\(port): connection refused")
         }
-        #expect(error?.description.contains("could not connect to the relay") == true)
     }
 
     @Test("a server that never answers the upgrade is a .timeout within the budget")

@@ -139,7 +139,7 @@ extension RelayLoadBenchmark {
             channel = try await bootstrap.connect(host: config.host, port: config.port).get()
         } catch {
             upgrade.fail(RuntimeError(.connectionFailed, "connect: \(error)"))
-            throw RuntimeError(.connectionFailed, "connect to \(config.host):\(config.port): \(error)")
+            throw RuntimeError(.connectionFailed, "connect to \(config.host):\(config.port): \(RuntimeError.systemReason(error))")
         }
         let timer = loop.scheduleTask(in: timeout) {
             upgrade.fail(RuntimeError(.timeout, "no upgrade within \(config.timeout)"))

@@ -154,7 +154,7 @@ public final class WebSocketTunnel: TunnelTransport {
             if ContinuousClock.now - start >= timeout {
                 throw RuntimeError.timeout("connecting to \(host):\(port)", after: timeout)
             }
-            throw RuntimeError(.connectionFailed, "could not connect to the relay at \(host):\(port): \(error)")
+            throw RuntimeError(.connectionFailed, "could not connect to the relay at \(host):\(port): \(RuntimeError.systemReason(error))")
         }
 
         let channel = pending.channel
