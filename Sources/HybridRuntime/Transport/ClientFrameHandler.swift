@@ -182,7 +182,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
                 closeCode: .protocolError
             )
         default:
-            inbox.finish(.closed(.abnormalClosure, "connection error: \(error)"))
+            inbox.finish(.closed(.abnormalClosure, "connection error: \(RuntimeError.systemReason(error))"))
             state = .closed
             context.close(promise: nil)
         }

@@ -336,7 +336,7 @@ public final class WebSocketTunnel: TunnelTransport {
         if ContinuousClock.now - start >= sendTimeout {
             return RuntimeError.timeout("send to \(TunnelServicePath.endpointName(of: path))", after: sendTimeout)
         }
-        return inbox.terminalError ?? RuntimeError.closed(.abnormalClosure, "connection lost: \(error)")
+        return inbox.terminalError ?? RuntimeError.closed(.abnormalClosure, "connection lost: \(RuntimeError.systemReason(error))")
     }
 }
 
