@@ -192,7 +192,7 @@ struct EndToEndFailureTests {
         }
     }
 
-    @Test("rp and desktop --web on a port that is taken: one error line with the system's reason, exit 6")
+    @Test("rp, desktop --web and the desktop's proximity port taken: one error line with the system's reason, exit 6")
     func serverPortTaken() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
@@ -206,5 +206,13 @@ struct EndToEndFailureTests {
             #expect(try await program.waitForExit() == 6, "\(program.transcript)")
             #expect(FailureOutput.singleErrorLine(program) == message)
         }
+        let (udpHolder, udpPort) = try EndToEndLab.boundSocket(udp: true, listening: false)
+        defer { close(udpHolder) }
+        let desktop = try lab.start("desktop", ["desktop", "--proximity-port", "\(udpPort)", "--relay-port", "0"])
+        #expect(try await desktop.waitForExit() == 6, "\(desktop.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop)
+                == "error: cannot start the proximity scanner on udp port \(udpPort): proximity scanner could not bind udp://127.0.0.1:\(udpPort): address already in use"
+        )
     }
 }

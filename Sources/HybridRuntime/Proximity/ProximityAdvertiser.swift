@@ -124,7 +124,7 @@ public final class ProximityAdvertiser: Sendable {
             }
         } catch {
             state.withLock { $0.phase = .idle }
-            throw RuntimeError(.bindFailed, "advertiser could not bind a UDP socket: \(error)")
+            throw RuntimeError(.bindFailed, "advertiser could not bind a UDP socket: \(RuntimeError.systemReason(error))")
         }
         let deadline = configuration.giveUpAfter.map { NIODeadline.now() + TimeAmount($0) }
         let payload = datagram.bytes

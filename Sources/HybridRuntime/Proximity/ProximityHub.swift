@@ -39,14 +39,14 @@ final class ProximityHub: Sendable {
             scanChannel = try await ProximityScanHandler.bindSocket(
                 to: SocketAddress(ipAddress: "127.0.0.1", port: 0), group: group) { table.deliver($0) }
         } catch {
-            throw RuntimeError(.bindFailed, "proximity hub could not bind its scan socket: \(error)")
+            throw RuntimeError(.bindFailed, "proximity hub could not bind its scan socket: \(RuntimeError.systemReason(error))")
         }
         let sendChannel: Channel
         do {
             sendChannel = try await ProximityAdvertiser.bindSendSocket(localHost: "127.0.0.1", group: group)
         } catch {
             try? await scanChannel.close().get()
-            throw RuntimeError(.bindFailed, "proximity hub could not bind its send socket: \(error)")
+            throw RuntimeError(.bindFailed, "proximity hub could not bind its send socket: \(RuntimeError.systemReason(error))")
         }
         let endpoint = ProximityEndpoint(host: "127.0.0.1", port: scanChannel.localAddress?.port ?? 0)
         return ProximityHub(scanEndpoint: endpoint, scanChannel: scanChannel, sendChannel: sendChannel, table: table)

@@ -95,7 +95,7 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
                 to: SocketAddress.proximity(host: host, port: port), group: group) { core.process($0) }
         } catch {
             started.withLock { $0 = false }
-            throw RuntimeError(.bindFailed, "proximity scanner could not bind udp://\(host):\(port): \(error)")
+            throw RuntimeError(.bindFailed, "proximity scanner could not bind udp://\(host):\(port): \(RuntimeError.systemReason(error))")
         }
         channel.withLock { $0 = bound }
         let endpoint = ProximityEndpoint(host: host, port: bound.localAddress?.port ?? port)
