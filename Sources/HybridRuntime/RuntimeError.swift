@@ -87,15 +87,21 @@ extension RuntimeError {
     /// The system's reason for a failed socket call, as a CLI line words it ("address already in
     /// use", "permission denied"), instead of SwiftNIO's `IOError` text (which names the C call and
     /// the errno); any other error as it describes itself.
+    ///
     /// A connection attempt through NIO's resolver reports the first address's failure.
     package static func systemReason(_ error: any Error) -> String {
         if let error = error as? IOError {
-            return String(cString: strerror(error.errnoCode)).lowercased()
+            return systemReason(errno: error.errnoCode)
         }
         if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
             return systemReason(first.error)
         }
         return "\(error)"
+    }
+
+    /// The system's reason for `errno`, worded as ``systemReason(_:)`` words it.
+    package static func systemReason(errno code: CInt) -> String {
+        String(cString: strerror(code)).lowercased()
     }
 
     /// The WebSocket was closed with `code` and `reason` (by the peer, the relay, or locally).

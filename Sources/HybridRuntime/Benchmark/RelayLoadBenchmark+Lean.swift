@@ -138,8 +138,10 @@ extension RelayLoadBenchmark {
         do {
             channel = try await bootstrap.connect(host: config.host, port: config.port).get()
         } catch {
-            upgrade.fail(RuntimeError(.connectionFailed, "connect: \(error)"))
-            throw RuntimeError(.connectionFailed, "connect to \(config.host):\(config.port): \(RuntimeError.systemReason(error))")
+            let failure = RuntimeError(
+                .connectionFailed, "connect to \(config.host):\(config.port): \(RuntimeError.systemReason(error))")
+            upgrade.fail(failure)
+            throw failure
         }
         let timer = loop.scheduleTask(in: timeout) {
             upgrade.fail(RuntimeError(.timeout, "no upgrade within \(config.timeout)"))

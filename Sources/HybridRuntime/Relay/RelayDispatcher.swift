@@ -99,15 +99,14 @@ package final class RelayDispatcher: Sendable {
             readiness = try DispatcherReadiness(listener: fd)
         } catch {
             close(fd)
-            let reason = String(cString: strerror(error.errno)).lowercased()
-            throw RuntimeError(.bindFailed, "relay could not set up its accepting thread: \(reason)")
+            throw RuntimeError(
+                .bindFailed, "relay could not set up its accepting thread: \(RuntimeError.systemReason(errno: error.errno))")
         }
         return (RelayDispatcher(listener: fd, readiness: readiness, shards: shards), Int(boundPort))
     }
 
     private static func bindError(_ host: String, _ port: Int) -> RuntimeError {
-        let reason = String(cString: strerror(errno)).lowercased()
-        return RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(reason)")
+        RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(errno: errno))")
     }
 
     private init(listener: CInt, readiness: consuming DispatcherReadiness, shards: RelayShards) {

@@ -62,7 +62,7 @@ final class HostileConnection: Sendable {
             let channel = try await bootstrap.connect(to: target).get()
             return HostileConnection(channel: channel, inbox: inbox)
         } catch let error as IOError {
-            throw OpenError(label: "connect failed: \(String(cString: strerror(error.errnoCode)).lowercased())")
+            throw OpenError(label: "connect failed: \(RuntimeError.systemReason(error))")
         } catch is ChannelError {
             throw OpenError(label: "connect timed out")
         } catch {
