@@ -45,8 +45,7 @@ struct RPCommand: AsyncParsableCommand {
                 print(String(decoding: try encoder.encode(loaded), as: UTF8.self))
                 return
             } catch let failure as ProgramFailure {
-                FileHandle.standardError.write(Data("error: \(failure.message)\n".utf8))
-                throw ExitCode(failure.exitCode)
+                throw errorLine(failure.message, status: failure.exitCode)
             }
         }
         var configuration = RelyingPartyServerProgram.Configuration(profile: profile)
@@ -61,8 +60,7 @@ struct RPCommand: AsyncParsableCommand {
                 FileHandle.standardError.write(Data("rp: \(line)\n".utf8))
             }
         } catch {
-            FileHandle.standardError.write(Data("error: \(error.message)\n".utf8))
-            throw ExitCode(error.exitCode)
+            throw errorLine(error.message, status: error.exitCode)
         }
         print("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId)")
         fflush(nil)

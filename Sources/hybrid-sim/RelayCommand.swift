@@ -235,8 +235,7 @@ struct RelayCommand: AsyncParsableCommand {
         do {
             endpoint = try await relay.start()
         } catch {
-            FileHandle.standardError.write(Data("error: \(error)\n".utf8))
-            throw ExitCode(1)
+            throw errorLine("\(error)", status: 1)
         }
         if configuration.faults.isEnabled {
             logger.warning(

@@ -215,4 +215,15 @@ struct EndToEndFailureTests {
                 == "error: cannot start the proximity scanner on udp port \(udpPort): proximity scanner could not bind udp://127.0.0.1:\(udpPort): address already in use"
         )
     }
+
+    @Test("rp with an unknown profile, serving or printing it: one error line, exit 2")
+    func rpUnknownProfile() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        for extra in [["--port", "0"], ["--print-profile"]] {
+            let rp = try lab.start("rp", ["rp", "--profile", "nope"] + extra)
+            #expect(try await rp.waitForExit() == 2, "\(rp.transcript)")
+            #expect(FailureOutput.singleErrorLine(rp).hasPrefix("error: unknown relying-party profile nope: use one of "))
+        }
+    }
 }
