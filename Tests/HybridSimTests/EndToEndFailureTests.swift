@@ -173,6 +173,35 @@ struct EndToEndFailureTests {
         )
     }
 
+    @Test("demo: the listening phone killed during the linked sign-ins stops the desktop at once; exit 1, and the line says it was killed")
+    func demoLinkedPhoneKilled() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let started = ContinuousClock.now
+        let demo = try lab.start("demo", ["demo", "--home", lab.file("demo"), "--timeout", "30"])
+        try await demo.waitForOutput("the listening phone's start", timeout: .seconds(30), in: \.standardError) {
+            $0.contains { $0.contains("starting hybrid-sim phone --listen") }
+        }
+        var phones: [Int32] = []
+        let deadline = ContinuousClock.now + .seconds(5)
+        while phones.isEmpty, ContinuousClock.now < deadline {
+            phones = demo.children(withArgument: "--listen")
+            if phones.isEmpty { try await Task.sleep(for: .milliseconds(5)) }
+        }
+        try #require(phones.count == 1, "the listening phone's process\n\(demo.transcript)")
+        let killed = ContinuousClock.now
+        kill(phones[0], SIGKILL)
+        #expect(try await demo.waitForExit(timeout: .seconds(40)) == 1, "\(demo.transcript)")
+        #expect(ContinuousClock.now - killed < .seconds(10), "the desktop's 30 s timeout was waited out")
+        let line = FailureOutput.singleErrorLine(demo)
+        #expect(
+            line == "error: linked sign-in 1 failed: the listening phone was killed by signal 9 (SIGKILL), so the demo stopped the desktop"
+                || line == "error: linked sign-in 2 failed: the listening phone was killed by signal 9 (SIGKILL), so the demo stopped the desktop",
+            "\(demo.transcript)"
+        )
+        #expect(ContinuousClock.now - started < .seconds(60))
+    }
+
     @Test(
         "relay on a port that is taken, or on a host that is not loopback: one error line, exit 1",
         arguments: [1, 2]

@@ -12,6 +12,49 @@ final class ChildProcess: Sendable {
 
     private let process: Process
     private let exitStatus = StatusBox()
+
+    /// How a child ended: with an exit status, or killed by a signal (which Foundation reports as
+    /// the signal's number in the same field, so "exited 9" and "killed by SIGKILL" must be told apart).
+    enum Ending: Sendable, Equatable, CustomStringConvertible {
+        case exited(Int32)
+        case killed(signal: Int32)
+
+        /// The status the demo itself exits with when this ending stopped it: a child's own status
+        /// (the table in Docs/CLI.md), 1 ("anything else") for a child that was killed.
+        var demoStatus: Int32 {
+            switch self {
+            case .exited(let status): return status
+            case .killed: return 1
+            }
+        }
+
+        var isSuccess: Bool { self == .exited(0) }
+
+        /// "exited 2", or "was killed by signal 9 (SIGKILL)".
+        var description: String {
+            switch self {
+            case .exited(let status): return "exited \(status)"
+            case .killed(let signal): return "was killed by signal \(signal)\(Self.signalName(signal).map { " (\($0))" } ?? "")"
+            }
+        }
+
+        private static func signalName(_ signal: Int32) -> String? {
+            switch signal {
+            case SIGHUP: return "SIGHUP"
+            case SIGINT: return "SIGINT"
+            case SIGQUIT: return "SIGQUIT"
+            case SIGILL: return "SIGILL"
+            case SIGABRT: return "SIGABRT"
+            case SIGBUS: return "SIGBUS"
+            case SIGFPE: return "SIGFPE"
+            case SIGKILL: return "SIGKILL"
+            case SIGSEGV: return "SIGSEGV"
+            case SIGPIPE: return "SIGPIPE"
+            case SIGTERM: return "SIGTERM"
+            default: return nil
+            }
+        }
+    }
     /// Every line the child writes, in arrival order per stream.
     let lines: AsyncStream<Line>
 
@@ -59,7 +102,9 @@ final class ChildProcess: Sendable {
         let status = exitStatus
         let flushAll = flushes
         process.terminationHandler = { finished in
-            status.value.withLock { $0 = finished.terminationStatus }
+            let ending: Ending = finished.terminationReason == .uncaughtSignal
+                ? .killed(signal: finished.terminationStatus) : .exited(finished.terminationStatus)
+            status.value.withLock { $0 = ending }
             // Every wait is bounded: if a pipe never reports its end after the child exited (its write
             // end inherited by another process, or a lost readability event), the lines end 2 s later.
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) {
@@ -74,11 +119,11 @@ final class ChildProcess: Sendable {
         try process.run()
     }
 
-    /// The exit status once the child has ended.
-    var status: Int32? { exitStatus.value.withLock { $0 } }
+    /// How the child ended, once it has.
+    var status: Ending? { exitStatus.value.withLock { $0 } }
 
     /// Waits up to `timeout` for the child to exit; kills it and returns `nil` on timeout.
-    func waitForExit(timeout: Duration) async -> Int32? {
+    func waitForExit(timeout: Duration) async -> Ending? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let status { return status }
@@ -93,8 +138,8 @@ final class ChildProcess: Sendable {
     /// Cancel the task once `other` has ended. Its value: this child's status, if it ended first,
     /// and whether that stopped `other` (it was still running).
     func watch(
-        stopping other: ChildProcess, when stops: @escaping @Sendable (Int32) -> Bool
-    ) -> Task<(status: Int32, stoppedOther: Bool)?, Never> {
+        stopping other: ChildProcess, when stops: @escaping @Sendable (Ending) -> Bool
+    ) -> Task<(status: Ending, stoppedOther: Bool)?, Never> {
         Task {
             while !Task.isCancelled {
                 if let status {
@@ -117,5 +162,5 @@ final class ChildProcess: Sendable {
 
 /// The exit status, shared with the termination handler.
 private final class StatusBox: Sendable {
-    let value = Mutex<Int32?>(nil)
+    let value = Mutex<ChildProcess.Ending?>(nil)
 }

@@ -60,7 +60,7 @@ extension DemoProgram {
             // The listening phone serves both sign-ins and exits 0 after sending the second
             // response (while that desktop may still verify it). If it fails, or ends before the
             // last sign-in, the desktop would wait for it until its timeout, so it is stopped too.
-            let phoneWatch = phone.watch(stopping: desktop) { status in status != 0 || round < 2 }
+            let phoneWatch = phone.watch(stopping: desktop) { ending in !ending.isSuccess || round < 2 }
             var result: [String] = []
             for await line in desktop.lines {
                 switch line {
@@ -72,27 +72,34 @@ extension DemoProgram {
             phoneWatch.cancel()
             if let phoneEnded = await phoneWatch.value, phoneEnded.stoppedOther {
                 await phoneLines.value
-                let why = phoneEnded.status == 0
+                let why = phoneEnded.status.isSuccess
                     ? "the listening phone ended (exit 0) before the last sign-in"
-                    : "the listening phone exited \(phoneEnded.status) (its error is above)"
+                    : "the listening phone \(DemoProgram.explained(phoneEnded.status))"
                 output.standardError("error: linked sign-in \(round) failed: \(why), so the demo stopped the desktop")
-                return phoneEnded.status == 0 ? 3 : phoneEnded.status
+                return phoneEnded.status.isSuccess ? 3 : phoneEnded.status.demoStatus
             }
-            guard status == 0 else {
+            guard let status, status.isSuccess else {
                 phone.terminate()
-                output.standardError("error: linked sign-in \(round) failed (desktop exit \(status.map(String.init) ?? "timeout"))")
-                return status ?? 3
+                output.standardError("error: linked sign-in \(round) failed (desktop \(status.map { "\($0)" } ?? "timed out"))")
+                return status?.demoStatus ?? 3
             }
             say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(result.joined(separator: "\n").utf8.count) bytes):")
             for line in result { output.standardOutput(line) }
         }
         let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
         await phoneLines.value
-        guard phoneStatus == 0 else {
-            output.standardError("error: the listening phone exited \(phoneStatus.map(String.init) ?? "late")")
-            return phoneStatus ?? 3
+        guard let phoneStatus, phoneStatus.isSuccess else {
+            output.standardError("error: the listening phone \(phoneStatus.map { "\($0)" } ?? "did not exit in time")")
+            return phoneStatus?.demoStatus ?? 3
         }
         return 0
+    }
+
+    /// A failed child's ending for an error line: "exited 2 (its error is above)", or "was killed by
+    /// signal 9 (SIGKILL)" (a killed child printed no error of its own).
+    static func explained(_ ending: ChildProcess.Ending) -> String {
+        if case .exited = ending { return "\(ending) (its error is above)" }
+        return "\(ending)"
     }
 
     /// A loopback UDP port that was free a moment ago.

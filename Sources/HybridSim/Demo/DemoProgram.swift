@@ -156,7 +156,7 @@ public enum DemoProgram {
         }
         // A phone that fails (no relay, a refused QR code) ends the ceremony: the desktop would
         // otherwise wait for it until its timeout.
-        let phoneWatch = phone.watch(stopping: desktop) { $0 != 0 }
+        let phoneWatch = phone.watch(stopping: desktop) { !$0.isSuccess }
         while let line = await iterator.next() {
             switch line {
             case .standardOutput(let text): resultLines.append(text)
@@ -167,16 +167,18 @@ public enum DemoProgram {
         phoneWatch.cancel()
         let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
         await phoneLines.value
+        let ceremony = request == "mc" ? "registration" : "sign-in"
         if let phoneEnded = await phoneWatch.value, phoneEnded.stoppedOther {
             output.standardError(
-                "error: \(request == "mc" ? "registration" : "sign-in") failed: the phone exited \(phoneEnded.status) (its error is above), so the demo stopped the desktop")
-            return phoneEnded.status
+                "error: \(ceremony) failed: the phone \(DemoProgram.explained(phoneEnded.status)), so the demo stopped the desktop")
+            return phoneEnded.status.demoStatus
         }
-        guard desktopStatus == 0, phoneStatus == 0 else {
+        guard let desktopStatus, desktopStatus.isSuccess, let phoneStatus, phoneStatus.isSuccess else {
             output.standardError(
-                "error: \(request == "mc" ? "registration" : "sign-in") failed (desktop exit \(desktopStatus.map(String.init) ?? "timeout"), phone exit \(phoneStatus.map(String.init) ?? "timeout"))")
+                "error: \(ceremony) failed (desktop \(desktopStatus.map { "\($0)" } ?? "timed out"), phone \(phoneStatus.map { "\($0)" } ?? "timed out"))")
             // The desktop's status when it failed, else the phone's (an error line, never exit 0).
-            return desktopStatus == 0 ? (phoneStatus ?? 3) : (desktopStatus ?? 3)
+            if let desktopStatus, desktopStatus.isSuccess { return phoneStatus?.demoStatus ?? 3 }
+            return desktopStatus?.demoStatus ?? 3
         }
         let json = resultLines.joined(separator: "\n")
         say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(json.utf8.count) bytes):")

@@ -105,6 +105,27 @@ final class ChildProcess {
 
     var isRunning: Bool { process.isRunning }
 
+    /// The child's process ID.
+    var processIdentifier: Int32 { process.processIdentifier }
+
+    /// The IDs of this child's own children whose command line contains `argument` (read from
+    /// `/proc`; Linux).
+    func children(withArgument argument: String) -> [Int32] {
+        let parent = process.processIdentifier
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return entries.compactMap { Int32($0) }.filter { pid in
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                let afterName = stat.range(of: ") ", options: .backwards)
+            else { return false }
+            // After "pid (name) " come the state and the parent's ID.
+            let fields = stat[afterName.upperBound...].split(separator: " ")
+            guard fields.count > 1, Int32(fields[1]) == parent,
+                let command = FileManager.default.contents(atPath: "/proc/\(pid)/cmdline")
+            else { return false }
+            return command.split(separator: 0).contains { String(decoding: $0, as: UTF8.self) == argument }
+        }
+    }
+
     /// Waits until `condition` holds for the stdout lines, failing after `timeout`.
     @discardableResult
     func waitForOutput(
