@@ -173,6 +173,29 @@ struct EndToEndFailureTests {
         )
     }
 
+    @Test("desktop --qr-png into a missing directory or onto a directory, --link with a damaged links file: exit 2 before any socket, nothing created or changed")
+    func desktopOutputFilesChecked() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let missing = lab.file("missing/dir")
+        let links = lab.file("links.json")
+        let damaged = #"{"version":1,"links":"x"}"# + "\n"
+        try damaged.write(toFile: links, atomically: true, encoding: .utf8)
+        for (arguments, message) in [
+            (["--qr-png", missing + "/q.png"], "error: cannot write --qr-png \(missing)/q.png: the directory \(missing) does not exist"),
+            (["--qr-png", lab.file("")], "error: cannot write --qr-png \(lab.file("")): \(lab.file("")) is a directory"),
+            (["--request", "mc", "--link", "--links", links], "error: cannot use the links file: \(links): "),
+        ] {
+            let desktop = try lab.start("desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0", "--timeout", "5"] + arguments)
+            #expect(try await desktop.waitForExit() == 2, "\(desktop.transcript)")
+            let line = FailureOutput.singleErrorLine(desktop)
+            #expect(line.hasPrefix(message), "\(line)")
+            #expect(!desktop.standardError.text.contains("proximity scanner listening"), "no socket before the check")
+        }
+        #expect(!FileManager.default.fileExists(atPath: lab.file("missing")))
+        #expect(try String(contentsOfFile: links, encoding: .utf8) == damaged)
+    }
+
     @Test("demo: the listening phone killed during the linked sign-ins stops the desktop at once; exit 1, and the line says it was killed")
     func demoLinkedPhoneKilled() async throws {
         let lab = try EndToEndLab()

@@ -110,6 +110,11 @@ struct Run {
             )
         }
 
+        if configuration.link {
+            // `--link` saves the phone's link after a verified ceremony: a damaged links file is
+            // found now, not after the phone has answered.
+            _ = try loadLinks(configuration.linksPath ?? LinkStore.path(besideRPStore: store.path))
+        }
         if let name = configuration.linked {
             return try await executeLinked(name: name, ceremony: ceremony, store: &store, rpLink: link)
         }

@@ -136,7 +136,8 @@ extension Run {
         }
     }
 
-    private func loadLinks(_ path: String) throws(ProgramFailure) -> LinkStore {
+    /// The links file at `path`; a damaged one is bad input (exit 2), found before any socket.
+    func loadLinks(_ path: String) throws(ProgramFailure) -> LinkStore {
         do {
             return try LinkStore.load(path: path)
         } catch {

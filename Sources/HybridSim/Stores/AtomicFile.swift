@@ -65,14 +65,22 @@ enum AtomicFile {
         }
     }
 
-    /// Replaces `path` with `bytes` atomically, mode 0600; creates a missing directory with mode 0700.
+    /// Replaces `path` with `bytes` atomically, mode 0600; creates a missing directory with mode 0700
+    /// (`createsDirectory: false`: a missing directory is an error instead).
     static func write(
-        _ bytes: [UInt8], to path: String, simulatingCrash crash: SimulatedCrash? = nil,
+        _ bytes: [UInt8], to path: String, createsDirectory: Bool = true, simulatingCrash crash: SimulatedCrash? = nil,
         directorySyncError: Int32? = nil
     ) throws(StoreError) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
-        try ensureDirectory(directory, for: path)
+        if createsDirectory {
+            try ensureDirectory(directory, for: path)
+        } else {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw StoreError(.directoryFailed, path: path, "the directory \(directory) does not exist")
+            }
+        }
         let temporary =
             directory + "/" + temporaryPrefix(for: url.lastPathComponent)
             + "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16))"
@@ -102,7 +110,9 @@ enum AtomicFile {
         if crash == .beforeRename {
             throw StoreError(.writeFailed, path: path, "simulated crash before the rename")
         }
-        guard rename(temporary, path) == 0 else { throw fail("cannot rename over the store") }
+        guard rename(temporary, path) == 0 else {
+            throw StoreError(.writeFailed, path: path, "cannot rename \(temporary) to \(path): \(systemMessage(errno))")
+        }
         renamed = true
         try syncDirectory(directory, for: path, simulatedError: directorySyncError)
         removeStaleTemporaryFiles(for: path)
