@@ -16,6 +16,8 @@ struct EndToEndInspectTests {
 
         let desktopKeys = lab.file("desktop-keys.log")
         let phoneKeys = lab.file("phone-keys.log")
+        // An existing key log that others could read is made private before any key goes in.
+        #expect(FileManager.default.createFile(atPath: phoneKeys, contents: nil, attributes: [.posixPermissions: 0o644]))
         let desktop = try await lab.startDesktop(["--request", "mc", "--relay", relayURL, "--keylog", desktopKeys], json: true)
         let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url, "--keylog", phoneKeys])
         #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
@@ -25,8 +27,10 @@ struct EndToEndInspectTests {
         let desktopLog = try String(contentsOfFile: desktopKeys, encoding: .utf8)
         #expect(desktopLog.hasPrefix("HYBRID_SESSION_KEYS ") && desktopLog.split(separator: "\n").count == 1)
         #expect(try String(contentsOfFile: phoneKeys, encoding: .utf8) == desktopLog)
-        let mode = try #require(try FileManager.default.attributesOfItem(atPath: desktopKeys)[.posixPermissions] as? Int)
-        #expect(mode == 0o600)
+        for path in [desktopKeys, phoneKeys] {
+            let mode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int)
+            #expect(mode == 0o600, "\(path)")
+        }
 
         var names: [String] = []
         let deadline = ContinuousClock.now + .seconds(10)

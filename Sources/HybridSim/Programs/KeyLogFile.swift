@@ -11,14 +11,18 @@ import HybridCore
 struct KeyLogFile: Sendable {
     let path: String
 
-    /// Checks that `path` can be opened for appending, so a bad path fails before the ceremony.
+    /// Checks that `path` can be opened for appending, so a bad path fails before the ceremony, and
+    /// sets its mode to 0600: an existing file that others could read would leak the keys.
     init(path: String) throws(ProgramFailure) {
         self.path = path
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
             throw ProgramFailure(.badInput, "--keylog \(path): cannot open for appending (\(String(cString: strerror(errno))))")
         }
-        close(fd)
+        defer { close(fd) }
+        guard fchmod(fd, 0o600) == 0 else {
+            throw ProgramFailure(.badInput, "--keylog \(path): cannot set mode 0600 (\(String(cString: strerror(errno))))")
+        }
     }
 
     /// The session's key-log hook: appends one line per completed handshake. A write failure is
