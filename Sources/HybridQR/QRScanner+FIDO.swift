@@ -21,6 +21,9 @@ public struct FIDOScan: Sendable, Hashable {
     public let url: String
     /// The payload, parsed and checked by `QRPayload(url:)` (Chromium `qr::Parse` rules).
     public let payload: QRPayload
+    /// How many other, different `FIDO:/` codes the same input held (not chosen: a terminal
+    /// capture's lowest code is used, an image's first decoded one).
+    public var otherCodes: Int = 0
 }
 
 extension FIDOScan {
@@ -52,12 +55,13 @@ extension QRScanner {
 
     /// Scans PNG, PGM or text bytes for a hybrid QR code and validates it.
     public static func scanFIDO(bytes: [UInt8]) throws(QRError) -> FIDOScan {
-        try fido(from: [scan(bytes: bytes)])
+        try fido(from: nonEmpty(decodeAll(bytes: bytes, source: "input"), in: "input"))
     }
 
-    /// Scans captured terminal text for a hybrid QR code and validates it.
+    /// Scans captured terminal text for a hybrid QR code (the lowest, i.e. newest, if it holds
+    /// several) and validates it.
     public static func scanFIDO(text: String) throws(QRError) -> FIDOScan {
-        try fido(from: [scan(text: text)])
+        try fido(from: nonEmpty(decodeAll(text: text), in: "text"))
     }
 
     /// Scans a bitmap for a hybrid QR code and validates it.
@@ -65,7 +69,8 @@ extension QRScanner {
         try fido(from: [scan(image: image)])
     }
 
-    /// Picks the first decoded text that is a `FIDO:/` URL and validates its payload.
+    /// Picks the first decoded text that is a `FIDO:/` URL and validates its payload; counts the
+    /// other `FIDO:/` texts in ``FIDOScan/otherCodes``.
     ///
     /// - Throws: ``QRError/Code/notFIDOURL`` if no text has the prefix (the reason quotes the
     ///   start of what was found); ``QRError/Code/invalidFIDOPayload`` naming the rule the payload
@@ -76,7 +81,9 @@ extension QRScanner {
             throw QRError(.notFIDOURL, "the code holds \(found)")
         }
         do {
-            return FIDOScan(url: url, payload: try QRPayload(url: url))
+            var scan = FIDOScan(url: url, payload: try QRPayload(url: url))
+            scan.otherCodes = Set(texts.filter { FIDOURL.hasPrefix($0) && $0 != url }).count
+            return scan
         } catch {
             throw QRError(.invalidFIDOPayload, error.reason.isEmpty ? error.description : error.reason)
         }

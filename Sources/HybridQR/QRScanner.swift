@@ -26,7 +26,7 @@ public enum QRScanner {
     }
 
     /// Decodes the QR code in the file at `path` and returns its text (the first symbol if the
-    /// image holds several).
+    /// image holds several; the lowest, i.e. newest, if a terminal capture does).
     ///
     /// - Throws: ``QRError/Code/fileUnreadable``, ``QRError/Code/notAnImage`` (neither PNG, PGM
     ///   nor text, or a malformed image) or ``QRError/Code/noQRCode``.
@@ -85,19 +85,26 @@ public enum QRScanner {
         }
     }
 
-    /// Rasterizes terminal art and decodes the first candidate bitmap that holds a symbol.
+    /// Rasterizes terminal art and decodes every run of it that holds a symbol, the lowest run
+    /// first: a capture of a terminal that showed several codes (a registration, then a sign-in)
+    /// has the newest at the bottom. Each text once.
     static func decodeAll(text: String) throws(QRError) -> [String] {
         let clean = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
-        for candidate in try TerminalArtReader.candidates(in: clean) {
-            guard let image = candidate.image() else { continue }
-            let texts = try ZbarDecoder.decodeOnce(image)
-            if !texts.isEmpty { return texts }
+        var found: [String] = []
+        for run in try TerminalArtReader.candidatesByRunNewestFirst(in: clean) {
+            for candidate in run {
+                guard let image = candidate.image() else { continue }
+                let texts = try ZbarDecoder.decodeOnce(image)
+                guard !texts.isEmpty else { continue }
+                for text in texts where !found.contains(text) { found.append(text) }
+                break
+            }
         }
-        return []
+        return found
     }
 
     /// `texts` unless it is empty, in which case ``QRError/Code/noQRCode``.
-    private static func nonEmpty(_ texts: [String], in source: String) throws(QRError) -> [String] {
+    static func nonEmpty(_ texts: [String], in source: String) throws(QRError) -> [String] {
         guard !texts.isEmpty else { throw QRError(.noQRCode, "no QR symbol could be decoded in \(source)") }
         return texts
     }

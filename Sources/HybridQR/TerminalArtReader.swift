@@ -71,6 +71,21 @@ package enum TerminalArtReader {
         }
     }
 
+    /// The readings of each run of art, runs in reverse text order (the lowest first: in a terminal
+    /// capture, the newest output), each run's likelier polarity first.
+    ///
+    /// - Throws: ``QRError/Code/noQRCode`` if the text contains no line of QR art at all.
+    static func candidatesByRunNewestFirst(in text: String) throws(QRError) -> [[Candidate]] {
+        let grids = inkGrids(in: stripANSI(text))
+        guard !grids.isEmpty else {
+            throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)")
+        }
+        return grids.reversed().map { grid in
+            let invertedFirst = grid.borderInkRatio > 0.75
+            return [Candidate(grid: grid, inverted: invertedFirst), Candidate(grid: grid, inverted: !invertedFirst)]
+        }
+    }
+
     /// Removes ANSI/VT escape sequences and carriage returns, keeping everything else.
     package static func stripANSI(_ text: String) -> String {
         let scalars = Array(text.unicodeScalars)

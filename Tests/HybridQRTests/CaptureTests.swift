@@ -20,6 +20,29 @@ struct CaptureTests {
         #expect(scan.payload.requestType == .makeCredential)
     }
 
+    @Test("a capture of a reused terminal (a registration code, then a sign-in code, log lines around them): the lowest, newest code is read and the other counted")
+    func severalCodesNewestWins() throws {
+        func art(_ url: String, inverted: Bool = false) throws -> String {
+            TerminalArt.render(try QREncoder.encode(fidoURL: url), inverted: inverted)
+        }
+        let older = try art(Fixtures.chromeURL)
+        let newer = try art(Fixtures.safariURL)
+        let capture = "$ hybrid-sim desktop --request mc\n" + older + "\n" + Fixtures.chromeURL + "\nregistered\n"
+            + "$ hybrid-sim desktop\n" + newer + "\n" + Fixtures.safariURL + "\nwaiting for the phone…\n"
+        let scan = try QRScanner.scanFIDO(text: capture)
+        #expect(scan.url == Fixtures.safariURL)
+        #expect(scan.otherCodes == 1)
+        #expect(try QRScanner.scan(text: capture) == Fixtures.safariURL)
+        // The same code twice (the terminal scrolled a copy of it) is not another code.
+        let twice = try QRScanner.scanFIDO(text: newer + "\nlog line\n" + newer)
+        #expect(twice.url == Fixtures.safariURL && twice.otherCodes == 0)
+        // Order decides, not size or polarity: the older code inverted and last is the one read.
+        let reversed = try QRScanner.scanFIDO(text: newer + "\nlog line\n" + (try art(Fixtures.chromeURL, inverted: true)))
+        #expect(reversed.url == Fixtures.chromeURL && reversed.otherCodes == 1)
+        let single = try QRScanner.scanFIDO(text: newer)
+        #expect(single.otherCodes == 0)
+    }
+
     @Test("the plain capture really has its trailing spaces trimmed")
     func trimmed() throws {
         let text = try String(contentsOf: Self.directory.appendingPathComponent("tmux-normal.txt"), encoding: .utf8)

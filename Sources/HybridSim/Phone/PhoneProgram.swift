@@ -69,7 +69,7 @@ public enum PhoneProgram {
     ) async throws -> PhoneResult {
         try configuration.validate()
         // Input first: a bad QR code or a damaged store fails before any socket is opened.
-        let (url, payload) = try readQR(configuration.qr)
+        let (url, payload) = try readQR(configuration.qr, narrator: narrator)
         let storePath = configuration.storePath ?? PasskeyStore.defaultPath(environment: configuration.environment)
         let store: PasskeyStore
         do {
@@ -146,7 +146,9 @@ public enum PhoneProgram {
     }
 
     /// The QR code's URL and payload.
-    private static func readQR(_ source: PhoneConfiguration.QRSource) throws(ProgramFailure) -> (String, QRPayload) {
+    private static func readQR(
+        _ source: PhoneConfiguration.QRSource, narrator: PhoneNarrator
+    ) throws(ProgramFailure) -> (String, QRPayload) {
         switch source {
         case .url(let text):
             let url = text.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -158,6 +160,11 @@ public enum PhoneProgram {
         case .file(let path):
             do {
                 let scan = try QRScanner.scanFIDO(fileAt: path)
+                if scan.otherCodes > 0 {
+                    narrator.say(
+                        "note: \(path) holds \(scan.otherCodes + 1) different FIDO:/ codes; using the lowest in a "
+                            + "terminal capture (the newest), the first decoded in an image")
+                }
                 return (scan.url, scan.payload)
             } catch {
                 throw ProgramFailure(.badInput, "cannot read a FIDO:/ QR code from \(path): \(error)")
