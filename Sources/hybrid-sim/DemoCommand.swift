@@ -20,7 +20,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Seconds each step may take before the demo gives up.")
     var timeout = 60
 
-    @Option(help: "Directory for the demo's passkey and relying-party stores (default: a fresh temporary directory).")
+    @Option(help: "Directory for the demo's passkey and relying-party stores, kept afterwards (default: a fresh temporary directory, removed at the end).")
     var home: String?
 
     @Flag(help: "Also tell the whole demo on a local web page (its address is printed first).")
@@ -33,6 +33,20 @@ struct DemoCommand: AsyncParsableCommand {
     var webLinger = 30
 
     func validate() throws {
+        if !(timeout > 0 && Double(timeout) <= ProgramDefaults.maximumTimeoutSeconds) {
+            throw ValidationError(
+                "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds")
+        }
+        // The desktop's own checks of the RP ID and the account, before any child is started.
+        var desktop = DesktopConfiguration()
+        desktop.request = .makeCredential
+        desktop.rpId = rpId
+        desktop.userName = user
+        do {
+            try desktop.validate()
+        } catch {
+            throw ValidationError(error.message)
+        }
         guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0...65535") }
         guard (0...3600).contains(webLinger) else { throw ValidationError("--web-linger must be 0...3600 seconds") }
         if !web, webPort != 0 { throw ValidationError("--web-port needs --web") }
@@ -42,7 +56,7 @@ struct DemoCommand: AsyncParsableCommand {
         var configuration = DemoProgram.Configuration(executable: Self.executablePath())
         configuration.rpID = rpId
         configuration.user = user
-        configuration.timeout = .seconds(max(1, timeout))
+        configuration.timeout = .seconds(timeout)
         configuration.home = home
         let code =
             web

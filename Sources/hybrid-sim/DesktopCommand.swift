@@ -27,7 +27,7 @@ struct DesktopCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("mc (register a passkey) or ga (sign in).", valueName: "mc|ga"))
     var request: RequestKind = .ga
 
-    @Option(help: ArgumentHelp("Relying party ID. (default: the --options' RP ID, else example.com)", valueName: "id"))
+    @Option(help: ArgumentHelp("Relying party ID. (default: the --options' RP ID, else the --origin's host, else example.com)", valueName: "id"))
     var rpId: String?
 
     @Option(help: ArgumentHelp("Origin of the page asking. (default: https://<rp-id>)", valueName: "url"))

@@ -22,7 +22,8 @@ struct RelayCommand: AsyncParsableCommand {
             When ready, prints one line on stdout containing ws://HOST:PORT, then relays tunnels until \
             SIGINT or SIGTERM, closes every tunnel with WebSocket close code 1001 and exits 0. \
             Endpoints: GET /cable/new/{tunnel ID}, /cable/connect/{routing ID}/{tunnel ID}, \
-            /cable/contact/{contact ID} (always 410). Logs go to stderr; see Docs/RELAY.md.
+            /cable/contact/{contact ID} and /cable/listen/{contact ID} (linked phones, Docs/LINKING.md). \
+            Logs go to stderr; see Docs/RELAY.md.
             """
     )
 

@@ -85,6 +85,9 @@ struct CLIDesktopPhoneTests {
             (["relay", "--max-waiting-tunnels-per-source=-2"], "--max-waiting-tunnels-per-source must be 0 (no cap) or more"),
             (["bench", "hostile", "--hostile", "0"], "--hostile must be 1...15000"),
             (["demo", "--web-port", "8080"], "--web-port needs --web"),
+            (["demo", "--timeout", "0"], "--timeout must be more than 0 and at most 3600 seconds"),
+            (["demo", "--user", ""], "--user must be 1…64 bytes"),
+            (["demo", "--rp-id", "bad id"], "--rp-id bad id is not a host name such as example.com"),
         ]
     )
     func usageErrors(arguments: [String], mention: String) async throws {

@@ -196,6 +196,23 @@ struct EndToEndFailureTests {
         #expect(try String(contentsOfFile: links, encoding: .utf8) == damaged)
     }
 
+    @Test("demo: its temporary stores (private keys) are removed at the end; --home keeps them; --home naming a file is exit 2")
+    func demoStoresRemoved() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let temporary = lab.file("tmp")
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        let demo = try lab.start("demo", ["demo", "--timeout", "30"], environment: ["TMPDIR": temporary])
+        #expect(try await demo.waitForExit(timeout: .seconds(60)) == 0, "\(demo.transcript)")
+        #expect(demo.standardError.text.contains("(removed at the end; --home DIR keeps them)"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).filter { $0.hasPrefix("hybrid-sim-demo-") } == [])
+        let file = lab.file("a-file")
+        try "x".write(toFile: file, atomically: true, encoding: .utf8)
+        let refused = try lab.start("demo-file", ["demo", "--home", file])
+        #expect(try await refused.waitForExit() == 2, "\(refused.transcript)")
+        #expect(FailureOutput.singleErrorLine(refused) == "error: cannot use the demo directory \(file): it is a file, not a directory")
+    }
+
     @Test("demo: the listening phone killed during the linked sign-ins stops the desktop at once; exit 1, and the line says it was killed")
     func demoLinkedPhoneKilled() async throws {
         let lab = try EndToEndLab()

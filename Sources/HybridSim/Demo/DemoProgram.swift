@@ -38,12 +38,19 @@ public enum DemoProgram {
         } else {
             home = FileManager.default.temporaryDirectory.appendingPathComponent("hybrid-sim-demo-\(UUID().uuidString.prefix(8))").path
         }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: home, isDirectory: &isDirectory), !isDirectory.boolValue {
+            output.standardError("error: cannot use the demo directory \(home): it is a file, not a directory")
+            return 2
+        }
         do {
             try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            output.standardError("error: cannot create the demo directory \(home): \(error)")
+            output.standardError("error: cannot create the demo directory \(home): \(error.localizedDescription)")
             return 1
         }
+        // The temporary stores hold private keys: they go when the demo ends (`--home` keeps them).
+        defer { if configuration.home == nil { try? FileManager.default.removeItem(atPath: home) } }
         output.standardError(
             "HybridSim demo: register a passkey on a phone by QR code and link the phone, then sign in twice through the link.")
         let observer = WireObserver(say: say)
@@ -60,7 +67,7 @@ public enum DemoProgram {
             return 6
         }
         say("demo", "tunnel service (relay) running in this process at \(endpoint.url)")
-        say("demo", "fresh passkey and relying-party stores in \(home)")
+        say("demo", "fresh passkey and relying-party stores in \(home)\(configuration.home == nil ? " (removed at the end; --home DIR keeps them)" : "")")
         defer { Task { await relay.shutdown() } }
 
         let title = "1/3 registration by QR code with --link: a passkey for \(configuration.user) @ \(configuration.rpID), and the phone is linked"

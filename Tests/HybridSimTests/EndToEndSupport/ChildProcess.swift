@@ -46,13 +46,14 @@ struct ChildProcessError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-/// Text that reader threads append to and tests read.
+/// Text that reader threads append to and tests read. Kept as bytes and decoded when read: a
+/// read may end inside a multi-byte character (the argument parser writes its error in pieces).
 final class SharedText: Sendable {
-    private let state = Mutex((text: "", closed: false))
+    private let state = Mutex((bytes: Data(), closed: false))
 
-    func append(_ data: Data) { state.withLock { $0.text += String(decoding: data, as: UTF8.self) } }
+    func append(_ data: Data) { state.withLock { $0.bytes.append(data) } }
     func close() { state.withLock { $0.closed = true } }
-    var text: String { state.withLock { $0.text } }
+    var text: String { String(decoding: state.withLock { $0.bytes }, as: UTF8.self) }
     var isClosed: Bool { state.withLock { $0.closed } }
     var lines: [String] {
         text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter { !$0.isEmpty }

@@ -34,8 +34,8 @@ final class EndToEndLab {
     var relyingPartyStore: String { file("rp-credentials.json") }
 
     /// Starts `hybrid-sim <arguments>`.
-    func start(_ name: String, _ arguments: [String]) throws -> ChildProcess {
-        let child = try ChildProcess(name, arguments, home: home)
+    func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
+        let child = try ChildProcess(name, arguments, home: home, extraEnvironment: environment)
         children.append(child)
         return child
     }
