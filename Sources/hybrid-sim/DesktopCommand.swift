@@ -194,12 +194,12 @@ struct DesktopCommand: AsyncParsableCommand {
     @Flag(help: "Serve a local page that plays the website: QR code, live progress, result or error (implies --json on stdout).")
     var web = false
 
-    @Option(help: ArgumentHelp("TCP port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "port"))
-    var webPort: Int = DesktopWebProgram.defaultPort
+    @Option(help: ArgumentHelp("TCP port of the --web page on 127.0.0.1; 0 picks a free one. (default: 47003, or a free port when taken)", valueName: "port"))
+    var webPort: Int?
 
     func run() async throws {
         if web {
-            guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0...65535") }
+            if let webPort, !(0...65535).contains(webPort) { throw ValidationError("--web-port must be 0...65535") }
             let status = await DesktopWebProgram.main(try makeConfiguration(), webPort: webPort)
             if status != 0 { throw ExitCode(status) }
             return

@@ -1,6 +1,9 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
 #if canImport(FoundationNetworking)
 import FoundationNetworking
 #endif
@@ -67,6 +70,21 @@ struct EndToEndWebTests {
         let last = try #require(try Self.events(stream.body).last)
         #expect(last["event"] as? String == "error")
         #expect(last["exitCode"] as? Int == 3)
+        #expect(try await desktop.process.waitForExit() == 3, "\(desktop.process.transcript)")
+    }
+
+    @Test("the default --web-port taken (rp's default is the same, 47003): a free port with a note, and the page serves")
+    func defaultPortTaken() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        // Something else may hold 47003 already; either way the default is taken during the run.
+        let holder = try? EndToEndLab.boundSocket(listening: true, port: 47003)
+        defer { if let holder { close(holder.fd) } }
+        let desktop = try await lab.startDesktop(["--request", "ga", "--web", "--timeout", "4"], json: true)
+        let page = try await Self.pageURL(desktop.process)
+        #expect(!page.hasSuffix(":47003/"), "\(page)")
+        #expect(desktop.process.standardError.lines.contains("note: port 47003 is in use; serving the web page on a free port instead"))
+        #expect(try await Self.get(page).status == 200)
         #expect(try await desktop.process.waitForExit() == 3, "\(desktop.process.transcript)")
     }
 }

@@ -178,12 +178,12 @@ final class EndToEndLab {
     /// A socket bound to a free loopback port (and listening, for TCP with `listening`), without
     /// `SO_REUSEADDR`/`SO_REUSEPORT`, so nothing else can bind the port while it is open; the
     /// caller closes it.
-    static func boundSocket(udp: Bool = false, listening: Bool) throws -> (fd: CInt, port: Int) {
+    static func boundSocket(udp: Bool = false, listening: Bool, port: UInt16 = 0) throws -> (fd: CInt, port: Int) {
         let fd = socket(AF_INET, Int32(udp ? SOCK_DGRAM.rawValue : SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw ChildProcessError("socket() failed") }
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = 0
+        address.sin_port = port.bigEndian
         address.sin_addr.s_addr = inet_addr("127.0.0.1")
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let bound = withUnsafeMutablePointer(to: &address) { pointer in

@@ -4,17 +4,25 @@ package enum DesktopWebProgram {
     /// The default `--web-port`.
     package static let defaultPort = 47003
 
-    /// Serves the page on 127.0.0.1:`webPort` (0: a free port), prints `web page: http://…/` on
-    /// stderr (after `onServing`), runs the desktop, then keeps serving for `linger` so an open
-    /// page receives the last event. Returns the desktop's exit status (6 when the port is taken).
+    /// Serves the page on 127.0.0.1:`webPort` (0: a free port; `nil`: ``defaultPort``, or a free
+    /// port with a `note:` when that is taken, as the desktop's other default ports do), prints
+    /// `web page: http://…/` on stderr (after `onServing`), runs the desktop, then keeps serving for
+    /// `linger` so an open page receives the last event. Returns the desktop's exit status (6 when
+    /// a given port is taken).
     package static func main(
-        _ configuration: DesktopConfiguration, webPort: Int, output: ProgramOutput = .standard,
+        _ configuration: DesktopConfiguration, webPort: Int?, output: ProgramOutput = .standard,
         linger: Duration = .seconds(2), onServing: @Sendable (String) -> Void = { _ in }
     ) async -> Int32 {
         let events = DesktopWebEvents()
         let server: DesktopWebServer
         do {
-            server = try await DesktopWebServer.start(events: events, port: webPort)
+            do {
+                server = try await DesktopWebServer.start(events: events, port: webPort ?? defaultPort)
+            } catch where webPort == nil {
+                // `rp`'s default port is the same: a relying party serving there is the usual case.
+                server = try await DesktopWebServer.start(events: events, port: 0)
+                output.standardError("note: port \(defaultPort) is in use; serving the web page on a free port instead")
+            }
         } catch {
             output.standardError("error: \(error.message)")
             return error.kind.exitCode
