@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import HybridRuntime
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -57,15 +58,35 @@ public final class RelyingPartyClient: Sendable {
             }
             let name = String(line[..<colon]).trimmingCharacters(in: .whitespaces)
             let value = String(line[line.index(after: colon)...]).trimmingCharacters(in: .whitespaces)
+            try Self.checkHeader(name: name, value: value, source: "--rp-header")
             given.append((name, value))
         }
         let overridden = Set(given.map { $0.0.lowercased() })
         var resolved: [(String, String)] = []
         for (name, value) in (profile.headers ?? [:]).sorted(by: { $0.key < $1.key })
         where !overridden.contains(name.lowercased()) {
-            resolved.append((name, try Self.expand(value, header: name, profile: profile.name, environment: environment)))
+            let expanded = try Self.expand(value, header: name, profile: profile.name, environment: environment)
+            try Self.checkHeader(name: name, value: expanded, source: "the \(profile.name) profile's header")
+            resolved.append((name, expanded))
         }
         self.headers = resolved + given
+    }
+
+    /// A header the request could not carry is bad input, found before any connection: a name that
+    /// is not an RFC 9110 token, or a value with a control character (a CR or LF would start
+    /// another header).
+    private static func checkHeader(name: String, value: String, source: String) throws(ProgramFailure) {
+        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
+        let isToken = !name.isEmpty && name.utf8.allSatisfy { byte in
+            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+                || tokenPunctuation.contains(byte)
+        }
+        guard isToken else {
+            throw ProgramFailure(.badInput, "\(source) \(name): not a header name (letters, digits and !#$%&'*+-.^_`|~ only)")
+        }
+        guard !value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
+            throw ProgramFailure(.badInput, "\(source) \(name): the value holds a control character (a line break would start another header)")
+        }
     }
 
     /// Fetches the options document for a ceremony.
@@ -142,10 +163,26 @@ public final class RelyingPartyClient: Sendable {
             remember(response.headers[canonicalForm: "Set-Cookie"].map(String.init))
             result = .success((Int(response.status.code), Array(buffer.readableBytesView), url))
         } catch {
-            result = .failure(ProgramFailure(.network, "cannot reach the relying party at \(url): \(error)"))
+            result = .failure(ProgramFailure(.network, "cannot reach the relying party at \(url): \(reason(error))"))
         }
         try? await client.shutdown()
         return try result.get()
+    }
+
+    /// Why a call failed, in words rather than the HTTP client's type names: the system's reason
+    /// for a socket error ("connection refused"), or which limit ran out.
+    private func reason(_ error: any Error) -> String {
+        guard let error = error as? HTTPClientError else { return RuntimeError.systemReason(error) }
+        switch error {
+        case .deadlineExceeded, .readTimeout:
+            return "no answer within \(timeout.seconds)"
+        case .connectTimeout:
+            return "could not connect within \(connectTimeout.seconds)"
+        case .remoteConnectionClosed:
+            return "the server closed the connection without answering"
+        default:
+            return RuntimeError.systemReason(error)
+        }
     }
 
     /// Keeps `name=value` of every `Set-Cookie` (attributes ignored: one run, one origin).
