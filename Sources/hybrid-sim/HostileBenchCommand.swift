@@ -84,6 +84,18 @@ struct HostileBenchCommand: AsyncParsableCommand {
         }
         guard settle >= 0, settle <= 3600 else { throw ValidationError("--settle must be between 0 and 3600 seconds") }
         guard maxRss >= 1, maxRssGrowth >= 0 else { throw ValidationError("--max-rss must be at least 1 MiB and --max-rss-growth not negative") }
+        if let url {
+            // Here, not in run(): a ValidationError from run() prints the root command's usage.
+            let target: WebSocketURL
+            do {
+                target = try WebSocketURL(parsing: url)
+            } catch {
+                throw ValidationError("--url \(url): \(error)")
+            }
+            guard target.host == "localhost" || target.host.hasPrefix("127.") else {
+                throw ValidationError("--url must be an IPv4 loopback relay (attackers connect from 127.0.0.2…254)")
+            }
+        }
     }
 
     func run() async throws {
@@ -101,9 +113,6 @@ struct HostileBenchCommand: AsyncParsableCommand {
         let port: Int
         if let url {
             let target = try WebSocketURL(parsing: url)
-            guard target.host == "localhost" || target.host.hasPrefix("127.") else {
-                throw ValidationError("--url must be an IPv4 loopback relay (attackers connect from 127.0.0.2…254)")
-            }
             (host, port) = (target.host == "localhost" ? "127.0.0.1" : target.host, target.port)
             limits = ["(relay given by --url)": "limits unknown"]
         } else {

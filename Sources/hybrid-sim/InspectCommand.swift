@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import HybridCore
 import HybridInspect
+import HybridSim
 
 /// `hybrid-sim inspect RECORDING`: decodes a tunnel recording made by `relay --record` (Docs/INSPECT.md).
 struct InspectCommand: ParsableCommand {
@@ -34,9 +35,9 @@ struct InspectCommand: ParsableCommand {
     func run() throws {
         let bytes: [UInt8]
         do {
-            bytes = Array(try Data(contentsOf: URL(fileURLWithPath: recording)))
+            bytes = try InputFile.read(recording, maximumSize: 256 << 20)
         } catch {
-            fail("cannot read \(recording): \(error.localizedDescription)")
+            fail("cannot read \(recording): \(error.reason)")
         }
         let decoded: TunnelRecording
         do {
@@ -46,13 +47,16 @@ struct InspectCommand: ParsableCommand {
         }
         var keys: [SessionKeys]? = nil
         if let keylog {
+            let text: String
             do {
-                let text = try String(contentsOfFile: keylog, encoding: .utf8)
-                keys = try SessionKeys.parseKeyLog(text)
-            } catch let error as HybridError {
-                fail("\(keylog): \(error.reason)")
+                text = String(decoding: try InputFile.read(keylog), as: UTF8.self)
             } catch {
-                fail("cannot read \(keylog): \(error.localizedDescription)")
+                fail("cannot read \(keylog): \(error.reason)")
+            }
+            do {
+                keys = try SessionKeys.parseKeyLog(text)
+            } catch {
+                fail("\(keylog): \(error.reason)")
             }
         }
         if let qr {
@@ -85,7 +89,7 @@ struct InspectCommand: ParsableCommand {
     }
 
     private func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("hybrid-sim inspect: \(message)\n".utf8))
+        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
         Foundation.exit(2)
     }
 }

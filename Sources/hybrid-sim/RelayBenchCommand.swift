@@ -50,7 +50,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
     )
     var generator = RelayLoadBenchmark.Generator.lean
 
-    @Option(help: "Event loops of the lean generator (default: one per core).")
+    @Option(help: "Event loops of the lean generator (one per core by default).")
     var generatorThreads = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(

@@ -199,6 +199,13 @@ struct RelayCommand: AsyncParsableCommand {
         if routingIDPrefix != nil, routingPrefixBytes == nil {
             throw ValidationError("--routing-id-prefix must be 2 or 4 hex digits (1 or 2 of the routing ID's 3 bytes)")
         }
+        // Here, not in run(): a ValidationError from run() prints the root command's usage.
+        if let record {
+            var isDirectory: ObjCBool = false
+            guard FileManager.default.fileExists(atPath: record, isDirectory: &isDirectory), isDirectory.boolValue else {
+                throw ValidationError("--record \(record): not an existing directory")
+            }
+        }
     }
 
     func run() async throws {
@@ -220,13 +227,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
-        if let record {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: record, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw ValidationError("--record \(record): not an existing directory")
-            }
-            configuration.recordDirectory = record
-        }
+        if let record { configuration.recordDirectory = record }
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()

@@ -196,6 +196,28 @@ struct EndToEndFailureTests {
         #expect(try String(contentsOfFile: links, encoding: .utf8) == damaged)
     }
 
+    @Test("an options file, a recording or a key log that cannot be read: the system's words (not Foundation's), exit 2")
+    func unreadableInputFiles() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("")
+        let missing = lab.file("missing.json")
+        for (name, arguments, message) in [
+            ("desktop", ["desktop", "--options", directory, "--relay-port", "0", "--proximity-port", "0"],
+             "error: cannot read the options file \(directory): it is a directory"),
+            ("desktop", ["desktop", "--options", missing, "--relay-port", "0", "--proximity-port", "0"],
+             "error: cannot read the options file \(missing): no such file or directory"),
+            ("desktop", ["desktop", "--options", "/dev/zero", "--relay-port", "0", "--proximity-port", "0"],
+             "error: cannot read the options file /dev/zero: larger than 16 MiB"),
+            ("inspect", ["inspect", missing], "error: cannot read \(missing): no such file or directory"),
+            ("inspect", ["inspect", directory], "error: cannot read \(directory): it is a directory"),
+        ] {
+            let program = try lab.start(name, arguments)
+            #expect(try await program.waitForExit() == 2, "\(program.transcript)")
+            #expect(FailureOutput.singleErrorLine(program) == message)
+        }
+    }
+
     @Test("demo: its temporary stores (private keys) are removed at the end; --home keeps them; --home naming a file is exit 2")
     func demoStoresRemoved() async throws {
         let lab = try EndToEndLab()

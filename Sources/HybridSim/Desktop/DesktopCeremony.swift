@@ -190,12 +190,9 @@ struct DesktopCeremony: Sendable {
 
     private static func readFile(_ path: String) throws(ProgramFailure) -> OptionsDocument {
         do {
-            return OptionsDocument(bytes: Array(try Data(contentsOf: URL(fileURLWithPath: path))), source: path)
+            return OptionsDocument(bytes: try InputFile.read(path), source: path)
         } catch {
-            throw ProgramFailure(
-                .badInput,
-                "cannot read the options file \(path): \((error as NSError).localizedDescription)"
-            )
+            throw ProgramFailure(.badInput, "cannot read the options file \(path): \(error.reason)")
         }
     }
 
