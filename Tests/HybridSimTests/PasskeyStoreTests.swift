@@ -1,3 +1,4 @@
+import CTAP2
 import Foundation
 import HybridCore
 import HybridSim
@@ -174,5 +175,117 @@ struct PasskeyStoreTests {
             RelyingPartyStore.defaultPath(environment: ["HOME": "/home/b"]) == "/home/b/.hybrid-sim/rp-credentials.json"
         )
         #expect(PasskeyStore.defaultPath().hasSuffix("/passkeys.json"))
+    }
+}
+
+/// A passkey whose JSON is well-formed but which the phone could not use, and the one line that
+/// must report it (after `<path>: invalid entry: `).
+struct UnusablePasskey: Sendable, CustomTestStringConvertible {
+    let name: String
+    /// The member of `passkeys[1]` to replace, and its new value as JSON text.
+    let member: String
+    let valueJSON: String
+    let reason: String
+
+    var testDescription: String { name }
+
+    /// The P-256 group order n (SEC 2, section 2.4.2): a private scalar must be in 1…n−1.
+    static let curveOrder: [UInt8] = [
+        0xFF, 0xFF, 0xFF, 0xFF, 0x00, 0x00, 0x00, 0x00, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF,
+        0xBC, 0xE6, 0xFA, 0xAD, 0xA7, 0x17, 0x9E, 0x84, 0xF3, 0xB9, 0xCA, 0xC2, 0xFC, 0x63, 0x25, 0x51,
+    ]
+
+    static func key(_ bytes: [UInt8]) -> String { "\"" + Base64URL.encode(bytes) + "\"" }
+
+    static let cases: [UnusablePasskey] = [
+        UnusablePasskey(
+            name: "private key 0", member: "privateKey", valueJSON: key(Array(repeating: 0, count: 32)),
+            reason: "passkeys[1].privateKey: not a P-256 private key"),
+        UnusablePasskey(
+            name: "private key 0xFF…FF (above the curve order)", member: "privateKey",
+            valueJSON: key(Array(repeating: 0xFF, count: 32)),
+            reason: "passkeys[1].privateKey: not a P-256 private key"),
+        UnusablePasskey(
+            name: "private key equal to the curve order", member: "privateKey", valueJSON: key(curveOrder),
+            reason: "passkeys[1].privateKey: not a P-256 private key"),
+        UnusablePasskey(
+            name: "empty credentialId", member: "credentialId", valueJSON: "\"\"",
+            reason: "passkeys[1].credentialId: credential ID must be 1…1023 bytes, found 0"),
+        UnusablePasskey(
+            name: "credentialId of 1024 bytes", member: "credentialId", valueJSON: key(Array(repeating: 7, count: 1024)),
+            reason: "passkeys[1].credentialId: credential ID must be 1…1023 bytes, found 1024"),
+        UnusablePasskey(
+            name: "empty rpId", member: "rpId", valueJSON: "\"\"",
+            reason: "passkeys[1].rpId: relying party ID is empty"),
+        UnusablePasskey(
+            name: "negative signCount", member: "signCount", valueJSON: "-1",
+            reason: "passkeys[1].signCount: signCount must be between 0 and 4294967295"),
+        UnusablePasskey(
+            name: "signCount above 2^32 − 1", member: "signCount", valueJSON: "4294967296",
+            reason: "passkeys[1].signCount: signCount must be between 0 and 4294967295"),
+    ]
+
+    /// A store file of two good passkeys with `passkeys[1].<member>` replaced.
+    func bytes() throws -> [UInt8] {
+        let good = try JSONEncoder().encode(try StoreSamples.passkeys(count: 2))
+        var entries = try #require(try JSONSerialization.jsonObject(with: good) as? [[String: Any]])
+        entries[1][member] = try JSONSerialization.jsonObject(with: Data(valueJSON.utf8), options: [.fragmentsAllowed])
+        let document: [String: Any] = ["version": 1, "passkeys": entries]
+        return Array(try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]))
+    }
+}
+
+extension PasskeyStoreTests {
+    @Test(
+        "a passkey the phone could not use is refused naming the file and the entry; the file is left byte for byte",
+        arguments: UnusablePasskey.cases)
+    func unusablePasskey(_ unusable: UnusablePasskey) throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("passkeys.json")
+        let bytes = try unusable.bytes()
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let before = try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date
+
+        #expect(throws: StoreError(.invalidEntry)) { try PasskeyStore.load(path: path) }
+        do {
+            _ = try PasskeyStore.load(path: path)
+        } catch {
+            #expect(error.description == "\(path): invalid entry: \(unusable.reason)")
+        }
+        // Neither a save nor an update rewrites the damaged file.
+        var store = PasskeyStore(path: path, passkeys: try StoreSamples.passkeys(count: 1, seed: "other"))
+        #expect(throws: StoreError(.invalidEntry)) { try store.save() }
+        #expect(throws: StoreError(.invalidEntry)) { try store.update { _ in ((), true) } }
+        #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == bytes)
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.modificationDate] as? Date == before)
+    }
+
+    @Test("the largest P-256 scalar (n − 1) is a usable private key")
+    func largestScalarLoads() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("passkeys.json")
+        var largest = UnusablePasskey.curveOrder
+        largest[31] -= 1
+        let edge = UnusablePasskey(
+            name: "n − 1", member: "privateKey", valueJSON: UnusablePasskey.key(largest), reason: "")
+        try Data(try edge.bytes()).write(to: URL(fileURLWithPath: path))
+        #expect(try PasskeyStore.load(path: path).passkeys[1].privateKey == largest)
+    }
+
+    @Test("saving a passkey the phone could not use is refused and writes nothing")
+    func saveRefusesUnusablePasskey() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        var passkeys = try StoreSamples.passkeys(count: 2)
+        passkeys[1].privateKey = Array(repeating: 0, count: 32)
+        do {
+            try PasskeyStore(path: directory.file("passkeys.json"), passkeys: passkeys).save()
+            Issue.record("saved a zero private key")
+        } catch {
+            #expect(error.description.hasSuffix(": invalid entry: passkeys[1].privateKey: not a P-256 private key"))
+        }
+        #expect(try directory.contents().isEmpty)
     }
 }

@@ -1,3 +1,5 @@
+import CTAP2
+import Crypto
 import HybridCore
 
 /// The phone's passkeys on disk: `{"version": 1, "passkeys": [Passkey, …]}` (`Docs/STORES.md`).
@@ -11,8 +13,9 @@ import HybridCore
 /// ```
 ///
 /// - ``load(path:)`` never writes. A missing file is an empty store (created by the first
-///   ``save()``); anything unreadable or malformed is a ``StoreError`` naming the file and the
-///   problem, and the file is left untouched.
+///   ``save()``); anything unreadable or malformed, including a passkey the phone could not use (an
+///   empty `credentialId` or `rpId`, a `privateKey` that is not a P-256 scalar), is a ``StoreError``
+///   naming the file, the entry and the problem, and the file is left untouched.
 /// - ``save()`` replaces the file atomically with mode 0600 (temporary file, fsync, rename, fsync of
 ///   the directory), so a crash mid-write leaves the old store or the new one, never a mix.
 /// - Writers in several processes are serialized by an advisory lock (`update(_:)`, ``save()``):
@@ -53,7 +56,8 @@ public struct PasskeyStore: Sendable {
     /// passkey only on disk (another process saved it) is kept, a passkey in both keeps these fields
     /// with the larger `signCount`. This value is not changed; ``load(path:)`` shows the result.
     ///
-    /// - Throws: ``StoreError`` `invalidEntry` for duplicate credential IDs (nothing is written),
+    /// - Throws: ``StoreError`` `invalidEntry` for duplicate credential IDs or a passkey that
+    ///   ``load(path:)`` would refuse (nothing is written),
     ///   the load errors when the file on disk is damaged or newer (it is not overwritten), `locked`,
     ///   `directoryFailed`, `writeFailed` (the previous file is intact).
     public func save() throws(StoreError) {
@@ -119,6 +123,24 @@ public struct PasskeyStore: Sendable {
             var merged = mine
             merged.signCount = max(mine.signCount, disk.signCount)
             return merged
+        }
+        static let unsignedIntegerMembers: [String: UInt64] = [
+            "signCount": UInt64(UInt32.max), "createdAt": UInt64.max,
+        ]
+
+        /// A passkey the phone could not use: no credential ID (or one longer than a relying party
+        /// accepts), no relying party ID, or a private key that is not a P-256 scalar (0, or not
+        /// below the curve order), checked by swift-crypto.
+        static func problem(in entry: Passkey) -> (member: String, problem: String)? {
+            let idLength = entry.credentialID.count, maximum = AttestedCredentialData.maximumCredentialIdLength
+            guard (1...maximum).contains(idLength) else {
+                return ("credentialId", "credential ID must be 1…\(maximum) bytes, found \(idLength)")
+            }
+            guard !entry.rpID.isEmpty else { return ("rpId", "relying party ID is empty") }
+            guard (try? P256.Signing.PrivateKey(rawRepresentation: entry.privateKey)) != nil else {
+                return ("privateKey", "not a P-256 private key")
+            }
+            return nil
         }
     }
 }

@@ -14,6 +14,19 @@ protocol StoreKind {
     static var knownMembers: Set<String> { get }
     /// One entry present both in memory and on disk (see ``StoreMerge``).
     static func merged(mine: Entry, disk: Entry) -> Entry
+    /// What is wrong with a decoded entry that its JSON shape cannot show (an empty ID, a key that
+    /// cannot be used), as the member and the problem, or `nil` when the entry is usable.
+    static func problem(in entry: Entry) -> (member: String, problem: String)?
+    /// The unsigned integer members and their largest values (`["signCount": 4294967295]`), so that a
+    /// number out of range, which the decoder reports without a location, is named.
+    static var unsignedIntegerMembers: [String: UInt64] { get }
+}
+
+extension StoreKind {
+    /// No checks beyond decoding.
+    static func problem(in entry: Entry) -> (member: String, problem: String)? { nil }
+    /// None named.
+    static var unsignedIntegerMembers: [String: UInt64] { [:] }
 }
 
 /// Reading and writing store files `{"version": 1, "<entriesKey>": [entry, …]}` (`Docs/STORES.md`).
@@ -85,7 +98,7 @@ enum StoreDocument<Kind: StoreKind> {
         } catch {
             throw StoreError(.invalidEntry, path: path, "\(error)")
         }
-        try checkUnique(entries, path: path)
+        try checkEntries(entries, path: path)
         var rawEntries: [[UInt8]: [String: Any]] = [:]
         for (entry, element) in zip(entries, elements) {
             if let object = element as? [String: Any] { rawEntries[Kind.identifier(of: entry)] = object }
@@ -97,7 +110,7 @@ enum StoreDocument<Kind: StoreKind> {
     static func save(
         _ entries: [Kind.Entry], removed: Set<[UInt8]> = [], path: String, simulatingCrash crash: SimulatedCrash? = nil
     ) throws(StoreError) -> [Kind.Entry] {
-        try checkUnique(entries, path: path)
+        try checkEntries(entries, path: path)
         return try update(path: path, simulatingCrash: crash) { disk throws(StoreError) in
             disk = StoreMerge.merge(Kind.self, mine: entries, disk: disk, removed: removed)
             return true
@@ -116,7 +129,7 @@ enum StoreDocument<Kind: StoreKind> {
             let snapshot = try read(path: path) ?? Snapshot(entries: [], members: [:], rawEntries: [:])
             var entries = snapshot.entries
             guard try body(&entries) else { return entries }
-            try checkUnique(entries, path: path)
+            try checkEntries(entries, path: path)
             try write(entries, over: snapshot, path: path, simulatingCrash: crash)
             return entries
         }
@@ -151,9 +164,14 @@ enum StoreDocument<Kind: StoreKind> {
         try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path, simulatingCrash: crash)
     }
 
-    private static func checkUnique(_ entries: [Kind.Entry], path: String) throws(StoreError) {
+    /// Each entry passes ``StoreKind/problem(in:)`` and no two share an ID, so what is saved loads again.
+    private static func checkEntries(_ entries: [Kind.Entry], path: String) throws(StoreError) {
         var seen: [[UInt8]: Int] = [:]
         for (index, entry) in entries.enumerated() {
+            if let found = Kind.problem(in: entry) {
+                throw StoreError(
+                    .invalidEntry, path: path, "\(Kind.entriesKey)[\(index)].\(found.member): \(found.problem)")
+            }
             let id = Kind.identifier(of: entry)
             if let first = seen[id] {
                 throw StoreError(
@@ -179,6 +197,14 @@ enum StoreDocument<Kind: StoreKind> {
             do {
                 _ = try JSONDecoder().decode(Kind.Entry.self, from: data)
             } catch let error as DecodingError {
+                // A number out of range comes without a location inside the entry: name the member.
+                if entryError(error, prefix: [], path: path) == nil, let object = element as? [String: Any],
+                    let found = outOfRange(object)
+                {
+                    return StoreError(
+                        .invalidEntry, path: path,
+                        "\(name).\(found.member): \(found.member) must be between 0 and \(found.maximum)")
+                }
                 return entryError(error, prefix: [name], path: path)
                     ?? StoreError(.invalidEntry, path: path, "\(name): a value is malformed or out of range")
             } catch {
@@ -186,6 +212,17 @@ enum StoreDocument<Kind: StoreKind> {
             }
         }
         return StoreError(.invalidEntry, path: path, "a value is malformed or out of range")
+    }
+
+    /// The first of ``StoreKind/unsignedIntegerMembers`` (by name) in `object` whose number is not an
+    /// integer from 0 to its maximum, with that maximum.
+    private static func outOfRange(_ object: [String: Any]) -> (member: String, maximum: UInt64)? {
+        for (member, maximum) in Kind.unsignedIntegerMembers.sorted(by: { $0.key < $1.key }) {
+            guard let number = object[member] as? NSNumber else { continue }  // absent or another type: located
+            let value = UInt64(number.stringValue) ?? UInt64(exactly: number.doubleValue)
+            if value.map({ $0 > maximum }) ?? true { return (member, maximum) }
+        }
+        return nil
     }
 
     /// `passkeys[2].privateKey: private key must be 32 bytes`, or `nil` when the error has no location.
