@@ -9,6 +9,10 @@ import NIOPosix
 /// (Docs/CLI.md, "desktop --web"). `GET /` the page, `GET /events` the desktop's `--json` events as
 /// server-sent events (the whole story so far, then live, ending after `result` or `error`),
 /// `GET /qr.svg` the QR code. The page is static; everything it shows comes from the events.
+///
+/// Only requests addressed to the loopback address and port are answered (``acceptsHost(_:port:)``):
+/// the stream carries the `FIDO:/` URL, and a page of another site whose name was rebound to
+/// 127.0.0.1 (DNS rebinding) sends its own name as `Host`; it gets `421 Misdirected Request`.
 package final class DesktopWebServer: Sendable {
     private let channel: any Channel
 
@@ -42,6 +46,14 @@ package final class DesktopWebServer: Sendable {
         }
     }
 
+    /// Whether a request's `Host` header names this server: `127.0.0.1`, `localhost` or `[::1]`
+    /// (any case) with `:port`, or without a port when `port` is 80 (RFC 9110, section 7.2).
+    package static func acceptsHost(_ host: String, port: Int) -> Bool {
+        let names = ["127.0.0.1", "localhost", "[::1]"]
+        let authorities = names.map { "\($0):\(port)" } + (port == 80 ? names : [])
+        return authorities.contains(host.lowercased())
+    }
+
     /// Stops listening.
     package func stop() async {
         try? await channel.close().get()
@@ -68,6 +80,13 @@ private final class WebRequestHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             self.head = nil
+            let port = context.channel.localAddress?.port ?? 0
+            let hosts = head.headers["Host"]
+            guard hosts.count == 1, DesktopWebServer.acceptsHost(hosts[0], port: port) else {
+                let reason =
+                    "misdirected request: Host must be 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)\n"
+                return respond(context, 421, "text/plain; charset=utf-8", Array(reason.utf8))
+            }
             let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
             guard head.method == .GET else { return respond(context, 405, "text/plain", Array("only GET\n".utf8)) }
             switch path {

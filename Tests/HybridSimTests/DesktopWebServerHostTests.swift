@@ -1,0 +1,119 @@
+import Foundation
+import HybridSim
+import Testing
+
+/// `desktop --web` answers only requests addressed to its loopback address and port, so a page of
+/// another site rebound to 127.0.0.1 (DNS rebinding) cannot read the `FIDO:/` URL from `/events`.
+@Suite("desktop --web: the Host header", .serialized, .timeLimit(.minutes(1)))
+struct DesktopWebServerHostTests {
+    /// A finished ceremony's events: a replay carries the QR secret, then the stream ends.
+    static let qrLine = #"{"event":"qr","url":"FIDO:/123456789012345678901234567890"}"#
+    static let resultLine = #"{"event":"result","credential":{"type":"public-key"}}"#
+
+    /// Serves a finished event stream on a free port for `body`.
+    static func withServer(_ body: (Int) throws -> Void) async throws {
+        let events = DesktopWebEvents()
+        events.append(qrLine)
+        events.append(resultLine)
+        let server = try await DesktopWebServer.start(events: events, port: 0)
+        do {
+            try body(server.port)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    /// One request with exactly `headers`, as raw HTTP/1.1; the status code and the whole response.
+    static func get(_ path: String, port: Int, headers: [String]) throws -> (status: Int, response: String) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        try #require(fd >= 0, "socket() failed")
+        defer { close(fd) }
+        var timeout = timeval(tv_sec: 10, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        try #require(connected, "cannot connect to 127.0.0.1:\(port)")
+        let request = Array((["GET \(path) HTTP/1.1"] + headers + ["", ""]).joined(separator: "\r\n").utf8)
+        try #require(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == request.count)
+        var response: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }  // the server closes after every response
+            response += buffer[..<count]
+        }
+        let text = String(decoding: response, as: UTF8.self)
+        let statusLine = text.split(separator: "\r\n", maxSplits: 1).first ?? ""
+        let status = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        return (status, text)
+    }
+
+    /// The body after the header block.
+    static func body(_ response: String) -> String {
+        response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
+    }
+
+    @Test("a request for another host, or with no Host, gets 421 with one plain line and nothing of the ceremony")
+    func foreignHostRefused() async throws {
+        try await Self.withServer { port in
+            let refusals: [(String, [String])] = [
+                ("rebound name", ["Host: attacker.example"]),
+                ("rebound name with the right port", ["Host: attacker.example:\(port)"]),
+                ("no Host", []),
+                ("loopback address, wrong port", ["Host: 127.0.0.1:\(port + 1)"]),
+                ("loopback address without the port", ["Host: 127.0.0.1"]),
+                ("two Host headers", ["Host: 127.0.0.1:\(port)", "Host: attacker.example"]),
+            ]
+            let expected = "misdirected request: Host must be 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)\n"
+            for (name, headers) in refusals {
+                for path in ["/events", "/", "/qr.svg"] {
+                    let (status, response) = try Self.get(path, port: port, headers: headers)
+                    #expect(status == 421, "\(name) \(path): \(response)")
+                    #expect(response.contains("Content-Type: text/plain"), "\(name) \(path): \(response)")
+                    #expect(Self.body(response) == expected, "\(name) \(path): \(response)")
+                    #expect(!response.contains("FIDO:/"), "\(name) \(path): \(response)")
+                }
+            }
+        }
+    }
+
+    @Test("a request addressed to the loopback address and port gets the page and the stream")
+    func loopbackHostServed() async throws {
+        try await Self.withServer { port in
+            for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LocalHost:\(port)", "[::1]:\(port)"] {
+                let page = try Self.get("/", port: port, headers: ["Host: \(host)"])
+                #expect(page.status == 200, "\(host): \(page.response)")
+                #expect(page.response.contains("new EventSource(\"/events\")"), "\(host)")
+            }
+            let stream = try Self.get("/events", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+            #expect(stream.status == 200)
+            #expect(stream.response.contains("data: \(Self.qrLine)\n\n"), "\(stream.response)")
+            let qr = try Self.get("/qr.svg", port: port, headers: ["Host: localhost:\(port)"])
+            #expect(qr.status == 200 && qr.response.contains("<svg"))
+        }
+    }
+
+    @Test("the Host check: loopback names in any case, with the served port; without a port only on port 80")
+    func acceptsHost() {
+        #expect(DesktopWebServer.acceptsHost("127.0.0.1:47003", port: 47003))
+        #expect(DesktopWebServer.acceptsHost("LOCALHOST:47003", port: 47003))
+        #expect(DesktopWebServer.acceptsHost("[::1]:47003", port: 47003))
+        #expect(!DesktopWebServer.acceptsHost("localhost", port: 47003))
+        #expect(!DesktopWebServer.acceptsHost("localhost.:47003", port: 47003))
+        #expect(!DesktopWebServer.acceptsHost("127.0.0.1:47003.attacker.example", port: 47003))
+        #expect(!DesktopWebServer.acceptsHost("", port: 47003))
+        #expect(DesktopWebServer.acceptsHost("localhost", port: 80))
+        #expect(DesktopWebServer.acceptsHost("[::1]", port: 80))
+        #expect(DesktopWebServer.acceptsHost("127.0.0.1:80", port: 80))
+        #expect(!DesktopWebServer.acceptsHost("attacker.example", port: 80))
+    }
+}
