@@ -39,16 +39,17 @@ struct SignInBenchCommand: AsyncParsableCommand {
     @Flag(help: "Print the report as JSON (times in milliseconds unless named nanoseconds).")
     var json = false
 
-    /// Where the sign-ins' Swift tasks run.
+    /// Swift concurrency's global executor: where tasks run that prefer no executor (with `--loops
+    /// one` the harness's drivers prefer its loop either way, ``HybridHarness``).
     enum Executor: String, ExpressibleByArgument, CaseIterable {
-        /// SwiftNIO's event loops serve as Swift concurrency's global executor, so a driver task
+        /// SwiftNIO's event loops serve as Swift concurrency's global executor, so such a task
         /// resumes on the thread that read its message (no hop to another thread pool).
         case nio
-        /// Swift concurrency's own thread pool; every message crosses between it and the loops.
+        /// Swift concurrency's own thread pool; such a task crosses between it and the loops.
         case swift
     }
 
-    @Option(help: ArgumentHelp("Where the drivers' Swift tasks run: nio (the event loops) or swift (Swift's pool).", valueName: "executor"))
+    @Option(help: ArgumentHelp("Swift concurrency's global executor: nio (the event loops) or swift (Swift's pool). With --loops one the drivers run on the harness's loop either way (their task executor).", valueName: "executor"))
     var executor = Executor.nio
 
     @Option(help: ArgumentHelp("Event loops of the relay and the sign-ins' sockets: one (a sign-in on one thread) or all (one per core).", valueName: "loops"))

@@ -2,23 +2,8 @@ import HybridCore
 @testable import HybridRuntime
 import NIOCore
 import NIOPosix
+import Synchronization
 import Testing
-
-/// Runs the jobs of the tasks that prefer it on one event loop, so their code runs *on* the loop
-/// (`inEventLoop` is true), as a driver's does when SwiftNIO's loops are the concurrency executor
-/// (`hybrid-sim bench`).
-final class EventLoopTaskExecutor: TaskExecutor {
-    let loop: EventLoop
-
-    init(_ loop: EventLoop) {
-        self.loop = loop
-    }
-
-    func enqueue(_ job: consuming ExecutorJob) {
-        let job = UnownedJob(job)
-        loop.execute { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
-    }
-}
 
 /// Everything of a sign-in on one event loop (`hybrid-sim bench`'s layout), writes made in place
 /// from a task on the connection's loop, and batched sends.
@@ -113,5 +98,30 @@ struct SingleLoopTests {
         #expect(harness.relay.statistics.tunnelsJoined == 4)
         #expect(await eventually { harness.relay.openTunnelCount == 0 && harness.relay.statistics.openConnections == 0 })
         await harness.shutdown()
+    }
+
+    @Test("a harness on one loop runs both sides' drivers on it (their task executor) though the caller prefers none; on a group, it prefers none")
+    func harnessDriversPreferItsLoop() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let rp = RelyingParty(id: "loop.example", origin: "https://loop.example")
+        for group in [loop, MultiThreadedEventLoopGroup.singleton] as [any EventLoopGroup] {
+            let harness = try await HybridHarness.start(group: group, logger: quietLogger)
+            let onLoop = Mutex<[Bool]>([])
+            var options = HybridHarness.TransactionOptions()
+            options.events = { _ in
+                let here = MultiThreadedEventLoopGroup.currentEventLoop.map { $0 === loop } ?? false
+                onLoop.withLock { $0.append(here) }
+            }
+            _ = try await harness.register(on: SimulatedPhone(), relyingParty: rp, userName: "loop", options: options)
+            await harness.shutdown()
+            let seen = onLoop.withLock { $0 }
+            #expect(seen.count > 10, "both sides' progress events")
+            if group === loop {
+                #expect(seen.allSatisfy { $0 }, "every event on the harness's loop: \(seen)")
+                #expect(harness.taskExecutor?.eventLoop === loop)
+            } else {
+                #expect(harness.taskExecutor == nil)
+            }
+        }
     }
 }

@@ -124,7 +124,10 @@ public struct SignInBenchmark: Sendable {
     ) async throws -> Result {
         let harness = try await HybridHarness.start(group: loops.group, logger: logger)
         do {
-            let result = try await run(on: harness, progress: progress, between: between)
+            // With one loop, the whole run prefers it (the harness's drivers do anyway).
+            let result = try await withTaskExecutorPreference(harness.taskExecutor) {
+                try await run(on: harness, progress: progress, between: between)
+            }
             await harness.shutdown()
             return result
         } catch {

@@ -57,6 +57,7 @@ extension HybridHarness {
         let relayURL = self.relayURL
         let transports = LinkedClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger)
         return try await Self.runBoth(
+            executor: taskExecutor,
             phone: {
                 try await phone.listen(
                     relayURL: relayURL, proximity: proximity, count: 1, limit: options.timeouts.advert + options.timeouts.userAction,
@@ -116,8 +117,19 @@ extension HybridHarness {
     }
 
     /// Runs a phone and a desktop side concurrently; returns the desktop's outcome once both
-    /// finished, or throws the first error (cancelling the other side).
+    /// finished, or throws the first error (cancelling the other side). `executor`: the task
+    /// executor both sides prefer (`nil`: none).
     static func runBoth(
+        executor: (any TaskExecutor)? = nil,
+        phone: @escaping @Sendable () async throws -> Void,
+        desktop: @escaping @Sendable () async throws -> ClientDriver.Outcome
+    ) async throws -> ClientDriver.Outcome {
+        try await withTaskExecutorPreference(executor) {
+            try await bothSides(phone: phone, desktop: desktop)
+        }
+    }
+
+    private static func bothSides(
         phone: @escaping @Sendable () async throws -> Void,
         desktop: @escaping @Sendable () async throws -> ClientDriver.Outcome
     ) async throws -> ClientDriver.Outcome {

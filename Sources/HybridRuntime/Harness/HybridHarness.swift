@@ -54,6 +54,10 @@ public final class HybridHarness: Sendable {
     /// The proximity stub's two UDP sockets, kept for the harness's lifetime and shared by its QR
     /// transactions (`nil`: each transaction binds its own, as the `desktop` and `phone` programs do).
     let proximity: ProximityHub?
+    /// When ``group`` is one loop: the loop as the task executor both sides' drivers prefer, so a
+    /// transaction's tasks run on the thread of its sockets without a switch of executors at every
+    /// async call (``EventLoopTaskExecutor``).
+    let taskExecutor: EventLoopTaskExecutor?
 
     private init(relay: TunnelRelay, relayURL: String, group: any EventLoopGroup, logger: Logger, proximity: ProximityHub?) {
         self.relay = relay
@@ -61,6 +65,7 @@ public final class HybridHarness: Sendable {
         self.group = group
         self.logger = logger
         self.proximity = proximity
+        self.taskExecutor = (group as? any EventLoop).map(EventLoopTaskExecutor.init)
     }
 
     /// Starts a relay on an ephemeral loopback port.
@@ -69,7 +74,8 @@ public final class HybridHarness: Sendable {
     ///   - configuration: the relay's limits.
     ///   - group: where the relay's shards (one per loop, as ``RelayConfiguration/eventLoops``
     ///     says) and the sockets of QR transactions run. One `EventLoop` puts a whole transaction on
-    ///     one thread, the relay's accepting included (a one-shard relay accepts on its loop): what
+    ///     one thread, the relay's accepting and both sides' driver tasks included (a one-shard relay
+    ///     accepts on its loop; the drivers prefer the loop as their task executor): what
     ///     `hybrid-sim bench` measures.
     ///   - logger: for the relay and both sides.
     public static func start(
@@ -146,6 +152,7 @@ public final class HybridHarness: Sendable {
         let logger = self.logger
         let hub = self.proximity
         _ = try await Self.runBoth(
+            executor: taskExecutor,
             phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession,
