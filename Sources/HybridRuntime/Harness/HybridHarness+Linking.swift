@@ -155,7 +155,7 @@ extension HybridHarness {
 }
 
 /// Hands the in-memory advert from the phone to the desktop.
-private final class AdvertMailbox: Sendable {
+final class AdvertMailbox: Sendable {
     private let inbox = MessageInbox<[UInt8]>()
 
     func post(_ advert: [UInt8]) { inbox.push(advert) }
@@ -170,6 +170,6 @@ private final class AdvertMailbox: Sendable {
 }
 
 /// An in-memory advert needs no stopping.
-private struct NoAdvertisement: AuthenticatorDriver.Advertisement {
+struct NoAdvertisement: AuthenticatorDriver.Advertisement {
     func stop() async {}
 }

@@ -1,0 +1,63 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Synchronization
+import Testing
+
+/// The public in-memory QR harness (``HybridHarness/transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:)``):
+/// the drivers and state machines of a loopback transaction with no socket at all.
+@Suite("In-memory harness: QR transactions without sockets")
+struct InMemoryHarnessTests {
+    private let relyingParty = RelyingParty(id: "memory.example", origin: "https://memory.example")
+
+    @Test("registration and two sign-ins, verified as the relying party; both sides' events in protocol order")
+    func registerAndSignIn() async throws {
+        let phone = SimulatedPhone()
+        let registered = try await HybridHarness.registerInMemory(on: phone, relyingParty: relyingParty, userName: "mem")
+        var credential = registered
+        for _ in 0..<2 {
+            credential = try await HybridHarness.signInInMemory(
+                on: phone, relyingParty: relyingParty, knownCredentials: [credential])
+        }
+        #expect(credential.signCount == registered.signCount + 2)
+
+        let events = Mutex<[String]>([])
+        let ceremony = Ceremony.Authentication(relyingParty: relyingParty, challenge: Array(repeating: 7, count: 32))
+        let outcome = try await HybridHarness.transactInMemory(
+            request: ceremony.requestBytes, hint: .getAssertion, phone: phone,
+            events: { event in events.withLock { $0.append(eventName(event)) } })
+        #expect(try ceremony.verify(response: outcome.response, knownCredentials: [credential]).credential.signCount
+            == credential.signCount + 1)
+        let seen = events.withLock { $0 }
+        for (earlier, later) in [
+            ("tunnelCreated", "advertising"), ("advertising", "advertAccepted"), ("advertAccepted", "tunnelJoined"),
+            ("handshakeSent", "handshakeAnswered"), ("requestSent", "requestReceived"), ("responseSent", "responseReceived"),
+        ] {
+            let first = try #require(seen.firstIndex(of: earlier), "\(earlier) in \(seen)")
+            let second = try #require(seen.firstIndex(of: later), "\(later) in \(seen)")
+            #expect(first < second, "\(earlier) before \(later): \(seen)")
+        }
+    }
+
+    @Test("a bit flipped in the handshake response on the desktop's end: the desktop fails with handshakeFailed")
+    func tamperedHandshake() async throws {
+        let phone = SimulatedPhone()
+        let ceremony = Ceremony.Authentication(relyingParty: relyingParty, challenge: Array(repeating: 1, count: 32))
+        let error = await #expect(throws: TransactionError.self) {
+            _ = try await HybridHarness.transactInMemory(
+                request: ceremony.requestBytes, hint: .getAssertion, phone: phone,
+                wrapDesktop: { end in
+                    TunnelTap(
+                        end,
+                        onReceive: { received, message in
+                            guard received == 1 else { return message }
+                            var flipped = message
+                            flipped[flipped.count - 1] ^= 0x01
+                            return flipped
+                        })
+                })
+        }
+        #expect(error?.side == .desktop)
+        #expect(error?.hybridCode == .handshakeFailed, "\(String(describing: error))")
+    }
+}
