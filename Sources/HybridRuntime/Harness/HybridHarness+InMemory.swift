@@ -16,8 +16,13 @@ extension HybridHarness {
     /// both sides finished, or throws the first side's error (a ``TransactionError``).
     ///
     /// - Parameters:
+    ///   - request: the CTAP2 request the desktop sends.
+    ///   - hint: the QR code's request-type hint.
+    ///   - phone: the authenticator that answers.
+    ///   - timeouts: both sides' limits.
     ///   - events: both sides' progress, as ``TransactionOptions/events``.
-    ///   - wrapPhone, wrapDesktop: wrap either end of the tunnel (a recorder, a fault injector).
+    ///   - wrapPhone: wraps the phone's end of the tunnel (a recorder, a fault injector).
+    ///   - wrapDesktop: wraps the desktop's end of the tunnel.
     public static func transactInMemory(
         request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts = .fast,
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in },
