@@ -14,6 +14,9 @@ public struct ProcessProbe: Sendable {
     public struct Sample: Sendable, Hashable, Codable {
         /// User plus system CPU time since the process started, in seconds.
         public var cpuSeconds: Double
+        /// The system (kernel) part of ``cpuSeconds``: the system calls and what the kernel does in
+        /// them (for a relay, most of it is the TCP path of each read and write).
+        public var systemCPUSeconds: Double = 0
         /// Resident set size (`VmRSS`), in bytes.
         public var residentBytes: Int
         /// Entries of `/proc/PID/fd`.
@@ -53,6 +56,7 @@ public struct ProcessProbe: Sendable {
         for pid in pids {
             let one = try Self.sample(pid)
             total.cpuSeconds += one.cpuSeconds
+            total.systemCPUSeconds += one.systemCPUSeconds
             total.residentBytes += one.residentBytes
             total.openFiles += one.openFiles
             total.threads += one.threads
@@ -77,7 +81,9 @@ public struct ProcessProbe: Sendable {
             resident = kibibytes * 1024
         }
         let files = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/\(pid)/fd").count) ?? 0
-        return Sample(cpuSeconds: (user + system) / ticks, residentBytes: resident, openFiles: files, threads: threads)
+        return Sample(
+            cpuSeconds: (user + system) / ticks, systemCPUSeconds: system / ticks, residentBytes: resident, openFiles: files,
+            threads: threads)
     }
 
     /// The process on this machine that listens on TCP `port` (IPv4 or IPv6), if there is exactly one

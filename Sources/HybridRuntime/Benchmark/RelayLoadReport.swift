@@ -79,6 +79,14 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         return (b.cpuSeconds - a.cpuSeconds) * 1e6 / Double(messagesRelayed)
     }
 
+    /// The kernel's part of ``relayMicrosecondsPerMessage`` (system CPU time per relayed message),
+    /// µs: what the relay's reads and writes cost in the kernel, which no change to the relay's own
+    /// code removes; the rest is user space.
+    public var relayKernelMicrosecondsPerMessage: Double? {
+        guard let a = relayAfterOpen, let b = relayAfterRounds, messagesRelayed > 0 else { return nil }
+        return (b.systemCPUSeconds - a.systemCPUSeconds) * 1e6 / Double(messagesRelayed)
+    }
+
     /// Relay CPU time per closed tunnel (both closing handshakes and the connections' teardown), µs:
     /// from the end of the rounds until the relay's descriptors were back to the baseline (or 5 s),
     /// so it includes an idle relay's memory trim after its last connection closed.
@@ -107,6 +115,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         case relayProcesses, relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
         case tunnelsPerSecond, messagesPerSecond, relayMicrosecondsPerOpen, relayMicrosecondsPerMessage
         case relayCoresUsedDuringRounds, relayKiBPerTunnel, relayMicrosecondsPerClose
+        case relayKernelMicrosecondsPerMessage
     }
 
     /// Encodes the stored fields and the derived figures.
@@ -137,6 +146,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         try c.encode(messagesPerSecond, forKey: .messagesPerSecond)
         try c.encodeIfPresent(relayMicrosecondsPerOpen, forKey: .relayMicrosecondsPerOpen)
         try c.encodeIfPresent(relayMicrosecondsPerMessage, forKey: .relayMicrosecondsPerMessage)
+        try c.encodeIfPresent(relayKernelMicrosecondsPerMessage, forKey: .relayKernelMicrosecondsPerMessage)
         try c.encodeIfPresent(relayCoresUsedDuringRounds, forKey: .relayCoresUsedDuringRounds)
         try c.encodeIfPresent(relayKiBPerTunnel, forKey: .relayKiBPerTunnel)
         try c.encodeIfPresent(relayMicrosecondsPerClose, forKey: .relayMicrosecondsPerClose)
@@ -181,7 +191,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
                 relayProcesses > 1
                     ? "relay processes (\(relayProcesses), added up, from /proc):" : "relay process (from /proc):")
             lines.append("  CPU per tunnel opened     \(f(perOpen, 1)) µs")
-            lines.append("  CPU per relayed message   \(f(perMessage, 2)) µs")
+            lines.append(
+                "  CPU per relayed message   \(f(perMessage, 2)) µs"
+                    + (relayKernelMicrosecondsPerMessage.map { " (kernel \(f($0, 2)), user \(f(perMessage - $0, 2)))" } ?? ""))
             if let perClose = relayMicrosecondsPerClose {
                 lines.append("  CPU per tunnel closed     \(f(perClose, 1)) µs")
             }
