@@ -63,12 +63,7 @@ package enum TerminalArtReader {
         guard !grids.isEmpty else {
             throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)")
         }
-        return grids.sorted { $0.rows.count > $1.rows.count }.flatMap { grid in
-            // Inverted art is framed by its quiet zone drawn as blocks (ratio 1); the edge of a
-            // normal symbol is roughly half dark and its last row is padding (well below 0.75).
-            let invertedFirst = grid.borderInkRatio > 0.75
-            return [Candidate(grid: grid, inverted: invertedFirst), Candidate(grid: grid, inverted: !invertedFirst)]
-        }
+        return grids.sorted { $0.rows.count > $1.rows.count }.flatMap(readings(of:))
     }
 
     /// The readings of each run of art, runs in reverse text order (the lowest first: in a terminal
@@ -80,10 +75,15 @@ package enum TerminalArtReader {
         guard !grids.isEmpty else {
             throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)")
         }
-        return grids.reversed().map { grid in
-            let invertedFirst = grid.borderInkRatio > 0.75
-            return [Candidate(grid: grid, inverted: invertedFirst), Candidate(grid: grid, inverted: !invertedFirst)]
-        }
+        return grids.reversed().map(readings(of:))
+    }
+
+    /// Both readings of one run, the likelier polarity first: inverted art is framed by its quiet
+    /// zone drawn as blocks (ratio 1); the edge of a normal symbol is roughly half dark and its last
+    /// row is padding (well below 0.75).
+    private static func readings(of grid: InkGrid) -> [Candidate] {
+        let invertedFirst = grid.borderInkRatio > 0.75
+        return [Candidate(grid: grid, inverted: invertedFirst), Candidate(grid: grid, inverted: !invertedFirst)]
     }
 
     /// Removes ANSI/VT escape sequences and carriage returns, keeping everything else.
