@@ -5,7 +5,7 @@ import NIOHTTP1
 /// hostile soak (``HostileWire``) read the relay's answers with it. Strict where a hostile server
 /// could otherwise crash or confuse the reader (a field name must be a token; `HTTP/1.x` and a
 /// three-digit status), tolerant of bare LF line ends. Fuzzed by the `client-upgrade` target.
-enum ResponseHead {
+package enum ResponseHead {
     /// Where the head ends: its length without the blank line, and where the body starts. A bare LF
     /// is accepted as a line end (RFC 9112 §2.2).
     static func end(_ bytes: some Collection<UInt8>) -> (Int, Int)? {
@@ -24,7 +24,7 @@ enum ResponseHead {
     }
 
     /// RFC 9110 §5.6.2 `tchar`: the bytes a header field name may have.
-    static func isTokenByte(_ byte: UInt8) -> Bool {
+    package static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"):
             return true

@@ -76,12 +76,7 @@ public final class RelyingPartyClient: Sendable {
     /// is not an RFC 9110 token, or a value with a control character (a CR or LF would start
     /// another header).
     private static func checkHeader(name: String, value: String, source: String) throws(ProgramFailure) {
-        let tokenPunctuation = Set("!#$%&'*+-.^_`|~".utf8)
-        let isToken = !name.isEmpty && name.utf8.allSatisfy { byte in
-            (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
-                || tokenPunctuation.contains(byte)
-        }
-        guard isToken else {
+        guard !name.isEmpty, name.utf8.allSatisfy(ResponseHead.isTokenByte) else {
             throw ProgramFailure(.badInput, "\(source) \(name): not a header name (letters, digits and !#$%&'*+-.^_`|~ only)")
         }
         guard !value.utf8.contains(where: { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }) else {
