@@ -49,6 +49,29 @@ enum AtomicFile {
             throw StoreError(
                 .unreadable, path: path, "\(info.st_size) bytes is more than the \(maximumSize) a store may have")
         }
+        do {
+            return try readToEnd(fd, maximumSize: maximumSize)
+        } catch {
+            switch error {
+            case .tooLarge:
+                throw StoreError(.unreadable, path: path, "the file grew past \(maximumSize) bytes while being read")
+            case .system(let code):
+                throw StoreError(.unreadable, path: path, systemMessage(code))
+            }
+        }
+    }
+
+    /// Why ``readToEnd(_:maximumSize:)`` stopped.
+    enum ReadFailure: Error {
+        /// `read(2)` failed with this `errno`.
+        case system(Int32)
+        /// More than the maximum came.
+        case tooLarge
+    }
+
+    /// Reads `fd` to its end (retrying on `EINTR`), refusing more than `maximumSize` bytes: the
+    /// store reader's loop, and ``InputFile``'s.
+    static func readToEnd(_ fd: Int32, maximumSize: Int) throws(ReadFailure) -> [UInt8] {
         var out: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
@@ -56,12 +79,10 @@ enum AtomicFile {
             if count == 0 { return out }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw StoreError(.unreadable, path: path, systemMessage(errno))
+                throw .system(errno)
             }
             out += buffer[0..<count]
-            guard out.count <= maximumSize else {
-                throw StoreError(.unreadable, path: path, "the file grew past \(maximumSize) bytes while being read")
-            }
+            guard out.count <= maximumSize else { throw .tooLarge }
         }
     }
 
@@ -73,14 +94,7 @@ enum AtomicFile {
     ) throws(StoreError) {
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
-        if createsDirectory {
-            try ensureDirectory(directory, for: path)
-        } else {
-            var isDirectory: ObjCBool = false
-            guard FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory), isDirectory.boolValue else {
-                throw StoreError(.directoryFailed, path: path, "the directory \(directory) does not exist")
-            }
-        }
+        try ensureDirectory(directory, for: path, creating: createsDirectory)
         let temporary =
             directory + "/" + temporaryPrefix(for: url.lastPathComponent)
             + "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16))"
@@ -121,14 +135,18 @@ enum AtomicFile {
     /// The name prefix of temporary files for a target named `name`.
     static func temporaryPrefix(for name: String) -> String { ".\(name).tmp-" }
 
-    /// Creates `directory` (and missing parents) with mode 0700 unless it exists.
-    static func ensureDirectory(_ directory: String, for path: String) throws(StoreError) {
+    /// Creates `directory` (and missing parents) with mode 0700 unless it exists (`creating: false`:
+    /// a missing directory is an error instead).
+    static func ensureDirectory(_ directory: String, for path: String, creating: Bool = true) throws(StoreError) {
         var isDirectory: ObjCBool = false
         if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
             guard isDirectory.boolValue else {
                 throw StoreError(.directoryFailed, path: path, "\(directory) is not a directory")
             }
             return
+        }
+        guard creating else {
+            throw StoreError(.directoryFailed, path: path, "the directory \(directory) does not exist")
         }
         do {
             try FileManager.default.createDirectory(
