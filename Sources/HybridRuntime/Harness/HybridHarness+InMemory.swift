@@ -61,10 +61,7 @@ extension HybridHarness {
         on phone: SimulatedPhone, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
         timeouts: SessionTimeouts = .fast
     ) async throws -> RegisteredCredential {
-        let user = PublicKeyCredentialUserEntity(
-            id: userID ?? RandomSource.system.bytes(16), name: userName, displayName: userName)
-        let ceremony = Ceremony.Registration(
-            relyingParty: relyingParty, rpName: relyingParty.id, user: user, challenge: RandomSource.system.bytes(32))
+        let ceremony = registration(relyingParty: relyingParty, userName: userName, userID: userID)
         let outcome = try await transactInMemory(
             request: ceremony.requestBytes, hint: .makeCredential, phone: phone, timeouts: timeouts)
         return try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
@@ -77,8 +74,7 @@ extension HybridHarness {
         on phone: SimulatedPhone, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
         allowCredentials: [[UInt8]] = [], timeouts: SessionTimeouts = .fast
     ) async throws -> RegisteredCredential {
-        let ceremony = Ceremony.Authentication(
-            relyingParty: relyingParty, challenge: RandomSource.system.bytes(32), allowCredentials: allowCredentials)
+        let ceremony = authentication(relyingParty: relyingParty, allowCredentials: allowCredentials)
         let outcome = try await transactInMemory(
             request: ceremony.requestBytes, hint: .getAssertion, phone: phone, timeouts: timeouts)
         return try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential

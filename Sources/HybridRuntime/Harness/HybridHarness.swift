@@ -193,10 +193,7 @@ public final class HybridHarness: Sendable {
         on phone: SimulatedPhone, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
         options: TransactionOptions = .init()
     ) async throws -> RegisteredCredential {
-        let user = PublicKeyCredentialUserEntity(
-            id: userID ?? RandomSource.system.bytes(16), name: userName, displayName: userName)
-        let ceremony = Ceremony.Registration(
-            relyingParty: relyingParty, rpName: relyingParty.id, user: user, challenge: RandomSource.system.bytes(32))
+        let ceremony = Self.registration(relyingParty: relyingParty, userName: userName, userID: userID)
         return try await transact(request: ceremony.requestBytes, hint: .makeCredential, phone: phone, options: options) {
             outcome in
             let credential = try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
@@ -211,13 +208,27 @@ public final class HybridHarness: Sendable {
         on phone: SimulatedPhone, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
         allowCredentials: [[UInt8]] = [], options: TransactionOptions = .init()
     ) async throws -> RegisteredCredential {
-        let ceremony = Ceremony.Authentication(
-            relyingParty: relyingParty, challenge: RandomSource.system.bytes(32), allowCredentials: allowCredentials)
+        let ceremony = Self.authentication(relyingParty: relyingParty, allowCredentials: allowCredentials)
         return try await transact(request: ceremony.requestBytes, hint: .getAssertion, phone: phone, options: options) {
             outcome in
             let credential = try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential
             options.verified?()
             return credential
         }
+    }
+
+    /// The registration `register` and `registerInMemory` run: a fresh challenge, and a fresh
+    /// random user handle unless `userID` is given.
+    static func registration(relyingParty: RelyingParty, userName: String, userID: [UInt8]?) -> Ceremony.Registration {
+        let user = PublicKeyCredentialUserEntity(
+            id: userID ?? RandomSource.system.bytes(16), name: userName, displayName: userName)
+        return Ceremony.Registration(
+            relyingParty: relyingParty, rpName: relyingParty.id, user: user, challenge: RandomSource.system.bytes(32))
+    }
+
+    /// The sign-in `signIn` and `signInInMemory` run, with a fresh challenge.
+    static func authentication(relyingParty: RelyingParty, allowCredentials: [[UInt8]]) -> Ceremony.Authentication {
+        Ceremony.Authentication(
+            relyingParty: relyingParty, challenge: RandomSource.system.bytes(32), allowCredentials: allowCredentials)
     }
 }
