@@ -184,12 +184,14 @@ struct EndToEndFailureTests {
         for (arguments, message) in [
             (["--qr-png", missing + "/q.png"], "error: cannot write --qr-png \(missing)/q.png: the directory \(missing) does not exist"),
             (["--qr-png", lab.file("")], "error: cannot write --qr-png \(lab.file("")): \(lab.file("")) is a directory"),
-            (["--request", "mc", "--link", "--links", links], "error: cannot use the links file: \(links): "),
+            (
+                ["--request", "mc", "--link", "--links", links],
+                "error: cannot use the links file: \(links): not a store document: \"links\" is not an array"
+            ),
         ] {
-            let desktop = try lab.start("desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0", "--timeout", "5"] + arguments)
-            #expect(try await desktop.waitForExit() == 2, "\(desktop.transcript)")
-            let line = FailureOutput.singleErrorLine(desktop)
-            #expect(line.hasPrefix(message), "\(line)")
+            let desktop = try await FailureOutput.expect(
+                lab, ["desktop", "--relay-port", "0", "--proximity-port", "0", "--timeout", "5"] + arguments, status: 2,
+                line: message)
             #expect(!desktop.standardError.text.contains("proximity scanner listening"), "no socket before the check")
         }
         #expect(!FileManager.default.fileExists(atPath: lab.file("missing")))
@@ -202,19 +204,17 @@ struct EndToEndFailureTests {
         defer { lab.tearDown() }
         let directory = lab.file("")
         let missing = lab.file("missing.json")
-        for (name, arguments, message) in [
-            ("desktop", ["desktop", "--options", directory, "--relay-port", "0", "--proximity-port", "0"],
+        for (arguments, message) in [
+            (["desktop", "--options", directory, "--relay-port", "0", "--proximity-port", "0"],
              "error: cannot read the options file \(directory): it is a directory"),
-            ("desktop", ["desktop", "--options", missing, "--relay-port", "0", "--proximity-port", "0"],
+            (["desktop", "--options", missing, "--relay-port", "0", "--proximity-port", "0"],
              "error: cannot read the options file \(missing): no such file or directory"),
-            ("desktop", ["desktop", "--options", "/dev/zero", "--relay-port", "0", "--proximity-port", "0"],
+            (["desktop", "--options", "/dev/zero", "--relay-port", "0", "--proximity-port", "0"],
              "error: cannot read the options file /dev/zero: larger than 16 MiB"),
-            ("inspect", ["inspect", missing], "error: cannot read \(missing): no such file or directory"),
-            ("inspect", ["inspect", directory], "error: cannot read \(directory): it is a directory"),
+            (["inspect", missing], "error: cannot read \(missing): no such file or directory"),
+            (["inspect", directory], "error: cannot read \(directory): it is a directory"),
         ] {
-            let program = try lab.start(name, arguments)
-            #expect(try await program.waitForExit() == 2, "\(program.transcript)")
-            #expect(FailureOutput.singleErrorLine(program) == message)
+            try await FailureOutput.expect(lab, arguments, status: 2, line: message)
         }
     }
 
@@ -230,9 +230,8 @@ struct EndToEndFailureTests {
         #expect(try FileManager.default.contentsOfDirectory(atPath: temporary).filter { $0.hasPrefix("hybrid-sim-demo-") } == [])
         let file = lab.file("a-file")
         try "x".write(toFile: file, atomically: true, encoding: .utf8)
-        let refused = try lab.start("demo-file", ["demo", "--home", file])
-        #expect(try await refused.waitForExit() == 2, "\(refused.transcript)")
-        #expect(FailureOutput.singleErrorLine(refused) == "error: cannot use the demo directory \(file): it is a file, not a directory")
+        try await FailureOutput.expect(
+            lab, ["demo", "--home", file], status: 2, line: "error: cannot use the demo directory \(file): it is a file, not a directory")
     }
 
     @Test("demo: the listening phone killed during the linked sign-ins stops the desktop at once; exit 1, and the line says it was killed")
@@ -277,9 +276,7 @@ struct EndToEndFailureTests {
             (["--port", "\(port)"], "error: relay could not bind 127.0.0.1:\(port): address already in use"),
             (["--host", "10.9.9.9"], "error: relay host 10.9.9.9 is not a loopback address; the relay binds loopback only"),
         ] {
-            let relay = try lab.start("relay", ["relay", "--event-loops", "\(eventLoops)"] + arguments)
-            #expect(try await relay.waitForExit() == 1, "\(relay.transcript)")
-            #expect(FailureOutput.singleErrorLine(relay) == message)
+            try await FailureOutput.expect(lab, ["relay", "--event-loops", "\(eventLoops)"] + arguments, status: 1, line: message)
         }
     }
 
@@ -293,9 +290,7 @@ struct EndToEndFailureTests {
             (["rp", "--profile", "okta", "--port", "\(port)"], "error: cannot listen on 127.0.0.1:\(port): address already in use"),
             (["desktop", "--web", "--web-port", "\(port)"], "error: cannot serve the web page on 127.0.0.1:\(port): address already in use"),
         ] {
-            let program = try lab.start(arguments[0], arguments)
-            #expect(try await program.waitForExit() == 6, "\(program.transcript)")
-            #expect(FailureOutput.singleErrorLine(program) == message)
+            try await FailureOutput.expect(lab, arguments, status: 6, line: message)
         }
         let (udpHolder, udpPort) = try EndToEndLab.boundSocket(udp: true, listening: false)
         defer { close(udpHolder) }

@@ -214,6 +214,19 @@ enum FailureOutput {
         )
         return errors.first ?? ""
     }
+
+    /// Runs `hybrid-sim <arguments>` in `lab` to its end and checks that it exits `status` with
+    /// ``singleErrorLine(_:sourceLocation:)`` equal to `line`; returns the process for more checks.
+    @discardableResult
+    static func expect(
+        _ lab: EndToEndLab, _ arguments: [String], status: Int32, line: String,
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) async throws -> ChildProcess {
+        let program = try lab.start(arguments[0], arguments)
+        #expect(try await program.waitForExit() == status, "\(program.transcript)", sourceLocation: sourceLocation)
+        #expect(singleErrorLine(program, sourceLocation: sourceLocation) == line, sourceLocation: sourceLocation)
+        return program
+    }
 }
 
 /// `--json` event lines.
