@@ -1,5 +1,6 @@
 import Foundation
 import HybridSim
+import HybridTestSupport
 import Testing
 
 /// `desktop --web` answers only requests addressed to its loopback address and port, so a page of
@@ -27,21 +28,8 @@ struct DesktopWebServerHostTests {
 
     /// One request with exactly `headers`, as raw HTTP/1.1; the status code and the whole response.
     static func get(_ path: String, port: Int, headers: [String]) throws -> (status: Int, response: String) {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try #require(fd >= 0, "socket() failed")
+        let fd = try #require(LoopbackSocket.connect(port: port), "cannot connect to 127.0.0.1:\(port)")
         defer { close(fd) }
-        var timeout = timeval(tv_sec: 10, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
-            }
-        }
-        try #require(connected, "cannot connect to 127.0.0.1:\(port)")
         let request = Array((["GET \(path) HTTP/1.1"] + headers + ["", ""]).joined(separator: "\r\n").utf8)
         try #require(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == request.count)
         var response: [UInt8] = []

@@ -1,4 +1,5 @@
 import Foundation
+import HybridTestSupport
 
 #if canImport(Glibc)
     import Glibc
@@ -12,26 +13,10 @@ final class StalledSocket {
     private let fd: Int32
 
     init(port: Int, receiveBuffer: Int32 = 4096, ioTimeout: Int = 5) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { throw POSIXError(.EMFILE) }
-        var size = receiveBuffer
-        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
-        var limit = timeval(tv_sec: ioTimeout, tv_usec: 0)
-        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
-            Glibc.close(fd)
+        guard let fd = LoopbackSocket.connect(port: port, ioTimeout: ioTimeout, receiveBuffer: receiveBuffer) else {
             throw POSIXError(.ECONNREFUSED)
         }
+        self.fd = fd
     }
 
     /// Sends all of `bytes`; `false` when the send failed or timed out (the peer stopped reading).

@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// A blocking TCP connection to `127.0.0.1`, for tests that write raw bytes to a server (a stalled
+/// peer, a request with chosen headers).
+public enum LoopbackSocket {
+    /// Connects to `127.0.0.1:port`; every send and receive on the descriptor gives up after
+    /// `ioTimeout` seconds. `receiveBuffer` (bytes) is set before the connect, so a small one holds.
+    ///
+    /// - Returns: the connected descriptor (the caller closes it), or `nil` when the socket or the
+    ///   connect failed.
+    public static func connect(port: Int, ioTimeout: Int = 10, receiveBuffer: Int32? = nil) -> Int32? {
+        #if canImport(Glibc)
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #else
+            let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { return nil }
+        if var size = receiveBuffer {
+            setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+        }
+        var limit = timeval(tv_sec: ioTimeout, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                posixConnect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected else {
+            close(fd)
+            return nil
+        }
+        return fd
+    }
+
+    private static func posixConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
+        #if canImport(Glibc)
+            Glibc.connect(fd, address, length)
+        #else
+            Darwin.connect(fd, address, length)
+        #endif
+    }
+}
