@@ -29,29 +29,89 @@ extension HybridHarness {
         wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
         wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
     ) async throws -> ClientDriver.Outcome {
+        var relay = InMemoryRelay()
+        relay.wrapPhone = wrapPhone
+        relay.wrapDesktop = wrapDesktop
+        let sides = try inMemorySides(
+            request: request, hint: hint, phone: phone, timeouts: timeouts, phoneEvents: events, desktopEvents: events,
+            relay: relay)
+        return try await runBoth(phone: sides.phone, desktop: sides.desktop)
+    }
+
+    /// The pretend relay of an in-memory transaction, with what the package's own tests look at:
+    /// the routing ID it hands out, the paths each side asked for, and the tunnel wrappers.
+    package struct InMemoryRelay: Sendable {
+        /// The routing ID the phone gets for its new tunnel.
+        package var routingID: [UInt8] = HybridHarness.inMemoryRoutingID
+        /// Called with the path the phone opens (`/cable/new/…`).
+        package var created: @Sendable (String) -> Void = { _ in }
+        /// Called with the path the desktop joins (`/cable/connect/…`).
+        package var joined: @Sendable (String) -> Void = { _ in }
+        /// Wraps the phone's end of the tunnel.
+        package var wrapPhone: @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
+        /// Wraps the desktop's end of the tunnel.
+        package var wrapDesktop: @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
+
+        package init() {}
+    }
+
+    /// ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:)`` with each
+    /// side's events apart and the pretend relay's hooks, for the package's tests that look at one
+    /// side's failure: both sides run to their end (neither is cancelled when the other fails) and
+    /// both results come back.
+    package static func transactInMemoryBothSides(
+        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts,
+        phoneEvents: @escaping @Sendable (SessionEvent) -> Void, desktopEvents: @escaping @Sendable (SessionEvent) -> Void,
+        relay: InMemoryRelay
+    ) async throws -> (desktop: Result<ClientDriver.Outcome, any Error>, phone: Result<Void, any Error>) {
+        let sides = try inMemorySides(
+            request: request, hint: hint, phone: phone, timeouts: timeouts, phoneEvents: phoneEvents,
+            desktopEvents: desktopEvents, relay: relay)
+        async let phoneResult = result(of: sides.phone)
+        async let desktopResult = result(of: sides.desktop)
+        return await (desktopResult, phoneResult)
+    }
+
+    private static func result<Value>(of body: @Sendable () async throws -> Value) async -> Result<Value, any Error> {
+        do { return .success(try await body()) } catch { return .failure(error) }
+    }
+
+    /// Both sides of an in-memory transaction, wired to each other and ready to run.
+    private static func inMemorySides(
+        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts,
+        phoneEvents: @escaping @Sendable (SessionEvent) -> Void, desktopEvents: @escaping @Sendable (SessionEvent) -> Void,
+        relay: InMemoryRelay
+    ) throws -> (phone: @Sendable () async throws -> Void, desktop: @Sendable () async throws -> ClientDriver.Outcome) {
         let (phoneEnd, desktopEnd) = InMemoryTunnel.pair()
         let adverts = AdvertMailbox()
         let phoneTransports = AuthenticatorDriver.Transports(
-            createTunnel: { _, _ in (wrapPhone(phoneEnd), inMemoryRoutingID) },
+            createTunnel: { path, _ in
+                relay.created(path)
+                return (relay.wrapPhone(phoneEnd), relay.routingID)
+            },
             advertise: { advert in
                 adverts.post(advert)
                 return NoAdvertisement()
             })
         let desktopTransports = ClientDriver.Transports(
             nextAdvert: { timeout in (try await adverts.next(timeout: timeout), ProximityDefaults.rssi, 0) },
-            connect: { _, _, _ in wrapDesktop(desktopEnd) })
+            connect: { path, _, _ in
+                relay.joined(path)
+                return relay.wrapDesktop(desktopEnd)
+            })
         let now: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) }
         let session = ClientSession(requestType: hint, timestamp: now())
         let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo)
-        return try await runBoth(
+        return (
             phone: {
                 try await AuthenticatorDriver.run(
-                    session: phoneSession, transports: phoneTransports, timeouts: timeouts, events: events
+                    session: phoneSession, transports: phoneTransports, timeouts: timeouts, events: phoneEvents
                 ) { request in phone.respond(to: request, now: now()) }
             },
             desktop: {
                 try await ClientDriver.run(
-                    session: session, request: request, transports: desktopTransports, timeouts: timeouts, events: events)
+                    session: session, request: request, transports: desktopTransports, timeouts: timeouts,
+                    events: desktopEvents)
             })
     }
 

@@ -3,8 +3,8 @@ import HybridCore
 import HybridRuntime
 import Synchronization
 
-/// The desktop and phone drivers wired together without sockets: an ``InMemoryTunnel`` pair for the
-/// relay and an `AsyncStream` for the advert, so the drivers' logic runs with no I/O at all.
+/// The desktop and phone drivers wired together without sockets (the public in-memory transaction,
+/// `HybridHarness.transactInMemory`), recording each side's events and the paths they asked for.
 struct InMemoryLab: Sendable {
     /// What one in-memory transaction produced.
     struct Run: Sendable {
@@ -25,49 +25,24 @@ struct InMemoryLab: Sendable {
     /// Wraps the phone's end of the tunnel.
     var wrapPhoneTunnel: @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
 
-    /// Runs one transaction; throws the first side's error (after both sides returned).
+    /// Runs one transaction (`HybridHarness.transactInMemoryBothSides`) to both sides' end; throws the
+    /// desktop's error if it failed, else the phone's.
     func transact(request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone) async throws -> Run {
-        let (phoneEnd, desktopEnd) = InMemoryTunnel.pair()
-        let (adverts, advertSink) = AsyncStream.makeStream(of: [UInt8].self)
         let paths = Mutex((new: "", connect: ""))
         let desktopEvents = Mutex<[SessionEvent]>([])
         let phoneEvents = Mutex<[SessionEvent]>([])
-        let routingID = self.routingID
-        let wrapPhoneTunnel = self.wrapPhoneTunnel
-
-        let phoneTransports = AuthenticatorDriver.Transports(
-            createTunnel: { path, _ in
-                paths.withLock { $0.new = path }
-                return (wrapPhoneTunnel(phoneEnd), routingID)
-            },
-            advertise: { advert in
-                advertSink.yield(advert)
-                return StreamAdvertisement(sink: advertSink)
-            })
-        let desktopTransports = ClientDriver.Transports(
-            nextAdvert: { timeout in (try await nextElement(of: adverts, timeout: timeout), -45, 0) },
-            connect: { path, _, _ in
-                paths.withLock { $0.connect = path }
-                return desktopEnd
-            })
-
-        let session = ClientSession(requestType: hint, timestamp: unixNow())
-        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo)
-        let timeouts = self.timeouts
-        async let phoneResult: Result<Void, any Error> = Result {
-            try await AuthenticatorDriver.run(
-                session: phoneSession, transports: phoneTransports, timeouts: timeouts,
-                events: { event in phoneEvents.withLock { $0.append(event) } }
-            ) { request in phone.respond(to: request, now: unixNow()) }
-        }
-        async let desktopResult: Result<ClientDriver.Outcome, any Error> = Result {
-            try await ClientDriver.run(
-                session: session, request: request, transports: desktopTransports, timeouts: timeouts,
-                events: { event in desktopEvents.withLock { $0.append(event) } })
-        }
-        let (desktop, phoneDone) = await (desktopResult, phoneResult)
-        let outcome = try desktop.get()
-        try phoneDone.get()
+        var relay = HybridHarness.InMemoryRelay()
+        relay.routingID = routingID
+        relay.wrapPhone = wrapPhoneTunnel
+        relay.created = { path in paths.withLock { $0.new = path } }
+        relay.joined = { path in paths.withLock { $0.connect = path } }
+        let results = try await HybridHarness.transactInMemoryBothSides(
+            request: request, hint: hint, phone: phone, timeouts: timeouts,
+            phoneEvents: { event in phoneEvents.withLock { $0.append(event) } },
+            desktopEvents: { event in desktopEvents.withLock { $0.append(event) } },
+            relay: relay)
+        let outcome = try results.desktop.get()
+        try results.phone.get()
         let (newPath, connectPath) = paths.withLock { ($0.new, $0.connect) }
         return Run(
             outcome: outcome, desktopEvents: desktopEvents.withLock { $0 }, phoneEvents: phoneEvents.withLock { $0 },
