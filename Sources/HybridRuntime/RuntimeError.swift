@@ -104,9 +104,10 @@ extension RuntimeError {
         String(cString: strerror(code)).lowercased()
     }
 
-    /// The WebSocket was closed with `code` and `reason` (by the peer, the relay, or locally).
+    /// The WebSocket was closed with `code` and `reason` (by the peer, the relay, or locally). The
+    /// reason is the peer's text: control characters in it are escaped (`PeerText`).
     public static func closed(_ code: WebSocketCloseCode, _ reason: String) -> RuntimeError {
-        let why = reason.isEmpty ? "" : ": \(reason)"
+        let why = reason.isEmpty ? "" : ": \(PeerText.printable(reason))"
         return RuntimeError(.closed, "tunnel closed with \(code)\(why)", closeCode: code)
     }
 
@@ -116,10 +117,13 @@ extension RuntimeError {
     }
 
     /// The relay refused the upgrade of `path` with `status`; `detail` is the response body if any.
+    /// The reason phrase and the body are the relay's text: control characters are escaped.
     static func upgradeRejected(path: String, status: Int, statusText: String, detail: String?) -> RuntimeError {
         let endpoint = TunnelServicePath.endpointName(of: path)
-        let explanation = detail.flatMap { $0.isEmpty ? nil : $0 } ?? TunnelServicePath.explain(status: status)
-        var text = "relay rejected \(endpoint): \(status) \(statusText)"
+        let explanation =
+            detail.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
+            ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
+        var text = "relay rejected \(endpoint): \(status) \(PeerText.printable(statusText))"
         if let explanation { text += " (\(explanation))" }
         return RuntimeError(.upgradeRejected, text, httpStatus: status)
     }

@@ -12,14 +12,8 @@ import Testing
 struct ClientUpgradeTests {
     private static let path = "/cable/connect/000000/" + String(repeating: "AB", count: 16)
 
-    /// A 101 for `request` (the right Sec-WebSocket-Accept, `fido.cable` selected) with `headers` more.
     private static func switching(_ request: String, headers: [String] = []) -> String {
-        let key = ScriptedHTTPServer.header("Sec-WebSocket-Key", in: request) ?? ""
-        let lines = [
-            "HTTP/1.1 101 Switching Protocols", "Upgrade: websocket", "Connection: Upgrade",
-            "Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: key))", "Sec-WebSocket-Protocol: fido.cable",
-        ] + headers
-        return lines.joined(separator: "\r\n") + "\r\n\r\n"
+        ScriptedHTTPServer.switching(request, headers: headers)
     }
 
     private func open(_ server: ScriptedHTTPServer, timeout: Duration = .seconds(3)) async throws -> WebSocketTunnel {

@@ -13,11 +13,15 @@ extension TunnelServicePath {
     }
 
     /// What a status means on this service, when the relay gave no explanation.
-    static func explain(status: Int) -> String? {
+    static func explain(status: Int, endpoint: String) -> String? {
+        let connecting = endpoint.hasPrefix("/cable/connect")
         switch status {
         case 400: return "bad request: \(HybridConstants.webSocketProtocol) subprotocol missing or not a WebSocket upgrade"
-        case 404: return "unknown tunnel or routing ID"
-        case 409: return "tunnel ID already open or tunnel already joined"
+        case 404 where connecting: return "unknown tunnel or routing ID"
+        case 404: return "the server has no caBLE tunnel service at \(endpoint)"
+        case 409 where connecting: return "tunnel already joined"
+        case 409 where endpoint.hasPrefix("/cable/new"): return "tunnel ID already open"
+        case 409 where endpoint.hasPrefix("/cable/contact"): return "the linked phone is busy with another desktop"
         case 410: return "contact ID unknown or revoked"
         case 504: return "the linked phone is not listening"
         case 503: return "relay busy or shutting down"

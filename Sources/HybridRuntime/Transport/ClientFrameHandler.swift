@@ -115,6 +115,12 @@ final class ClientFrameHandler: ChannelInboundHandler {
         case .open:
             break
         }
+        // An unfragmented frame arrives as the relay sent it (the aggregator passes it through).
+        if let violation = Self.framingViolation(frame) {
+            return fail(
+                context: context, RuntimeError(.protocolViolation, violation, closeCode: .protocolError),
+                closeCode: .protocolError)
+        }
         switch frame.opcode {
         case .binary:
             inbox.push(Array(frame.unmaskedData.readableBytesView))
@@ -144,7 +150,10 @@ final class ClientFrameHandler: ChannelInboundHandler {
         default:
             fail(
                 context: context,
-                RuntimeError(.protocolViolation, "the relay sent opcode \(frame.opcode)", closeCode: .protocolError),
+                RuntimeError(
+                    .protocolViolation,
+                    "the relay sent a frame with opcode \(UInt8(webSocketOpcode: frame.opcode)), which RFC 6455 does not define",
+                    closeCode: .protocolError),
                 closeCode: .protocolError
             )
         }
@@ -176,7 +185,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
                 context: context,
                 RuntimeError(
                     .protocolViolation,
-                    "WebSocket protocol error from the relay: \(error)",
+                    "WebSocket protocol error from the relay: \(Self.describe(error))",
                     closeCode: .protocolError
                 ),
                 closeCode: .protocolError
@@ -198,5 +207,36 @@ extension WebSocketMaskingKey {
             preconditionFailure("4 random bytes always make a masking key")
         }
         return key
+    }
+}
+
+extension ClientFrameHandler {
+    /// What is wrong with a frame no server may send (RFC 6455 §5.1, §5.2), or `nil`.
+    static func framingViolation(_ frame: WebSocketFrame) -> String? {
+        if frame.maskKey != nil {
+            return "the relay sent a masked frame; a server never masks its frames (RFC 6455 §5.1)"
+        }
+        if frame.rsv1 || frame.rsv2 || frame.rsv3 {
+            return "the relay set a reserved bit of a frame, but no extension was negotiated (RFC 6455 §5.2)"
+        }
+        return nil
+    }
+
+    /// SwiftNIO's WebSocket decoding errors in words.
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case NIOWebSocketError.fragmentedControlFrame:
+            return "a fragmented control frame"
+        case NIOWebSocketError.multiByteControlFrameLength:
+            return "a control frame longer than 125 bytes"
+        case NIOWebSocketFrameAggregator.Error.didReceiveFragmentBeforeReceivingTextOrBinaryFrame:
+            return "a continuation frame with no message to continue"
+        case NIOWebSocketFrameAggregator.Error.receivedNewFrameWithoutFinishingPrevious:
+            return "a new message before the previous one's last fragment"
+        case NIOWebSocketFrameAggregator.Error.nonFinalFragmentSizeIsTooSmall:
+            return "a message fragment shorter than the smallest allowed"
+        default:
+            return "\(error)"
+        }
     }
 }

@@ -171,11 +171,11 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         }
         guard head.headers["Upgrade"].first?.lowercased() == "websocket" else {
             let got = head.headers["Upgrade"].joined(separator: ", ")
-            return fail(context, "the relay's 101 does not upgrade to websocket (Upgrade: \(got.isEmpty ? "none" : got))")
+            return fail(context, "the relay's 101 does not upgrade to websocket (Upgrade: \(got.isEmpty ? "none" : PeerText.printable(got)))")
         }
         let accept = head.headers["Sec-WebSocket-Accept"]
         guard accept.count == 1, accept[0] == expectedAccept else {
-            return fail(context, "the relay's 101 has a wrong Sec-WebSocket-Accept (\(accept.joined(separator: ", ")))")
+            return fail(context, "the relay's 101 has a wrong Sec-WebSocket-Accept (\(PeerText.printable(accept.joined(separator: ", "))))")
         }
         do {
             let outcome = try install(context.channel, head)

@@ -196,7 +196,7 @@ public final class WebSocketTunnel: TunnelTransport {
             }
             throw RuntimeError(
                 .handshakeFailed,
-                "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path)) failed: \(error)"
+                "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path)) failed: \(RuntimeError.systemReason(error))"
             )
         }
     }
@@ -206,7 +206,7 @@ public final class WebSocketTunnel: TunnelTransport {
         let endpoint = TunnelServicePath.endpointName(of: path)
         let selected = head.headers["Sec-WebSocket-Protocol"]
         guard selected == [HybridConstants.webSocketProtocol] else {
-            let got = selected.isEmpty ? "none" : selected.joined(separator: ", ")
+            let got = selected.isEmpty ? "none" : PeerText.printable(selected.joined(separator: ", "))
             throw RuntimeError(
                 .handshakeFailed,
                 "relay did not select the fido.cable subprotocol for \(endpoint) (got \(got))"
@@ -219,7 +219,7 @@ public final class WebSocketTunnel: TunnelTransport {
         else {
             throw RuntimeError(
                 .handshakeFailed,
-                "relay sent a malformed X-caBLE-Routing-ID: \(routing.joined(separator: ", "))"
+                "relay sent a malformed X-caBLE-Routing-ID: \(PeerText.printable(routing.joined(separator: ", ")))"
             )
         }
         return bytes

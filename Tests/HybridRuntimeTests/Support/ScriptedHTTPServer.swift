@@ -1,4 +1,5 @@
 import Foundation
+@testable import HybridRuntime
 import NIOCore
 import NIOPosix
 import Synchronization
@@ -34,6 +35,16 @@ final class ScriptedHTTPServer: Sendable {
             }
         let channel = try await bootstrap.bind(host: "127.0.0.1", port: 0).get()
         return ScriptedHTTPServer(channel: channel, requests: requests)
+    }
+
+    /// A 101 for `request` (the right Sec-WebSocket-Accept, `fido.cable` selected) with `headers` more.
+    static func switching(_ request: String, headers: [String] = []) -> String {
+        let key = header("Sec-WebSocket-Key", in: request) ?? ""
+        let lines = [
+            "HTTP/1.1 101 Switching Protocols", "Upgrade: websocket", "Connection: Upgrade",
+            "Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: key))", "Sec-WebSocket-Protocol: fido.cable",
+        ] + headers
+        return lines.joined(separator: "\r\n") + "\r\n\r\n"
     }
 
     /// The request heads received so far (up to and including the blank line).
