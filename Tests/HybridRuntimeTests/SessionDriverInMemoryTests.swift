@@ -73,7 +73,7 @@ struct SessionDriverInMemoryTests {
                 afterSend: { sent, inner in
                     guard sent == 3 else { return }
                     off.update { $0 = true }
-                    (inner as? InMemoryTunnel)?.close(code: .goingAway, reason: "phone switched off")
+                    await (inner as? InMemoryTunnel)?.close(code: .goingAway, reason: "phone switched off")
                 },
                 onReceive: { _, message in off.value ? nil : message })
         }
@@ -91,5 +91,41 @@ struct SessionDriverInMemoryTests {
         // `.closed`, not `.timeout`, shows the close ended it; the clock only checks the budget.
         #expect(ContinuousClock.now - start < lab.timeouts.total)
         #expect(phone.outcomes.isEmpty)
+    }
+
+    @Test("a desktop that fails after the phone's response closes with 1011, so the phone reports a failure, not success")
+    func desktopFailureReachesThePhone() async throws {
+        let account = Account.make("frank")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        var relay = HybridHarness.InMemoryRelay()
+        // The desktop's fourth message from the phone is its response: flip a byte of it.
+        relay.wrapDesktop = { tunnel in
+            TunnelTap(tunnel, onReceive: { received, message in
+                guard received == 4 else { return message }
+                var tampered = message
+                tampered[tampered.count / 2] ^= 0x01
+                return tampered
+            })
+        }
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let results = try await HybridHarness.transactInMemoryBothSides(
+            request: authentication.requestBytes, hint: .getAssertion, phone: phone, timeouts: .fast,
+            phoneEvents: { _ in }, desktopEvents: { _ in }, relay: relay)
+
+        #expect(throws: TransactionError.self) { try results.desktop.get() }
+        // Before, the desktop closed with 1000 and the phone, which takes an orderly close after
+        // its response for the end (Docs/PROTOCOL-TOLERANCE.md), reported success.
+        do {
+            try results.phone.get()
+            Issue.record("the phone reported success although the desktop failed")
+        } catch let error as TransactionError {
+            #expect(error.side == .phone)
+            let closed = error.underlying as? RuntimeError
+            #expect(closed?.closeCode == .internalError)
+            #expect(closed?.reason.hasPrefix(
+                "tunnel closed with 1011 (internal error): the desktop ended the transaction after an error (") == true,
+                "\(String(describing: closed))")
+        }
+        #expect(phone.outcomes.count == 1, "the phone did answer: the failure is the desktop's")
     }
 }

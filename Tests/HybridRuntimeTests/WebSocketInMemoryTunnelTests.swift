@@ -28,7 +28,7 @@ struct WebSocketInMemoryTunnelTests {
     func closePropagates() async throws {
         let (a, b) = InMemoryTunnel.pair()
         try await a.send([9])
-        a.close(code: .policyViolation, reason: "enough")
+        await a.close(code: .policyViolation, reason: "enough")
         #expect(try await b.receive(timeout: .seconds(1)) == [9])
         let error = await expectRuntimeError(.closed) { _ = try await b.receive(timeout: .seconds(1)) }
         #expect(error?.closeCode == .policyViolation)

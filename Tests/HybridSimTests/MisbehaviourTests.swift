@@ -10,6 +10,11 @@ import Testing
 /// Both programs run in this process over real loopback sockets (an embedded relay on a free port).
 @Suite("Misbehaving phone and desktop (in process)", .timeLimit(.minutes(2)))
 struct MisbehaviourTests {
+    /// The desktop's error when the phone failed to read handshake message 1 and closed the tunnel.
+    static let phoneFailedInHandshake =
+        "the tunnel was closed while waiting for the handshake response: 1011 (internal error): "
+        + "the phone ended the transaction after an error (waiting for the desktop's handshake)"
+
     /// What both programs ended with.
     struct Ends {
         var desktop: Result<DesktopResult, ProgramFailure>
@@ -103,7 +108,8 @@ struct MisbehaviourTests {
         let ends = try await run(phone: .wrongPSK)
         let failure = try #require(ends.desktopFailure)
         #expect(failure.exitCode == 6)
-        #expect(failure.message == "the tunnel was closed while waiting for the handshake response: 1000 (normal closure)", "\(failure)")
+        // The phone closed with 1011 (not 1000): the desktop learns that it failed, and in which step.
+        #expect(failure.message == Self.phoneFailedInHandshake, "\(failure)")
         let phone = try #require(ends.phoneFailure)
         #expect(phone.exitCode == 7)
         #expect(
@@ -202,7 +208,7 @@ struct MisbehaviourTests {
                 == "waiting for the desktop's handshake: handshakeFailed: handshake message does not authenticate (wrong PSK, key or transcript)",
             "\(phone)")
         #expect(
-            ends.desktopFailure?.message == "the tunnel was closed while waiting for the handshake response: 1000 (normal closure)")
+            ends.desktopFailure?.message == Self.phoneFailedInHandshake)
     }
 
     @Test("desktop bad-ctap-request: the phone answers CTAP2_ERR_INVALID_CBOR")

@@ -64,7 +64,7 @@ public enum LinkedClientDriver {
             await tunnel.close()
             return outcome
         } catch {
-            await tunnel.close()
+            await tunnel.closeAfterFailure(error, side: .desktop)
             throw error
         }
     }
@@ -157,7 +157,7 @@ public enum LinkedAuthenticatorDriver {
             await tunnel.close()
         } catch {
             await advertisement?.stop()
-            await tunnel.close()
+            await tunnel.closeAfterFailure(error, side: .phone)
             throw error
         }
     }

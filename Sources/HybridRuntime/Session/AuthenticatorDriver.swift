@@ -59,7 +59,7 @@ public enum AuthenticatorDriver {
             await tunnel.close()
         } catch {
             await advertisement?.stop()
-            await tunnel.close()
+            await tunnel.closeAfterFailure(error, side: .phone)
             throw error
         }
     }

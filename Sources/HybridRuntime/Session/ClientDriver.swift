@@ -80,7 +80,7 @@ public enum ClientDriver {
             await tunnel.close()
             return outcome
         } catch {
-            await tunnel.close()
+            await tunnel.closeAfterFailure(error, side: .desktop)
             throw error
         }
     }

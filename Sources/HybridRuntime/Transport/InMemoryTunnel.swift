@@ -43,12 +43,13 @@ public final class InMemoryTunnel: TunnelTransport {
 
     /// Closes with 1000 (normal closure).
     public func close() async {
-        close(code: .normalClosure, reason: "")
+        await close(code: .normalClosure, reason: "")
     }
 
     /// Closes both directions with `code`: the other end receives `.closed(code, reason)` once it has
-    /// read what was already sent; this end's later calls throw `.closed` too.
-    public func close(code: WebSocketCloseCode, reason: String) {
+    /// read what was already sent; this end's later calls throw `.closed` too. (It is `async` like
+    /// ``TunnelTransport/close(code:reason:)``, which it implements, but never suspends.)
+    public func close(code: WebSocketCloseCode, reason: String) async {
         peerInbox.finish(.closed(code, reason.isEmpty ? "peer closed the tunnel" : reason))
         inbox.finish(.closed(code, "closed locally"))
     }

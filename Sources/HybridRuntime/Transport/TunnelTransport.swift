@@ -25,9 +25,29 @@ public protocol TunnelTransport: Sendable {
 
     /// Closes this end normally; the other end then sees `.closed`. Idempotent, never throws.
     func close() async
+
+    /// Closes this end with `code` and `reason` (the drivers close with 1011 after a failure, so
+    /// the other end does not take the close for an orderly end). Idempotent, never throws. The
+    /// default closes normally (``close()``), for transports that carry no close code.
+    func close(code: WebSocketCloseCode, reason: String) async
 }
 
 extension TunnelTransport {
+    /// Closes normally: a transport without close codes.
+    public func close(code: WebSocketCloseCode, reason: String) async {
+        await close()
+    }
+
+    /// Closes after the transaction on this side failed with `error`: code 1011 (internal error)
+    /// and a reason naming `side` and the step it failed in, so that the peer reports a failure
+    /// rather than an orderly end. The reason travels in clear through the relay, so it carries the
+    /// step only, never the error's detail.
+    func closeAfterFailure(_ error: any Error, side: TransactionError.Side) async {
+        var reason = "the \(side) ended the transaction after an error"
+        if let failure = error as? TransactionError { reason += " (\(failure.step))" }
+        await close(code: .internalError, reason: reason)
+    }
+
     /// Sends the messages one by one with ``send(_:)``.
     public func send(contentsOf messages: [[UInt8]]) async throws {
         for message in messages { try await send(message) }

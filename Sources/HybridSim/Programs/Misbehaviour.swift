@@ -208,4 +208,8 @@ final class TamperingTunnel: TunnelTransport {
     func close() async {
         await base.close()
     }
+
+    func close(code: WebSocketCloseCode, reason: String) async {
+        await base.close(code: code, reason: reason)
+    }
 }

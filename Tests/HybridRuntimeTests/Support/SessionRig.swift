@@ -258,6 +258,11 @@ final class TunnelTap: TunnelTransport {
         onClose()
         await inner.close()
     }
+
+    func close(code: WebSocketCloseCode, reason: String) async {
+        onClose()
+        await inner.close(code: code, reason: reason)
+    }
 }
 
 extension AuthenticatorDriver.Transports {
