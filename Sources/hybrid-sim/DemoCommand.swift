@@ -17,7 +17,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "The account to register.")
     var user = "alice"
 
-    @Option(help: "Seconds each step may take before the demo gives up.")
+    @Option(help: "Whole seconds each step may take before the demo gives up (passed on to both programs' --timeout).")
     var timeout = 60
 
     @Option(help: "Directory for the demo's passkey and relying-party stores, kept afterwards (default: a fresh temporary directory, removed at the end).")

@@ -174,6 +174,7 @@ struct DesktopCommand: AsyncParsableCommand {
     var linked: String?
 
     func validate() throws {
+        if !web, webPort != nil { throw ValidationError("--web-port needs --web") }
         if relay != nil, relayPort != nil {
             throw ValidationError("--relay-port is for the embedded relay; it cannot be combined with --relay")
         }

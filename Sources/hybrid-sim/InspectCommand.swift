@@ -83,7 +83,7 @@ struct InspectCommand: ParsableCommand {
             }
         }
         if inspection.keys == .noEntry || inspection.keys == .mismatch {
-            FileHandle.standardError.write(Data("hybrid-sim inspect: \(inspection.keyDetail)\n".utf8))
+            FileHandle.standardError.write(Data("error: \(inspection.keyDetail)\n".utf8))
             throw ExitCode(1)
         }
     }

@@ -83,7 +83,7 @@ struct PhoneCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Seconds to wait for the desktop to connect, and for each of its messages.",
+            "Seconds to wait for the desktop's handshake and for the user's decision; the relay connection and each later message of the desktop wait at most 10 s of it.",
             valueName: "seconds"
         )
     )

@@ -85,6 +85,7 @@ struct CLIDesktopPhoneTests {
             (["relay", "--max-waiting-tunnels-per-source=-2"], "--max-waiting-tunnels-per-source must be 0 (no cap) or more"),
             (["bench", "hostile", "--hostile", "0"], "--hostile must be 1...15000"),
             (["demo", "--web-port", "8080"], "--web-port needs --web"),
+            (["desktop", "--web-port", "8080"], "--web-port needs --web"),
             (["bench", "hostile", "--url", "ws://10.1.1.1:1"], "--url must be an IPv4 loopback relay (attackers connect from 127.0.0.2…254)\nUsage: hybrid-sim bench hostile"),
             (["relay", "--record", "/nonexistent-record-dir"], "--record /nonexistent-record-dir: not an existing directory\nUsage: hybrid-sim relay"),
             (["demo", "--timeout", "0"], "--timeout must be more than 0 and at most 3600 seconds"),

@@ -3,6 +3,7 @@ import Crypto
 import Foundation
 import HybridCore
 import HybridSim
+import Synchronization
 import Testing
 
 /// The desktop's `links.json` and the phone's `phone-link.json`: round trips, 0600, strict loading.
@@ -115,4 +116,28 @@ import Testing
         #expect(throws: StoreError.self) { try PhoneLinkStore(path: path, identity: stranger).save() }
         #expect(try PhoneLinkStore.load(path: path).identity == final)
     }
+
+    @Test("--unlink --json with no link identity: a note on stderr and an unlinked event with revoked 0, exit 0")
+    func unlinkWithNothingToRevoke() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-unlink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var phone = PhoneConfiguration(qr: .url(""))
+        phone.storePath = directory.appendingPathComponent("passkeys.json").path
+        phone.json = true
+        let lines = LockedLines()
+        let output = ProgramOutput(
+            standardOutput: { lines.append("out", $0) }, standardError: { lines.append("err", $0) })
+        #expect(await PhoneListenProgram.unlink(phone, output: output) == 0)
+        let captured = lines.all
+        #expect(captured.filter { $0.0 == "out" }.map(\.1) == [#"{"event":"unlinked","flow":"linked","revoked":0}"#])
+        #expect(captured.contains { $0.0 == "err" && $0.1.hasSuffix("nothing to revoke") })
+    }
+}
+
+/// Lines from both streams in the order they came.
+private final class LockedLines: Sendable {
+    private let lines = Mutex<[(String, String)]>([])
+    func append(_ stream: String, _ line: String) { lines.withLock { $0.append((stream, line)) } }
+    var all: [(String, String)] { lines.withLock { $0 } }
 }

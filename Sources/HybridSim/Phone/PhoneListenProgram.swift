@@ -203,6 +203,9 @@ public enum PhoneListenProgram {
             var store = try PhoneLinking.load(passkeyStorePath: passkeyPath)
             guard var identity = store.identity else {
                 output.standardError("no link identity in \(PhoneLinkStore.path(besidePasskeyStore: passkeyPath)); nothing to revoke")
+                if phone.json {
+                    output.standardOutput(JSONLine(event: "unlinked", [("flow", .string("linked")), ("revoked", .int(0))]).text)
+                }
                 return 0
             }
             identity.rotateContactID()
