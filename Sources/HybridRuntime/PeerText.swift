@@ -1,14 +1,29 @@
-/// Text a peer chose (a close reason, a header value, a response body), made safe to put into a
-/// message line.
+/// Text a peer chose (a close reason, a header value, a response body, an `Origin`), made safe to
+/// put into a message line (``printable(_:limit:)``) or a log line (``loggable(_:)``).
 ///
 /// A relay or a peer could otherwise end a program's one `error: …` line early with a line break
-/// and forge a second one, or send terminal escape sequences that repaint the user's screen. Every
-/// C0 and C1 control character (line breaks, escape, delete), the Unicode line and paragraph
-/// separators and the bidirectional overrides that can reorder what a reader sees are written as
-/// `\u{XX}`; everything else stays as it came. Long text is cut at `limit` characters with "…".
+/// and forge a second one, forge log lines, or send terminal escape sequences that repaint the
+/// user's screen. Escaped characters are written as `\u{XX}`, and long text is cut with "…".
 package enum PeerText {
-    /// The longest peer text a message quotes, in characters.
+    /// The longest peer text a message or log line quotes, in characters.
     package static let defaultLimit = 200
+
+    /// `text` for a log line: only printable ASCII stays; quotes and backslashes are escaped with a
+    /// backslash, every other character as `\u{XX}`, so a log line stays one parseable line
+    /// whatever the peer sent. Cut at ``defaultLimit`` characters.
+    package static func loggable(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case " "..."~": out.unicodeScalars.append(scalar)
+            default: out += escape(scalar)
+            }
+            if out.count >= defaultLimit { return out + "…" }
+        }
+        return out
+    }
 
     /// `text` with every character that could break or disguise a line escaped, cut at `limit`.
     package static func printable(_ text: some StringProtocol, limit: Int = defaultLimit) -> String {
@@ -20,13 +35,18 @@ package enum PeerText {
                 break
             }
             if isHidden(scalar) {
-                result += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+                result += escape(scalar)
             } else {
                 result.unicodeScalars.append(scalar)
             }
             count += 1
         }
         return result
+    }
+
+    /// `\u{1B}`: the scalar's code point in upper-case hex.
+    private static func escape(_ scalar: Unicode.Scalar) -> String {
+        "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
     }
 
     /// Whether `scalar` is a control character, a line or paragraph separator, or a bidirectional

@@ -23,13 +23,13 @@ private struct RecordingLogHandler: LogHandler {
 struct RelayLogTests {
     @Test("peer text is escaped: no newline, escape sequence or quote reaches a log line as is")
     func escaping() {
-        #expect(LogText.escaped("plain reason 1") == "plain reason 1")
-        #expect(LogText.escaped("a\nb") == "a\\u{a}b")
-        #expect(LogText.escaped("\u{1B}[31mred") == "\\u{1b}[31mred")
-        #expect(LogText.escaped("say \"hi\" \\") == "say \\\"hi\\\" \\\\")
-        #expect(LogText.escaped("é") == "\\u{e9}")
-        let long = LogText.escaped(String(repeating: "x", count: 1000))
-        #expect(long.count <= LogText.maximumLength + 1)
+        #expect(PeerText.loggable("plain reason 1") == "plain reason 1")
+        #expect(PeerText.loggable("a\nb") == "a\\u{A}b")
+        #expect(PeerText.loggable("\u{1B}[31mred") == "\\u{1B}[31mred")
+        #expect(PeerText.loggable("say \"hi\" \\") == "say \\\"hi\\\" \\\\")
+        #expect(PeerText.loggable("é") == "\\u{E9}")
+        let long = PeerText.loggable(String(repeating: "x", count: 1000))
+        #expect(long.count <= PeerText.defaultLimit + 1)
     }
 
     @Test("a burst of info lines: the budget passes, the rest go to debug and are counted")
@@ -58,7 +58,7 @@ struct RelayLogTests {
         await ends.close()
         await relay.shutdown()
         let closed = lines.value.map(\.1).filter { $0.contains("tunnel closed") }
-        #expect(closed.contains { $0.contains("bye\\u{a}info: forged line") }, "\(closed)")
+        #expect(closed.contains { $0.contains("bye\\u{A}info: forged line") }, "\(closed)")
         #expect(!lines.value.contains { $0.1.contains("\n") })
     }
 }

@@ -32,6 +32,6 @@ public struct RelayOriginPolicy: Sendable, Hashable {
         let lowered = origin.lowercased()
         if lowered.hasPrefix("ws://") || lowered.hasPrefix("wss://") { return nil }
         if allowedOrigins.contains("*") || allowedOrigins.contains(lowered) { return nil }
-        return "Origin \(LogText.escaped(origin)) is not allowed (browser origins are refused unless allowed with --allow-origin)"
+        return "Origin \(PeerText.loggable(origin)) is not allowed (browser origins are refused unless allowed with --allow-origin)"
     }
 }

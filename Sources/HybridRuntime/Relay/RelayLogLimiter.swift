@@ -1,29 +1,6 @@
 import Logging
 import NIOCore
 
-/// Peer-supplied text made safe for a log line: control characters, quotes, backslashes and
-/// non-ASCII are escaped (`\u{7}`), and the text is cut at 200 characters, so a peer cannot forge
-/// log lines or flood one line.
-package enum LogText {
-    /// The longest escaped text kept.
-    package static let maximumLength = 200
-
-    /// `text` escaped for a log line.
-    package static func escaped(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case " "..."~": out.unicodeScalars.append(scalar)
-            default: out += "\\u{\(String(scalar.value, radix: 16))}"
-            }
-            if out.count >= maximumLength { return out + "…" }
-        }
-        return out
-    }
-}
-
 /// A token bucket over the relay's info-level logs (tunnel opened, attached, closed, refused
 /// requests). A burst of ``burst`` lines passes, then ``perSecond`` lines a second; lines over the
 /// budget go to debug level instead, and the next line that passes says how many were demoted.

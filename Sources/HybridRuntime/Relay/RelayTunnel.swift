@@ -293,7 +293,7 @@ final class RelayTunnel {
         // `reason` may come from a peer's close frame: escaped, and the line is rate-limited.
         registry.logLimiter.info(
             self,
-            "tunnel closed: \(code.map { "\($0)" } ?? "no status")\(reason.isEmpty ? "" : ", \(LogText.escaped(reason))")"
+            "tunnel closed: \(code.map { "\($0)" } ?? "no status")\(reason.isEmpty ? "" : ", \(PeerText.loggable(reason))")"
         )
         registry.tunnelClosed(self, code: code)
         for side in [TunnelSide.creator, .joiner] {
