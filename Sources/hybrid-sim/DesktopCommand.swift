@@ -199,6 +199,8 @@ struct DesktopCommand: AsyncParsableCommand {
     var webPort: Int?
 
     func run() async throws {
+        // --web implies --json on stdout.
+        Interruption.reportOnSignals(json: json || web)
         if web {
             if let webPort, !(0...65535).contains(webPort) { throw ValidationError("--web-port must be 0...65535") }
             let status = await DesktopWebProgram.main(try makeConfiguration(), webPort: webPort)

@@ -146,6 +146,7 @@ struct PhoneCommand: AsyncParsableCommand {
 
     func run() async throws {
         var configuration = makeConfiguration()
+        Interruption.reportOnSignals(json: configuration.json)
         if unlink {
             let status = await PhoneListenProgram.unlink(configuration, output: .standard)
             if status != 0 { throw ExitCode(status) }

@@ -170,6 +170,12 @@ final class ChildProcess {
         return process.terminationStatus
     }
 
+    /// Sends `number` (e.g. SIGINT) to the process.
+    func signal(_ number: Int32) {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, number)
+    }
+
     /// SIGTERM, then SIGKILL if it is still running after 1 s. Idempotent.
     func terminate() {
         guard process.isRunning else { return }
