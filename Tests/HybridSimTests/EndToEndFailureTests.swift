@@ -204,6 +204,8 @@ struct EndToEndFailureTests {
         defer { lab.tearDown() }
         let directory = lab.file("")
         let missing = lab.file("missing.json")
+        let pipe = lab.file("options.fifo")
+        #expect(mkfifo(pipe, 0o600) == 0)
         for (arguments, message) in [
             (["desktop", "--options", directory, "--relay-port", "0", "--proximity-port", "0"],
              "error: cannot read the options file \(directory): it is a directory"),
@@ -213,6 +215,9 @@ struct EndToEndFailureTests {
              "error: cannot read the options file /dev/zero: larger than 16 MiB"),
             (["inspect", missing], "error: cannot read \(missing): no such file or directory"),
             (["inspect", directory], "error: cannot read \(directory): it is a directory"),
+            // A named pipe nobody writes to: an error at once, not a program held in open(2).
+            (["desktop", "--options", pipe, "--relay-port", "0", "--proximity-port", "0"],
+             "error: cannot read the options file \(pipe): nothing to read (a named pipe nobody has opened for writing?)"),
         ] {
             try await FailureOutput.expect(lab, arguments, status: 2, line: message)
         }
