@@ -82,6 +82,9 @@ struct LinkedTranscriptRuntimeTests {
             qr: QRPayload(url: session.url), getInfo: [0xA0], linking: linking, random: .scripted([hex(q.eid_nonce)]),
             handshakeEphemeralKey: try scalarKey(q.phone_ephemeral_private_scalar))
 
+        // Wired by hand, not through HybridHarness.transactInMemory: both sessions here are scripted
+        // (the transcript's randomness, ephemeral keys and linking secret) and the phone's sends are
+        // recorded.
         let (phoneEnd, desktopEnd) = InMemoryTunnel.pair()
         let phoneSent = Recorder()
         let (adverts, sink) = AsyncStream.makeStream(of: [UInt8].self)
@@ -147,7 +150,7 @@ struct RecordingTunnel: TunnelTransport {
     }
 
     func receive(timeout: Duration) async throws -> [UInt8] { try await inner.receive(timeout: timeout) }
-    func close() async { await inner.close() }
+    func close(code: WebSocketCloseCode, reason: String) async { await inner.close(code: code, reason: reason) }
 }
 
 extension RandomSource {

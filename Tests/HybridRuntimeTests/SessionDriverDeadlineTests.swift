@@ -25,7 +25,7 @@ private final class FailingSendTunnel: TunnelTransport {
     }
 
     func receive(timeout: Duration) async throws -> [UInt8] { try await inner.receive(timeout: timeout) }
-    func close() async { await inner.close() }
+    func close(code: WebSocketCloseCode, reason: String) async { await inner.close(code: code, reason: reason) }
 }
 
 @Suite("Session drivers: the response wins, whole-transaction deadline", .timeLimit(.minutes(1)))

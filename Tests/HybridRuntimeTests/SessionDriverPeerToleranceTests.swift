@@ -73,5 +73,5 @@ private final class ClosingInsteadOfShutdown: TunnelTransport {
         return message
     }
 
-    func close() async { await inner.close() }
+    func close(code: WebSocketCloseCode, reason: String) async { await inner.close(code: code, reason: reason) }
 }

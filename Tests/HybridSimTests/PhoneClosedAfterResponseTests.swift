@@ -73,5 +73,5 @@ private final class CloseInsteadOfShutdown: TunnelTransport {
 
     func receive(timeout: Duration) async throws -> [UInt8] { try await inner.receive(timeout: timeout) }
 
-    func close() async { await inner.close() }
+    func close(code: WebSocketCloseCode, reason: String) async { await inner.close(code: code, reason: reason) }
 }

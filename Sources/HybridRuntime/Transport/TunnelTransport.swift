@@ -23,19 +23,17 @@ public protocol TunnelTransport: Sendable {
     /// tunnel and every message received before the close has been returned.
     func receive(timeout: Duration) async throws -> [UInt8]
 
-    /// Closes this end normally; the other end then sees `.closed`. Idempotent, never throws.
-    func close() async
-
-    /// Closes this end with `code` and `reason` (the drivers close with 1011 after a failure, so
-    /// the other end does not take the close for an orderly end). Idempotent, never throws. The
-    /// default closes normally (``close()``), for transports that carry no close code.
+    /// Closes this end with `code` and `reason`; the other end then sees `.closed` with them.
+    /// Idempotent, never throws. The drivers close with 1000 after a transaction and with 1011
+    /// after a failure, so the other end does not take a failure for an orderly end: a wrapper
+    /// around another transport must pass both on (there is deliberately no default).
     func close(code: WebSocketCloseCode, reason: String) async
 }
 
 extension TunnelTransport {
-    /// Closes normally: a transport without close codes.
-    public func close(code: WebSocketCloseCode, reason: String) async {
-        await close()
+    /// Closes normally (1000).
+    public func close() async {
+        await close(code: .normalClosure, reason: "")
     }
 
     /// Closes after the transaction on this side failed with `error`: code 1011 (internal error)

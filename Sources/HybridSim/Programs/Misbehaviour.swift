@@ -205,10 +205,6 @@ final class TamperingTunnel: TunnelTransport {
         try await base.receive(timeout: timeout)
     }
 
-    func close() async {
-        await base.close()
-    }
-
     func close(code: WebSocketCloseCode, reason: String) async {
         await base.close(code: code, reason: reason)
     }

@@ -254,11 +254,6 @@ final class TunnelTap: TunnelTransport {
         }
     }
 
-    func close() async {
-        onClose()
-        await inner.close()
-    }
-
     func close(code: WebSocketCloseCode, reason: String) async {
         onClose()
         await inner.close(code: code, reason: reason)
