@@ -199,15 +199,16 @@ struct DesktopCommand: AsyncParsableCommand {
     var webPort: Int?
 
     func run() async throws {
+        let configuration = try makeConfiguration()
         // --web implies --json on stdout.
-        Interruption.reportOnSignals(json: json || web)
+        Interruption.endOnSignals(Interruption.failure(json: json || web, flow: configuration.eventFlow))
         if web {
             if let webPort, !(0...65535).contains(webPort) { throw ValidationError("--web-port must be 0...65535") }
-            let status = await DesktopWebProgram.main(try makeConfiguration(), webPort: webPort)
+            let status = await DesktopWebProgram.main(configuration, webPort: webPort)
             if status != 0 { throw ExitCode(status) }
             return
         }
-        let status = await DesktopProgram.main(try makeConfiguration(), output: .standard)
+        let status = await DesktopProgram.main(configuration, output: .standard)
         if status != 0 { throw ExitCode(status) }
     }
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import HybridCore
 import HybridSim
 import Logging
+import Synchronization
 
 /// `hybrid-sim phone`: the phone that scans the desktop's QR code and answers as an authenticator.
 /// Parses arguments and calls ``PhoneProgram``; see Docs/CLI.md.
@@ -146,7 +147,6 @@ struct PhoneCommand: AsyncParsableCommand {
 
     func run() async throws {
         var configuration = makeConfiguration()
-        Interruption.reportOnSignals(json: configuration.json)
         if unlink {
             let status = await PhoneListenProgram.unlink(configuration, output: .standard)
             if status != 0 { throw ExitCode(status) }
@@ -158,11 +158,16 @@ struct PhoneCommand: AsyncParsableCommand {
         )
         if listen {
             let limit = listenTimeout.map { Duration.milliseconds(Int64(($0 * 1000).rounded())) }
-            let status = await PhoneListenProgram.main(
-                .init(phone: configuration, count: count, limit: limit), output: .standard)
+            var listening = PhoneListenProgram.Configuration(phone: configuration, count: count, limit: limit)
+            let answered = Mutex(0)
+            listening.onAnswered = { answered.withLock { $0 += 1 } }
+            Interruption.endOnSignals(
+                PhoneListenProgram.signalEnding(json: configuration.json, answered: { answered.withLock { $0 } }))
+            let status = await PhoneListenProgram.main(listening, output: .standard)
             if status != 0 { throw ExitCode(status) }
             return
         }
+        Interruption.endOnSignals(Interruption.failure(json: configuration.json, flow: nil))
         let status = await PhoneProgram.main(configuration, output: .standard)
         if status != 0 { throw ExitCode(status) }
     }

@@ -30,10 +30,28 @@ struct EndToEndSignalTests {
         defer { close(silent.fd) }
         let phone = try lab.start(
             "phone", ["phone", "--qr", desktop.url, "--relay", "ws://127.0.0.1:\(silent.port)", "--proximity", desktop.proximityURL])
-        try await Task.sleep(for: .milliseconds(500))
+        // Its handlers are in place before it says anything.
+        _ = try await phone.waitForOutput("connecting", in: \.standardError) { $0.contains { $0.contains("connecting to relay") } }
         phone.signal(SIGTERM)
         #expect(try await phone.waitForExit(timeout: .seconds(10)) == 143, "\(phone.transcript)")
         #expect(FailureOutput.singleErrorLine(phone) == "error: interrupted by SIGTERM")
         desktop.process.terminate()
+    }
+
+    @Test("phone --listen --json, SIGINT (its normal stop): exit 0, the result event last, a line with the count")
+    func listenerStopped() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relay, url) = try await lab.startRelay()
+        defer { relay.terminate() }
+        let phone = try lab.start("phone", ["phone", "--listen", "--json", "--relay", url])
+        _ = try await phone.waitForOutput("listening") { $0.contains { $0.contains("\"listening\"") } }
+        phone.signal(SIGINT)
+        #expect(try await phone.waitForExit(timeout: .seconds(10)) == 0, "\(phone.transcript)")
+        #expect(phone.standardError.lines.last == "answered 0 contact request(s); stopped by SIGINT", "\(phone.transcript)")
+        let last = try #require(try JSONEvents.all(phone).last)
+        #expect(last["event"] as? String == "result")
+        #expect(last["flow"] as? String == "linked")
+        #expect(last["answered"] as? Int == 0)
     }
 }

@@ -60,6 +60,10 @@ public struct DesktopConfiguration: Sendable {
     public var linksPath: String?
     /// `--linked NAME|any`: sign in or register through a stored link, with no QR code.
     public var linked: String?
+
+    /// The `flow` member of this run's `--json` events: `linked`, `qr-link`, or none for a plain QR run.
+    package var eventFlow: String? { linked != nil ? "linked" : link ? "qr-link" : nil }
+
     /// How long to wait for a nearby phone, and for its answer; `nil`: the options' `timeout`, else 120 s.
     public var timeout: Duration?
     /// `--keylog FILE`: append each session's traffic keys and handshake hash (`SessionKeys`).

@@ -49,18 +49,13 @@ public enum DesktopProgram {
         onReady: @escaping @Sendable (DesktopEndpoints) -> Void = { _ in }
     ) async throws(ProgramFailure) -> DesktopResult {
         var narrator = DesktopNarrator(output: output, json: configuration.json)
-        narrator.flow = configuration.linked != nil ? "linked" : configuration.link ? "qr-link" : nil
+        narrator.flow = configuration.eventFlow
         do {
             return try await Run(configuration: configuration, narrator: narrator, onReady: onReady).execute()
         } catch {
             let failure = ProgramFailure.from(error, relayURL: relayDescription(configuration.relay))
-            narrator.event(
-                "error",
-                [
-                    ("kind", .string(failure.kind.rawValue)), ("exitCode", .int(Int(failure.exitCode))),
-                    ("message", .string(failure.message)),
-                ]
-            )
+            Interruption.beginEnding()
+            narrator.event("error", JSONLine.errorMembers(kind: failure.kind.rawValue, exitCode: failure.exitCode, message: failure.message))
             throw failure
         }
     }
@@ -306,6 +301,7 @@ struct Run {
 
     /// Prints the verified result.
     func report(_ result: DesktopResult, storePath: String) {
+        Interruption.beginEnding()
         for note in result.notes { narrator.say("note: \(note)") }
         let id = Base64URL.encode(result.credentialId)
         switch (result.request, result.relyingPartyCheck) {

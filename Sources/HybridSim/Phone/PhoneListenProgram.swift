@@ -19,6 +19,9 @@ public enum PhoneListenProgram {
         public var count: Int?
         /// Stop listening (exit 3) after this long without reaching ``count``; `nil`: no limit.
         public var limit: Duration?
+        /// Called after each transaction the phone answered (the CLI counts them for the `result`
+        /// it prints when Ctrl-C stops the listener).
+        public var onAnswered: (@Sendable () -> Void)?
 
         /// Listen with `phone`'s settings.
         public init(phone: PhoneConfiguration, count: Int? = nil, limit: Duration? = nil) {
@@ -39,8 +42,11 @@ public enum PhoneListenProgram {
             return 0
         } catch {
             let failure = ProgramFailure.from(error, relayURL: relayURL)
-            narrator.event("error", [("flow", .string("linked")), ("kind", .string(failure.kind.rawValue)),
-                                     ("exitCode", .int(Int(failure.exitCode))), ("message", .string(failure.message))])
+            Interruption.beginEnding()
+            narrator.event(
+                "error",
+                [("flow", .string("linked"))]
+                    + JSONLine.errorMembers(kind: failure.kind.rawValue, exitCode: failure.exitCode, message: failure.message))
             output.standardError("error: \(failure.message)")
             return failure.exitCode
         }
@@ -97,9 +103,11 @@ public enum PhoneListenProgram {
                     listener, count: configuration.count.map { $0 - answered },
                     limit: deadline.map { max($0 - ContinuousClock.now, .zero) }, logger: phone.logger, events: events,
                     handle: { push in
-                        await answer(push, phone: phone, passkeyPath: passkeyPath, linkStorePath: linkStorePath,
-                                     contactID: contactID, seen: seen, relayURL: relayURL, proximity: proximity,
-                                     narrator: narrator)
+                        let verdict = await answer(
+                            push, phone: phone, passkeyPath: passkeyPath, linkStorePath: linkStorePath,
+                            contactID: contactID, seen: seen, relayURL: relayURL, proximity: proximity, narrator: narrator)
+                        if case .answered = verdict { configuration.onAnswered?() }
+                        return verdict
                     })
                 break
             } catch let revoked as PhoneListener.ContactRevoked {
@@ -111,8 +119,9 @@ public enum PhoneListenProgram {
                 current = reloaded
             }
         }
+        Interruption.beginEnding()
         narrator.say("answered \(answered) contact request(s); done")
-        narrator.event("result", [("flow", .string("linked")), ("answered", .int(answered))])
+        narrator.event("result", resultMembers(answered: answered))
     }
 
     /// Checks one push and runs the linked transaction.
@@ -194,6 +203,24 @@ public enum PhoneListenProgram {
         narrator.event("answered", [("flow", .string("linked")), ("outcome", .string(name)), ("rpId", .string(passkey.rpID)),
                                     ("signCount", .int(Int(passkey.signCount)))])
         return .answered
+    }
+
+    /// The members of the listener's `result` event.
+    static func resultMembers(answered: Int) -> [(String, JSONLine.Value)] {
+        [("flow", .string("linked")), ("answered", .int(answered))]
+    }
+
+    /// How Ctrl-C (or SIGTERM) ends a listener, its normal way to stop: `answered(…)` is the count
+    /// so far; the `result` event (with `--json`) and a line saying so, exit 0.
+    package static func signalEnding(json: Bool, answered: @escaping @Sendable () -> Int)
+        -> @Sendable (String, Int32) -> Interruption.Ending
+    {
+        { signal, _ in
+            let count = answered()
+            return Interruption.Ending(
+                standardOutput: json ? JSONLine(event: "result", resultMembers(answered: count)).text : nil,
+                standardError: "answered \(count) contact request(s); stopped by \(signal)", status: 0)
+        }
     }
 
     /// Runs `--unlink`: revokes the contact ID. Returns the exit status.

@@ -51,13 +51,8 @@ public enum PhoneProgram {
             return try await execute(configuration, relayURL: relayURL, narrator: narrator)
         } catch {
             let failure = ProgramFailure.from(error, relayURL: relayURL)
-            narrator.event(
-                "error",
-                [
-                    ("kind", .string(failure.kind.rawValue)), ("exitCode", .int(Int(failure.exitCode))),
-                    ("message", .string(failure.message)),
-                ]
-            )
+            Interruption.beginEnding()
+            narrator.event("error", JSONLine.errorMembers(kind: failure.kind.rawValue, exitCode: failure.exitCode, message: failure.message))
             throw failure
         }
     }
@@ -127,6 +122,7 @@ public enum PhoneProgram {
         guard let outcome = await authenticator.outcome else {
             throw ProgramFailure(.failed, "the desktop ended the transaction without a registration or sign-in")
         }
+        Interruption.beginEnding()
         narrator.say("done")
         let passkey: Passkey
         let name: String

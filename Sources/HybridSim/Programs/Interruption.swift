@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -7,37 +8,92 @@ import Glibc
 import Darwin
 #endif
 
-/// SIGINT and SIGTERM end `desktop` and `phone` the way every other failure does: one final
-/// `error: interrupted by SIGINT` line on stderr and, with `--json`, an `error` event as the last
-/// stdout line (`"kind":"interrupted"`), then exit status 128 + the signal (130, 143), as a shell
-/// reports a process a signal ended. Without this the process died with no final line, and a
-/// script reading `--json` saw neither `result` nor `error`.
+/// SIGINT and SIGTERM end a program with final lines instead of killing it mid-line: `desktop` and
+/// `phone` as every other failure ends (``failure(json:flow:)``: one `error: interrupted by SIGINT`
+/// line, with `--json` an `error` event as the last stdout line, exit 128 + the signal, i.e. 130
+/// or 143), and `phone --listen`, whose normal end is Ctrl-C, with its `result`.
 ///
-/// The process exits at once (`_exit`, after the two lines): the peer learns from the relay that
-/// this side's connection ended. Files the program already wrote stay (a `--qr-png`).
+/// The process exits at once (`_exit`, after the lines). The peer finds the connection gone: with
+/// the desktop's embedded relay the relay goes too and the phone sees 1006 (an error); through an
+/// external relay the relay closes the phone's side with 1001, which a phone that had already sent
+/// its response takes for an orderly end (Docs/PROTOCOL-TOLERANCE.md).
+///
+/// A program about to write its own final lines calls ``beginEnding()`` first: a signal after
+/// that leaves the lines alone and the process ends on its own (its remaining teardown is bounded),
+/// so the output never has two final lines.
 package enum Interruption {
+    /// What a signal ends the process with.
+    package struct Ending: Sendable {
+        /// The last stdout line, if any (a `--json` event).
+        package var standardOutput: String?
+        /// The last stderr line.
+        package var standardError: String
+        /// The exit status.
+        package var status: Int32
+
+        package init(standardOutput: String?, standardError: String, status: Int32) {
+            self.standardOutput = standardOutput
+            self.standardError = standardError
+            self.status = status
+        }
+    }
+
+    /// Whether the handlers are installed, and whether the ending (the program's or a signal's) began.
+    private static let state = Mutex((installed: false, endingBegun: false))
     /// The signal sources, kept for the process's lifetime.
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
 
-    /// Replaces the default action of SIGINT and SIGTERM with the report above. Call once, early.
-    package static func reportOnSignals(json: Bool, output: ProgramOutput = .standard) {
+    /// Replaces the default action of SIGINT and SIGTERM: `ending(signal name, 128 + signal)` gives
+    /// the lines to write and the status to exit with. Call once, early, from the command.
+    package static func endOnSignals(
+        output: ProgramOutput = .standard, _ ending: @escaping @Sendable (_ signal: String, _ status: Int32) -> Ending
+    ) {
+        state.withLock { $0.installed = true }
         for number in [SIGINT, SIGTERM] {
             signal(number, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
-                let status = 128 + number
-                let message = "interrupted by \(number == SIGINT ? "SIGINT" : "SIGTERM")"
-                if json {
-                    output.standardOutput(
-                        JSONLine(event: "error", [
-                            ("kind", .string("interrupted")), ("exitCode", .int(Int(status))), ("message", .string(message)),
-                        ]).text)
+                let first = state.withLock { state in
+                    defer { state.endingBegun = true }
+                    return !state.endingBegun
                 }
-                output.standardError("error: \(message)")
-                _exit(status)
+                // The program is writing its own ending: leave it to finish and exit.
+                guard first else { return }
+                let end = ending(number == SIGINT ? "SIGINT" : "SIGTERM", 128 + number)
+                if let line = end.standardOutput { output.standardOutput(line) }
+                output.standardError(end.standardError)
+                _exit(end.status)
             }
             source.resume()
             sources.append(source)
+        }
+    }
+
+    /// Called by a program before it writes its final lines (`result`, or its failure). If a
+    /// signal's ending already began, this waits for the process to exit, so that its lines stay
+    /// the last ones. Does nothing where ``endOnSignals(output:_:)`` was not called (the programs
+    /// run in-process in tests and in other tools).
+    package static func beginEnding() {
+        let signalled = state.withLock { state -> Bool in
+            guard state.installed else { return false }
+            defer { state.endingBegun = true }
+            return state.endingBegun
+        }
+        // The handler is writing its lines and will `_exit` in a moment.
+        while signalled { sleep(1) }
+    }
+
+    /// The ending of `desktop` and `phone`: an interruption is a failure like any other.
+    package static func failure(json: Bool, flow: String?) -> @Sendable (String, Int32) -> Ending {
+        { signal, status in
+            let message = "interrupted by \(signal)"
+            var event: String? = nil
+            if json {
+                var members = flow.map { [("flow", JSONLine.Value.string($0))] } ?? []
+                members += JSONLine.errorMembers(kind: "interrupted", exitCode: status, message: message)
+                event = JSONLine(event: "error", members).text
+            }
+            return Ending(standardOutput: event, standardError: "error: \(message)", status: status)
         }
     }
 }

@@ -17,6 +17,11 @@ struct JSONLine: Sendable {
         self.members = [("event", .string(name))] + members
     }
 
+    /// The members of an `error` event after `flow`: `kind`, `exitCode`, `message`.
+    static func errorMembers(kind: String, exitCode: Int32, message: String) -> [(String, Value)] {
+        [("kind", .string(kind)), ("exitCode", .int(Int(exitCode))), ("message", .string(message))]
+    }
+
     /// The compact JSON text.
     var text: String {
         "{" + members.map { key, value in "\(Self.quote(key)):\(Self.encode(value))" }.joined(separator: ",") + "}"
