@@ -38,7 +38,10 @@ enum FileBytes {
             if waits {
                 var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
                 let polled = poll(&ready, 1, milliseconds)
-                if polled < 0, errno == EINTR { continue }
+                if polled < 0 {
+                    if errno == EINTR { continue }
+                    throw QRError(.fileUnreadable, "\(path): \(String(cString: strerror(errno)))")
+                }
                 guard polled != 0 else {
                     throw QRError(
                         .fileUnreadable,

@@ -10,32 +10,39 @@ package enum PeerText {
 
     /// `text` for a log line: only printable ASCII stays; quotes and backslashes are escaped with a
     /// backslash, every other character as `\u{XX}`, so a log line stays one parseable line
-    /// whatever the peer sent. Cut at ``defaultLimit`` characters.
+    /// whatever the peer sent. At most ``defaultLimit`` characters of `text`, then "…".
     package static func loggable(_ text: String) -> String {
-        var out = ""
-        for scalar in text.unicodeScalars {
+        escaped(text, limit: defaultLimit) { scalar in
             switch scalar {
-            case "\\": out += "\\\\"
-            case "\"": out += "\\\""
-            case " "..."~": out.unicodeScalars.append(scalar)
-            default: out += escape(scalar)
+            case "\\": return "\\\\"
+            case "\"": return "\\\""
+            case " "..."~": return nil
+            default: return escape(scalar)
             }
-            if out.count >= defaultLimit { return out + "…" }
         }
-        return out
     }
 
-    /// `text` with every character that could break or disguise a line escaped, cut at `limit`.
+    /// `text` for a message line: every character that could break or disguise the line is escaped
+    /// as `\u{XX}`, and a backslash as `\\` (so the peer cannot write an escape that reads like one
+    /// of ours); everything else stays. At most `limit` characters of `text`, then "…".
     package static func printable(_ text: some StringProtocol, limit: Int = defaultLimit) -> String {
+        escaped(text, limit: limit) { scalar in
+            if scalar == "\\" { return "\\\\" }
+            return isHidden(scalar) ? escape(scalar) : nil
+        }
+    }
+
+    /// The first `limit` scalars of `text`, each as `replacement` gives it (`nil`: as it is), with
+    /// "…" when there were more.
+    private static func escaped(
+        _ text: some StringProtocol, limit: Int, _ replacement: (Unicode.Scalar) -> String?
+    ) -> String {
         var result = ""
         var count = 0
         for scalar in text.unicodeScalars {
-            if count == limit {
-                result += "…"
-                break
-            }
-            if isHidden(scalar) {
-                result += escape(scalar)
+            if count == limit { return result + "…" }
+            if let replaced = replacement(scalar) {
+                result += replaced
             } else {
                 result.unicodeScalars.append(scalar)
             }

@@ -10,7 +10,7 @@ import Darwin
 
 /// Scanning a file that is not a regular file: a named pipe (`mkfifo`, `<(cmd)`) is read as its data
 /// comes, and one nobody writes to is an error after a quiet spell, not a program that waits forever.
-@Suite("Scanner: pipes and devices")
+@Suite("Scanner: pipes and devices", .timeLimit(.minutes(1)))
 struct PipeInputTests {
     private func withFIFO<T>(_ body: (String) async throws -> T) async throws -> T {
         let directory = try Fixtures.makeTemporaryDirectory()

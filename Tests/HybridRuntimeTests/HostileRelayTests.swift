@@ -8,7 +8,7 @@ import Testing
 /// (close reasons, header values, refusal bodies) that must not reach a message line with its
 /// control characters: a line break would forge a second `error:` line, an escape sequence would
 /// repaint the user's terminal.
-@Suite("WebSocket client against a hostile relay")
+@Suite("WebSocket client against a hostile relay", .timeLimit(.minutes(1)))
 struct HostileRelayTests {
     private static let connectPath = "/cable/connect/000000/" + String(repeating: "AB", count: 16)
     private static let newPath = "/cable/new/" + String(repeating: "CD", count: 16)
@@ -83,9 +83,12 @@ struct HostileRelayTests {
 
     @Test("a refusal's first body line with an escape sequence is quoted escaped")
     func refusalBodyEscaped() async throws {
-        let response = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 12\r\n\r\nfull\u{1B}[2Jnow"
+        let body = "full\u{1B}[2Jnow"
+        let response = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: \(body.utf8.count)\r\n\r\n" + body
         let server = try await ScriptedHTTPServer.start { _ in Array(response.utf8) }
+        let start = ContinuousClock.now
         let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server) }
+        #expect(ContinuousClock.now - start < .seconds(2), "complete at the body's length, not at the open's timeout")
         #expect(error?.reason == #"relay rejected /cable/connect: 503 Service Unavailable (full\u{1B}[2Jnow)"#)
         #expect(error.map { Self.isPrintable($0.reason) } == true)
         await server.stop()
@@ -117,5 +120,7 @@ struct HostileRelayTests {
         #expect(PeerText.printable("x\u{2028}y\u{202E}z\u{2066}") == #"x\u{2028}y\u{202E}z\u{2066}"#)
         #expect(PeerText.printable(String(repeating: "a", count: 5), limit: 3) == "aaa…")
         #expect(PeerText.printable(String(repeating: "a", count: 3), limit: 3) == "aaa")
+        // A peer's literal "\u{A}" does not read like one of the escapes.
+        #expect(PeerText.printable(#"x\u{A}"#) == #"x\\u{A}"#)
     }
 }

@@ -29,7 +29,9 @@ struct RelayLogTests {
         #expect(PeerText.loggable("say \"hi\" \\") == "say \\\"hi\\\" \\\\")
         #expect(PeerText.loggable("é") == "\\u{E9}")
         let long = PeerText.loggable(String(repeating: "x", count: 1000))
-        #expect(long.count <= PeerText.defaultLimit + 1)
+        #expect(long == String(repeating: "x", count: PeerText.defaultLimit) + "…")
+        let exact = String(repeating: "x", count: PeerText.defaultLimit)
+        #expect(PeerText.loggable(exact) == exact, "nothing cut, no ellipsis")
     }
 
     @Test("a burst of info lines: the budget passes, the rest go to debug and are counted")
