@@ -37,15 +37,18 @@
 #define TABLE 16384
 #define BUF 4096
 
+typedef struct Slot Slot;
+
 typedef struct Conn {
     int fd;
     int open;            /* 1 once upgraded */
     struct Conn *peer;
+    Slot *waiting;       /* the tunnel slot this creator waits in until someone joins */
     size_t used;
     uint8_t in[BUF];
 } Conn;
 
-typedef struct { char id[33]; Conn *phone; } Slot;
+struct Slot { char id[33]; Conn *phone; };
 
 static Conn *conns[MAX_FDS];
 static Slot table[TABLE];
@@ -79,6 +82,7 @@ static void send_all(int fd, const void *bytes, size_t count) {
 
 static void drop(Conn *c) {
     if (!c) return;
+    if (c->waiting) c->waiting->phone = NULL; /* a creator gone before the join leaves no dangling slot */
     conns[c->fd] = NULL;
     close(c->fd);
     free(c);
@@ -123,6 +127,7 @@ static int upgrade(Conn *c) {
         Slot *s = slot(head + 15, 1);
         if (!s || s->phone) return -1;
         s->phone = c;
+        c->waiting = s;
         reply_len = snprintf(reply, sizeof reply,
             "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
             "Sec-WebSocket-Accept: %s\r\nSec-WebSocket-Protocol: fido.cable\r\n"
@@ -136,6 +141,7 @@ static int upgrade(Conn *c) {
         }
         c->peer = s->phone;
         s->phone->peer = c;
+        s->phone->waiting = NULL;
         s->phone = NULL;
         /* The slot keeps its ID (no deletion from the probe chains): restart between runs. */
         reply_len = snprintf(reply, sizeof reply,
@@ -212,7 +218,8 @@ int main(int argc, char **argv) {
             int fd = ready[i].data.fd;
             if (fd == listener) {
                 int client;
-                while ((client = accept4(listener, NULL, NULL, SOCK_NONBLOCK)) >= 0) {
+                while ((client = accept4(listener, NULL, NULL, SOCK_NONBLOCK)) >= 0 || errno == EINTR) {
+                    if (client < 0) continue;
                     if (client >= MAX_FDS) { close(client); continue; }
                     setsockopt(client, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
                     Conn *c = calloc(1, sizeof *c);
@@ -221,10 +228,17 @@ int main(int argc, char **argv) {
                     struct epoll_event e = {.events = EPOLLIN, .data.fd = client};
                     epoll_ctl(ep, EPOLL_CTL_ADD, client, &e);
                 }
+                /* Out of descriptors (EMFILE) would make the level-triggered listener spin: stop loudly. */
+                if (errno != EAGAIN && errno != EWOULDBLOCK) die("accept4");
                 continue;
             }
             Conn *c = conns[fd];
             if (!c) continue;
+            if (c->used == BUF) { /* a head or frame larger than the buffer: this relay does not take it */
+                fprintf(stderr, "a request head or frame over %d bytes; closing the tunnel\n", BUF);
+                close_tunnel(c);
+                continue;
+            }
             ssize_t got = read(fd, c->in + c->used, BUF - c->used);
             if (got <= 0) {
                 if (got < 0 && errno == EAGAIN) continue;
