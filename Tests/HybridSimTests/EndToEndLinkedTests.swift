@@ -144,6 +144,12 @@ struct EndToEndLinkedTests {
         #expect(try await gone.waitForExit(timeout: .seconds(40)) == 8, "\(gone.transcript)")
         #expect(FailureOutput.singleErrorLine(gone).contains("(the relay answered 410 Gone)"), "\(gone.transcript)")
         #expect(try LinkStore.load(path: links).links.isEmpty)
+
+        // Ctrl-C, the listener's normal stop, still works after the transactions it answered.
+        listener.signal(SIGINT)
+        #expect(try await listener.waitForExit(timeout: .seconds(10)) == 0, "\(listener.transcript)")
+        #expect(
+            listener.standardError.lines.last == "answered 1 contact request(s); stopped by SIGINT", "\(listener.transcript)")
     }
 }
 

@@ -38,8 +38,11 @@ package enum Interruption {
         }
     }
 
-    /// Whether the handlers are installed, and whether the ending (the program's or a signal's) began.
-    private static let state = Mutex((installed: false, endingBegun: false))
+    /// Who is writing the process's final lines.
+    private enum Stage { case running, programEnding, signalEnding }
+
+    /// Whether the handlers are installed, and the stage.
+    private static let state = Mutex((installed: false, stage: Stage.running))
     /// The signal sources, kept for the process's lifetime.
     nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
 
@@ -54,8 +57,9 @@ package enum Interruption {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 let first = state.withLock { state in
-                    defer { state.endingBegun = true }
-                    return !state.endingBegun
+                    guard case .running = state.stage else { return false }
+                    state.stage = .signalEnding
+                    return true
                 }
                 // The program is writing its own ending: leave it to finish and exit.
                 guard first else { return }
@@ -76,8 +80,9 @@ package enum Interruption {
     package static func beginEnding() {
         let signalled = state.withLock { state -> Bool in
             guard state.installed else { return false }
-            defer { state.endingBegun = true }
-            return state.endingBegun
+            if case .signalEnding = state.stage { return true }
+            state.stage = .programEnding  // a second call (a failure after the result) changes nothing
+            return false
         }
         // The handler is writing its lines and will `_exit` in a moment.
         while signalled { sleep(1) }
