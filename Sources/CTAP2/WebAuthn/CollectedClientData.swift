@@ -52,7 +52,7 @@ public struct CollectedClientData: Hashable, Sendable {
         guard case .object(let members) = try JSONReader.parse(json) else {
             throw CTAP2Error(.invalidJSON, "client data JSON is not an object")
         }
-        func member(_ name: String) -> JSONValue? {
+        func member(_ name: String) -> JSONReader.Value? {
             members.first(where: { Array($0.name.utf8) == Array(name.utf8) })?.value
         }
         func string(_ name: String, required: Bool) throws(CTAP2Error) -> String? {

@@ -1,52 +1,22 @@
-/// A JSON value as read by ``JSONReader``: enough of RFC 8259 to parse client data JSON strictly.
-enum JSONValue: Equatable {
-    case string(String)
-    case number(String)
-    case bool(Bool)
-    case null
-    case array([JSONValue])
-    /// Members in document order; duplicates are rejected by the reader.
-    case object([(name: String, value: JSONValue)])
-
-    static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
-        switch (lhs, rhs) {
-        case (.string(let a), .string(let b)): return a == b
-        case (.number(let a), .number(let b)): return a == b
-        case (.bool(let a), .bool(let b)): return a == b
-        case (.null, .null): return true
-        case (.array(let a), .array(let b)): return a == b
-        case (.object(let a), .object(let b)):
-            return a.count == b.count && zip(a, b).allSatisfy { $0.name == $1.name && $0.value == $1.value }
-        default: return false
-        }
-    }
-
-    /// A short name of the value's type for error reasons.
-    var kindName: String {
-        switch self {
-        case .string: return "a string"
-        case .number: return "a number"
-        case .bool: return "a boolean"
-        case .null: return "null"
-        case .array: return "an array"
-        case .object: return "an object"
-        }
-    }
-}
-
 /// A strict, bounded JSON reader (RFC 8259) over UTF-8 bytes. It rejects invalid UTF-8, unescaped
 /// control characters, lone surrogate escapes, duplicate object members, trailing garbage and
-/// nesting deeper than ``maxDepth``. It never traps.
-struct JSONReader {
-    /// Deepest nesting of arrays and objects accepted.
+/// nesting deeper than a limit (``maxDepth`` for client data). It never traps, and its time is
+/// linear in the input.
+package struct JSONReader {
+    /// Deepest nesting of arrays and objects accepted in client data.
     static let maxDepth = 16
 
     private let bytes: [UInt8]
+    private let depthLimit: Int
+    private let subject: String
     private var offset = 0
 
-    /// Parses one JSON text spanning the whole input.
-    static func parse(_ input: some Collection<UInt8>) throws(CTAP2Error) -> JSONValue {
-        var reader = JSONReader(bytes: Array(input))
+    /// Parses one JSON text spanning the whole input: client data JSON by default; `subject` names
+    /// the text in errors ("client data JSON: … at offset N"), `maxDepth` bounds its nesting.
+    package static func parse(
+        _ input: some Collection<UInt8>, maxDepth: Int = maxDepth, subject: String = "client data JSON"
+    ) throws(CTAP2Error) -> Value {
+        var reader = JSONReader(bytes: Array(input), depthLimit: maxDepth, subject: subject)
         reader.skipWhitespace()
         let value = try reader.readValue(depth: 0)
         reader.skipWhitespace()
@@ -54,10 +24,14 @@ struct JSONReader {
         return value
     }
 
-    private init(bytes: [UInt8]) { self.bytes = bytes }
+    private init(bytes: [UInt8], depthLimit: Int, subject: String) {
+        self.bytes = bytes
+        self.depthLimit = depthLimit
+        self.subject = subject
+    }
 
     private func error(_ what: String) -> CTAP2Error {
-        CTAP2Error(.invalidJSON, "client data JSON: \(what) at offset \(offset)")
+        CTAP2Error(.invalidJSON, "\(subject): \(what) at offset \(offset)")
     }
 
     private var current: UInt8? { offset < bytes.count ? bytes[offset] : nil }
@@ -73,7 +47,7 @@ struct JSONReader {
         }
     }
 
-    private mutating func readValue(depth: Int) throws(CTAP2Error) -> JSONValue {
+    private mutating func readValue(depth: Int) throws(CTAP2Error) -> Value {
         guard let c = current else { throw error("unexpected end of input") }
         switch c {
         case UInt8(ascii: "{"): return try readObject(depth: depth)
@@ -87,10 +61,10 @@ struct JSONReader {
         }
     }
 
-    private mutating func readObject(depth: Int) throws(CTAP2Error) -> JSONValue {
-        guard depth < Self.maxDepth else { throw error("nesting deeper than \(Self.maxDepth)") }
+    private mutating func readObject(depth: Int) throws(CTAP2Error) -> Value {
+        guard depth < depthLimit else { throw error("nesting deeper than \(depthLimit)") }
         offset += 1  // {
-        var members: [(name: String, value: JSONValue)] = []
+        var members: [(name: String, value: Value)] = []
         // Names compare by their UTF-8 bytes: `String` equality would merge canonically equivalent names.
         var names = Set<[UInt8]>()
         skipWhitespace()
@@ -117,10 +91,10 @@ struct JSONReader {
         }
     }
 
-    private mutating func readArray(depth: Int) throws(CTAP2Error) -> JSONValue {
-        guard depth < Self.maxDepth else { throw error("nesting deeper than \(Self.maxDepth)") }
+    private mutating func readArray(depth: Int) throws(CTAP2Error) -> Value {
+        guard depth < depthLimit else { throw error("nesting deeper than \(depthLimit)") }
         offset += 1  // [
-        var elements: [JSONValue] = []
+        var elements: [Value] = []
         skipWhitespace()
         if current == UInt8(ascii: "]") {
             offset += 1
@@ -259,5 +233,43 @@ struct JSONReader {
         guard value >= minimum, let scalar = Unicode.Scalar(value) else { throw error("invalid UTF-8") }
         offset += count
         return scalar
+    }
+}
+
+extension JSONReader {
+    /// A JSON value as read by ``JSONReader``: enough of RFC 8259 to parse client data JSON strictly.
+    package enum Value: Equatable {
+        case string(String)
+        case number(String)
+        case bool(Bool)
+        case null
+        case array([Value])
+        /// Members in document order; duplicates are rejected by the reader.
+        case object([(name: String, value: Value)])
+
+        package static func == (lhs: Value, rhs: Value) -> Bool {
+            switch (lhs, rhs) {
+            case (.string(let a), .string(let b)): return a == b
+            case (.number(let a), .number(let b)): return a == b
+            case (.bool(let a), .bool(let b)): return a == b
+            case (.null, .null): return true
+            case (.array(let a), .array(let b)): return a == b
+            case (.object(let a), .object(let b)):
+                return a.count == b.count && zip(a, b).allSatisfy { $0.name == $1.name && $0.value == $1.value }
+            default: return false
+            }
+        }
+
+        /// A short name of the value's type for error reasons.
+        package var kindName: String {
+            switch self {
+            case .string: return "a string"
+            case .number: return "a number"
+            case .bool: return "a boolean"
+            case .null: return "null"
+            case .array: return "an array"
+            case .object: return "an object"
+            }
+        }
     }
 }

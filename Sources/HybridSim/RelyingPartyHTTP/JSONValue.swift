@@ -1,3 +1,4 @@
+import CTAP2
 import Foundation
 
 /// Any JSON value, for profile templates and the bodies relying-party servers send and expect.
@@ -39,9 +40,46 @@ public enum JSONValue: Sendable, Hashable, Codable {
         }
     }
 
-    /// Parses UTF-8 JSON; `nil` when it is not JSON.
+    /// The deepest nesting of arrays and objects ``parse(_:)`` accepts: relying-party documents
+    /// nest about six deep.
+    public static let maxDepth = 32
+
+    /// Parses UTF-8 JSON; `nil` when it is not JSON, nests deeper than ``maxDepth``, repeats a
+    /// member name, or holds a number beyond `Double`.
+    ///
+    /// Bodies come from the network (a relying party's, or a client's of `hybrid-sim rp`), so this
+    /// uses the package's strict reader, linear in the input, rather than `Decodable`'s trial of
+    /// each type at every level, which takes seconds to minutes for a small, deeply nested body.
     public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
-        try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))
+        guard let value = try? JSONReader.parse(bytes, maxDepth: maxDepth, subject: "JSON") else { return nil }
+        return JSONValue(reading: value)
+    }
+
+    /// The reader's value as a `JSONValue`; `nil` for a number `Double` cannot hold.
+    private init?(reading value: JSONReader.Value) {
+        switch value {
+        case .null: self = .null
+        case .bool(let flag): self = .bool(flag)
+        case .string(let text): self = .string(text)
+        case .number(let text):
+            guard let number = Double(text), number.isFinite else { return nil }
+            self = .number(number)
+        case .array(let elements):
+            var array: [JSONValue] = []
+            array.reserveCapacity(elements.count)
+            for element in elements {
+                guard let converted = JSONValue(reading: element) else { return nil }
+                array.append(converted)
+            }
+            self = .array(array)
+        case .object(let members):
+            var object: [String: JSONValue] = [:]
+            for member in members {
+                guard let converted = JSONValue(reading: member.value) else { return nil }
+                object[member.name] = converted
+            }
+            self = .object(object)
+        }
     }
 
     /// Compact JSON with sorted keys.
