@@ -7,6 +7,8 @@
 package enum PeerText {
     /// The longest peer text a message or log line quotes, in characters.
     package static let defaultLimit = 200
+    /// The limit for a whole progress line that quotes peer text among its own.
+    package static let lineLimit = 4096
 
     /// `text` for a log line: only printable ASCII stays; quotes and backslashes are escaped with a
     /// backslash, every other character as `\u{XX}`, so a log line stays one parseable line

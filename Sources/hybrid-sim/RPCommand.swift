@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HybridRuntime
 import HybridSim
 
 /// `hybrid-sim rp`: a relying-party server on loopback following a profile. See Docs/RELYING_PARTY.md.
@@ -57,7 +58,8 @@ struct RPCommand: AsyncParsableCommand {
         let server: RelyingPartyHTTPServer
         do {
             (server, _) = try await RelyingPartyServerProgram.start(configuration) { line in
-                FileHandle.standardError.write(Data("rp: \(line)\n".utf8))
+                // A verdict quotes the client's text (a user name): one line stays one line.
+                FileHandle.standardError.write(Data("rp: \(PeerText.printable(line, limit: PeerText.lineLimit))\n".utf8))
             }
         } catch {
             throw errorLine(error.message, status: error.exitCode)

@@ -9,9 +9,10 @@ struct DesktopNarrator: Sendable {
     /// With `--link` or `--linked`, every `--json` event carries `"flow": "qr-link"` or `"linked"`.
     var flow: String? = nil
 
-    /// A progress line on stderr.
+    /// A progress line on stderr. It may quote the relying party's or the phone's text (a user
+    /// name, an RP ID), so control characters are escaped (`PeerText`): one line stays one line.
     func say(_ line: String) {
-        output.standardError(line)
+        output.standardError(PeerText.printable(line, limit: PeerText.lineLimit))
     }
 
     /// A `--json` event on stdout (nothing without `--json`).

@@ -12,7 +12,8 @@ struct PhoneNarrator: Sendable {
 
     /// A progress line on stderr.
     func say(_ line: String) {
-        output.standardError(line)
+        // It may quote the desktop's text (an RP ID, a user name): one line stays one line (`PeerText`).
+        output.standardError(PeerText.printable(line, limit: PeerText.lineLimit))
     }
 
     /// A `--json` event on stdout (nothing without `--json`).

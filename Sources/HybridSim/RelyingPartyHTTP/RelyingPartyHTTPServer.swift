@@ -3,6 +3,7 @@ import HybridRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import Synchronization
 
 /// `hybrid-sim rp`'s HTTP/1.1 listener (SwiftNIO): hands each complete request to a
 /// ``RelyingPartyService`` and writes its JSON answer, one request per connection
@@ -10,6 +11,10 @@ import NIOPosix
 public final class RelyingPartyHTTPServer: Sendable {
     /// The largest request body accepted.
     public static let maximumBodyBytes = 1 << 20
+    /// The most connections open at once; more are closed as they arrive.
+    public static let maximumConnections = 1024
+    /// How long a connection may take from its start to a complete request before it is closed.
+    public static let requestDeadline: TimeAmount = .seconds(30)
 
     private let service: RelyingPartyService
     private let channel: any Channel
@@ -22,16 +27,24 @@ public final class RelyingPartyHTTPServer: Sendable {
     /// The bound port.
     public var port: Int { channel.localAddress?.port ?? 0 }
 
-    /// Binds `host:port` (0: a free port) and starts serving.
+    /// Binds `host:port` (0: a free port) and starts serving; a connection without a complete
+    /// request after `requestDeadline` is closed.
     ///
     /// - Throws: ``ProgramFailure`` `network` when the port cannot be bound.
-    public static func start(service: RelyingPartyService, host: String = "127.0.0.1", port: Int) async throws(ProgramFailure) -> RelyingPartyHTTPServer {
+    public static func start(
+        service: RelyingPartyService, host: String = "127.0.0.1", port: Int, requestDeadline: TimeAmount = requestDeadline
+    ) async throws(ProgramFailure) -> RelyingPartyHTTPServer {
+        let open = ConnectionCount()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                // Past the cap a connection is closed at once: the server never nears the process's
+                // open-file limit, where accepting would spin.
+                guard open.enter() else { return channel.close() }
+                channel.closeFuture.whenComplete { _ in open.leave() }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service))
+                    try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service, deadline: requestDeadline))
                 }
             }
         do {
@@ -53,7 +66,26 @@ public final class RelyingPartyHTTPServer: Sendable {
     }
 }
 
-/// Collects one request and answers it.
+/// The server's open connections, against ``RelyingPartyHTTPServer/maximumConnections``.
+private final class ConnectionCount: Sendable {
+    private let count = Mutex(0)
+
+    /// Counts a new connection; `false` when the server is full.
+    func enter() -> Bool {
+        count.withLock { count in
+            guard count < RelyingPartyHTTPServer.maximumConnections else { return false }
+            count += 1
+            return true
+        }
+    }
+
+    func leave() { count.withLock { $0 -= 1 } }
+}
+
+/// Collects one request and answers it. One request per connection (`Connection: close`), within
+/// ``RelyingPartyHTTPServer/requestDeadline`` of the connection's start; a body over the limit is
+/// refused as soon as it is known to be, and a request the parser cannot read ends the connection
+/// after NIO's 400.
 private final class RequestHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -61,31 +93,49 @@ private final class RequestHandler: ChannelInboundHandler {
     private let service: RelyingPartyService
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
-    private var tooLarge = false
+    private var answered = false
+    private let deadline: TimeAmount
+    private var timer: Scheduled<Void>?
 
-    init(service: RelyingPartyService) {
+    init(service: RelyingPartyService, deadline: TimeAmount) {
         self.service = service
+        self.deadline = deadline
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        // A client that sends its request slowly, or not at all, does not hold the connection.
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        timer?.cancel()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // NIO's HTTPServerProtocolErrorHandler has already answered 400; the connection is done.
+        context.close(promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
+            if let length = head.headers.first(name: "Content-Length").flatMap(Int.init),
+                length > RelyingPartyHTTPServer.maximumBodyBytes
+            {
+                return refuseTooLarge(context: context)
+            }
             self.head = head
             body = []
-            tooLarge = false
         case .body(let buffer):
-            if body.count + buffer.readableBytes > RelyingPartyHTTPServer.maximumBodyBytes {
-                tooLarge = true
-            } else {
-                body += buffer.readableBytesView
+            guard body.count + buffer.readableBytes <= RelyingPartyHTTPServer.maximumBodyBytes else {
+                return refuseTooLarge(context: context)
             }
+            body += buffer.readableBytesView
         case .end:
             guard let head else { return }
             self.head = nil
-            if tooLarge {
-                write(context: context, RelyingPartyHTTPResponse.error(413, "the body is larger than 1 MiB"))
-                return
-            }
             var headers: [String: String] = [:]
             for (name, value) in head.headers { headers[name.lowercased()] = value }
             let request = RelyingPartyHTTPRequest(method: head.method.rawValue, target: head.uri, headers: headers, body: body)
@@ -101,7 +151,16 @@ private final class RequestHandler: ChannelInboundHandler {
         }
     }
 
+    /// 413 at once, without reading the rest of the body, and the connection ends.
+    private func refuseTooLarge(context: ChannelHandlerContext) {
+        head = nil
+        body = []
+        write(context: context, RelyingPartyHTTPResponse.error(413, "the body is larger than 1 MiB"))
+    }
+
     private func write(context: ChannelHandlerContext, _ response: RelyingPartyHTTPResponse) {
+        guard !answered else { return }
+        answered = true
         let bytes = response.body.data
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")

@@ -73,6 +73,11 @@ private final class WebRequestHandler: ChannelInboundHandler {
         self.page = Array(page.utf8)
     }
 
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // NIO's HTTPServerProtocolErrorHandler has already answered 400; the connection is done.
+        context.close(promise: nil)
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head): self.head = head

@@ -1,0 +1,116 @@
+import Foundation
+import HybridCore
+@testable import HybridSim
+import HybridTestSupport
+import NIOCore
+import Synchronization
+import Testing
+
+/// `hybrid-sim rp`'s listener against clients that misbehave at the HTTP level: each connection
+/// ends (EOF) instead of staying open, and a body that nests JSON deeply costs no more than its size.
+@Suite("Relying-party server: hostile HTTP clients", .timeLimit(.minutes(1)))
+struct RelyingPartyHTTPServerTests {
+    private func withServer(_ body: (Int) async throws -> Void) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let service = RelyingPartyService(
+            profile: try RelyingPartyProfile.load("hanko"),
+            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
+            store: RelyingPartyStore(path: directory.file("store.json")))
+        let server = try await RelyingPartyHTTPServer.start(service: service, port: 0, requestDeadline: .milliseconds(300))
+        do {
+            try await body(server.port)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    /// Sends `request`, then reads until the server closes (or 5 s pass): what it answered, and
+    /// whether it closed.
+    private func exchange(port: Int, _ request: String) throws -> (answer: String, closed: Bool) {
+        let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 5))
+        defer { close(fd) }
+        let bytes = Array(request.utf8)
+        if !bytes.isEmpty { _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
+        var answer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            if count == 0 { return (String(decoding: answer, as: UTF8.self), true) }
+            if count < 0 { return (String(decoding: answer, as: UTF8.self), false) }  // the 5 s passed
+            answer += chunk[..<count]
+        }
+    }
+
+    @Test("a request the parser cannot read gets 400 and the connection ends (it stayed open)")
+    func malformedRequestCloses() async throws {
+        try await withServer { port in
+            let (answer, closed) = try exchange(port: port, "GARBAGE\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+            #expect(closed)
+        }
+    }
+
+    @Test("a Content-Length over 1 MiB gets 413 at once, before any body byte, and the connection ends")
+    func oversizedBodyRefusedEarly() async throws {
+        try await withServer { port in
+            let (answer, closed) = try exchange(
+                port: port, "POST /registration/initialize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2000000\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer)")
+            #expect(closed)
+        }
+    }
+
+    @Test("a connection that sends no request is closed at the request deadline")
+    func silentConnectionCloses() async throws {
+        try await withServer { port in
+            let start = ContinuousClock.now
+            let (answer, closed) = try exchange(port: port, "")
+            #expect(answer.isEmpty)
+            #expect(closed, "closed by the server, not left to the client's 5 s")
+            #expect(ContinuousClock.now - start < .seconds(4))
+        }
+    }
+
+    @Test("JSON bodies: nesting past 32 is refused, a repeated member is refused, numbers beyond Double are refused")
+    func jsonLimits() {
+        let deep = { (levels: Int) in String(repeating: "[", count: levels) + String(repeating: "]", count: levels) }
+        #expect(JSONValue.parse(Array(deep(JSONValue.maxDepth).utf8)) != nil)
+        #expect(JSONValue.parse(Array(deep(JSONValue.maxDepth + 1).utf8)) == nil)
+        #expect(JSONValue.parse(Array(#"{"a":1,"a":2}"#.utf8)) == nil)
+        #expect(JSONValue.parse(Array("[1e400]".utf8)) == nil)
+        #expect(JSONValue.parse(Array(#"{"a":[1.5,true,null,"x\u00e9"]}"#.utf8)) == .object(["a": .array([.number(1.5), .bool(true), .null, .string("xé")])]))
+    }
+
+    @Test("a 1 MiB body of nests 32 deep parses (it took minutes with Decodable's trial of each type)")
+    func wideNestedBodyParses() {
+        let nest = String(repeating: "[", count: 31) + String(repeating: "]", count: 31)
+        let body = "[" + Array(repeating: nest, count: (1 << 20) / (nest.utf8.count + 1)).joined(separator: ",") + "]"
+        guard case .array(let elements) = JSONValue.parse(Array(body.utf8)) else {
+            Issue.record("the body did not parse")
+            return
+        }
+        #expect(elements.count == (1 << 20) / (nest.utf8.count + 1))
+    }
+
+    @Test("progress lines that quote a peer's text (a user name with a line break) stay one line each")
+    func progressLinesEscaped() {
+        let lines = LockedStrings()
+        let output = ProgramOutput(standardOutput: { _ in }, standardError: { lines.append($0) })
+        let forged = "ev\nrp: accepted the sign-in of root"
+        DesktopNarrator(output: output, json: false).say("verified: \(forged) signed in")
+        PhoneNarrator(output: output, json: false, relayURL: "", proximityURL: "", rssi: 0).say("signing in as \(forged)")
+        #expect(lines.all == [
+            #"verified: ev\u{A}rp: accepted the sign-in of root signed in"#, #"signing in as ev\u{A}rp: accepted the sign-in of root"#,
+        ])
+    }
+}
+
+/// Lines collected from a callback.
+private final class LockedStrings: Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    var all: [String] { lines.withLock { $0 } }
+}
