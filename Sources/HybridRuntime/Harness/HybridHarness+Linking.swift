@@ -117,8 +117,9 @@ extension HybridHarness {
     }
 
     /// Runs a phone and a desktop side concurrently; returns the desktop's outcome once both
-    /// finished, or throws the first error (cancelling the other side). `executor`: the task
-    /// executor both sides prefer (`nil`: none).
+    /// finished, or throws the first error (cancelling the other side) — except that a side that
+    /// failed only because the other closed the tunnel after a failure (1011) gives way to that
+    /// other side's own error, the cause. `executor`: the task executor both sides prefer (`nil`: none).
     static func runBoth(
         executor: (any TaskExecutor)? = nil,
         phone: @escaping @Sendable () async throws -> Void,
@@ -145,12 +146,30 @@ extension HybridHarness {
                     if let result { outcome = result }
                 }
             } catch {
+                // The failing side closes the tunnel (1011) before it throws, so its peer may
+                // report the close first: wait for the failing side's error and throw that.
+                if endedByPeerFailure(error) {
+                    do {
+                        while try await group.next() != nil {}
+                    } catch let cause {
+                        group.cancelAll()
+                        throw cause
+                    }
+                }
                 group.cancelAll()
                 throw error
             }
             guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
             return outcome
         }
+    }
+}
+
+extension HybridHarness {
+    /// Whether `error` is a side's failure because its peer closed the tunnel after failing (1011).
+    static func endedByPeerFailure(_ error: any Error) -> Bool {
+        guard let failure = error as? TransactionError, let closed = failure.underlying as? RuntimeError else { return false }
+        return closed.code == .closed && closed.closeCode == .internalError
     }
 }
 
