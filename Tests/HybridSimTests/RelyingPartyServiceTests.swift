@@ -1,7 +1,8 @@
 import CTAP2
 import Foundation
 import HybridCore
-import HybridSim
+@testable import HybridSim
+import Synchronization
 import Testing
 
 /// `hybrid-sim rp`'s relying party in process (no sockets) and profile files.
@@ -70,6 +71,30 @@ struct RelyingPartyServiceTests {
         let second = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
         #expect(second.status == 401)
         #expect(second.body["error"]?.stringValue?.contains("unknown or expired challenge") == true)
+    }
+
+    @Test("pending challenges are capped (the oldest dropped) and expire after 5 minutes, without a scan per call")
+    func pendingChallengesBounded() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let clock = Mutex<UInt64>(1_000_000)
+        let rp = RelyingPartyService(
+            profile: try RelyingPartyProfile.load("hanko"),
+            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
+            store: RelyingPartyStore(path: directory.path + "/store.json"), now: { clock.withLock { $0 } })
+        func issue() async throws -> String {
+            let options = await rp.handle(RelyingPartyHTTPRequest(method: "GET", target: "/authentication_initialize"))
+            return try #require(options.body["publicKey"]?["challenge"]?.stringValue)
+        }
+        let first = try await issue()
+        for _ in 0..<RelyingPartyService.maximumPending { _ = try await issue() }
+        #expect(await rp.pendingCount == RelyingPartyService.maximumPending)
+        #expect(await rp.takePending(try #require(Base64URL.decode(first))) == nil, "the oldest was dropped")
+
+        clock.withLock { $0 += 301 }
+        let fresh = try await issue()
+        #expect(await rp.pendingCount == 1, "every earlier challenge expired")
+        #expect(await rp.takePending(try #require(Base64URL.decode(fresh))) != nil)
     }
 
     @Test(

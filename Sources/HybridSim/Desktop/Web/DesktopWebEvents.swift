@@ -66,6 +66,9 @@ package final class DesktopWebEvents: Sendable {
         }
     }
 
+    /// Streams waiting for the next event (for tests).
+    package var waitingStreams: Int { state.withLock { $0.waiters.count } }
+
     /// The `FIDO:/` URL of the `qr` event, once there is one.
     var qrURL: String? {
         let line = state.withLock { $0.lines.first { $0.hasPrefix("{\"event\":\"qr\"") } }

@@ -129,7 +129,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
         let channel = context.channel
         let events = self.events
-        Task {
+        let streaming = Task {
             var sent = 0
             while channel.isActive {
                 let (lines, finished) = events.lines(from: sent)
@@ -145,5 +145,8 @@ private final class WebRequestHandler: ChannelInboundHandler {
                 await events.waitForMore(than: sent, timeout: .seconds(15))
             }
         }
+        // A client that leaves ends its stream now, not at the next 15 s wait (a flood of
+        // connect-and-leave requests held every stream's memory until then).
+        channel.closeFuture.whenComplete { _ in streaming.cancel() }
     }
 }

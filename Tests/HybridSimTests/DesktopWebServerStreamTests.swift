@@ -1,0 +1,33 @@
+import Foundation
+import HybridSim
+import HybridTestSupport
+import Testing
+
+/// `desktop --web`'s `/events` stream against clients that leave.
+@Suite("desktop --web: the event stream", .timeLimit(.minutes(1)))
+struct DesktopWebServerStreamTests {
+    /// Polls `condition` every 20 ms for up to `limit`.
+    private func eventually(within limit: Duration, _ condition: () -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return condition()
+    }
+
+    @Test("a client that leaves /events ends its stream at once, not at the stream's next 15 s wait")
+    func leavingClientEndsItsStream() async throws {
+        let events = DesktopWebEvents()
+        events.append(DesktopWebServerHostTests.qrLine)  // the ceremony is still running: the stream waits
+        let server = try await DesktopWebServer.start(events: events, port: 0)
+        defer { events.finish() }
+        let fd = try #require(LoopbackSocket.connect(port: server.port))
+        let request = Array("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n".utf8)
+        try #require(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == request.count)
+        #expect(try await eventually(within: .seconds(5)) { events.waitingStreams == 1 }, "the stream waits for the next event")
+        close(fd)
+        #expect(try await eventually(within: .seconds(3)) { events.waitingStreams == 0 }, "it ended when the client left")
+        await server.stop()
+    }
+}
