@@ -30,4 +30,24 @@ struct DesktopWebServerStreamTests {
         #expect(try await eventually(within: .seconds(3)) { events.waitingStreams == 0 }, "it ended when the client left")
         await server.stop()
     }
+
+    @Test("a method other than GET gets 405 with Allow: GET (RFC 9110 §15.5.6)")
+    func otherMethodAllowsGet() async throws {
+        try await DesktopWebServerHostTests.withServer { port in
+            let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 5))
+            defer { close(fd) }
+            let request = Array("POST / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n".utf8)
+            try #require(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == request.count)
+            var response: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { break }
+                response += buffer[..<count]
+            }
+            let text = String(decoding: response, as: UTF8.self)
+            #expect(text.hasPrefix("HTTP/1.1 405"), "\(text)")
+            #expect(text.lowercased().contains("\r\nallow: get\r\n"), "\(text)")
+        }
+    }
 }

@@ -63,6 +63,16 @@ struct RelyingPartyHTTPServerTests {
         }
     }
 
+    @Test("an HTTP/1.1 request without a Host header gets 400 (RFC 9112 §3.2)")
+    func missingHostRefused() async throws {
+        try await withServer { port in
+            let (answer, closed) = try exchange(port: port, "GET /authentication_initialize HTTP/1.1\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+            #expect(answer.contains("needs a Host header"), "\(answer)")
+            #expect(closed)
+        }
+    }
+
     @Test("a connection that sends no request is closed at the request deadline")
     func silentConnectionCloses() async throws {
         try await withServer { port in

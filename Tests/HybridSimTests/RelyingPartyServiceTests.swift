@@ -41,7 +41,7 @@ struct RelyingPartyServiceTests {
         }
     }
 
-    @Test("a missing profile header is 401, an unknown endpoint 404")
+    @Test("a missing profile header is 401, an unknown endpoint 404, a known path with another method 405 with Allow")
     func headersAndRoutes() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -54,7 +54,8 @@ struct RelyingPartyServiceTests {
         let missing = await hanko.handle(RelyingPartyHTTPRequest(method: "GET", target: "/nowhere"))
         #expect(missing.status == 404)
         let wrongMethod = await hanko.handle(RelyingPartyHTTPRequest(method: "POST", target: "/registration_initialize"))
-        #expect(wrongMethod.status == 404)
+        #expect(wrongMethod.status == 405, "\(wrongMethod.body.text)")
+        #expect(wrongMethod.headers.contains { $0.0 == "Allow" && $0.1 == "GET" })
     }
 
     @Test("a challenge is used once: a second result for it is refused as unknown")

@@ -121,6 +121,10 @@ private final class RequestHandler: ChannelInboundHandler {
         guard !answered else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
+            // RFC 9112 §3.2: an HTTP/1.1 request without a Host header is answered 400.
+            if head.version == .http1_1, head.headers["Host"].isEmpty {
+                return write(context: context, RelyingPartyHTTPResponse.error(400, "an HTTP/1.1 request needs a Host header"))
+            }
             if let length = head.headers.first(name: "Content-Length").flatMap(Int.init),
                 length > RelyingPartyHTTPServer.maximumBodyBytes
             {

@@ -32,7 +32,7 @@ public struct RelyingPartyHTTPRequest: Sendable {
 public struct RelyingPartyHTTPResponse: Sendable {
     /// The status.
     public var status: Int
-    /// Extra headers (`Set-Cookie`).
+    /// Extra headers (`Set-Cookie`, `Allow`).
     public var headers: [(String, String)] = []
     /// The JSON body.
     public var body: JSONValue
@@ -114,11 +114,25 @@ public actor RelyingPartyService {
                 return finish(request, ceremony, registration: registration)
             }
         }
+        // A known path asked with another method: 405 with the methods it takes (RFC 9110 §15.5.6).
+        let endpoints = [profile.registration, profile.authentication].compactMap { $0 }.flatMap { [$0.options, $0.verify] }
+        let methods = Set(endpoints.filter { Self.path(of: $0) == request.path }.map(\.method)).sorted()
+        if !methods.isEmpty {
+            var response = RelyingPartyHTTPResponse.error(
+                405, "\(request.path) takes \(methods.joined(separator: ", ")), not \(request.method), in the \(profile.name) profile")
+            response.headers.append(("Allow", methods.joined(separator: ", ")))
+            return response
+        }
         return .error(404, "no endpoint \(request.method) \(request.path) in the \(profile.name) profile")
     }
 
     private static func matches(_ request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint) -> Bool {
-        request.method == endpoint.method && request.path == (URLComponents(string: endpoint.path)?.path ?? endpoint.path)
+        request.method == endpoint.method && request.path == path(of: endpoint)
+    }
+
+    /// The endpoint's path without its query template.
+    private static func path(of endpoint: RelyingPartyProfile.Endpoint) -> String {
+        URLComponents(string: endpoint.path)?.path ?? endpoint.path
     }
 
     /// The value the request gives where the endpoint's template has `{name}` (a query parameter or

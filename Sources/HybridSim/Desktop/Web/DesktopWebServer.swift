@@ -113,6 +113,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
         headers.add(name: "Content-Length", value: String(body.count))
         headers.add(name: "Cache-Control", value: "no-store")
         headers.add(name: "Connection", value: "close")
+        if status == 405 { headers.add(name: "Allow", value: "GET") }  // RFC 9110 §15.5.6
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
