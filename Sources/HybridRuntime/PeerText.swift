@@ -25,13 +25,14 @@ package enum PeerText {
     }
 
     /// `text` for a message line: every character that could break or disguise the line is escaped
-    /// as `\u{XX}`, and a backslash as `\\` (so the peer cannot write an escape that reads like one
-    /// of ours); everything else stays. At most `limit` characters of `text`, then "…".
+    /// as `\u{XX}`; everything else stays. At most `limit` characters of `text`, then "…".
+    ///
+    /// It is idempotent (`printable(printable(t)) == printable(t)` within the limit): a message
+    /// escaped where the peer's text entered it (a close reason in `RuntimeError.closed`) is escaped
+    /// again, unchanged, where a whole line is printed (the narrators). That is why a backslash stays
+    /// as it is: escaping it too would double every escape made at the source.
     package static func printable(_ text: some StringProtocol, limit: Int = defaultLimit) -> String {
-        escaped(text, limit: limit) { scalar in
-            if scalar == "\\" { return "\\\\" }
-            return isHidden(scalar) ? escape(scalar) : nil
-        }
+        escaped(text, limit: limit) { scalar in isHidden(scalar) ? escape(scalar) : nil }
     }
 
     /// The first `limit` scalars of `text`, each as `replacement` gives it (`nil`: as it is), with

@@ -120,7 +120,11 @@ struct HostileRelayTests {
         #expect(PeerText.printable("x\u{2028}y\u{202E}z\u{2066}") == #"x\u{2028}y\u{202E}z\u{2066}"#)
         #expect(PeerText.printable(String(repeating: "a", count: 5), limit: 3) == "aaa…")
         #expect(PeerText.printable(String(repeating: "a", count: 3), limit: 3) == "aaa")
-        // A peer's literal "\u{A}" does not read like one of the escapes.
-        #expect(PeerText.printable(#"x\u{A}"#) == #"x\\u{A}"#)
+        // Idempotent: a close reason escaped in RuntimeError.closed and printed by a narrator, which
+        // escapes its whole line, is escaped once.
+        let once = PeerText.printable("bye\n\u{1B}[2J \\ done")
+        #expect(once == #"bye\u{A}\u{1B}[2J \ done"#)
+        #expect(PeerText.printable(once) == once)
+        #expect(PeerText.printable(RuntimeError.closed(.goingAway, "bye\nx").description) == RuntimeError.closed(.goingAway, "bye\nx").description)
     }
 }
