@@ -148,7 +148,7 @@ extension HybridHarness {
             } catch {
                 // The failing side closes the tunnel (1011) before it throws, so its peer may
                 // report the close first: wait for the failing side's error and throw that.
-                if endedByPeerFailure(error) {
+                if (error as? TransactionError)?.endedByPeerFailure == true {
                     do {
                         while try await group.next() != nil {}
                     } catch let cause {
@@ -162,14 +162,6 @@ extension HybridHarness {
             guard let outcome else { preconditionFailure("the desktop task always returns an outcome") }
             return outcome
         }
-    }
-}
-
-extension HybridHarness {
-    /// Whether `error` is a side's failure because its peer closed the tunnel after failing (1011).
-    static func endedByPeerFailure(_ error: any Error) -> Bool {
-        guard let failure = error as? TransactionError, let closed = failure.underlying as? RuntimeError else { return false }
-        return closed.code == .closed && closed.closeCode == .internalError
     }
 }
 

@@ -43,11 +43,23 @@ extension TunnelTransport {
     func closeAfterFailure(_ error: any Error, side: TransactionError.Side) async {
         var reason = "the \(side) ended the transaction after an error"
         if let failure = error as? TransactionError { reason += " (\(failure.step))" }
-        await close(code: .internalError, reason: reason)
+        await close(code: TransactionError.failureCloseCode, reason: reason)
     }
 
     /// Sends the messages one by one with ``send(_:)``.
     public func send(contentsOf messages: [[UInt8]]) async throws {
         for message in messages { try await send(message) }
+    }
+}
+
+extension TransactionError {
+    /// The close code a side sends when its transaction failed (``TunnelTransport/closeAfterFailure(_:side:)``).
+    static let failureCloseCode = WebSocketCloseCode.internalError
+
+    /// Whether this side failed only because its peer closed the tunnel after failing: the peer's
+    /// own error is the cause.
+    var endedByPeerFailure: Bool {
+        guard let closed = underlying as? RuntimeError else { return false }
+        return closed.code == .closed && closed.closeCode == Self.failureCloseCode
     }
 }
