@@ -41,6 +41,35 @@ public enum LoopbackSocket {
         return fd
     }
 
+    /// What a server answered one raw request, and whether it closed the connection.
+    public struct Exchange: Sendable {
+        /// Everything the server sent, as UTF-8.
+        public var response: String
+        /// `true` when the server closed the connection; `false` when `ioTimeout` passed first.
+        public var closed: Bool
+        /// The status code of the response's first line, or 0.
+        public var status: Int {
+            let statusLine = response.split(separator: "\r\n", maxSplits: 1).first ?? ""
+            return statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
+        }
+    }
+
+    /// Connects to `127.0.0.1:port`, sends `request` as it is (nothing when empty) and reads until
+    /// the server closes or `ioTimeout` seconds pass without a byte. `nil` when the connect failed.
+    public static func exchange(port: Int, _ request: String, ioTimeout: Int = 5) -> Exchange? {
+        guard let fd = connect(port: port, ioTimeout: ioTimeout) else { return nil }
+        defer { close(fd) }
+        let bytes = Array(request.utf8)
+        guard bytes.isEmpty || bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == bytes.count else { return nil }
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { return Exchange(response: String(decoding: received, as: UTF8.self), closed: count == 0) }
+            received += chunk[..<count]
+        }
+    }
+
     private static func posixConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
         #if canImport(Glibc)
             Glibc.connect(fd, address, length)

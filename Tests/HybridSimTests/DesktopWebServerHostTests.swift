@@ -26,23 +26,12 @@ struct DesktopWebServerHostTests {
         await server.stop()
     }
 
-    /// One request with exactly `headers`, as raw HTTP/1.1; the status code and the whole response.
+    /// One request with exactly `headers`, as raw HTTP/1.1; the status code and the whole response
+    /// (the server closes after every response).
     static func get(_ path: String, port: Int, headers: [String]) throws -> (status: Int, response: String) {
-        let fd = try #require(LoopbackSocket.connect(port: port), "cannot connect to 127.0.0.1:\(port)")
-        defer { close(fd) }
-        let request = Array((["GET \(path) HTTP/1.1"] + headers + ["", ""]).joined(separator: "\r\n").utf8)
-        try #require(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == request.count)
-        var response: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { break }  // the server closes after every response
-            response += buffer[..<count]
-        }
-        let text = String(decoding: response, as: UTF8.self)
-        let statusLine = text.split(separator: "\r\n", maxSplits: 1).first ?? ""
-        let status = statusLine.split(separator: " ").dropFirst().first.flatMap { Int($0) } ?? 0
-        return (status, text)
+        let request = (["GET \(path) HTTP/1.1"] + headers + ["", ""]).joined(separator: "\r\n")
+        let exchange = try #require(LoopbackSocket.exchange(port: port, request, ioTimeout: 10), "cannot connect to 127.0.0.1:\(port)")
+        return (exchange.status, exchange.response)
     }
 
     /// The body after the header block.

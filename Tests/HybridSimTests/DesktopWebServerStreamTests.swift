@@ -34,20 +34,20 @@ struct DesktopWebServerStreamTests {
     @Test("a method other than GET gets 405 with Allow: GET (RFC 9110 §15.5.6)")
     func otherMethodAllowsGet() async throws {
         try await DesktopWebServerHostTests.withServer { port in
-            let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 5))
-            defer { close(fd) }
-            let request = Array("POST / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n".utf8)
-            try #require(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == request.count)
-            var response: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                guard count > 0 else { break }
-                response += buffer[..<count]
-            }
-            let text = String(decoding: response, as: UTF8.self)
+            let exchange = try #require(
+                LoopbackSocket.exchange(port: port, "POST / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n"))
+            let text = exchange.response
             #expect(text.hasPrefix("HTTP/1.1 405"), "\(text)")
             #expect(text.lowercased().contains("\r\nallow: get\r\n"), "\(text)")
+        }
+    }
+
+    @Test("a request the parser cannot read gets 400 and the connection ends (it stayed open)")
+    func malformedRequestCloses() async throws {
+        try await DesktopWebServerHostTests.withServer { port in
+            let exchange = try #require(LoopbackSocket.exchange(port: port, "GARBAGE\r\n\r\n"))
+            #expect(exchange.status == 400, "\(exchange.response)")
+            #expect(exchange.closed)
         }
     }
 }

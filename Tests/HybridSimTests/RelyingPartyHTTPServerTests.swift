@@ -10,14 +10,15 @@ import Testing
 /// ends (EOF) instead of staying open, and a body that nests JSON deeply costs no more than its size.
 @Suite("Relying-party server: hostile HTTP clients", .timeLimit(.minutes(1)))
 struct RelyingPartyHTTPServerTests {
-    private func withServer(_ body: (Int) async throws -> Void) async throws {
+    private func withServer(maximumConnections: Int = 16, _ body: (Int) async throws -> Void) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let service = RelyingPartyService(
             profile: try RelyingPartyProfile.load("hanko"),
             relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
             store: RelyingPartyStore(path: directory.file("store.json")))
-        let server = try await RelyingPartyHTTPServer.start(service: service, port: 0, requestDeadline: .milliseconds(300))
+        let server = try await RelyingPartyHTTPServer.start(
+            service: service, port: 0, requestDeadline: .milliseconds(300), maximumConnections: maximumConnections)
         do {
             try await body(server.port)
         } catch {
@@ -27,21 +28,10 @@ struct RelyingPartyHTTPServerTests {
         await server.stop()
     }
 
-    /// Sends `request`, then reads until the server closes (or 5 s pass): what it answered, and
-    /// whether it closed.
+    /// Sends `request` and reads until the server closes (or 5 s pass).
     private func exchange(port: Int, _ request: String) throws -> (answer: String, closed: Bool) {
-        let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 5))
-        defer { close(fd) }
-        let bytes = Array(request.utf8)
-        if !bytes.isEmpty { _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } }
-        var answer: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count == 0 { return (String(decoding: answer, as: UTF8.self), true) }
-            if count < 0 { return (String(decoding: answer, as: UTF8.self), false) }  // the 5 s passed
-            answer += chunk[..<count]
-        }
+        let exchange = try #require(LoopbackSocket.exchange(port: port, request), "cannot reach 127.0.0.1:\(port)")
+        return (exchange.response, exchange.closed)
     }
 
     @Test("a request the parser cannot read gets 400 and the connection ends (it stayed open)")
@@ -70,6 +60,22 @@ struct RelyingPartyHTTPServerTests {
             #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
             #expect(answer.contains("needs a Host header"), "\(answer)")
             #expect(closed)
+        }
+    }
+
+    @Test("past the connection cap a connection gets the relay's fixed 503 and ends; a slot freed serves again")
+    func connectionCap() async throws {
+        try await withServer(maximumConnections: 1) { port in
+            let holder = try #require(LoopbackSocket.connect(port: port))  // holds the only slot, sends nothing
+            try await Task.sleep(for: .milliseconds(50))  // its connection is counted
+            let (answer, closed) = try exchange(port: port, "GET /authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer)")
+            #expect(answer.contains("too many connections"), "\(answer)")
+            #expect(closed)
+            close(holder)
+            try await Task.sleep(for: .milliseconds(100))
+            let (served, _) = try exchange(port: port, "GET /authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(served.hasPrefix("HTTP/1.1 200"), "\(served)")
         }
     }
 

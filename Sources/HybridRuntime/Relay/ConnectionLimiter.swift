@@ -7,11 +7,12 @@ import NIOCore
 /// the connection is active, then the write side is shut down (FIN) and what the client still sends
 /// is discarded until it closes; a timer drops the connection after the close timeout whatever the
 /// client does.
-final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
+/// `hybrid-sim rp` answers its own connections past its cap with it too.
+package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = ByteBuffer
 
     /// The whole response beyond `--max-connections`.
-    static let response = fixedResponse(status: "503 Service Unavailable", body: "too many connections; try again later")
+    package static let response = fixedResponse(status: "503 Service Unavailable", body: "too many connections; try again later")
 
     /// A complete `text/plain` HTTP/1.1 response with `Connection: close`.
     static func fixedResponse(status: String, body: String) -> String {
@@ -25,16 +26,16 @@ final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler 
     private var answered = false
     private var timer: Scheduled<Void>?
 
-    init(response: String = OverCapacityHandler.response, closeTimeout: Duration) {
+    package init(response: String = OverCapacityHandler.response, closeTimeout: Duration) {
         self.response = response
         self.closeTimeout = closeTimeout
     }
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    package func handlerAdded(context: ChannelHandlerContext) {
         if context.channel.isActive { answer(context: context) }
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         answer(context: context)
         context.fireChannelActive()
     }
@@ -55,16 +56,16 @@ final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         // The request is not looked at.
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
         context.fireChannelInactive()
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: Error) {
         context.close(promise: nil)
     }
 }

@@ -28,19 +28,24 @@ public final class RelyingPartyHTTPServer: Sendable {
     public var port: Int { channel.localAddress?.port ?? 0 }
 
     /// Binds `host:port` (0: a free port) and starts serving; a connection without a complete
-    /// request after `requestDeadline` is closed.
+    /// request after `requestDeadline` is closed, and one past `maximumConnections` open gets 503.
     ///
     /// - Throws: ``ProgramFailure`` `network` when the port cannot be bound.
     public static func start(
-        service: RelyingPartyService, host: String = "127.0.0.1", port: Int, requestDeadline: TimeAmount = requestDeadline
+        service: RelyingPartyService, host: String = "127.0.0.1", port: Int, requestDeadline: TimeAmount = requestDeadline,
+        maximumConnections: Int = maximumConnections
     ) async throws(ProgramFailure) -> RelyingPartyHTTPServer {
-        let open = ConnectionCount()
+        let open = ConnectionCount(limit: maximumConnections)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                // Past the cap a connection is closed at once: the server never nears the process's
-                // open-file limit, where accepting would spin.
-                guard open.enter() else { return channel.close() }
+                // Past the cap a connection gets the relay's fixed 503 without its request being
+                // parsed: the server never nears the process's open-file limit, where accepting spins.
+                guard open.enter() else {
+                    return channel.eventLoop.makeCompletedFuture {
+                        try channel.pipeline.syncOperations.addHandler(OverCapacityHandler(closeTimeout: .seconds(2)))
+                    }
+                }
                 channel.closeFuture.whenComplete { _ in open.leave() }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
@@ -66,14 +71,17 @@ public final class RelyingPartyHTTPServer: Sendable {
     }
 }
 
-/// The server's open connections, against ``RelyingPartyHTTPServer/maximumConnections``.
+/// The server's open connections, against its cap.
 private final class ConnectionCount: Sendable {
     private let count = Mutex(0)
+    private let limit: Int
+
+    init(limit: Int) { self.limit = limit }
 
     /// Counts a new connection; `false` when the server is full.
     func enter() -> Bool {
         count.withLock { count in
-            guard count < RelyingPartyHTTPServer.maximumConnections else { return false }
+            guard count < limit else { return false }
             count += 1
             return true
         }
