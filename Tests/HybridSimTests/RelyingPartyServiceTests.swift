@@ -15,6 +15,13 @@ struct RelyingPartyServiceTests {
             store: RelyingPartyStore(path: directory.path + "/store.json"))
     }
 
+    /// A sign-in result for `challenge` (base64url) whose authenticator data is malformed: it gets
+    /// as far as the challenge lookup and then fails.
+    private static func malformedSignIn(challenge: String) -> [UInt8] {
+        let clientData = Base64URL.encode(Array(#"{"type":"webauthn.get","challenge":"\#(challenge)","origin":"https://example.com"}"#.utf8))
+        return Array(#"{"id":"AQ","rawId":"AQ","type":"public-key","response":{"clientDataJSON":"\#(clientData)","authenticatorData":"AA","signature":"AA"}}"#.utf8)
+    }
+
     @Test("each built-in profile's options come in its shape, with a fresh 32-byte challenge")
     func optionsShapes() async throws {
         let directory = try TemporaryDirectory()
@@ -65,13 +72,48 @@ struct RelyingPartyServiceTests {
         let rp = try service("hanko", directory: directory)
         let options = await rp.handle(RelyingPartyHTTPRequest(method: "GET", target: "/authentication_initialize"))
         let challenge = try #require(options.body["publicKey"]?["challenge"]?.stringValue)
-        let clientData = Base64URL.encode(Array(#"{"type":"webauthn.get","challenge":"\#(challenge)","origin":"https://example.com"}"#.utf8))
-        let body = Array(#"{"id":"AQ","rawId":"AQ","type":"public-key","response":{"clientDataJSON":"\#(clientData)","authenticatorData":"AA","signature":"AA"}}"#.utf8)
+        let body = Self.malformedSignIn(challenge: challenge)
         let first = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
         #expect(first.status == 400, "\(first.body.text)")  // malformed authenticator data
         let second = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
         #expect(second.status == 401)
         #expect(second.body["error"]?.stringValue?.contains("unknown or expired challenge") == true)
+    }
+
+    @Test("a result posted to the other ceremony's endpoint is refused by name and leaves its challenge usable")
+    func otherCeremonyKeepsChallenge() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let rp = try service("hanko", directory: directory)
+        let options = await rp.handle(RelyingPartyHTTPRequest(method: "GET", target: "/registration_initialize"))
+        let challenge = try #require(options.body["publicKey"]?["challenge"]?.stringValue)
+        let body = Self.malformedSignIn(challenge: challenge)
+        let misposted = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
+        #expect(misposted.status == 400, "\(misposted.body.text)")
+        #expect(misposted.body["error"]?.stringValue?.contains("was issued for a registration") == true, "\(misposted.body.text)")
+        let taken = await rp.takePending(try #require(Base64URL.decode(challenge)), registration: true)
+        guard case .taken(let user, _, _) = taken else {
+            Issue.record("the registration challenge was used up by the misposted sign-in: \(taken)")
+            return
+        }
+        #expect(user?.name == "alice")
+    }
+
+    @Test("an account name that is not a JSON string is a 400, not the default account", arguments: ["42", "true", #"{"name":"zoe"}"#, #"["zoe"]"#])
+    func nonStringUserName(value: String) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let rp = try service("py_webauthn", directory: directory)
+        for path in ["/generate-registration-options", "/generate-authentication-options"] {
+            let response = await rp.handle(
+                RelyingPartyHTTPRequest(method: "POST", target: path, body: Array(#"{"username":\#(value)}"#.utf8)))
+            #expect(response.status == 400, "\(path) \(value): \(response.body.text)")
+            #expect(response.body["error"]?.stringValue?.contains("must be a JSON string") == true, "\(response.body.text)")
+        }
+        let null = await rp.handle(
+            RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(#"{"username":null}"#.utf8)))
+        #expect(null.status == 200, "null means no name given: \(null.body.text)")
+        #expect(await rp.pendingCount == 1)
     }
 
     @Test("pending challenges are capped (the oldest dropped) and expire after 5 minutes, without a scan per call")
@@ -90,12 +132,12 @@ struct RelyingPartyServiceTests {
         let first = try await issue()
         for _ in 0..<RelyingPartyService.maximumPending { _ = try await issue() }
         #expect(await rp.pendingCount == RelyingPartyService.maximumPending)
-        #expect(await rp.takePending(try #require(Base64URL.decode(first))) == nil, "the oldest was dropped")
+        #expect(await rp.takePending(try #require(Base64URL.decode(first)), registration: false) == .unknown, "the oldest was dropped")
 
         clock.withLock { $0 += 301 }
         let fresh = try await issue()
         #expect(await rp.pendingCount == 1, "every earlier challenge expired")
-        #expect(await rp.takePending(try #require(Base64URL.decode(fresh))) != nil)
+        #expect(await rp.takePending(try #require(Base64URL.decode(fresh)), registration: false) != .unknown)
     }
 
     @Test(

@@ -77,7 +77,14 @@ extension RelyingPartyService {
         } catch {
             return reject(label, 400, "\(error)")
         }
-        guard let entry = takePending(challenge), entry.registration == registration else {
+        let entry: (user: PublicKeyCredentialUserEntity?, allowList: [[UInt8]], session: String?)
+        switch takePending(challenge, registration: registration) {
+        case .taken(let user, let allowList, let session):
+            entry = (user, allowList, session)
+        case .otherCeremony:
+            let issued = registration ? "a sign-in" : "a registration"
+            return reject(label, 400, "the challenge \(Base64URL.encode(challenge)) was issued for \(issued); it stays usable there")
+        case .unknown:
             return reject(label, registration ? 400 : 401, "unknown or expired challenge \(Base64URL.encode(challenge))")
         }
         if let session = entry.session {

@@ -151,12 +151,34 @@ public actor RelyingPartyService {
         return nil
     }
 
+    /// The account name a request gives for `{user}`: empty when it gives none (or JSON `null`); a
+    /// 400 when it gives another JSON type, as py_webauthn's and Hanko's servers refuse a
+    /// `username` that is not a string instead of signing in a default account.
+    private static func userName(
+        in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
+    ) -> UserName {
+        guard let value = placeholderValue("user", in: request, endpoint), value != .null else { return .given("") }
+        guard let name = value.stringValue else {
+            return .refused(.error(400, "the account name must be a JSON string, not \(value.text.prefix(40))"))
+        }
+        return .given(name)
+    }
+
+    private enum UserName {
+        case given(String)
+        case refused(RelyingPartyHTTPResponse)
+    }
+
     // MARK: - Options
 
     private func startRegistration(
         _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony
     ) -> RelyingPartyHTTPResponse {
-        let given = Self.placeholderValue("user", in: request, ceremony.options)?.stringValue ?? ""
+        let given: String
+        switch Self.userName(in: request, ceremony.options) {
+        case .given(let name): given = name
+        case .refused(let refusal): return refusal
+        }
         let name = given.isEmpty ? ProgramDefaults.userName : given
         guard name.utf8.count <= 64 else { return .error(400, "the account name is longer than 64 bytes") }
         let existing = store.credentials(rpId: relyingParty.id, userName: name)
@@ -183,7 +205,11 @@ public actor RelyingPartyService {
     private func startAuthentication(
         _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony
     ) -> RelyingPartyHTTPResponse {
-        let name = Self.placeholderValue("user", in: request, ceremony.options)?.stringValue ?? ""
+        let name: String
+        switch Self.userName(in: request, ceremony.options) {
+        case .given(let given): name = given
+        case .refused(let refusal): return refusal
+        }
         var allowList: [[UInt8]] = []
         if !name.isEmpty {
             allowList = store.credentials(rpId: relyingParty.id, userName: name).map(\.credentialId)
@@ -242,10 +268,27 @@ public actor RelyingPartyService {
     /// The number of challenges pending (for tests).
     var pendingCount: Int { pending.count }
 
-    /// Removes and returns the pending ceremony for `challenge` (single use), unless expired.
-    func takePending(_ challenge: [UInt8]) -> (registration: Bool, user: PublicKeyCredentialUserEntity?, allowList: [[UInt8]], session: String?)? {
-        guard let entry = pending.removeValue(forKey: challenge), now() - entry.issued <= pendingLifetime else { return nil }
-        return (entry.registration, entry.user, entry.allowList, entry.session)
+    /// What ``takePending(_:registration:)`` found for a posted challenge.
+    enum PendingLookup: Equatable {
+        /// Issued for this ceremony and now used up.
+        case taken(user: PublicKeyCredentialUserEntity?, allowList: [[UInt8]], session: String?)
+        /// Issued for the other ceremony; it stays pending.
+        case otherCeremony
+        /// Never issued, already used, dropped or expired.
+        case unknown
+    }
+
+    /// Removes and returns the pending ceremony for `challenge` (single use), unless expired. A
+    /// challenge issued for the other ceremony is left pending: a result posted to the wrong
+    /// endpoint is the client's slip, and nothing was verified against the challenge.
+    func takePending(_ challenge: [UInt8], registration: Bool) -> PendingLookup {
+        guard let entry = pending[challenge], now() - entry.issued <= pendingLifetime else {
+            pending[challenge] = nil
+            return .unknown
+        }
+        guard entry.registration == registration else { return .otherCeremony }
+        pending[challenge] = nil
+        return .taken(user: entry.user, allowList: entry.allowList, session: entry.session)
     }
 
     var currentCredentials: [RegisteredCredential] { store.credentials }
