@@ -59,8 +59,7 @@ public enum LoopbackSocket {
     public static func exchange(port: Int, _ request: String, ioTimeout: Int = 5) -> Exchange? {
         guard let fd = connect(port: port, ioTimeout: ioTimeout) else { return nil }
         defer { close(fd) }
-        let bytes = Array(request.utf8)
-        guard bytes.isEmpty || bytes.withUnsafeBytes({ send(fd, $0.baseAddress, $0.count, 0) }) == bytes.count else { return nil }
+        guard request.isEmpty || send(fd, request) else { return nil }
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
         while true {
@@ -68,6 +67,33 @@ public enum LoopbackSocket {
             guard count > 0 else { return Exchange(response: String(decoding: received, as: UTF8.self), closed: count == 0) }
             received += chunk[..<count]
         }
+    }
+
+    /// Sends `text` whole on `fd`; `false` when the send failed or was short.
+    public static func send(_ fd: Int32, _ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        return bytes.withUnsafeBytes { posixSend(fd, $0.baseAddress, $0.count) } == bytes.count
+    }
+
+    /// Reads from `fd` until what arrived contains `marker`, the peer closes, or the descriptor's
+    /// receive timeout passes; returns what arrived, as UTF-8.
+    public static func receive(_ fd: Int32, until marker: String) -> String {
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while !String(decoding: received, as: UTF8.self).contains(marker) {
+            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+            guard count > 0 else { break }
+            received += chunk[..<count]
+        }
+        return String(decoding: received, as: UTF8.self)
+    }
+
+    private static func posixSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int {
+        #if canImport(Glibc)
+            Glibc.send(fd, bytes, count, 0)
+        #else
+            Darwin.send(fd, bytes, count, 0)
+        #endif
     }
 
     private static func posixConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {

@@ -79,6 +79,23 @@ struct RelyingPartyHTTPServerTests {
         }
     }
 
+    @Test("Expect: 100-continue gets its 100 before the body is sent, then the final answer")
+    func expectContinue() async throws {
+        try await withServer { port in
+            let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 3))
+            defer { close(fd) }
+            let body = "{}"
+            #expect(LoopbackSocket.send(fd, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                + "Content-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n"))
+            let interim = LoopbackSocket.receive(fd, until: "\r\n\r\n")
+            #expect(interim.hasPrefix("HTTP/1.1 100 Continue\r\n"), "no 100 within 3 s: \(interim.debugDescription)")
+            #expect(LoopbackSocket.send(fd, body))
+            let final = LoopbackSocket.receive(fd, until: "}")
+            #expect(final.hasPrefix("HTTP/1.1 400"), "\(final)")
+            #expect(final.contains("response is required"), "the body was read and judged: \(final)")
+        }
+    }
+
     @Test("a connection that sends no request is closed at the request deadline")
     func silentConnectionCloses() async throws {
         try await withServer { port in

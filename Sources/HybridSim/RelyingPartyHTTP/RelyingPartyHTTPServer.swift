@@ -140,6 +140,13 @@ private final class RequestHandler: ChannelInboundHandler {
             }
             self.head = head
             body = []
+            // RFC 9110 §10.1.1: a client that asks before sending its body (curl does past 1 KiB)
+            // is told to go on, instead of waiting a second or more for a 100 that never comes.
+            if head.version == .http1_1,
+                head.headers["Expect"].contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "100-continue" })
+            {
+                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+            }
         case .body(let buffer):
             guard body.count + buffer.readableBytes <= RelyingPartyHTTPServer.maximumBodyBytes else {
                 return refuseTooLarge(context: context)
