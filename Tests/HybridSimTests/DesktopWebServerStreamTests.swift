@@ -23,11 +23,43 @@ struct DesktopWebServerStreamTests {
         let server = try await DesktopWebServer.start(events: events, port: 0)
         defer { events.finish() }
         let fd = try #require(LoopbackSocket.connect(port: server.port))
-        let request = Array("GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n".utf8)
-        try #require(request.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) } == request.count)
+        try #require(LoopbackSocket.send(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
         #expect(try await eventually(within: .seconds(5)) { events.waitingStreams == 1 }, "the stream waits for the next event")
         close(fd)
         #expect(try await eventually(within: .seconds(3)) { events.waitingStreams == 0 }, "it ended when the client left")
+        await server.stop()
+    }
+
+    @Test("a request not complete within the deadline ends its connection; a complete /events request streams past it")
+    func requestDeadline() async throws {
+        let events = DesktopWebEvents()
+        events.append(DesktopWebServerHostTests.qrLine)
+        let server = try await DesktopWebServer.start(events: events, port: 0, requestDeadline: .milliseconds(300))
+        defer { events.finish() }
+        let stream = try #require(LoopbackSocket.connect(port: server.port))
+        defer { close(stream) }
+        try #require(LoopbackSocket.send(stream, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        let start = ContinuousClock.now
+        let half = try #require(LoopbackSocket.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1"))
+        #expect(half.response.isEmpty, "\(half.response)")
+        #expect(half.closed, "closed by the server, not left to the client's 5 s")
+        #expect(ContinuousClock.now - start < .seconds(4))
+        #expect(events.waitingStreams == 1, "the stream whose request was complete is still open past the deadline")
+        await server.stop()
+    }
+
+    @Test("past the connection cap a connection gets the relay's fixed 503 and ends")
+    func connectionCap() async throws {
+        let events = DesktopWebEvents()
+        let server = try await DesktopWebServer.start(events: events, port: 0, maximumConnections: 1)
+        defer { events.finish() }
+        let holder = try #require(LoopbackSocket.connect(port: server.port))  // holds the only slot
+        defer { close(holder) }
+        try await Task.sleep(for: .milliseconds(50))
+        let refused = try #require(LoopbackSocket.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        #expect(refused.status == 503, "\(refused.response)")
+        #expect(refused.response.contains("too many connections"))
+        #expect(refused.closed)
         await server.stop()
     }
 

@@ -1,4 +1,5 @@
 import NIOCore
+import Synchronization
 
 /// Answers a connection the relay will not serve with a fixed HTTP response, without parsing the
 /// request: no HTTP decoder, no upgrade handler, no tunnel lookup. Used beyond `--max-connections`
@@ -67,5 +68,34 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
 
     package func errorCaught(context: ChannelHandlerContext, error: Error) {
         context.close(promise: nil)
+    }
+}
+
+/// A small HTTP server's open connections against its cap (`hybrid-sim rp`, `desktop --web`): a
+/// connection past it gets ``OverCapacityHandler``'s fixed 503 without its request being parsed,
+/// so the server never nears the process's open-file limit, where accepting spins.
+package final class ConnectionCap: Sendable {
+    private let open = Mutex(0)
+    /// The most connections counted at once.
+    package let limit: Int
+
+    package init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Call in a child channel's initializer, on its loop. Counts `channel` until it closes and
+    /// returns `true`; past the cap, installs ``OverCapacityHandler`` instead and returns `false`.
+    package func admit(_ channel: any Channel) throws -> Bool {
+        let counted = open.withLock { open in
+            guard open < limit else { return false }
+            open += 1
+            return true
+        }
+        guard counted else {
+            try channel.pipeline.syncOperations.addHandler(OverCapacityHandler(closeTimeout: .seconds(2)))
+            return false
+        }
+        channel.closeFuture.whenComplete { [self] _ in open.withLock { $0 -= 1 } }
+        return true
     }
 }

@@ -3,7 +3,6 @@ import HybridRuntime
 import NIOCore
 import NIOHTTP1
 import NIOPosix
-import Synchronization
 
 /// `hybrid-sim rp`'s HTTP/1.1 listener (SwiftNIO): hands each complete request to a
 /// ``RelyingPartyService`` and writes its JSON answer, one request per connection
@@ -35,21 +34,15 @@ public final class RelyingPartyHTTPServer: Sendable {
         service: RelyingPartyService, host: String = "127.0.0.1", port: Int, requestDeadline: TimeAmount = requestDeadline,
         maximumConnections: Int = maximumConnections
     ) async throws(ProgramFailure) -> RelyingPartyHTTPServer {
-        let open = ConnectionCount(limit: maximumConnections)
+        let cap = ConnectionCap(limit: maximumConnections)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                // Past the cap a connection gets the relay's fixed 503 without its request being
-                // parsed: the server never nears the process's open-file limit, where accepting spins.
-                guard open.enter() else {
-                    return channel.eventLoop.makeCompletedFuture {
-                        try channel.pipeline.syncOperations.addHandler(OverCapacityHandler(closeTimeout: .seconds(2)))
-                    }
-                }
-                channel.closeFuture.whenComplete { _ in open.leave() }
-                return channel.eventLoop.makeCompletedFuture {
+                channel.eventLoop.makeCompletedFuture {
+                    guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service, deadline: requestDeadline))
+                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(deadline: requestDeadline))
+                    try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service))
                 }
             }
         do {
@@ -71,25 +64,6 @@ public final class RelyingPartyHTTPServer: Sendable {
     }
 }
 
-/// The server's open connections, against its cap.
-private final class ConnectionCount: Sendable {
-    private let count = Mutex(0)
-    private let limit: Int
-
-    init(limit: Int) { self.limit = limit }
-
-    /// Counts a new connection; `false` when the server is full.
-    func enter() -> Bool {
-        count.withLock { count in
-            guard count < limit else { return false }
-            count += 1
-            return true
-        }
-    }
-
-    func leave() { count.withLock { $0 -= 1 } }
-}
-
 /// Collects one request and answers it. One request per connection (`Connection: close`), within
 /// ``RelyingPartyHTTPServer/requestDeadline`` of the connection's start; a body over the limit is
 /// refused as soon as it is known to be, and a request the parser cannot read ends the connection
@@ -102,22 +76,9 @@ private final class RequestHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var answered = false
-    private let deadline: TimeAmount
-    private var timer: Scheduled<Void>?
 
-    init(service: RelyingPartyService, deadline: TimeAmount) {
+    init(service: RelyingPartyService) {
         self.service = service
-        self.deadline = deadline
-    }
-
-    func handlerAdded(context: ChannelHandlerContext) {
-        // A client that sends its request slowly, or not at all, does not hold the connection.
-        let channel = context.channel
-        timer = context.eventLoop.scheduleTask(in: deadline) { channel.close(promise: nil) }
-    }
-
-    func handlerRemoved(context: ChannelHandlerContext) {
-        timer?.cancel()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {

@@ -13,7 +13,16 @@ import NIOPosix
 /// Only requests addressed to the loopback address and port are answered (``acceptsHost(_:port:)``):
 /// the stream carries the `FIDO:/` URL, and a page of another site whose name was rebound to
 /// 127.0.0.1 (DNS rebinding) sends its own name as `Host`; it gets `421 Misdirected Request`.
+///
+/// A connection has ``requestDeadline`` to send its whole request (the `/events` stream that follows
+/// may last the ceremony), and at most ``maximumConnections`` are open at once; more get the relay's
+/// fixed 503. A browser showing the page holds two or three.
 package final class DesktopWebServer: Sendable {
+    /// How long a connection may take from its start to a complete request before it is closed.
+    package static let requestDeadline: TimeAmount = .seconds(30)
+    /// The most connections open at once.
+    package static let maximumConnections = 256
+
     private let channel: any Channel
 
     private init(channel: any Channel) {
@@ -29,13 +38,17 @@ package final class DesktopWebServer: Sendable {
     /// Binds 127.0.0.1:`port` (0: a free port) and serves `events` with the desktop's page (or
     /// another page reading the same `/events` and `/qr.svg`, such as `demo --web`'s).
     package static func start(
-        events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html
+        events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html,
+        requestDeadline: TimeAmount = requestDeadline, maximumConnections: Int = maximumConnections
     ) async throws(ProgramFailure) -> DesktopWebServer {
+        let cap = ConnectionCap(limit: maximumConnections)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
+                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(deadline: requestDeadline))
                     try channel.pipeline.syncOperations.addHandler(WebRequestHandler(events: events, page: page))
                 }
             }
