@@ -50,13 +50,19 @@ let package = Package(
             dependencies: ["HybridCore", "CTAP2", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
+        // MARK: Files the user names (POSIX, no dependencies)
+
+        /// Whole-file reads with a size cap and a quiet limit for pipes, shared by QR input, option
+        /// files, recordings and the stores.
+        .target(name: "HybridFiles"),
+
         // MARK: QR codes (libqrencode + libzbar)
 
         .systemLibrary(name: "CQRencode", pkgConfig: "libqrencode", providers: [.apt(["libqrencode-dev"])]),
         .systemLibrary(name: "CZbar", pkgConfig: "zbar", providers: [.apt(["libzbar-dev"])]),
         .systemLibrary(name: "CPNG", pkgConfig: "libpng", providers: [.apt(["libpng-dev"])]),
         /// QR symbol encoding, terminal/PNG/SVG rendering, and scanning with a real decoder.
-        .target(name: "HybridQR", dependencies: ["HybridCore", "CQRencode", "CZbar", "CPNG"]),
+        .target(name: "HybridQR", dependencies: ["HybridCore", "HybridFiles", "CQRencode", "CZbar", "CPNG"]),
 
         // MARK: Networked runtime (SwiftNIO, loopback)
 
@@ -87,7 +93,7 @@ let package = Package(
         .target(
             name: "HybridSim",
             dependencies: [
-                "CTAP2", "HybridCore", "HybridQR", "HybridRuntime",
+                "CTAP2", "HybridCore", "HybridFiles", "HybridQR", "HybridRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),  // `desktop --rp-url`
                 .product(name: "NIOCore", package: "swift-nio"),

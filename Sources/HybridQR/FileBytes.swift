@@ -1,3 +1,5 @@
+import HybridFiles
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Musl)
@@ -6,58 +8,24 @@ import Musl
 import Darwin
 #endif
 
-/// Whole-file reads and writes with POSIX calls, so errors carry `strerror` text.
+/// Whole-file reads and writes for QR images and captures, with the system's reasons in errors.
 enum FileBytes {
     /// The largest input file accepted (64 MiB); a QR image or capture is far smaller.
     static let maximumSize = 64 << 20
 
     /// How long a pipe, socket or device may go without data before the read gives up.
-    static let quietLimit: Duration = .seconds(10)
+    static let quietLimit = FileReader.quietLimit
 
-    /// Reads the whole file at `path`.
+    /// Reads the whole file at `path` (``FileReader``: a regular file to its end, a pipe or device
+    /// as its data comes, until `quietLimit` passes without any).
     ///
-    /// A regular file is read to its end. Anything else (a named pipe, `<(cmd)`, a terminal, a
-    /// device) is read as its data comes, but after `quietLimit` without data or its end the read
-    /// fails instead of waiting forever: a named pipe nobody writes to would otherwise hold the
-    /// program at the `open` (which here does not wait for a writer) or at the first read.
-    ///
-    /// - Throws: ``QRError/Code/fileUnreadable`` with the system's reason, if the file is larger
+    /// - Throws: ``QRError/Code/fileUnreadable`` with the path and the reason, if the file is larger
     ///   than ``maximumSize``, or if a pipe or device stayed quiet for `quietLimit`.
     static func read(_ path: String, quietLimit: Duration = quietLimit) throws(QRError) -> [UInt8] {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
-        guard fd >= 0 else { throw QRError(.fileUnreadable, "\(path): \(String(cString: strerror(errno)))") }
-        defer { close(fd) }
-        var status = stat()
-        guard fstat(fd, &status) == 0 else { throw QRError(.fileUnreadable, "\(path): \(String(cString: strerror(errno)))") }
-        let waits = status.st_mode & S_IFMT != S_IFREG
-        let milliseconds = Int32(clamping: quietLimit.components.seconds * 1000 + quietLimit.components.attoseconds / 1_000_000_000_000_000)
-        let quietText = milliseconds < 1000 ? "\(milliseconds) ms" : "\(milliseconds / 1000) s"
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 << 10)
-        while true {
-            if waits {
-                var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let polled = poll(&ready, 1, milliseconds)
-                if polled < 0 {
-                    if errno == EINTR { continue }
-                    throw QRError(.fileUnreadable, "\(path): \(String(cString: strerror(errno)))")
-                }
-                guard polled != 0 else {
-                    throw QRError(
-                        .fileUnreadable,
-                        "\(path): no data for \(quietText) (a pipe or device nobody writes to?)")
-                }
-            }
-            let count = chunk.withUnsafeMutableBytes { systemRead(fd, $0.baseAddress, $0.count) }
-            if count == 0 { return bytes }
-            if count < 0 {
-                if errno == EINTR || errno == EAGAIN { continue }
-                throw QRError(.fileUnreadable, "\(path): \(String(cString: strerror(errno)))")
-            }
-            bytes.append(contentsOf: chunk[..<count])
-            guard bytes.count <= maximumSize else {
-                throw QRError(.fileUnreadable, "\(path): larger than \(maximumSize >> 20) MiB")
-            }
+        do {
+            return try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)
+        } catch {
+            throw QRError(.fileUnreadable, "\(path): \(error)")
         }
     }
 
@@ -74,9 +42,4 @@ enum FileBytes {
             throw QRError(.writeFailed, "\(path): \(String(cString: strerror(errno)))")
         }
     }
-}
-
-/// The C library's `read(2)` (inside ``FileBytes`` the name is its own `read`).
-private func systemRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-    read(fd, buffer, count)
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 
 #if canImport(Glibc)
     import Glibc
@@ -50,39 +51,16 @@ enum AtomicFile {
                 .unreadable, path: path, "\(info.st_size) bytes is more than the \(maximumSize) a store may have")
         }
         do {
-            return try readToEnd(fd, maximumSize: maximumSize)
+            return try FileReader.readToEnd(fd, maximumSize: maximumSize)
         } catch {
             switch error {
             case .tooLarge:
                 throw StoreError(.unreadable, path: path, "the file grew past \(maximumSize) bytes while being read")
             case .system(let code):
                 throw StoreError(.unreadable, path: path, systemMessage(code))
+            case .directory, .quiet:  // not for a regular file read without a quiet limit
+                throw StoreError(.unreadable, path: path, error.description)
             }
-        }
-    }
-
-    /// Why ``readToEnd(_:maximumSize:)`` stopped.
-    enum ReadFailure: Error {
-        /// `read(2)` failed with this `errno`.
-        case system(Int32)
-        /// More than the maximum came.
-        case tooLarge
-    }
-
-    /// Reads `fd` to its end (retrying on `EINTR`), refusing more than `maximumSize` bytes: the
-    /// store reader's loop, and ``InputFile``'s.
-    static func readToEnd(_ fd: Int32, maximumSize: Int) throws(ReadFailure) -> [UInt8] {
-        var out: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        while true {
-            let count = buffer.withUnsafeMutableBytes { posixRead(fd, $0.baseAddress, $0.count) }
-            if count == 0 { return out }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw .system(errno)
-            }
-            out += buffer[0..<count]
-            guard out.count <= maximumSize else { throw .tooLarge }
         }
     }
 
@@ -212,16 +190,10 @@ enum AtomicFile {
 }
 
 #if canImport(Glibc)
-    private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-        Glibc.read(fd, buffer, count)
-    }
     private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
         Glibc.write(fd, buffer, count)
     }
 #elseif canImport(Darwin)
-    private func posixRead(_ fd: Int32, _ buffer: UnsafeMutableRawPointer?, _ count: Int) -> Int {
-        Darwin.read(fd, buffer, count)
-    }
     private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
         Darwin.write(fd, buffer, count)
     }
