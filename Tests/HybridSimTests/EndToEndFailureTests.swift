@@ -214,6 +214,8 @@ struct EndToEndFailureTests {
             (["desktop", "--options", "/dev/zero", "--relay-port", "0", "--proximity-port", "0"],
              "error: cannot read the options file /dev/zero: larger than 16 MiB"),
             (["inspect", missing], "error: cannot read \(missing): no such file or directory"),
+            (["rp", "--profile", "/dev/zero", "--port", "0"], "error: cannot read the profile /dev/zero: larger than 16 MiB"),
+            (["rp", "--profile", directory, "--port", "0"], "error: cannot read the profile \(directory): it is a directory"),
             (["inspect", directory], "error: cannot read \(directory): it is a directory"),
             // A named pipe nobody writes to: an error after the quiet limit (10 s), not a program
             // held in open(2) or read(2) (InputFileTests times the shorter limits).

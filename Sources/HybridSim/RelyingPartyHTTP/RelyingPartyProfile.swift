@@ -84,13 +84,13 @@ public struct RelyingPartyProfile: Sendable, Hashable, Codable {
                 .badInput,
                 "unknown relying-party profile \(nameOrPath): use one of \(builtInNames.joined(separator: ", ")) or a JSON file")
         }
-        let data: Data
+        let bytes: [UInt8]
         do {
-            data = try Data(contentsOf: URL(fileURLWithPath: nameOrPath))
+            bytes = try InputFile.read(nameOrPath)  // not Foundation's: /dev/zero or <(sleep 100) would never end
         } catch {
-            throw ProgramFailure(.badInput, "cannot read the profile \(nameOrPath): \((error as NSError).localizedDescription)")
+            throw ProgramFailure(.badInput, "cannot read the profile \(nameOrPath): \(error)")
         }
-        return try parse(data, source: nameOrPath)
+        return try parse(Data(bytes), source: nameOrPath)
     }
 
     /// Decodes and checks a profile document.
