@@ -4,10 +4,11 @@
 // seven 64-byte messages relayed between the two accepted sockets (client → relay → other client
 // and back, one read and one write per hop, as the relay does), four closes, a chase through an
 // 8 MiB heap where each address depends on the byte read before (as code that follows object
-// references does), and a fixed arithmetic loop (the cryptography's stand-in). No Swift, no SwiftNIO, no allocation in the loop. It times runs of N such sign-ins as
-// `bench --count N` does and prints, per run, p50, p99, p99 ÷ p50 and its slow stretches (windows of
-// 20 consecutive sign-ins whose median is at least 1.25 × the run's p50) as one JSON line, so the tail
-// it reports is the machine's own: a sign-in implementation can be no steadier than this loop.
+// references does), and a fixed arithmetic loop (the cryptography's stand-in). No Swift, no
+// SwiftNIO, no allocation in the loop. It times runs of N such sign-ins as `bench --count N`
+// does and prints, per run, p50, p99, p99 ÷ p50 and its slow stretches (windows of 20 consecutive
+// sign-ins whose median is at least 1.25 × the run's p50) as one JSON line, so the tail it reports
+// is the machine's own for work of this shape: a yardstick for `bench`'s tail, not a bound.
 //
 //   cc -O2 -o tail-probe tail-probe.c
 //   ./tail-probe [runs] [count] [alu-iterations] [memory-touches]
@@ -50,6 +51,14 @@ static int connected(const struct sockaddr_in *address) {
     return fd;
 }
 
+static int accepted(int listener) {
+    int fd = accept(listener, NULL, NULL);
+    if (fd < 0) die("accept");
+    int one = 1;  // as SwiftNIO sets on the connections it accepts
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
 static void move(int from, int to, char *message) {
     // Whole 64-byte messages on loopback: one read, one write, checked.
     if (read(from, message, 64) != 64) die("read");
@@ -88,10 +97,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < count; i++) {
             double start = now();
             int phone = connected(&address);
-            int phoneSide = accept(listener, NULL, NULL);
+            int phoneSide = accepted(listener);
             int desktop = connected(&address);
-            int desktopSide = accept(listener, NULL, NULL);
-            if (phoneSide < 0 || desktopSide < 0) die("accept");
+            int desktopSide = accepted(listener);
             for (int m = 0; m < 7; m++) {
                 int sender = m % 2 ? phone : desktop, receiver = m % 2 ? desktop : phone;
                 int inbound = m % 2 ? phoneSide : desktopSide, outbound = m % 2 ? desktopSide : phoneSide;
