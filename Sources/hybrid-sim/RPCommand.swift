@@ -54,7 +54,6 @@ struct RPCommand: AsyncParsableCommand {
         configuration.rpId = rpId
         configuration.origin = origin
         configuration.storePath = store
-        let signals = TerminationSignals()
         let server: RelyingPartyHTTPServer
         do {
             (server, _) = try await RelyingPartyServerProgram.start(configuration) { line in
@@ -64,6 +63,9 @@ struct RPCommand: AsyncParsableCommand {
         } catch {
             throw errorLine(error.message, status: error.exitCode)
         }
+        // Caught from here on: while the profile loads (a pipe may take up to FileReader's quiet
+        // limit) Ctrl-C keeps its default and ends the program at once.
+        let signals = TerminationSignals()
         print("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId)")
         fflush(nil)
         _ = await signals.wait()

@@ -86,13 +86,25 @@ struct RelyingPartyHTTPServerTests {
             defer { close(fd) }
             let body = "{}"
             #expect(LoopbackSocket.send(fd, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-                + "Content-Length: \(body.utf8.count)\r\nExpect: 100-continue\r\n\r\n"))
+                + "Content-Length: \(body.utf8.count)\r\nExpect: x-other, 100-Continue\r\n\r\n"))
             let interim = LoopbackSocket.receive(fd, until: "\r\n\r\n")
             #expect(interim.hasPrefix("HTTP/1.1 100 Continue\r\n"), "no 100 within 3 s: \(interim.debugDescription)")
             #expect(LoopbackSocket.send(fd, body))
             let final = LoopbackSocket.receive(fd, until: "}")
             #expect(final.hasPrefix("HTTP/1.1 400"), "\(final)")
             #expect(final.contains("response is required"), "the body was read and judged: \(final)")
+        }
+    }
+
+    @Test("Expect: 100-continue to a path the profile does not serve gets its 404 at once, without a 100")
+    func expectContinueUnknownPath() async throws {
+        try await withServer { port in
+            let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 3))
+            defer { close(fd) }
+            #expect(LoopbackSocket.send(fd, "POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\nExpect: 100-continue\r\n\r\n"))
+            let answer = LoopbackSocket.receive(fd, until: "}")
+            #expect(answer.hasPrefix("HTTP/1.1 404"), "the final answer, not a 100: \(answer.debugDescription)")
+            #expect(answer.contains("no endpoint POST /nowhere"), "\(answer)")
         }
     }
 

@@ -110,6 +110,12 @@ struct RelyingPartyServiceTests {
             #expect(response.status == 400, "\(path) \(value): \(response.body.text)")
             #expect(response.body["error"]?.stringValue?.contains("must be a JSON string") == true, "\(response.body.text)")
         }
+        for body in [#"{"username": alice}"#, "notjson"] {
+            let unreadable = await rp.handle(
+                RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(body.utf8)))
+            #expect(unreadable.status == 400, "\(body): \(unreadable.body.text)")
+            #expect(unreadable.body["error"]?.stringValue?.hasPrefix("the body is not JSON") == true, "\(unreadable.body.text)")
+        }
         let null = await rp.handle(
             RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(#"{"username":null}"#.utf8)))
         #expect(null.status == 200, "null means no name given: \(null.body.text)")
@@ -137,7 +143,10 @@ struct RelyingPartyServiceTests {
         clock.withLock { $0 += 301 }
         let fresh = try await issue()
         #expect(await rp.pendingCount == 1, "every earlier challenge expired")
-        #expect(await rp.takePending(try #require(Base64URL.decode(fresh)), registration: false) != .unknown)
+        guard case .taken = await rp.takePending(try #require(Base64URL.decode(fresh)), registration: false) else {
+            Issue.record("the fresh challenge is not pending")
+            return
+        }
     }
 
     @Test(

@@ -8,7 +8,7 @@ import Synchronization
 /// the connection is active, then the write side is shut down (FIN) and what the client still sends
 /// is discarded until it closes; a timer drops the connection after the close timeout whatever the
 /// client does.
-/// `hybrid-sim rp` answers its own connections past its cap with it too.
+/// `hybrid-sim rp` and `desktop --web` answer their own connections past their caps with it too (``ConnectionCap``).
 package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler {
     package typealias InboundIn = ByteBuffer
 

@@ -10,7 +10,7 @@ import NIOPosix
 public final class RelyingPartyHTTPServer: Sendable {
     /// The largest request body accepted.
     public static let maximumBodyBytes = 1 << 20
-    /// The most connections open at once; more are closed as they arrive.
+    /// The most connections open at once; more get the relay's fixed 503 and are closed.
     public static let maximumConnections = 1024
     /// How long a connection may take from its start to a complete request before it is closed.
     public static let requestDeadline: TimeAmount = .seconds(30)
@@ -76,6 +76,8 @@ private final class RequestHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     private var answered = false
+    /// The request went to the service; its answer is on the way.
+    private var dispatched = false
 
     init(service: RelyingPartyService) {
         self.service = service
@@ -87,7 +89,7 @@ private final class RequestHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !answered else { return }
+        guard !answered, !dispatched else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
             // RFC 9112 §3.2: an HTTP/1.1 request without a Host header is answered 400.
@@ -101,12 +103,17 @@ private final class RequestHandler: ChannelInboundHandler {
             }
             self.head = head
             body = []
-            // RFC 9110 §10.1.1: a client that asks before sending its body (curl does past 1 KiB)
-            // is told to go on, instead of waiting a second or more for a 100 that never comes.
-            if head.version == .http1_1,
-                head.headers["Expect"].contains(where: { $0.trimmingCharacters(in: .whitespaces).lowercased() == "100-continue" })
-            {
-                context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+            // RFC 9110 §10.1.1: a client that asks before sending its body (curl does for bodies
+            // over 1 MiB; other clients for any) is told to go on when the body decides the answer,
+            // and gets its final answer at once when the head already does (an unknown path, another
+            // method), instead of waiting a second or more for a 100 that never comes.
+            if head.version == .http1_1, Self.expectsContinue(head.headers) {
+                if service.routes(Self.request(head, body: [])) {
+                    context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .continue))), promise: nil)
+                } else {
+                    self.head = nil
+                    dispatch(Self.request(head, body: []), context: context)
+                }
             }
         case .body(let buffer):
             guard body.count + buffer.readableBytes <= RelyingPartyHTTPServer.maximumBodyBytes else {
@@ -116,17 +123,34 @@ private final class RequestHandler: ChannelInboundHandler {
         case .end:
             guard let head else { return }
             self.head = nil
-            var headers: [String: String] = [:]
-            for (name, value) in head.headers { headers[name.lowercased()] = value }
-            let request = RelyingPartyHTTPRequest(method: head.method.rawValue, target: head.uri, headers: headers, body: body)
-            let service = self.service
-            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
-            Task {
-                let response = await service.handle(request)
-                bound.eventLoop.execute {
-                    let (handler, context) = bound.value
-                    handler.write(context: context, response)
-                }
+            dispatch(Self.request(head, body: body), context: context)
+        }
+    }
+
+    /// Whether an `Expect` field lists `100-continue` (a field may list several, comma-separated).
+    private static func expectsContinue(_ headers: HTTPHeaders) -> Bool {
+        headers["Expect"].contains { field in
+            field.split(separator: ",").contains { $0.trimmingCharacters(in: .whitespaces).lowercased() == "100-continue" }
+        }
+    }
+
+    private static func request(_ head: HTTPRequestHead, body: [UInt8]) -> RelyingPartyHTTPRequest {
+        var headers: [String: String] = [:]
+        for (name, value) in head.headers { headers[name.lowercased()] = value }
+        return RelyingPartyHTTPRequest(method: head.method.rawValue, target: head.uri, headers: headers, body: body)
+    }
+
+    /// Hands the request to the service; its answer is written on the loop. Whatever the client
+    /// still sends is ignored (one request per connection).
+    private func dispatch(_ request: RelyingPartyHTTPRequest, context: ChannelHandlerContext) {
+        dispatched = true
+        let service = self.service
+        let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+        Task {
+            let response = await service.handle(request)
+            bound.eventLoop.execute {
+                let (handler, context) = bound.value
+                handler.write(context: context, response)
             }
         }
     }

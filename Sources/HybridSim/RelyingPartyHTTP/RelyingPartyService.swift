@@ -126,6 +126,13 @@ public actor RelyingPartyService {
         return .error(404, "no endpoint \(request.method) \(request.path) in the \(profile.name) profile")
     }
 
+    /// Whether the request's method and path name one of the profile's endpoints, whose answer
+    /// depends on the body; any other request's answer (404, 405) is known from its head alone.
+    nonisolated func routes(_ request: RelyingPartyHTTPRequest) -> Bool {
+        [profile.registration, profile.authentication].compactMap { $0 }.flatMap { [$0.options, $0.verify] }
+            .contains { Self.matches(request, $0) }
+    }
+
     private static func matches(_ request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint) -> Bool {
         request.method == endpoint.method && request.path == path(of: endpoint)
     }
@@ -151,12 +158,15 @@ public actor RelyingPartyService {
         return nil
     }
 
-    /// The account name a request gives for `{user}`: empty when it gives none (or JSON `null`); a
-    /// 400 when it gives another JSON type, as py_webauthn's and Hanko's servers refuse a
-    /// `username` that is not a string instead of signing in a default account.
+    /// The account name a request gives for `{user}`: empty when it gives none (no body, or JSON
+    /// `null`); a 400 when the body that should carry it is not JSON, or gives another JSON type
+    /// (a number, an object): a server does not sign in a default account for a request it cannot read.
     private static func userName(
         in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
     ) -> UserName {
+        if endpoint.body?.text.contains("{user}") == true, !request.body.isEmpty, JSONValue.parse(request.body) == nil {
+            return .refused(.error(400, "the body is not JSON (nesting at most 32 deep, no repeated member)"))
+        }
         guard let value = placeholderValue("user", in: request, endpoint), value != .null else { return .given("") }
         guard let name = value.stringValue else {
             return .refused(.error(400, "the account name must be a JSON string, not \(value.text.prefix(40))"))
