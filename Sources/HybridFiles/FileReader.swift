@@ -11,9 +11,11 @@ import Darwin
 /// reader has the same size cap, the system's own words for a failure, and no wait without a limit.
 ///
 /// A regular file is read to its end. Anything else (a named pipe, `<(cmd)`, a terminal, a device)
-/// is read as its data comes, but after a quiet spell without data or its end the read fails: the
-/// open does not wait for a writer (`O_NONBLOCK`), and a pipe nobody writes to, or one whose
-/// writer never writes (`--options <(sleep 100)`), is an error instead of a program held forever.
+/// is read as its data comes, but a quiet spell without data or its end fails the read: the open
+/// does not wait for a writer (`O_NONBLOCK`), and a pipe nobody writes to, or one whose writer
+/// never writes (`--options <(sleep 100)`), is an error instead of a program held forever. The
+/// limit is on each wait for data, not on the whole read: a writer that keeps sending is read,
+/// up to the size cap.
 package enum FileReader {
     /// How long a pipe, socket or device may go without data before the read gives up.
     package static let quietLimit: Duration = .seconds(10)
@@ -35,19 +37,23 @@ package enum FileReader {
             case .system(let code): return String(cString: strerror(code)).lowercased()
             case .directory: return "it is a directory"
             case .tooLarge(let maximumSize):
-                return maximumSize >= 1 << 20 ? "larger than \(maximumSize >> 20) MiB" : "larger than \(maximumSize) bytes"
+                return maximumSize % (1 << 20) == 0 ? "larger than \(maximumSize >> 20) MiB" : "larger than \(maximumSize) bytes"
             case .quiet(let limit): return "no data for \(Self.words(limit)) (a pipe or device nobody writes to?)"
             }
         }
 
         private static func words(_ limit: Duration) -> String {
             let milliseconds = Self.milliseconds(limit)
-            return milliseconds < 1000 ? "\(milliseconds) ms" : "\(milliseconds / 1000) s"
+            return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
         }
 
+        /// `limit` in whole milliseconds for `poll`: 0 for a negative limit (which `poll` would take
+        /// as "wait forever"), at most `Int32.max` (about 24 days).
         static func milliseconds(_ limit: Duration) -> Int32 {
             let (seconds, attoseconds) = limit.components
-            return Int32(clamping: seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+            guard seconds >= 0, attoseconds >= 0 else { return 0 }
+            guard seconds < Int64(Int32.max) / 1000 else { return Int32.max }
+            return Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
         }
     }
 

@@ -21,6 +21,16 @@ struct InputFileTests {
         }
     }
 
+    /// Opens `pipe` for writing once its reader has opened it (`ENXIO` until then), within 3 s.
+    private func openWriter(_ pipe: String) async throws -> Int32 {
+        let deadline = ContinuousClock.now + .seconds(3)
+        while true {
+            let writer = open(pipe, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 || errno != ENXIO || ContinuousClock.now > deadline { return writer }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
     @Test("a directory, a missing file and an endless device are refused with one line each")
     func refusals() throws {
         let directory = try TemporaryDirectory()
@@ -28,6 +38,9 @@ struct InputFileTests {
         #expect(reason(directory.path) == "it is a directory")
         #expect(reason(directory.file("missing")) == "no such file or directory")
         #expect(reason("/dev/zero", maximumSize: 1 << 20) == "larger than 1 MiB")
+        #expect(reason("/dev/zero", maximumSize: 1500) == "larger than 1500 bytes")
+        #expect(FileManager.default.createFile(atPath: directory.file("empty.json"), contents: Data()))
+        #expect(reason(directory.file("empty.json")) == "it is empty")
     }
 
     @Test("a named pipe nobody opens for writing is an error after the quiet limit, not a wait without end")
@@ -39,6 +52,7 @@ struct InputFileTests {
         let start = ContinuousClock.now
         #expect(reason(pipe) == "no data for 300 ms (a pipe or device nobody writes to?)")
         #expect(ContinuousClock.now - start < .seconds(5))
+        #expect(reason(pipe, quietLimit: .milliseconds(-5)) == "no data for 0 s (a pipe or device nobody writes to?)", "a negative limit is no wait, not poll's forever")
     }
 
     @Test("a pipe whose writer holds it open and never writes (--options <(sleep 100)) is an error after the quiet limit")
@@ -48,8 +62,7 @@ struct InputFileTests {
         let pipe = directory.file("options.fifo")
         try #require(mkfifo(pipe, 0o600) == 0)
         let reading = Task.detached { reason(pipe, quietLimit: .milliseconds(500)) }
-        try await Task.sleep(for: .milliseconds(100))
-        let writer = open(pipe, O_WRONLY | O_NONBLOCK)  // the reader is there, so this open succeeds
+        let writer = try await openWriter(pipe)
         #expect(writer >= 0, "\(String(cString: strerror(errno)))")
         defer { if writer >= 0 { close(writer) } }
         #expect(await reading.value == "no data for 500 ms (a pipe or device nobody writes to?)")
@@ -62,8 +75,7 @@ struct InputFileTests {
         let pipe = directory.file("options.fifo")
         try #require(mkfifo(pipe, 0o600) == 0)
         let reading = Task.detached { try InputFile.read(pipe, quietLimit: .seconds(5)) }
-        try await Task.sleep(for: .milliseconds(100))
-        let writer = open(pipe, O_WRONLY | O_NONBLOCK)
+        let writer = try await openWriter(pipe)
         try #require(writer >= 0)
         let text = Array(#"{"challenge":"AA"}"#.utf8)
         #expect(text.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == text.count)

@@ -19,11 +19,16 @@ package enum InputFile {
     package static func read(
         _ path: String, maximumSize: Int = maximumSize, quietLimit: Duration = FileReader.quietLimit
     ) throws(Failure) -> [UInt8] {
+        let bytes: [UInt8]
         do {
-            return try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)
+            bytes = try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)
         } catch {
             throw Failure(reason: error.description)
         }
+        // No options file, recording, key log or profile is empty: say so, rather than let a parser
+        // report an unexpected end (`--options <(true)`, a file truncated by mistake).
+        guard !bytes.isEmpty else { throw Failure(reason: "it is empty") }
+        return bytes
     }
 
     /// Why a file could not be read.
