@@ -44,7 +44,10 @@ struct DesktopWebServerStreamTests {
         #expect(half.response.isEmpty, "\(half.response)")
         #expect(half.closed, "closed by the server, not left to the client's 5 s")
         #expect(ContinuousClock.now - start < .seconds(4))
+        try await Task.sleep(for: .milliseconds(600))  // twice the deadline since the stream's request
         #expect(events.waitingStreams == 1, "the stream whose request was complete is still open past the deadline")
+        events.append(#"{"event":"advert","rssi":-45}"#)
+        #expect(LoopbackSocket.receive(stream, until: "rssi").contains(#""rssi":-45"#), "and still delivers events")
         await server.stop()
     }
 

@@ -120,6 +120,8 @@ struct EndToEndRegisterSignInTests {
         try FileManager.default.createSymbolicLink(atPath: png, withDestinationPath: planted)
         let desktop = try await lab.startDesktop(["--request", "mc", "--qr-png", png], json: true)
         #expect(desktop.art.isEmpty)
+        // No art to capture in --json mode: the phone command names the PNG (and the url for --qr).
+        #expect(desktop.process.standardError.lines.contains { $0.hasPrefix("phone command: hybrid-sim phone --scan \(png) --relay ") })
         #expect(try permissions(png) == 0o600)
         #expect(try String(contentsOfFile: planted, encoding: .utf8) == "do not touch")
         #expect(try FileManager.default.attributesOfItem(atPath: png)[.type] as? FileAttributeType == .typeRegular)
@@ -159,6 +161,7 @@ struct EndToEndRegisterSignInTests {
 
         // A sign-in in --json mode ends with a result too.
         let signIn = try await lab.startDesktop([], json: true)
+        #expect(signIn.process.standardError.lines.contains { $0.hasPrefix("phone command: hybrid-sim phone --qr URL --relay ") })
         let signer = try lab.startPhone(for: signIn, ["--qr", signIn.url])
         #expect(try await signIn.process.waitForExit() == 0, "\(signIn.process.transcript)\n\(signer.transcript)")
         #expect(try await signer.waitForExit() == 0)

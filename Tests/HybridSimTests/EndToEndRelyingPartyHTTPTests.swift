@@ -46,6 +46,8 @@ struct EndToEndRelyingPartyHTTPTests {
         let transcript = registered.desktop.process.transcript + "\n" + server.transcript
         #expect(registered.status == 0, "\(transcript)")
         #expect(registered.desktop.process.standardError.text.contains("relying party accepted the registration"), "\(transcript)")
+        // The desktop's own store is not touched with --rp-url, and its verdict line says who keeps the credential.
+        #expect(registered.desktop.process.standardError.text.contains("attestation), kept by the relying party at \(url)"), "\(transcript)")
         var credentials = try RelyingPartyStore.load(path: store).credentials
         #expect(credentials.count == 1, "the server stored the credential\n\(transcript)")
         // The SimpleWebAuthn example server registers a fixed user; the others take --user.

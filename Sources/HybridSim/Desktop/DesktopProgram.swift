@@ -226,10 +226,16 @@ struct Run {
             }
             narrator.output.standardOutput(session.url)
         }
-        narrator.say(
-            "phone command: hybrid-sim phone --scan CAPTURE --relay \(relayURL) --proximity \(proximity)"
-                + "  (CAPTURE: the QR code saved as text or PNG; or --qr with the FIDO:/ line instead of --scan)"
-        )
+        // With --json no QR art is printed: the phone takes the qr event's url (or the --qr-png image).
+        let scan =
+            !configuration.json
+            ? "--scan CAPTURE"
+            : configuration.qrPNGPath.map { "--scan \(Self.shellWord($0))" } ?? "--qr URL"
+        let hint =
+            !configuration.json
+            ? "CAPTURE: the QR code saved as text or PNG; or --qr with the FIDO:/ line instead of --scan"
+            : "URL: the qr event's url" + (configuration.qrPNGPath == nil ? "" : "; or --qr with it instead of --scan")
+        narrator.say("phone command: hybrid-sim phone \(scan) --relay \(relayURL) --proximity \(proximity)  (\(hint))")
         narrator.say(
             "waiting for a nearby phone (proximity \(proximity), relay \(relayURL), timeout \(ceremony.timeout.seconds))"
         )
@@ -299,6 +305,14 @@ struct Run {
         return "\(statistics.ignored) \(noun) ignored: " + parts.joined(separator: ", ")
     }
 
+    /// `text` as one word for a POSIX shell: as it is when it holds only safe characters, else in
+    /// single quotes, so a `phone command:` line can be pasted.
+    static func shellWord(_ text: String) -> String {
+        let safe = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_@%+=:,./-")
+        guard text.isEmpty || !text.allSatisfy(safe.contains) else { return text }
+        return "'" + text.replacingOccurrences(of: "'", with: #"'\''"#) + "'"
+    }
+
     /// Prints the verified result.
     func report(_ result: DesktopResult, storePath: String) {
         Interruption.beginEnding()
@@ -307,8 +321,10 @@ struct Run {
         switch (result.request, result.relyingPartyCheck) {
         case (.makeCredential, _):
             let user = result.credential?.userName ?? "the user"
+            // With --rp-url the relying party keeps the credential; the desktop's store is not touched.
+            let kept = configuration.rpURL.map { "kept by the relying party at \($0)" } ?? "saved in \(storePath)"
             narrator.say(
-                "verified: registered credential \(id) for \(user) @ \(result.rpId) (\(result.credential?.attestationFormat ?? "none") attestation), saved in \(storePath)"
+                "verified: registered credential \(id) for \(user) @ \(result.rpId) (\(result.credential?.attestationFormat ?? "none") attestation), \(kept)"
             )
         case (.getAssertion, .verified):
             let user = result.credential?.userName ?? "the user"
