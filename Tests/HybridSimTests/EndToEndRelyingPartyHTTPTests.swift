@@ -55,6 +55,10 @@ struct EndToEndRelyingPartyHTTPTests {
             || RelyingPartyProfile.builtIn[profile]?.registration?.options.body?.text.contains("{user}") == true
             ? "bob" : "alice"
         #expect(credentials.first?.userName == expectedUser)
+        // A --user the profile cannot carry is said, not silently dropped.
+        #expect(
+            registered.desktop.process.standardError.text.contains("options call takes no account name; --user is not sent")
+                == (expectedUser == "alice"), "\(transcript)")
         if profile == "okta" {
             // The plain-string user.id reached the phone as its UTF-8 bytes.
             #expect(credentials.first.map { String(decoding: $0.userId, as: UTF8.self).hasPrefix("00u") } == true)

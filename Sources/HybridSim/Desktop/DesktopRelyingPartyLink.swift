@@ -11,6 +11,8 @@ struct DesktopRelyingPartyLink: Sendable {
     /// `{user}`: `--user`, else `alice` for a registration and empty (a discoverable sign-in) otherwise.
     let user: String
     let tamper: Bool
+    /// `--user` was given but the profile's options call has no `{user}` to carry it.
+    let userDropped: Bool
 
     init(configuration: DesktopConfiguration) throws(ProgramFailure) {
         guard let url = configuration.rpURL, let name = configuration.rpProfile else {
@@ -23,6 +25,8 @@ struct DesktopRelyingPartyLink: Sendable {
             baseURL: url, profile: profile, extraHeaders: configuration.rpHeaders, environment: configuration.environment)
         user = configuration.userName ?? (registration ? ProgramDefaults.userName : "")
         tamper = configuration.tamperWithResult
+        let takesUser = ceremony.options.path.contains("{user}") || ceremony.options.body?.text.contains("{user}") == true
+        userDropped = configuration.userName != nil && !takesUser
     }
 
     /// The profile's `user.id` encoding, unless `--user-id-encoding` says otherwise.
@@ -90,6 +94,11 @@ struct DesktopRelyingPartyLink: Sendable {
 extension DesktopRelyingPartyLink {
     /// Fetches the options, saying where from.
     func fetchOptions(narrator: DesktopNarrator) async throws(ProgramFailure) -> DesktopCeremony.OptionsDocument {
+        if userDropped {
+            // Said, not refused: the server decides which passkeys may answer (Hanko's sign-in is discoverable).
+            narrator.say(
+                "note: the \(client.profile.name) profile's \(registration ? "registration" : "sign-in") options call takes no account name; --user is not sent, and the relying party's options decide which passkeys may answer")
+        }
         narrator.say("options: fetching them with \(try optionsSource()) (profile \(client.profile.name))")
         return try await fetchOptions()
     }
