@@ -19,7 +19,7 @@ struct DesktopCommand: AsyncParsableCommand {
             ready-to-copy phone command line. Exit status: 0 verified, 1 other failure, 2 bad input \
             (options, store, settings), 3 no phone / timeout, 4 refused by the phone, 5 verification \
             failed, 6 relay or network, 7 protocol error, 8 linked phone revoked the link (--linked), \
-            64 bad command line. With --linked there is no QR code: the desktop contacts a phone linked \
+            64 bad command line, 130/143 interrupted (SIGINT/SIGTERM). With --linked there is no QR code: the desktop contacts a phone linked \
             earlier with --link (Docs/LINKING.md). See Docs/CLI.md.
             """
     )
