@@ -50,8 +50,9 @@ enum CBORAnnotation {
             let key = name.map { "\(diagnostic(entry.key)) (\($0))" } ?? diagnostic(entry.key)
             var text = "\(key): \(diagnostic(entry.value))"
             if name == "authData", let bytes = entry.value.bytesValue, let authData = try? AuthenticatorData(bytes: bytes) {
-                text += " = rpIdHash \(short(authData.rpIdHash)), flags UP=\(authData.userPresent ? 1 : 0) UV=\(authData.userVerified ? 1 : 0)"
-                    + (authData.attestedCredentialData != nil ? " AT=1" : "") + ", signCount \(authData.signCount)"
+                // Every flag by name (UP, UV, BE, BS, AT, ED), and the byte for what has no name.
+                text += " = rpIdHash \(short(authData.rpIdHash)), flags 0x\(Hex.encode([authData.flags.rawValue])) \(authData.flags)"
+                    + ", signCount \(authData.signCount)"
             }
             return text
         }

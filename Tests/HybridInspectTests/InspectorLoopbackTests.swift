@@ -104,6 +104,12 @@ struct InspectorLoopbackTests {
         // The sign-in request names the relying party.
         let signIn = Inspector.inspect(recordings[1], keyLog: collector.desktopKeys)
         #expect(Self.message("CTAP request: authenticatorGetAssertion", in: signIn)?.details.contains("1 (rpId): \"example.com\"") == true)
+        // Every authenticator-data flag by name: the software authenticator's passkeys are synced (BE, BS).
+        let signInFlags = Self.message("CTAP response: CTAP2_OK (0x00)", in: signIn)?.details.first { $0.contains("(authData)") }
+        #expect(signInFlags?.contains("flags 0x1d [UP, UV, BE, BS], signCount 1") == true, "\(signInFlags ?? "no authData line")")
+        let registration = Inspector.inspect(recordings[0], keyLog: collector.desktopKeys)
+        let registrationFlags = Self.message("CTAP response: CTAP2_OK (0x00)", in: registration)?.details.first { $0.contains("(authData)") }
+        #expect(registrationFlags?.contains("flags 0x5d [UP, UV, BE, BS, AT]") == true, "\(registrationFlags ?? "no authData line")")
     }
 
     @Test func wrongKeysAreSaidNotToMatch() async throws {
