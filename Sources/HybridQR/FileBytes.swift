@@ -29,17 +29,30 @@ enum FileBytes {
         }
     }
 
-    /// Writes `bytes` to `path`, replacing the file.
+    /// Writes `bytes` to `path`, replacing the file, with mode 0600: the image of a `FIDO:/` code
+    /// holds its QR secret, so only its owner may read it (as `desktop --qr-png` writes it). A file
+    /// already there keeps its inode and gets mode 0600.
     ///
     /// - Throws: ``QRError/Code/writeFailed`` with the system's reason.
     static func write(_ bytes: [UInt8], to path: String) throws(QRError) {
-        guard let file = fopen(path, "wb") else {
-            throw QRError(.writeFailed, "\(path): \(String(cString: strerror(errno)))")
+        let fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw QRError(.writeFailed, "\(path): \(String(cString: strerror(errno)))") }
+        var failure = fchmod(fd, 0o600) == 0 ? 0 : errno
+        var offset = 0
+        while failure == 0, offset < bytes.count {
+            let count = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if count < 0 {
+                if errno != EINTR { failure = errno }
+            } else {
+                offset += count
+            }
         }
-        let written = bytes.withUnsafeBytes { fwrite($0.baseAddress, 1, $0.count, file) }
-        let closed = fclose(file)
-        guard written == bytes.count, closed == 0 else {
-            throw QRError(.writeFailed, "\(path): \(String(cString: strerror(errno)))")
-        }
+        if close(fd) != 0, failure == 0 { failure = errno }
+        guard failure == 0 else { throw QRError(.writeFailed, "\(path): \(String(cString: strerror(failure)))") }
     }
+}
+
+/// The C library's `write(2)` (inside ``FileBytes`` the name is its own `write`).
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, buffer, count)
 }

@@ -8,16 +8,13 @@ public enum PNGCodec {
     /// The eight bytes every PNG file starts with.
     public static let signature: [UInt8] = [0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]
 
-    /// Writes `image` to `path` as an 8-bit grayscale PNG.
+    /// Writes `image` to `path` as an 8-bit grayscale PNG, with mode 0600 (the image of a `FIDO:/`
+    /// code holds its QR secret).
     ///
-    /// - Throws: ``QRError/Code/writeFailed`` with libpng's message.
+    /// - Throws: ``QRError/Code/libraryFailure`` with libpng's message, or
+    ///   ``QRError/Code/writeFailed`` with the system's reason.
     public static func write(_ image: GrayImage, toFile path: String) throws(QRError) {
-        var control = header(for: image)
-        let ok = image.pixels.withUnsafeBytes { buffer in
-            png_image_write_to_file(&control, path, 0, buffer.baseAddress, Int32(image.width), nil)
-        }
-        defer { png_image_free(&control) }
-        guard ok != 0 else { throw QRError(.writeFailed, "\(path): \(message(of: &control))") }
+        try FileBytes.write(try encode(image), to: path)
     }
 
     /// Encodes `image` as an 8-bit grayscale PNG in memory.

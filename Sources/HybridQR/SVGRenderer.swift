@@ -4,7 +4,8 @@
 /// zone, and a single black `<path>` made of one rectangle per horizontal run of dark modules.
 /// `width`/`height` set the default display size; the `viewBox` lets the image scale losslessly.
 public enum SVGRenderer {
-    /// Writes the SVG document for `matrix` to `path` (UTF-8), replacing the file.
+    /// Writes the SVG document for `matrix` to `path` (UTF-8), replacing the file, with mode 0600
+    /// (the image of a `FIDO:/` code holds its QR secret).
     ///
     /// - Throws: ``QRError/Code/writeFailed`` with the system's reason.
     public static func write(_ matrix: QRMatrix, toFile path: String, moduleSize: Int = 8, quietZone: Int = 4) throws(QRError) {

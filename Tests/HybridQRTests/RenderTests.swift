@@ -68,8 +68,11 @@ struct RenderTests {
         let directory = try Fixtures.makeTemporaryDirectory()
         defer { Fixtures.removeDirectory(directory) }
         let path = directory.appendingPathComponent("qr.png").path
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("old".utf8), attributes: [.posixPermissions: 0o644]))
         try PNGCodec.write(image, toFile: path)
         #expect(try PNGCodec.read(fileAt: path) == image)
+        // The image of a FIDO:/ code holds its QR secret: owner only, also over a file that was 0644.
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
         #expect(throws: QRError(.writeFailed)) {
             try PNGCodec.write(image, toFile: directory.appendingPathComponent("missing/qr.png").path)
         }
@@ -94,6 +97,7 @@ struct RenderTests {
         let path = directory.appendingPathComponent("qr.svg").path
         try SVGRenderer.write(matrix, toFile: path)
         #expect(try String(contentsOfFile: path, encoding: .utf8) == SVGRenderer.render(matrix))
+        #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o600)
         #expect(throws: QRError(.writeFailed)) { try SVGRenderer.write(matrix, toFile: directory.path + "/no/such/dir.svg") }
     }
 }
