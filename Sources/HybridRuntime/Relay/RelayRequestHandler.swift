@@ -185,6 +185,10 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             context.close(promise: nil)
         } else if connection.requestComplete {
             return
+        } else if !context.channel.isActive {
+            // The parser saw the end of a request cut short: the relay dropped the connection (its
+            // upgrade timeout) or the client went away. No 400 can be sent, so none is counted.
+            registry.logger.debug("connection closed before its request was complete: \(error)")
         } else if error is HTTPParserError {
             // NIO's decoder may report one bad request twice (its own error, then the parse's).
             guard !answered else { return }
