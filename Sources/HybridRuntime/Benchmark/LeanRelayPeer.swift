@@ -241,7 +241,12 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
                 let echo = code.map { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] } ?? []
                 context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: HostileWire.frame(.close, echo))), promise: nil)
             }
-            end(RuntimeError(.closed, "closed by the relay", closeCode: code ?? WebSocketCloseCode(rawValue: 1005)))
+            // The relay's reason names the limit it applied ("more than 16 messages from one peer").
+            let reason = PeerText.printable(payload.readString(length: payload.readableBytes) ?? "")
+            end(
+                RuntimeError(
+                    .closed, reason.isEmpty ? "closed by the relay" : "closed by the relay: \(reason)",
+                    closeCode: code ?? WebSocketCloseCode(rawValue: 1005)))
         default:
             fail(context, RuntimeError(.protocolViolation, "unexpected frame (opcode \(opcode), fin \(fin))"))
         }

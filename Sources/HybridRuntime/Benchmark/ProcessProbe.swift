@@ -31,6 +31,9 @@ public struct ProcessProbe: Sendable {
         public let description: String
     }
 
+    /// The resolution of the CPU times `/proc` reports: one clock tick (`_SC_CLK_TCK`, 10 ms on Linux).
+    public static let cpuTickSeconds = 1 / Double(sysconf(Int32(_SC_CLK_TCK)))
+
     /// The processes read.
     public let pids: [Int32]
 

@@ -23,7 +23,7 @@ extension RelayLoadBenchmark {
         private var roundsLeft = 0
         private var roundStart = NIODeadline.now()
         private var samples: [Double] = []
-        private var finished: EventLoopPromise<(samples: [Double], failure: String?)>?
+        private var finished: EventLoopPromise<(samples: [Double], failure: RoundFailure?)>?
 
         init(loop: EventLoop, phone: (LeanRelayPeer, Channel), desktop: (LeanRelayPeer, Channel)) {
             self.loop = loop
@@ -32,8 +32,8 @@ extension RelayLoadBenchmark {
         }
 
         /// Runs `rounds` rounds of `payload`; the future gets the round trips (ms) and the failure, if any.
-        func run(rounds: Int, payload bytes: [UInt8]) -> EventLoopFuture<(samples: [Double], failure: String?)> {
-            let promise = loop.makePromise(of: (samples: [Double], failure: String?).self)
+        func run(rounds: Int, payload bytes: [UInt8]) -> EventLoopFuture<(samples: [Double], failure: RoundFailure?)> {
+            let promise = loop.makePromise(of: (samples: [Double], failure: RoundFailure?).self)
             finished = promise
             payload = ByteBuffer(bytes: bytes)
             ping = LeanRelayPeer.binaryFrame(bytes)
@@ -41,22 +41,22 @@ extension RelayLoadBenchmark {
             roundsLeft = rounds
             samples.reserveCapacity(rounds)
             phone.onMessage = { [unowned self] message in
-                guard message == self.payload else { return self.finish("payload changed in transit") }
+                guard message == self.payload else { return self.finish(Self.changed) }
                 self.phone.write(self.pong)
             }
             desktop.onMessage = { [unowned self] message in
-                guard message == self.payload else { return self.finish("payload changed in transit") }
+                guard message == self.payload else { return self.finish(Self.changed) }
                 self.samples.append(Double((NIODeadline.now() - self.roundStart).nanoseconds) / 1e6)
                 self.roundsLeft -= 1
                 if self.roundsLeft > 0 { self.startRound() } else { self.finish(nil) }
             }
-            let onEnd: (RuntimeError) -> Void = { [unowned self] error in self.finish(RelayLoadBenchmark.failureName(error)) }
+            let onEnd: (RuntimeError) -> Void = { [unowned self] error in self.finish(RoundFailure(error)) }
             phone.onEnd = onEnd
             desktop.onEnd = onEnd
             if let error = phone.endError ?? desktop.endError {
                 // The relay closed the tunnel while it was held (e.g. its idle timeout): that, not
                 // a timeout of the first round, is the failure.
-                finish(RelayLoadBenchmark.failureName(error))
+                finish(RoundFailure(error))
             } else if rounds > 0 {
                 startRound()
                 desktop.flush()
@@ -73,10 +73,14 @@ extension RelayLoadBenchmark {
 
         /// Fails the rounds if the current one has run longer than `timeout` (the watchdog's check).
         func checkTimeout(_ timeout: TimeAmount, now: NIODeadline) {
-            if finished != nil, now - roundStart > timeout { finish("timeout") }
+            if finished != nil, now - roundStart > timeout {
+                finish(RoundFailure("timeout", "a round took longer than \(Duration(timeout).humanReadable)"))
+            }
         }
 
-        private func finish(_ failure: String?) {
+        private static let changed = RoundFailure("payload changed in transit", "the message differed from the one sent")
+
+        private func finish(_ failure: RoundFailure?) {
             guard let promise = finished else { return }
             finished = nil
             phone.onMessage = nil
@@ -161,12 +165,12 @@ extension RelayLoadBenchmark {
 
     /// Runs every tunnel's rounds at once on the generator's loops, with a watchdog that fails a
     /// tunnel whose current round has taken longer than the timeout.
-    static func leanRounds(_ pairs: [LeanPair], _ config: Configuration) async -> (samples: [Double], failures: [String: Int]) {
+    static func leanRounds(_ pairs: [LeanPair], _ config: Configuration) async -> RoundResults {
         let payload = [UInt8](repeating: 0xA5, count: config.payloadSize)
         let timeout = TimeAmount(config.timeout)
         let loops = Dictionary(grouping: pairs, by: { ObjectIdentifier($0.loop) }).values
         var watchdogs: [RepeatedTask] = []
-        var futures: [EventLoopFuture<(samples: [Double], failure: String?)>] = []
+        var futures: [EventLoopFuture<(samples: [Double], failure: RoundFailure?)>] = []
         futures.reserveCapacity(pairs.count)
         for group in loops {
             let loop = group[0].loop
@@ -186,18 +190,17 @@ extension RelayLoadBenchmark {
                     for pair in group { pair.checkTimeout(timeout, now: now) }
                 })
         }
-        var samples: [Double] = []
-        samples.reserveCapacity(pairs.count * config.rounds)
-        var failures: [String: Int] = [:]
+        var results = RoundResults()
+        results.samples.reserveCapacity(pairs.count * config.rounds)
         for future in futures {
-            guard let result = try? await future.get() else {
-                failures["connectionFailed", default: 0] += 1
-                continue
+            do {
+                let result = try await future.get()
+                results.add(result.samples, result.failure)
+            } catch {
+                results.add([], RoundFailure(RelayLoadBenchmark.runtimeError(error)))
             }
-            samples += result.samples
-            if let failure = result.failure { failures[failure, default: 0] += 1 }
         }
         for watchdog in watchdogs { watchdog.cancel() }
-        return (samples, failures)
+        return results
     }
 }

@@ -122,7 +122,7 @@ public struct RelayLoadBenchmark: Sendable {
     /// them, for either generator.
     private func runPhases<Opened: Sendable>(
         open: (inout [String: Int], inout [String: String]) async -> [Opened],
-        rounds: ([Opened]) async -> (samples: [Double], failures: [String: Int]),
+        rounds: ([Opened]) async -> RoundResults,
         close: ([Opened]) async -> Void,
         report: inout RelayLoadReport, generator: ProcessProbe, progress: @Sendable (String) -> Void
     ) async throws {
@@ -138,10 +138,17 @@ public struct RelayLoadBenchmark: Sendable {
             progress("holding \(opened.count) tunnels for \(config.hold)…")
             try? await Task.sleep(for: config.hold)
         }
+        guard !opened.isEmpty else {
+            // Nothing to measure: no rounds, no close (the failures say why, e.g. connection refused).
+            progress("no tunnel opened; no rounds")
+            report.relayAfterRounds = report.relayAfterOpen
+            return
+        }
         progress("\(opened.count) tunnels open; \(config.rounds) ping-pong rounds on all of them at once…")
         let generatorBefore = try? generator.sample()
         let roundsStart = ContinuousClock.now
-        let (samples, roundFailures) = await rounds(opened)
+        let results = await rounds(opened)
+        let samples = results.samples
         report.roundsSeconds = (ContinuousClock.now - roundsStart).benchmarkSeconds
         report.relayAfterRounds = try relay?.sample()
         if let generatorBefore, let generatorAfter = try? generator.sample(), report.roundsSeconds > 0 {
@@ -149,7 +156,10 @@ public struct RelayLoadBenchmark: Sendable {
         }
         report.roundTrips = LatencySummary(milliseconds: samples)
         report.messagesRelayed = samples.count * 2
-        for (reason, count) in roundFailures { report.failures[reason, default: 0] += count }
+        for (reason, count) in results.failures { report.failures[reason, default: 0] += count }
+        for (reason, example) in results.examples where report.failureExamples[reason] == nil {
+            report.failureExamples[reason] = example
+        }
 
         progress("closing \(opened.count) tunnels…")
         let closeStart = ContinuousClock.now
@@ -221,24 +231,50 @@ public struct RelayLoadBenchmark: Sendable {
         }
     }
 
-    private func pingPong(_ pairs: [Pair]) async -> (samples: [Double], failures: [String: Int]) {
-        let config = configuration
-        return await withTaskGroup(of: (samples: [Double], failure: String?).self) { group in
-            for pair in pairs {
-                group.addTask { await Self.rounds(on: pair, config) }
-            }
-            var samples: [Double] = []
-            samples.reserveCapacity(pairs.count * config.rounds)
-            var failures: [String: Int] = [:]
-            for await result in group {
-                samples += result.samples
-                if let failure = result.failure { failures[failure, default: 0] += 1 }
-            }
-            return (samples, failures)
+    /// What the rounds of all tunnels gave: the round trips (ms), and the failures by name with
+    /// the first one's words for each.
+    struct RoundResults: Sendable {
+        var samples: [Double] = []
+        var failures: [String: Int] = [:]
+        var examples: [String: String] = [:]
+
+        /// Adds one tunnel's rounds.
+        mutating func add(_ samples: [Double], _ failure: RoundFailure?) {
+            self.samples += samples
+            guard let failure else { return }
+            failures[failure.name, default: 0] += 1
+            if examples[failure.name] == nil { examples[failure.name] = failure.example }
         }
     }
 
-    private static func rounds(on pair: Pair, _ config: Configuration) async -> (samples: [Double], failure: String?) {
+    /// Why one tunnel's rounds stopped: a ``failureName(_:)`` and its words.
+    struct RoundFailure: Sendable {
+        var name: String
+        var example: String
+
+        init(_ name: String, _ example: String) {
+            (self.name, self.example) = (name, example)
+        }
+
+        init(_ error: RuntimeError) {
+            self.init(RelayLoadBenchmark.failureName(error), error.reason)
+        }
+    }
+
+    private func pingPong(_ pairs: [Pair]) async -> RoundResults {
+        let config = configuration
+        return await withTaskGroup(of: (samples: [Double], failure: RoundFailure?).self) { group in
+            for pair in pairs {
+                group.addTask { await Self.rounds(on: pair, config) }
+            }
+            var results = RoundResults()
+            results.samples.reserveCapacity(pairs.count * config.rounds)
+            for await result in group { results.add(result.samples, result.failure) }
+            return results
+        }
+    }
+
+    private static func rounds(on pair: Pair, _ config: Configuration) async -> (samples: [Double], failure: RoundFailure?) {
         let payload = [UInt8](repeating: 0xA5, count: config.payloadSize)
         var samples: [Double] = []
         samples.reserveCapacity(config.rounds)
@@ -250,13 +286,13 @@ public struct RelayLoadBenchmark: Sendable {
                 try await pair.phone.send(ping)
                 let pong = try await pair.desktop.receive(timeout: config.timeout)
                 guard pong == payload else {
-                    return (samples, "payload changed in transit")
+                    return (samples, RoundFailure("payload changed in transit", "the pong differed from the ping"))
                 }
                 samples.append((ContinuousClock.now - start).benchmarkMilliseconds)
             }
             return (samples, nil)
         } catch {
-            return (samples, failureName(runtimeError(error)))
+            return (samples, RoundFailure(runtimeError(error)))
         }
     }
 

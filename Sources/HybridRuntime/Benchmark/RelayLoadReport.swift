@@ -107,6 +107,19 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         return Double(b.residentBytes - a.residentBytes) / 1024 / Double(tunnelsOpened)
     }
 
+    /// A warning when the relay's CPU figures rest on few of `/proc`'s clock ticks (10 ms each):
+    /// a run of 50 tunnels uses a handful, so "1000.0 µs per tunnel" is one tick more or less.
+    var resolutionNote: String? {
+        guard let before = relayBefore, let open = relayAfterOpen, let rounds = relayAfterRounds else { return nil }
+        let tick = ProcessProbe.cpuTickSeconds
+        let openTicks = Int(((open.cpuSeconds - before.cpuSeconds) / tick).rounded())
+        let roundTicks = Int(((rounds.cpuSeconds - open.cpuSeconds) / tick).rounded())
+        guard min(openTicks, roundTicks) < 100 else { return nil }
+        return "  note: /proc counts CPU time in \(Int((tick * 1000).rounded())) ms ticks and this run used \(openTicks) opening "
+            + "and \(roundTicks) in the rounds: figures from fewer than 100 are coarse (RSS too grows in whole pages); "
+            + "use more --tunnels and --rounds"
+    }
+
     /// JSON keys: the stored fields plus the derived figures, so the JSON carries both.
     private enum CodingKeys: String, CodingKey {
         case machine, relayAddress, tunnelsRequested, rounds, payloadSize, generator, generatorThreads
@@ -206,6 +219,9 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
             lines.append(
                 "  open files \(before.openFiles) before, \(open.openFiles) with the tunnels open"
                     + (relayAfterClose.map { ", \($0.openFiles) after" } ?? ""))
+            if let note = resolutionNote { lines.append(note) }
+        } else if tunnelsOpened == 0 {
+            lines.append("relay process: not measured (no tunnel opened; the failures above say why)")
         } else {
             lines.append(
                 "relay process: not measured (no single readable process listens on that port, e.g. a proxy; "
