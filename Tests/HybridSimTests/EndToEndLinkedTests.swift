@@ -9,6 +9,17 @@ import Testing
 /// `phone --unlink` and a `--linked` sign-in that fails with 410, exit 8 and the link removed.
 @Suite("End to end: linked phones (processes)", .serialized)
 struct EndToEndLinkedTests {
+    @Test("phone --listen with nobody contacting it ends at --listen-timeout: exit 3, the limit as given")
+    func listenTimeout() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, relayURL) = try await lab.startRelay()
+        let listener = try lab.start("listener", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "1.5"])
+        #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
+        // Not "1.499 s": the limit, not what was left of it when the last round of listening began.
+        #expect(FailureOutput.singleErrorLine(listener) == "error: listening for contact requests timed out after 1.5 s")
+    }
+
     @Test("register with --link, three --linked sign-ins, --unlink, then 410 / exit 8 / link gone")
     func linkSignInUnlink() async throws {
         let lab = try EndToEndLab()
@@ -54,6 +65,8 @@ struct EndToEndLinkedTests {
         }
         #expect(try await listener.waitForExit() == 0, "\(listener.transcript)")
         #expect(listener.standardError.lines.contains("answered 3 contact request(s); done"))
+        // The desktop created each tunnel (/cable/contact); the listening phone joined it.
+        #expect(listener.standardError.lines.contains { $0.hasPrefix("tunnel joined, advertising (rssi -45 dBm) to ") }, "\(listener.transcript)")
 
         // 2b. A link whose pairing ID the phone never handed out: the phone refuses (exit 4), the
         // specific reason reaches the desktop, and the links file is not touched.
@@ -73,7 +86,19 @@ struct EndToEndLinkedTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: links)) == tamperedBytes)
         #expect(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first?.signCount == 3)
         refusing.terminate()
+        _ = try await refusing.waitForExit()
         try store.save()  // the good link back
+
+        // 2c. A phone listened on this relay but nobody listens now: 504 after the contact wait,
+        // exit 6, the link kept, and the desktop says how to listen.
+        let unheard = try lab.start(
+            "linked-unheard",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await unheard.waitForExit(timeout: .seconds(30)) == 6, "\(unheard.transcript)")
+        let unheardLine = FailureOutput.singleErrorLine(unheard)
+        #expect(unheardLine.contains("is not listening on \(relayURL)"), "\(unheardLine)")
+        #expect(unheardLine.contains("`hybrid-sim phone --listen --relay \(relayURL)`") && unheardLine.hasSuffix("The link is kept."), "\(unheardLine)")
+        #expect(try LinkStore.load(path: links).links.count == 1)
 
         // 3. Unlink; the listening phone announces the revoked ID; the desktop gets 410 and exits 8.
         let unlink = try lab.start("unlink", ["phone", "--unlink"])

@@ -127,7 +127,7 @@ final class ContactDirectory {
             if self.known.contains(contactID) {
                 promise.succeed(.reject(RelayRejection(
                     status: .gatewayTimeout,
-                    reason: "the linked phone is not listening (no push channel within \(wait.humanReadable))")))
+                    reason: "the linked phone is not listening: no push channel within \(wait.humanReadable)")))
             } else {
                 promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID unknown")))
             }

@@ -78,6 +78,16 @@ extension Run {
                 .linkRevoked,
                 "the linked phone \"\(stored.name)\" revoked this link (the relay answered 410 Gone); removed it from \(path). "
                     + "Link again with --link and a QR code.")
+        } catch let error as TransactionError where error.runtimeCode == .upgradeRejected
+            && (error.underlying as? RuntimeError)?.httpStatus == 504
+        {
+            // Nobody listens for this contact ID right now: the link stays, the phone is told how to listen.
+            await scanner.stop()
+            await relay.embedded?.shutdown()
+            throw ProgramFailure(
+                .network,
+                "the linked phone \"\(stored.name)\" is not listening on \(relay.url) (\(error.underlying)); start "
+                    + "`hybrid-sim phone --listen --relay \(relay.url)` on the phone, then try again. The link is kept.")
         } catch let error as TransactionError
             where (error.underlying as? RuntimeError)?.closeCode == .contactRevoked
         {

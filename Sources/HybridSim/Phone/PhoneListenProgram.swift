@@ -36,7 +36,8 @@ public enum PhoneListenProgram {
         let phone = configuration.phone
         let relayURL = ProgramChecks.trimmedRelayURL(phone.relayURL)
         let narrator = PhoneNarrator(
-            output: output, json: phone.json, relayURL: relayURL, proximityURL: phone.proximityURL, rssi: phone.rssi)
+            output: output, json: phone.json, relayURL: relayURL, proximityURL: phone.proximityURL, rssi: phone.rssi,
+            joinsTunnel: true)
         do {
             try await listen(configuration, relayURL: relayURL, narrator: narrator)
             return 0
@@ -110,6 +111,10 @@ public enum PhoneListenProgram {
                         return verdict
                     })
                 break
+            } catch let error as RuntimeError where error.code == .timeout && configuration.limit != nil {
+                // Each round of listening gets what is left of the limit; say the limit itself
+                // ("30 s", not the 29.999 s left when the last round began).
+                throw RuntimeError.timeout("listening for contact requests", after: configuration.limit ?? .zero)
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
                 guard let reloaded = try PhoneLinkStore.load(path: linkStorePath).identity, reloaded.contactID != contactID

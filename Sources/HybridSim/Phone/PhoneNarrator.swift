@@ -9,6 +9,9 @@ struct PhoneNarrator: Sendable {
     let relayURL: String
     let proximityURL: String
     let rssi: Int
+    /// The linked flow: the desktop created the tunnel (`/cable/contact`) and the phone joined it;
+    /// in the QR flow the phone creates it (`/cable/new`).
+    var joinsTunnel = false
 
     /// A progress line on stderr.
     func say(_ line: String) {
@@ -28,7 +31,7 @@ struct PhoneNarrator: Sendable {
         case .tunnelCreated:
             self.event("connected", [("relay", .string(relayURL))])
         case .advertising:
-            say("tunnel created, advertising (rssi \(rssi) dBm) to \(proximityURL)")
+            say("tunnel \(joinsTunnel ? "joined" : "created"), advertising (rssi \(rssi) dBm) to \(proximityURL)")
             self.event("advert", [("rssi", .int(rssi)), ("proximity", .string(proximityURL))])
         case .handshakeAnswered:
             say("handshake done")
