@@ -39,6 +39,9 @@ struct EndToEndInspectTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         let recording = recordings + "/" + (try #require(names.first))
+        // It holds the tunnel's full IDs (and, with the key log, its plaintext): owner only, no temporary left.
+        #expect(try FileManager.default.attributesOfItem(atPath: recording)[.posixPermissions] as? Int == 0o600)
+        #expect(try FileManager.default.contentsOfDirectory(atPath: recordings).allSatisfy { $0.hasSuffix(".hsrec") })
 
         let svg = lab.file("session.svg")
         let inspect = try lab.start("inspect", ["inspect", recording, "--keylog", desktopKeys, "--qr", desktop.url, "--svg", svg])
