@@ -72,7 +72,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
     var json = false
 
     func validate() throws {
-        guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be between 0 and 86400 seconds") }
+        guard duration > 0, duration <= 86_400 else { throw ValidationError("--duration must be above 0 and at most 86400 seconds") }
         guard (1...15_000).contains(hostile) else { throw ValidationError("--hostile must be 1...15000 (20,000 descriptors per process)") }
         guard (1...64).contains(honest) else { throw ValidationError("--honest must be 1...64") }
         guard holdMin > 0, holdMax >= holdMin, holdMax <= 3600 else {

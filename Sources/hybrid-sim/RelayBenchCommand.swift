@@ -81,7 +81,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
             throw ValidationError("--relay-pid must be one or more process IDs separated by commas")
         }
         guard hold >= 0, hold <= 3600 else { throw ValidationError("--hold must be between 0 and 3600 seconds") }
-        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be between 0 and 3600 seconds") }
+        guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be above 0 and at most 3600 seconds") }
     }
 
     func run() async throws {

@@ -179,7 +179,7 @@ struct RelayCommand: AsyncParsableCommand {
             ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
             ("--upgrade-timeout", upgradeTimeout), ("--close-timeout", closeTimeout),
         ] where !(value > 0 && value <= 86_400) {
-            throw ValidationError("\(name) must be a number of seconds between 0 and 86400")
+            throw ValidationError("\(name) must be a number of seconds above 0 and at most 86400")
         }
         for (name, value) in [
             ("--max-message-size", maxMessageSize), ("--max-messages-per-peer", maxMessagesPerPeer),
