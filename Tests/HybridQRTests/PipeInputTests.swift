@@ -52,4 +52,41 @@ struct PipeInputTests {
             #expect(scanned == url)
         }
     }
+
+    @Test("a PNG written to a named pipe goes to its reader and leaves the pipe's mode; with no reader it fails at once")
+    func pngToPipe() async throws {
+        let image = GrayImage(matrix: try QREncoder.encode(fidoURL: Fixtures.chromeURL), moduleSize: 2)
+        try await withFIFO { path in
+            try #require(chmod(path, 0o644) == 0)
+            let start = ContinuousClock.now
+            #expect(throws: QRError(.writeFailed)) { try PNGCodec.write(image, toFile: path) }  // nobody reads
+            #expect(ContinuousClock.now - start < .seconds(2))
+            let received = Task.detached { () -> [UInt8] in
+                let fd = open(path, O_RDONLY)
+                guard fd >= 0 else { return [] }
+                defer { close(fd) }
+                var bytes: [UInt8] = []
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+                    guard count > 0 else { return bytes }
+                    bytes += chunk[..<count]
+                }
+            }
+            // Once the reader has the pipe open, the write goes through.
+            var written = false
+            for _ in 0..<200 where !written {
+                do {
+                    try PNGCodec.write(image, toFile: path)
+                    written = true
+                } catch {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+            }
+            #expect(written)
+            #expect(try PNGCodec.decode(await received.value) == image)
+            // A pipe (or /dev/null, /dev/stdout) is written to as it is: its mode is not the image's business.
+            #expect(try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int == 0o644)
+        }
+    }
 }
