@@ -12,14 +12,23 @@ struct KeyLogFile: Sendable {
     let path: String
 
     /// Checks that `path` can be opened for appending, so a bad path fails before the ceremony, and
-    /// sets its mode to 0600: an existing file that others could read would leak the keys.
+    /// sets a regular file's mode to 0600: an existing file that others could read would leak the
+    /// keys. A pipe or device (`/dev/stderr`, a named pipe with a reader) is used as it is: its mode
+    /// is not the key log's to change (`/dev/null` made 0600 would break every other user's programs).
     init(path: String) throws(ProgramFailure) {
         self.path = path
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+        // O_NONBLOCK: a named pipe nobody reads fails here (ENXIO) instead of holding the program.
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
         guard fd >= 0 else {
-            throw ProgramFailure(.badInput, "--keylog \(path): cannot open for appending (\(String(cString: strerror(errno))))")
+            let reason = errno == ENXIO ? "a named pipe nobody reads" : String(cString: strerror(errno))
+            throw ProgramFailure(.badInput, "--keylog \(path): cannot open for appending (\(reason))")
         }
         defer { close(fd) }
+        var status = stat()
+        guard fstat(fd, &status) == 0 else {
+            throw ProgramFailure(.badInput, "--keylog \(path): \(String(cString: strerror(errno)))")
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else { return }
         guard fchmod(fd, 0o600) == 0 else {
             throw ProgramFailure(.badInput, "--keylog \(path): cannot set mode 0600 (\(String(cString: strerror(errno))))")
         }
@@ -31,9 +40,9 @@ struct KeyLogFile: Sendable {
         let path = self.path
         return { keys in
             let line = Array((keys.keyLogLine + "\n").utf8)
-            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o600)
+            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
             // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
-            // the file do not interleave.
+            // the file do not interleave. Non-blocking: a pipe whose reader left is a warning, not a hang.
             let written = fd >= 0 ? line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } : -1
             if fd >= 0 { close(fd) }
             if written != line.count {
