@@ -49,7 +49,7 @@ struct InspectCommand: ParsableCommand {
         if let keylog {
             let text: String
             do {
-                text = String(decoding: try InputFile.read(keylog), as: UTF8.self)
+                text = String(decoding: try InputFile.read(keylog, allowsEmpty: true), as: UTF8.self)
             } catch {
                 fail("cannot read \(keylog): \(error.reason)")
             }

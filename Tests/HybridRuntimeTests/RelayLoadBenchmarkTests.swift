@@ -81,6 +81,12 @@ struct RelayLoadBenchmarkTests {
             #expect(report.tunnelsOpened == 4)
             #expect(report.roundTrips.count == 4 * 3)
             #expect(report.failures == ["closed 1008": 4], "\(report.failures)")
+            // The first one is quoted with the relay's reason, which names the limit.
+            let example = try #require(report.failureExamples["closed 1008"])
+            #expect(example.contains("more than 3 messages"), "\(example)")
+            #expect(report.text.contains("first closed 1008: "), "\(report.text)")
+            // A run this small rests on a few of /proc's clock ticks, and says so.
+            #expect(report.text.contains("figures from fewer than 100 ticks are coarse"), "\(report.text)")
         }
     }
 
@@ -140,6 +146,10 @@ struct RelayLoadBenchmarkTests {
         let example = try #require(report.failureExamples["connectionFailed"])
         #expect(example.lowercased().contains("refused"), "\(example)")
         #expect(report.text.contains("first connectionFailed: "), "\(report.text)")
+        // No tunnel: no rounds, and the report does not send the user after a relay process.
+        #expect(report.messagesRelayed == 0 && report.roundsSeconds == 0 && report.relayAfterRounds == nil)
+        #expect(report.text.contains("no tunnel opened; the failures above say why"), "\(report.text)")
+        #expect(!report.text.contains("--relay-pid"))
     }
 
     @Test("ProcessProbe reads this process and finds the relay by its listening port")

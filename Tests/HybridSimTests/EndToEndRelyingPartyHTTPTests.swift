@@ -57,7 +57,7 @@ struct EndToEndRelyingPartyHTTPTests {
         #expect(credentials.first?.userName == expectedUser)
         // A --user the profile cannot carry is said, not silently dropped.
         #expect(
-            registered.desktop.process.standardError.text.contains("options call takes no account name; --user is not sent")
+            registered.desktop.process.standardError.text.contains("calls take no account name; --user is not sent")
                 == (expectedUser == "alice"), "\(transcript)")
         if profile == "okta" {
             // The plain-string user.id reached the phone as its UTF-8 bytes.

@@ -92,6 +92,9 @@ struct WebAuthnOptionsJSONTests {
             (#"{"rp":{},"user":{"id":"a+b","name":"x"},"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "user.id"),
             // Each reason in words: "AAB" has leftover bits; "AAAAA" a character over; "AA=A" an = inside.
             (#"{"rp":{},\#(user),"challenge":"AAB",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "non-zero leftover bits"),
+            (#"{"rp":{},\#(user),"challenge":"AB==",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "non-zero leftover bits"),
+            (#"{"rp":{},\#(user),"challenge":"AAAA====",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "more than two ="),
+            (#"{"rp":{},\#(user),"challenge":"AAA==",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "multiple of four"),
             (#"{"rp":{},\#(user),"challenge":"AAAAA",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "leaves one character over"),
             (#"{"rp":{},\#(user),"challenge":"AA=A",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "= before its end"),
             (#"{"rp":{},\#(user),"challenge":"a+b/",\#(params)}"#, WebAuthnJSONError(.invalidBase64URL), "standard base64's + or /"),

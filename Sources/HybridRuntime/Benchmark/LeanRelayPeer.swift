@@ -241,7 +241,7 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
                 let echo = code.map { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] } ?? []
                 context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: HostileWire.frame(.close, echo))), promise: nil)
             }
-            // The relay's reason names the limit it applied ("more than 16 messages from one peer").
+            // The relay's reason names the limit it applied ("more than 16 messages from the joiner").
             let reason = PeerText.printable(payload.readString(length: payload.readableBytes) ?? "")
             end(
                 RuntimeError(

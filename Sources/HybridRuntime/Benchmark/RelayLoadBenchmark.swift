@@ -133,16 +133,15 @@ public struct RelayLoadBenchmark: Sendable {
         report.tunnelsOpened = opened.count
         report.openSeconds = (ContinuousClock.now - openStart).benchmarkSeconds
         report.relayAfterOpen = try relay?.sample()
+        guard !opened.isEmpty else {
+            // Nothing to measure: no hold, no rounds, no close (the failures say why, e.g. connection refused).
+            progress("no tunnel opened; no rounds")
+            return
+        }
 
         if config.hold > .zero {
             progress("holding \(opened.count) tunnels for \(config.hold)…")
             try? await Task.sleep(for: config.hold)
-        }
-        guard !opened.isEmpty else {
-            // Nothing to measure: no rounds, no close (the failures say why, e.g. connection refused).
-            progress("no tunnel opened; no rounds")
-            report.relayAfterRounds = report.relayAfterOpen
-            return
         }
         progress("\(opened.count) tunnels open; \(config.rounds) ping-pong rounds on all of them at once…")
         let generatorBefore = try? generator.sample()

@@ -115,8 +115,8 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         let openTicks = Int(((open.cpuSeconds - before.cpuSeconds) / tick).rounded())
         let roundTicks = Int(((rounds.cpuSeconds - open.cpuSeconds) / tick).rounded())
         guard min(openTicks, roundTicks) < 100 else { return nil }
-        return "  note: /proc counts CPU time in \(Int((tick * 1000).rounded())) ms ticks and this run used \(openTicks) opening "
-            + "and \(roundTicks) in the rounds: figures from fewer than 100 are coarse (RSS too grows in whole pages); "
+        return "  note: /proc counts CPU time in \(Int((tick * 1000).rounded())) ms ticks and this run used \(openTicks) ticks opening "
+            + "and \(roundTicks) in the rounds: figures from fewer than 100 ticks are coarse (RSS too grows in whole pages); "
             + "use more --tunnels and --rounds"
     }
 

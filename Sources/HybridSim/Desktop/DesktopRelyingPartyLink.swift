@@ -25,7 +25,10 @@ struct DesktopRelyingPartyLink: Sendable {
             baseURL: url, profile: profile, extraHeaders: configuration.rpHeaders, environment: configuration.environment)
         user = configuration.userName ?? (registration ? ProgramDefaults.userName : "")
         tamper = configuration.tamperWithResult
-        let takesUser = ceremony.options.path.contains("{user}") || ceremony.options.body?.text.contains("{user}") == true
+        // The name may go with the options call or the result (a custom profile's verify body).
+        let takesUser = [ceremony.options, ceremony.verify].contains {
+            $0.path.contains("{user}") || $0.body?.text.contains("{user}") == true
+        }
         userDropped = configuration.userName != nil && !takesUser
     }
 
@@ -97,7 +100,7 @@ extension DesktopRelyingPartyLink {
         if userDropped {
             // Said, not refused: the server decides which passkeys may answer (Hanko's sign-in is discoverable).
             narrator.say(
-                "note: the \(client.profile.name) profile's \(registration ? "registration" : "sign-in") options call takes no account name; --user is not sent, and the relying party's options decide which passkeys may answer")
+                "note: the \(client.profile.name) profile's \(registration ? "registration" : "sign-in") calls take no account name; --user is not sent, and the relying party's options decide which passkeys may answer")
         }
         narrator.say("options: fetching them with \(try optionsSource()) (profile \(client.profile.name))")
         return try await fetchOptions()

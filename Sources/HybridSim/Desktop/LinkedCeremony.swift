@@ -86,8 +86,9 @@ extension Run {
             await relay.embedded?.shutdown()
             throw ProgramFailure(
                 .network,
-                "the linked phone \"\(stored.name)\" is not listening on \(relay.url) (\(error.underlying)); start "
-                    + "`hybrid-sim phone --listen --relay \(relay.url)` on the phone, then try again. The link is kept.")
+                "the linked phone \"\(stored.name)\" is not listening on \(relay.url): the relay answered 504 Gateway "
+                    + "Timeout after its contact wait. Start `hybrid-sim phone --listen --relay \(relay.url)` on the phone "
+                    + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept.")
         } catch let error as TransactionError
             where (error.underlying as? RuntimeError)?.closeCode == .contactRevoked
         {

@@ -15,9 +15,10 @@ package enum InputFile {
 
     /// The whole file at `path`.
     ///
-    /// - Throws: ``Failure``: one line without the path (the caller names the file).
+    /// - Throws: ``Failure``: one line without the path (the caller names the file); "it is empty"
+    ///   for an empty file unless `allowsEmpty`.
     package static func read(
-        _ path: String, maximumSize: Int = maximumSize, quietLimit: Duration = FileReader.quietLimit
+        _ path: String, maximumSize: Int = maximumSize, quietLimit: Duration = FileReader.quietLimit, allowsEmpty: Bool = false
     ) throws(Failure) -> [UInt8] {
         let bytes: [UInt8]
         do {
@@ -25,9 +26,10 @@ package enum InputFile {
         } catch {
             throw Failure(reason: error.description)
         }
-        // No options file, recording, key log or profile is empty: say so, rather than let a parser
-        // report an unexpected end (`--options <(true)`, a file truncated by mistake).
-        guard !bytes.isEmpty else { throw Failure(reason: "it is empty") }
+        // No options file, recording or profile is empty: say so, rather than let a parser report an
+        // unexpected end (`--options <(true)`, a file truncated by mistake). A key log may be: a
+        // ceremony that failed before its handshake logged nothing, and its recording still shows.
+        guard !bytes.isEmpty || allowsEmpty else { throw Failure(reason: "it is empty") }
         return bytes
     }
 

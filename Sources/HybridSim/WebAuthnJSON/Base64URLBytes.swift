@@ -32,7 +32,9 @@ public struct Base64URLBytes: Hashable, Sendable, Codable, CustomStringConvertib
             return "it holds \(other == "=" ? "= before its end" : "a character outside base64url (\(other.unicodeScalars.map { "U+\(String($0.value, radix: 16, uppercase: true))" }.joined()))")"
         }
         if unpadded.count % 4 == 1 { return "its length leaves one character over" }
-        if unpadded.count != text.count { return "its = padding does not make a multiple of four characters" }
+        let padding = text.count - unpadded.count
+        if padding > 2 { return "it ends in more than two =" }
+        if padding > 0, text.count % 4 != 0 { return "its = padding does not make a multiple of four characters" }
         // What is left: the last character's unused low bits are not zero. Lenient decoders drop
         // them; we refuse, so that one text always means one byte string (Docs/PROTOCOL-TOLERANCE.md).
         return "its last character carries non-zero leftover bits (a non-canonical encoding)"
