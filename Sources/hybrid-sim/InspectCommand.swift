@@ -76,10 +76,11 @@ struct InspectCommand: ParsableCommand {
             print(SequenceDiagram.text(inspection), terminator: "")
         }
         if let svg {
+            // With a key log the diagram holds the decrypted messages: owner only, like the key log.
             do {
-                try Data(SequenceDiagram.svg(inspection).utf8).write(to: URL(fileURLWithPath: svg))
+                try PrivateFile.write(Array(SequenceDiagram.svg(inspection).utf8), to: svg)
             } catch {
-                fail("cannot write \(svg): \(error.localizedDescription)")
+                fail("cannot write \(svg): \(error.description)")
             }
         }
         if inspection.keys == .noEntry || inspection.keys == .mismatch {

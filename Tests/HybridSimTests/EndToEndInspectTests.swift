@@ -53,6 +53,8 @@ struct EndToEndInspectTests {
             #expect(text.contains(expected), "missing \(expected) in:\n\(text)")
         }
         #expect(try String(contentsOfFile: svg, encoding: .utf8).hasPrefix("<svg"))
+        // It shows the decrypted messages: owner only, like the key log.
+        #expect(try FileManager.default.attributesOfItem(atPath: svg)[.posixPermissions] as? Int == 0o600)
 
         let json = try lab.start("inspect-json", ["inspect", recording, "--keylog", desktopKeys, "--json"])
         #expect(try await json.waitForExit() == 0, "\(json.transcript)")

@@ -6,9 +6,10 @@ import Foundation
     import Darwin
 #endif
 
-/// Writes files that hold a secret but are not stores (the `--qr-png` image carries the QR secret):
-/// mode 0600 whatever the umask, never through a symbolic link, replaced atomically.
-enum PrivateFile {
+/// Writes files that hold a secret but are not stores (the `--qr-png` image carries the QR secret,
+/// `inspect --svg`'s diagram the decrypted messages): mode 0600 whatever the umask, never through a
+/// symbolic link, replaced atomically.
+package enum PrivateFile {
     /// Replaces `path` with `bytes`, mode 0600 (``AtomicFile`` writes a new file and renames it over
     /// the target, so a symlink planted at `path` is replaced, not followed). Unlike a store's, the
     /// file's directory must exist: a mistyped path is reported, not created.
@@ -19,7 +20,7 @@ enum PrivateFile {
     /// to as it is: renaming a file over it would replace the device node or the `/dev/stdout` link
     /// itself (as root, for everyone), and its mode is not the image's business. A named pipe with
     /// no reader is an error at once.
-    static func write(_ bytes: [UInt8], to path: String) throws(Failure) {
+    package static func write(_ bytes: [UInt8], to path: String) throws(Failure) {
         var target = stat()
         if stat(path, &target) == 0 {
             switch target.st_mode & S_IFMT {
@@ -62,7 +63,8 @@ enum PrivateFile {
     }
 
     /// Why a private file was not written.
-    struct Failure: Error, CustomStringConvertible {
-        let description: String
+    package struct Failure: Error, CustomStringConvertible {
+        /// One line saying what failed.
+        package let description: String
     }
 }
