@@ -73,6 +73,22 @@ struct EndToEndWebTests {
         #expect(try await desktop.process.waitForExit() == 3, "\(desktop.process.transcript)")
     }
 
+    @Test("a given --web-port that is taken: exit 6, the error line, and the error event as the last stdout line")
+    func givenPortTaken() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let holder = try EndToEndLab.boundSocket(listening: true)
+        defer { close(holder.fd) }
+        let desktop = try lab.start(
+            "desktop-web-taken",
+            ["desktop", "--request", "ga", "--web", "--web-port", "\(holder.port)", "--relay-port", "0", "--proximity-port", "0"])
+        #expect(try await desktop.waitForExit() == 6, "\(desktop.transcript)")
+        #expect(FailureOutput.singleErrorLine(desktop).hasPrefix("error: cannot serve the web page on 127.0.0.1:\(holder.port)"))
+        let last = try #require(try desktop.standardOutput.lines.map(JSONEvents.parse).last)
+        #expect(last["event"] as? String == "error")
+        #expect(last["exitCode"] as? Int == 6)
+    }
+
     @Test("the default --web-port taken (rp's default is the same, 47003): a free port with a note, and the page serves")
     func defaultPortTaken() async throws {
         let lab = try EndToEndLab()

@@ -25,6 +25,11 @@ package enum DesktopWebProgram {
             }
         } catch {
             output.standardError("error: \(error.message)")
+            // The page's events go to stdout whatever --json says: a script reading them gets the
+            // error as its last line, as every other failure gives it.
+            var narrator = DesktopNarrator(output: output, json: true)
+            narrator.flow = configuration.eventFlow
+            narrator.event("error", JSONLine.errorMembers(kind: error.kind.rawValue, exitCode: error.exitCode, message: error.message))
             return error.kind.exitCode
         }
         output.standardError("web page: \(server.url)")
