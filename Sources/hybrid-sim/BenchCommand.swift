@@ -61,14 +61,17 @@ struct SignInBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        var executorUsed = executor
         if executor == .nio, !RuntimeExecutor.runTasksOnEventLoops() {
             FileHandle.standardError.write(Data("could not make the event loops the global executor; using Swift's pool\n".utf8))
+            executorUsed = .swift
         }
         FileHandle.standardError.write(Data("executor: \(executor.rawValue), loops: \(loops.rawValue)\n".utf8))
         let benchmark = SignInBenchmark(count: count, warmup: warmup, loops: loops)
-        let report = try await BenchmarkReport.measure(benchmark) { line in
+        var report = try await BenchmarkReport.measure(benchmark) { line in
             FileHandle.standardError.write(Data((line + "\n").utf8))
         }
+        report.executor = executorUsed.rawValue
         print(json ? report.json : report.text)
     }
 }

@@ -44,7 +44,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
     @Option(help: "Honest sign-ins running at once.")
     var honest = 2
 
-    @Option(help: ArgumentHelp("Shortest and longest time an attack holds its connection.", valueName: "seconds"))
+    @Option(help: ArgumentHelp("Shortest time an attack holds its connection.", valueName: "seconds"))
     var holdMin: Double = 10
 
     @Option(help: ArgumentHelp("Longest time an attack holds its connection.", valueName: "seconds"))

@@ -70,6 +70,14 @@ extension QRCommand {
         }
 
         func run() throws {
+            do {
+                try show()
+            } catch let error as QRError {
+                throw errorLine(error.description, status: 1)  // `error:` as every other command says it
+            }
+        }
+
+        private func show() throws {
             let matrix = raw
                 ? try QREncoder.encode(text: url, errorCorrection: errorCorrection)
                 : try QREncoder.encode(fidoURL: url, errorCorrection: errorCorrection)
@@ -116,6 +124,14 @@ extension QRCommand {
         }
 
         func run() throws {
+            do {
+                try scan()
+            } catch let error as QRError {
+                throw errorLine(error.description, status: 1)  // `error:` as every other command says it
+            }
+        }
+
+        private func scan() throws {
             if raw {
                 print(file == "-" ? try QRScanner.scan(bytes: Standard.inputBytes()) : try QRScanner.scan(fileAt: file))
                 return

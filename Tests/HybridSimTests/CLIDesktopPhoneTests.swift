@@ -89,6 +89,7 @@ struct CLIDesktopPhoneTests {
             (["bench", "hostile", "--url", "ws://10.1.1.1:1"], "--url must be an IPv4 loopback relay (attackers connect from 127.0.0.2…254)\nUsage: hybrid-sim bench hostile"),
             (["relay", "--record", "/nonexistent-record-dir"], "--record /nonexistent-record-dir: not an existing directory\nUsage: hybrid-sim relay"),
             (["demo", "--timeout", "0"], "--timeout must be more than 0 and at most 3600 seconds"),
+            (["relay", "--tunnel-lifetime", "0"], "--tunnel-lifetime must be a number of seconds above 0 and at most 86400"),
             (["demo", "--user", ""], "--user must be 1…64 bytes"),
             (["demo", "--rp-id", "bad id"], "--rp-id bad id is not a host name such as example.com"),
         ]
@@ -98,6 +99,27 @@ struct CLIDesktopPhoneTests {
         defer { lab.tearDown() }
         #expect(status == ProgramFailure.usageExitCode, "\(process.transcript)")
         #expect(process.standardError.text.contains(mention), "\(process.transcript)")
+    }
+
+    @Test("qr failures are one `error:` line like every other command's, exit 1")
+    func qrErrorLine() async throws {
+        let (status, process, lab) = try await run(["qr", "scan", "/nonexistent-qr.png"])
+        defer { lab.tearDown() }
+        #expect(status == 1, "\(process.transcript)")
+        #expect(process.standardError.lines == ["error: file unreadable: /nonexistent-qr.png: no such file or directory"], "\(process.transcript)")
+    }
+
+    @Test("bench --json says how it ran: loops, executor, start time and units beside the machine")
+    func benchJSONDescribesItself() async throws {
+        let (status, process, lab) = try await run(["bench", "--count", "2", "--warmup", "0", "--json"], timeout: .seconds(60))
+        defer { lab.tearDown() }
+        #expect(status == 0, "\(process.transcript)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(process.standardOutput.text.utf8)) as? [String: Any])
+        #expect(report["loops"] as? String == "one")
+        #expect(report["executor"] as? String == "nio")
+        #expect((report["startedAt"] as? String)?.hasSuffix("Z") == true)
+        #expect((report["units"] as? String)?.hasPrefix("times in milliseconds") == true)
+        #expect(report["machine"] is [String: Any])
     }
 
     @Test("negative RSSI values parse as values (--rssi -60, --min-rssi -80)")

@@ -79,6 +79,14 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
     public var p99Ratio: Double
     /// What the sign-in's socket work alone costs with plain system calls (`nil` if not measured).
     public var sockets: SocketFloor?
+    /// The event loops the run used (`one` or `all`), so two reports can be told apart.
+    public var loops: SignInBenchmark.Loops?
+    /// Swift concurrency's global executor in the run (`nio` or `swift`; the command sets it).
+    public var executor: String?
+    /// When the run started (ISO 8601, UTC).
+    public var startedAt: String?
+    /// How the figures are given, so the JSON explains itself.
+    public var units: String? = "times in milliseconds unless the key names nanoseconds or seconds"
 
     /// Combines a sign-in run, a crypto measurement and optionally a socket measurement taken on
     /// `machine`.
@@ -99,6 +107,7 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
     public static func measure(
         _ benchmark: SignInBenchmark, cryptoIterations: Int = 50, progress: @Sendable (String) -> Void = { _ in }
     ) async throws -> BenchmarkReport {
+        let startedAt = Date().formatted(.iso8601)
         progress(
             "registering, \(benchmark.warmup) warm-up sign-in(s), then timing \(benchmark.count) sign-ins "
                 + "with rounds of crypto timings between them")
@@ -121,7 +130,10 @@ public struct BenchmarkReport: Sendable, Hashable, Codable {
             try sampler.round()
             try sockets.round()
         }
-        return BenchmarkReport(signIn: signIn, crypto: sampler.result, sockets: sockets.result)
+        var report = BenchmarkReport(signIn: signIn, crypto: sampler.result, sockets: sockets.result)
+        report.loops = benchmark.loops
+        report.startedAt = startedAt
+        return report
     }
 
     /// The report as pretty-printed JSON (sorted keys; times in milliseconds unless named nanoseconds).
