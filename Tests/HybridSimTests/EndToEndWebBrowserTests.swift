@@ -49,6 +49,9 @@ struct EndToEndWebBrowserTests {
             }
             let verdict = request == "mc" ? "Passkey registered on example.com (verified)" : "Signed in on example.com (verified)"
             #expect(html.contains("<p id=\"verdict\">\(verdict)</p>"), "\(html)")
+            // The heading follows the request (it said "Sign in" for a registration too).
+            let title = request == "mc" ? "Create a passkey with your phone" : "Sign in with a passkey from your phone"
+            #expect(html.contains("<h1 id=\"title\">\(title)</h1>"), "\(html)")
             #expect(html.contains("&quot;type&quot;: &quot;public-key&quot;") || html.contains("\"type\": \"public-key\""), "\(html)")
             #expect(html.contains("id=\"error\" style=\"display: none") || !html.contains("data-state=\"error\""))
 

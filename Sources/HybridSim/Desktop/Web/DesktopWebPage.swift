@@ -24,7 +24,7 @@ package enum DesktopWebPage {
         </style>
         </head>
         <body>
-        <h1 id="title">Sign in with a passkey from your phone</h1>
+        <h1 id="title">Use a passkey from your phone</h1>
         <p id="summary">Waiting for the desktop…</p>
         <div id="qr" hidden><img alt="QR code to scan with the phone"><p>or open <a id="link" href="#"></a></p></div>
         <ol id="steps">
@@ -51,6 +51,10 @@ package enum DesktopWebPage {
         const source = new EventSource("/events");
         source.onmessage = (message) => {
           const e = JSON.parse(message.data);
+          if ((e.event === "qr" || e.event === "contact") && e.request) {
+            document.getElementById("title").textContent =
+              e.request === "mc" ? "Create a passkey with your phone" : "Sign in with a passkey from your phone";
+          }
           if (e.event === "qr") {
             const box = document.getElementById("qr");
             box.hidden = false;
