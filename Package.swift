@@ -75,6 +75,7 @@ let package = Package(
             dependencies: [
                 "HybridCore",
                 "CTAP2",
+                "HybridFiles",
                 "CHybridLinux",
                 .product(name: "Crypto", package: "swift-crypto"),  // the benchmark times swift-crypto itself
                 .product(name: "CryptoExtras", package: "swift-crypto"),
@@ -105,7 +106,7 @@ let package = Package(
         .executableTarget(
             name: "hybrid-sim",
             dependencies: [
-                "HybridSim", "HybridQR", "HybridRuntime", "HybridCore", "CTAP2", "HybridInspect",
+                "HybridSim", "HybridQR", "HybridRuntime", "HybridCore", "CTAP2", "HybridInspect", "HybridFiles",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -127,6 +128,7 @@ let package = Package(
         /// Test support for the product: an independent checker of printed WebAuthn JSON. Not a product.
         .target(name: "HybridSimTestSupport", dependencies: ["HybridSim", "CTAP2"]),
 
+        .testTarget(name: "HybridFilesTests", dependencies: ["HybridFiles"]),
         .testTarget(name: "CTAP2Tests", dependencies: ["CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "HybridCoreTests",

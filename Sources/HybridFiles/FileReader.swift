@@ -20,47 +20,10 @@ package enum FileReader {
     /// How long a pipe, socket or device may go without data before the read gives up.
     package static let quietLimit: Duration = .seconds(10)
 
-    /// Why a read failed. The description is one lower-case line without the path (the caller names
-    /// the file): `no such file or directory`, `it is a directory`, `larger than 16 MiB`, …
-    package enum Failure: Error, Equatable, CustomStringConvertible {
-        /// `open`, `fstat`, `poll` or `read` failed with this `errno`.
-        case system(Int32)
-        /// The path names a directory.
-        case directory
-        /// More than `maximumSize` bytes came.
-        case tooLarge(maximumSize: Int)
-        /// A pipe or device sent neither data nor its end for this long.
-        case quiet(Duration)
-
-        package var description: String {
-            switch self {
-            case .system(let code): return String(cString: strerror(code)).lowercased()
-            case .directory: return "it is a directory"
-            case .tooLarge(let maximumSize):
-                return maximumSize % (1 << 20) == 0 ? "larger than \(maximumSize >> 20) MiB" : "larger than \(maximumSize) bytes"
-            case .quiet(let limit): return "no data for \(Self.words(limit)) (a pipe or device nobody writes to?)"
-            }
-        }
-
-        private static func words(_ limit: Duration) -> String {
-            let milliseconds = Self.milliseconds(limit)
-            return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
-        }
-
-        /// `limit` in whole milliseconds for `poll`: 0 for a negative limit (which `poll` would take
-        /// as "wait forever"), at most `Int32.max` (about 24 days).
-        static func milliseconds(_ limit: Duration) -> Int32 {
-            let (seconds, attoseconds) = limit.components
-            guard seconds >= 0, attoseconds >= 0 else { return 0 }
-            guard seconds < Int64(Int32.max) / 1000 else { return Int32.max }
-            return Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
-        }
-    }
-
     /// The whole file at `path` (a symbolic link is followed).
     ///
-    /// - Throws: ``Failure``.
-    package static func read(_ path: String, maximumSize: Int, quietLimit: Duration = quietLimit) throws(Failure) -> [UInt8] {
+    /// - Throws: ``FileFailure``.
+    package static func read(_ path: String, maximumSize: Int, quietLimit: Duration = quietLimit) throws(FileFailure) -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw .system(errno) }
         defer { close(fd) }
@@ -75,14 +38,14 @@ package enum FileReader {
     /// `maximumSize` bytes. With a `quietLimit` (for anything but a regular file) each read first
     /// waits at most that long for data; `nil` reads at once, as for a regular file.
     ///
-    /// - Throws: ``Failure``.
-    package static func readToEnd(_ fd: Int32, maximumSize: Int, quietLimit: Duration? = nil) throws(Failure) -> [UInt8] {
+    /// - Throws: ``FileFailure``.
+    package static func readToEnd(_ fd: Int32, maximumSize: Int, quietLimit: Duration? = nil) throws(FileFailure) -> [UInt8] {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 64 << 10)
         while true {
             if let quietLimit {
                 var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-                let polled = poll(&ready, 1, Failure.milliseconds(quietLimit))
+                let polled = poll(&ready, 1, FileFailure.milliseconds(quietLimit))
                 if polled < 0 {
                     if errno == EINTR { continue }
                     throw .system(errno)

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HybridCore
+import HybridFiles
 import HybridInspect
 import HybridSim
 
@@ -78,7 +79,7 @@ struct InspectCommand: ParsableCommand {
         if let svg {
             // With a key log the diagram holds the decrypted messages: owner only, like the key log.
             do {
-                try PrivateFile.write(Array(SequenceDiagram.svg(inspection).utf8), to: svg)
+                try FileWriter.replacePrivately(svg, with: Array(SequenceDiagram.svg(inspection).utf8))
             } catch {
                 fail("cannot write \(svg): \(error.description)")
             }

@@ -183,7 +183,7 @@ struct EndToEndFailureTests {
         try damaged.write(toFile: links, atomically: true, encoding: .utf8)
         for (arguments, message) in [
             (["--qr-png", missing + "/q.png"], "error: cannot write --qr-png \(missing)/q.png: the directory \(missing) does not exist"),
-            (["--qr-png", lab.file("")], "error: cannot write --qr-png \(lab.file("")): \(lab.file("")) is a directory"),
+            (["--qr-png", lab.file("")], "error: cannot write --qr-png \(lab.file("")): it is a directory"),
             (
                 ["--request", "mc", "--link", "--links", links],
                 "error: cannot use the links file: \(links): not a store document: \"links\" is not an array"

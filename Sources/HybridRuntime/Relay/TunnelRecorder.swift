@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridFiles
 import Logging
 import NIOCore
 
@@ -51,36 +52,12 @@ final class TunnelRecorder {
         let recording = TunnelRecording(
             startMilliseconds: startMilliseconds, flow: flow, tunnelID: tunnelID, routingID: routingID, entries: entries)
         let path = (directory as NSString).appendingPathComponent("\(startMilliseconds)-\(Hex.encode(routingID, uppercase: true)).hsrec")
-        if let reason = Self.writePrivately(recording.encode(), to: path) {
-            logger.warning("could not write the tunnel recording \(path): \(reason)")
-        } else {
+        // Mode 0600 from the start: a recording holds the tunnel's full IDs and, with a key log, its plaintext.
+        do {
+            try FileWriter.replacePrivately(path, with: recording.encode())
             logger.info("tunnel recorded to \(path)")
+        } catch {
+            logger.warning("could not write the tunnel recording \(path): \(error)")
         }
-    }
-
-    /// Writes `bytes` to `path` with mode 0600 from the start (a recording holds the tunnel's full
-    /// IDs and, with a key log, its plaintext): a temporary file created 0600 and renamed into place.
-    /// Returns the system's reason on failure.
-    static func writePrivately(_ bytes: [UInt8], to path: String) -> String? {
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return RuntimeError.systemReason(errno: errno) }
-        var failure: Int32 = 0
-        var offset = 0
-        while failure == 0, offset < bytes.count {
-            let count = bytes.withUnsafeBytes { Foundation.write(fd, $0.baseAddress! + offset, $0.count - offset) }
-            if count < 0 {
-                if errno != EINTR { failure = errno }
-            } else {
-                offset += count
-            }
-        }
-        if close(fd) != 0, failure == 0 { failure = errno }
-        if failure == 0, rename(temporary, path) != 0 { failure = errno }
-        guard failure == 0 else {
-            unlink(temporary)
-            return RuntimeError.systemReason(errno: failure)
-        }
-        return nil
     }
 }

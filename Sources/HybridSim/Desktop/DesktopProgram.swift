@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridFiles
 import HybridQR
 import HybridRuntime
 import Logging
@@ -126,8 +127,8 @@ struct Run {
         if let png = configuration.qrPNGPath {
             let image = GrayImage(matrix: matrix, moduleSize: 8, quietZone: TerminalArt.defaultQuietZone)
             do {
-                // The image holds the QR secret: 0600, never through a symlink (PrivateFile).
-                try PrivateFile.write(try PNGCodec.encode(image), to: png)
+                // The image holds the QR secret: 0600, never through a symlink.
+                try FileWriter.replacePrivately(png, with: try PNGCodec.encode(image))
             } catch {
                 throw ProgramFailure(.badInput, "cannot write --qr-png \(png): \(error)")
             }

@@ -4,6 +4,7 @@ import Glibc
 import Darwin
 #endif
 import HybridCore
+import HybridFiles
 
 /// `--keylog FILE` on the desktop and the phone: appends each session's ``SessionKeys/keyLogLine``
 /// to `FILE` (created with mode 0600; like TLS's `SSLKEYLOGFILE`, anyone holding it can decrypt the
@@ -17,11 +18,11 @@ struct KeyLogFile: Sendable {
     /// is not the key log's to change (`/dev/null` made 0600 would break every other user's programs).
     init(path: String) throws(ProgramFailure) {
         self.path = path
-        // O_NONBLOCK: a named pipe nobody reads fails here (ENXIO) instead of holding the program.
-        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
-        guard fd >= 0 else {
-            let reason = errno == ENXIO ? "a named pipe nobody reads" : String(cString: strerror(errno))
-            throw ProgramFailure(.badInput, "--keylog \(path): cannot open for appending (\(reason))")
+        let fd: Int32
+        do {
+            fd = try FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT)
+        } catch {
+            throw ProgramFailure(.badInput, "--keylog \(path): cannot open for appending (\(error))")
         }
         defer { close(fd) }
         var status = stat()
@@ -40,7 +41,7 @@ struct KeyLogFile: Sendable {
         let path = self.path
         return { keys in
             let line = Array((keys.keyLogLine + "\n").utf8)
-            let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0o600)
+            let fd = (try? FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT, blocking: false)) ?? -1
             // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
             // the file do not interleave. Non-blocking: a pipe whose reader left is a warning, not a hang.
             let written = fd >= 0 ? line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } : -1

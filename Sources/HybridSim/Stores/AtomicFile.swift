@@ -58,7 +58,7 @@ enum AtomicFile {
                 throw StoreError(.unreadable, path: path, "the file grew past \(maximumSize) bytes while being read")
             case .system(let code):
                 throw StoreError(.unreadable, path: path, systemMessage(code))
-            case .directory, .quiet:  // not for a regular file read without a quiet limit
+            default:  // a directory, a quiet pipe: not for a regular file read without a quiet limit
                 throw StoreError(.unreadable, path: path, error.description)
             }
         }
@@ -135,17 +135,10 @@ enum AtomicFile {
     }
 
     private static func writeAll(_ bytes: [UInt8], to fd: Int32, path: String) throws(StoreError) {
-        var offset = 0
-        while offset < bytes.count {
-            let written = bytes.withUnsafeBytes { buffer -> Int in
-                guard let base = buffer.baseAddress else { return 0 }
-                return posixWrite(fd, base + offset, buffer.count - offset)
-            }
-            if written < 0 {
-                if errno == EINTR { continue }
-                throw StoreError(.writeFailed, path: path, "write failed: \(systemMessage(errno))")
-            }
-            offset += written
+        do {
+            try FileWriter.writeAll(bytes, to: fd)
+        } catch {
+            throw StoreError(.writeFailed, path: path, "write failed: \(error)")
         }
     }
 
@@ -189,15 +182,6 @@ enum AtomicFile {
     }
 }
 
-#if canImport(Glibc)
-    private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
-        Glibc.write(fd, buffer, count)
-    }
-#elseif canImport(Darwin)
-    private func posixWrite(_ fd: Int32, _ buffer: UnsafeRawPointer?, _ count: Int) -> Int {
-        Darwin.write(fd, buffer, count)
-    }
-#endif
 
 /// Test access to a store write whose directory fsync fails with a chosen errno (the failure a real
 /// disk reports as `EIO`), which no file system here produces on demand.

@@ -1,0 +1,51 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Why a ``FileReader`` read or a ``FileWriter`` write failed. The description is one lower-case
+/// line without the path (the caller names the file): `no such file or directory`, `it is a
+/// directory`, `larger than 16 MiB`, …
+package enum FileFailure: Error, Equatable, CustomStringConvertible {
+    /// A system call failed with this `errno`.
+    case system(Int32)
+    /// The path names a directory.
+    case directory
+    /// The directory a new file would go in does not exist.
+    case noDirectory(String)
+    /// More than `maximumSize` bytes came.
+    case tooLarge(maximumSize: Int)
+    /// A pipe or device sent neither data nor its end for this long.
+    case quiet(Duration)
+    /// A named pipe with nobody reading it (`ENXIO` from a non-blocking open for writing).
+    case noReader
+
+    package var description: String {
+        switch self {
+        case .system(let code): return String(cString: strerror(code)).lowercased()
+        case .directory: return "it is a directory"
+        case .noDirectory(let directory): return "the directory \(directory) does not exist"
+        case .tooLarge(let maximumSize):
+            return maximumSize % (1 << 20) == 0 ? "larger than \(maximumSize >> 20) MiB" : "larger than \(maximumSize) bytes"
+        case .quiet(let limit): return "no data for \(Self.words(limit)) (a pipe or device nobody writes to?)"
+        case .noReader: return "a named pipe nobody reads"
+        }
+    }
+
+    private static func words(_ limit: Duration) -> String {
+        let milliseconds = Self.milliseconds(limit)
+        return milliseconds % 1000 == 0 ? "\(milliseconds / 1000) s" : "\(milliseconds) ms"
+    }
+
+    /// `limit` in whole milliseconds for `poll`: 0 for a negative limit (which `poll` would take
+    /// as "wait forever"), at most `Int32.max` (about 24 days).
+    static func milliseconds(_ limit: Duration) -> Int32 {
+        let (seconds, attoseconds) = limit.components
+        guard seconds >= 0, attoseconds >= 0 else { return 0 }
+        guard seconds < Int64(Int32.max) / 1000 else { return Int32.max }
+        return Int32(seconds * 1000 + attoseconds / 1_000_000_000_000_000)
+    }
+}

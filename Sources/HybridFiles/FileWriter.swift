@@ -1,0 +1,104 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes with POSIX calls, shared by everything that writes a file the user named: the write
+/// loop, an open that never waits for a pipe's reader, and the one way an output that holds a
+/// secret is written (a QR image, a recording, a diagram of decrypted messages). The stores add
+/// durability on top (`AtomicFile`: `fsync`, the directory's too).
+package enum FileWriter {
+    /// Writes all of `bytes` to `fd`, going on after a short write and retrying on `EINTR`.
+    ///
+    /// - Throws: ``FileFailure/system(_:)`` with the `errno` of the write that failed.
+    package static func writeAll(_ bytes: [UInt8], to fd: Int32) throws(FileFailure) {
+        var offset = 0
+        while offset < bytes.count {
+            let count = bytes.withUnsafeBytes { systemWrite(fd, $0.baseAddress! + offset, $0.count - offset) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw .system(errno)
+            }
+            offset += count
+        }
+    }
+
+    /// Opens `path` for writing with `flags` (`O_WRONLY` and what the caller adds) without waiting
+    /// for a reader: a named pipe nobody reads is ``FileFailure/noReader`` at once, not an `open`
+    /// that holds the program. The descriptor blocks again afterwards unless `blocking` is `false`.
+    ///
+    /// - Returns: the descriptor; the caller closes it.
+    package static func openForWriting(
+        _ path: String, flags: Int32, mode: mode_t = 0o600, blocking: Bool = true
+    ) throws(FileFailure) -> Int32 {
+        let fd = open(path, flags | O_CLOEXEC | O_NONBLOCK, mode)
+        guard fd >= 0 else { throw errno == ENXIO ? .noReader : .system(errno) }
+        guard blocking else { return fd }
+        let current = fcntl(fd, F_GETFL)
+        guard current >= 0, fcntl(fd, F_SETFL, current & ~O_NONBLOCK) == 0 else {
+            let code = errno
+            close(fd)
+            throw .system(code)
+        }
+        return fd
+    }
+
+    /// Writes output that holds a secret to `path`.
+    ///
+    /// - A regular file, or none yet: replaced by a new file of mode 0600, whatever the umask,
+    ///   written under a temporary name and renamed into place, so a reader never sees half of it
+    ///   and a symbolic link planted at `path` is replaced, not followed. The directory must exist.
+    /// - A pipe or device (`/dev/stdout`, a named pipe, `/dev/null`): written to as it is. Renaming
+    ///   over it would replace the device node or the `/dev/stdout` link itself (as root, for
+    ///   everyone), and its mode is not the output's business.
+    /// - A directory: refused.
+    ///
+    /// - Throws: ``FileFailure``.
+    package static func replacePrivately(_ path: String, with bytes: [UInt8]) throws(FileFailure) {
+        var target = stat()
+        if stat(path, &target) == 0 {
+            switch target.st_mode & S_IFMT {
+            case S_IFDIR: throw .directory
+            case S_IFREG: break
+            default:
+                let fd = try openForWriting(path, flags: O_WRONLY)
+                defer { close(fd) }
+                return try writeAll(bytes, to: fd)
+            }
+        }
+        let (directory, name) = split(path)
+        var folder = stat()
+        guard stat(directory, &folder) == 0 else { throw errno == ENOENT ? .noDirectory(directory) : .system(errno) }
+        guard folder.st_mode & S_IFMT == S_IFDIR else { throw .system(ENOTDIR) }
+
+        let temporary = "\(directory)/.\(name).tmp-\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16))"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw .system(errno) }
+        var failure: FileFailure?
+        if fchmod(fd, 0o600) != 0 { failure = .system(errno) }  // the umask may have taken bits away
+        if failure == nil {
+            do { try writeAll(bytes, to: fd) } catch { failure = error }
+        }
+        if close(fd) != 0, failure == nil { failure = .system(errno) }
+        if failure == nil, rename(temporary, path) != 0 { failure = .system(errno) }
+        if let failure {
+            unlink(temporary)
+            throw failure
+        }
+    }
+
+    /// `path`'s directory (`.` for a bare name) and last component.
+    static func split(_ path: String) -> (directory: String, name: String) {
+        guard let slash = path.lastIndex(of: "/") else { return (".", path) }
+        let directory = String(path[..<slash])
+        return (directory.isEmpty ? "/" : directory, String(path[path.index(after: slash)...]))
+    }
+}
+
+/// The C library's `write(2)` (inside ``FileWriter`` the name would be ambiguous).
+private func systemWrite(_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int) -> Int {
+    write(fd, buffer, count)
+}

@@ -1,0 +1,132 @@
+import Foundation
+@testable import HybridFiles
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The one writer of outputs that hold a secret (`qr show --png`, `desktop --qr-png`, `inspect --svg`,
+/// `relay --record`): regular files replaced by 0600 ones, never through a symlink; pipes and
+/// devices written to as they are; every refusal named.
+@Suite("FileWriter: private outputs, pipes, refusals", .timeLimit(.minutes(1)))
+struct FileWriterTests {
+    /// A fresh directory, removed after `body`.
+    private func withDirectory(_ body: (String) async throws -> Void) async throws {
+        let path = NSTemporaryDirectory() + "hybridsim-files-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try await body(path)
+    }
+
+    private func mode(_ path: String) throws -> Int? {
+        try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? Int
+    }
+
+    @Test("a regular file is replaced by a 0600 one, whatever its mode and the umask; no temporary is left")
+    func regularFile() async throws {
+        try await withDirectory { directory in
+            let path = directory + "/qr.png"
+            #expect(FileManager.default.createFile(atPath: path, contents: Data("old".utf8), attributes: [.posixPermissions: 0o644]))
+            let previous = umask(0o277)  // a umask that would leave the owner read-only
+            defer { umask(previous) }
+            try FileWriter.replacePrivately(path, with: [9, 8, 7])
+            #expect(FileManager.default.contents(atPath: path) == Data([9, 8, 7]))
+            #expect(try mode(path) == 0o600)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["qr.png"])
+            try FileWriter.replacePrivately(directory + "/new.svg", with: [1])
+            #expect(try mode(directory + "/new.svg") == 0o600)
+        }
+    }
+
+    @Test("a symbolic link planted at the path is replaced, not followed")
+    func plantedLink() async throws {
+        try await withDirectory { directory in
+            let victim = directory + "/victim.txt"
+            try Data("do not touch".utf8).write(to: URL(fileURLWithPath: victim))
+            try FileManager.default.createSymbolicLink(atPath: directory + "/qr.png", withDestinationPath: victim)
+            try FileWriter.replacePrivately(directory + "/qr.png", with: [1, 2])
+            #expect(try String(contentsOfFile: victim, encoding: .utf8) == "do not touch")
+            #expect(try FileManager.default.attributesOfItem(atPath: directory + "/qr.png")[.type] as? FileAttributeType == .typeRegular)
+        }
+    }
+
+    @Test("a directory, a missing directory and a file in place of a directory are refused by name")
+    func refusals() async throws {
+        try await withDirectory { directory in
+            #expect(throws: FileFailure.directory) { try FileWriter.replacePrivately(directory, with: [1]) }
+            #expect(throws: FileFailure.directory) { try FileWriter.replacePrivately(directory + "/", with: [1]) }
+            #expect(throws: FileFailure.noDirectory(directory + "/missing")) {
+                try FileWriter.replacePrivately(directory + "/missing/qr.png", with: [1])
+            }
+            #expect(FileFailure.noDirectory("/x").description == "the directory /x does not exist")
+            #expect(FileManager.default.createFile(atPath: directory + "/file", contents: nil))
+            #expect(throws: FileFailure.system(ENOTDIR)) { try FileWriter.replacePrivately(directory + "/file/qr.png", with: [1]) }
+            let entries = try FileManager.default.contentsOfDirectory(atPath: directory)
+            #expect(entries == ["file"], "nothing created")
+        }
+    }
+
+    @Test("a named pipe is written to as it is (mode kept, nothing renamed over it); with no reader it fails at once")
+    func namedPipe() async throws {
+        try await withDirectory { directory in
+            let pipe = directory + "/qr.fifo"
+            try #require(mkfifo(pipe, 0o644) == 0)
+            let start = ContinuousClock.now
+            #expect(throws: FileFailure.noReader) { try FileWriter.replacePrivately(pipe, with: [1, 2, 3]) }
+            #expect(ContinuousClock.now - start < .seconds(2))
+            #expect(FileFailure.noReader.description == "a named pipe nobody reads")
+
+            let received = Task.detached { () -> [UInt8] in
+                let fd = open(pipe, O_RDONLY)
+                guard fd >= 0 else { return [] }
+                defer { close(fd) }
+                return (try? FileReader.readToEnd(fd, maximumSize: 16)) ?? []
+            }
+            var written = false
+            for _ in 0..<200 where !written {
+                do {
+                    try FileWriter.replacePrivately(pipe, with: [1, 2, 3])
+                    written = true
+                } catch {
+                    try await Task.sleep(for: .milliseconds(10))  // until the reader has the pipe open
+                }
+            }
+            #expect(written)
+            #expect(await received.value == [1, 2, 3])
+            #expect(try FileManager.default.attributesOfItem(atPath: pipe)[.type] as? FileAttributeType != .typeRegular)
+            #expect(try mode(pipe) == 0o644)
+        }
+    }
+
+    @Test("writeAll reports the write's errno; openForWriting gives a blocking descriptor unless asked")
+    func writeAllAndOpen() async throws {
+        try await withDirectory { directory in
+            let path = directory + "/out"
+            let readOnly = open(directory, O_RDONLY)
+            defer { close(readOnly) }
+            #expect(throws: FileFailure.system(EBADF)) { try FileWriter.writeAll([1], to: readOnly) }
+            #expect(throws: FileFailure.system(EBADF)) { try FileWriter.writeAll([1], to: -1) }
+            try FileWriter.writeAll([], to: -1)  // nothing to write, nothing written
+
+            let fd = try FileWriter.openForWriting(path, flags: O_WRONLY | O_CREAT)
+            #expect(fcntl(fd, F_GETFL) & O_NONBLOCK == 0)
+            try FileWriter.writeAll(Array(repeating: 7, count: 200_000), to: fd)
+            close(fd)
+            #expect(FileManager.default.contents(atPath: path)?.count == 200_000)
+            let nonBlocking = try FileWriter.openForWriting(path, flags: O_WRONLY, blocking: false)
+            #expect(fcntl(nonBlocking, F_GETFL) & O_NONBLOCK != 0)
+            close(nonBlocking)
+            #expect(throws: FileFailure.system(ENOENT)) { _ = try FileWriter.openForWriting(directory + "/no/such", flags: O_WRONLY) }
+        }
+    }
+
+    @Test("split: directory and name of a path")
+    func split() {
+        #expect(FileWriter.split("qr.png") == (".", "qr.png"))
+        #expect(FileWriter.split("/qr.png") == ("/", "qr.png"))
+        #expect(FileWriter.split("a/b/qr.png") == ("a/b", "qr.png"))
+    }
+}

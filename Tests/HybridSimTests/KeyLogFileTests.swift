@@ -1,0 +1,37 @@
+import Foundation
+@testable import HybridSim
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// `--keylog FILE`: a regular file is made private, a pipe or device is used as it is.
+@Suite("Key log files: files, pipes and devices", .timeLimit(.minutes(1)))
+struct KeyLogFileTests {
+    @Test("a regular key log is made 0600; a named pipe keeps its mode, and one with no reader is refused at once")
+    func modes() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.file("keys.log")
+        #expect(FileManager.default.createFile(atPath: file, contents: nil, attributes: [.posixPermissions: 0o644]))
+        _ = try KeyLogFile(path: file)
+        #expect(try FileManager.default.attributesOfItem(atPath: file)[.posixPermissions] as? Int == 0o600)
+
+        let pipe = directory.file("keys.fifo")
+        try #require(mkfifo(pipe, 0o644) == 0)
+        #expect(throws: ProgramFailure.self) { _ = try KeyLogFile(path: pipe) }
+        do {
+            _ = try KeyLogFile(path: pipe)
+        } catch {
+            #expect(error.message == "--keylog \(pipe): cannot open for appending (a named pipe nobody reads)")
+        }
+        let reader = open(pipe, O_RDONLY | O_NONBLOCK)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        _ = try KeyLogFile(path: pipe)
+        #expect(try FileManager.default.attributesOfItem(atPath: pipe)[.posixPermissions] as? Int == 0o644, "not the key log's to change")
+    }
+}
