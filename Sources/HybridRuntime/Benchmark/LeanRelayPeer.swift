@@ -234,19 +234,16 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
         case .pong:
             break
         case .close:
-            let code = payload.readInteger(as: UInt16.self).map(WebSocketCloseCode.init(rawValue:))
+            let (code, reason) = CloseFramePayload.decode(payload)
             // RFC 6455 §5.5.1: answer a close frame with one (the relay then closes the connection).
             if !sentClose {
                 sentClose = true
                 let echo = code.map { [UInt8($0.rawValue >> 8), UInt8($0.rawValue & 0xFF)] } ?? []
                 context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: HostileWire.frame(.close, echo))), promise: nil)
             }
-            // The relay's reason names the limit it applied ("more than 16 messages from the joiner").
-            let reason = PeerText.printable(payload.readString(length: payload.readableBytes) ?? "")
-            end(
-                RuntimeError(
-                    .closed, reason.isEmpty ? "closed by the relay" : "closed by the relay: \(reason)",
-                    closeCode: code ?? WebSocketCloseCode(rawValue: 1005)))
+            // Worded as the runtime's client words it, with the relay's reason ("more than 16
+            // messages from the joiner"), so both generators report a close alike.
+            end(RuntimeError.closed(code ?? WebSocketCloseCode(rawValue: 1005), reason))
         default:
             fail(context, RuntimeError(.protocolViolation, "unexpected frame (opcode \(opcode), fin \(fin))"))
         }

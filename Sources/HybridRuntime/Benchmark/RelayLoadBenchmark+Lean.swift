@@ -23,7 +23,7 @@ extension RelayLoadBenchmark {
         private var roundsLeft = 0
         private var roundStart = NIODeadline.now()
         private var samples: [Double] = []
-        private var finished: EventLoopPromise<(samples: [Double], failure: RoundFailure?)>?
+        private var finished: EventLoopPromise<(samples: [Double], failure: TunnelFailure?)>?
 
         init(loop: EventLoop, phone: (LeanRelayPeer, Channel), desktop: (LeanRelayPeer, Channel)) {
             self.loop = loop
@@ -32,8 +32,8 @@ extension RelayLoadBenchmark {
         }
 
         /// Runs `rounds` rounds of `payload`; the future gets the round trips (ms) and the failure, if any.
-        func run(rounds: Int, payload bytes: [UInt8]) -> EventLoopFuture<(samples: [Double], failure: RoundFailure?)> {
-            let promise = loop.makePromise(of: (samples: [Double], failure: RoundFailure?).self)
+        func run(rounds: Int, payload bytes: [UInt8]) -> EventLoopFuture<(samples: [Double], failure: TunnelFailure?)> {
+            let promise = loop.makePromise(of: (samples: [Double], failure: TunnelFailure?).self)
             finished = promise
             payload = ByteBuffer(bytes: bytes)
             ping = LeanRelayPeer.binaryFrame(bytes)
@@ -50,13 +50,13 @@ extension RelayLoadBenchmark {
                 self.roundsLeft -= 1
                 if self.roundsLeft > 0 { self.startRound() } else { self.finish(nil) }
             }
-            let onEnd: (RuntimeError) -> Void = { [unowned self] error in self.finish(RoundFailure(error)) }
+            let onEnd: (RuntimeError) -> Void = { [unowned self] error in self.finish(TunnelFailure(error)) }
             phone.onEnd = onEnd
             desktop.onEnd = onEnd
             if let error = phone.endError ?? desktop.endError {
                 // The relay closed the tunnel while it was held (e.g. its idle timeout): that, not
                 // a timeout of the first round, is the failure.
-                finish(RoundFailure(error))
+                finish(TunnelFailure(error))
             } else if rounds > 0 {
                 startRound()
                 desktop.flush()
@@ -74,13 +74,13 @@ extension RelayLoadBenchmark {
         /// Fails the rounds if the current one has run longer than `timeout` (the watchdog's check).
         func checkTimeout(_ timeout: TimeAmount, now: NIODeadline) {
             if finished != nil, now - roundStart > timeout {
-                finish(RoundFailure("timeout", "a round took longer than \(Duration(timeout).humanReadable)"))
+                finish(TunnelFailure("timeout", "a round took longer than \(Duration(timeout).humanReadable)"))
             }
         }
 
-        private static let changed = RoundFailure("payload changed in transit", "the message differed from the one sent")
+        private static let changed = TunnelFailure("payload changed in transit", "the message differed from the one sent")
 
-        private func finish(_ failure: RoundFailure?) {
+        private func finish(_ failure: TunnelFailure?) {
             guard let promise = finished else { return }
             finished = nil
             phone.onMessage = nil
@@ -170,7 +170,7 @@ extension RelayLoadBenchmark {
         let timeout = TimeAmount(config.timeout)
         let loops = Dictionary(grouping: pairs, by: { ObjectIdentifier($0.loop) }).values
         var watchdogs: [RepeatedTask] = []
-        var futures: [EventLoopFuture<(samples: [Double], failure: RoundFailure?)>] = []
+        var futures: [EventLoopFuture<(samples: [Double], failure: TunnelFailure?)>] = []
         futures.reserveCapacity(pairs.count)
         for group in loops {
             let loop = group[0].loop
@@ -197,7 +197,7 @@ extension RelayLoadBenchmark {
                 let result = try await future.get()
                 results.add(result.samples, result.failure)
             } catch {
-                results.add([], RoundFailure(RelayLoadBenchmark.runtimeError(error)))
+                results.add([], TunnelFailure(RelayLoadBenchmark.runtimeError(error)))
             }
         }
         for watchdog in watchdogs { watchdog.cancel() }

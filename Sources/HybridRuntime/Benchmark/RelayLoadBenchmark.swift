@@ -79,9 +79,7 @@ public struct RelayLoadBenchmark: Sendable {
         switch config.generator {
         case .tasks:
             try await runPhases(
-                open: { failures, examples in
-                    await openAll(failures: &failures, examples: &examples) { _ in await Self.openPair(config) }
-                },
+                open: { failures in await openAll(failures: &failures) { _ in await Self.openPair(config) } },
                 rounds: { opened in await pingPong(opened) },
                 close: { opened in
                     await closeAll(opened) { pair in
@@ -96,10 +94,8 @@ public struct RelayLoadBenchmark: Sendable {
             let timeout = TimeAmount(config.timeout)
             do {
                 try await runPhases(
-                    open: { failures, examples in
-                        await openAll(failures: &failures, examples: &examples) {
-                            await Self.openLeanPair(config, on: loops[$0 % loops.count])
-                        }
+                    open: { failures in
+                        await openAll(failures: &failures) { await Self.openLeanPair(config, on: loops[$0 % loops.count]) }
                     },
                     rounds: { opened in await Self.leanRounds(opened, config) },
                     close: { opened in
@@ -121,7 +117,7 @@ public struct RelayLoadBenchmark: Sendable {
     /// The four phases (open, hold, rounds, close) with the relay and the generator sampled between
     /// them, for either generator.
     private func runPhases<Opened: Sendable>(
-        open: (inout [String: Int], inout [String: String]) async -> [Opened],
+        open: (inout FailureTally) async -> [Opened],
         rounds: ([Opened]) async -> RoundResults,
         close: ([Opened]) async -> Void,
         report: inout RelayLoadReport, generator: ProcessProbe, progress: @Sendable (String) -> Void
@@ -129,7 +125,9 @@ public struct RelayLoadBenchmark: Sendable {
         let config = configuration
         let relay = config.relay
         let openStart = ContinuousClock.now
-        let opened = await open(&report.failures, &report.failureExamples)
+        var openFailures = FailureTally()
+        let opened = await open(&openFailures)
+        report.record(openFailures)
         report.tunnelsOpened = opened.count
         report.openSeconds = (ContinuousClock.now - openStart).benchmarkSeconds
         report.relayAfterOpen = try relay?.sample()
@@ -155,10 +153,7 @@ public struct RelayLoadBenchmark: Sendable {
         }
         report.roundTrips = LatencySummary(milliseconds: samples)
         report.messagesRelayed = samples.count * 2
-        for (reason, count) in results.failures { report.failures[reason, default: 0] += count }
-        for (reason, example) in results.examples where report.failureExamples[reason] == nil {
-            report.failureExamples[reason] = example
-        }
+        report.record(results.failures)
 
         progress("closing \(opened.count) tunnels…")
         let closeStart = ContinuousClock.now
@@ -173,10 +168,10 @@ public struct RelayLoadBenchmark: Sendable {
     }
 
     /// Opens the tunnels, `openConcurrency / 2` at a time (two connections each); `open(i)` opens
-    /// tunnel number `i`. Failures are counted by ``failureName(_:)``; the first error of each
-    /// reason is kept in `examples` (what the system said: a refused connection, no free port, …).
+    /// tunnel number `i`. Failures go to `failures` (``FailureTally``: counted by name, the first
+    /// of each kind in its own words: a refused connection, no free port, …).
     private func openAll<Opened: Sendable>(
-        failures: inout [String: Int], examples: inout [String: String],
+        failures: inout FailureTally,
         _ open: @escaping @Sendable (Int) async -> Result<Opened, RuntimeError>
     ) async -> [Opened] {
         let config = configuration
@@ -194,10 +189,7 @@ public struct RelayLoadBenchmark: Sendable {
             for await result in group {
                 switch result {
                 case .success(let pair): pairs.append(pair)
-                case .failure(let error):
-                    let name = Self.failureName(error)
-                    failures[name, default: 0] += 1
-                    if examples[name] == nil { examples[name] = error.reason }
+                case .failure(let error): failures.add(TunnelFailure(error))
                 }
                 startNext()
             }
@@ -230,24 +222,31 @@ public struct RelayLoadBenchmark: Sendable {
         }
     }
 
-    /// What the rounds of all tunnels gave: the round trips (ms), and the failures by name with
-    /// the first one's words for each.
+    /// What the rounds of all tunnels gave: the round trips (ms) and the failures.
     struct RoundResults: Sendable {
         var samples: [Double] = []
-        var failures: [String: Int] = [:]
-        var examples: [String: String] = [:]
+        var failures = FailureTally()
 
         /// Adds one tunnel's rounds.
-        mutating func add(_ samples: [Double], _ failure: RoundFailure?) {
+        mutating func add(_ samples: [Double], _ failure: TunnelFailure?) {
             self.samples += samples
-            guard let failure else { return }
-            failures[failure.name, default: 0] += 1
+            if let failure { failures.add(failure) }
+        }
+    }
+
+    /// Failures by name, with the first one's words for each (opening or in the rounds).
+    struct FailureTally: Sendable {
+        var counts: [String: Int] = [:]
+        var examples: [String: String] = [:]
+
+        mutating func add(_ failure: TunnelFailure) {
+            counts[failure.name, default: 0] += 1
             if examples[failure.name] == nil { examples[failure.name] = failure.example }
         }
     }
 
-    /// Why one tunnel's rounds stopped: a ``failureName(_:)`` and its words.
-    struct RoundFailure: Sendable {
+    /// Why one tunnel failed to open or stopped in its rounds: a ``failureName(_:)`` and its words.
+    struct TunnelFailure: Sendable {
         var name: String
         var example: String
 
@@ -262,7 +261,7 @@ public struct RelayLoadBenchmark: Sendable {
 
     private func pingPong(_ pairs: [Pair]) async -> RoundResults {
         let config = configuration
-        return await withTaskGroup(of: (samples: [Double], failure: RoundFailure?).self) { group in
+        return await withTaskGroup(of: (samples: [Double], failure: TunnelFailure?).self) { group in
             for pair in pairs {
                 group.addTask { await Self.rounds(on: pair, config) }
             }
@@ -273,7 +272,7 @@ public struct RelayLoadBenchmark: Sendable {
         }
     }
 
-    private static func rounds(on pair: Pair, _ config: Configuration) async -> (samples: [Double], failure: RoundFailure?) {
+    private static func rounds(on pair: Pair, _ config: Configuration) async -> (samples: [Double], failure: TunnelFailure?) {
         let payload = [UInt8](repeating: 0xA5, count: config.payloadSize)
         var samples: [Double] = []
         samples.reserveCapacity(config.rounds)
@@ -285,13 +284,13 @@ public struct RelayLoadBenchmark: Sendable {
                 try await pair.phone.send(ping)
                 let pong = try await pair.desktop.receive(timeout: config.timeout)
                 guard pong == payload else {
-                    return (samples, RoundFailure("payload changed in transit", "the pong differed from the ping"))
+                    return (samples, TunnelFailure("payload changed in transit", "the pong differed from the ping"))
                 }
                 samples.append((ContinuousClock.now - start).benchmarkMilliseconds)
             }
             return (samples, nil)
         } catch {
-            return (samples, RoundFailure(runtimeError(error)))
+            return (samples, TunnelFailure(runtimeError(error)))
         }
     }
 

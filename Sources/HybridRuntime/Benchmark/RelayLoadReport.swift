@@ -107,6 +107,12 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         return Double(b.residentBytes - a.residentBytes) / 1024 / Double(tunnelsOpened)
     }
 
+    /// Adds `tally`'s failures (their counts, and each kind's first words unless one is known).
+    mutating func record(_ tally: RelayLoadBenchmark.FailureTally) {
+        failures.merge(tally.counts, uniquingKeysWith: +)
+        failureExamples.merge(tally.examples) { first, _ in first }
+    }
+
     /// A warning when the relay's CPU figures rest on few of `/proc`'s clock ticks (10 ms each):
     /// a run of 50 tunnels uses a handful, so "1000.0 µs per tunnel" is one tick more or less.
     var resolutionNote: String? {
