@@ -30,6 +30,41 @@ import Testing
         #expect(Base64URL.decodeUnpadded(text) == nil, "\(text)")
     }
 
+    @Test("problem(with:) names a reason exactly when decode refuses, and the reason is the right one")
+    func problemAgreesWithDecode() {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
+        let pieces: [Character] = ["A", "B", "g", "k", "n", "-", "_", "=", "+", "/", " ", "é"]
+        var state: UInt64 = 0x9E37_79B9_7F4A_7C15
+        var reasons: Set<String> = []
+        for _ in 0..<20_000 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            let length = Int(state >> 60) % 10
+            var text = ""
+            var next = state
+            for _ in 0..<length {
+                next = next &* 6_364_136_223_846_793_005 &+ 1
+                text.append(pieces[Int(next >> 33) % pieces.count])
+            }
+            let problem = Base64URL.problem(with: text)
+            #expect((Base64URL.decode(text) == nil) == (problem != nil), "\(text.debugDescription): \(problem ?? "decodes")")
+            guard let problem else { continue }
+            reasons.insert(String(problem.prefix { $0 != "(" }))  // one kind per reason, whatever the character
+            if problem.hasPrefix("its last character carries non-zero leftover bits") {
+                // Clearing the last character's unused low bits makes it decode: that was the only fault.
+                var scalars = Array(text.unicodeScalars)
+                let padding = scalars.reversed().prefix { $0 == "=" }.count
+                let last = scalars.count - padding - 1
+                let unused = ((scalars.count - padding) * 6) % 8
+                let value = alphabet.firstIndex(of: Character(scalars[last]))!
+                scalars[last] = alphabet[value & ~((1 << unused) - 1)].unicodeScalars.first!
+                let fixed = String(String.UnicodeScalarView(scalars))
+                #expect(Base64URL.decode(fixed) != nil, "\(text) → \(fixed)")
+            }
+        }
+        // Every kind of reason is reachable from these pieces.
+        #expect(reasons.count == 7, "\(reasons.sorted())")
+    }
+
     @Test("round trip of every length up to 64")
     func roundTrip() {
         for count in 0...64 {

@@ -41,6 +41,27 @@ public enum Base64URL {
         return decodeUnpadded(utf8)
     }
 
+    /// Why ``decode(_:)`` refuses `text`, in words (`nil` when it decodes): the standard alphabet's
+    /// `+` or `/`, another character outside base64url, `=` inside or more than two at the end,
+    /// padding that does not make a multiple of four, a length that leaves one character over, or
+    /// non-zero leftover bits in the last character (lenient decoders drop them; refusing them keeps
+    /// one text for one byte string). For error messages that say what is wrong with a member.
+    public static func problem(with text: some StringProtocol) -> String? {
+        guard decode(text) == nil else { return nil }
+        let scalars = Array(text.unicodeScalars)
+        let padding = scalars.reversed().prefix { $0 == "=" }.count
+        let body = scalars.dropLast(padding)
+        if body.contains("+") || body.contains("/") { return "it uses standard base64's + or /" }
+        if let other = body.first(where: { !$0.isASCII || sextet(UInt8($0.value)) == nil }) {
+            if other == "=" { return "it holds = before its end" }
+            return "it holds a character outside base64url (U+\(String(other.value, radix: 16, uppercase: true)))"
+        }
+        if body.count % 4 == 1 { return "its length leaves one character over" }
+        if padding > 2 { return "it ends in more than two =" }
+        if padding > 0, scalars.count % 4 != 0 { return "its = padding does not make a multiple of four characters" }
+        return "its last character carries non-zero leftover bits (a non-canonical encoding)"
+    }
+
     /// Decodes unpadded canonical base64url only; `nil` for anything else (padding included).
     public static func decodeUnpadded(_ text: some StringProtocol) -> [UInt8]? {
         decodeUnpadded(Array(text.utf8))
