@@ -115,7 +115,6 @@ public actor RelyingPartyService {
             }
         }
         // A known path asked with another method: 405 with the methods it takes (RFC 9110 §15.5.6).
-        let endpoints = [profile.registration, profile.authentication].compactMap { $0 }.flatMap { [$0.options, $0.verify] }
         let methods = Set(endpoints.filter { Self.path(of: $0) == request.path }.map(\.method)).sorted()
         if !methods.isEmpty {
             var response = RelyingPartyHTTPResponse.error(
@@ -129,8 +128,12 @@ public actor RelyingPartyService {
     /// Whether the request's method and path name one of the profile's endpoints, whose answer
     /// depends on the body; any other request's answer (404, 405) is known from its head alone.
     nonisolated func routes(_ request: RelyingPartyHTTPRequest) -> Bool {
+        endpoints.contains { Self.matches(request, $0) }
+    }
+
+    /// Every endpoint the profile serves (options and verify of each ceremony).
+    private nonisolated var endpoints: [RelyingPartyProfile.Endpoint] {
         [profile.registration, profile.authentication].compactMap { $0 }.flatMap { [$0.options, $0.verify] }
-            .contains { Self.matches(request, $0) }
     }
 
     private static func matches(_ request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint) -> Bool {
@@ -142,17 +145,17 @@ public actor RelyingPartyService {
         URLComponents(string: endpoint.path)?.path ?? endpoint.path
     }
 
-    /// The value the request gives where the endpoint's template has `{name}` (a query parameter or
-    /// a top-level body member).
+    /// The value the request gives where the endpoint's template has `{name}` (a query parameter,
+    /// the whole body or a top-level body member); `body` is the request's body, parsed once.
     private static func placeholderValue(
-        _ name: String, in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
+        _ name: String, in request: RelyingPartyHTTPRequest, body: JSONValue?, _ endpoint: RelyingPartyProfile.Endpoint
     ) -> JSONValue? {
         let token = "{\(name)}"
         for item in URLComponents(string: endpoint.path)?.queryItems ?? [] where item.value == token {
             return request.query[item.name].map(JSONValue.string)
         }
-        if endpoint.body == .string(token) { return JSONValue.parse(request.body) }
-        if let template = endpoint.body?.objectValue, let body = JSONValue.parse(request.body) {
+        if endpoint.body == .string(token) { return body }
+        if let template = endpoint.body?.objectValue, let body {
             for (key, value) in template where value == .string(token) { return body[key] }
         }
         return nil
@@ -164,10 +167,11 @@ public actor RelyingPartyService {
     private static func userName(
         in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
     ) -> UserName {
-        if endpoint.body?.text.contains("{user}") == true, !request.body.isEmpty, JSONValue.parse(request.body) == nil {
-            return .refused(.error(400, "the body is not JSON (nesting at most 32 deep, no repeated member)"))
+        let body = request.body.isEmpty ? nil : JSONValue.parse(request.body)
+        if body == nil, !request.body.isEmpty, endpoint.body?.text.contains("{user}") == true {
+            return .refused(.error(400, "the body is not JSON (nesting at most \(JSONValue.maxDepth) deep, no repeated member)"))
         }
-        guard let value = placeholderValue("user", in: request, endpoint), value != .null else { return .given("") }
+        guard let value = placeholderValue("user", in: request, body: body, endpoint), value != .null else { return .given("") }
         guard let name = value.stringValue else {
             return .refused(.error(400, "the account name must be a JSON string, not \(value.text.prefix(40))"))
         }
