@@ -60,13 +60,8 @@ public enum LoopbackSocket {
         guard let fd = connect(port: port, ioTimeout: ioTimeout) else { return nil }
         defer { close(fd) }
         guard request.isEmpty || send(fd, request) else { return nil }
-        var received: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { return Exchange(response: String(decoding: received, as: UTF8.self), closed: count == 0) }
-            received += chunk[..<count]
-        }
+        let (response, closed) = read(fd, until: nil)
+        return Exchange(response: response, closed: closed)
     }
 
     /// Sends `text` whole on `fd`; `false` when the send failed or was short.
@@ -78,14 +73,21 @@ public enum LoopbackSocket {
     /// Reads from `fd` until what arrived contains `marker`, the peer closes, or the descriptor's
     /// receive timeout passes; returns what arrived, as UTF-8.
     public static func receive(_ fd: Int32, until marker: String) -> String {
+        read(fd, until: marker).text
+    }
+
+    /// Reads until what arrived contains `marker` (`nil`: until the end), the peer closes
+    /// (`closed`), or the receive timeout passes.
+    private static func read(_ fd: Int32, until marker: String?) -> (text: String, closed: Bool) {
         var received: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
-        while !String(decoding: received, as: UTF8.self).contains(marker) {
+        while true {
+            let text = String(decoding: received, as: UTF8.self)
+            if let marker, text.contains(marker) { return (text, false) }
             let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { break }
+            guard count > 0 else { return (text, count == 0) }
             received += chunk[..<count]
         }
-        return String(decoding: received, as: UTF8.self)
     }
 
     private static func posixSend(_ fd: Int32, _ bytes: UnsafeRawPointer?, _ count: Int) -> Int {

@@ -70,11 +70,7 @@ extension QRCommand {
         }
 
         func run() throws {
-            do {
-                try show()
-            } catch let error as QRError {
-                throw errorLine(error.description, status: 1)  // `error:` as every other command says it
-            }
+            try QRCommand.reportingFailures(show)
         }
 
         private func show() throws {
@@ -124,11 +120,7 @@ extension QRCommand {
         }
 
         func run() throws {
-            do {
-                try scan()
-            } catch let error as QRError {
-                throw errorLine(error.description, status: 1)  // `error:` as every other command says it
-            }
+            try QRCommand.reportingFailures(scan)
         }
 
         private func scan() throws {
@@ -140,6 +132,18 @@ extension QRCommand {
                 ? try QRScanner.scanFIDO(bytes: Standard.inputBytes())
                 : try QRScanner.scanFIDO(fileAt: file)
             print(decode ? result.payloadJSON : result.url)
+        }
+    }
+}
+
+extension QRCommand {
+    /// Runs `body`; a ``QRError`` becomes one `error:` line and exit 1, as every other command words
+    /// its failures (ArgumentParser would print `Error:`).
+    static func reportingFailures(_ body: () throws -> Void) throws {
+        do {
+            try body()
+        } catch let error as QRError {
+            throw errorLine(error.description, status: 1)
         }
     }
 }

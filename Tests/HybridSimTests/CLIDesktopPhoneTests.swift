@@ -107,6 +107,13 @@ struct CLIDesktopPhoneTests {
         defer { lab.tearDown() }
         #expect(status == 1, "\(process.transcript)")
         #expect(process.standardError.lines == ["error: file unreadable: /nonexistent-qr.png: no such file or directory"], "\(process.transcript)")
+        let (shown, show, showLab) = try await run(["qr", "show", "--raw", "hi", "--png", "/nonexistent-qr-dir/x.png"])
+        defer { showLab.tearDown() }
+        #expect(shown == 1, "\(show.transcript)")
+        #expect(
+            show.standardError.lines == ["error: could not write file: /nonexistent-qr-dir/x.png: the directory /nonexistent-qr-dir does not exist"],
+            "\(show.transcript)")
+        #expect(show.standardOutput.text.isEmpty, "files first: no code printed when one cannot be written")
     }
 
     @Test("bench --json says how it ran: loops, executor, start time and units beside the machine")
