@@ -66,18 +66,21 @@ public enum PhoneListener {
         public var answered: Int
     }
 
-    /// Listens until `count` pushes were answered (`nil`: until `limit` or cancellation).
+    /// Listens until `count` pushes were answered (`nil`: until `limit` or cancellation). The limit
+    /// runs from `start` (a caller that listens again, after a revoked contact ID, passes the first
+    /// start, so the limit stays the one the user gave and the timeout says so).
     ///
     /// - Returns: the number of answered pushes.
     /// - Throws: ``RuntimeError`` `.timeout` when `limit` passes before `count` answers,
     ///   `.upgradeRejected` (410) when the relay says the contact ID is revoked.
     @discardableResult
     public static func run(
-        _ configuration: Configuration, count: Int?, limit: Duration?, logger: Logger = Logger(label: "hybrid-sim.phone"),
+        _ configuration: Configuration, count: Int?, limit: Duration?, start: ContinuousClock.Instant = .now,
+        logger: Logger = Logger(label: "hybrid-sim.phone"),
         events: @escaping @Sendable (Event) -> Void = { _ in },
         handle: @escaping @Sendable (PushMessage) async -> Verdict
     ) async throws -> Int {
-        let deadline = limit.map { ContinuousClock.now + $0 }
+        let deadline = limit.map { start + $0 }
         func remaining() -> Duration { deadline.map { $0 - ContinuousClock.now } ?? .seconds(3600) }
         var options = WebSocketTunnel.Options()
         let revoked = configuration.revoked.suffix(PushChannel.maxRevoked).map { Base64URL.encode($0) }

@@ -91,7 +91,7 @@ public enum PhoneListenProgram {
         }
         // `phone --unlink` while this runs: the push for the old contact ID is refused as revoked,
         // and listening starts again under the new contact ID (announcing the revoked one).
-        let deadline = configuration.limit.map { ContinuousClock.now + $0 }
+        let start = ContinuousClock.now
         var current = identity
         var answered = 0
         while true {
@@ -102,7 +102,7 @@ public enum PhoneListenProgram {
             do {
                 answered += try await PhoneListener.run(
                     listener, count: configuration.count.map { $0 - answered },
-                    limit: deadline.map { max($0 - ContinuousClock.now, .zero) }, logger: phone.logger, events: events,
+                    limit: configuration.limit, start: start, logger: phone.logger, events: events,
                     handle: { push in
                         let verdict = await answer(
                             push, phone: phone, passkeyPath: passkeyPath, linkStorePath: linkStorePath,
@@ -111,10 +111,6 @@ public enum PhoneListenProgram {
                         return verdict
                     })
                 break
-            } catch let error as RuntimeError where error.code == .timeout && configuration.limit != nil {
-                // Each round of listening gets what is left of the limit; say the limit itself
-                // ("30 s", not the 29.999 s left when the last round began).
-                throw RuntimeError.timeout("listening for contact requests", after: configuration.limit ?? .zero)
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
                 guard let reloaded = try PhoneLinkStore.load(path: linkStorePath).identity, reloaded.contactID != contactID
