@@ -56,7 +56,7 @@ public enum DesktopProgram {
         } catch {
             let failure = ProgramFailure.from(error, relayURL: relayDescription(configuration.relay))
             Interruption.beginEnding()
-            narrator.event("error", JSONLine.errorMembers(kind: failure.kind.rawValue, exitCode: failure.exitCode, message: failure.message))
+            narrator.event("error", JSONLine.errorMembers(failure))
             throw failure
         }
     }

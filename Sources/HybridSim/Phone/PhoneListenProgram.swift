@@ -47,7 +47,7 @@ public enum PhoneListenProgram {
             narrator.event(
                 "error",
                 [("flow", .string("linked"))]
-                    + JSONLine.errorMembers(kind: failure.kind.rawValue, exitCode: failure.exitCode, message: failure.message))
+                    + JSONLine.errorMembers(failure))
             output.standardError("error: \(failure.message)")
             return failure.exitCode
         }

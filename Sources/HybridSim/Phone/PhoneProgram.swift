@@ -52,7 +52,7 @@ public enum PhoneProgram {
         } catch {
             let failure = ProgramFailure.from(error, relayURL: relayURL)
             Interruption.beginEnding()
-            narrator.event("error", JSONLine.errorMembers(kind: failure.kind.rawValue, exitCode: failure.exitCode, message: failure.message))
+            narrator.event("error", JSONLine.errorMembers(failure))
             throw failure
         }
     }

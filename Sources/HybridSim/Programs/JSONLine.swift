@@ -22,6 +22,11 @@ struct JSONLine: Sendable {
         [("kind", .string(kind)), ("exitCode", .int(Int(exitCode))), ("message", .string(message))]
     }
 
+    /// The members of the `error` event for `failure`.
+    static func errorMembers(_ failure: ProgramFailure) -> [(String, Value)] {
+        errorMembers(kind: failure.kind.rawValue, exitCode: failure.exitCode, message: failure.message)
+    }
+
     /// The compact JSON text.
     var text: String {
         "{" + members.map { key, value in "\(Self.quote(key)):\(Self.encode(value))" }.joined(separator: ",") + "}"

@@ -29,7 +29,7 @@ package enum DesktopWebProgram {
             // error as its last line, as every other failure gives it.
             var narrator = DesktopNarrator(output: output, json: true)
             narrator.flow = configuration.eventFlow
-            narrator.event("error", JSONLine.errorMembers(kind: error.kind.rawValue, exitCode: error.exitCode, message: error.message))
+            narrator.event("error", JSONLine.errorMembers(error))
             return error.kind.exitCode
         }
         output.standardError("web page: \(server.url)")
