@@ -26,9 +26,7 @@ struct DesktopRelyingPartyLink: Sendable {
         user = configuration.userName ?? (registration ? ProgramDefaults.userName : "")
         tamper = configuration.tamperWithResult
         // The name may go with the options call or the result (a custom profile's verify body).
-        let takesUser = [ceremony.options, ceremony.verify].contains {
-            $0.path.contains("{user}") || $0.body?.text.contains("{user}") == true
-        }
+        let takesUser = [ceremony.options, ceremony.verify].contains { $0.placeholders.contains("user") }
         userDropped = configuration.userName != nil && !takesUser
     }
 

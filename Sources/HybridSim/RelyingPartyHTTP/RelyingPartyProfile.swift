@@ -19,6 +19,9 @@ public struct RelyingPartyProfile: Sendable, Hashable, Codable {
         public var path: String
         /// The JSON body template; `nil`: no body.
         public var body: JSONValue?
+
+        /// The placeholder names the path and the body use (`user`, `credential`, …).
+        var placeholders: Set<String> { JSONValue.placeholders(in: path).union(body?.placeholders ?? []) }
     }
 
     /// What counts as the relying party accepting the result.
@@ -121,8 +124,7 @@ public struct RelyingPartyProfile: Sendable, Hashable, Codable {
                     throw bad("\(label).\(part).method must be GET or POST, not \(endpoint.method)")
                 }
                 guard endpoint.path.hasPrefix("/") else { throw bad("\(label).\(part).path must start with /") }
-                let used = JSONValue.placeholders(in: endpoint.path).union(endpoint.body?.placeholders ?? [])
-                if let unknown = used.subtracting(known).sorted().first {
+                if let unknown = endpoint.placeholders.subtracting(known).sorted().first {
                     throw bad("\(label).\(part) uses the unknown placeholder {\(unknown)}")
                 }
             }

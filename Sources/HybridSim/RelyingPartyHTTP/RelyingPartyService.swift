@@ -168,7 +168,7 @@ public actor RelyingPartyService {
         in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
     ) -> UserName {
         let body = request.body.isEmpty ? nil : JSONValue.parse(request.body)
-        if body == nil, !request.body.isEmpty, endpoint.body?.text.contains("{user}") == true {
+        if body == nil, !request.body.isEmpty, endpoint.body?.placeholders.contains("user") == true {
             return .refused(.error(400, "the body is not JSON (nesting at most \(JSONValue.maxDepth) deep, no repeated member)"))
         }
         guard let value = placeholderValue("user", in: request, body: body, endpoint), value != .null else { return .given("") }
