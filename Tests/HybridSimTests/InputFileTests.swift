@@ -43,43 +43,46 @@ struct InputFileTests {
         #expect(reason(directory.file("empty.json")) == "it is empty")
     }
 
-    @Test("a named pipe nobody opens for writing is an error after the quiet limit, not a wait without end")
-    func pipeWithoutWriter() throws {
+    /// A named pipe in a fresh directory, removed after `body`.
+    private func withFIFO(_ body: (String) async throws -> Void) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let pipe = directory.file("options.fifo")
         try #require(mkfifo(pipe, 0o600) == 0)
-        let start = ContinuousClock.now
-        #expect(reason(pipe) == "no data for 300 ms (a pipe or device nobody writes to?)")
-        #expect(ContinuousClock.now - start < .seconds(5))
-        #expect(reason(pipe, quietLimit: .milliseconds(-5)) == "no data for 0 s (a pipe or device nobody writes to?)", "a negative limit is no wait, not poll's forever")
+        try await body(pipe)
+    }
+
+    @Test("a named pipe nobody opens for writing is an error after the quiet limit, not a wait without end")
+    func pipeWithoutWriter() async throws {
+        try await withFIFO { pipe in
+            let start = ContinuousClock.now
+            #expect(reason(pipe) == "no data for 300 ms (a pipe or device nobody writes to?)")
+            #expect(ContinuousClock.now - start < .seconds(5))
+            #expect(reason(pipe, quietLimit: .milliseconds(-5)) == "no data for 0 s (a pipe or device nobody writes to?)", "a negative limit is no wait, not poll's forever")
+        }
     }
 
     @Test("a pipe whose writer holds it open and never writes (--options <(sleep 100)) is an error after the quiet limit")
     func pipeWithSilentWriter() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let pipe = directory.file("options.fifo")
-        try #require(mkfifo(pipe, 0o600) == 0)
-        let reading = Task.detached { reason(pipe, quietLimit: .milliseconds(500)) }
-        let writer = try await openWriter(pipe)
-        #expect(writer >= 0, "\(String(cString: strerror(errno)))")
-        defer { if writer >= 0 { close(writer) } }
-        #expect(await reading.value == "no data for 500 ms (a pipe or device nobody writes to?)")
+        try await withFIFO { pipe in
+            let reading = Task.detached { reason(pipe, quietLimit: .milliseconds(500)) }
+            let writer = try await openWriter(pipe)
+            #expect(writer >= 0, "\(String(cString: strerror(errno)))")
+            defer { if writer >= 0 { close(writer) } }
+            #expect(await reading.value == "no data for 500 ms (a pipe or device nobody writes to?)")
+        }
     }
 
     @Test("a pipe whose writer comes after the open and then closes is read whole")
     func pipeWithLateWriter() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let pipe = directory.file("options.fifo")
-        try #require(mkfifo(pipe, 0o600) == 0)
-        let reading = Task.detached { try InputFile.read(pipe, quietLimit: .seconds(5)) }
-        let writer = try await openWriter(pipe)
-        try #require(writer >= 0)
-        let text = Array(#"{"challenge":"AA"}"#.utf8)
-        #expect(text.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == text.count)
-        close(writer)
-        #expect(try await reading.value == text)
+        try await withFIFO { pipe in
+            let reading = Task.detached { try InputFile.read(pipe, quietLimit: .seconds(5)) }
+            let writer = try await openWriter(pipe)
+            try #require(writer >= 0)
+            let text = Array(#"{"challenge":"AA"}"#.utf8)
+            #expect(text.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == text.count)
+            close(writer)
+            #expect(try await reading.value == text)
+        }
     }
 }
