@@ -1,3 +1,4 @@
+import Foundation
 import HybridRuntime
 import Logging
 import Synchronization
@@ -62,5 +63,28 @@ struct RelayLogTests {
         let closed = lines.value.map(\.1).filter { $0.contains("tunnel closed") }
         #expect(closed.contains { $0.contains("bye\\u{A}info: forged line") }, "\(closed)")
         #expect(!lines.value.contains { $0.1.contains("\n") })
+    }
+
+    @Test("a recording that cannot be written is a warning that says why; the relay goes on")
+    func recordingUnwritable() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unwritable-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let lines = LockedBox<[(Logger.Level, String)]>([])
+        let logger = Logger(label: "relay", factory: { _ in RecordingLogHandler(lines: lines) })
+        var configuration = RelayConfiguration()
+        configuration.recordDirectory = directory
+        let relay = TunnelRelay(configuration: configuration, logger: logger)
+        let endpoint = try await relay.start()
+        let ends = try await openTunnel(endpoint)
+        try FileManager.default.removeItem(atPath: directory)  // gone before the tunnel closes
+        await ends.close()
+        let second = try await openTunnel(endpoint)  // still relaying
+        await second.close()
+        await relay.shutdown()
+        let warnings = lines.value.filter { $0.0 == .warning }.map(\.1)
+        #expect(
+            warnings.contains { $0.hasPrefix("could not write the tunnel recording \(directory)/") && $0.hasSuffix("the directory \(directory) does not exist") },
+            "\(warnings)")
+        #expect(!FileManager.default.fileExists(atPath: directory), "nothing recreated")
     }
 }
