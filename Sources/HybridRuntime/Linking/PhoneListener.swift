@@ -55,12 +55,12 @@ public enum PhoneListener {
         case failed(String)
         /// The contact ID the push came for was revoked meanwhile (`phone --unlink` while listening):
         /// the refusal tells the relay (which closes the desktop's tunnel with 4410 and answers later
-        /// contacts with 410), and ``run(_:count:limit:logger:events:handle:)`` throws
+        /// contacts with 410), and ``run(_:count:limit:start:logger:events:handle:)`` throws
         /// ``ContactRevoked`` so the caller can listen again under its new contact ID.
         case revoked
     }
 
-    /// Thrown by ``run(_:count:limit:logger:events:handle:)`` after a ``Verdict/revoked`` push.
+    /// Thrown by ``run(_:count:limit:start:logger:events:handle:)`` after a ``Verdict/revoked`` push.
     public struct ContactRevoked: Error, Sendable {
         /// Pushes answered before the revoked one.
         public var answered: Int
