@@ -210,6 +210,22 @@ import Testing
         }
     }
 
+    /// Parsing keeps the point it decompressed; that cache is not part of the value and follows
+    /// the key bytes.
+    @Test func parsedKeyFollowsTheKeyBytes() throws {
+        let random = RandomSource.deterministic(seed: Array("parsedKey".utf8))
+        let first = random.keyAgreementKey().publicKey, second = random.keyAgreementKey().publicKey
+        let built = QRPayload(compressedPublicKey: Array(first.compressedRepresentation), secret: random.bytes(16))
+        var parsed = try QRPayload(url: built.url)
+        #expect(parsed == built && Set([parsed, built]).count == 1)
+        #expect(Array(try parsed.publicKey.x963Representation) == Array(first.x963Representation))
+
+        parsed.compressedPublicKey = Array(second.compressedRepresentation)
+        #expect(Array(try parsed.publicKey.x963Representation) == Array(second.x963Representation))
+        parsed.compressedPublicKey = [0x02]
+        #expect(throws: HybridError(.invalidPublicKey)) { try parsed.publicKey }
+    }
+
     @Test("defaults of a payload built in code: two known domains, no timestamp, ga")
     func builtDefaults() {
         let payload = QRPayload(compressedPublicKey: [0x02] + [UInt8](repeating: 1, count: 32), secret: [UInt8](repeating: 0, count: 16))

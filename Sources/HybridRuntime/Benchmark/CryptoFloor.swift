@@ -23,7 +23,7 @@ public struct CryptoFloor: Sendable, Hashable, Codable {
         /// Noise ephemeral, and the relying party's credential public key (`COSEKey`). 3.
         case decodeUncompressedPoint = "p256-decode-x963"
         /// Compressed P-256 point decompressed: the phone validating the QR code
-        /// (`QRPayload(url:)`) and taking the desktop's identity from it (`qr.publicKey`). 2.
+        /// (`QRPayload(url:)`), which keeps the point as the desktop's identity (`qr.publicKey`). 1.
         case decodeCompressedPoint = "p256-decode-compressed"
         /// P-256 ECDH: `ee` and `se` on each side of the `KNpsk0` handshake. 4.
         case ecdh = "p256-ecdh"
@@ -60,7 +60,7 @@ public struct CryptoFloor: Sendable, Hashable, Codable {
             switch self {
             case .keyFromScalar: return 4
             case .decodeUncompressedPoint: return 3
-            case .decodeCompressedPoint: return 2
+            case .decodeCompressedPoint: return 1
             case .ecdh: return 4
             case .sign: return 1
             case .verify: return 1
