@@ -30,10 +30,10 @@ struct SignInBenchCommand: AsyncParsableCommand {
             """
     )
 
-    @Option(help: "Sign-ins to time.")
+    @Option(parsing: .unconditional, help: "Sign-ins to time.")
     var count = 100
 
-    @Option(help: "Untimed sign-ins before the timed ones.")
+    @Option(parsing: .unconditional, help: "Untimed sign-ins before the timed ones.")
     var warmup = 5
 
     @Flag(help: "Print the report as JSON (times in milliseconds unless named nanoseconds).")

@@ -17,7 +17,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "The account to register.")
     var user = "alice"
 
-    @Option(help: "Whole seconds each step may take before the demo gives up (passed on to both programs' --timeout).")
+    @Option(parsing: .unconditional, help: "Whole seconds each step may take before the demo gives up (passed on to both programs' --timeout).")
     var timeout = 60
 
     @Option(help: "Directory for the demo's passkey and relying-party stores, kept afterwards (default: a fresh temporary directory, removed at the end).")
@@ -26,10 +26,10 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Also tell the whole demo on a local web page (its address is printed first).")
     var web = false
 
-    @Option(help: ArgumentHelp("Port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "n"))
     var webPort = 0
 
-    @Option(help: ArgumentHelp("With --web: keep serving the page this long after the demo ended.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --web: keep serving the page this long after the demo ended.", valueName: "seconds"))
     var webLinger = 30
 
     func validate() throws {
@@ -47,7 +47,7 @@ struct DemoCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.message)
         }
-        guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0...65535") }
+        guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0…65535") }
         guard (0...3600).contains(webLinger) else { throw ValidationError("--web-linger must be 0...3600 seconds") }
         if !web, webPort != 0 { throw ValidationError("--web-port needs --web") }
     }

@@ -96,6 +96,7 @@ struct DesktopCommand: AsyncParsableCommand {
     var relay: String?
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "TCP port of the embedded relay; 0 picks a free one. (default: 47001, or a free port if it is taken)",
             valueName: "n"
@@ -120,10 +121,11 @@ struct DesktopCommand: AsyncParsableCommand {
     )
     var relayFaults: [String] = []
 
-    @Option(help: ArgumentHelp("Seed of the --relay-fault decisions (as relay --fault-seed).", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Seed of the --relay-fault decisions (as relay --fault-seed).", valueName: "n"))
     var relayFaultSeed: UInt64?
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "UDP port of the proximity scanner; 0 picks a free one. (default: 47002, or a free port if it is taken)",
             valueName: "n"
@@ -147,6 +149,7 @@ struct DesktopCommand: AsyncParsableCommand {
     var json = false
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Seconds to wait for a nearby phone, and for its answer. (default: the options' timeout, else 120)",
             valueName: "seconds"
@@ -195,7 +198,7 @@ struct DesktopCommand: AsyncParsableCommand {
     @Flag(help: "Serve a local page that plays the website: QR code, live progress, result or error (implies --json on stdout).")
     var web = false
 
-    @Option(help: ArgumentHelp("TCP port of the --web page on 127.0.0.1; 0 picks a free one. (default: 47003, or a free port when taken)", valueName: "port"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("TCP port of the --web page on 127.0.0.1; 0 picks a free one. (default: 47003, or a free port when taken)", valueName: "port"))
     var webPort: Int?
 
     func run() async throws {
@@ -203,7 +206,7 @@ struct DesktopCommand: AsyncParsableCommand {
         // --web implies --json on stdout.
         Interruption.endOnSignals(Interruption.failure(json: json || web, flow: configuration.eventFlow))
         if web {
-            if let webPort, !(0...65535).contains(webPort) { throw ValidationError("--web-port must be 0...65535") }
+            if let webPort, !(0...65535).contains(webPort) { throw ValidationError("--web-port must be 0…65535") }
             let status = await DesktopWebProgram.main(configuration, webPort: webPort)
             if status != 0 { throw ExitCode(status) }
             return

@@ -32,40 +32,40 @@ struct HostileBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The relay to attack (IPv4 loopback); default: start one.", valueName: "ws://host:port"))
     var url: String?
 
-    @Option(help: ArgumentHelp("Measure this process as the relay (default: the one listening on the URL's port).", valueName: "pid"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Measure this process as the relay (default: the one listening on the URL's port).", valueName: "pid"))
     var relayPid: Int32?
 
-    @Option(help: ArgumentHelp("How long the attack and the honest sign-ins run.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long the attack and the honest sign-ins run.", valueName: "seconds"))
     var duration: Double = 60
 
-    @Option(help: "Attacker tasks, each holding about one connection at a time (plus 4 source-flood tasks).")
+    @Option(parsing: .unconditional, help: "Attacker tasks, each holding about one connection at a time (plus 4 source-flood tasks).")
     var hostile = 2400
 
-    @Option(help: "Honest sign-ins running at once.")
+    @Option(parsing: .unconditional, help: "Honest sign-ins running at once.")
     var honest = 2
 
-    @Option(help: ArgumentHelp("Shortest time an attack holds its connection.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Shortest time an attack holds its connection.", valueName: "seconds"))
     var holdMin: Double = 10
 
-    @Option(help: ArgumentHelp("Longest time an attack holds its connection.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Longest time an attack holds its connection.", valueName: "seconds"))
     var holdMax: Double = 30
 
-    @Option(help: "Connections each source-flood burst opens from one address (0: no source floods).")
+    @Option(parsing: .unconditional, help: "Connections each source-flood burst opens from one address (0: no source floods).")
     var sourceFloodBurst = 48
 
-    @Option(help: ArgumentHelp("Started relay: --max-connections-per-source.", valueName: "count"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Started relay: --max-connections-per-source.", valueName: "count"))
     var maxConnectionsPerSource = 32
 
-    @Option(help: ArgumentHelp("Started relay: --max-waiting-tunnels-per-source.", valueName: "count"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Started relay: --max-waiting-tunnels-per-source.", valueName: "count"))
     var maxWaitingTunnelsPerSource = 4
 
-    @Option(help: ArgumentHelp("Wait this long after the attack for the relay's descriptors to return to the baseline.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Wait this long after the attack for the relay's descriptors to return to the baseline.", valueName: "seconds"))
     var settle: Double = 30
 
-    @Option(help: ArgumentHelp("The relay's RSS must stay below this.", valueName: "MiB"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("The relay's RSS must stay below this.", valueName: "MiB"))
     var maxRss = 512
 
-    @Option(help: ArgumentHelp("After the attack the relay's RSS must be back within this of its baseline.", valueName: "MiB"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("After the attack the relay's RSS must be back within this of its baseline.", valueName: "MiB"))
     var maxRssGrowth = 16
 
     @Flag(help: "Print the report as JSON.")

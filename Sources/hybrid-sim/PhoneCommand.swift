@@ -83,6 +83,7 @@ struct PhoneCommand: AsyncParsableCommand {
     var json = false
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Seconds to wait for the desktop's handshake and for the user's decision; the relay connection and each later message of the desktop wait at most 10 s of it.",
             valueName: "seconds"
@@ -98,10 +99,11 @@ struct PhoneCommand: AsyncParsableCommand {
     )
     var listen = false
 
-    @Option(help: ArgumentHelp("With --listen: exit 0 after this many answered contact requests.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --listen: exit 0 after this many answered contact requests.", valueName: "n"))
     var count: Int?
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "With --listen: give up (exit 3) after this many seconds without reaching --count. (default: no limit)",
             valueName: "seconds"))

@@ -43,10 +43,10 @@ extension QRCommand {
         @Flag(name: .long, help: "Draw for a dark-background terminal: dark modules as background, light modules and quiet zone as blocks. (default: off, dark modules drawn as blocks)")
         var invert = false
 
-        @Option(name: .long, help: ArgumentHelp("Pixels per module in the PNG (CSS pixels in the SVG), 1…64.", valueName: "n"))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Pixels per module in the PNG (CSS pixels in the SVG), 1…64.", valueName: "n"))
         var scale = 8
 
-        @Option(name: .long, help: ArgumentHelp("Quiet zone around the code in modules, 0…16; the standard asks for 4.", valueName: "n"))
+        @Option(name: .long, parsing: .unconditional, help: ArgumentHelp("Quiet zone around the code in modules, 0…16; the standard asks for 4.", valueName: "n"))
         var quietZone = TerminalArt.defaultQuietZone
 
         @Option(name: .long, help: ArgumentHelp("Error-correction level: L, M, Q or H (M: ~15 % damage tolerated, 37×37 modules for a desktop QR).", valueName: "level"))

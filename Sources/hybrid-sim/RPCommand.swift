@@ -20,7 +20,7 @@ struct RPCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Built-in profile name or profile JSON file.", valueName: "name|file"))
     var profile: String
 
-    @Option(help: ArgumentHelp("TCP port on 127.0.0.1; 0 picks a free one.", valueName: "n"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("TCP port on 127.0.0.1; 0 picks a free one.", valueName: "n"))
     var port = RelyingPartyServerProgram.defaultPort
 
     @Option(help: ArgumentHelp("Relying party ID.", valueName: "id"))

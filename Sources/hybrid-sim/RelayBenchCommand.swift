@@ -24,22 +24,22 @@ struct RelayBenchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The relay to load; default: start one.", valueName: "ws://host:port"))
     var url: String?
 
-    @Option(help: "Tunnels to open and hold.")
+    @Option(parsing: .unconditional, help: "Tunnels to open and hold.")
     var tunnels = 1000
 
-    @Option(help: "Ping-pong rounds on every tunnel.")
+    @Option(parsing: .unconditional, help: "Ping-pong rounds on every tunnel.")
     var rounds = 10
 
-    @Option(help: ArgumentHelp("Bytes in each ping and pong.", valueName: "bytes"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Bytes in each ping and pong.", valueName: "bytes"))
     var payload = 64
 
-    @Option(help: "Connections being opened at the same time.")
+    @Option(parsing: .unconditional, help: "Connections being opened at the same time.")
     var openConcurrency = 256
 
-    @Option(help: ArgumentHelp("Bound on every connect, upgrade, send and receive.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Bound on every connect, upgrade, send and receive.", valueName: "seconds"))
     var timeout: Double = 30
 
-    @Option(help: ArgumentHelp("Hold every tunnel open this long before the rounds.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Hold every tunnel open this long before the rounds.", valueName: "seconds"))
     var hold: Double = 0
 
     @Option(
@@ -50,10 +50,11 @@ struct RelayBenchCommand: AsyncParsableCommand {
     )
     var generator = RelayLoadBenchmark.Generator.lean
 
-    @Option(help: "Event loops of the lean generator (one per core by default).")
+    @Option(parsing: .unconditional, help: "Event loops of the lean generator (one per core by default).")
     var generatorThreads = ProcessInfo.processInfo.activeProcessorCount
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Measure these processes as the relay, added up (comma-separated; default: the one listening on the URL's port).",
             valueName: "pid,…"

@@ -33,13 +33,14 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(help: "Loopback address to bind: 127.0.0.1, ::1 or localhost.")
     var host = "127.0.0.1"
 
-    @Option(help: "TCP port to listen on; 0 picks a free port (the ready line shows it).")
+    @Option(parsing: .unconditional, help: "TCP port to listen on; 0 picks a free port (the ready line shows it).")
     var port = ProgramDefaults.relayPort
 
-    @Option(help: ArgumentHelp("Close a tunnel with 1001 this many seconds after it was opened.", valueName: "seconds"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Close a tunnel with 1001 this many seconds after it was opened.", valueName: "seconds"))
     var tunnelLifetime = Self.defaults.tunnelLifetime.secondsValue
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Close a tunnel with 1001 after this many seconds without a relayed message.",
             valueName: "seconds"
@@ -48,6 +49,7 @@ struct RelayCommand: AsyncParsableCommand {
     var idleTimeout = Self.defaults.idleTimeout.secondsValue
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Largest message either peer may send; larger closes the tunnel with 1009.",
             valueName: "bytes"
@@ -56,6 +58,7 @@ struct RelayCommand: AsyncParsableCommand {
     var maxMessageSize = Self.defaults.maxMessageSize
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Messages each peer may send per tunnel (buffered ones too); one more closes with 1008.",
             valueName: "count"
@@ -63,10 +66,11 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var maxMessagesPerPeer = Self.defaults.maxMessagesPerPeer
 
-    @Option(help: ArgumentHelp("Tunnels open at once; /cable/new beyond this is answered 503.", valueName: "count"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("Tunnels open at once; /cable/new beyond this is answered 503.", valueName: "count"))
     var maxTunnels = Self.defaults.maxOpenTunnels
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "TCP connections open at once; one more is answered 503 before its request is read.",
             valueName: "count"
@@ -75,6 +79,7 @@ struct RelayCommand: AsyncParsableCommand {
     var maxConnections = Self.defaults.maxConnections
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Connections still in their HTTP upgrade at once; one more is answered 503 before its request is read (0: no cap).",
             valueName: "count"
@@ -83,6 +88,7 @@ struct RelayCommand: AsyncParsableCommand {
     var maxPendingUpgrades = Self.defaults.maxPendingUpgrades
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Connections open at once from one source IP address; one more is answered 429 before its request is read (0: no cap).",
             valueName: "count"
@@ -91,6 +97,7 @@ struct RelayCommand: AsyncParsableCommand {
     var maxConnectionsPerSource = Self.defaults.maxConnectionsPerSource
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Tunnels one source IP address may have open that nobody joined yet; /cable/new or /cable/contact beyond is answered 429 (0: no cap).",
             valueName: "count"
@@ -108,6 +115,7 @@ struct RelayCommand: AsyncParsableCommand {
     var allowOrigins: [String] = []
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Drop a connection that has not completed its HTTP request after this long.",
             valueName: "seconds"
@@ -116,6 +124,7 @@ struct RelayCommand: AsyncParsableCommand {
     var upgradeTimeout = Self.defaults.upgradeTimeout.secondsValue
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "How long to wait for a peer's answer to a close frame before dropping it.",
             valueName: "seconds"
@@ -132,6 +141,7 @@ struct RelayCommand: AsyncParsableCommand {
     var routingIDPrefix: String?
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Event loops (threads) to run tunnels on, each owning the tunnels whose IDs name it; 0 = one per core.",
             valueName: "count"
@@ -160,6 +170,7 @@ struct RelayCommand: AsyncParsableCommand {
     var faults: [String] = []
 
     @Option(
+        parsing: .unconditional,
         help: ArgumentHelp(
             "Seed of the --fault decisions: every tunnel hits the same messages, so a run is reproducible. (default: a seed per tunnel, logged)",
             valueName: "n"
@@ -174,7 +185,7 @@ struct RelayCommand: AsyncParsableCommand {
     }
 
     func validate() throws {
-        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0...65535") }
+        guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         for (name, value) in [
             ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
             ("--upgrade-timeout", upgradeTimeout), ("--close-timeout", closeTimeout),

@@ -92,6 +92,14 @@ struct CLIDesktopPhoneTests {
             (["relay", "--tunnel-lifetime", "0"], "--tunnel-lifetime must be a number of seconds above 0 and at most 86400"),
             (["demo", "--user", ""], "--user must be 1…64 bytes"),
             (["demo", "--rp-id", "bad id"], "--rp-id bad id is not a host name such as example.com"),
+            // A negative number after a numeric flag is its value (not a flag), so the range check
+            // answers instead of "Missing value".
+            (["relay", "--idle-timeout", "-1"], "--idle-timeout must be a number of seconds above 0 and at most 86400"),
+            (["relay", "--max-pending-upgrades", "-1"], "--max-pending-upgrades must be 0 (no cap) or more"),
+            (["bench", "--count", "-1"], "--count must be at least 1"),
+            (["desktop", "--relay-port", "-1"], "--relay-port must be 0…65535"),
+            (["phone", "--listen", "--listen-timeout", "-1"], "--listen-timeout must be more than 0"),
+            (["relay", "--idle-timeout", "--port", "5"], "The value '--port' is invalid for '--idle-timeout <seconds>'"),
         ]
     )
     func usageErrors(arguments: [String], mention: String) async throws {
