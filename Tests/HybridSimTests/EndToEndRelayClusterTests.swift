@@ -136,4 +136,28 @@ struct EndToEndRelayClusterTests {
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         #expect(!left.contains { $0.hasSuffix(".pid") }, "\(left)")
     }
+
+    @Test("stop signals only its own processes: a stale pid file naming another process leaves that process alone")
+    func stopLeavesOtherProcesses() throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // A process that is not the cluster's, under the pids a dead cluster's files would name.
+        let bystander = Process()
+        bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        bystander.arguments = ["30"]
+        try bystander.run()
+        defer { if bystander.isRunning { bystander.terminate() } }
+        for name in ["relay-0.pid", "nginx.pid"] {
+            try "\(bystander.processIdentifier)\n".write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
+        }
+        let (status, output) = try Self.cluster(["stop", "--dir", directory])
+        #expect(status == 0, "\(output)")
+        #expect(bystander.isRunning, "stop signalled a process it did not start: \(output)")
+        #expect(output.contains("relay-0.pid names pid \(bystander.processIdentifier), which is not this cluster's process any more; left alone"), "\(output)")
+        #expect(output.contains("nginx.pid names pid"), "\(output)")
+        let left = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        #expect(!left.contains { $0.hasSuffix(".pid") }, "stale pid files removed: \(left)")
+    }
 }
