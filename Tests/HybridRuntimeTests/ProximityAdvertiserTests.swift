@@ -7,7 +7,7 @@ struct ProximityAdvertiserTests {
 
     @Test("repeats the advert about every 100 ms until stopped; the scanner matches once, then counts replays")
     func repeatsUntilStopped() async throws {
-        let scanner = ProximityScanner<Int> { advert in advert == Self.advert ? 1 : nil }
+        let scanner = ProximityScanner<Int> { advert in advert == Self.advert ? .matched(1) : .notOurs }
         let target = try await scanner.start()
         let advertiser = try ProximityAdvertiser(advert: Self.advert, configuration: .init(target: target))
         let start = ContinuousClock.now
@@ -56,7 +56,7 @@ struct ProximityAdvertiserTests {
 
     @Test("keeps sending when nobody listens (ICMP port unreachable is ignored)")
     func nobodyListening() async throws {
-        let scanner = ProximityScanner<Int> { _ in nil }
+        let scanner = ProximityScanner<Int> { _ in .notOurs }
         let port = try await scanner.start().port
         await scanner.stop()  // the port is now closed
         var configuration = ProximityAdvertiser.Configuration(target: ProximityEndpoint(host: "127.0.0.1", port: port))
@@ -73,7 +73,7 @@ struct ProximityAdvertiserTests {
         let seen = LockedBox<[UInt8]?>(nil)
         let scanner = ProximityScanner<Bool>(minRSSI: -128) { advert in
             seen.update { $0 = advert }
-            return true
+            return .matched(true)
         }
         var configuration = ProximityAdvertiser.Configuration(target: try await scanner.start())
         configuration.rssi = -90

@@ -13,7 +13,7 @@ struct ProximityHubTests {
     /// A scanner on `hub` whose matcher accepts only `advert` (returning `name`).
     private func scanner(on hub: ProximityHub, accepting advert: [UInt8], as name: String) -> ProximityScanner<String> {
         ProximityScanner<String>(sharing: hub, group: MultiThreadedEventLoopGroup.singleton, logger: quietLogger) {
-            $0 == advert ? name : nil
+            $0 == advert ? .matched(name) : .notOurs
         }
     }
 

@@ -1,3 +1,4 @@
+import HybridCore
 @testable import HybridRuntime
 import Testing
 
@@ -8,7 +9,7 @@ struct ProximityScannerTests {
 
     /// A scanner whose matcher accepts only `ours` (returning "session-1").
     private func makeScanner(minRSSI: Int8 = -70) -> ProximityScanner<String> {
-        ProximityScanner<String>(minRSSI: minRSSI) { advert in advert == Self.ours ? "session-1" : nil }
+        ProximityScanner<String>(minRSSI: minRSSI) { advert in advert == Self.ours ? .matched("session-1") : .notOurs }
     }
 
     @Test("filters by length, UUID, RSSI, matcher and replay, counting each category")
@@ -16,7 +17,7 @@ struct ProximityScannerTests {
         let calls = LockedBox(0)
         let scanner = ProximityScanner<String>(minRSSI: -70) { advert in
             calls.update { $0 += 1 }
-            return advert == Self.ours ? "session-1" : nil
+            return advert == Self.ours ? .matched("session-1") : .notOurs
         }
         let port = try await scanner.start().port
         let sender = try await UDPSender.make()
@@ -67,6 +68,41 @@ struct ProximityScannerTests {
         await scanner.stop()
     }
 
+    /// The desktop's own matcher: an advert that authenticates under the session's key but breaks
+    /// a plaintext rule is ignored (Chromium's `eid::Decrypt` gives nothing for it), counted
+    /// apart with the first reason, and a valid advert after it still matches.
+    @Test("an advert for this session with an invalid plaintext is ignored and counted with its reason")
+    func invalidAdvertIgnored() async throws {
+        let eidKey = QRSecretKeys(qrSecret: [UInt8](repeating: 0x33, count: 16)).eidKey
+        let cipher = AdvertCipher(eidKey: eidKey)
+        let body: [UInt8] = Array(repeating: 0x5C, count: 10) + [0x01, 0x02, 0x03]  // nonce, routing ID
+        let reserved = cipher.encrypt(plaintext: [0x01] + body + [0, 0])
+        let unknownDomain = cipher.encrypt(plaintext: [0x00] + body + [2, 0])
+        let valid = cipher.encrypt(plaintext: [0x00] + body + [0, 0])
+        let scanner = ProximityScanner<[UInt8]>(matcher: ClientDriver.Transports.advertMatcher(eidKey: eidKey))
+        let port = try await scanner.start().port
+        let sender = try await UDPSender.make()
+        for advert in [reserved, unknownDomain, reserved] {
+            try await sender.send(try ProximityDatagram(rssi: -45, advert: advert).bytes, to: port)
+        }
+        #expect(await eventually { scanner.statistics.received == 3 })
+        let error = await expectRuntimeError(.noNearbyAuthenticator) {
+            _ = try await scanner.waitForMatch(timeout: .milliseconds(50))
+        }
+        #expect(error?.proximityStatistics?.invalid == 3)
+        #expect(
+            error?.description
+                == "no nearby authenticator within 50 ms: 3 datagrams received, 0 matched, 3 ignored: "
+                + "3 for this session but invalid (reserved byte of the EID is not zero)")
+
+        try await sender.send(try ProximityDatagram(rssi: -45, advert: valid).bytes, to: port)
+        let found = try await scanner.waitForMatch(timeout: .seconds(2))
+        #expect(found.match == valid)
+        #expect(scanner.statistics.matched == 1 && scanner.statistics.ignored == 3)
+        await sender.close()
+        await scanner.stop()
+    }
+
     @Test("stop ends a pending wait with .invalidState and is idempotent")
     func stopEndsWait() async throws {
         let scanner = makeScanner()
@@ -80,14 +116,14 @@ struct ProximityScannerTests {
 
     @Test("a scanner refuses non-loopback hosts, a second start and a port in use")
     func startErrors() async throws {
-        let remote = ProximityScanner<Int>(host: "192.0.2.1") { _ in nil }
+        let remote = ProximityScanner<Int>(host: "192.0.2.1") { _ in .notOurs }
         await expectRuntimeError(.invalidAddress) { try await remote.start() }
         let scanner = makeScanner()
         let endpoint = try await scanner.start()
         #expect(endpoint.port > 0)
         await expectRuntimeError(.invalidState) { try await scanner.start() }
         // A second scanner on the same port is refused instead of silently sharing it.
-        let second = ProximityScanner<Int>(port: endpoint.port) { _ in nil }
+        let second = ProximityScanner<Int>(port: endpoint.port) { _ in .notOurs }
         await expectRuntimeError(.bindFailed) { try await second.start() }
         await scanner.stop()
     }

@@ -1,8 +1,13 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridRuntime
 import HybridSim
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// Failure paths with the real binary: each ends within its timeout with a documented non-zero
 /// exit status and exactly one `error:` line on stderr, as the last line.
@@ -63,6 +68,54 @@ struct EndToEndFailureTests {
         // The phone loses its tunnel when the desktop's embedded relay goes away.
         #expect(try await phone.waitForExit(timeout: .seconds(15)) != 0)
         FailureOutput.singleErrorLine(phone)
+    }
+
+    /// CONTRACT: "Everything else is ignored and counted". An advert that authenticates under the
+    /// QR code's key but has a non-zero reserved byte or an unknown domain used to end the desktop
+    /// with exit 7; Chromium's `eid::Decrypt` gives nothing for it and the scan goes on.
+    @Test("adverts for this QR code with an invalid plaintext are ignored: the timeout names them; a good phone after them signs in")
+    func invalidAdvertsIgnored() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let lonely = try await lab.startDesktop(["--request", "mc", "--timeout", "2"])
+        try Self.sendInvalidAdverts(for: lonely)
+        #expect(try await lonely.process.waitForExit(timeout: .seconds(12)) == 3, "\(lonely.process.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(lonely.process)
+                == "error: no nearby authenticator within 2 s: 2 adverts ignored: "
+                + "2 for this QR code but invalid (reserved byte of the EID is not zero)")
+
+        let desktop = try await lab.startDesktop(["--request", "mc"], json: true)
+        try Self.sendInvalidAdverts(for: desktop)
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)")
+        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        let advert = try #require(try JSONEvents.all(desktop.process).first { $0["event"] as? String == "advert" })
+        #expect((advert["ignored"] as? Int ?? 0) >= 2, "\(advert)")
+    }
+
+    /// Sends `desktop`'s scanner two adverts made with its QR code's key: one with reserved byte 1,
+    /// one naming the assigned but unknown domain 2.
+    private static func sendInvalidAdverts(for desktop: EndToEndLab.Desktop) throws {
+        let cipher = AdvertCipher(eidKey: QRSecretKeys(qrSecret: try QRPayload(url: desktop.url).secret).eidKey)
+        let body: [UInt8] = Array(repeating: 0x42, count: 10) + [0x0A, 0x0B, 0x0C]
+        let port = try #require(desktop.proximityURL.split(separator: ":").last.flatMap { UInt16($0) })
+        let socket = Glibc.socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        try #require(socket >= 0)
+        defer { close(socket) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = port.bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        for plaintext in [[0x01] + body + [0, 0], [0x00] + body + [2, 0]] {
+            let datagram = try ProximityDatagram(rssi: -45, advert: cipher.encrypt(plaintext: plaintext)).bytes
+            let sent = withUnsafePointer(to: &address) { pointer in
+                pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                    sendto(socket, datagram, datagram.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                }
+            }
+            try #require(sent == datagram.count)
+        }
     }
 
     @Test("no phone at all: the desktop times out, exit 3")

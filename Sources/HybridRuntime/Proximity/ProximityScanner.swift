@@ -7,14 +7,27 @@ import Synchronization
 /// each plausible one to a matcher (the session's trial decryption).
 ///
 /// For every datagram, in order: it must be 23 bytes, name a known service UUID, have
-/// RSSI ≥ `minRSSI`, not repeat an advert that already matched, and make the matcher return a
-/// value. Everything else is ignored and counted in ``statistics``.
+/// RSSI ≥ `minRSSI`, not repeat an advert that already matched, and be matched by the matcher.
+/// Everything else is ignored and counted in ``statistics``, as Chromium's discovery ignores
+/// whatever it cannot use, including an advert that authenticates under the session's key but
+/// whose plaintext breaks a rule (``Verdict/invalid(reason:)``).
 public final class ProximityScanner<Match: Sendable>: Sendable {
     /// The scanner's counters.
     public typealias Statistics = ProximityStatistics
-    /// Returns a value when the 20-byte advert belongs to this session (e.g. the decrypted EID),
-    /// `nil` otherwise. Runs on an event loop: keep it fast and non-blocking.
-    public typealias Matcher = @Sendable (_ advert: [UInt8]) -> Match?
+    /// What a matcher says of one 20-byte advert.
+    public enum Verdict: Sendable {
+        /// The advert belongs to this session; `Match` is what a wait returns (e.g. the advert).
+        case matched(Match)
+        /// Another session's advert, or noise (wrong tag): normal traffic.
+        case notOurs
+        /// Authenticated by this session's key, but not usable (e.g. a reserved byte that is not
+        /// zero, an unknown tunnel domain): ignored like `notOurs`, and counted apart with the
+        /// first reason, so that a timeout can say what was wrong with the phone's adverts.
+        case invalid(reason: String)
+    }
+    /// Judges one 20-byte advert (e.g. by trial decryption under the session's key). Runs on an
+    /// event loop: keep it fast and non-blocking.
+    public typealias Matcher = @Sendable (_ advert: [UInt8]) -> Verdict
 
     private let host: String
     private let port: Int
@@ -151,11 +164,11 @@ struct ScannerMatch<Match: Sendable>: Sendable {
 final class ScannerCore<Match: Sendable>: Sendable {
     let matches: MessageInbox<ScannerMatch<Match>>
     private let minRSSI: Int8
-    private let matcher: @Sendable ([UInt8]) -> Match?
+    private let matcher: ProximityScanner<Match>.Matcher
     private let logger: Logger
     private let state: Mutex<(statistics: ProximityStatistics, used: Set<[UInt8]>)>
 
-    init(minRSSI: Int8, matcher: @escaping @Sendable ([UInt8]) -> Match?, logger: Logger, timerLoop: EventLoop? = nil) {
+    init(minRSSI: Int8, matcher: @escaping ProximityScanner<Match>.Matcher, logger: Logger, timerLoop: EventLoop? = nil) {
         self.matches = MessageInbox(timerLoop: timerLoop)
         self.minRSSI = minRSSI
         self.matcher = matcher
@@ -199,20 +212,29 @@ final class ScannerCore<Match: Sendable>: Sendable {
         }
         guard candidate else { return }
         // The matcher runs outside the lock so it may read the statistics.
-        let match = matcher(datagram.advert)
+        let verdict = matcher(datagram.advert)
         let accepted: Bool = state.withLock { state in
-            guard let _ = match else {
+            switch verdict {
+            case .notOurs:
                 state.statistics.notOurs += 1
                 return false
-            }
-            guard state.used.insert(datagram.advert).inserted else {
-                state.statistics.replayed += 1
+            case .invalid(let reason):
+                state.statistics.invalid += 1
+                if state.statistics.invalidReason == nil {
+                    state.statistics.invalidReason = reason
+                    logger.warning("ignoring an advert for this session that breaks a rule: \(reason)")
+                }
                 return false
+            case .matched:
+                guard state.used.insert(datagram.advert).inserted else {
+                    state.statistics.replayed += 1
+                    return false
+                }
+                state.statistics.matched += 1
+                return true
             }
-            state.statistics.matched += 1
-            return true
         }
-        if accepted, let match {
+        if accepted, case .matched(let match) = verdict {
             logger.debug("advert accepted at rssi \(datagram.rssi)")
             matches.push(ScannerMatch(match: match, rssi: datagram.rssi))
         }

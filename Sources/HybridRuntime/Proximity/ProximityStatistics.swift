@@ -1,5 +1,5 @@
 /// What a ``ProximityScanner`` has seen, by category. Every datagram lands in exactly one of
-/// `matched`, `wrongLength`, `unknownServiceUUID`, `tooFar`, `replayed`, `notOurs`.
+/// `matched`, `wrongLength`, `unknownServiceUUID`, `tooFar`, `replayed`, `notOurs`, `invalid`.
 public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     /// The scanner's threshold, to explain `tooFar`.
     public var minRSSI: Int8
@@ -17,8 +17,15 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     public var strongestTooFarRSSI: Int8?
     /// Repeats of an advert that already matched (the phone keeps advertising; a replay looks the same).
     public var replayed = 0
-    /// Adverts the matcher rejected: another session's, or not a valid caBLE advert for this key.
+    /// Adverts the matcher did not recognise: another session's, or noise (their tag does not
+    /// authenticate under this session's key).
     public var notOurs = 0
+    /// Adverts that authenticate under this session's key but that the matcher found unusable
+    /// (``ProximityScanner/Verdict/invalid(reason:)``: a reserved byte that is not zero, an
+    /// unknown tunnel domain). Ignored, as Chromium ignores them.
+    public var invalid = 0
+    /// Why the first `invalid` advert was unusable.
+    public var invalidReason: String?
 
     /// Creates empty counters for a scanner with threshold `minRSSI`.
     public init(minRSSI: Int8) {
@@ -26,7 +33,7 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// Datagrams that did not produce a match.
-    public var ignored: Int { wrongLength + unknownServiceUUID + tooFar + replayed + notOurs }
+    public var ignored: Int { wrongLength + unknownServiceUUID + tooFar + replayed + notOurs + invalid }
 
     /// E.g. "3 datagrams received, 0 matched, 3 ignored: 2 too far (best rssi -80 < -70), 1 not ours".
     public var description: String {
@@ -35,7 +42,8 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
             let best = strongestTooFarRSSI.map { "best rssi \($0) < \(minRSSI)" } ?? "rssi < \(minRSSI)"
             parts.append("\(tooFar) too far (\(best))")
         }
-        if notOurs > 0 { parts.append("\(notOurs) not ours (other session or invalid advert)") }
+        if invalid > 0 { parts.append("\(invalid) for this session but invalid (\(invalidReason ?? "unusable plaintext"))") }
+        if notOurs > 0 { parts.append("\(notOurs) not ours (other session or noise)") }
         if replayed > 0 { parts.append("\(replayed) replayed (advert already used)") }
         if wrongLength > 0 { parts.append("\(wrongLength) wrong length (not 23 bytes)") }
         if unknownServiceUUID > 0 { parts.append("\(unknownServiceUUID) unknown service UUID") }

@@ -26,14 +26,17 @@ extension ClientDriver.Transports {
             })
     }
 
-    /// The matcher a desktop's scanner needs: passes on adverts that authenticate under `eidKey`
-    /// (valid or not, so the session can report an invalid one), drops everything else.
+    /// The matcher a desktop's scanner needs: passes on the adverts that authenticate under
+    /// `eidKey` with a valid plaintext (Chromium `eid::Decrypt`); one that authenticates but breaks
+    /// a plaintext rule (reserved byte, unknown domain) is ``ProximityScanner/Verdict/invalid(reason:)``,
+    /// ignored as Chromium ignores it, and everything else is not ours.
     public static func advertMatcher(eidKey: [UInt8]) -> ProximityScanner<[UInt8]>.Matcher {
         let cipher = AdvertCipher(eidKey: eidKey)
         return { advert in
             switch cipher.decrypt(advert: advert) {
-            case .matched, .rejected: return advert
-            case .notOurs: return nil
+            case .matched: return .matched(advert)
+            case .rejected(let error): return .invalid(reason: error.reason)
+            case .notOurs: return .notOurs
             }
         }
     }

@@ -296,6 +296,9 @@ struct Run {
             let strongest = statistics.strongestTooFarRSSI.map { "strongest \($0) dBm" } ?? "rssi"
             parts.append("\(statistics.tooFar) too far (\(strongest) < \(statistics.minRSSI))")
         }
+        if statistics.invalid > 0 {
+            parts.append("\(statistics.invalid) for this QR code but invalid (\(statistics.invalidReason ?? "unusable plaintext"))")
+        }
         if statistics.notOurs > 0 { parts.append("\(statistics.notOurs) not for this QR code") }
         if statistics.replayed > 0 { parts.append("\(statistics.replayed) repeated") }
         if statistics.wrongLength > 0 { parts.append("\(statistics.wrongLength) malformed (not 23 bytes)") }
