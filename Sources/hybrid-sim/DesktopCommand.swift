@@ -144,7 +144,7 @@ struct DesktopCommand: AsyncParsableCommand {
 
     @Flag(
         help:
-            "Print one JSON event per line on stdout (qr, advert, connected, handshake, request, response, result or error) instead of the QR art and the pretty JSON. (default: off)"
+            "Print one JSON event per line on stdout instead of the QR art and the pretty JSON: qr, advert, connected, handshake, request, response, then result or error (also options, contact, linked and rpVerdict when those flags are used; Docs/CLI.md). (default: off)"
     )
     var json = false
 

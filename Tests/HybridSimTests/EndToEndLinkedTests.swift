@@ -50,7 +50,7 @@ struct EndToEndLinkedTests {
         let listener = try lab.start(
             "listener",
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "3",
-             "--listen-timeout", "90"])
+             "--listen-timeout", "90", "--json"])
         for round in 1...3 {
             let signIn = try lab.start(
                 "linked-\(round)",
@@ -65,6 +65,12 @@ struct EndToEndLinkedTests {
         }
         #expect(try await listener.waitForExit() == 0, "\(listener.transcript)")
         #expect(listener.standardError.lines.contains("answered 3 contact request(s); done"))
+        // Every --json event of the listener carries the flow, the transactions' own events too.
+        let listened = try listener.standardOutput.lines.map(JSONEvents.parse)
+        let names = listened.compactMap { $0["event"] as? String }
+        #expect(["listening", "contact", "connected", "advert", "handshake", "request", "response", "answered"]
+            .allSatisfy(names.contains) && names.last == "result", "\(names)")
+        #expect(listened.allSatisfy { $0["flow"] as? String == "linked" }, "\(listener.standardOutput.text)")
         // The desktop created each tunnel (/cable/contact); the listening phone joined it.
         #expect(listener.standardError.lines.contains { $0.hasPrefix("tunnel joined, advertising (rssi -45 dBm) to ") }, "\(listener.transcript)")
 

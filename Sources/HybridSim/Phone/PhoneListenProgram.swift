@@ -37,7 +37,7 @@ public enum PhoneListenProgram {
         let relayURL = ProgramChecks.trimmedRelayURL(phone.relayURL)
         let narrator = PhoneNarrator(
             output: output, json: phone.json, relayURL: relayURL, proximityURL: phone.proximityURL, rssi: phone.rssi,
-            joinsTunnel: true)
+            joinsTunnel: true, flow: "linked")
         do {
             try await listen(configuration, relayURL: relayURL, narrator: narrator)
             return 0
@@ -46,8 +46,7 @@ public enum PhoneListenProgram {
             Interruption.beginEnding()
             narrator.event(
                 "error",
-                [("flow", .string("linked"))]
-                    + JSONLine.errorMembers(failure))
+                JSONLine.errorMembers(failure))
             output.standardError("error: \(failure.message)")
             return failure.exitCode
         }
@@ -75,7 +74,7 @@ public enum PhoneListenProgram {
             case .listening(let url):
                 reachable.withLock { $0 = true }
                 narrator.say("push channel open on \(url)")
-                narrator.event("listening", [("flow", .string("linked")), ("relay", .string(url))])
+                narrator.event("listening", [("relay", .string(url))])
             case .unreachable(let reason, let retry):
                 let first = reachable.withLock { wasReachable in
                     defer { wasReachable = false }
@@ -84,7 +83,7 @@ public enum PhoneListenProgram {
                 if first { narrator.say("relay unreachable (\(reason)); retrying every \(retry)–1 s until it is back") }
             case .pushed:
                 narrator.say("contact request from a linked desktop")
-                narrator.event("contact", [("flow", .string("linked"))])
+                narrator.event("contact")
             case .ignored(let reason):
                 narrator.say("ignored a push: \(reason)")
             }
@@ -132,7 +131,7 @@ public enum PhoneListenProgram {
     ) async -> PhoneListener.Verdict {
         func refuse(_ reason: String) -> PhoneListener.Verdict {
             narrator.say("refused the contact request: \(reason)")
-            narrator.event("refused", [("flow", .string("linked")), ("reason", .string(reason))])
+            narrator.event("refused", [("reason", .string(reason))])
             return .refused(reason)
         }
         guard let payload = try? ClientPayload(cbor: push.clientPayload) else { return refuse("malformed client payload") }
@@ -142,7 +141,7 @@ public enum PhoneListenProgram {
         }
         guard identity.contactID == contactID else {
             narrator.say("refused the contact request: its contact ID was revoked (--unlink); listening under the new one")
-            narrator.event("refused", [("flow", .string("linked")), ("reason", .string("contact ID revoked"))])
+            narrator.event("refused", [("reason", .string("contact ID revoked"))])
             return .revoked
         }
         guard identity.pairingIDs.contains(payload.pairingID) else { return refuse("unknown pairing ID") }
@@ -184,7 +183,7 @@ public enum PhoneListenProgram {
         } catch let error as TransactionError {
             let failure = await authenticator.failure ?? ProgramFailure.fromTransaction(error, relayURL: relayURL)
             narrator.say("linked transaction failed: \(failure.message)")
-            narrator.event("error", [("flow", .string("linked")), ("kind", .string(failure.kind.rawValue)),
+            narrator.event("error", [("kind", .string(failure.kind.rawValue)),
                                      ("message", .string(failure.message))])
             return .failed(failure.message)
         } catch {
@@ -201,7 +200,7 @@ public enum PhoneListenProgram {
         case .signedIn(let used): (passkey, name) = (used, "signedIn")
         }
         narrator.say("answered the linked desktop (\(name) \(passkey.label))")
-        narrator.event("answered", [("flow", .string("linked")), ("outcome", .string(name)), ("rpId", .string(passkey.rpID)),
+        narrator.event("answered", [("outcome", .string(name)), ("rpId", .string(passkey.rpID)),
                                     ("signCount", .int(Int(passkey.signCount)))])
         return .answered
     }
@@ -243,9 +242,12 @@ public enum PhoneListenProgram {
             } catch {
                 throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)")
             }
+            // The relay learns of the revocation from this phone only (as a tunnel service learns
+            // from its push service that a registration is gone): say when, not "from now on".
             output.standardError(
-                "revoked the contact ID: every desktop linked to this phone gets 410 from now on (a running --listen "
-                    + "switches to the new contact ID at its next contact request; \(store.path))")
+                "revoked the contact ID (\(store.path)): the relay learns it from this phone's --listen (a running "
+                    + "one refuses the next contact, which ends with 4410, and switches to a new contact ID; a new one "
+                    + "announces it at once); from then on every desktop linked to this phone gets 410")
             if phone.json {
                 output.standardOutput(JSONLine(event: "unlinked", [("flow", .string("linked")),
                                                                     ("revoked", .int(identity.revokedContactIDs.count))]).text)

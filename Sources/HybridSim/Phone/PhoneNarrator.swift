@@ -12,6 +12,9 @@ struct PhoneNarrator: Sendable {
     /// The linked flow: the desktop created the tunnel (`/cable/contact`) and the phone joined it;
     /// in the QR flow the phone creates it (`/cable/new`).
     var joinsTunnel = false
+    /// `"linked"` under `--listen`: every `--json` event carries `"flow": "linked"`, first (absent
+    /// in the QR flow, whose stream stays as it was).
+    var flow: String? = nil
 
     /// A progress line on stderr.
     func say(_ line: String) {
@@ -22,7 +25,9 @@ struct PhoneNarrator: Sendable {
     /// A `--json` event on stdout (nothing without `--json`).
     func event(_ name: String, _ members: [(String, JSONLine.Value)] = []) {
         guard json else { return }
-        output.standardOutput(JSONLine(event: name, members).text)
+        let carriesFlow = members.contains { $0.0 == "flow" }  // e.g. the listener's shared `result` members
+        let head: [(String, JSONLine.Value)] = carriesFlow ? [] : flow.map { [("flow", .string($0))] } ?? []
+        output.standardOutput(JSONLine(event: name, head + members).text)
     }
 
     /// Narrates one driver event.
