@@ -34,4 +34,24 @@ struct KeyLogFileTests {
         _ = try KeyLogFile(path: pipe)
         #expect(try FileManager.default.attributesOfItem(atPath: pipe)[.posixPermissions] as? Int == 0o644, "not the key log's to change")
     }
+
+    /// The reader of a key-log pipe leaves after the check at start: the ceremony goes on, the
+    /// desktop warns on stderr that the line could not be appended, and nothing blocks.
+    @Test("a key-log pipe whose reader left: a warning on stderr, the sign-in still succeeds", .timeLimit(.minutes(1)))
+    func readerLeft() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let pipe = lab.file("keys.fifo")
+        try #require(mkfifo(pipe, 0o600) == 0)
+        let reader = open(pipe, O_RDONLY | O_NONBLOCK)
+        try #require(reader >= 0)
+        let desktop = try await lab.startDesktop(["--request", "mc", "--keylog", pipe])
+        close(reader)  // the desktop checked the pipe at start; its reader goes before the handshake
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)")
+        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        #expect(
+            desktop.process.standardError.lines.contains("hybrid-sim: could not append to the key log \(pipe)"),
+            "\(desktop.process.transcript)")
+    }
 }
