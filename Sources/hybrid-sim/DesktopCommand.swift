@@ -203,14 +203,18 @@ struct DesktopCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try makeConfiguration()
-        // --web implies --json on stdout.
-        Interruption.endOnSignals(Interruption.failure(json: json || web, flow: configuration.eventFlow))
+        let ending = Interruption.failure(json: json || web, flow: configuration.eventFlow)  // --web implies --json
         if web {
             if let webPort, !(0...65535).contains(webPort) { throw ValidationError("--web-port must be 0…65535") }
-            let status = await DesktopWebProgram.main(configuration, webPort: webPort)
+            // Ctrl-C's error event goes to an open page too, which gets a moment to receive it.
+            let events = DesktopWebEvents()
+            Interruption.endOnSignals(
+                output: DesktopWebProgram.interruptionOutput(events), settle: .milliseconds(300), ending)
+            let status = await DesktopWebProgram.main(configuration, webPort: webPort, events: events)
             if status != 0 { throw ExitCode(status) }
             return
         }
+        Interruption.endOnSignals(ending)
         let status = await DesktopProgram.main(configuration, output: .standard)
         if status != 0 { throw ExitCode(status) }
     }

@@ -73,6 +73,25 @@ struct EndToEndWebTests {
         #expect(try await desktop.process.waitForExit() == 3, "\(desktop.process.transcript)")
     }
 
+    @Test("Ctrl-C while a page is open: its stream ends with the interrupted error event, not cut; exit 130")
+    func interruptedPage() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--request", "ga", "--web", "--web-port", "0"], json: true)
+        let page = try await Self.pageURL(desktop.process)
+        let stream = Task { try await Self.get(page + "events") }
+        try await Task.sleep(for: .seconds(1))  // the page's request is in and waits for the next event
+        desktop.process.signal(SIGINT)
+        let body = try await stream.value.body
+        let events = try Self.events(body)
+        #expect(events.first?["event"] as? String == "qr", "\(body)")
+        let last = try #require(events.last)
+        #expect(last["event"] as? String == "error" && last["kind"] as? String == "interrupted", "\(body)")
+        #expect(last["exitCode"] as? Int == 130)
+        #expect(try await desktop.process.waitForExit() == 130, "\(desktop.process.transcript)")
+        #expect(desktop.process.standardOutput.lines.last?.contains("\"kind\":\"interrupted\"") == true)
+    }
+
     @Test("a given --web-port that is taken: exit 6, the error line, and the error event as the last stdout line")
     func givenPortTaken() async throws {
         let lab = try EndToEndLab()

@@ -48,8 +48,12 @@ package enum Interruption {
 
     /// Replaces the default action of SIGINT and SIGTERM: `ending(signal name, 128 + signal)` gives
     /// the lines to write and the status to exit with. Call once, early, from the command.
+    ///
+    /// `settle`: how long the process still runs after writing the lines, for an `output` that
+    /// also hands them to open connections (`desktop --web`'s page streams); zero otherwise.
     package static func endOnSignals(
-        output: ProgramOutput = .standard, _ ending: @escaping @Sendable (_ signal: String, _ status: Int32) -> Ending
+        output: ProgramOutput = .standard, settle: Duration = .zero,
+        _ ending: @escaping @Sendable (_ signal: String, _ status: Int32) -> Ending
     ) {
         state.withLock { $0.installed = true }
         for number in [SIGINT, SIGTERM] {
@@ -66,6 +70,10 @@ package enum Interruption {
                 let end = ending(number == SIGINT ? "SIGINT" : "SIGTERM", 128 + number)
                 if let line = end.standardOutput { output.standardOutput(line) }
                 output.standardError(end.standardError)
+                if settle > .zero {
+                    let (seconds, attoseconds) = settle.components
+                    usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+                }
                 _exit(end.status)
             }
             source.resume()

@@ -8,12 +8,13 @@ package enum DesktopWebProgram {
     /// port with a `note:` when that is taken, as the desktop's other default ports do), prints
     /// `web page: http://…/` on stderr (after `onServing`), runs the desktop, then keeps serving for
     /// `linger` so an open page receives the last event. Returns the desktop's exit status (6 when
-    /// a given port is taken).
+    /// a given port is taken). `events`: the page's stream; a caller passes its own to add a line
+    /// the program does not write (the interruption's `error` event, ``interruptionOutput(_:)``).
     package static func main(
         _ configuration: DesktopConfiguration, webPort: Int?, output: ProgramOutput = .standard,
+        events: DesktopWebEvents = DesktopWebEvents(),
         linger: Duration = .seconds(2), onServing: @Sendable (String) -> Void = { _ in }
     ) async -> Int32 {
-        let events = DesktopWebEvents()
         let server: DesktopWebServer
         do {
             do {
@@ -36,16 +37,28 @@ package enum DesktopWebProgram {
         onServing(server.url)
         var json = configuration
         json.json = true
-        let tee = ProgramOutput(
-            standardOutput: { line in
-                events.append(line)
-                output.standardOutput(line)
-            },
-            standardError: output.standardError)
+        let tee = tee(output, to: events)
         let status = await DesktopProgram.main(json, output: tee)
         events.finish()
         try? await Task.sleep(for: linger)
         await server.stop()
         return status
+    }
+
+    /// Where Ctrl-C's final lines go under `--web`: to `output` and, so that an open page learns
+    /// why its stream ends, to the page's `events` (``Interruption/endOnSignals(output:settle:_:)``
+    /// gives the page a moment to receive it before the process exits).
+    package static func interruptionOutput(_ events: DesktopWebEvents, output: ProgramOutput = .standard) -> ProgramOutput {
+        tee(output, to: events)
+    }
+
+    /// `output`, with every stdout line also appended to `events`.
+    private static func tee(_ output: ProgramOutput, to events: DesktopWebEvents) -> ProgramOutput {
+        ProgramOutput(
+            standardOutput: { line in
+                events.append(line)
+                output.standardOutput(line)
+            },
+            standardError: output.standardError)
     }
 }
