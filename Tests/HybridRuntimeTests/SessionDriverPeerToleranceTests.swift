@@ -5,21 +5,17 @@ import Testing
 
 /// The phone's tolerance of desktops that close the tunnel instead of sending kShutdown
 /// (revision 0 desktops, other client implementations): Docs/PROTOCOL-TOLERANCE.md.
-@Suite("Phone: a desktop that closes without a shutdown message", .timeLimit(.minutes(1)))
+@Suite("Phone: a desktop that closes, or stays silent, without a shutdown message", .timeLimit(.minutes(1)))
 struct SessionDriverPeerToleranceTests {
-    /// The phone's tunnel, except that the desktop's third message (its shutdown) is replaced by the
-    /// tunnel closing with `code`, which is what the phone sees when a desktop closes the WebSocket
-    /// after reading the response (the relay forwards the close code).
-    private static func closingInsteadOfShutdown(_ code: WebSocketCloseCode) -> @Sendable (any TunnelTransport) -> any TunnelTransport {
-        { tunnel in ClosingInsteadOfShutdown(inner: tunnel, code: code) }
-    }
-
-    /// One sign-in whose desktop closes with `code` instead of sending kShutdown.
-    private func signIn(closingWith code: WebSocketCloseCode) async throws -> (InMemoryLab.Run, Ceremony.Authentication, Account) {
+    /// One sign-in whose desktop closes with `code` (or, with `nil`, says nothing until the phone's
+    /// wait runs out) instead of sending kShutdown: the phone's tunnel replaces the desktop's third
+    /// message (its shutdown) by what the phone sees when a desktop closes the WebSocket after
+    /// reading the response (the relay forwards the close code).
+    private func signIn(closingWith code: WebSocketCloseCode?) async throws -> (InMemoryLab.Run, Ceremony.Authentication, Account) {
         let account = Account.make("erin")
         let phone = SimulatedPhone(passkeys: [account.passkey])
         var lab = InMemoryLab()
-        lab.wrapPhoneTunnel = Self.closingInsteadOfShutdown(code)
+        lab.wrapPhoneTunnel = { tunnel in ClosingInsteadOfShutdown(inner: tunnel, code: code) }
         let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
         let run = try await lab.transact(request: authentication.requestBytes, hint: .getAssertion, phone: phone)
         return (run, authentication, account)
@@ -40,6 +36,16 @@ struct SessionDriverPeerToleranceTests {
         #expect(run.phoneEvents.contains { if case .closedAfterResponse = $0 { true } else { false } })
     }
 
+    /// Chromium's phone has no timeout once its response is out (`transaction_done_`); a desktop
+    /// that keeps the tunnel open after the response used to make the phone fail after 10 s.
+    @Test("no shutdown and no close within the wait after the response: the transaction ended successfully")
+    func silenceAfterResponse() async throws {
+        let (run, authentication, account) = try await signIn(closingWith: nil)
+        _ = try authentication.verify(response: run.outcome.response, knownCredentials: [account.credential])
+        #expect(!run.phoneEvents.contains(.shutdownReceived))
+        #expect(run.phoneEvents.last == .closedAfterResponse(reason: "the desktop's silence timed out after 10 s"))
+    }
+
     @Test("an abnormal close (1006) after the response is still an error naming the step")
     func abnormalCloseAfterResponse() async throws {
         do {
@@ -53,13 +59,14 @@ struct SessionDriverPeerToleranceTests {
     }
 }
 
-/// Hands through the handshake and the request, then reports the tunnel closed with `code`.
+/// Hands through the handshake and the request, then reports the tunnel closed with `code`, or
+/// (`nil`) the wait for the next message timed out.
 private final class ClosingInsteadOfShutdown: TunnelTransport {
     let inner: any TunnelTransport
-    let code: WebSocketCloseCode
+    let code: WebSocketCloseCode?
     private let received = LockedBox(0)
 
-    init(inner: any TunnelTransport, code: WebSocketCloseCode) {
+    init(inner: any TunnelTransport, code: WebSocketCloseCode?) {
         self.inner = inner
         self.code = code
     }
@@ -69,7 +76,10 @@ private final class ClosingInsteadOfShutdown: TunnelTransport {
     func receive(timeout: Duration) async throws -> [UInt8] {
         let message = try await inner.receive(timeout: timeout)
         received.update { $0 += 1 }
-        if received.value >= 3 { throw RuntimeError.closed(code, "desktop done") }
+        if received.value >= 3 {
+            guard let code else { throw RuntimeError.timeout("the desktop's silence", after: .seconds(10)) }
+            throw RuntimeError.closed(code, "desktop done")
+        }
         return message
     }
 

@@ -44,7 +44,7 @@ struct PhoneClosedAfterResponseTests {
 
         #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
         #expect(
-            phone.standardError.text.contains("the desktop closed the tunnel after the response without a shutdown message"),
+            phone.standardError.text.contains("the desktop sent no shutdown message after the response ("),
             "\(phone.transcript)")
         #expect(!phone.standardError.text.contains("error:"))
         await scanner.stop()

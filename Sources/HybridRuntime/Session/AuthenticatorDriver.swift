@@ -83,6 +83,11 @@ public enum AuthenticatorDriver {
                 // desktops, other clients): the transaction is over, as for Chromium's phone.
                 events(.closedAfterResponse(reason: (error.underlying as? RuntimeError)?.reason ?? "closed"))
                 return
+            } catch let error as TransactionError where answered && PeerTolerance.isSilence(error) {
+                // The desktop keeps the tunnel open without a word after the response: the
+                // transaction is over all the same, and the phone closes the tunnel.
+                events(.closedAfterResponse(reason: (error.underlying as? RuntimeError)?.reason ?? "no shutdown message"))
+                return
             }
             let actions = try await step(.phone, phase) { try session.receivedMessage(message) }
             // Consecutive messages (handshake message 2, the post-handshake and the update

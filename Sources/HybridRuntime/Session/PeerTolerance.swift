@@ -16,4 +16,13 @@ enum PeerTolerance {
         default: return false
         }
     }
+
+    /// Whether `error` is a wait that ran out: after the phone has sent its response, a desktop that
+    /// neither sends kShutdown nor closes within the wait (it keeps the tunnel open, as Chrome's
+    /// desktop may until it drops the device) ends the transaction successfully too. Chromium's phone
+    /// has no timeout there: once its response is out the transaction is done
+    /// (`v2_authenticator.cc`, `transaction_done_`), and a later end of the tunnel is success.
+    static func isSilence(_ error: TransactionError) -> Bool {
+        (error.underlying as? RuntimeError)?.code == .timeout
+    }
 }

@@ -39,8 +39,10 @@ public enum SessionEvent: Sendable, Hashable {
     case responseSent(status: UInt8, ciphertextBytes: Int)
     /// The desktop ended the transaction.
     case shutdownReceived
-    /// The desktop closed the tunnel after the response without sending the shutdown message
-    /// (revision 0 desktops and some other clients do): the transaction ended successfully.
+    /// After the response the desktop closed the tunnel, or said nothing within the wait, instead
+    /// of sending the shutdown message (revision 0 desktops and some other clients close; a
+    /// desktop may keep the tunnel open): the transaction ended successfully. `reason`: the close,
+    /// or the wait that ran out.
     case closedAfterResponse(reason: String)
 }
 

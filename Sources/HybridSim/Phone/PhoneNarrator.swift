@@ -49,7 +49,7 @@ struct PhoneNarrator: Sendable {
             .requestSent, .responseReceived, .shutdownSent, .shutdownReceived:
             break
         case .closedAfterResponse(let reason):
-            say("note: the desktop closed the tunnel after the response without a shutdown message (\(reason)); transaction complete")
+            say("note: the desktop sent no shutdown message after the response (\(reason)); transaction complete")
             self.event("closedAfterResponse", [("reason", .string(reason))])
         }
     }
