@@ -25,7 +25,11 @@ public struct CTAP2Response: Hashable, Sendable {
         CTAP2Response(status: status)
     }
 
-    /// Decodes `status ‖ CBOR?`. The CBOR, when present, must be one canonical item spanning the rest.
+    /// Decodes `status ‖ CBOR?`. After `CTAP2_OK` the CBOR, when present, must be one canonical
+    /// item spanning the rest. After any other status the rest is ignored (``payload`` is `nil`):
+    /// the status is the answer, and Chromium does not parse what follows it either
+    /// (`Ctap2DeviceOperation::OnResponseReceived`), so an authenticator that appends bytes to an
+    /// error is still reported by its status.
     ///
     /// - Throws: ``CTAP2Error/Code/invalidLength`` for empty input, ``CTAP2Error/Code/invalidCBOR``.
     public init(bytes: some Collection<UInt8>) throws(CTAP2Error) {
@@ -34,7 +38,7 @@ public struct CTAP2Response: Hashable, Sendable {
         }
         status = CTAP2StatusCode(rawValue: first)
         let rest = bytes.dropFirst()
-        if rest.isEmpty {
+        if rest.isEmpty || status != .ok {
             payload = nil
         } else {
             do {
