@@ -16,7 +16,7 @@ import Testing
             ([1: .bytes(Array(1...7)), 2: .bytes(Array(repeating: 7, count: 16)), 3: "ga"], "key 1"),
             ([1: .bytes(Array(1...8)), 2: .bytes(Array(repeating: 7, count: 15)), 3: "ga"], "key 2"),
             ([1: .bytes(Array(1...8)), 2: .bytes(Array(repeating: 7, count: 16)), 3: "xx"], "key 3"),
-            ([1: .bytes(Array(1...8)), 2: .bytes(Array(repeating: 7, count: 16))], "keys"),
+            ([1: .bytes(Array(1...8)), 2: .bytes(Array(repeating: 7, count: 16))], "key 3"),
             (.array([]), "not a map"),
         ]
         for (value, reason) in cases {
@@ -29,6 +29,9 @@ import Testing
             }
         }
         #expect(throws: HybridError.self) { try ClientPayload(cbor: [0xFF]) }
+        // A key the phone does not know is ignored, as Chromium's phone ignores it.
+        let extended = CBOR.encode([1: .bytes(Array(1...8)), 2: .bytes(Array(repeating: 7, count: 16)), 3: "mc", 4: .bool(true)])
+        #expect(try ClientPayload(cbor: extended) == payload)
     }
 
     @Test("desktop and phone linked sessions agree; a wrong link secret means the advert is not recognised")

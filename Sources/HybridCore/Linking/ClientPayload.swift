@@ -30,8 +30,9 @@ public struct ClientPayload: Sendable, Hashable {
     /// The header value: upper-case hex of ``cbor`` (Chromium `base::HexEncode`).
     public var headerValue: String { Hex.encode(cbor, uppercase: true) }
 
-    /// Parses the CBOR bytes strictly: a map with exactly keys 1–3, an 8-byte pairing ID, a
-    /// 16-byte nonce and `"ga"` or `"mc"`.
+    /// Parses the CBOR bytes: a map whose keys 1–3 are an 8-byte pairing ID, a 16-byte nonce and
+    /// `"ga"` or `"mc"`. Other keys are ignored, as Chromium's phone ignores them
+    /// (`v2_registration.cc`, `MessageToEvent` reads keys 1–3 only): a newer desktop may add one.
     public init(cbor bytes: [UInt8]) throws(HybridError) {
         let value: CBORValue
         do {
@@ -40,7 +41,6 @@ public struct ClientPayload: Sendable, Hashable {
             throw HybridError(.invalidLinkingInfo, "client payload is not CBOR: \(error)")
         }
         guard let map = value.mapValue else { throw HybridError(.invalidLinkingInfo, "client payload is not a map") }
-        guard map.count == 3 else { throw HybridError(.invalidLinkingInfo, "client payload has \(map.count) keys, expected 1, 2 and 3") }
         guard let pairingID = map[1]?.bytesValue, pairingID.count == HybridConstants.pairingIDSize else {
             throw HybridError(.invalidLinkingInfo, "client payload key 1 (pairing ID) is not 8 bytes")
         }
