@@ -122,6 +122,7 @@ public enum AuthenticatorDriver {
                             try await answer(request, within: limit, respond: respond)
                         }
                     }
+                    try Self.checkNotEnded(&session, tunnel: tunnel)
                     let ciphertext = try await step(.phone, "encrypting the response") { try session.encryptResponse(response) }
                     try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }
                     events(.responseSent(status: response.first ?? 0xFF, ciphertextBytes: ciphertext.count))
@@ -139,6 +140,30 @@ public enum AuthenticatorDriver {
                 }
             }
             try await flush()
+        }
+    }
+
+    /// Reads what the desktop sent while the request was being answered. A shutdown means the
+    /// desktop ended the transaction (Chrome's desktop sends it when the user cancels): the response
+    /// is not sent, as Chromium's phone sends none (`v2_authenticator.cc`: the tunnel's end before
+    /// the transaction is done is `EOF_WHILE_PROCESSING`). Anything else keeps its usual meaning (an
+    /// update message is ignored; a second request is refused by the session).
+    static func checkNotEnded<Session: AuthenticatorTransaction>(
+        _ session: inout Session, tunnel: any TunnelTransport
+    ) throws {
+        while let early = tunnel.receiveIfReady() {
+            let actions: [AuthenticatorSession.Action]
+            do {
+                actions = try session.receivedMessage(early)
+            } catch {
+                throw TransactionError(side: .phone, step: "answering the request", underlying: error)
+            }
+            if actions.contains(where: { if case .shutdown = $0 { true } else { false } }) {
+                throw TransactionError(
+                    side: .phone, step: "answering the request",
+                    underlying: HybridError(
+                        .unexpectedMessage, "the desktop ended the transaction while the request was being answered; the response was not sent"))
+            }
         }
     }
 

@@ -41,6 +41,9 @@ public final class InMemoryTunnel: TunnelTransport {
         try await inbox.next(timeout: timeout, operation: "receive from in-memory tunnel")
     }
 
+    /// The next message from the other end if it is already here; `nil` otherwise.
+    public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
+
     /// Closes with 1000 (normal closure).
     public func close() async {
         await close(code: .normalClosure, reason: "")

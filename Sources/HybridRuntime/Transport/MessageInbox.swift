@@ -72,6 +72,9 @@ final class MessageInbox<Element: Sendable>: Sendable {
     /// Items received but not yet read.
     var pendingCount: Int { state.withLock { $0.items.count } }
 
+    /// The next item if one is already here, without waiting; `nil` otherwise.
+    func nextIfReady() -> Element? { state.withLock { $0.items.popFirst() } }
+
     /// Returns once a reader is waiting in ``next(timeout:operation:)`` (at once if one already is),
     /// or once the inbox is finished: the explicit hand-off tests use instead of sleeping until a
     /// receive "has probably started".

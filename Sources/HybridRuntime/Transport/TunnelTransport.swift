@@ -23,6 +23,11 @@ public protocol TunnelTransport: Sendable {
     /// tunnel and every message received before the close has been returned.
     func receive(timeout: Duration) async throws -> [UInt8]
 
+    /// The next message if it has already arrived, without waiting; `nil` when none is waiting (the
+    /// default, for a transport that cannot tell). The phone asks before it sends its response, so
+    /// that a desktop that ended the transaction meanwhile is noticed (``AuthenticatorDriver``).
+    func receiveIfReady() -> [UInt8]?
+
     /// Closes this end with `code` and `reason`; the other end then sees `.closed` with them.
     /// Idempotent, never throws. The drivers close with 1000 after a transaction and with 1011
     /// after a failure, so the other end does not take a failure for an orderly end: a wrapper
@@ -50,6 +55,9 @@ extension TunnelTransport {
     public func send(contentsOf messages: [[UInt8]]) async throws {
         for message in messages { try await send(message) }
     }
+
+    /// Never a message: this transport cannot tell whether one is waiting.
+    public func receiveIfReady() -> [UInt8]? { nil }
 }
 
 extension TransactionError {

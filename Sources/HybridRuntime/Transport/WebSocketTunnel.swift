@@ -246,6 +246,9 @@ public final class WebSocketTunnel: TunnelTransport {
         try await inbox.next(timeout: timeout, operation: "receive from \(TunnelServicePath.endpointName(of: path))")
     }
 
+    /// The next message if it has already arrived; `nil` otherwise.
+    public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
+
     /// Closes normally (1000).
     public func close() async {
         await close(code: .normalClosure)

@@ -1,0 +1,70 @@
+import CTAP2
+import HybridCore
+@testable import HybridRuntime
+import Synchronization
+import Testing
+
+/// A desktop that ends the transaction (kShutdown) while the phone is still answering its request,
+/// as Chrome's desktop does when the user cancels: Chromium's phone sends no response and reports
+/// the end (`v2_authenticator.cc`, `EOF_WHILE_PROCESSING`). HybridSim's phone used to send the
+/// response into the ended transaction and report success.
+@Suite("Phone: the desktop ends the transaction while the request is being answered", .timeLimit(.minutes(1)))
+struct PhoneShutdownWhileAnsweringTests {
+    @Test("a shutdown that arrives while the phone answers: no response goes out, the phone fails naming it")
+    func shutdownWhileAnswering() async throws {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
+        var desktop = ClientSession(requestType: .getAssertion, timestamp: unixNow())
+        var phoneSession = try AuthenticatorSession(qr: QRPayload(url: desktop.url), getInfo: phone.getInfo)
+        guard case .matched = desktop.receivedAdvert(try phoneSession.tunnelCreated(routingID: [1, 2, 3])) else {
+            Issue.record("the desktop did not match the phone's advert")
+            return
+        }
+        try await desktopEnd.send(desktop.tunnelConnected())
+
+        // The "user" answers only once the desktop has sent its shutdown.
+        let shutdownSent = AsyncStream<Void>.makeStream()
+        let answered = Mutex(false)
+        let session = phoneSession
+        let phoneRun = Task {
+            var session = session
+            try await AuthenticatorDriver.converse(
+                session: &session, tunnel: phoneEnd, advertisement: nil, timeouts: .fast,
+                transaction: TransactionDeadline(.seconds(30)), events: { _ in }
+            ) { request in
+                for await _ in shutdownSent.stream {}
+                answered.withLock { $0 = true }
+                return phone.respond(to: request, now: unixNow())
+            }
+        }
+
+        // Handshake, post-handshake and update messages, then the request and at once the shutdown.
+        var ready = false
+        while !ready {
+            for action in try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))) {
+                if case .ready = action { ready = true }
+            }
+        }
+        // The update message that always follows the post-handshake message (padding only here) is
+        // read too, so that whatever waits for the desktop at the end came after the request.
+        #expect(try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))).isEmpty)
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        try await desktopEnd.send(try desktop.encryptRequest(authentication.requestBytes))
+        try await desktopEnd.send(try desktop.encryptShutdown())
+        shutdownSent.continuation.finish()
+
+        let result = await phoneRun.result
+        guard case .failure(let error as TransactionError) = result else {
+            Issue.record("the phone did not fail as expected: \(result)")
+            return
+        }
+        #expect(answered.withLock { $0 }, "the responder ran to its end")
+        #expect(error.side == .phone && error.step == "answering the request")
+        #expect(
+            (error.underlying as? HybridError)?.reason
+                == "the desktop ended the transaction while the request was being answered; the response was not sent")
+        // Nothing reached the desktop after its shutdown: no response is waiting for it.
+        #expect(desktopEnd.receiveIfReady() == nil)
+    }
+}
