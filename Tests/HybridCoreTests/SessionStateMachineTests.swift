@@ -58,6 +58,45 @@ import Testing
         return try #require(response)
     }
 
+    /// A phone that sends linking information although the QR code did not offer linking (key 4
+    /// false): the desktop ignores it unread, valid or not, as Chromium's desktop does; offered, it
+    /// is checked and a malformed one (a 7-byte pairing ID) fails the transaction.
+    @Test("linking information the desktop did not offer is ignored, even a malformed one", arguments: [false, true])
+    func unofferedLinkingIgnored(malformed: Bool) throws {
+        for offered in [false, true] {
+            let random = RandomSource.deterministic(seed: Array("unoffered linking \(malformed) \(offered)".utf8))
+            var client = ClientSession(requestType: .getAssertion, timestamp: 1_700_000_000, supportsLinking: offered, random: random)
+            var qr = try QRPayload(url: client.url)
+            qr.supportsLinking = true  // the phone links whatever the desktop said
+            let identity = AuthenticatorSession.LinkingIdentity(
+                identityKey: random.keyAgreementKey(), contactID: random.bytes(40), pairingID: random.bytes(malformed ? 7 : 8),
+                linkSecret: random.bytes(32), name: "Pixel")
+            var phone = try AuthenticatorSession(
+                qr: qr, getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), linking: identity, random: random)
+            guard case .matched = client.receivedAdvert(try phone.tunnelCreated(routingID: [0x2A, 0, 0])) else {
+                Issue.record("advert did not match")
+                return
+            }
+            var toDesktop: [[UInt8]] = []
+            for action in try phone.receivedMessage(client.tunnelConnected()) {
+                if case .send(let bytes) = action { toDesktop.append(bytes) }
+            }
+            #expect(toDesktop.count == 3, "handshake answer, post-handshake and update messages")
+            var actions: [ClientSession.Action] = []
+            do {
+                for message in toDesktop { actions += try client.receivedMessage(message) }
+            } catch {
+                #expect(offered && malformed, "only offered linking is read: \(error)")
+                #expect(error.code == .invalidLinkingInfo)
+                continue
+            }
+            #expect(!(offered && malformed), "malformed offered linking must fail")
+            #expect(actions.contains { if case .ready = $0 { true } else { false } })
+            let linked = actions.contains { if case .linked = $0 { true } else { false } }
+            #expect(linked == offered, "offered \(offered), malformed \(malformed): \(actions)")
+        }
+    }
+
     @Test func registrationThenSignIn() throws {
         let random = RandomSource.deterministic(seed: Array("state machines".utf8))
         var authenticator = SoftwareAuthenticator(random: random)

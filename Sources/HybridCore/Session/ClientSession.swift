@@ -145,7 +145,7 @@ public struct ClientSession: Sendable {
             let plaintext = try crypter.decrypt(message)
             let post = try PostHandshakeMessage.parse(plaintext)
             var actions: [Action] = []
-            if let linking = post.linking {
+            if let linking = post.linking, offersLinking {
                 actions.append(.linked(try verifiedLinking(linking, handshakeHash: hash)))
             }
             state = .established(ClientChannel(crypter: crypter), handshakeHash: hash)
@@ -155,7 +155,8 @@ public struct ClientSession: Sendable {
             state = .established(channel, handshakeHash: hash)
             switch received {
             case .update(nil): return []
-            case .update(let linking?): return [.linked(try verifiedLinking(linking, handshakeHash: hash))]
+            case .update(let linking?):
+                return offersLinking ? [.linked(try verifiedLinking(linking, handshakeHash: hash))] : []
             case .response(let bytes): return [.response(bytes)]
             }
         case .waitingForAdvert, .advertMatched:
@@ -184,6 +185,12 @@ public struct ClientSession: Sendable {
         state = .closed
         return try channel.encryptShutdown()
     }
+
+    /// Whether the QR code said this desktop can store linking information (key 4). When it did not,
+    /// linking information a phone sends anyway is ignored, unread, as Chromium's desktop discards it
+    /// when it has no pairing callback (`fido_tunnel_device.cc`, `ProcessUpdate`): a phone that
+    /// links regardless of key 4 must not fail a sign-in that asked for no link.
+    private var offersLinking: Bool { qrPayload.supportsLinking == true }
 
     private func verifiedLinking(_ map: CBORValue, handshakeHash: [UInt8]) throws(HybridError) -> LinkingInfo {
         let info = try LinkingInfo(cbor: map)
