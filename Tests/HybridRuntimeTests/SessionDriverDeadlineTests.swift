@@ -25,6 +25,7 @@ private final class FailingSendTunnel: TunnelTransport {
     }
 
     func receive(timeout: Duration) async throws -> [UInt8] { try await inner.receive(timeout: timeout) }
+    func receiveIfReady() -> [UInt8]? { inner.receiveIfReady() }
     func close(code: WebSocketCloseCode, reason: String) async { await inner.close(code: code, reason: reason) }
 }
 

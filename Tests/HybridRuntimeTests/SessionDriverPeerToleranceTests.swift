@@ -83,5 +83,8 @@ private final class ClosingInsteadOfShutdown: TunnelTransport {
         return message
     }
 
+    /// Nothing: what arrives is counted and replaced by `receive` only.
+    func receiveIfReady() -> [UInt8]? { nil }
+
     func close(code: WebSocketCloseCode, reason: String) async { await inner.close(code: code, reason: reason) }
 }

@@ -73,5 +73,7 @@ private final class CloseInsteadOfShutdown: TunnelTransport {
 
     func receive(timeout: Duration) async throws -> [UInt8] { try await inner.receive(timeout: timeout) }
 
+    func receiveIfReady() -> [UInt8]? { inner.receiveIfReady() }
+
     func close(code: WebSocketCloseCode, reason: String) async { await inner.close(code: code, reason: reason) }
 }

@@ -23,9 +23,10 @@ public protocol TunnelTransport: Sendable {
     /// tunnel and every message received before the close has been returned.
     func receive(timeout: Duration) async throws -> [UInt8]
 
-    /// The next message if it has already arrived, without waiting; `nil` when none is waiting (the
-    /// default, for a transport that cannot tell). The phone asks before it sends its response, so
-    /// that a desktop that ended the transaction meanwhile is noticed (``AuthenticatorDriver``).
+    /// The next message if it has already arrived, without waiting; `nil` when none is waiting (or
+    /// the transport cannot tell). The phone asks before it sends its response, so that a desktop
+    /// that ended the transaction meanwhile is noticed (``AuthenticatorDriver``). A wrapper around
+    /// another transport must pass it on (there is deliberately no default, as for `close`).
     func receiveIfReady() -> [UInt8]?
 
     /// Closes this end with `code` and `reason`; the other end then sees `.closed` with them.
@@ -56,8 +57,6 @@ extension TunnelTransport {
         for message in messages { try await send(message) }
     }
 
-    /// Never a message: this transport cannot tell whether one is waiting.
-    public func receiveIfReady() -> [UInt8]? { nil }
 }
 
 extension TransactionError {

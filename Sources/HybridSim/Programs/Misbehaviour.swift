@@ -205,6 +205,8 @@ final class TamperingTunnel: TunnelTransport {
         try await base.receive(timeout: timeout)
     }
 
+    func receiveIfReady() -> [UInt8]? { base.receiveIfReady() }
+
     func close(code: WebSocketCloseCode, reason: String) async {
         await base.close(code: code, reason: reason)
     }

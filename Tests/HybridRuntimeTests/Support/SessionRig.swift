@@ -254,6 +254,10 @@ final class TunnelTap: TunnelTransport {
         }
     }
 
+    /// Nothing: a received message goes through `onReceive`, which is asynchronous, so only
+    /// `receive` hands messages on.
+    func receiveIfReady() -> [UInt8]? { nil }
+
     func close(code: WebSocketCloseCode, reason: String) async {
         onClose()
         await inner.close(code: code, reason: reason)
