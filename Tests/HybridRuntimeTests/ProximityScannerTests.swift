@@ -93,7 +93,7 @@ struct ProximityScannerTests {
         #expect(
             error?.description
                 == "no nearby authenticator within 50 ms: 3 datagrams received, 0 matched, 3 ignored: "
-                + "3 for this session but invalid (reserved byte of the EID is not zero)")
+                + "3 for this session but invalid (first: reserved byte of the EID is not zero)")
 
         try await sender.send(try ProximityDatagram(rssi: -45, advert: valid).bytes, to: port)
         let found = try await scanner.waitForMatch(timeout: .seconds(2))

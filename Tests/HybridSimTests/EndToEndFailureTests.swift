@@ -83,7 +83,7 @@ struct EndToEndFailureTests {
         #expect(
             FailureOutput.singleErrorLine(lonely.process)
                 == "error: no nearby authenticator within 2 s: 2 adverts ignored: "
-                + "2 for this QR code but invalid (reserved byte of the EID is not zero)")
+                + "2 for this QR code but invalid (first: reserved byte of the EID is not zero)")
 
         let desktop = try await lab.startDesktop(["--request", "mc"], json: true)
         try Self.sendInvalidAdverts(for: desktop)

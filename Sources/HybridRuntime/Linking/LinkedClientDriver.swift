@@ -54,8 +54,9 @@ public enum LinkedClientDriver {
                     matched = true
                 case .ignored, .rejected:
                     // A rejected advert authenticated under this session's key but broke a plaintext rule:
-                    // ignored, as Chromium ignores it (the scanner's matcher counts it, with its reason, in
-                    // the statistics a timeout reports), and the wait goes on.
+                    // ignored, as Chromium ignores it, and the wait goes on. A scanner's matcher already
+                    // dropped it and counted it with its reason (the statistics a timeout reports); only a
+                    // transport without a scanner (the in-memory ones) hands it here, uncounted.
                     continue
                 }
             }

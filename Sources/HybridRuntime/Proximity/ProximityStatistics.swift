@@ -35,14 +35,15 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Datagrams that did not produce a match.
     public var ignored: Int { wrongLength + unknownServiceUUID + tooFar + replayed + notOurs + invalid }
 
-    /// E.g. "3 datagrams received, 0 matched, 3 ignored: 2 too far (best rssi -80 < -70), 1 not ours".
+    /// E.g. "3 datagrams received, 0 matched, 3 ignored: 2 too far (best rssi -80 < -70), 1 not ours
+    /// (other session or noise)".
     public var description: String {
         var parts: [String] = []
         if tooFar > 0 {
             let best = strongestTooFarRSSI.map { "best rssi \($0) < \(minRSSI)" } ?? "rssi < \(minRSSI)"
             parts.append("\(tooFar) too far (\(best))")
         }
-        if invalid > 0 { parts.append("\(invalid) for this session but invalid (\(invalidReason ?? "unusable plaintext"))") }
+        if invalid > 0 { parts.append("\(invalid) for this session but invalid (first: \(invalidReason ?? "unusable plaintext"))") }
         if notOurs > 0 { parts.append("\(notOurs) not ours (other session or noise)") }
         if replayed > 0 { parts.append("\(replayed) replayed (advert already used)") }
         if wrongLength > 0 { parts.append("\(wrongLength) wrong length (not 23 bytes)") }

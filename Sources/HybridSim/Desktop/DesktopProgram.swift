@@ -297,7 +297,7 @@ struct Run {
             parts.append("\(statistics.tooFar) too far (\(strongest) < \(statistics.minRSSI))")
         }
         if statistics.invalid > 0 {
-            parts.append("\(statistics.invalid) for this QR code but invalid (\(statistics.invalidReason ?? "unusable plaintext"))")
+            parts.append("\(statistics.invalid) for this QR code but invalid (first: \(statistics.invalidReason ?? "unusable plaintext"))")
         }
         if statistics.notOurs > 0 { parts.append("\(statistics.notOurs) not for this QR code") }
         if statistics.replayed > 0 { parts.append("\(statistics.replayed) repeated") }
