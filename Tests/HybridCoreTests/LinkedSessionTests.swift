@@ -4,7 +4,8 @@ import HybridCore
 import HybridTestSupport
 import Testing
 
-/// The linked state machines and the client payload on their own: strict parsing, and the desktop
+/// The linked state machines and the client payload on their own: parsing (unknown payload keys
+/// ignored, each malformed field refused with its reason), and the desktop
 /// and phone sessions agreeing with each other.
 @Suite struct LinkedSessionTests {
     @Test("client payload: canonical round trip; each malformed shape refused with its reason")

@@ -210,8 +210,8 @@ import Testing
         }
     }
 
-    /// Parsing keeps the point it decompressed; that cache is not part of the value and follows
-    /// the key bytes.
+    /// Parsing keeps the point it decompressed (so `publicKey` does not decompress again); the kept
+    /// point is not part of the value, and replacing the key bytes drops it.
     @Test func parsedKeyFollowsTheKeyBytes() throws {
         let random = RandomSource.deterministic(seed: Array("parsedKey".utf8))
         let first = random.keyAgreementKey().publicKey, second = random.keyAgreementKey().publicKey

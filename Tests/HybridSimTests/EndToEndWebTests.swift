@@ -1,4 +1,5 @@
 import Foundation
+import HybridTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -79,11 +80,20 @@ struct EndToEndWebTests {
         defer { lab.tearDown() }
         let desktop = try await lab.startDesktop(["--request", "ga", "--web", "--web-port", "0"], json: true)
         let page = try await Self.pageURL(desktop.process)
-        let stream = Task { try await Self.get(page + "events") }
-        try await Task.sleep(for: .seconds(1))  // the page's request is in and waits for the next event
+        let port = try #require(URL(string: page)?.port)
+        // A page's stream, read raw: the signal goes only once the stream has delivered its first
+        // event, so the page is known to be listening.
+        let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 15))
+        defer { close(fd) }
+        #expect(LoopbackSocket.send(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+        let head = LoopbackSocket.receive(fd, until: "data: ")
+        #expect(head.contains("text/event-stream"), "\(head)")
         desktop.process.signal(SIGINT)
-        let body = try await stream.value.body
-        let events = try Self.events(body)
+        let body = head + LoopbackSocket.receive(fd, until: "\"kind\":\"interrupted\"")
+        // (Swift reads "\r\n", the chunk framing, as one character: split on both.)
+        let events = try body.split(whereSeparator: \.isNewline).filter { $0.hasPrefix("data: ") }.map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.dropFirst(6).utf8)) as? [String: Any])
+        }
         #expect(events.first?["event"] as? String == "qr", "\(body)")
         let last = try #require(events.last)
         #expect(last["event"] as? String == "error" && last["kind"] as? String == "interrupted", "\(body)")

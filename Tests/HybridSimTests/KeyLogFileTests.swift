@@ -43,7 +43,7 @@ struct KeyLogFileTests {
         defer { lab.tearDown() }
         let pipe = lab.file("keys.fifo")
         try #require(mkfifo(pipe, 0o600) == 0)
-        let reader = open(pipe, O_RDONLY | O_NONBLOCK)
+        let reader = open(pipe, O_RDONLY | O_NONBLOCK | O_CLOEXEC)  // no child may keep a reader
         try #require(reader >= 0)
         let desktop = try await lab.startDesktop(["--request", "mc", "--keylog", pipe])
         close(reader)  // the desktop checked the pipe at start; its reader goes before the handshake
