@@ -6,7 +6,8 @@
 public struct CTAP2Response: Hashable, Sendable {
     /// The status byte.
     public var status: CTAP2StatusCode
-    /// The response map, if any bytes follow the status.
+    /// After `CTAP2_OK`, the response map if bytes follow the status; always `nil` after an error
+    /// status (whatever follows it is ignored).
     public var payload: CBORValue?
 
     /// Creates a response.

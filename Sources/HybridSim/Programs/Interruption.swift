@@ -13,7 +13,8 @@ import Darwin
 /// line, with `--json` an `error` event as the last stdout line, exit 128 + the signal, i.e. 130
 /// or 143), and `phone --listen`, whose normal end is Ctrl-C, with its `result`.
 ///
-/// The process exits at once (`_exit`, after the lines). The peer finds the connection gone: with
+/// The process exits at once (`_exit`, after the lines; after `settle` when one is given, as
+/// `desktop --web` does for its open pages). The peer finds the connection gone: with
 /// the desktop's embedded relay the relay goes too and the phone sees 1006 (an error); through an
 /// external relay the relay closes the phone's side with 1001, which a phone that had already sent
 /// its response takes for an orderly end (Docs/PROTOCOL-TOLERANCE.md).
@@ -83,7 +84,7 @@ package enum Interruption {
 
     /// Called by a program before it writes its final lines (`result`, or its failure). If a
     /// signal's ending already began, this waits for the process to exit, so that its lines stay
-    /// the last ones. Does nothing where ``endOnSignals(output:_:)`` was not called (the programs
+    /// the last ones. Does nothing where ``endOnSignals(output:settle:_:)`` was not called (the programs
     /// run in-process in tests and in other tools).
     package static func beginEnding() {
         let signalled = state.withLock { state -> Bool in

@@ -9,7 +9,7 @@ package enum DesktopWebProgram {
     /// `web page: http://…/` on stderr (after `onServing`), runs the desktop, then keeps serving for
     /// `linger` so an open page receives the last event. Returns the desktop's exit status (6 when
     /// a given port is taken). `events`: the page's stream; a caller passes its own to add a line
-    /// the program does not write (the interruption's `error` event, ``interruptionOutput(_:)``).
+    /// the program does not write (the interruption's `error` event, ``interruptionOutput(_:output:)``).
     package static func main(
         _ configuration: DesktopConfiguration, webPort: Int?, output: ProgramOutput = .standard,
         events: DesktopWebEvents = DesktopWebEvents(),
