@@ -190,4 +190,27 @@ struct WebSocketTunnelTests {
             #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
         }
     }
+
+    /// `receiveIfReady()` hands over a message that already arrived, without waiting, in order, and
+    /// `nil` when none is there; `receive` still gets what follows.
+    @Test("receiveIfReady returns what already arrived, in order, and nil otherwise")
+    func receiveIfReady() async throws {
+        try await withRelay { _, endpoint in
+            let ends = try await openTunnel(endpoint)
+            #expect(ends.phone.receiveIfReady() == nil)
+            try await ends.desktop.send([1])
+            try await ends.desktop.send([2, 2])
+            var taken: [[UInt8]] = []
+            #expect(await eventually {
+                if let message = ends.phone.receiveIfReady() { taken.append(message) }
+                return taken.count == 2
+            })
+            #expect(taken == [[1], [2, 2]])
+            #expect(ends.phone.receiveIfReady() == nil)
+            try await ends.desktop.send([3])
+            #expect(try await ends.phone.receive(timeout: .seconds(2)) == [3])
+            await ends.phone.close()
+            await ends.desktop.close()
+        }
+    }
 }
