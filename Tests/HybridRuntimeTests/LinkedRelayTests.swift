@@ -209,6 +209,35 @@ struct LinkedRelayTests {
                     url: endpoint.url + TunnelServicePath.listenPath(contactID: [1, 2, 3]), timeout: .seconds(5), options: options)
             }
             #expect(bad?.httpStatus == 400)
+            // A revoked ID longer than any contact ID a listen path can carry, and a header past
+            // 64 such IDs, are refused before any parsing (a huge header costs no CPU or memory).
+            for value in [
+                Base64URL.encode([UInt8](repeating: 9, count: 400)),
+                String(repeating: Base64URL.encode([UInt8](repeating: 9, count: 32)) + ",", count: 800),
+            ] {
+                options.extraHeaders = [(PushChannel.revokedHeader, value)]
+                let refused = await expectRuntimeError(.upgradeRejected) {
+                    _ = try await WebSocketTunnel.open(
+                        url: endpoint.url + TunnelServicePath.listenPath(contactID: [1, 2, 3]), timeout: .seconds(5), options: options)
+                }
+                #expect(refused?.httpStatus == 400)
+            }
+        }
+    }
+
+    @Test("the phone is pushed the client payload's keys 1-3 only, re-encoded, whatever the desktop added")
+    func pushCarriesCanonicalPayload() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let id = Array("phone-extra".utf8)
+            let channel = try await Self.listen(endpoint, id)
+            let payload = Self.payload()
+            var map = try #require(try CBOR.decode(payload.cbor).mapValue)
+            map[9] = .bytes([UInt8](repeating: 0xEE, count: 2000))
+            let desktop = try await Self.contact(endpoint, id, header: Hex.encode(CBOR.encode(.map(map)), uppercase: true))
+            let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            #expect(push.clientPayload == payload.cbor)
+            await desktop.close()
+            await channel.close()
         }
     }
 }

@@ -27,14 +27,15 @@ final class ContactDirectory {
 
     private unowned let registry: RelayRegistry
     private var listeners: [[UInt8]: ListenerHandler] = [:]
-    private var known: Set<[UInt8]> = []
-    private var revoked: Set<[UInt8]> = []
+    private var known = RecentIDs(capacity: ContactDirectory.maxRemembered)
+    private var revoked = RecentIDs(capacity: ContactDirectory.maxRemembered)
     private var waiters: [[UInt8]: [Waiter]] = [:]
     private var nextWaiterID = 0
     /// The tunnel of each contact in progress, by contact ID (one desktop at a time per phone).
     private var active: [[UInt8]: RelayTunnel] = [:]
 
-    /// Most contact IDs remembered as known or revoked (oldest forgotten first is not needed at this scale).
+    /// Most contact IDs remembered as known, and as revoked; past it the oldest is forgotten, so
+    /// that a flood of made-up IDs cannot stop the relay from remembering a real phone.
     static let maxRemembered = 4096
 
     init(registry: RelayRegistry) {
@@ -54,7 +55,7 @@ final class ContactDirectory {
         guard listeners.count < registry.configuration.maxListeners || listeners[contactID] != nil else {
             return .reject(RelayRejection(status: .serviceUnavailable, reason: "too many listening phones"))
         }
-        for id in announced where revoked.count < Self.maxRemembered { revoked.insert(id) }
+        for id in announced { revoked.insert(id) }
         for id in announced { known.remove(id) }
         let headers = RelayRegistry.selectedSubprotocol
         return .listen(headers, contactID)
@@ -67,7 +68,7 @@ final class ContactDirectory {
             old.sendClose(code: .goingAway, reason: "replaced by a newer listener for the same contact ID")
         }
         listeners[contactID] = handler
-        if known.count < Self.maxRemembered { known.insert(contactID) }
+        known.insert(contactID)
         registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
         for id in Array(waiters.keys) where revoked.contains(id) {
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
@@ -83,7 +84,7 @@ final class ContactDirectory {
     /// The phone refused a push: close that tunnel with 1008 and its reason, or with 4410 when the
     /// contact ID is revoked (then later contacts for it are answered 410 at once).
     func refused(_ refusal: PushRefusal, contactID: [UInt8]) {
-        if refusal.revoked, revoked.count < Self.maxRemembered {
+        if refusal.revoked {
             revoked.insert(contactID)
             known.remove(contactID)
         }
@@ -101,8 +102,10 @@ final class ContactDirectory {
     func decideContact(contactID: [UInt8], head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
         let loop = registry.eventLoop
         let values = head.headers[HybridConstants.clientPayloadHeader]
-        guard values.count == 1, let payload = try? Hex.decode(values[0].filter { $0 != " " && $0 != "\t" }),
-            (try? ClientPayload(cbor: payload)) != nil
+        // The phone is pushed the payload re-encoded: keys 1-3 only, canonical, whatever the
+        // desktop added (other keys are ignored, as Chromium's phone ignores them).
+        guard values.count == 1, let bytes = try? Hex.decode(values[0].filter { $0 != " " && $0 != "\t" }),
+            let payload = (try? ClientPayload(cbor: bytes))?.cbor
         else {
             return loop.makeSucceededFuture(.reject(RelayRejection(
                 status: .badRequest,
@@ -140,6 +143,12 @@ final class ContactDirectory {
     private func route(_ contactID: [UInt8], payload: [UInt8], to listener: ListenerHandler) -> UpgradeDecision {
         if let busy = active[contactID], !busy.isClosed {
             return .reject(RelayRejection(status: .conflict, reason: "the linked phone is busy with another desktop's contact request"))
+        }
+        // A push channel whose phone does not read would hold every push in the relay's memory:
+        // it is closed, and the desktop hears that the phone is not listening.
+        guard listener.isReading else {
+            listener.sendClose(code: .policyViolation, reason: "the phone does not read its push messages")
+            return .reject(RelayRejection(status: .gatewayTimeout, reason: "the linked phone is not listening: its push channel does not read"))
         }
         var generator = SystemRandomNumberGenerator()
         let tunnelID = (0..<HybridConstants.tunnelIDSize).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -197,6 +206,8 @@ final class ListenerHandler: ChannelInboundHandler, RemovableChannelHandler {
     private let closeHandshakeTimeout: Duration
     private var context: ChannelHandlerContext?
     private var open = true
+    /// Pongs are rate-limited as on a tunnel connection: a ping flood must not grow memory.
+    private var pongs = PongBudget()
 
     init(directory: ContactDirectory, contactID: [UInt8], closeHandshakeTimeout: Duration) {
         self.directory = directory
@@ -206,6 +217,10 @@ final class ListenerHandler: ChannelInboundHandler, RemovableChannelHandler {
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    /// Whether the phone reads what it is sent (the channel's buffered writes are under NIO's
+    /// high-water mark): push messages are only written while it does.
+    var isReading: Bool { open && (context?.channel.isWritable ?? false) }
 
     /// Sends one push message.
     func deliver(_ message: [UInt8]) {
@@ -237,6 +252,9 @@ final class ListenerHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .text where open:
             sendClose(code: .unsupportedData, reason: "push channel messages are binary")
         case .ping where open:
+            // As on a tunnel connection (``RelayPeerHandler``): only while the phone reads what it
+            // is sent, and within the pong budget (Docs/RELAY.md, "Back-pressure and caps").
+            guard context.channel.isWritable, pongs.take(now: .now()) else { return }
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
             if open {
@@ -271,3 +289,35 @@ final class ListenerHandler: ChannelInboundHandler, RemovableChannelHandler {
 /// made, completed and consumed on the relay's one event loop, like the tunnel it may carry, so no
 /// other thread ever sees it.
 extension UpgradeDecision: @unchecked Sendable {}
+
+/// A set of contact IDs that keeps at most `capacity`, forgetting the one inserted longest ago.
+struct RecentIDs {
+    private var members: Set<[UInt8]> = []
+    private var order: CircularBuffer<[UInt8]> = []
+    let capacity: Int
+
+    init(capacity: Int) {
+        precondition(capacity > 0)
+        self.capacity = capacity
+    }
+
+    var count: Int { members.count }
+
+    func contains(_ id: [UInt8]) -> Bool { members.contains(id) }
+
+    /// Adds `id` as the newest (moving it there if it was a member already).
+    mutating func insert(_ id: [UInt8]) {
+        if members.contains(id) {
+            if let index = order.firstIndex(of: id) { order.remove(at: index) }
+        } else {
+            members.insert(id)
+        }
+        order.append(id)
+        while order.count > capacity, let oldest = order.popFirst() { members.remove(oldest) }
+    }
+
+    mutating func remove(_ id: [UInt8]) {
+        guard members.remove(id) != nil, let index = order.firstIndex(of: id) else { return }
+        order.remove(at: index)
+    }
+}

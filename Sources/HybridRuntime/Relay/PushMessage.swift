@@ -101,13 +101,20 @@ public enum PushChannel {
     /// At most this many revoked IDs are announced (and kept by the phone).
     public static let maxRevoked = 64
 
-    /// The revoked IDs of a listen request, or `nil` when the header is malformed or too long.
+    /// The longest revoked ID accepted, in base64url characters: as long as a contact ID in a
+    /// listen path can be (``TunnelServicePath/maxPathLength`` minus `/cable/listen/`).
+    static let maxRevokedIDCharacters = TunnelServicePath.maxPathLength - "/cable/listen/".utf8.count
+
+    /// The revoked IDs of a listen request, or `nil` when the header is malformed or too long. The
+    /// length is checked before anything is split, so a huge header costs no parsing.
     static func revoked(headerValues: [String]) -> [[UInt8]]? {
+        let characters = headerValues.reduce(0) { $0 + $1.utf8.count }
+        guard characters <= maxRevoked * (maxRevokedIDCharacters + 2) else { return nil }
         let items = headerValues.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpacesForPush }
         guard items.count <= maxRevoked else { return nil }
         var out: [[UInt8]] = []
         for item in items where !item.isEmpty {
-            guard let id = Base64URL.decodeUnpadded(item), !id.isEmpty else { return nil }
+            guard item.utf8.count <= maxRevokedIDCharacters, let id = Base64URL.decodeUnpadded(item), !id.isEmpty else { return nil }
             out.append(id)
         }
         return out
