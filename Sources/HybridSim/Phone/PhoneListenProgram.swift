@@ -205,9 +205,9 @@ public enum PhoneListenProgram {
         return .answered
     }
 
-    /// The members of the listener's `result` event.
+    /// The members of the listener's `result` event after its `flow` (which the narrator adds).
     static func resultMembers(answered: Int) -> [(String, JSONLine.Value)] {
-        [("flow", .string("linked")), ("answered", .int(answered))]
+        [("answered", .int(answered))]
     }
 
     /// How Ctrl-C (or SIGTERM) ends a listener, its normal way to stop: `answered(…)` is the count
@@ -218,7 +218,8 @@ public enum PhoneListenProgram {
         { signal, _ in
             let count = answered()
             return Interruption.Ending(
-                standardOutput: json ? JSONLine(event: "result", resultMembers(answered: count)).text : nil,
+                standardOutput: json
+                    ? JSONLine(event: "result", [("flow", .string("linked"))] + resultMembers(answered: count)).text : nil,
                 standardError: "answered \(count) contact request(s); stopped by \(signal)", status: 0)
         }
     }

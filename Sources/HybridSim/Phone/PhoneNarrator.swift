@@ -25,9 +25,7 @@ struct PhoneNarrator: Sendable {
     /// A `--json` event on stdout (nothing without `--json`).
     func event(_ name: String, _ members: [(String, JSONLine.Value)] = []) {
         guard json else { return }
-        let carriesFlow = members.contains { $0.0 == "flow" }  // e.g. the listener's shared `result` members
-        let head: [(String, JSONLine.Value)] = carriesFlow ? [] : flow.map { [("flow", .string($0))] } ?? []
-        output.standardOutput(JSONLine(event: name, head + members).text)
+        output.standardOutput(JSONLine(event: name, (flow.map { [("flow", .string($0))] } ?? []) + members).text)
     }
 
     /// Narrates one driver event.
