@@ -103,7 +103,7 @@ public enum PushChannel {
 
     /// The longest revoked ID accepted, in base64url characters: as long as a contact ID in a
     /// listen path can be (``TunnelServicePath/maxPathLength`` minus `/cable/listen/`).
-    static let maxRevokedIDCharacters = TunnelServicePath.maxPathLength - "/cable/listen/".utf8.count
+    static let maxRevokedIDCharacters = TunnelServicePath.maxPathLength - TunnelServicePath.listenPath(contactID: []).utf8.count
 
     /// The revoked IDs of a listen request, or `nil` when the header is malformed or too long. The
     /// length is checked before anything is split, so a huge header costs no parsing.
