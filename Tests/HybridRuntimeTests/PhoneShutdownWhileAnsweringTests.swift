@@ -10,8 +10,12 @@ import Testing
 /// response into the ended transaction and report success.
 @Suite("Phone: the desktop ends the transaction while the request is being answered", .timeLimit(.minutes(1)))
 struct PhoneShutdownWhileAnsweringTests {
-    @Test("a shutdown that arrives while the phone answers: no response goes out, the phone fails naming it")
-    func shutdownWhileAnswering() async throws {
+    /// What the desktop sends while the phone answers: its shutdown, or the same message with one
+    /// byte flipped (it does not decrypt, so the phone fails on that message instead).
+    enum Early: CaseIterable { case shutdown, tamperedShutdown }
+
+    @Test("a message that arrives while the phone answers is read before the response goes out: a shutdown ends the transaction, a tampered one fails it; no response either way", arguments: Early.allCases)
+    func earlyMessage(_ early: Early) async throws {
         let account = Account.make("erin")
         let phone = SimulatedPhone(passkeys: [account.passkey])
         let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
@@ -51,7 +55,9 @@ struct PhoneShutdownWhileAnsweringTests {
         #expect(try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))).isEmpty)
         let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
         try await desktopEnd.send(try desktop.encryptRequest(authentication.requestBytes))
-        try await desktopEnd.send(try desktop.encryptShutdown())
+        var shutdown = try desktop.encryptShutdown()
+        if early == .tamperedShutdown { shutdown[shutdown.count / 2] ^= 0x01 }
+        try await desktopEnd.send(shutdown)
         shutdownSent.continuation.finish()
 
         let result = await phoneRun.result
@@ -61,9 +67,13 @@ struct PhoneShutdownWhileAnsweringTests {
         }
         #expect(answered.withLock { $0 }, "the responder ran to its end")
         #expect(error.side == .phone && error.step == "answering the request")
-        #expect(
-            (error.underlying as? HybridError)?.reason
-                == "the desktop ended the transaction while the request was being answered; the response was not sent")
+        let underlying = try #require(error.underlying as? HybridError, "\(error)")
+        switch early {
+        case .shutdown:
+            #expect(underlying.reason == "the desktop ended the transaction while the request was being answered; the response was not sent")
+        case .tamperedShutdown:
+            #expect(underlying.code == .decryptionFailed, "\(underlying)")
+        }
         // Nothing reached the desktop after its shutdown: no response is waiting for it.
         #expect(desktopEnd.receiveIfReady() == nil)
     }
