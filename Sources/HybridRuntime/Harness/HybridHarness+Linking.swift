@@ -53,10 +53,9 @@ extension HybridHarness {
         let scanner = ProximityScanner<[UInt8]>(
             minRSSI: options.minRSSI, logger: logger, matcher: ClientDriver.Transports.advertMatcher(eidKey: session.eidKey))
         let proximity = try await scanner.start()
-        defer { Task { await scanner.stop() } }
         let relayURL = self.relayURL
         let transports = LinkedClientDriver.Transports.loopback(relayURL: relayURL, scanner: scanner, logger: logger)
-        return try await Self.runBoth(
+        return try await Self.stopping(scanner) { try await Self.runBoth(
             executor: taskExecutor,
             phone: {
                 try await phone.listen(
@@ -67,7 +66,7 @@ extension HybridHarness {
                 try await LinkedClientDriver.run(
                     session: session, request: request, transports: transports, timeouts: options.timeouts,
                     events: options.events)
-            })
+            }) }
     }
 
     /// One linked transaction with no sockets: the relay's push is simulated, the tunnel is an

@@ -143,15 +143,14 @@ public final class HybridHarness: Sendable {
             } else {
                 ProximityScanner<[UInt8]>(minRSSI: options.minRSSI, group: group, logger: logger, matcher: matcher)
             }
-        let proximity = try await scanner.start()
-        defer { Task { await scanner.stop() } }
         var authenticatorSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking)
         authenticatorSession.keyLog = Self.keyLogHook(options.keyLog, side: "phone")
         let phoneSession = authenticatorSession
+        let proximity = try await scanner.start()
         let relayURL = self.relayURL
         let logger = self.logger
         let hub = self.proximity
-        _ = try await Self.runBoth(
+        _ = try await Self.stopping(scanner) { try await Self.runBoth(
             executor: taskExecutor,
             phone: {
                 try await AuthenticatorDriver.run(
@@ -173,11 +172,27 @@ public final class HybridHarness: Sendable {
                         let result = Result { try finish(outcome) }
                         finished.withLock { $0 = result }
                     })
-            })
+            }) }
         guard let result = finished.withLock({ $0 }) else {
             preconditionFailure("ClientDriver.run hands its outcome to outcomeReady before it returns it")
         }
         return try result.get()
+    }
+
+    /// Runs `body`, then stops `scanner` whichever way `body` ended, before returning: a caller that
+    /// has the result finds the scanner detached (a stop in an unstructured task after a `defer`
+    /// left it attached for a moment after the transaction returned).
+    static func stopping<Value: Sendable>(
+        _ scanner: ProximityScanner<[UInt8]>, _ body: () async throws -> Value
+    ) async throws -> Value {
+        do {
+            let value = try await body()
+            await scanner.stop()
+            return value
+        } catch {
+            await scanner.stop()
+            throw error
+        }
     }
 
     /// ``TransactionOptions/keyLog`` for one side's session.
