@@ -32,6 +32,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("With --web: keep serving the page this long after the demo ended.", valueName: "seconds"))
     var webLinger = 30
 
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --web: wait up to this long for a page to open before the demo starts, so it follows the demo from the first line (0: start at once).", valueName: "seconds"))
+    var webWait = 0
+
     func validate() throws {
         if !(timeout > 0 && Double(timeout) <= ProgramDefaults.maximumTimeoutSeconds) {
             throw ValidationError(
@@ -49,7 +52,9 @@ struct DemoCommand: AsyncParsableCommand {
         }
         guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0…65535") }
         guard (0...3600).contains(webLinger) else { throw ValidationError("--web-linger must be 0...3600 seconds") }
+        guard (0...3600).contains(webWait) else { throw ValidationError("--web-wait must be 0...3600 seconds") }
         if !web, webPort != 0 { throw ValidationError("--web-port needs --web") }
+        if !web, webWait != 0 { throw ValidationError("--web-wait needs --web") }
     }
 
     func run() async throws {
@@ -60,7 +65,8 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.home = home
         let code =
             web
-            ? await DemoWebProgram.main(configuration, webPort: webPort, linger: .seconds(webLinger))
+            ? await DemoWebProgram.main(
+                configuration, webPort: webPort, waitForPage: .seconds(webWait), linger: .seconds(webLinger))
             : await DemoProgram.main(configuration)
         if code != 0 { throw ExitCode(code) }
     }

@@ -207,7 +207,7 @@ struct DesktopCommand: AsyncParsableCommand {
         if web {
             if let webPort, !(0...65535).contains(webPort) { throw ValidationError("--web-port must be 0…65535") }
             // Ctrl-C's error event goes to an open page too, which gets a moment to receive it.
-            let events = DesktopWebEvents()
+            let events = DesktopWebProgram.announcingPages()
             Interruption.endOnSignals(
                 output: DesktopWebProgram.interruptionOutput(events), settle: .milliseconds(300), ending)
             let status = await DesktopWebProgram.main(configuration, webPort: webPort, events: events)

@@ -1,6 +1,7 @@
 import Foundation
 import HybridSim
 import HybridTestSupport
+import Synchronization
 import Testing
 
 /// `desktop --web`'s `/events` stream against clients that leave.
@@ -27,6 +28,31 @@ struct DesktopWebServerStreamTests {
         #expect(try await eventually(within: .seconds(5)) { events.waitingStreams == 1 }, "the stream waits for the next event")
         close(fd)
         #expect(try await eventually(within: .seconds(3)) { events.waitingStreams == 0 }, "it ended when the client left")
+        await server.stop()
+    }
+
+    @Test("each /events stream that opens is counted and announced; waitForStream returns once one opened, false at its timeout")
+    func streamsOpenedAreCounted() async throws {
+        let announced = Mutex<[Int]>([])
+        let events = DesktopWebEvents { count in announced.withLock { $0.append(count) } }
+        events.append(DesktopWebServerHostTests.qrLine)
+        let server = try await DesktopWebServer.start(events: events, port: 0)
+        defer { events.finish() }
+        #expect(await events.waitForStream(timeout: .milliseconds(100)) == false, "nobody opened the stream")
+        let page = try #require(LoopbackSocket.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        #expect(page.status == 200)
+        #expect(events.streamsOpened == 0, "the page itself is not a stream")
+        async let opened = events.waitForStream(timeout: .seconds(10))
+        var clients: [Int32] = []
+        defer { for fd in clients { close(fd) } }
+        for _ in 0..<2 {
+            let fd = try #require(LoopbackSocket.connect(port: server.port))
+            clients.append(fd)
+            try #require(LoopbackSocket.send(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        }
+        #expect(await opened, "the waiter wakes when the first stream opens")
+        #expect(try await eventually(within: .seconds(5)) { events.streamsOpened == 2 })
+        #expect(announced.withLock { $0 } == [1, 2])
         await server.stop()
     }
 

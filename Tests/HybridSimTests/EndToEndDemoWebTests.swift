@@ -12,12 +12,20 @@ struct EndToEndDemoWebTests {
             "headless Chromium is missing: run Scripts/install-deps")
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let demo = try lab.start("demo", ["demo", "--web", "--web-port", "0", "--web-linger", "3", "--home", lab.file("demo")])
-        let lines = try await demo.waitForOutput("web page line", in: \.standardError) { $0.contains { $0.hasPrefix("web page: ") } }
+        // The demo waits for the browser's page before it starts: a cold Chromium (CI's first launch)
+        // took longer than the whole demo and its linger, so the page failed to load and dumped nothing.
+        let demo = try lab.start(
+            "demo", ["demo", "--web", "--web-port", "0", "--web-wait", "120", "--web-linger", "3", "--home", lab.file("demo")])
+        let waiting = "web page: the demo starts when a page opens it (at most 120 s from now)"
+        let lines = try await demo.waitForOutput("web page lines", in: \.standardError) { $0.contains(waiting) }
         let line = try #require(lines.first { $0.hasPrefix("web page: ") })
         let page = try #require(line.split(separator: " ").first { $0.hasPrefix("http://") }).description
+        #expect(!lines.contains { $0.contains("demo │") }, "the demo waits for the page: \(lines)")
         let dom = try EndToEndWebBrowserTests.browser(lab, "demo-dom", page: page)
-        let events = try await EndToEndWebTests.get(page + "events")
+        _ = try await demo.waitForOutput("the page opened", timeout: .seconds(90), in: \.standardError) {
+            $0.contains("web page: opened (1 so far)")
+        }
+        let events = try await EndToEndWebTests.get(page + "events")  // the second stream: a replay, then live
         #expect(try await dom.waitForExit(timeout: .seconds(90)) == 0, "\(dom.transcript)")
         #expect(try await demo.waitForExit(timeout: .seconds(90)) == 0, "\(demo.transcript)")
 

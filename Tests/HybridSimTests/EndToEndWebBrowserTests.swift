@@ -35,7 +35,11 @@ struct EndToEndWebBrowserTests {
             let shot = lab.file("web-\(request).png")
             let dom = try Self.browser(lab, "dom-\(request)", page: page)
             let camera = try Self.browser(lab, "shot-\(request)", page: page, screenshot: shot)
-            try await Task.sleep(for: .seconds(1))  // both pages are open and waiting for the phone
+            // Both pages follow the events before the phone scans (a cold Chromium can take seconds to
+            // load them; one that came after the linger would dump nothing).
+            _ = try await desktop.process.waitForOutput("both pages opened", timeout: .seconds(90), in: \.standardError) {
+                $0.contains("web page: opened (2 so far)")
+            }
             let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
             #expect(try await dom.waitForExit(timeout: .seconds(60)) == 0, "\(dom.transcript)")
             #expect(try await camera.waitForExit(timeout: .seconds(60)) == 0, "\(camera.transcript)")

@@ -6,13 +6,16 @@ import Foundation
 /// `desktop --web`); `/` is a page that shows them as one story.
 package enum DemoWebProgram {
     /// Serves the page on 127.0.0.1:`webPort` (0: a free port), prints `web page: http://…/` on stderr
-    /// (then calls `onServing`), runs the demo, and keeps serving for `linger` after it ended so a page
-    /// opened late still gets the whole story. Returns the demo's exit status (6: the port is taken).
+    /// (then calls `onServing`), waits up to `waitForPage` for a page to open the event stream (so it
+    /// sees the demo live from the first line), runs the demo, and keeps serving for `linger` after it
+    /// ended so a page opened late still gets the whole story. Returns the demo's exit status (6: the
+    /// port is taken).
     package static func main(
-        _ configuration: DemoProgram.Configuration, webPort: Int, linger: Duration = .seconds(30),
-        output: ProgramOutput = .standard, onServing: @Sendable (String) -> Void = { _ in }
+        _ configuration: DemoProgram.Configuration, webPort: Int, waitForPage: Duration = .zero,
+        linger: Duration = .seconds(30), output: ProgramOutput = .standard,
+        onServing: @Sendable (String) -> Void = { _ in }
     ) async -> Int32 {
-        let events = DesktopWebEvents()
+        let events = DesktopWebProgram.announcingPages(output)
         let server: DesktopWebServer
         do {
             server = try await DesktopWebServer.start(events: events, port: webPort, page: DemoWebPage.html)
@@ -22,6 +25,13 @@ package enum DemoWebProgram {
         }
         output.standardError("web page: \(server.url) (the whole demo as it happens)")
         onServing(server.url)
+        if waitForPage > .zero {
+            let seconds = waitForPage.components.seconds
+            output.standardError("web page: the demo starts when a page opens it (at most \(seconds) s from now)")
+            if await !events.waitForStream(timeout: waitForPage) {
+                output.standardError("web page: no page opened it within \(seconds) s; the demo starts anyway")
+            }
+        }
         let tee = ProgramOutput(
             standardOutput: { line in
                 if line.hasPrefix("FIDO:/") {

@@ -2,18 +2,45 @@ import Foundation
 import Synchronization
 
 /// The desktop's `--json` event lines, kept for `desktop --web`: every page that connects gets the
-/// whole story so far, then each new event, until the last one (`result` or `error`).
+/// whole story so far, then each new event, until the last one (`result` or `error`). It also counts
+/// the streams that opened, so a program can say that a page is following and wait for one.
 package final class DesktopWebEvents: Sendable {
     private struct State {
         var lines: [String] = []
         var finished = false
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        var opened = 0
+        var openWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
     }
 
     private let state = Mutex(State())
+    private let onStreamOpened: @Sendable (Int) -> Void
 
-    /// An empty stream.
-    package init() {}
+    /// An empty stream. `onStreamOpened` is called with the count so far each time a page (or any
+    /// other client) opens `/events`.
+    package init(onStreamOpened: @escaping @Sendable (Int) -> Void = { _ in }) {
+        self.onStreamOpened = onStreamOpened
+    }
+
+    /// How many `/events` streams have opened so far.
+    package var streamsOpened: Int { state.withLock { $0.opened } }
+
+    /// Records that a client opened `/events` (the server calls it before sending anything).
+    func streamOpened() {
+        let (count, waiters) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
+            state.opened += 1
+            defer { state.openWaiters = [:] }
+            return (state.opened, Array(state.openWaiters.values))
+        }
+        for waiter in waiters { waiter.resume() }
+        onStreamOpened(count)
+    }
+
+    /// Waits until a stream has opened, at most `timeout`; returns whether one did.
+    package func waitForStream(timeout: Duration) async -> Bool {
+        await wait(timeout: timeout, in: \.openWaiters) { $0.opened > 0 }
+        return streamsOpened > 0
+    }
 
     /// Adds one event line; a `result` or `error` event ends the stream.
     package func append(_ line: String) {
@@ -44,21 +71,30 @@ package final class DesktopWebEvents: Sendable {
 
     /// Waits until there are more than `count` lines or the stream ended (at most `timeout`).
     func waitForMore(than count: Int, timeout: Duration) async {
+        await wait(timeout: timeout, in: \.waiters) { $0.lines.count > count || $0.finished }
+    }
+
+    /// Suspends until `ready` holds (checked now, then each time the waiters in `list` are resumed)
+    /// or `timeout` passed.
+    private func wait(
+        timeout: Duration, in list: WritableKeyPath<State, [UUID: CheckedContinuation<Void, Never>]> & Sendable,
+        until ready: @escaping @Sendable (State) -> Bool
+    ) async {
         let id = UUID()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
-                    let ready = self.state.withLock { state -> Bool in
-                        if state.lines.count > count || state.finished { return true }
-                        state.waiters[id] = continuation
+                    let now = self.state.withLock { state -> Bool in
+                        if ready(state) { return true }
+                        state[keyPath: list][id] = continuation
                         return false
                     }
-                    if ready { continuation.resume() }
+                    if now { continuation.resume() }
                 }
             }
             group.addTask {
                 try? await Task.sleep(for: timeout)
-                let waiter = self.state.withLock { $0.waiters.removeValue(forKey: id) }
+                let waiter = self.state.withLock { $0[keyPath: list].removeValue(forKey: id) }
                 waiter?.resume()
             }
             await group.next()

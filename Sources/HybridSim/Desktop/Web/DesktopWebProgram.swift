@@ -9,12 +9,14 @@ package enum DesktopWebProgram {
     /// `web page: http://…/` on stderr (after `onServing`), runs the desktop, then keeps serving for
     /// `linger` so an open page receives the last event. Returns the desktop's exit status (6 when
     /// a given port is taken). `events`: the page's stream; a caller passes its own to add a line
-    /// the program does not write (the interruption's `error` event, ``interruptionOutput(_:output:)``).
+    /// the program does not write (the interruption's `error` event, ``interruptionOutput(_:output:)``);
+    /// by default, one that says on stderr when a page opens it (``announcingPages(_:)``).
     package static func main(
         _ configuration: DesktopConfiguration, webPort: Int?, output: ProgramOutput = .standard,
-        events: DesktopWebEvents = DesktopWebEvents(),
+        events: DesktopWebEvents? = nil,
         linger: Duration = .seconds(2), onServing: @Sendable (String) -> Void = { _ in }
     ) async -> Int32 {
+        let events = events ?? announcingPages(output)
         let server: DesktopWebServer
         do {
             do {
@@ -50,6 +52,12 @@ package enum DesktopWebProgram {
     /// gives the page a moment to receive it before the process exits).
     package static func interruptionOutput(_ events: DesktopWebEvents, output: ProgramOutput = .standard) -> ProgramOutput {
         tee(output, to: events)
+    }
+
+    /// A page's event stream that says on `output`'s stderr each time a page opens it
+    /// (`web page: opened (1 so far)`), so whoever started the program knows the page is following.
+    package static func announcingPages(_ output: ProgramOutput = .standard) -> DesktopWebEvents {
+        DesktopWebEvents { count in output.standardError("web page: opened (\(count) so far)") }
     }
 
     /// `output`, with every stdout line also appended to `events`.

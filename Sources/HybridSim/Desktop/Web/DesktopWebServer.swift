@@ -136,6 +136,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
     /// Server-sent events: each `--json` line as one `data:` event; a comment every 15 s keeps idle
     /// connections open; the response ends after the last event.
     private func stream(_ context: ChannelHandlerContext) {
+        events.streamOpened()
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/event-stream")
         headers.add(name: "Cache-Control", value: "no-store")
