@@ -24,13 +24,21 @@ struct LinkedRelayTests {
             url: endpoint.url + TunnelServicePath.contact(contactID: contactID).path, timeout: .seconds(5), options: options)
     }
 
-    static func listen(_ endpoint: RelayEndpoint, _ contactID: [UInt8], revoked: [[UInt8]] = []) async throws -> WebSocketTunnel {
+    /// A listen token named for a test (its name's bytes, zero-padded to 32).
+    static func token(_ name: String) -> ListenToken {
+        ListenToken(bytes: Array((Array(name.utf8) + [UInt8](repeating: 0, count: ListenToken.size)).prefix(ListenToken.size)))!
+    }
+
+    /// Listens on `token`'s contact ID, proving it with `token` (`nil`: no token header).
+    static func listen(
+        _ endpoint: RelayEndpoint, _ token: ListenToken?, contactID: [UInt8]? = nil, revoked: [String] = []
+    ) async throws -> WebSocketTunnel {
         var options = WebSocketTunnel.Options()
-        if !revoked.isEmpty {
-            options.extraHeaders = [(PushChannel.revokedHeader, revoked.map { Base64URL.encode($0) }.joined(separator: ","))]
-        }
+        if let token { options.extraHeaders.append((PushChannel.listenTokenHeader, token.base64URL)) }
+        if !revoked.isEmpty { options.extraHeaders.append((PushChannel.revokedHeader, revoked.joined(separator: ","))) }
+        let id = contactID ?? token?.contactID ?? [1, 2, 3]
         return try await WebSocketTunnel.open(
-            url: endpoint.url + TunnelServicePath.listenPath(contactID: contactID), timeout: .seconds(5), options: options)
+            url: endpoint.url + TunnelServicePath.listenPath(contactID: id), timeout: .seconds(5), options: options)
     }
 
     @Test("a contact ID no phone announced within the wait: 410 (contact ID unknown), after the wait, not before")
@@ -63,11 +71,11 @@ struct LinkedRelayTests {
         var configuration = Self.configuration
         configuration.contactWait = .seconds(8)  // an answer well before this proves it did not wait
         try await withRelay(configuration) { _, endpoint in
-            let old = Array("old contact".utf8), current = Array("new contact".utf8)
-            let channel = try await Self.listen(endpoint, current, revoked: [old])
+            let old = Self.token("old contact"), current = Self.token("new contact")
+            let channel = try await Self.listen(endpoint, current, revoked: [old.base64URL])
             let start = ContinuousClock.now
             let error = await expectRuntimeError(.upgradeRejected) {
-                _ = try await Self.contact(endpoint, old, header: Self.payload().headerValue)
+                _ = try await Self.contact(endpoint, old.contactID, header: Self.payload().headerValue)
             }
             #expect(error?.httpStatus == 410)
             #expect(error?.description.contains("contact ID revoked") == true)
@@ -83,7 +91,7 @@ struct LinkedRelayTests {
         var configuration = Self.configuration
         configuration.contactWait = .seconds(5)
         try await withRelay(configuration) { relay, endpoint in
-            let contactID = Array("left early".utf8)
+            let token = Self.token("left early"), contactID = token.contactID
             let request = RawConnection.upgradeRequest(path: TunnelServicePath.contact(contactID: contactID).path)
                 .replacingOccurrences(
                     of: "Content-Length: 0\r\n", with: "X-caBLE-Client-Payload: \(Self.payload().headerValue)\r\n")
@@ -92,7 +100,7 @@ struct LinkedRelayTests {
             try await Task.sleep(for: .milliseconds(100))  // the request is waiting for its phone
             await leaving.close()
             try await Task.sleep(for: .milliseconds(100))  // and the relay saw it go
-            let channel = try await Self.listen(endpoint, contactID)
+            let channel = try await Self.listen(endpoint, token)
             // The idle timeout (60 s) would otherwise be what ends that tunnel.
             #expect(await eventually(timeout: .seconds(2)) { relay.openTunnelCount == 0 })
             // Not 409 (phone busy): the next desktop gets its tunnel.
@@ -105,8 +113,8 @@ struct LinkedRelayTests {
     @Test("a phone that listened and left: 504 (not listening) after the wait")
     func knownButNotListening() async throws {
         try await withRelay(Self.configuration) { relay, endpoint in
-            let id = Array("phone".utf8)
-            let channel = try await Self.listen(endpoint, id)
+            let token = Self.token("phone"), id = token.contactID
+            let channel = try await Self.listen(endpoint, token)
             await channel.close()
             #expect(await eventually { relay.statistics.openConnections == 0 }, "the relay saw the phone leave")
             let error = await expectRuntimeError(.upgradeRejected) {
@@ -121,8 +129,8 @@ struct LinkedRelayTests {
     @Test("contact → push (tunnel ID, routing ID, payload) → the phone joins with /cable/connect; messages flow both ways; a second desktop meanwhile: 409")
     func pushJoinAndBusy() async throws {
         try await withRelay(Self.configuration) { _, endpoint in
-            let id = Array("phone".utf8)
-            let channel = try await Self.listen(endpoint, id)
+            let token = Self.token("phone"), id = token.contactID
+            let channel = try await Self.listen(endpoint, token)
             let payload = Self.payload()
             // The desktop may contact before the phone's channel is registered: the relay waits.
             let desktop = try await Self.contact(endpoint, id, header: payload.headerValue)
@@ -149,8 +157,8 @@ struct LinkedRelayTests {
     @Test("the phone refuses a push: the desktop's tunnel closes with 1008 and the phone's reason")
     func refusalClosesTheDesktop() async throws {
         try await withRelay(Self.configuration) { _, endpoint in
-            let id = Array("phone".utf8)
-            let channel = try await Self.listen(endpoint, id)
+            let token = Self.token("phone"), id = token.contactID
+            let channel = try await Self.listen(endpoint, token)
             let desktop = try await Self.contact(endpoint, id, header: Self.payload().headerValue)
             let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
             try await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: "unknown pairing ID").encoded)
@@ -164,8 +172,8 @@ struct LinkedRelayTests {
     @Test("a refusal marked revoked closes the desktop's tunnel with 4410; later contacts for that ID get 410")
     func revokedRefusal() async throws {
         try await withRelay(Self.configuration) { _, endpoint in
-            let id = Array("unlinked-phone".utf8)
-            let channel = try await Self.listen(endpoint, id)
+            let token = Self.token("unlinked-phone"), id = token.contactID
+            let channel = try await Self.listen(endpoint, token)
             let desktop = try await Self.contact(endpoint, id, header: Self.payload().headerValue)
             let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
             try await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: "contact ID revoked", revoked: true).encoded)
@@ -195,41 +203,94 @@ struct LinkedRelayTests {
         }
     }
 
-    @Test("a malformed push channel path or revoked header: 404 / 400")
+    @Test("a malformed push channel path, listen token or revoked header: 404 / 400")
     func listenValidation() async throws {
         try await withRelay(Self.configuration) { _, endpoint in
             let notFound = await expectRuntimeError(.upgradeRejected) {
                 _ = try await WebSocketTunnel.open(url: endpoint.url + "/cable/listen/a", timeout: .seconds(5))
             }
             #expect(notFound?.httpStatus == 404)
-            var options = WebSocketTunnel.Options()
-            options.extraHeaders = [(PushChannel.revokedHeader, "not base64url!")]
-            let bad = await expectRuntimeError(.upgradeRejected) {
-                _ = try await WebSocketTunnel.open(
-                    url: endpoint.url + TunnelServicePath.listenPath(contactID: [1, 2, 3]), timeout: .seconds(5), options: options)
+            let token = Self.token("validation")
+            // No token, a token of 31 bytes, a padded one, two of them.
+            for value in [nil, Base64URL.encode([UInt8](repeating: 1, count: 31)), token.base64URL + "=", token.base64URL + "," + token.base64URL] {
+                var options = WebSocketTunnel.Options()
+                if let value { options.extraHeaders = [(PushChannel.listenTokenHeader, value)] }
+                let refused = await expectRuntimeError(.upgradeRejected) {
+                    _ = try await WebSocketTunnel.open(
+                        url: endpoint.url + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
+                }
+                #expect(refused?.httpStatus == 400, "token header \(value ?? "missing")")
+                #expect(refused?.description.contains(PushChannel.listenTokenHeader) == true)
             }
-            #expect(bad?.httpStatus == 400)
-            // A revoked ID longer than any contact ID a listen path can carry, and a header past
-            // 64 such IDs, are refused before any parsing (a huge header costs no CPU or memory).
+            // A revoked entry that is not a token, one of 33 bytes, and a header past 64 tokens
+            // (refused before any parsing: a huge header costs no CPU or memory).
             for value in [
+                "not base64url!",
+                Base64URL.encode([UInt8](repeating: 9, count: 33)),
                 Base64URL.encode([UInt8](repeating: 9, count: 400)),
                 String(repeating: Base64URL.encode([UInt8](repeating: 9, count: 32)) + ",", count: 800),
             ] {
-                options.extraHeaders = [(PushChannel.revokedHeader, value)]
                 let refused = await expectRuntimeError(.upgradeRejected) {
-                    _ = try await WebSocketTunnel.open(
-                        url: endpoint.url + TunnelServicePath.listenPath(contactID: [1, 2, 3]), timeout: .seconds(5), options: options)
+                    _ = try await Self.listen(endpoint, token, revoked: [value])
                 }
-                #expect(refused?.httpStatus == 400)
+                #expect(refused?.httpStatus == 400, "revoked header \(value.prefix(50))")
             }
+        }
+    }
+
+    @Test("holding a contact ID (as every linked desktop does) is not enough to listen in the phone's place: 403")
+    func listenNeedsTheToken() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let phone = Self.token("the phone"), desktop = Self.token("a linked desktop")
+            let channel = try await Self.listen(endpoint, phone)
+            // The desktop knows the phone's contact ID and presents its own (valid) token for it.
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.listen(endpoint, desktop, contactID: phone.contactID)
+            }
+            #expect(error?.httpStatus == 403)
+            #expect(error?.description.contains("the listen token is not this contact ID's") == true)
+            // The contact ID itself, presented as the token, is not one either.
+            let asToken = try #require(ListenToken(bytes: phone.contactID))
+            let again = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.listen(endpoint, asToken, contactID: phone.contactID)
+            }
+            #expect(again?.httpStatus == 403)
+            // The phone's channel was not replaced: the next contact reaches it.
+            let desktopTunnel = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
+            let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            #expect(push.routingID.count == 3)
+            await desktopTunnel.close()
+            await channel.close()
+        }
+    }
+
+    @Test("announcing a phone's contact ID as revoked without its token revokes nothing: the phone is still reached")
+    func revocationNeedsTheToken() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let phone = Self.token("the phone"), squatter = Self.token("a linked desktop")
+            let channel = try await Self.listen(endpoint, phone)
+            // The contact ID is 32 bytes, so it parses as a token: its hash is revoked, not the ID.
+            let squatting = try await Self.listen(endpoint, squatter, revoked: [Base64URL.encode(phone.contactID)])
+            let desktop = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
+            _ = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            await desktop.close()
+            // Announced with the token, it is revoked at once.
+            let unlinked = try await Self.listen(endpoint, Self.token("the phone, rotated"), revoked: [phone.base64URL])
+            let gone = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
+            }
+            #expect(gone?.httpStatus == 410)
+            await unlinked.close()
+            await squatting.close()
+            await channel.close()
         }
     }
 
     @Test("the phone is pushed the client payload's keys 1-3 only, re-encoded, whatever the desktop added")
     func pushCarriesCanonicalPayload() async throws {
         try await withRelay(Self.configuration) { _, endpoint in
-            let id = Array("phone-extra".utf8)
-            let channel = try await Self.listen(endpoint, id)
+            let token = Self.token("phone-extra"), id = token.contactID
+            let channel = try await Self.listen(endpoint, token)
             let payload = Self.payload()
             var map = try #require(try CBOR.decode(payload.cbor).mapValue)
             map[9] = .bytes([UInt8](repeating: 0xEE, count: 2000))

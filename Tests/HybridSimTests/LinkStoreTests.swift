@@ -82,6 +82,38 @@ import Testing
         }
     }
 
+    @Test("phone-link.json version 1 (a bare contact ID) is upgraded when read: same identity, a new listen token, no pairings; written once")
+    func phoneIdentityUpgrade() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/" + PhoneLinkStore.fileName
+        let old = PhoneLinkStore.Identity(name: "Old phone")
+        let oldContactID = Array(repeating: UInt8(0xC1), count: 32)
+        let version1 = """
+            {"version":1,"rootSecret":"\(Base64URL.encode(old.rootSecret))","identityKey":"\(Base64URL.encode(old.identityKey))",\
+            "contactId":"\(Base64URL.encode(oldContactID))","name":"Old phone","pairingIds":["AQIDBAUGBwg"],"revokedContactIds":[]}
+            """
+        try Data(version1.utf8).write(to: URL(fileURLWithPath: path))
+        let upgraded = try PhoneLinkStore.load(path: path)
+        #expect(upgraded.upgradedFromVersion == 1)
+        let identity = try #require(upgraded.identity)
+        #expect(identity.rootSecret == old.rootSecret && identity.identityKey == old.identityKey && identity.name == "Old phone")
+        #expect(identity.contactID != oldContactID && identity.contactID == identity.listenToken.contactID)
+        #expect(identity.pairingIDs.isEmpty, "pairings made under the old contact ID are not kept")
+        let onDisk = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(onDisk.contains("\"version\" : 2") && onDisk.contains("\"listenToken\"") && !onDisk.contains("contactId"), "\(onDisk)")
+        let again = try PhoneLinkStore.load(path: path)
+        #expect(again.upgradedFromVersion == nil, "upgraded once")
+        #expect(again.identity == identity, "the same token for every later reader")
+        let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
+        #expect(mode == 0o600)
+        // A listen token of the wrong size in a version-2 file is named.
+        try Data(onDisk.replacingOccurrences(of: identity.listenToken.base64URL, with: "AQ").utf8).write(to: URL(fileURLWithPath: path))
+        #expect {
+            _ = try PhoneLinkStore.load(path: path)
+        } throws: { "\($0)".contains("listenToken: a listen token is not 32 bytes of base64url") }
+    }
+
     @Test("phone-link.json: two processes saving the same identity lose no pairing ID and no revocation")
     func phoneIdentityMerge() throws {
         let dir = try directory()
@@ -122,16 +154,44 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-unlink-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        let (status, captured) = await Self.unlink(in: directory)
+        #expect(status == 0)
+        #expect(captured.filter { $0.0 == "out" }.map(\.1) == [#"{"event":"unlinked","flow":"linked","revoked":0}"#])
+        #expect(captured.contains { $0.0 == "err" && $0.1.hasSuffix("nothing to revoke") })
+    }
+
+    @Test("--unlink on a version-1 store: the note says the links made before end, then the new contact ID is revoked")
+    func unlinkUpgradesVersion1() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-unlink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let old = PhoneLinkStore.Identity()
+        let path = directory.appendingPathComponent(PhoneLinkStore.fileName).path
+        try Data("""
+            {"version":1,"rootSecret":"\(Base64URL.encode(old.rootSecret))","identityKey":"\(Base64URL.encode(old.identityKey))",\
+            "contactId":"AQID","name":"x","pairingIds":[],"revokedContactIds":["BAUG"]}
+            """.utf8).write(to: URL(fileURLWithPath: path))
+        let (status, lines) = await Self.unlink(in: directory)
+        #expect(status == 0)
+        let errors = lines.filter { $0.0 == "err" }.map(\.1)
+        #expect(errors.first == "note: \(path) was version 1, whose contact ID any linked desktop could listen on; it now has "
+            + "a secret listen token and a new contact ID, so desktops linked before must link again (by QR code)", "\(errors)")
+        #expect(lines.filter { $0.0 == "out" }.map(\.1) == [#"{"event":"unlinked","flow":"linked","revoked":1}"#])
+        let identity = try #require(try PhoneLinkStore.load(path: path).identity)
+        #expect(identity.revokedTokens.count == 1, "the upgraded token, revoked; version 1's revoked IDs had no token to keep")
+        #expect(identity.rootSecret == old.rootSecret)
+    }
+
+    /// Runs `phone --unlink --json` on the stores in `directory`: its status and both streams' lines.
+    private static func unlink(in directory: URL) async -> (Int32, [(String, String)]) {
         var phone = PhoneConfiguration(qr: .url(""))
         phone.storePath = directory.appendingPathComponent("passkeys.json").path
         phone.json = true
         let lines = LockedLines()
         let output = ProgramOutput(
             standardOutput: { lines.append("out", $0) }, standardError: { lines.append("err", $0) })
-        #expect(await PhoneListenProgram.unlink(phone, output: output) == 0)
-        let captured = lines.all
-        #expect(captured.filter { $0.0 == "out" }.map(\.1) == [#"{"event":"unlinked","flow":"linked","revoked":0}"#])
-        #expect(captured.contains { $0.0 == "err" && $0.1.hasSuffix("nothing to revoke") })
+        let status = await PhoneListenProgram.unlink(phone, output: output)
+        return (status, lines.all)
     }
 }
 

@@ -5,7 +5,8 @@ import HybridCore
 import Logging
 import Synchronization
 
-/// A ``SimulatedPhone`` that can be linked: a root secret, an identity key and a contact ID, the
+/// A ``SimulatedPhone`` that can be linked: a root secret, an identity key and a listen token (its
+/// hash is the contact ID), the
 /// pairing IDs it handed out, and the client nonces it already answered. For ``HybridHarness``'s
 /// linked transactions and for tests of the linked flow.
 public final class LinkedPhone: Sendable {
@@ -29,9 +30,9 @@ public final class LinkedPhone: Sendable {
     }
 
     private struct State {
-        var contactID: [UInt8]
+        var listenToken: ListenToken
         var pairingIDs: [[UInt8]] = []
-        var revoked: [[UInt8]] = []
+        var revoked: [ListenToken] = []
         var seenNonces: Set<[UInt8]> = []
     }
 
@@ -51,13 +52,17 @@ public final class LinkedPhone: Sendable {
         self.random = random
         rootSecret = random.bytes(32)
         identityKey = random.keyAgreementKey()
-        state = Mutex(State(contactID: random.bytes(32)))
+        state = Mutex(State(listenToken: ListenToken(random: random)))
     }
 
-    /// The current contact ID.
-    public var contactID: [UInt8] { state.withLock { $0.contactID } }
+    /// The current contact ID (the hash of ``listenToken``).
+    public var contactID: [UInt8] { listenToken.contactID }
+    /// The secret the phone listens with.
+    public var listenToken: ListenToken { state.withLock { $0.listenToken } }
     /// Contact IDs revoked by ``unlink()``.
-    public var revokedContactIDs: [[UInt8]] { state.withLock { $0.revoked } }
+    public var revokedContactIDs: [[UInt8]] { revokedTokens.map(\.contactID) }
+    /// The listen tokens of the revoked contact IDs (what the phone announces to the relay).
+    public var revokedTokens: [ListenToken] { state.withLock { $0.revoked } }
     /// The identity public key (linking-map key 4).
     public var identityPublicKey: [UInt8] { Array(identityKey.publicKey.x963Representation) }
 
@@ -66,7 +71,7 @@ public final class LinkedPhone: Sendable {
         let pairingID = random.bytes(HybridConstants.pairingIDSize)
         let contactID = state.withLock { state -> [UInt8] in
             state.pairingIDs.append(pairingID)
-            return state.contactID
+            return state.listenToken.contactID
         }
         return AuthenticatorSession.LinkingIdentity(
             identityKey: identityKey, contactID: contactID, pairingID: pairingID,
@@ -76,10 +81,10 @@ public final class LinkedPhone: Sendable {
 
     /// Revokes the contact ID (every link dies) and starts a new one.
     public func unlink() {
-        let fresh = random.bytes(32)
+        let fresh = ListenToken(random: random)
         state.withLock { state in
-            state.revoked.append(state.contactID)
-            state.contactID = fresh
+            state.revoked.append(state.listenToken)
+            state.listenToken = fresh
             state.pairingIDs = []
         }
     }
@@ -90,7 +95,7 @@ public final class LinkedPhone: Sendable {
         let contactID = try state.withLock { state throws(Refusal) -> [UInt8] in
             guard state.pairingIDs.contains(payload.pairingID) else { throw .unknownPairingID }
             guard state.seenNonces.insert(payload.clientNonce).inserted else { throw .replayedClientPayload }
-            return state.contactID
+            return state.listenToken.contactID
         }
         do {
             return try LinkedAuthenticatorSession(
@@ -115,7 +120,7 @@ public final class LinkedPhone: Sendable {
         let transports = LinkedAuthenticatorDriver.Transports(
             join: { path, timeout in try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, logger: logger) },
             advertise: qr.advertise)
-        let configuration = PhoneListener.Configuration(relayURL: relayURL, contactID: contactID, revoked: revokedContactIDs)
+        let configuration = PhoneListener.Configuration(relayURL: relayURL, listenToken: listenToken, revoked: revokedTokens)
         return try await PhoneListener.run(configuration, count: count, limit: limit, logger: logger) { push in
             let session: LinkedAuthenticatorSession
             do throws(Refusal) {

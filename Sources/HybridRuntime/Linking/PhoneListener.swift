@@ -2,21 +2,21 @@ import CTAP2
 import HybridCore
 import Logging
 
-/// Keeps a linked phone reachable: holds its push channel (`/cable/listen/{contact ID}`) open on
-/// the relay, reconnecting with exponential backoff when it drops (a desktop's embedded relay lives
+/// Keeps a linked phone reachable: holds its push channel (`/cable/listen/{contact ID}`, proven with
+/// its `ListenToken`) open on the relay, reconnecting with exponential backoff when it drops (a desktop's embedded relay lives
 /// only as long as that desktop run), and hands every push to a handler, one at a time.
 ///
-/// Each (re)connection announces the revoked contact IDs, so even a freshly started relay answers
+/// Each (re)connection announces the revoked contact IDs (as their tokens), so even a freshly started relay answers
 /// 410 for them. A 410 on the listen request itself (the contact ID is revoked) ends the loop.
 public enum PhoneListener {
     /// Where and how to listen.
     public struct Configuration: Sendable {
         /// The relay, `ws://HOST:PORT`.
         public var relayURL: String
-        /// The phone's current contact ID.
-        public var contactID: [UInt8]
-        /// Contact IDs the phone revoked (at most ``PushChannel/maxRevoked`` are announced).
-        public var revoked: [[UInt8]]
+        /// The phone's current listen token (its contact ID is the token's hash).
+        public var listenToken: ListenToken
+        /// Tokens of the contact IDs the phone revoked (at most ``PushChannel/maxRevoked`` are announced).
+        public var revoked: [ListenToken]
         /// First pause after a failed or dropped connection; doubled up to ``maxBackoff``. Default 100 ms.
         public var initialBackoff: Duration = .milliseconds(100)
         /// Longest pause between reconnection attempts. Default 1 s (below the relay's contact wait of 3 s).
@@ -24,12 +24,15 @@ public enum PhoneListener {
         /// Limit of one connection attempt. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
 
-        /// Listen at `relayURL` for `contactID`.
-        public init(relayURL: String, contactID: [UInt8], revoked: [[UInt8]] = []) {
+        /// Listen at `relayURL` for the contact ID of `listenToken`.
+        public init(relayURL: String, listenToken: ListenToken, revoked: [ListenToken] = []) {
             self.relayURL = relayURL
-            self.contactID = contactID
+            self.listenToken = listenToken
             self.revoked = revoked
         }
+
+        /// The contact ID listened for.
+        public var contactID: [UInt8] { listenToken.contactID }
     }
 
     /// What the listener reports while it runs.
@@ -83,8 +86,9 @@ public enum PhoneListener {
         let deadline = limit.map { start + $0 }
         func remaining() -> Duration { deadline.map { $0 - ContinuousClock.now } ?? .seconds(3600) }
         var options = WebSocketTunnel.Options()
-        let revoked = configuration.revoked.suffix(PushChannel.maxRevoked).map { Base64URL.encode($0) }
-        if !revoked.isEmpty { options.extraHeaders = [(PushChannel.revokedHeader, revoked.joined(separator: ","))] }
+        options.extraHeaders = [(PushChannel.listenTokenHeader, configuration.listenToken.base64URL)]
+        let revoked = configuration.revoked.suffix(PushChannel.maxRevoked).map(\.base64URL)
+        if !revoked.isEmpty { options.extraHeaders.append((PushChannel.revokedHeader, revoked.joined(separator: ","))) }
         let url = configuration.relayURL + TunnelServicePath.listenPath(contactID: configuration.contactID)
         var answered = 0
         var backoff = configuration.initialBackoff

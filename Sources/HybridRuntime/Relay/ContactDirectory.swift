@@ -5,7 +5,8 @@ import NIOHTTP1
 import NIOWebSocket
 
 /// The relay's linked-phone side (our stand-in for FCM): phones listening on
-/// `/cable/listen/{contact ID}`, the contact IDs they announced as current or revoked, and
+/// `/cable/listen/{contact ID}` (each proving it with the `ListenToken` whose hash the ID is), the
+/// contact IDs they announced as current or revoked (as revoked tokens), and
 /// `/cable/contact/{contact ID}` requests waiting for their phone. Confined to the relay's event loop.
 ///
 /// Answers to `/cable/contact/…` (Docs/LINKING.md):
@@ -46,8 +47,19 @@ final class ContactDirectory {
 
     /// Validates a listen request; on success the caller upgrades and calls ``attach(_:contactID:revoked:)``.
     func decideListen(contactID: [UInt8], head: HTTPRequestHead) -> UpgradeDecision {
+        guard let token = PushChannel.listenToken(headerValues: head.headers[PushChannel.listenTokenHeader]) else {
+            return .reject(RelayRejection(
+                status: .badRequest,
+                reason: "\(PushChannel.listenTokenHeader) missing or not \(ListenToken.size) bytes of unpadded base64url"))
+        }
+        // Only the phone knows the token; every linked desktop knows the contact ID.
+        guard token.contactID == contactID else {
+            return .reject(RelayRejection(status: .forbidden, reason: "the listen token is not this contact ID's"))
+        }
         guard let announced = PushChannel.revoked(headerValues: head.headers[PushChannel.revokedHeader]) else {
-            return .reject(RelayRejection(status: .badRequest, reason: "\(PushChannel.revokedHeader) is malformed or lists more than \(PushChannel.maxRevoked) IDs"))
+            return .reject(RelayRejection(
+                status: .badRequest,
+                reason: "\(PushChannel.revokedHeader) is malformed or lists more than \(PushChannel.maxRevoked) tokens"))
         }
         if announced.contains(contactID) || revoked.contains(contactID) {
             return .reject(RelayRejection(status: .gone, reason: "contact ID revoked"))

@@ -92,30 +92,38 @@ public struct PushRefusal: Sendable, Hashable {
     }
 }
 
-/// The listen endpoint's header (its path is `TunnelServicePath.listenPath(contactID:)`).
+/// The listen endpoint's headers (its path is `TunnelServicePath.listenPath(contactID:)`).
 public enum PushChannel {
-    /// Request header listing contact IDs the phone revoked (comma-separated unpadded base64url), so
-    /// even a relay that never saw them answers 410.
-    public static let revokedHeader = "X-HybridSim-Revoked-Contacts"
+    /// Request header carrying the phone's `ListenToken` (unpadded base64url): the relay lets a
+    /// phone listen on a contact ID only with the token whose SHA-256 it is.
+    public static let listenTokenHeader = "X-HybridSim-Listen-Token"
 
-    /// At most this many revoked IDs are announced (and kept by the phone).
+    /// Request header listing the listen tokens of contact IDs the phone revoked (comma-separated
+    /// unpadded base64url), so even a relay that never saw them answers 410 for their contact IDs.
+    /// Tokens, not contact IDs: a desktop holds the contact ID, and must not be able to revoke it.
+    public static let revokedHeader = "X-HybridSim-Revoked-Tokens"
+
+    /// At most this many revoked tokens are announced (and kept by the phone).
     public static let maxRevoked = 64
 
-    /// The longest revoked ID accepted, in base64url characters: as long as a contact ID in a
-    /// listen path can be (``TunnelServicePath/maxPathLength`` minus `/cable/listen/`).
-    static let maxRevokedIDCharacters = TunnelServicePath.maxPathLength - TunnelServicePath.listenPath(contactID: []).utf8.count
+    /// The listen token of a listen request, or `nil` unless the header is there once and is a token.
+    static func listenToken(headerValues: [String]) -> ListenToken? {
+        guard headerValues.count == 1 else { return nil }
+        return ListenToken(base64URL: Substring(headerValues[0]).trimmingSpacesForPush)
+    }
 
-    /// The revoked IDs of a listen request, or `nil` when the header is malformed or too long. The
-    /// length is checked before anything is split, so a huge header costs no parsing.
+    /// The contact IDs of the revoked tokens a listen request announces, or `nil` when the header
+    /// is malformed or too long. The length is checked before anything is split, so a huge header
+    /// costs no parsing.
     static func revoked(headerValues: [String]) -> [[UInt8]]? {
         let characters = headerValues.reduce(0) { $0 + $1.utf8.count }
-        guard characters <= maxRevoked * (maxRevokedIDCharacters + 2) else { return nil }
+        guard characters <= maxRevoked * (ListenToken.encodedLength + 2) else { return nil }
         let items = headerValues.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpacesForPush }
         guard items.count <= maxRevoked else { return nil }
         var out: [[UInt8]] = []
         for item in items where !item.isEmpty {
-            guard item.utf8.count <= maxRevokedIDCharacters, let id = Base64URL.decodeUnpadded(item), !id.isEmpty else { return nil }
-            out.append(id)
+            guard let token = ListenToken(base64URL: item) else { return nil }
+            out.append(token.contactID)
         }
         return out
     }

@@ -5,20 +5,25 @@ import HybridCore
 import HybridRuntime
 
 /// The phone's linking state on disk, `phone-link.json` next to the passkey store (Docs/STORES.md,
-/// Docs/LINKING.md): its root secret and identity key (created once), its current contact ID (our
-/// stand-in for an FCM registration token), the pairing IDs it handed out for that contact ID, and
-/// the contact IDs it revoked with `--unlink`.
+/// Docs/LINKING.md): its root secret and identity key (created once), its current listen token (its
+/// SHA-256 is the contact ID, our stand-in for an FCM registration token), the pairing IDs it handed
+/// out for that contact ID, and the listen tokens of the contact IDs it revoked with `--unlink`.
 ///
 /// ```json
-/// {"version": 1, "rootSecret": "…", "identityKey": "…", "contactId": "…", "name": "HybridSim phone",
-///  "pairingIds": ["…"], "revokedContactIds": ["…"]}
+/// {"version": 2, "rootSecret": "…", "identityKey": "…", "listenToken": "…", "name": "HybridSim phone",
+///  "pairingIds": ["…"], "revokedListenTokens": ["…"]}
 /// ```
 /// Byte strings are unpadded base64url. Written like the other stores: atomically, mode 0600.
+///
+/// Version 1 kept the contact ID itself, which every linked desktop also holds, so anyone holding
+/// it could listen in the phone's place. It is upgraded when read (``load(path:)``): the identity
+/// stays, a new listen token (so a new contact ID) replaces the old contact ID, and links made
+/// under it end: their desktops get 410 ("contact ID unknown") and must link again.
 public struct PhoneLinkStore: Sendable {
     /// The file name in the store directory.
     public static let fileName = "phone-link.json"
-    /// The only version this build reads and writes.
-    public static let version = 1
+    /// The version this build writes (it reads 1 too, and upgrades it).
+    public static let version = 2
     /// At most this many pairing IDs are kept per contact ID (oldest dropped first).
     public static let maxPairings = 256
 
@@ -28,43 +33,59 @@ public struct PhoneLinkStore: Sendable {
         public var rootSecret: [UInt8]
         /// The P-256 identity key's 32-byte scalar (linking-map key 4 is its public key).
         public var identityKey: [UInt8]
-        /// The current contact ID (32 random bytes).
-        public var contactID: [UInt8]
+        /// The current listen token; desktops get its hash, ``contactID``.
+        public var listenToken: ListenToken
         /// The name sent in linking-map key 5.
         public var name: String
         /// Pairing IDs handed out for ``contactID``; a contact request naming another one is refused.
         public var pairingIDs: [[UInt8]]
-        /// Contact IDs revoked by `--unlink` (newest last, at most `PushChannel.maxRevoked`).
-        public var revokedContactIDs: [[UInt8]]
+        /// Listen tokens revoked by `--unlink` (newest last, at most `PushChannel.maxRevoked`).
+        public var revokedTokens: [ListenToken]
+        /// The store's version when it was read, when that was version 1 (upgraded in memory).
+        var upgradedFromVersion: Int? = nil
 
         enum CodingKeys: String, CodingKey {
-            case version, rootSecret, identityKey, contactID = "contactId", name, pairingIDs = "pairingIds"
-            case revokedContactIDs = "revokedContactIds"
+            case version, rootSecret, identityKey, listenToken, name, pairingIDs = "pairingIds"
+            case revokedTokens = "revokedListenTokens"
+            case contactID = "contactId"  // version 1
         }
 
-        /// Decodes and checks sizes (root 32, key a valid scalar, contact ID 1…256, pairing IDs 8).
+        /// The current contact ID (SHA-256 of ``listenToken``, 32 bytes).
+        public var contactID: [UInt8] { listenToken.contactID }
+        /// The revoked contact IDs.
+        public var revokedContactIDs: [[UInt8]] { revokedTokens.map(\.contactID) }
+
+        /// Decodes and checks sizes (root 32, key a valid scalar, tokens 32, pairing IDs 8); a
+        /// version-1 identity gets a fresh listen token and no pairing IDs.
         public init(from decoder: any Decoder) throws {
             let c = try decoder.container(keyedBy: CodingKeys.self)
             let version = try c.decode(Int.self, forKey: .version)
-            guard version == PhoneLinkStore.version else {
+            guard version == PhoneLinkStore.version || version == 1 else {
                 throw DecodingError.dataCorruptedError(
-                    forKey: .version, in: c, debugDescription: "version \(version); this build reads version \(PhoneLinkStore.version)")
+                    forKey: .version, in: c, debugDescription: "version \(version); this build reads versions 1 and \(PhoneLinkStore.version)")
             }
             rootSecret = try c.decodeBase64URL(forKey: .rootSecret)
             identityKey = try c.decodeBase64URL(forKey: .identityKey)
-            contactID = try c.decodeBase64URL(forKey: .contactID)
             name = try c.decode(String.self, forKey: .name)
-            pairingIDs = try c.decode([String].self, forKey: .pairingIDs).map { text in
-                guard let id = Base64URL.decode(text), id.count == HybridConstants.pairingIDSize else {
-                    throw DecodingError.dataCorruptedError(forKey: .pairingIDs, in: c, debugDescription: "a pairing ID is not 8 bytes of base64url")
+            if version == 1 {
+                // The contact ID was not secret: links made under it cannot be kept safely.
+                let old: [UInt8] = try c.decodeBase64URL(forKey: .contactID)
+                guard (1...256).contains(old.count) else {
+                    throw DecodingError.dataCorruptedError(forKey: .contactID, in: c, debugDescription: "contact ID must be 1…256 bytes")
                 }
-                return id
-            }
-            revokedContactIDs = try c.decode([String].self, forKey: .revokedContactIDs).map { text in
-                guard let id = Base64URL.decode(text), !id.isEmpty else {
-                    throw DecodingError.dataCorruptedError(forKey: .revokedContactIDs, in: c, debugDescription: "a contact ID is not base64url")
+                listenToken = ListenToken()
+                pairingIDs = []
+                revokedTokens = []
+                upgradedFromVersion = 1
+            } else {
+                listenToken = try Self.token(try c.decode(String.self, forKey: .listenToken), key: .listenToken, in: c)
+                pairingIDs = try c.decode([String].self, forKey: .pairingIDs).map { text in
+                    guard let id = Base64URL.decode(text), id.count == HybridConstants.pairingIDSize else {
+                        throw DecodingError.dataCorruptedError(forKey: .pairingIDs, in: c, debugDescription: "a pairing ID is not 8 bytes of base64url")
+                    }
+                    return id
                 }
-                return id
+                revokedTokens = try c.decode([String].self, forKey: .revokedTokens).map { try Self.token($0, key: .revokedTokens, in: c) }
             }
             guard rootSecret.count == 32 else {
                 throw DecodingError.dataCorruptedError(forKey: .rootSecret, in: c, debugDescription: "root secret must be 32 bytes")
@@ -72,31 +93,52 @@ public struct PhoneLinkStore: Sendable {
             guard (try? P256.KeyAgreement.PrivateKey(rawRepresentation: identityKey)) != nil else {
                 throw DecodingError.dataCorruptedError(forKey: .identityKey, in: c, debugDescription: "not a P-256 private key")
             }
-            guard (1...256).contains(contactID.count) else {
-                throw DecodingError.dataCorruptedError(forKey: .contactID, in: c, debugDescription: "contact ID must be 1…256 bytes")
-            }
         }
 
-        /// Encodes with the version member.
+        private static func token(_ text: String, key: CodingKeys, in c: KeyedDecodingContainer<CodingKeys>) throws -> ListenToken {
+            guard let bytes = Base64URL.decode(text), let token = ListenToken(bytes: bytes) else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: key, in: c, debugDescription: "a listen token is not \(ListenToken.size) bytes of base64url")
+            }
+            return token
+        }
+
+        /// Encodes with the version member (always the current version).
         public func encode(to encoder: any Encoder) throws {
             var c = encoder.container(keyedBy: CodingKeys.self)
             try c.encode(PhoneLinkStore.version, forKey: .version)
             try c.encodeBase64URL(rootSecret, forKey: .rootSecret)
             try c.encodeBase64URL(identityKey, forKey: .identityKey)
-            try c.encodeBase64URL(contactID, forKey: .contactID)
+            try c.encode(listenToken.base64URL, forKey: .listenToken)
             try c.encode(name, forKey: .name)
             try c.encode(pairingIDs.map(Base64URL.encode), forKey: .pairingIDs)
-            try c.encode(revokedContactIDs.map(Base64URL.encode), forKey: .revokedContactIDs)
+            try c.encode(revokedTokens.map(\.base64URL), forKey: .revokedTokens)
         }
 
         /// A fresh identity from `random`.
         public init(random: RandomSource = .system, name: String = "HybridSim phone") {
             rootSecret = random.bytes(32)
             identityKey = Array(random.keyAgreementKey().rawRepresentation)
-            contactID = random.bytes(32)
+            listenToken = ListenToken(random: random)
             self.name = name
             pairingIDs = []
-            revokedContactIDs = []
+            revokedTokens = []
+        }
+
+        /// Equal when the stored state is (how it was read does not count).
+        public static func == (a: Identity, b: Identity) -> Bool {
+            a.rootSecret == b.rootSecret && a.identityKey == b.identityKey && a.listenToken == b.listenToken
+                && a.name == b.name && a.pairingIDs == b.pairingIDs && a.revokedTokens == b.revokedTokens
+        }
+
+        /// Hashes the stored state.
+        public func hash(into hasher: inout Hasher) {
+            hasher.combine(rootSecret)
+            hasher.combine(identityKey)
+            hasher.combine(listenToken)
+            hasher.combine(name)
+            hasher.combine(pairingIDs)
+            hasher.combine(revokedTokens)
         }
 
         /// The identity key.
@@ -120,13 +162,14 @@ public struct PhoneLinkStore: Sendable {
                 linkSecret: linkSecret(pairingID: pairingID), name: name)
         }
 
-        /// `--unlink`: revokes the contact ID (every desktop's link answers 410 from then on) and starts a new one.
+        /// `--unlink`: revokes the contact ID (every desktop's link answers 410 once the relay learns
+        /// the revoked token) and starts a new one.
         public mutating func rotateContactID(random: RandomSource = .system) {
-            revokedContactIDs.append(contactID)
-            if revokedContactIDs.count > PushChannel.maxRevoked {
-                revokedContactIDs.removeFirst(revokedContactIDs.count - PushChannel.maxRevoked)
+            revokedTokens.append(listenToken)
+            if revokedTokens.count > PushChannel.maxRevoked {
+                revokedTokens.removeFirst(revokedTokens.count - PushChannel.maxRevoked)
             }
-            contactID = random.bytes(32)
+            listenToken = ListenToken(random: random)
             pairingIDs = []
         }
     }
@@ -148,9 +191,30 @@ public struct PhoneLinkStore: Sendable {
             ? fileName : (passkeyStorePath as NSString).deletingLastPathComponent + "/" + fileName
     }
 
-    /// Reads the store; a missing file has no identity.
-    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`); the file is not modified.
+    /// The version the file had when ``load(path:)`` upgraded it (1), or `nil`.
+    public var upgradedFromVersion: Int?
+
+    /// Reads the store; a missing file has no identity. A version-1 file is upgraded on disk at once
+    /// (under the store lock, so every phone process on the store gets the same new listen token) and
+    /// ``upgradedFromVersion`` says so; its links end (``PhoneLinkStore``).
+    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`; `writeFailed` when the
+    ///   upgrade cannot be written); a file that cannot be read is not modified.
     public static func load(path: String) throws(StoreError) -> PhoneLinkStore {
+        let store = try read(path: path)
+        guard store.identity?.upgradedFromVersion != nil else { return store }
+        return try StoreLock.withLock(path: path) { () throws(StoreError) -> PhoneLinkStore in
+            var current = try read(path: path)
+            // Another process may have upgraded it meanwhile: then its token stands.
+            guard let identity = current.identity, let from = identity.upgradedFromVersion else { return current }
+            try write(identity, to: path)
+            current.identity?.upgradedFromVersion = nil
+            current.upgradedFromVersion = from
+            return current
+        }
+    }
+
+    /// Reads and decodes the file as it is (a version-1 identity upgraded in memory only).
+    private static func read(path: String) throws(StoreError) -> PhoneLinkStore {
         guard let bytes = try AtomicFile.read(path: path) else { return PhoneLinkStore(path: path) }
         do {
             return PhoneLinkStore(path: path, identity: try JSONDecoder().decode(Identity.self, from: Data(bytes)))
@@ -171,7 +235,7 @@ public struct PhoneLinkStore: Sendable {
         guard let mine = identity else { return }
         try StoreLock.withLock(path: path) { () throws(StoreError) -> Void in
             var merged = mine
-            if let disk = try Self.load(path: path).identity, disk != mine {
+            if let disk = try Self.read(path: path).identity, disk != mine {
                 guard disk.rootSecret == mine.rootSecret, disk.identityKey == mine.identityKey else {
                     throw StoreError(
                         .writeFailed, path: path,
@@ -179,32 +243,37 @@ public struct PhoneLinkStore: Sendable {
                 }
                 merged = Self.merge(mine: mine, disk: disk)
             }
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let data: Data
-            do {
-                data = try encoder.encode(merged)
-            } catch {
-                throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
-            }
-            try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path)
+            try Self.write(merged, to: path)
         }
+    }
+
+    /// Writes `identity` as the current version, atomically, mode 0600 (the caller holds the lock).
+    private static func write(_ identity: Identity, to path: String) throws(StoreError) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        let data: Data
+        do {
+            data = try encoder.encode(identity)
+        } catch {
+            throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
+        }
+        try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path)
     }
 
     /// One identity written by two processes: unions of what each handed out or revoked.
     static func merge(mine: Identity, disk: Identity) -> Identity {
         var merged = mine
-        merged.revokedContactIDs = disk.revokedContactIDs + mine.revokedContactIDs.filter { !disk.revokedContactIDs.contains($0) }
-        if merged.revokedContactIDs.count > PushChannel.maxRevoked {
-            merged.revokedContactIDs.removeFirst(merged.revokedContactIDs.count - PushChannel.maxRevoked)
+        merged.revokedTokens = disk.revokedTokens + mine.revokedTokens.filter { !disk.revokedTokens.contains($0) }
+        if merged.revokedTokens.count > PushChannel.maxRevoked {
+            merged.revokedTokens.removeFirst(merged.revokedTokens.count - PushChannel.maxRevoked)
         }
         // The other process rotated the contact ID after this one loaded: its rotation stands.
-        if mine.contactID != disk.contactID, merged.revokedContactIDs.contains(mine.contactID) {
-            merged.contactID = disk.contactID
+        if mine.listenToken != disk.listenToken, merged.revokedTokens.contains(mine.listenToken) {
+            merged.listenToken = disk.listenToken
             merged.pairingIDs = disk.pairingIDs
             return merged
         }
-        if mine.contactID == disk.contactID {
+        if mine.listenToken == disk.listenToken {
             merged.pairingIDs = disk.pairingIDs + mine.pairingIDs.filter { !disk.pairingIDs.contains($0) }
             if merged.pairingIDs.count > PhoneLinkStore.maxPairings {
                 merged.pairingIDs.removeFirst(merged.pairingIDs.count - PhoneLinkStore.maxPairings)

@@ -12,7 +12,7 @@ enum PhoneLinking {
         _ payload: QRPayload, passkeyStorePath: String, narrator: PhoneNarrator
     ) throws(ProgramFailure) -> AuthenticatorSession.LinkingIdentity? {
         guard payload.supportsLinking == true else { return nil }
-        var store = try load(passkeyStorePath: passkeyStorePath)
+        var store = try load(passkeyStorePath: passkeyStorePath) { narrator.say($0) }
         var identity = store.identity ?? PhoneLinkStore.Identity()
         let linking = identity.newLink()
         store.identity = identity
@@ -25,12 +25,19 @@ enum PhoneLinking {
         return linking
     }
 
-    /// The link store beside the passkey store.
-    static func load(passkeyStorePath: String) throws(ProgramFailure) -> PhoneLinkStore {
+    /// The link store beside the passkey store; `note` is told when it was upgraded from version 1.
+    static func load(passkeyStorePath: String, note: (String) -> Void) throws(ProgramFailure) -> PhoneLinkStore {
+        let store: PhoneLinkStore
         do {
-            return try PhoneLinkStore.load(path: PhoneLinkStore.path(besidePasskeyStore: passkeyStorePath))
+            store = try PhoneLinkStore.load(path: PhoneLinkStore.path(besidePasskeyStore: passkeyStorePath))
         } catch {
             throw ProgramFailure(.badInput, "cannot use the phone's link store: \(error)")
         }
+        if let from = store.upgradedFromVersion {
+            note(
+                "note: \(store.path) was version \(from), whose contact ID any linked desktop could listen on; it now has "
+                    + "a secret listen token and a new contact ID, so desktops linked before must link again (by QR code)")
+        }
+        return store
     }
 }

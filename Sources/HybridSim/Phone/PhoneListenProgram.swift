@@ -59,7 +59,7 @@ public enum PhoneListenProgram {
         if let count = configuration.count, count < 1 { throw ProgramFailure(.badInput, "--count must be at least 1") }
         let proximity = try ProximityEndpoint(parsing: phone.proximityURL)
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
-        var store = try PhoneLinking.load(passkeyStorePath: passkeyPath)
+        var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { narrator.say($0) }
         if store.identity == nil {
             store.identity = PhoneLinkStore.Identity()
             try store.save()
@@ -95,7 +95,7 @@ public enum PhoneListenProgram {
         var answered = 0
         while true {
             var listener = PhoneListener.Configuration(
-                relayURL: relayURL, contactID: current.contactID, revoked: current.revokedContactIDs)
+                relayURL: relayURL, listenToken: current.listenToken, revoked: current.revokedTokens)
             listener.maxBackoff = .seconds(1)
             let contactID = current.contactID
             do {
@@ -228,7 +228,7 @@ public enum PhoneListenProgram {
     public static func unlink(_ phone: PhoneConfiguration, output: ProgramOutput = .standard) async -> Int32 {
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         do {
-            var store = try PhoneLinking.load(passkeyStorePath: passkeyPath)
+            var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { output.standardError($0) }
             guard var identity = store.identity else {
                 output.standardError("no link identity in \(PhoneLinkStore.path(besidePasskeyStore: passkeyPath)); nothing to revoke")
                 if phone.json {

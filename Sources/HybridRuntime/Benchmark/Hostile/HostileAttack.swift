@@ -101,8 +101,12 @@ struct HostileAttempt: Sendable {
         case .pingFlood: await withTunnel(joinerReads: true) { creator, _ in await pingFlood(creator) }
         case .listenSquat:
             await withConnection { connection in
-                let path = TunnelServicePath.listenPath(contactID: HostileWire.randomBytes(16))
-                let (bytes, end) = await upgrade(connection, path: path)
+                // A made-up phone with a valid token: the relay's listener cap is what it squats on.
+                let token = ListenToken(bytes: HostileWire.randomBytes(ListenToken.size)) ?? ListenToken()
+                await connection.write(Array(WebSocketUpgradeRequest.text(
+                    path: TunnelServicePath.listenPath(contactID: token.contactID),
+                    extra: ["\(PushChannel.listenTokenHeader): \(token.base64URL)"]).utf8))
+                let (bytes, end) = await connection.wait(timeout: answerTimeout) { HostileWire.headEnd($0) != nil }
                 guard HostileWire.status(bytes) == 101 else { return Self.outcome(bytes, end, upgraded: false) }
                 return await hold(connection, upgraded: true)
             }
