@@ -23,7 +23,12 @@ final class ContactDirectory {
         let id: Int
         let promise: EventLoopPromise<UpgradeDecision>
         let payload: [UInt8]
+        /// The desktop's connection; one that closed while waiting is not pushed to the phone.
+        let requester: (any Channel)?
         var timer: Scheduled<Void>?
+
+        /// Whether the desktop left while it waited.
+        var desktopLeft: Bool { requester.map { !$0.isActive } ?? false }
     }
 
     private unowned let registry: RelayRegistry
@@ -85,7 +90,15 @@ final class ContactDirectory {
         for id in Array(waiters.keys) where revoked.contains(id) {
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
         }
-        for waiter in take(contactID) { waiter.promise.succeed(route(contactID, payload: waiter.payload, to: handler)) }
+        for waiter in take(contactID) {
+            // A desktop that left while it waited gets no tunnel, and its phone no push it could
+            // only answer with a failed `/cable/connect` (404).
+            guard !waiter.desktopLeft else {
+                waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "the desktop left")))
+                continue
+            }
+            waiter.promise.succeed(route(contactID, payload: waiter.payload, to: handler))
+        }
     }
 
     /// A listener went away.
@@ -111,7 +124,7 @@ final class ContactDirectory {
     // MARK: - /cable/contact
 
     /// The answer to a contact request, possibly after waiting for the phone to (re)connect.
-    func decideContact(contactID: [UInt8], head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
+    func decideContact(contactID: [UInt8], head: HTTPRequestHead, requester: (any Channel)? = nil) -> EventLoopFuture<UpgradeDecision> {
         let loop = registry.eventLoop
         let values = head.headers[HybridConstants.clientPayloadHeader]
         // The phone is pushed the payload re-encoded: keys 1-3 only, canonical, whatever the
@@ -133,7 +146,7 @@ final class ContactDirectory {
         let promise = loop.makePromise(of: UpgradeDecision.self)
         nextWaiterID += 1
         let id = nextWaiterID
-        var waiter = Waiter(id: id, promise: promise, payload: payload)
+        var waiter = Waiter(id: id, promise: promise, payload: payload, requester: requester)
         let wait = registry.configuration.contactWait
         waiter.timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [self] in
             guard let index = self.waiters[contactID]?.firstIndex(where: { $0.id == id }) else { return }

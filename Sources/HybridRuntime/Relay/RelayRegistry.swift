@@ -176,8 +176,9 @@ final class RelayRegistry {
     // MARK: - Decisions
 
     /// Validates an upgrade request and, when it is acceptable, claims the tunnel side it asks for;
-    /// a contact request may wait (bounded) for its phone to listen.
-    func decision(for head: HTTPRequestHead) -> EventLoopFuture<UpgradeDecision> {
+    /// a contact request may wait (bounded) for its phone to listen. `requester` is the requesting
+    /// connection (a contact whose desktop left while it waited is not pushed to the phone).
+    func decision(for head: HTTPRequestHead, requester: (any Channel)? = nil) -> EventLoopFuture<UpgradeDecision> {
         // The target and the headers are read once for both the contact path and the others.
         let path = TunnelServicePath(parsing: head.uri)
         let listenID = path == nil ? TunnelServicePath.listenContactID(parsing: head.uri) : nil
@@ -186,7 +187,7 @@ final class RelayRegistry {
         if !isShuttingDown, head.method == .GET, checks.offersSubprotocol, checks.originRefusal == nil,
             case .contact(let contactID)? = path
         {
-            return directory.decideContact(contactID: contactID, head: head)
+            return directory.decideContact(contactID: contactID, head: head, requester: requester)
         }
         return eventLoop.makeSucceededFuture(decide(head, path: path, listenID: listenID, checks: checks))
     }

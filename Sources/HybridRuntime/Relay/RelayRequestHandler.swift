@@ -86,7 +86,7 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
         // A contact request may wait (bounded) for its phone; everything else is decided at once. The
         // future never fails: a refusal is a decision (`.reject`), and the upgrade timer bounds the wait.
-        registry.decision(for: head).assumeIsolated().whenSuccess { decision in
+        registry.decision(for: head, requester: context.channel).assumeIsolated().whenSuccess { decision in
             self.decided(decision, key: key, context: context)
         }
     }
