@@ -2,6 +2,7 @@ import CTAP2
 import Crypto
 import HybridCore
 import HybridTestSupport
+import Synchronization
 import Testing
 
 /// The desktop and phone state machines driven against each other in memory, with no I/O: a
@@ -82,18 +83,73 @@ import Testing
                 if case .send(let bytes) = action { toDesktop.append(bytes) }
             }
             #expect(toDesktop.count == 3, "handshake answer, post-handshake and update messages")
-            var actions: [ClientSession.Action] = []
-            do {
+            let linked = Self.linkingRead(offered: offered, malformed: malformed) {
+                () throws(HybridError) -> [ClientSession.Action] in
+                var actions: [ClientSession.Action] = []
                 for message in toDesktop { actions += try client.receivedMessage(message) }
-            } catch {
-                #expect(offered && malformed, "only offered linking is read: \(error)")
-                #expect(error.code == .invalidLinkingInfo)
-                continue
+                return actions
             }
-            #expect(!(offered && malformed), "malformed offered linking must fail")
-            #expect(actions.contains { if case .ready = $0 { true } else { false } })
-            let linked = actions.contains { if case .linked = $0 { true } else { false } }
-            #expect(linked == offered, "offered \(offered), malformed \(malformed): \(actions)")
+            if let linked { #expect(linked.count == (offered ? 1 : 0)) }
+        }
+    }
+
+    /// What the desktop made of a phone's linking map, received by `receive`: a malformed one fails
+    /// (`invalidLinkingInfo`, then `nil`) only when linking was offered; otherwise the session is
+    /// ready and the linking information read is returned (none when not offered).
+    static func linkingRead(
+        offered: Bool, malformed: Bool, _ receive: () throws(HybridError) -> [ClientSession.Action]
+    ) -> [LinkingInfo]? {
+        let actions: [ClientSession.Action]
+        do {
+            actions = try receive()
+        } catch {
+            #expect(offered && malformed, "only offered linking is read: \(error)")
+            #expect(error.code == .invalidLinkingInfo)
+            return nil
+        }
+        #expect(!(offered && malformed), "malformed offered linking must fail")
+        #expect(actions.contains { if case .ready = $0 { true } else { false } })
+        let linked = actions.compactMap { action -> LinkingInfo? in if case .linked(let info) = action { info } else { nil } }
+        #expect(linked.isEmpty == !offered, "offered \(offered), malformed \(malformed): \(actions)")
+        return linked
+    }
+
+    /// Older phones put the linking map in the post-handshake message (key 2) instead of an update
+    /// message. Read and verified when the QR code offered linking; ignored unread when it did not,
+    /// as for an update message (``unofferedLinkingIgnored(malformed:)``).
+    @Test("linking information in the post-handshake message: verified when offered, ignored unread when not", arguments: [false, true])
+    func postHandshakeLinking(malformed: Bool) throws {
+        for offered in [false, true] {
+            let random = RandomSource.deterministic(seed: Array("post-handshake linking \(malformed) \(offered)".utf8))
+            var client = ClientSession(requestType: .getAssertion, timestamp: 1_700_000_000, supportsLinking: offered, random: random)
+            let qr = try QRPayload(url: client.url)
+            var phone = try AuthenticatorSession(qr: qr, getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), random: random)
+            let logged = Mutex<SessionKeys?>(nil)
+            phone.keyLog = { keys in logged.withLock { $0 = keys } }
+            guard case .matched = client.receivedAdvert(try phone.tunnelCreated(routingID: [0x2A, 0, 0])) else {
+                Issue.record("advert did not match")
+                return
+            }
+            let sent = try phone.receivedMessage(client.tunnelConnected()).compactMap { action -> [UInt8]? in
+                if case .send(let bytes) = action { bytes } else { nil }
+            }
+            let keys = try #require(logged.withLock { $0 })
+            // The handshake answer as the phone sent it; then, in place of its own post-handshake and
+            // update messages, a post-handshake message that carries the linking map.
+            let identity = random.keyAgreementKey()
+            let linking = LinkingInfo(
+                contactID: random.bytes(40), pairingID: random.bytes(malformed ? 7 : 8), linkSecret: random.bytes(32),
+                authenticatorPublicKey: Array(identity.publicKey.x963Representation), name: "Older phone",
+                handshakeSignature: LinkingInfo.handshakeSignature(
+                    authenticatorIdentity: identity, clientIdentity: try qr.publicKey, handshakeHash: keys.handshakeHash))
+            var crypter = Crypter(readKey: keys.initiatorToResponder, writeKey: keys.responderToInitiator)
+            let post = try crypter.encrypt(
+                PostHandshakeMessage(getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), linking: linking.cbor).encode())
+            _ = try client.receivedMessage(sent[0])
+            let received = Self.linkingRead(offered: offered, malformed: malformed) { () throws(HybridError) in
+                try client.receivedMessage(post)
+            }
+            if let received { #expect(received == (offered ? [linking] : [])) }
         }
     }
 
