@@ -242,54 +242,6 @@ struct LinkedRelayTests {
         }
     }
 
-    @Test("holding a contact ID (as every linked desktop does) is not enough to listen in the phone's place: 403")
-    func listenNeedsTheToken() async throws {
-        try await withRelay(Self.configuration) { _, endpoint in
-            let phone = Self.token("the phone"), desktop = Self.token("a linked desktop")
-            let channel = try await Self.listen(endpoint, phone)
-            // The desktop knows the phone's contact ID and presents its own (valid) token for it.
-            let error = await expectRuntimeError(.upgradeRejected) {
-                _ = try await Self.listen(endpoint, desktop, contactID: phone.contactID)
-            }
-            #expect(error?.httpStatus == 403)
-            #expect(error?.description.contains("the listen token is not this contact ID's") == true)
-            // The contact ID itself, presented as the token, is not one either.
-            let asToken = try #require(ListenToken(bytes: phone.contactID))
-            let again = await expectRuntimeError(.upgradeRejected) {
-                _ = try await Self.listen(endpoint, asToken, contactID: phone.contactID)
-            }
-            #expect(again?.httpStatus == 403)
-            // The phone's channel was not replaced: the next contact reaches it.
-            let desktopTunnel = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
-            let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
-            #expect(push.routingID.count == 3)
-            await desktopTunnel.close()
-            await channel.close()
-        }
-    }
-
-    @Test("announcing a phone's contact ID as revoked without its token revokes nothing: the phone is still reached")
-    func revocationNeedsTheToken() async throws {
-        try await withRelay(Self.configuration) { _, endpoint in
-            let phone = Self.token("the phone"), squatter = Self.token("a linked desktop")
-            let channel = try await Self.listen(endpoint, phone)
-            // The contact ID is 32 bytes, so it parses as a token: its hash is revoked, not the ID.
-            let squatting = try await Self.listen(endpoint, squatter, revoked: [Base64URL.encode(phone.contactID)])
-            let desktop = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
-            _ = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
-            await desktop.close()
-            // Announced with the token, it is revoked at once.
-            let unlinked = try await Self.listen(endpoint, Self.token("the phone, rotated"), revoked: [phone.base64URL])
-            let gone = await expectRuntimeError(.upgradeRejected) {
-                _ = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
-            }
-            #expect(gone?.httpStatus == 410)
-            await unlinked.close()
-            await squatting.close()
-            await channel.close()
-        }
-    }
-
     @Test("the phone is pushed the client payload's keys 1-3 only, re-encoded, whatever the desktop added")
     func pushCarriesCanonicalPayload() async throws {
         try await withRelay(Self.configuration) { _, endpoint in

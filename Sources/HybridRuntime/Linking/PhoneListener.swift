@@ -3,11 +3,14 @@ import HybridCore
 import Logging
 
 /// Keeps a linked phone reachable: holds its push channel (`/cable/listen/{contact ID}`, proven with
-/// its `ListenToken`) open on the relay, reconnecting with exponential backoff when it drops (a desktop's embedded relay lives
-/// only as long as that desktop run), and hands every push to a handler, one at a time.
+/// its `ListenToken`) open on the relay, reconnecting with exponential backoff when it drops (a
+/// desktop's embedded relay lives only as long as that desktop run), and hands every push to a
+/// handler, one at a time.
 ///
-/// Each (re)connection announces the revoked contact IDs (as their tokens), so even a freshly started relay answers
-/// 410 for them. A 410 on the listen request itself (the contact ID is revoked) ends the loop.
+/// Each (re)connection announces the revoked contact IDs (as their tokens), so even a freshly
+/// started relay answers 410 for them; once per run each is also sent to its own contact ID
+/// (`sendRevocations`), for a relay behind a proxy that routes by contact ID. A
+/// 410 on the listen request itself (the contact ID is revoked) ends the loop.
 public enum PhoneListener {
     /// Where and how to listen.
     public struct Configuration: Sendable {
@@ -91,6 +94,7 @@ public enum PhoneListener {
         if !revoked.isEmpty { options.extraHeaders.append((PushChannel.revokedHeader, revoked.joined(separator: ","))) }
         let url = configuration.relayURL + TunnelServicePath.listenPath(contactID: configuration.contactID)
         var answered = 0
+        var revocationsSent = false
         var backoff = configuration.initialBackoff
         while count.map({ answered < $0 }) ?? true {
             try Task.checkCancellation()
@@ -110,6 +114,10 @@ public enum PhoneListener {
             }
             backoff = configuration.initialBackoff
             events(.listening(relayURL: configuration.relayURL))
+            if !revocationsSent {
+                revocationsSent = true
+                await sendRevocations(configuration, within: min(.seconds(2), max(remaining(), .zero)), logger: logger)
+            }
             while count.map({ answered < $0 }) ?? true {
                 let message: [UInt8]
                 do {
@@ -153,5 +161,27 @@ public enum PhoneListener {
             await channel.close()
         }
         return answered
+    }
+
+    /// Sends each revocation to the relay instance of the revoked contact ID. The listen request
+    /// announces every revoked token, but behind a proxy that routes by contact ID
+    /// (`Scripts/relay-cluster`) it reaches only the current ID's instance. A listen request on the
+    /// revoked ID itself, proven with its token and naming it revoked, is routed to that ID's
+    /// instance, which records the revocation and answers 410. Sent once per run, after the push
+    /// channel first opened, each bounded by what is left of `within`; failures are ignored (the
+    /// listen request's header still tells a single relay).
+    static func sendRevocations(_ configuration: Configuration, within: Duration, logger: Logger) async {
+        let deadline = ContinuousClock.now + within
+        for token in configuration.revoked.suffix(PushChannel.maxRevoked) {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { return }
+            var options = WebSocketTunnel.Options()
+            options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL), (PushChannel.revokedHeader, token.base64URL)]
+            let url = configuration.relayURL + TunnelServicePath.listenPath(contactID: token.contactID)
+            // A relay that knows nothing of revocations would accept it: nothing to listen for there.
+            if let accepted = try? await WebSocketTunnel.open(url: url, timeout: left, options: options, logger: logger) {
+                await accepted.close()
+            }
+        }
     }
 }

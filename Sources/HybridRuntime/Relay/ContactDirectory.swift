@@ -66,20 +66,30 @@ final class ContactDirectory {
                 status: .badRequest,
                 reason: "\(PushChannel.revokedHeader) is malformed or lists more than \(PushChannel.maxRevoked) tokens"))
         }
-        if announced.contains(contactID) || revoked.contains(contactID) {
+        // Recorded even when this listen is refused: a phone sends a revocation to the instance of
+        // the revoked ID itself by listening on that ID and naming it revoked (`PhoneListener`).
+        recordRevoked(announced)
+        if revoked.contains(contactID) {
             return .reject(RelayRejection(status: .gone, reason: "contact ID revoked"))
         }
         guard listeners.count < registry.configuration.maxListeners || listeners[contactID] != nil else {
             return .reject(RelayRejection(status: .serviceUnavailable, reason: "too many listening phones"))
         }
-        for id in announced { revoked.insert(id) }
-        for id in announced { known.remove(id) }
         let headers = RelayRegistry.selectedSubprotocol
         return .listen(headers, contactID)
     }
 
+    /// Remembers `ids` as revoked (no longer known) and answers the contact requests waiting for them.
+    private func recordRevoked(_ ids: [[UInt8]]) {
+        for id in ids {
+            revoked.insert(id)
+            known.remove(id)
+            for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
+        }
+    }
+
     /// A listener's WebSocket is up: it replaces an older listener for the same ID, and contact
-    /// requests waiting for it (or for one of the IDs it revoked) are answered.
+    /// requests waiting for it are answered.
     func attach(_ handler: ListenerHandler, contactID: [UInt8]) {
         if let old = listeners[contactID], old !== handler {
             old.sendClose(code: .goingAway, reason: "replaced by a newer listener for the same contact ID")
@@ -87,9 +97,6 @@ final class ContactDirectory {
         listeners[contactID] = handler
         known.insert(contactID)
         registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
-        for id in Array(waiters.keys) where revoked.contains(id) {
-            for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
-        }
         for waiter in take(contactID) {
             // A desktop that left while it waited gets no tunnel, and its phone no push it could
             // only answer with a failed `/cable/connect` (404).

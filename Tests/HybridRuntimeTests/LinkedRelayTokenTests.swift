@@ -1,0 +1,110 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Testing
+
+/// The push channel's proof and revocations: only the holder of the listen token (whose SHA-256 is
+/// the contact ID) may listen or revoke; a revocation sent to the revoked ID itself holds on that
+/// relay (how it reaches the old ID's instance behind a proxy), and `PhoneListener` sends them.
+extension LinkedRelayTests {
+    @Test("holding a contact ID (as every linked desktop does) is not enough to listen in the phone's place: 403")
+    func listenNeedsTheToken() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let phone = Self.token("the phone"), desktop = Self.token("a linked desktop")
+            let channel = try await Self.listen(endpoint, phone)
+            // The desktop knows the phone's contact ID and presents its own (valid) token for it.
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.listen(endpoint, desktop, contactID: phone.contactID)
+            }
+            #expect(error?.httpStatus == 403)
+            #expect(error?.description.contains("the listen token is not this contact ID's") == true)
+            // The contact ID itself, presented as the token, is not one either.
+            let asToken = try #require(ListenToken(bytes: phone.contactID))
+            let again = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.listen(endpoint, asToken, contactID: phone.contactID)
+            }
+            #expect(again?.httpStatus == 403)
+            // The phone's channel was not replaced: the next contact reaches it.
+            let desktopTunnel = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
+            let push = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            #expect(push.routingID.count == 3)
+            await desktopTunnel.close()
+            await channel.close()
+        }
+    }
+
+    @Test("announcing a phone's contact ID as revoked without its token revokes nothing: the phone is still reached")
+    func revocationNeedsTheToken() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let phone = Self.token("the phone"), squatter = Self.token("a linked desktop")
+            let channel = try await Self.listen(endpoint, phone)
+            // The contact ID is 32 bytes, so it parses as a token: its hash is revoked, not the ID.
+            let squatting = try await Self.listen(endpoint, squatter, revoked: [Base64URL.encode(phone.contactID)])
+            let desktop = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
+            _ = try PushMessage(bytes: try await channel.receive(timeout: .seconds(5)))
+            await desktop.close()
+            // Announced with the token, it is revoked at once.
+            let unlinked = try await Self.listen(endpoint, Self.token("the phone, rotated"), revoked: [phone.base64URL])
+            let gone = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, phone.contactID, header: Self.payload().headerValue)
+            }
+            #expect(gone?.httpStatus == 410)
+            await unlinked.close()
+            await squatting.close()
+            await channel.close()
+        }
+    }
+
+    @Test("a listen on a revoked ID naming itself revoked (how a phone reaches the old ID's instance behind a proxy): 410, and the revocation holds, even for a contact already waiting")
+    func revocationSentToTheOldID() async throws {
+        var configuration = Self.configuration
+        configuration.contactWait = .seconds(8)  // an answer well before this proves it did not wait
+        try await withRelay(configuration) { relay, endpoint in
+            let old = Self.token("revoked elsewhere")
+            let first = try await Self.listen(endpoint, old)  // this instance knows the phone
+            await first.close()
+            #expect(await eventually { relay.statistics.openConnections == 0 })
+            let start = ContinuousClock.now
+            async let waiting: Int? = {
+                let error = await expectRuntimeError(.upgradeRejected) {
+                    _ = try await Self.contact(endpoint, old.contactID, header: Self.payload().headerValue)
+                }
+                return error?.httpStatus
+            }()
+            try await Task.sleep(for: .milliseconds(200))  // the contact waits for its phone
+            let refused = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.listen(endpoint, old, revoked: [old.base64URL])
+            }
+            #expect(refused?.httpStatus == 410)
+            #expect(await waiting == 410, "the waiting contact is answered 410, not 504 after the wait")
+            #expect(ContinuousClock.now - start < .seconds(4))
+            let later = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, old.contactID, header: Self.payload().headerValue)
+            }
+            #expect(later?.httpStatus == 410)
+            #expect(later?.description.contains("contact ID revoked") == true)
+        }
+    }
+
+    @Test("PhoneListener sends each revoked token to its own ID once per run, after its channel opened")
+    func listenerSendsRevocations() async throws {
+        try await withRelay(Self.configuration) { relay, endpoint in
+            let revoked = [Self.token("first revoked"), Self.token("second revoked")]
+            let configuration = PhoneListener.Configuration(
+                relayURL: endpoint.url, listenToken: Self.token("current"), revoked: revoked)
+            let listener = Task {
+                try await PhoneListener.run(configuration, count: nil, limit: .seconds(20)) { _ in .answered }
+            }
+            defer { listener.cancel() }
+            #expect(await eventually(timeout: .seconds(5)) { relay.statistics.rejectedRequests[410] == 2 }, "one 410 per revoked token")
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(relay.statistics.rejectedRequests[410] == 2, "sent once, not on every wait")
+            for token in revoked {
+                let gone = await expectRuntimeError(.upgradeRejected) {
+                    _ = try await Self.contact(endpoint, token.contactID, header: Self.payload().headerValue)
+                }
+                #expect(gone?.httpStatus == 410)
+            }
+        }
+    }
+}
