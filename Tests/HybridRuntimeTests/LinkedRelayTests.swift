@@ -97,12 +97,12 @@ struct LinkedRelayTests {
                     of: "Content-Length: 0\r\n", with: "X-caBLE-Client-Payload: \(Self.payload().headerValue)\r\n")
             let leaving = try await RawConnection.connect(port: endpoint.port)
             try await leaving.write(request)
-            try await Task.sleep(for: .milliseconds(100))  // the request is waiting for its phone
+            #expect(await eventually { relay.statistics.openConnections == 1 }, "the request is waiting for its phone")
             await leaving.close()
-            try await Task.sleep(for: .milliseconds(100))  // and the relay saw it go
+            #expect(await eventually { relay.statistics.openConnections == 0 }, "the relay saw it go")
             let channel = try await Self.listen(endpoint, token)
-            try await Task.sleep(for: .milliseconds(200))  // the phone's channel is attached
             #expect(relay.openTunnelCount == 0, "no tunnel for the desktop that left")
+            #expect(relay.statistics.rejectedRequests[410] == nil, "and no refusal counted for it")
             // Not 409 (phone busy): the next desktop gets its tunnel, and the first push the phone
             // gets is that desktop's (the one that left was never pushed: its join would be a 404).
             let next = Self.payload()

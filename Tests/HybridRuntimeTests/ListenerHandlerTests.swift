@@ -52,7 +52,7 @@ import Testing
         head.headers.add(name: HybridConstants.clientPayloadHeader, value: payload.headerValue)
 
         channel.isWritable = false
-        let decision = try registry.directory.decideContact(contactID: Self.contactID, head: head).wait()
+        let decision = try registry.directory.decideContact(contactID: Self.contactID, head: head, requester: EmbeddedChannel(loop: channel.embeddedEventLoop)).wait()
         guard case .reject(let rejection) = decision else {
             Issue.record("expected a refusal, got \(decision)")
             return

@@ -56,6 +56,17 @@ struct DesktopWebServerStreamTests {
         await server.stop()
     }
 
+    @Test("a wait for a page in a task cancelled at any moment returns, false, instead of hanging")
+    func cancelledWaitReturns() async {
+        let events = DesktopWebEvents()
+        for round in 0..<200 {
+            let waiting = Task { await events.waitForStream(timeout: .seconds(60)) }
+            if round % 2 == 1 { await Task.yield() }
+            waiting.cancel()
+            #expect(await waiting.value == false)
+        }
+    }
+
     @Test("a request not complete within the deadline ends its connection; a complete /events request streams past it")
     func requestDeadline() async throws {
         let events = DesktopWebEvents()

@@ -23,12 +23,7 @@ final class ContactDirectory {
         let id: Int
         let promise: EventLoopPromise<UpgradeDecision>
         let payload: [UInt8]
-        /// The desktop's connection; one that closed while waiting is not pushed to the phone.
-        let requester: (any Channel)?
         var timer: Scheduled<Void>?
-
-        /// Whether the desktop left while it waited.
-        var desktopLeft: Bool { requester.map { !$0.isActive } ?? false }
     }
 
     private unowned let registry: RelayRegistry
@@ -97,15 +92,7 @@ final class ContactDirectory {
         listeners[contactID] = handler
         known.insert(contactID)
         registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
-        for waiter in take(contactID) {
-            // A desktop that left while it waited gets no tunnel, and its phone no push it could
-            // only answer with a failed `/cable/connect` (404).
-            guard !waiter.desktopLeft else {
-                waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "the desktop left")))
-                continue
-            }
-            waiter.promise.succeed(route(contactID, payload: waiter.payload, to: handler))
-        }
+        for waiter in take(contactID) { waiter.promise.succeed(route(contactID, payload: waiter.payload, to: handler)) }
     }
 
     /// A listener went away.
@@ -131,7 +118,10 @@ final class ContactDirectory {
     // MARK: - /cable/contact
 
     /// The answer to a contact request, possibly after waiting for the phone to (re)connect.
-    func decideContact(contactID: [UInt8], head: HTTPRequestHead, requester: (any Channel)? = nil) -> EventLoopFuture<UpgradeDecision> {
+    /// `requester` is the desktop's connection: one that closes while its request waits is forgotten
+    /// at once (no tunnel is made for it and its phone gets no push it could only answer with a
+    /// `/cable/connect` that fails).
+    func decideContact(contactID: [UInt8], head: HTTPRequestHead, requester: any Channel) -> EventLoopFuture<UpgradeDecision> {
         let loop = registry.eventLoop
         let values = head.headers[HybridConstants.clientPayloadHeader]
         // The phone is pushed the payload re-encoded: keys 1-3 only, canonical, whatever the
@@ -153,7 +143,7 @@ final class ContactDirectory {
         let promise = loop.makePromise(of: UpgradeDecision.self)
         nextWaiterID += 1
         let id = nextWaiterID
-        var waiter = Waiter(id: id, promise: promise, payload: payload, requester: requester)
+        var waiter = Waiter(id: id, promise: promise, payload: payload)
         let wait = registry.configuration.contactWait
         waiter.timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [self] in
             guard let index = self.waiters[contactID]?.firstIndex(where: { $0.id == id }) else { return }
@@ -168,6 +158,13 @@ final class ContactDirectory {
             }
         }
         waiters[contactID, default: []].append(waiter)
+        requester.closeFuture.hop(to: loop).assumeIsolated().whenComplete { [self] _ in
+            guard let index = self.waiters[contactID]?.firstIndex(where: { $0.id == id }) else { return }
+            let gone = self.waiters[contactID]?.remove(at: index)
+            if self.waiters[contactID]?.isEmpty == true { self.waiters[contactID] = nil }
+            gone?.timer?.cancel()
+            gone?.promise.succeed(.reject(RelayRejection(status: .gone, reason: "the desktop left")))
+        }
         return promise.futureResult
     }
 

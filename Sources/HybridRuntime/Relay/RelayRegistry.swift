@@ -178,7 +178,7 @@ final class RelayRegistry {
     /// Validates an upgrade request and, when it is acceptable, claims the tunnel side it asks for;
     /// a contact request may wait (bounded) for its phone to listen. `requester` is the requesting
     /// connection (a contact whose desktop left while it waited is not pushed to the phone).
-    func decision(for head: HTTPRequestHead, requester: (any Channel)? = nil) -> EventLoopFuture<UpgradeDecision> {
+    func decision(for head: HTTPRequestHead, requester: any Channel) -> EventLoopFuture<UpgradeDecision> {
         // The target and the headers are read once for both the contact path and the others.
         let path = TunnelServicePath(parsing: head.uri)
         let listenID = path == nil ? TunnelServicePath.listenContactID(parsing: head.uri) : nil

@@ -142,7 +142,9 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// Answers with `rejection` (a HEAD request gets no body) and closes the connection once the
     /// answer is written, or after the close-handshake timeout if the client does not read it.
     private func refuse(_ rejection: RelayRejection, context: ChannelHandlerContext) {
-        guard !answered else { return }
+        // A client that left while its request was decided (a contact waiting for its phone) is
+        // not refused: there is nobody to answer, and nothing to count.
+        guard !answered, context.channel.isActive else { return }
         if case .rejected = connection.state {} else { connection.state = .rejected(rejection) }
         registry.recordRejected(rejection)
         var response = OverCapacityHandler.fixedResponse(

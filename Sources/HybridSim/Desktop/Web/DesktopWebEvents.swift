@@ -11,6 +11,8 @@ package final class DesktopWebEvents: Sendable {
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
         var opened = 0
         var openWaiters: [UUID: CheckedContinuation<Void, Never>] = [:]
+        /// Waits whose timeout (or cancellation) came before they had registered.
+        var expired: Set<UUID> = []
     }
 
     private let state = Mutex(State())
@@ -74,8 +76,8 @@ package final class DesktopWebEvents: Sendable {
         await wait(timeout: timeout, in: \.waiters) { $0.lines.count > count || $0.finished }
     }
 
-    /// Suspends until `ready` holds (checked now, then each time the waiters in `list` are resumed)
-    /// or `timeout` passed.
+    /// Suspends until `ready` holds (checked now, then each time the waiters in `list` are resumed),
+    /// `timeout` passed, or the task is cancelled.
     private func wait(
         timeout: Duration, in list: WritableKeyPath<State, [UUID: CheckedContinuation<Void, Never>]> & Sendable,
         until ready: @escaping @Sendable (State) -> Bool
@@ -85,7 +87,8 @@ package final class DesktopWebEvents: Sendable {
             group.addTask {
                 await withCheckedContinuation { continuation in
                     let now = self.state.withLock { state -> Bool in
-                        if ready(state) { return true }
+                        // The timeout may have run before this registers (at once, when cancelled).
+                        if ready(state) || state.expired.remove(id) != nil { return true }
                         state[keyPath: list][id] = continuation
                         return false
                     }
@@ -94,12 +97,17 @@ package final class DesktopWebEvents: Sendable {
             }
             group.addTask {
                 try? await Task.sleep(for: timeout)
-                let waiter = self.state.withLock { $0[keyPath: list].removeValue(forKey: id) }
+                let waiter = self.state.withLock { state in
+                    let waiter = state[keyPath: list].removeValue(forKey: id)
+                    if waiter == nil { state.expired.insert(id) }
+                    return waiter
+                }
                 waiter?.resume()
             }
             await group.next()
             group.cancelAll()
         }
+        state.withLock { _ = $0.expired.remove(id) }
     }
 
     /// Streams waiting for the next event (for tests).
