@@ -44,4 +44,19 @@ struct EndToEndDemoWebTests {
         #expect(html.contains("class=\"chapter\""))
         #expect(html.contains("class=\"credential\""))
     }
+
+    @Test("--web-wait with no page: the demo starts after the wait with a note, and runs to the end")
+    func webWaitWithoutAPage() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let demo = try lab.start(
+            "demo", ["demo", "--web", "--web-port", "0", "--web-wait", "1", "--web-linger", "0", "--home", lab.file("demo")])
+        #expect(try await demo.waitForExit(timeout: .seconds(90)) == 0, "\(demo.transcript)")
+        let lines = demo.standardError.lines
+        let waiting = try #require(lines.firstIndex { $0 == "web page: the demo starts when a page opens it (at most 1 s from now)" })
+        let note = try #require(lines.firstIndex { $0 == "web page: no page opened it within 1 s; the demo starts anyway" })
+        let story = try #require(lines.firstIndex { $0.contains("│") })
+        #expect(waiting < note && note < story, "\(lines)")
+        #expect(!lines.contains { $0.hasPrefix("web page: opened") })
+    }
 }
