@@ -102,11 +102,10 @@ struct HostileAttempt: Sendable {
         case .listenSquat:
             await withConnection { connection in
                 // A made-up phone with a valid token: the relay's listener cap is what it squats on.
-                let token = ListenToken(bytes: HostileWire.randomBytes(ListenToken.size)) ?? ListenToken()
-                await connection.write(Array(WebSocketUpgradeRequest.text(
-                    path: TunnelServicePath.listenPath(contactID: token.contactID),
-                    extra: ["\(PushChannel.listenTokenHeader): \(token.base64URL)"]).utf8))
-                let (bytes, end) = await connection.wait(timeout: answerTimeout) { HostileWire.headEnd($0) != nil }
+                let token = ListenToken()
+                let (bytes, end) = await upgrade(
+                    connection, path: TunnelServicePath.listenPath(contactID: token.contactID),
+                    extra: ["\(PushChannel.listenTokenHeader): \(token.base64URL)"])
                 guard HostileWire.status(bytes) == 101 else { return Self.outcome(bytes, end, upgraded: false) }
                 return await hold(connection, upgraded: true)
             }
@@ -238,8 +237,10 @@ struct HostileAttempt: Sendable {
     }
 
     /// Sends an upgrade request and waits for the response head.
-    private func upgrade(_ connection: HostileConnection, path: String) async -> (bytes: [UInt8], end: HostileConnection.End?) {
-        await connection.write(HostileWire.upgradeRequest(path: path))
+    private func upgrade(
+        _ connection: HostileConnection, path: String, extra: [String] = []
+    ) async -> (bytes: [UInt8], end: HostileConnection.End?) {
+        await connection.write(HostileWire.upgradeRequest(path: path, extra: extra))
         return await connection.wait(timeout: answerTimeout) { HostileWire.headEnd($0) != nil }
     }
 

@@ -7,9 +7,9 @@ import NIOHTTP1
 /// the routing ID, the relay's close frame), written out by hand: a real client cannot send most of
 /// them. RFC 6455 §5.2 framing.
 enum HostileWire {
-    /// A complete WebSocket upgrade request for `path`, offering `fido.cable`.
-    static func upgradeRequest(path: String) -> [UInt8] {
-        Array(WebSocketUpgradeRequest.text(path: path).utf8)
+    /// A complete WebSocket upgrade request for `path`, offering `fido.cable`, with `extra` header lines.
+    static func upgradeRequest(path: String, extra: [String] = []) -> [UInt8] {
+        Array(WebSocketUpgradeRequest.text(path: path, extra: extra).utf8)
     }
 
     /// `/cable/new/{random tunnel ID}`.
