@@ -29,4 +29,12 @@ struct ListenTokenTests {
         #expect(zeros.hasSuffix("A"))
         #expect(ListenToken(base64URL: zeros.dropLast() + "B") == nil)
     }
+
+    @Test("printing a token shows a prefix of its contact ID, never the secret")
+    func redactedDescription() throws {
+        let token = try #require(ListenToken(bytes: [UInt8](repeating: 0, count: 32)))
+        #expect("\(token)" == "ListenToken(contact ID 66687aad…)")
+        #expect(String(reflecting: token) == "\(token)")
+        #expect(!"\(token)".contains(token.base64URL) && !"\([token])".contains(Hex.encode(token.bytes)))
+    }
 }

@@ -111,7 +111,7 @@ import Testing
         try Data(onDisk.replacingOccurrences(of: identity.listenToken.base64URL, with: "AQ").utf8).write(to: URL(fileURLWithPath: path))
         #expect {
             _ = try PhoneLinkStore.load(path: path)
-        } throws: { "\($0)".contains("listenToken: a listen token is not 32 bytes of base64url") }
+        } throws: { "\($0)".contains("listenToken: a listen token is not 32 bytes of unpadded base64url") }
     }
 
     @Test("phone-link.json: two processes saving the same identity lose no pairing ID and no revocation")
@@ -160,7 +160,7 @@ import Testing
         #expect(captured.contains { $0.0 == "err" && $0.1.hasSuffix("nothing to revoke") })
     }
 
-    @Test("--unlink on a version-1 store: the note says the links made before end, then the new contact ID is revoked")
+    @Test("--unlink on a version-1 store: the note says the links made before end; the new contact ID, which no desktop holds, is not revoked")
     func unlinkUpgradesVersion1() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-unlink-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -175,11 +175,18 @@ import Testing
         #expect(status == 0)
         let errors = lines.filter { $0.0 == "err" }.map(\.1)
         #expect(errors.first == "note: \(path) was version 1, whose contact ID any linked desktop could listen on; it now has "
-            + "a secret listen token and a new contact ID, so desktops linked before must link again (by QR code)", "\(errors)")
-        #expect(lines.filter { $0.0 == "out" }.map(\.1) == [#"{"event":"unlinked","flow":"linked","revoked":1}"#])
+            + "a secret listen token and a new contact ID, so desktops linked before must link again (by QR code): "
+            + "the relay answers them 410, or 504 if it saw this phone listen under the old contact ID", "\(errors)")
+        #expect(errors.last == "nothing more to revoke: the links made under the old contact ID have ended with it")
+        #expect(lines.filter { $0.0 == "out" }.map(\.1) == [#"{"event":"unlinked","flow":"linked","revoked":0}"#])
         let identity = try #require(try PhoneLinkStore.load(path: path).identity)
-        #expect(identity.revokedTokens.count == 1, "the upgraded token, revoked; version 1's revoked IDs had no token to keep")
+        #expect(identity.revokedTokens.isEmpty, "version 1's revoked IDs had no token to keep, and the new token stays")
         #expect(identity.rootSecret == old.rootSecret)
+        // A second --unlink, on the version-2 store, revokes as usual.
+        let (again, second) = await Self.unlink(in: directory)
+        #expect(again == 0)
+        #expect(second.filter { $0.0 == "out" }.map(\.1) == [#"{"event":"unlinked","flow":"linked","revoked":1}"#])
+        #expect(try PhoneLinkStore.load(path: path).identity?.revokedTokens == [identity.listenToken])
     }
 
     /// Runs `phone --unlink --json` on the stores in `directory`: its status and both streams' lines.

@@ -10,7 +10,7 @@ import Crypto
 /// and never the token, can contact the phone but cannot listen in its place or revoke its links.
 /// On Android the same roles are played by the FCM registration: desktops hold it, but only Google's
 /// server can send to it and only the registered app receives.
-public struct ListenToken: Sendable, Hashable {
+public struct ListenToken: Sendable, Hashable, CustomStringConvertible, CustomDebugStringConvertible {
     /// The token's length in bytes.
     public static let size = 32
     /// The length of its unpadded base64url spelling.
@@ -41,4 +41,10 @@ public struct ListenToken: Sendable, Hashable {
 
     /// The contact ID desktops are given: SHA-256 of the token (32 bytes).
     public var contactID: [UInt8] { Array(SHA256.hash(data: bytes)) }
+
+    /// Names the token by its contact ID's first bytes; the secret is never printed (logs, errors).
+    public var description: String { "ListenToken(contact ID \(Hex.encode(contactID.prefix(4)))…)" }
+
+    /// As ``description``.
+    public var debugDescription: String { description }
 }

@@ -96,9 +96,9 @@ public struct PhoneLinkStore: Sendable {
         }
 
         private static func token(_ text: String, key: CodingKeys, in c: KeyedDecodingContainer<CodingKeys>) throws -> ListenToken {
-            guard let bytes = Base64URL.decode(text), let token = ListenToken(bytes: bytes) else {
+            guard let token = ListenToken(base64URL: text) else {
                 throw DecodingError.dataCorruptedError(
-                    forKey: key, in: c, debugDescription: "a listen token is not \(ListenToken.size) bytes of base64url")
+                    forKey: key, in: c, debugDescription: "a listen token is not \(ListenToken.size) bytes of unpadded base64url")
             }
             return token
         }
@@ -192,13 +192,14 @@ public struct PhoneLinkStore: Sendable {
     }
 
     /// The version the file had when ``load(path:)`` upgraded it (1), or `nil`.
-    public var upgradedFromVersion: Int?
+    public internal(set) var upgradedFromVersion: Int?
 
     /// Reads the store; a missing file has no identity. A version-1 file is upgraded on disk at once
     /// (under the store lock, so every phone process on the store gets the same new listen token) and
     /// ``upgradedFromVersion`` says so; its links end (``PhoneLinkStore``).
-    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`; `writeFailed` when the
-    ///   upgrade cannot be written); a file that cannot be read is not modified.
+    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`; for the upgrade,
+    ///   `locked` when the store lock cannot be had and `writeFailed` when the file cannot be
+    ///   written); a file that cannot be read is not modified. Only the upgrade takes the lock.
     public static func load(path: String) throws(StoreError) -> PhoneLinkStore {
         let store = try read(path: path)
         guard store.identity?.upgradedFromVersion != nil else { return store }
@@ -226,7 +227,7 @@ public struct PhoneLinkStore: Sendable {
     }
 
     /// Writes the identity atomically with mode 0600, under the store lock, merged with the file as it
-    /// is now: pairing IDs and revoked contact IDs handed out by another phone process on the same
+    /// is now: pairing IDs and revoked listen tokens recorded by another phone process on the same
     /// store are kept (union), and a contact ID revoked on either side stays revoked. A file holding a
     /// *different* identity (another process created one at the same moment) is not overwritten:
     /// ``StoreError`` `writeFailed` says so, and the links made with this process's identity must be

@@ -36,7 +36,8 @@ enum PhoneLinking {
         if let from = store.upgradedFromVersion {
             note(
                 "note: \(store.path) was version \(from), whose contact ID any linked desktop could listen on; it now has "
-                    + "a secret listen token and a new contact ID, so desktops linked before must link again (by QR code)")
+                    + "a secret listen token and a new contact ID, so desktops linked before must link again (by QR code): "
+                    + "the relay answers them 410, or 504 if it saw this phone listen under the old contact ID")
         }
         return store
     }

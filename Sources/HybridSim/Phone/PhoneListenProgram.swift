@@ -229,6 +229,15 @@ public enum PhoneListenProgram {
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         do {
             var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { output.standardError($0) }
+            if store.upgradedFromVersion != nil, store.identity != nil {
+                // The upgrade replaced the contact ID that desktops hold: revoking the new one,
+                // which no desktop has, would revoke nothing.
+                output.standardError("nothing more to revoke: the links made under the old contact ID have ended with it")
+                if phone.json {
+                    output.standardOutput(JSONLine(event: "unlinked", [("flow", .string("linked")), ("revoked", .int(0))]).text)
+                }
+                return 0
+            }
             guard var identity = store.identity else {
                 output.standardError("no link identity in \(PhoneLinkStore.path(besidePasskeyStore: passkeyPath)); nothing to revoke")
                 if phone.json {

@@ -13,7 +13,7 @@ import Foundation
 /// no longer the store. The sidecar is created once (mode 0600, never followed through a symlink) and
 /// left in place; it holds no data. Holders keep the lock only around re-read, merge and write (a few
 /// milliseconds), never for a whole ceremony; readers (`load`) do not take it, because every write is
-/// an atomic rename. The lock is released when the descriptor closes, so a crashed holder never
+/// an atomic rename (except `PhoneLinkStore.load`, which writes: it upgrades a version-1 file). The lock is released when the descriptor closes, so a crashed holder never
 /// leaves the store locked.
 enum StoreLock {
     /// How long a writer waits for another writer before giving up with ``StoreError/Code/locked``.
