@@ -107,4 +107,25 @@ extension LinkedRelayTests {
             }
         }
     }
+
+    @Test("a listener replaced by a newer one for the same contact ID stops with a clear error instead of taking it back")
+    func replacedListenerStops() async throws {
+        try await withRelay(Self.configuration) { relay, endpoint in
+            let configuration = PhoneListener.Configuration(relayURL: endpoint.url, listenToken: Self.token("listened twice"))
+            let first = Task { try await PhoneListener.run(configuration, count: nil, limit: .seconds(20)) { _ in .answered } }
+            #expect(await eventually { relay.statistics.openConnections == 1 }, "the first listener is on")
+            let second = Task { try await PhoneListener.run(configuration, count: nil, limit: .seconds(20)) { _ in .answered } }
+            defer { second.cancel() }
+            let ended: Result<Int, any Error> = await first.result
+            guard case .failure(let error as RuntimeError) = ended else {
+                Issue.record("the replaced listener did not stop with a RuntimeError: \(ended)")
+                return
+            }
+            #expect(error.code == .closed && error.closeCode == .goingAway)
+            #expect(error.reason.contains("another listener took over this contact ID"), "\(error)")
+            // The second one keeps the channel: a contact reaches it.
+            let desktop = try await Self.contact(endpoint, configuration.contactID, header: Self.payload().headerValue)
+            await desktop.close()
+        }
+    }
 }

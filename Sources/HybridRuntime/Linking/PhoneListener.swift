@@ -78,7 +78,8 @@ public enum PhoneListener {
     ///
     /// - Returns: the number of answered pushes.
     /// - Throws: ``RuntimeError`` `.timeout` when `limit` passes before `count` answers,
-    ///   `.upgradeRejected` (410) when the relay says the contact ID is revoked.
+    ///   `.upgradeRejected` (410) when the relay says the contact ID is revoked, `.closed` (1001)
+    ///   when a newer listener for the same contact ID replaced this one.
     @discardableResult
     public static func run(
         _ configuration: Configuration, count: Int?, limit: Duration?, start: ContinuousClock.Instant = .now,
@@ -131,6 +132,15 @@ public enum PhoneListener {
                     if remaining() > .zero { continue }
                     await channel.close()
                     throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero)
+                } catch let error as RuntimeError
+                    where error.closeCode == .goingAway && error.reason.hasSuffix(PushChannel.replacedReason)
+                {
+                    // Another listener holds this contact ID now (the same store listened twice):
+                    // taking it back would knock that one off in turn, over and over.
+                    throw RuntimeError(
+                        .closed,
+                        "another listener took over this contact ID on the relay (a second `phone --listen` on the same link store?); this one stops",
+                        closeCode: .goingAway)
                 } catch {
                     events(.unreachable(reason: "\(error)", retryIn: configuration.initialBackoff))
                     try await Task.sleep(for: configuration.initialBackoff)

@@ -87,7 +87,7 @@ final class ContactDirectory {
     /// requests waiting for it are answered.
     func attach(_ handler: ListenerHandler, contactID: [UInt8]) {
         if let old = listeners[contactID], old !== handler {
-            old.sendClose(code: .goingAway, reason: "replaced by a newer listener for the same contact ID")
+            old.sendClose(code: .goingAway, reason: PushChannel.replacedReason)
         }
         listeners[contactID] = handler
         known.insert(contactID)

@@ -106,6 +106,10 @@ public enum PushChannel {
     /// At most this many revoked tokens are announced (and kept by the phone).
     public static let maxRevoked = 64
 
+    /// The reason of the close (1001) a listener gets when a newer listener for the same contact ID
+    /// replaced it (a phone whose old connection half-died always gets back in).
+    public static let replacedReason = "replaced by a newer listener for the same contact ID"
+
     /// The listen token of a listen request, or `nil` unless the header is there once and is a token.
     static func listenToken(headerValues: [String]) -> ListenToken? {
         guard headerValues.count == 1 else { return nil }
