@@ -1,5 +1,5 @@
 import Foundation
-import HybridSim
+@testable import HybridSim
 import HybridTestSupport
 import Synchronization
 import Testing
@@ -56,23 +56,29 @@ struct DesktopWebServerStreamTests {
         await server.stop()
     }
 
-    @Test("waits for a page whose timeout or cancellation comes before they register return, false, instead of hanging")
-    func expiredWaitsReturn() async {
+    @Test("a wait whose timeout (or cancellation) ran before it registered resumes at once instead of waiting for a wake-up that already came")
+    func expiredBeforeRegistering() async {
         let events = DesktopWebEvents()
-        // A zero timeout, or a task cancelled at once, races the wait's registration: many at once
-        // on the cooperative pool lose that race one way and the other.
-        let returned = await withTaskGroup(of: Bool.self) { group in
-            for round in 0..<2000 {
-                group.addTask {
-                    if round % 2 == 0 { return await events.waitForStream(timeout: .zero) }
-                    let waiting = Task { await events.waitForStream(timeout: .seconds(60)) }
-                    waiting.cancel()
-                    return await waiting.value
-                }
+        for what in [DesktopWebEvents.Waiting.streams, .events] {
+            let id = UUID()
+            #expect(events.expire(id, for: what) == nil, "nothing registered yet: the timeout marks it expired")
+            await withCheckedContinuation { continuation in
+                let now = events.register(id, continuation, for: what)
+                #expect(now, "an expired wait does not register")
+                // Resume it either way, so that the test ends.
+                if now { continuation.resume() } else { events.expire(id, for: what)?.resume() }
             }
-            return await group.reduce(into: [Bool]()) { $0.append($1) }
+            // A wait that registered in time is the timeout's to resume.
+            let late = UUID()
+            await withCheckedContinuation { continuation in
+                #expect(!events.register(late, continuation, for: what))
+                events.expire(late, for: what)?.resume()
+            }
         }
-        #expect(returned.count == 2000 && !returned.contains(true))
+        // And through the public wait: cancelled at once, it returns false.
+        let waiting = Task { await events.waitForStream(timeout: .seconds(60)) }
+        waiting.cancel()
+        #expect(await waiting.value == false)
     }
 
     @Test("a request not complete within the deadline ends its connection; a complete /events request streams past it")

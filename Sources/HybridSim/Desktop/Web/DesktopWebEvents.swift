@@ -5,7 +5,7 @@ import Synchronization
 /// whole story so far, then each new event, until the last one (`result` or `error`). It also counts
 /// the streams that opened, so a program can say that a page is following and wait for one.
 package final class DesktopWebEvents: Sendable {
-    private struct State {
+    struct State {
         var lines: [String] = []
         var finished = false
         var waiters: [UUID: CheckedContinuation<Void, Never>] = [:]
@@ -40,7 +40,7 @@ package final class DesktopWebEvents: Sendable {
 
     /// Waits until a stream has opened, at most `timeout`; returns whether one did.
     package func waitForStream(timeout: Duration) async -> Bool {
-        await wait(timeout: timeout, in: \.openWaiters) { $0.opened > 0 }
+        await wait(timeout: timeout, for: .streams) { $0.opened > 0 }
         return streamsOpened > 0
     }
 
@@ -73,41 +73,62 @@ package final class DesktopWebEvents: Sendable {
 
     /// Waits until there are more than `count` lines or the stream ended (at most `timeout`).
     func waitForMore(than count: Int, timeout: Duration) async {
-        await wait(timeout: timeout, in: \.waiters) { $0.lines.count > count || $0.finished }
+        await wait(timeout: timeout, for: .events) { $0.lines.count > count || $0.finished }
     }
 
-    /// Suspends until `ready` holds (checked now, then each time the waiters in `list` are resumed),
-    /// `timeout` passed, or the task is cancelled.
-    private func wait(
-        timeout: Duration, in list: WritableKeyPath<State, [UUID: CheckedContinuation<Void, Never>]> & Sendable,
-        until ready: @escaping @Sendable (State) -> Bool
-    ) async {
+    /// What a wait is for: the next event, or the first stream.
+    enum Waiting: Sendable {
+        case events, streams
+
+        fileprivate var list: WritableKeyPath<State, [UUID: CheckedContinuation<Void, Never>]> & Sendable {
+            switch self {
+            case .events: \.waiters
+            case .streams: \.openWaiters
+            }
+        }
+    }
+
+    /// Suspends until `ready` holds (checked now, then each time the waiters for `what` are
+    /// resumed), `timeout` passed, or the task is cancelled.
+    private func wait(timeout: Duration, for what: Waiting, until ready: @escaping @Sendable (State) -> Bool) async {
         let id = UUID()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
                 await withCheckedContinuation { continuation in
-                    let now = self.state.withLock { state -> Bool in
-                        // The timeout may have run before this registers (at once, when cancelled).
-                        if ready(state) || state.expired.remove(id) != nil { return true }
-                        state[keyPath: list][id] = continuation
-                        return false
-                    }
-                    if now { continuation.resume() }
+                    if self.register(id, continuation, for: what, unless: ready) { continuation.resume() }
                 }
             }
             group.addTask {
                 try? await Task.sleep(for: timeout)
-                let waiter = self.state.withLock { state in
-                    let waiter = state[keyPath: list].removeValue(forKey: id)
-                    if waiter == nil { state.expired.insert(id) }
-                    return waiter
-                }
-                waiter?.resume()
+                self.expire(id, for: what)?.resume()
             }
             await group.next()
             group.cancelAll()
         }
         state.withLock { _ = $0.expired.remove(id) }
+    }
+
+    /// Registers wait `id` unless `ready` holds already or its timeout ran first (at once, when its
+    /// task was cancelled): then it returns `true` and the caller resumes at once.
+    func register(
+        _ id: UUID, _ continuation: CheckedContinuation<Void, Never>, for what: Waiting,
+        unless ready: (State) -> Bool = { _ in false }
+    ) -> Bool {
+        state.withLock { state in
+            if ready(state) || state.expired.remove(id) != nil { return true }
+            state[keyPath: what.list][id] = continuation
+            return false
+        }
+    }
+
+    /// Wait `id`'s timeout: removes and returns its continuation, or, when it has not registered
+    /// yet, marks it expired so that it does not.
+    func expire(_ id: UUID, for what: Waiting) -> CheckedContinuation<Void, Never>? {
+        state.withLock { state in
+            let waiter = state[keyPath: what.list].removeValue(forKey: id)
+            if waiter == nil { state.expired.insert(id) }
+            return waiter
+        }
     }
 
     /// Streams waiting for the next event (for tests).
