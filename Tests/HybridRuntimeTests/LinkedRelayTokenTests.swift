@@ -1,6 +1,8 @@
 import CTAP2
 import HybridCore
 import HybridRuntime
+import Logging
+import Synchronization
 import Testing
 
 /// The push channel's proof and revocations: only the holder of the listen token (whose SHA-256 is
@@ -71,7 +73,7 @@ extension LinkedRelayTests {
                 }
                 return error?.httpStatus
             }()
-            try await Task.sleep(for: .milliseconds(200))  // the contact waits for its phone
+            #expect(await eventually { relay.statistics.waitingContacts == 1 }, "the contact waits for its phone")
             let refused = await expectRuntimeError(.upgradeRejected) {
                 _ = try await Self.listen(endpoint, old, revoked: [old.base64URL])
             }
@@ -108,24 +110,40 @@ extension LinkedRelayTests {
         }
     }
 
-    @Test("a listener replaced by a newer one for the same contact ID stops with a clear error instead of taking it back")
+    @Test("a listener replaced by a newer one for the same contact ID stops (PhoneListener.Replaced) instead of taking it back")
     func replacedListenerStops() async throws {
         try await withRelay(Self.configuration) { relay, endpoint in
             let configuration = PhoneListener.Configuration(relayURL: endpoint.url, listenToken: Self.token("listened twice"))
-            let first = Task { try await PhoneListener.run(configuration, count: nil, limit: .seconds(20)) { _ in .answered } }
-            #expect(await eventually { relay.statistics.openConnections == 1 }, "the first listener is on")
+            let listening = Mutex(0)
+            let first = Task {
+                try await PhoneListener.run(
+                    configuration, count: nil, limit: .seconds(5),
+                    events: { if case .listening = $0 { listening.withLock { $0 += 1 } } }) { _ in .answered }
+            }
+            #expect(await eventually { listening.withLock { $0 } == 1 }, "the first listener is on")
             let second = Task { try await PhoneListener.run(configuration, count: nil, limit: .seconds(20)) { _ in .answered } }
             defer { second.cancel() }
             let ended: Result<Int, any Error> = await first.result
-            guard case .failure(let error as RuntimeError) = ended else {
-                Issue.record("the replaced listener did not stop with a RuntimeError: \(ended)")
+            guard case .failure(let error as PhoneListener.Replaced) = ended else {
+                Issue.record("the replaced listener did not stop with Replaced: \(ended)")
                 return
             }
-            #expect(error.code == .closed && error.closeCode == .goingAway)
-            #expect(error.reason.contains("another listener took over this contact ID"), "\(error)")
+            #expect(error.description.contains("another listener took over this contact ID"))
+            #expect(listening.withLock { $0 } == 1, "it never reconnected")
             // The second one keeps the channel: a contact reaches it.
             let desktop = try await Self.contact(endpoint, configuration.contactID, header: Self.payload().headerValue)
             await desktop.close()
+        }
+    }
+
+    @Test("sendRevocations: each token answered 410 is delivered; what got no answer is returned for the next try")
+    func revocationsNotDeliveredAreKept() async throws {
+        let tokens = [Self.token("newest"), Self.token("older")]
+        let closed = try await withRelay(Self.configuration) { _, endpoint in endpoint.url }  // nothing listens there now
+        #expect(await PhoneListener.sendRevocations(tokens, relayURL: closed, within: .seconds(2), logger: Logger(label: "t")) == tokens)
+        try await withRelay(Self.configuration) { relay, endpoint in
+            #expect(await PhoneListener.sendRevocations(tokens, relayURL: endpoint.url, within: .seconds(2), logger: Logger(label: "t")).isEmpty)
+            #expect(relay.statistics.rejectedRequests[410] == 2)
         }
     }
 }

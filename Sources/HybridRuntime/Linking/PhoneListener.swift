@@ -8,8 +8,8 @@ import Logging
 /// handler, one at a time.
 ///
 /// Each (re)connection announces the revoked contact IDs (as their tokens), so even a freshly
-/// started relay answers 410 for them; once per run each is also sent to its own contact ID
-/// (`sendRevocations`), for a relay behind a proxy that routes by contact ID. A
+/// started relay answers 410 for them; each is also sent to its own contact ID until a relay answered
+/// it (`sendRevocations`, beside the push channel), for a relay behind a proxy that routes by contact ID. A
 /// 410 on the listen request itself (the contact ID is revoked) ends the loop.
 public enum PhoneListener {
     /// Where and how to listen.
@@ -72,14 +72,28 @@ public enum PhoneListener {
         public var answered: Int
     }
 
+    /// Thrown by ``run(_:count:limit:start:logger:events:handle:)`` when the relay closed the push
+    /// channel because a newer listener for the same contact ID replaced it (1001,
+    /// ``PushChannel/replacedReason``): another process listens for this phone, and taking the ID
+    /// back would knock that one off in turn.
+    public struct Replaced: Error, Sendable, CustomStringConvertible {
+        /// Pushes answered before.
+        public var answered: Int
+
+        /// What happened, for people.
+        public var description: String {
+            "another listener took over this contact ID on the relay (a second `phone --listen` on the same link store?); this one stops"
+        }
+    }
+
     /// Listens until `count` pushes were answered (`nil`: until `limit` or cancellation). The limit
     /// runs from `start` (a caller that listens again, after a revoked contact ID, passes the first
     /// start, so the limit stays the one the user gave and the timeout says so).
     ///
     /// - Returns: the number of answered pushes.
     /// - Throws: ``RuntimeError`` `.timeout` when `limit` passes before `count` answers,
-    ///   `.upgradeRejected` (410) when the relay says the contact ID is revoked, `.closed` (1001)
-    ///   when a newer listener for the same contact ID replaced this one.
+    ///   `.upgradeRejected` (410) when the relay says the contact ID is revoked; ``Replaced`` when a
+    ///   newer listener for the same contact ID replaced this one.
     @discardableResult
     public static func run(
         _ configuration: Configuration, count: Int?, limit: Duration?, start: ContinuousClock.Instant = .now,
@@ -95,7 +109,11 @@ public enum PhoneListener {
         if !revoked.isEmpty { options.extraHeaders.append((PushChannel.revokedHeader, revoked.joined(separator: ","))) }
         let url = configuration.relayURL + TunnelServicePath.listenPath(contactID: configuration.contactID)
         var answered = 0
-        var revocationsSent = false
+        // Revocations still to send to their own contact IDs, newest first (see `sendRevocations`);
+        // what a run of it could not deliver is tried again after the next reconnection.
+        var unsent = Array(configuration.revoked.suffix(PushChannel.maxRevoked).reversed())
+        var sending: Task<[ListenToken], Never>?
+        defer { sending?.cancel() }
         var backoff = configuration.initialBackoff
         while count.map({ answered < $0 }) ?? true {
             try Task.checkCancellation()
@@ -115,9 +133,14 @@ public enum PhoneListener {
             }
             backoff = configuration.initialBackoff
             events(.listening(relayURL: configuration.relayURL))
-            if !revocationsSent {
-                revocationsSent = true
-                await sendRevocations(configuration, within: min(.seconds(2), max(remaining(), .zero)), logger: logger)
+            if let previous = sending {
+                unsent = await previous.value
+                sending = nil
+            }
+            if !unsent.isEmpty {
+                // Beside the push channel, so that pushes are answered meanwhile.
+                let tokens = unsent, relayURL = configuration.relayURL
+                sending = Task { await sendRevocations(tokens, relayURL: relayURL, within: .seconds(2), logger: logger) }
             }
             while count.map({ answered < $0 }) ?? true {
                 let message: [UInt8]
@@ -137,10 +160,7 @@ public enum PhoneListener {
                 {
                     // Another listener holds this contact ID now (the same store listened twice):
                     // taking it back would knock that one off in turn, over and over.
-                    throw RuntimeError(
-                        .closed,
-                        "another listener took over this contact ID on the relay (a second `phone --listen` on the same link store?); this one stops",
-                        closeCode: .goingAway)
+                    throw Replaced(answered: answered)
                 } catch {
                     events(.unreachable(reason: "\(error)", retryIn: configuration.initialBackoff))
                     try await Task.sleep(for: configuration.initialBackoff)
@@ -177,21 +197,30 @@ public enum PhoneListener {
     /// announces every revoked token, but behind a proxy that routes by contact ID
     /// (`Scripts/relay-cluster`) it reaches only the current ID's instance. A listen request on the
     /// revoked ID itself, proven with its token and naming it revoked, is routed to that ID's
-    /// instance, which records the revocation and answers 410. Sent once per run, after the push
-    /// channel first opened, each bounded by what is left of `within`; failures are ignored (the
-    /// listen request's header still tells a single relay).
-    static func sendRevocations(_ configuration: Configuration, within: Duration, logger: Logger) async {
+    /// instance, which records the revocation and answers 410. `tokens` go in order (newest first),
+    /// each open bounded by 1 s and all by `within`, until cancelled.
+    ///
+    /// - Returns: the tokens not delivered: no answer, or one other than 410 (or 101, from a relay
+    ///   that takes such a listen and so knows nothing of revocations: there is nothing to retry).
+    package static func sendRevocations(_ tokens: [ListenToken], relayURL: String, within: Duration, logger: Logger) async -> [ListenToken] {
         let deadline = ContinuousClock.now + within
-        for token in configuration.revoked.suffix(PushChannel.maxRevoked) {
+        var unsent: [ListenToken] = []
+        for (index, token) in tokens.enumerated() {
             let left = deadline - ContinuousClock.now
-            guard left > .zero else { return }
+            guard left > .zero, !Task.isCancelled else { return unsent + tokens[index...] }
             var options = WebSocketTunnel.Options()
             options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL), (PushChannel.revokedHeader, token.base64URL)]
-            let url = configuration.relayURL + TunnelServicePath.listenPath(contactID: token.contactID)
-            // A relay that knows nothing of revocations would accept it: nothing to listen for there.
-            if let accepted = try? await WebSocketTunnel.open(url: url, timeout: left, options: options, logger: logger) {
+            let url = relayURL + TunnelServicePath.listenPath(contactID: token.contactID)
+            do {
+                // A relay that does not know revocations takes the listen: nothing to listen for there.
+                let accepted = try await WebSocketTunnel.open(url: url, timeout: min(left, .seconds(1)), options: options, logger: logger)
                 await accepted.close()
+            } catch let error as RuntimeError where error.code == .upgradeRejected && error.httpStatus == 410 {
+                continue
+            } catch {
+                unsent.append(token)
             }
         }
+        return unsent
     }
 }

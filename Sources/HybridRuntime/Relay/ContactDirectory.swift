@@ -11,8 +11,8 @@ import NIOWebSocket
 ///
 /// Answers to `/cable/contact/…` (Docs/LINKING.md):
 /// - 400: `X-caBLE-Client-Payload` missing or not the CBOR map `{1: pairing ID, 2: nonce, 3: "ga"|"mc"}`;
-/// - 410: a listening phone announced the ID as revoked, or no phone announced it within
-///   ``RelayConfiguration/contactWait`` ("unknown");
+/// - 410: the phone revoked the ID (announced on a listen request, even one refused, or by refusing
+///   a push), or no phone announced it within ``RelayConfiguration/contactWait`` ("unknown");
 /// - 409: the phone is already in a contact transaction with another desktop;
 /// - 504: the phone announced the ID on this relay but is not listening now, and did not come back
 ///   within ``RelayConfiguration/contactWait``;
@@ -23,6 +23,8 @@ final class ContactDirectory {
         let id: Int
         let promise: EventLoopPromise<UpgradeDecision>
         let payload: [UInt8]
+        /// The desktop's connection.
+        let requester: any Channel
         var timer: Scheduled<Void>?
     }
 
@@ -30,7 +32,12 @@ final class ContactDirectory {
     private var listeners: [[UInt8]: ListenerHandler] = [:]
     private var known = RecentIDs(capacity: ContactDirectory.maxRemembered)
     private var revoked = RecentIDs(capacity: ContactDirectory.maxRemembered)
-    private var waiters: [[UInt8]: [Waiter]] = [:]
+    private var waiters: [[UInt8]: [Waiter]] = [:] {
+        didSet {
+            let count = waiters.values.reduce(0) { $0 + $1.count }
+            registry.statistics.update { $0.waitingContacts = count }
+        }
+    }
     private var nextWaiterID = 0
     /// The tunnel of each contact in progress, by contact ID (one desktop at a time per phone).
     private var active: [[UInt8]: RelayTunnel] = [:]
@@ -45,7 +52,8 @@ final class ContactDirectory {
 
     // MARK: - /cable/listen
 
-    /// Validates a listen request; on success the caller upgrades and calls ``attach(_:contactID:revoked:)``.
+    /// Validates a listen request; on success the caller upgrades and calls ``attach(_:contactID:)``.
+    /// The revocations it announces are recorded even when it is refused.
     func decideListen(contactID: [UInt8], head: HTTPRequestHead) -> UpgradeDecision {
         guard let token = PushChannel.listenToken(headerValues: head.headers[PushChannel.listenTokenHeader]) else {
             return .reject(RelayRejection(
@@ -92,7 +100,12 @@ final class ContactDirectory {
         listeners[contactID] = handler
         known.insert(contactID)
         registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
-        for waiter in take(contactID) { waiter.promise.succeed(route(contactID, payload: waiter.payload, to: handler)) }
+        for waiter in take(contactID) {
+            // NIO marks a closing channel inactive a loop turn before its close future completes:
+            // a desktop that left in that gap must not get a tunnel (nor its phone a push).
+            waiter.promise.succeed(
+                waiter.requester.isActive ? route(contactID, payload: waiter.payload, to: handler) : Self.desktopLeft)
+        }
     }
 
     /// A listener went away.
@@ -143,12 +156,10 @@ final class ContactDirectory {
         let promise = loop.makePromise(of: UpgradeDecision.self)
         nextWaiterID += 1
         let id = nextWaiterID
-        var waiter = Waiter(id: id, promise: promise, payload: payload)
+        var waiter = Waiter(id: id, promise: promise, payload: payload, requester: requester)
         let wait = registry.configuration.contactWait
         waiter.timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [self] in
-            guard let index = self.waiters[contactID]?.firstIndex(where: { $0.id == id }) else { return }
-            self.waiters[contactID]?.remove(at: index)
-            if self.waiters[contactID]?.isEmpty == true { self.waiters[contactID] = nil }
+            guard self.removeWaiter(id, of: contactID) != nil else { return }
             if self.known.contains(contactID) {
                 promise.succeed(.reject(RelayRejection(
                     status: .gatewayTimeout,
@@ -158,14 +169,24 @@ final class ContactDirectory {
             }
         }
         waiters[contactID, default: []].append(waiter)
+        // A desktop that leaves is forgotten at once, so a gone one holds nothing for the whole wait.
         requester.closeFuture.hop(to: loop).assumeIsolated().whenComplete { [self] _ in
-            guard let index = self.waiters[contactID]?.firstIndex(where: { $0.id == id }) else { return }
-            let gone = self.waiters[contactID]?.remove(at: index)
-            if self.waiters[contactID]?.isEmpty == true { self.waiters[contactID] = nil }
-            gone?.timer?.cancel()
-            gone?.promise.succeed(.reject(RelayRejection(status: .gone, reason: "the desktop left")))
+            guard let gone = self.removeWaiter(id, of: contactID) else { return }
+            gone.timer?.cancel()
+            gone.promise.succeed(Self.desktopLeft)
         }
         return promise.futureResult
+    }
+
+    /// The answer to a contact whose desktop left (nobody reads it).
+    private static let desktopLeft = UpgradeDecision.reject(RelayRejection(status: .gone, reason: "the desktop left"))
+
+    /// Removes one waiting contact request, if it is still waiting.
+    private func removeWaiter(_ id: Int, of contactID: [UInt8]) -> Waiter? {
+        guard let index = waiters[contactID]?.firstIndex(where: { $0.id == id }) else { return nil }
+        let waiter = waiters[contactID]?.remove(at: index)
+        if waiters[contactID]?.isEmpty == true { waiters[contactID] = nil }
+        return waiter
     }
 
     /// Opens a tunnel for the desktop (creator side) and pushes its IDs to the phone.

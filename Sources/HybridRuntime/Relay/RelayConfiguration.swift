@@ -150,6 +150,8 @@ public struct RelayStatistics: Sendable, Hashable {
     public var bytesRelayed = 0
     /// Messages that had to wait for the peer to join, since start.
     public var messagesBuffered = 0
+    /// `/cable/contact` requests waiting for their linked phone to listen.
+    public var waitingContacts = 0
     /// Refused requests by HTTP status (400, 404, 409, 410, 503, …).
     public var rejectedRequests: [Int: Int] = [:]
     /// Closed tunnels by the close code the relay sent to the peers.

@@ -110,6 +110,8 @@ public enum PhoneListenProgram {
                         return verdict
                     })
                 break
+            } catch let replaced as PhoneListener.Replaced {
+                throw ProgramFailure(.failed, replaced.description)
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
                 guard let reloaded = try PhoneLinkStore.load(path: linkStorePath).identity, reloaded.contactID != contactID
