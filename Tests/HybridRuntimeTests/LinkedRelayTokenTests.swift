@@ -79,6 +79,8 @@ extension LinkedRelayTests {
             }
             #expect(refused?.httpStatus == 410)
             #expect(await waiting == 410, "the waiting contact is answered 410, not 504 after the wait")
+            #expect(relay.statistics.revocationsReceived == 1, "the phone's listen was a receipt")
+            #expect(relay.statistics.rejectedRequests[410] == 1, "the desktop's 410 is a refusal")
             #expect(ContinuousClock.now - start < .seconds(4))
             let later = await expectRuntimeError(.upgradeRejected) {
                 _ = try await Self.contact(endpoint, old.contactID, header: Self.payload().headerValue)
@@ -98,9 +100,10 @@ extension LinkedRelayTests {
                 try await PhoneListener.run(configuration, count: nil, limit: .seconds(20)) { _ in .answered }
             }
             defer { listener.cancel() }
-            #expect(await eventually(timeout: .seconds(5)) { relay.statistics.rejectedRequests[410] == 2 }, "one 410 per revoked token")
+            #expect(await eventually(timeout: .seconds(5)) { relay.statistics.revocationsReceived == 2 }, "one per revoked token")
             try await Task.sleep(for: .milliseconds(300))
-            #expect(relay.statistics.rejectedRequests[410] == 2, "sent once, not on every wait")
+            #expect(relay.statistics.revocationsReceived == 2, "sent once, not on every wait")
+            #expect(relay.statistics.rejectedRequests[410] == nil, "receipts, not refusals")
             for token in revoked {
                 let gone = await expectRuntimeError(.upgradeRejected) {
                     _ = try await Self.contact(endpoint, token.contactID, header: Self.payload().headerValue)
@@ -143,7 +146,7 @@ extension LinkedRelayTests {
         #expect(await PhoneListener.sendRevocations(tokens, relayURL: closed, within: .seconds(2), logger: Logger(label: "t")) == tokens)
         try await withRelay(Self.configuration) { relay, endpoint in
             #expect(await PhoneListener.sendRevocations(tokens, relayURL: endpoint.url, within: .seconds(2), logger: Logger(label: "t")).isEmpty)
-            #expect(relay.statistics.rejectedRequests[410] == 2)
+            #expect(relay.statistics.revocationsReceived == 2)
         }
     }
 }

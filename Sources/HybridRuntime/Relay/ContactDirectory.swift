@@ -73,7 +73,8 @@ final class ContactDirectory {
         // the revoked ID itself by listening on that ID and naming it revoked (`PhoneListener`).
         recordRevoked(announced)
         if revoked.contains(contactID) {
-            return .reject(RelayRejection(status: .gone, reason: "contact ID revoked"))
+            return .reject(RelayRejection(
+                status: .gone, reason: "contact ID revoked", isRevocationReceipt: announced.contains(contactID)))
         }
         guard listeners.count < registry.configuration.maxListeners || listeners[contactID] != nil else {
             return .reject(RelayRejection(status: .serviceUnavailable, reason: "too many listening phones"))

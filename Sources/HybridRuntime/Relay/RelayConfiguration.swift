@@ -152,6 +152,9 @@ public struct RelayStatistics: Sendable, Hashable {
     public var messagesBuffered = 0
     /// `/cable/contact` requests waiting for their linked phone to listen.
     public var waitingContacts = 0
+    /// Revocations a phone sent to the revoked contact ID itself (answered 410, not counted as
+    /// refused requests; Docs/LINKING.md).
+    public var revocationsReceived = 0
     /// Refused requests by HTTP status (400, 404, 409, 410, 503, …).
     public var rejectedRequests: [Int: Int] = [:]
     /// Closed tunnels by the close code the relay sent to the peers.

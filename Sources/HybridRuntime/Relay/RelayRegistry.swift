@@ -9,6 +9,10 @@ import Synchronization
 struct RelayRejection: Sendable {
     var status: HTTPResponseStatus
     var reason: String
+    /// The answer to a phone sending a revocation to the revoked contact ID itself (a listen that
+    /// names itself revoked): what it asked for was done, so it is counted as
+    /// ``RelayStatistics/revocationsReceived`` and logged at debug level, not as a refusal.
+    var isRevocationReceipt = false
 }
 
 /// What the relay does with a WebSocket upgrade request.
@@ -326,6 +330,11 @@ final class RelayRegistry {
 
     /// Counts one refused request.
     func recordRejected(_ rejection: RelayRejection) {
+        if rejection.isRevocationReceipt {
+            statistics.update { $0.revocationsReceived += 1 }
+            logger.debug("revocation recorded: \(rejection.status.code) \(rejection.reason)")
+            return
+        }
         statistics.update { $0.rejectedRequests[Int(rejection.status.code), default: 0] += 1 }
         logLimiter.info(logger, "refused request: \(rejection.status.code) \(rejection.reason)")
     }
