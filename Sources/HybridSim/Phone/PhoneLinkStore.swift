@@ -41,9 +41,6 @@ public struct PhoneLinkStore: Sendable {
         public var pairingIDs: [[UInt8]]
         /// Listen tokens revoked by `--unlink` (newest last, at most `PushChannel.maxRevoked`).
         public var revokedTokens: [ListenToken]
-        /// The store's version when it was read, when that was version 1 (upgraded in memory).
-        var upgradedFromVersion: Int? = nil
-
         enum CodingKeys: String, CodingKey {
             case version, rootSecret, identityKey, listenToken, name, pairingIDs = "pairingIds"
             case revokedTokens = "revokedListenTokens"
@@ -76,7 +73,6 @@ public struct PhoneLinkStore: Sendable {
                 listenToken = ListenToken()
                 pairingIDs = []
                 revokedTokens = []
-                upgradedFromVersion = 1
             } else {
                 listenToken = try Self.token(try c.decode(String.self, forKey: .listenToken), key: .listenToken, in: c)
                 pairingIDs = try c.decode([String].self, forKey: .pairingIDs).map { text in
@@ -123,22 +119,6 @@ public struct PhoneLinkStore: Sendable {
             self.name = name
             pairingIDs = []
             revokedTokens = []
-        }
-
-        /// Equal when the stored state is (how it was read does not count).
-        public static func == (a: Identity, b: Identity) -> Bool {
-            a.rootSecret == b.rootSecret && a.identityKey == b.identityKey && a.listenToken == b.listenToken
-                && a.name == b.name && a.pairingIDs == b.pairingIDs && a.revokedTokens == b.revokedTokens
-        }
-
-        /// Hashes the stored state.
-        public func hash(into hasher: inout Hasher) {
-            hasher.combine(rootSecret)
-            hasher.combine(identityKey)
-            hasher.combine(listenToken)
-            hasher.combine(name)
-            hasher.combine(pairingIDs)
-            hasher.combine(revokedTokens)
         }
 
         /// The identity key.
@@ -201,24 +181,36 @@ public struct PhoneLinkStore: Sendable {
     ///   `locked` when the store lock cannot be had and `writeFailed` when the file cannot be
     ///   written); a file that cannot be read is not modified. Only the upgrade takes the lock.
     public static func load(path: String) throws(StoreError) -> PhoneLinkStore {
-        let store = try read(path: path)
-        guard store.identity?.upgradedFromVersion != nil else { return store }
+        let (store, version) = try read(path: path)
+        guard version == 1 else { return store }
         return try StoreLock.withLock(path: path) { () throws(StoreError) -> PhoneLinkStore in
-            var current = try read(path: path)
+            var (current, version) = try read(path: path)
             // Another process may have upgraded it meanwhile: then its token stands.
-            guard let identity = current.identity, let from = identity.upgradedFromVersion else { return current }
+            guard version == 1, let identity = current.identity else { return current }
             try write(identity, to: path)
-            current.identity?.upgradedFromVersion = nil
-            current.upgradedFromVersion = from
+            current.upgradedFromVersion = version
             return current
         }
     }
 
-    /// Reads and decodes the file as it is (a version-1 identity upgraded in memory only).
-    private static func read(path: String) throws(StoreError) -> PhoneLinkStore {
-        guard let bytes = try AtomicFile.read(path: path) else { return PhoneLinkStore(path: path) }
+    /// The file's identity and the version it was written in.
+    private struct StoredIdentity: Decodable {
+        let version: Int
+        let identity: Identity
+
+        init(from decoder: any Decoder) throws {
+            version = try decoder.container(keyedBy: Identity.CodingKeys.self).decode(Int.self, forKey: .version)
+            identity = try Identity(from: decoder)
+        }
+    }
+
+    /// Reads and decodes the file as it is (a version-1 identity upgraded in memory only), with the
+    /// version it was written in (`nil`: no file).
+    private static func read(path: String) throws(StoreError) -> (store: PhoneLinkStore, version: Int?) {
+        guard let bytes = try AtomicFile.read(path: path) else { return (PhoneLinkStore(path: path), nil) }
         do {
-            return PhoneLinkStore(path: path, identity: try JSONDecoder().decode(Identity.self, from: Data(bytes)))
+            let stored = try JSONDecoder().decode(StoredIdentity.self, from: Data(bytes))
+            return (PhoneLinkStore(path: path, identity: stored.identity), stored.version)
         } catch let error as DecodingError {
             throw StoreError(.invalidDocument, path: path, Self.describe(error))
         } catch {
@@ -236,7 +228,7 @@ public struct PhoneLinkStore: Sendable {
         guard let mine = identity else { return }
         try StoreLock.withLock(path: path) { () throws(StoreError) -> Void in
             var merged = mine
-            if let disk = try Self.read(path: path).identity, disk != mine {
+            if let disk = try Self.read(path: path).store.identity, disk != mine {
                 guard disk.rootSecret == mine.rootSecret, disk.identityKey == mine.identityKey else {
                     throw StoreError(
                         .writeFailed, path: path,

@@ -231,7 +231,7 @@ public enum PhoneListenProgram {
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         do {
             var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { output.standardError($0) }
-            if store.upgradedFromVersion != nil, store.identity != nil {
+            if store.upgradedFromVersion != nil {
                 // The upgrade replaced the contact ID that desktops hold: revoking the new one,
                 // which no desktop has, would revoke nothing.
                 output.standardError("nothing more to revoke: the links made under the old contact ID have ended with it")
