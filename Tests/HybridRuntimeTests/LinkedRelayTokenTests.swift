@@ -149,4 +149,47 @@ extension LinkedRelayTests {
             #expect(relay.statistics.revocationsReceived == 2)
         }
     }
+
+    @Test("PhoneListener retries a revocation the relay did not answer after its next reconnection, and stops once it got 410")
+    func listenerRetriesUndeliveredRevocations() async throws {
+        let current = Self.token("the phone, rotated"), revoked = Self.token("the phone")
+        let currentPath = TunnelServicePath.listenPath(contactID: current.contactID)
+        let revokedPath = TunnelServicePath.listenPath(contactID: revoked.contactID)
+        let revocationAnswers = Mutex<[Int]>([])
+        // The push channel is taken and dropped at once (so the listener keeps reconnecting); the
+        // revoked ID's first revocation gets a 503, every later one a 410.
+        let server = try await ScriptedHTTPServer.start(closeAfter: true) { head in
+            let target = head.split(separator: " ").dropFirst().first.map(String.init) ?? ""
+            if target == revokedPath {
+                let status = revocationAnswers.withLock { answers in
+                    answers.append(answers.isEmpty ? 503 : 410)
+                    return answers.last!
+                }
+                return Array("HTTP/1.1 \(status) Refused\r\nContent-Length: 0\r\n\r\n".utf8)
+            }
+            return Array(ScriptedHTTPServer.switching(head).utf8)
+        }
+        var configuration = PhoneListener.Configuration(
+            relayURL: "ws://127.0.0.1:\(server.port)", listenToken: current, revoked: [revoked])
+        configuration.initialBackoff = .milliseconds(20)
+        let listener = Task {
+            try await PhoneListener.run(configuration, count: nil, limit: .seconds(20)) { _ in .answered }
+        }
+        func listens() -> Int {
+            server.receivedRequests.filter { $0.hasPrefix("GET \(currentPath) ") }.count
+        }
+        // Enough reconnections for a third revocation if the delivered one were sent again.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while listens() < 6, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        listener.cancel()
+        _ = await listener.result
+        await server.stop()
+        #expect(listens() >= 6, "the listener did not keep reconnecting")
+        #expect(revocationAnswers.withLock { $0 } == [503, 410], "the 503'd revocation is sent again once, and not after its 410")
+        // Each revocation proves the revoked ID with its own token and names it revoked.
+        for head in server.receivedRequests where head.hasPrefix("GET \(revokedPath) ") {
+            #expect(ScriptedHTTPServer.header(PushChannel.listenTokenHeader, in: head) == revoked.base64URL)
+            #expect(ScriptedHTTPServer.header(PushChannel.revokedHeader, in: head) == revoked.base64URL)
+        }
+    }
 }
