@@ -139,6 +139,33 @@ extension LinkedRelayTests {
         }
     }
 
+    @Test("a listener whose token the phone revoked meanwhile (isCurrent false) closes its channel and throws ContactRevoked while idle")
+    func listenerNoticesItsRevokedToken() async throws {
+        try await withRelay(Self.configuration) { relay, endpoint in
+            let current = Mutex(true)
+            let listening = Mutex(0)
+            var configuration = PhoneListener.Configuration(relayURL: endpoint.url, listenToken: Self.token("rotated away"))
+            configuration.isCurrent = { current.withLock { $0 } }
+            let listener = Task {
+                try await PhoneListener.run(
+                    configuration, count: nil, limit: .seconds(20),
+                    events: { if case .listening = $0 { listening.withLock { $0 += 1 } } }) { _ in .answered }
+            }
+            defer { listener.cancel() }
+            #expect(await eventually { listening.withLock { $0 } == 1 }, "the listener is on")
+            let revokedAt = ContinuousClock.now
+            current.withLock { $0 = false }
+            let ended: Result<Int, any Error> = await listener.result
+            guard case .failure(let error as PhoneListener.ContactRevoked) = ended else {
+                Issue.record("the listener did not stop with ContactRevoked: \(ended)")
+                return
+            }
+            #expect(error.answered == 0)
+            #expect(ContinuousClock.now - revokedAt < .seconds(2), "noticed within a wait slice, not at the time limit")
+            #expect(await eventually { relay.statistics.openConnections == 0 }, "its push channel was closed")
+        }
+    }
+
     @Test("sendRevocations: each token answered 410 is delivered; what got no answer is returned for the next try")
     func revocationsNotDeliveredAreKept() async throws {
         let tokens = [Self.token("newest"), Self.token("older")]

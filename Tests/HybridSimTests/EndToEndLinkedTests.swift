@@ -1,7 +1,9 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridRuntime
 import HybridSim
+import Synchronization
 import Testing
 
 /// Linked phones with the real binary, one process per role and a separate `hybrid-sim relay`: a QR
@@ -18,6 +20,23 @@ struct EndToEndLinkedTests {
         #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
         // Not "1.499 s": the limit, not what was left of it when the last round of listening began.
         #expect(FailureOutput.singleErrorLine(listener) == "error: listening for contact requests timed out after 1.5 s")
+    }
+
+    @Test("phone --listen on a relay it never reached ends at --listen-timeout saying so: exit 3, the address and the last error")
+    func listenNeverReached() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let relayURL = "ws://127.0.0.1:\(try EndToEndLab.closedPort())"
+        let listener = try lab.start("listener", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "1", "--json"])
+        #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
+        let events = try listener.standardOutput.lines.map(JSONEvents.parse)
+        #expect(events.map { $0["event"] as? String } == ["unreachable", "error"], "one unreachable event per outage: \(events)")
+        #expect((events.first?["reason"] as? String)?.contains("connection refused") == true, "\(events)")
+        let line = FailureOutput.singleErrorLine(listener)
+        #expect(line.hasPrefix("error: listening for contact requests timed out after 1 s, and the relay at \(relayURL) was never reached ("),
+                "\(line)")
+        #expect(listener.standardError.lines.contains { $0.hasPrefix("relay unreachable (") && $0.contains("retrying after 0.1 s") },
+                "\(listener.transcript)")
     }
 
     @Test("register with --link, three --linked sign-ins, --unlink, then 410 / exit 8 / link gone")
@@ -103,7 +122,8 @@ struct EndToEndLinkedTests {
         #expect(try await unheard.waitForExit(timeout: .seconds(30)) == 6, "\(unheard.transcript)")
         let unheardLine = FailureOutput.singleErrorLine(unheard)
         #expect(unheardLine.contains("is not listening on \(relayURL)"), "\(unheardLine)")
-        #expect(unheardLine.contains("`hybrid-sim phone --listen --relay \(relayURL)`") && unheardLine.hasSuffix("The link is kept."), "\(unheardLine)")
+        #expect(unheardLine.contains("`hybrid-sim phone --listen --relay \(relayURL) --proximity udp://127.0.0.1:\(proximityPort)`")
+                    && unheardLine.hasSuffix("The link is kept."), "\(unheardLine)")
         #expect(try LinkStore.load(path: links).links.count == 1)
 
         // 3. Unlink; the listening phone announces the revoked ID; the desktop gets 410 and exits 8.
@@ -133,7 +153,7 @@ struct EndToEndLinkedTests {
         #expect(FailureOutput.singleErrorLine(none).contains("no linked phone in \(links)"))
     }
 
-    @Test("--unlink while the phone listens: the running listener refuses as revoked (exit 8, link gone) and listens on")
+    @Test("--unlink while the phone listens: the running listener moves to its new contact ID at once, the old link gets 410 (exit 8, link gone), and a link made again reaches it")
     func unlinkWhileListening() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
@@ -148,7 +168,7 @@ struct EndToEndLinkedTests {
         let proximityPort = try EndToEndLab.closedPort(udp: true)
         let listener = try lab.start(
             "listener",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "60"])
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "90"])
         defer { listener.terminate() }
         func linkedSignIn(_ name: String) throws -> ChildProcess {
             try lab.start(
@@ -157,30 +177,60 @@ struct EndToEndLinkedTests {
         let first = try linkedSignIn("linked-1")
         #expect(try await first.waitForExit(timeout: .seconds(40)) == 0, "\(first.transcript)\n\(listener.transcript)")
 
-        // Unlink while the listener runs (it still holds the old contact ID in memory).
+        // Unlink while the listener runs: it sees the new token in its store and listens under it,
+        // announcing the old one, without waiting for a desktop to contact the old ID.
         let unlink = try lab.start("unlink", ["phone", "--unlink"])
         #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
-        let refused = try linkedSignIn("linked-revoked")
-        #expect(try await refused.waitForExit(timeout: .seconds(40)) == 8, "\(refused.transcript)\n\(listener.transcript)")
-        #expect(FailureOutput.singleErrorLine(refused).contains("revoked this link (it refused the contact: contact ID revoked)"))
-        #expect(try LinkStore.load(path: links).links.isEmpty)
-        try await listener.waitForOutput("listening again", in: \.standardError) { lines in
-            lines.filter { $0.hasPrefix("push channel open") }.count >= 2
+        try await listener.waitForOutput("listening under the new contact ID", timeout: .seconds(10), in: \.standardError) { lines in
+            lines.contains("this phone's contact ID was revoked (phone --unlink); listening under the new one")
+                && lines.filter { $0.hasPrefix("push channel open") }.count >= 2
         }
+        let gone = try linkedSignIn("linked-revoked")
+        #expect(try await gone.waitForExit(timeout: .seconds(40)) == 8, "\(gone.transcript)\n\(listener.transcript)")
+        #expect(FailureOutput.singleErrorLine(gone).contains("revoked this link (the relay answered 410 Gone)"), "\(gone.transcript)")
+        #expect(try LinkStore.load(path: links).links.isEmpty)
         #expect(listener.isRunning, "the listener keeps listening under its new contact ID")
 
-        // The old link once more (restored from a copy): the relay now knows the ID is revoked: 410.
-        try linkBytes.write(to: URL(fileURLWithPath: links))
-        let gone = try linkedSignIn("linked-gone")
-        #expect(try await gone.waitForExit(timeout: .seconds(40)) == 8, "\(gone.transcript)")
-        #expect(FailureOutput.singleErrorLine(gone).contains("(the relay answered 410 Gone)"), "\(gone.transcript)")
-        #expect(try LinkStore.load(path: links).links.isEmpty)
+        // Linked again by QR code (a sign-in with --link): the same running listener answers the new link.
+        let relink = try await lab.startDesktop(["--request", "ga", "--link", "--relay", relayURL])
+        let scan = try lab.startPhone(for: relink, ["--qr", relink.url])
+        #expect(try await relink.process.waitForExit() == 0, "\(relink.process.transcript)\n\(scan.transcript)")
+        #expect(try await scan.waitForExit() == 0, "\(scan.transcript)")
+        let again = try linkedSignIn("linked-again")
+        #expect(try await again.waitForExit(timeout: .seconds(40)) == 0, "\(again.transcript)\n\(listener.transcript)")
+        #expect(try LinkStore.load(path: links).links.count == 1)
 
         // Ctrl-C, the listener's normal stop, still works after the transactions it answered.
         listener.signal(SIGINT)
         #expect(try await listener.waitForExit(timeout: .seconds(10)) == 0, "\(listener.transcript)")
         #expect(
-            listener.standardError.lines.last == "answered 1 contact request(s); stopped by SIGINT", "\(listener.transcript)")
+            listener.standardError.lines.last == "answered 2 contact request(s); stopped by SIGINT", "\(listener.transcript)")
+
+        // A push for a revoked ID that reaches a phone before it noticed the revocation is refused
+        // with the revoked mark: the relay closes the desktop's tunnel with 4410, which the desktop
+        // treats as a 410. A phone in this process plays that listener with the old link's token, on
+        // a relay that has not heard of the revocation (this one refuses the old ID at once).
+        try linkBytes.write(to: URL(fileURLWithPath: links))
+        let oldToken = try #require(try PhoneLinkStore.load(path: lab.file(PhoneLinkStore.fileName)).identity?.revokedTokens.last)
+        #expect(oldToken.contactID == (try LinkStore.load(path: links).links.first?.contactID))
+        let (_, freshRelayURL) = try await lab.startRelay()
+        let pushed = Mutex(false)
+        let refusing = Task {
+            try await PhoneListener.run(
+                PhoneListener.Configuration(relayURL: freshRelayURL, listenToken: oldToken), count: nil, limit: .seconds(40),
+                events: { if case .listening = $0 { pushed.withLock { $0 = true } } }
+            ) { _ in .revoked }
+        }
+        defer { refusing.cancel() }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !pushed.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+        let refused = try lab.start(
+            "linked-refused",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", freshRelayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await refused.waitForExit(timeout: .seconds(40)) == 8, "\(refused.transcript)")
+        #expect(FailureOutput.singleErrorLine(refused).contains("revoked this link (it refused the contact: contact ID revoked)"),
+                "\(refused.transcript)")
+        #expect(try LinkStore.load(path: links).links.isEmpty)
     }
 }
 

@@ -10,7 +10,8 @@ import Logging
 /// Each (re)connection announces the revoked contact IDs (as their tokens), so even a freshly
 /// started relay answers 410 for them; each is also sent to its own contact ID until a relay answered
 /// it (`sendRevocations`, beside the push channel), for a relay behind a proxy that routes by contact ID. A
-/// 410 on the listen request itself (the contact ID is revoked) ends the loop.
+/// 410 on the listen request itself (the contact ID is revoked) ends the loop, and so does a token the
+/// phone revoked while it listens (``Configuration/isCurrent``).
 public enum PhoneListener {
     /// Where and how to listen.
     public struct Configuration: Sendable {
@@ -26,6 +27,13 @@ public enum PhoneListener {
         public var maxBackoff: Duration = .seconds(1)
         /// Limit of one connection attempt. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
+        /// Whether ``listenToken`` is still the phone's, asked before each connection attempt and
+        /// each wait for a push (at least every 250 ms while the channel is idle; never while a
+        /// push is handled). `false`: the phone revoked it meanwhile (`phone --unlink` in another
+        /// process), so ``PhoneListener/run(_:count:limit:start:logger:events:handle:)`` closes its
+        /// channel and throws ``PhoneListener/ContactRevoked``, and the caller listens again under
+        /// the new token, announcing this one as revoked. `nil`: never asked.
+        public var isCurrent: (@Sendable () -> Bool)?
 
         /// Listen at `relayURL` for the contact ID of `listenToken`.
         public init(relayURL: String, listenToken: ListenToken, revoked: [ListenToken] = []) {
@@ -66,7 +74,8 @@ public enum PhoneListener {
         case revoked
     }
 
-    /// Thrown by ``run(_:count:limit:start:logger:events:handle:)`` after a ``Verdict/revoked`` push.
+    /// Thrown by ``run(_:count:limit:start:logger:events:handle:)`` after a ``Verdict/revoked`` push,
+    /// or when ``Configuration/isCurrent`` says the listen token was revoked.
     public struct ContactRevoked: Error, Sendable {
         /// Pushes answered before the revoked one.
         public var answered: Int
@@ -93,7 +102,8 @@ public enum PhoneListener {
     /// - Returns: the number of answered pushes.
     /// - Throws: ``RuntimeError`` `.timeout` when `limit` passes before `count` answers,
     ///   `.upgradeRejected` (410) when the relay says the contact ID is revoked; ``Replaced`` when a
-    ///   newer listener for the same contact ID replaced this one.
+    ///   newer listener for the same contact ID replaced this one; ``ContactRevoked`` after a
+    ///   ``Verdict/revoked`` push or when ``Configuration/isCurrent`` returns `false`.
     @discardableResult
     public static func run(
         _ configuration: Configuration, count: Int?, limit: Duration?, start: ContinuousClock.Instant = .now,
@@ -117,6 +127,7 @@ public enum PhoneListener {
         var backoff = configuration.initialBackoff
         while count.map({ answered < $0 }) ?? true {
             try Task.checkCancellation()
+            if configuration.isCurrent?() == false { throw ContactRevoked(answered: answered) }
             guard remaining() > .zero else { throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero) }
             let channel: WebSocketTunnel
             do {
@@ -143,6 +154,10 @@ public enum PhoneListener {
                 sending = Task { await sendRevocations(tokens, relayURL: relayURL, within: .seconds(2), logger: logger) }
             }
             while count.map({ answered < $0 }) ?? true {
+                if configuration.isCurrent?() == false {
+                    await channel.close()
+                    throw ContactRevoked(answered: answered)
+                }
                 let message: [UInt8]
                 do {
                     // Short slices, so cancelling the task stops the listener promptly.

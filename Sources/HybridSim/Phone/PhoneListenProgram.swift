@@ -69,10 +69,13 @@ public enum PhoneListenProgram {
         narrator.say("listening as \"\(identity.name)\" on \(relayURL) for contact requests (link store \(store.path))")
         let seen = SeenNonces()
         let reachable = Mutex(true)  // narrate an outage once, not every retry
+        // Why the relay could not be reached, until the push channel first opened (for the timeout).
+        let neverReached = Mutex<String?>("")
         let events: @Sendable (PhoneListener.Event) -> Void = { event in
             switch event {
             case .listening(let url):
                 reachable.withLock { $0 = true }
+                neverReached.withLock { $0 = nil }
                 narrator.say("push channel open on \(url)")
                 narrator.event("listening", [("relay", .string(url))])
             case .unreachable(let reason, let retry):
@@ -80,7 +83,12 @@ public enum PhoneListenProgram {
                     defer { wasReachable = false }
                     return wasReachable
                 }
-                if first { narrator.say("relay unreachable (\(reason)); retrying every \(retry)–1 s until it is back") }
+                neverReached.withLock { if $0 != nil { $0 = reason } }
+                if first {
+                    narrator.event("unreachable", [("reason", .string(reason))])
+                    narrator.say(
+                        "relay unreachable (\(reason)); retrying after \(retry.seconds), backing off to once a second, until it is back")
+                }
             case .pushed:
                 narrator.say("contact request from a linked desktop")
                 narrator.event("contact")
@@ -88,8 +96,9 @@ public enum PhoneListenProgram {
                 narrator.say("ignored a push: \(reason)")
             }
         }
-        // `phone --unlink` while this runs: the push for the old contact ID is refused as revoked,
-        // and listening starts again under the new contact ID (announcing the revoked one).
+        // `phone --unlink` while this runs: the listener notices the new token in the store
+        // (`ListenTokenWatch`; a push for the old contact ID that comes first is refused as
+        // revoked), and listening starts again under the new contact ID, announcing the revoked one.
         let start = ContinuousClock.now
         var current = identity
         var answered = 0
@@ -98,6 +107,8 @@ public enum PhoneListenProgram {
                 relayURL: relayURL, listenToken: current.listenToken, revoked: current.revokedTokens)
             listener.maxBackoff = .seconds(1)
             let contactID = current.contactID
+            let watch = ListenTokenWatch(path: linkStorePath, contactID: contactID)
+            listener.isCurrent = { watch.isCurrent() }
             do {
                 answered += try await PhoneListener.run(
                     listener, count: configuration.count.map { $0 - answered },
@@ -112,12 +123,19 @@ public enum PhoneListenProgram {
                 break
             } catch let replaced as PhoneListener.Replaced {
                 throw ProgramFailure(.failed, replaced.description)
+            } catch let error as RuntimeError where error.code == .timeout {
+                // A limit that passed without the relay ever answering is a wrong address or a relay
+                // that is down, not a quiet link: say so.
+                guard let reason = neverReached.withLock({ $0 }), !reason.isEmpty else { throw error }
+                throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) was never reached (\(reason))")
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
                 guard let reloaded = try PhoneLinkStore.load(path: linkStorePath).identity, reloaded.contactID != contactID
                 else {
                     throw ProgramFailure(.failed, "the contact ID was revoked but \(linkStorePath) has no new one")
                 }
+                narrator.say("this phone's contact ID was revoked (phone --unlink); listening under the new one")
+                narrator.event("contactRevoked")
                 current = reloaded
             }
         }
@@ -142,7 +160,7 @@ public enum PhoneListenProgram {
             return refuse("the phone's link store is unreadable")
         }
         guard identity.contactID == contactID else {
-            narrator.say("refused the contact request: its contact ID was revoked (--unlink); listening under the new one")
+            narrator.say("refused the contact request: its contact ID was revoked (--unlink)")
             narrator.event("refused", [("reason", .string("contact ID revoked"))])
             return .revoked
         }
@@ -258,7 +276,7 @@ public enum PhoneListenProgram {
             // from its push service that a registration is gone): say when, not "from now on".
             output.standardError(
                 "revoked the contact ID (\(store.path)): the relay learns it from this phone's --listen (a running "
-                    + "one refuses the next contact, which ends with 4410, and switches to a new contact ID; a new one "
+                    + "one switches to the new contact ID within a second and announces the old one; a new one "
                     + "announces it at once); from then on every desktop linked to this phone gets 410")
             if phone.json {
                 output.standardOutput(JSONLine(event: "unlinked", [("flow", .string("linked")),
