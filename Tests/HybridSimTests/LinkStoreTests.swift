@@ -14,31 +14,46 @@ import Testing
         return path
     }
 
-    @Test("links.json: upsert by name, round trip, --linked NAME / any selection with clear errors")
+    @Test("links.json: upsert as Chromium pairs (same phone replaces, another phone with a taken name gets \"NAME (1)\"), round trip, --linked NAME / any selection with clear errors")
     func links() throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = LinkStore.path(besideRPStore: dir + "/rp-credentials.json")
         #expect(path == dir + "/links.json")
-        func info(_ name: String, _ contact: UInt8) -> LinkingInfo {
+        let pixel = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
+        func info(_ name: String, _ contact: UInt8, key: [UInt8] = pixel) -> LinkingInfo {
             LinkingInfo(
                 contactID: [contact], pairingID: Array(1...8), linkSecret: Array(repeating: contact, count: 32),
-                authenticatorPublicKey: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation), name: name,
-                handshakeSignature: Array(repeating: 0, count: 32))
+                authenticatorPublicKey: key, name: name, handshakeSignature: Array(repeating: 0, count: 32))
         }
         var store = try LinkStore.load(path: path)
         #expect(store.links.isEmpty)
         #expect(throws: ProgramFailure.self) { try store.select("any") }
-        store.upsert(StoredLink(info("Pixel", 1), tunnelDomain: 0, linkedAt: 5))
-        store.upsert(StoredLink(info("Pixel", 2), tunnelDomain: 0, linkedAt: 6))
+        #expect(store.upsert(StoredLink(info("Pixel", 1), tunnelDomain: 0, linkedAt: 5)) == "Pixel")
+        // The same phone (public key) linked again, even under another name: it replaces its old link.
+        #expect(store.upsert(StoredLink(info("Pixel 8", 2), tunnelDomain: 0, linkedAt: 6)) == "Pixel 8")
+        #expect(store.links.map(\.contactID) == [[2]])
+        #expect(store.upsert(StoredLink(info("Pixel", 3), tunnelDomain: 0, linkedAt: 7)) == "Pixel")
         try store.save()
         let loaded = try LinkStore.load(path: path)
         #expect(loaded.links.count == 1)
-        #expect(loaded.links[0].contactID == [2])
+        #expect(loaded.links[0].contactID == [3])
         #expect(try loaded.select("any").name == "Pixel")
-        #expect(try loaded.select("Pixel").linkedAt == 6)
+        #expect(try loaded.select("Pixel").linkedAt == 7)
+        // Other phones with a taken name are kept beside it, each under a name of its own.
+        let other = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
+        let third = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
+        #expect(try LinkStore.upsert(StoredLink(info("Pixel", 4, key: other), tunnelDomain: 0, linkedAt: 8), path: path) == "Pixel (1)")
+        #expect(try LinkStore.upsert(StoredLink(info("Pixel", 5, key: third), tunnelDomain: 0, linkedAt: 9), path: path) == "Pixel (2)")
+        // The second phone again: its link is replaced, and its name is free again.
+        #expect(try LinkStore.upsert(StoredLink(info("Pixel", 6, key: other), tunnelDomain: 0, linkedAt: 10), path: path) == "Pixel (1)")
+        let three = try LinkStore.load(path: path)
+        #expect(three.links.map(\.name).sorted() == ["Pixel", "Pixel (1)", "Pixel (2)"])
+        #expect(try three.select("Pixel (1)").contactID == [6])
+        #expect(try three.select("Pixel (2)").publicKey == third)
+        #expect(throws: ProgramFailure.self) { try three.select("any") }
         do {
-            _ = try loaded.select("iPhone")
+            _ = try three.select("iPhone")
             Issue.record("an unknown name was selected")
         } catch {
             #expect(error.kind == .badInput)

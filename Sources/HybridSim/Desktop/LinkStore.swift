@@ -78,7 +78,10 @@ public struct StoredLink: Codable, Sendable, Hashable {
 
 /// The desktop's linked phones on disk: `{"version": 1, "links": [StoredLink, …]}`, by default
 /// `links.json` next to the relying-party store; same reading rules and atomic 0600 writes as the
-/// other stores (Docs/STORES.md). Names are unique: a new link from the same phone name replaces the old.
+/// other stores (Docs/STORES.md). As Chromium keeps its pairings: a new link from the same phone (the
+/// same public key, which the phone proved it holds in the handshake) replaces the old one, and a
+/// link from another phone whose name is taken is stored as "NAME (1)", "NAME (2)", …, so names
+/// stay unique and every link can be chosen with `--linked NAME`.
 public struct LinkStore: Sendable {
     /// The file name in the store directory.
     public static let fileName = "links.json"
@@ -111,15 +114,19 @@ public struct LinkStore: Sendable {
         _ = try StoreDocument<Kind>.save(links, path: path)
     }
 
-    /// Stores `link` under the store lock, replacing a link of the same name: one read-modify-write
-    /// of the file as it is now, so a concurrent run's links are kept.
-    public static func upsert(_ link: StoredLink, path: String) throws(StoreError) {
+    /// Stores `link` under the store lock (``upsert(_:)``): one read-modify-write of the file as it
+    /// is now, so a concurrent run's links are kept.
+    /// - Returns: the name the link was stored under.
+    @discardableResult
+    public static func upsert(_ link: StoredLink, path: String) throws(StoreError) -> String {
+        var stored = link.name
         _ = try StoreDocument<Kind>.update(path: path) { links throws(StoreError) -> Bool in
             var store = LinkStore(path: path, links: links)
-            store.upsert(link)
+            stored = store.upsert(link)
             links = store.links
             return true
         }
+        return stored
     }
 
     /// Removes the link named `name` if it still has `contactID` (another run may have replaced it
@@ -136,13 +143,21 @@ public struct LinkStore: Sendable {
         return removed
     }
 
-    /// Replaces the link with the same name, or appends it.
-    public mutating func upsert(_ link: StoredLink) {
-        if let index = links.firstIndex(where: { $0.name == link.name }) {
-            links[index] = link
-        } else {
-            links.append(link)
+    /// Appends `link`, first removing any link with its public key (the same phone linked again);
+    /// when another phone's link has its name, it is stored as the first free "NAME (1)",
+    /// "NAME (2)", … (Chromium's `AddPairing` and `FindUniqueName`).
+    /// - Returns: the name it was stored under.
+    @discardableResult
+    public mutating func upsert(_ link: StoredLink) -> String {
+        links.removeAll { $0.publicKey == link.publicKey }
+        var stored = link
+        var counter = 0
+        while links.contains(where: { $0.name == stored.name }) {
+            counter += 1
+            stored.name = "\(link.name) (\(counter))"
         }
+        links.append(stored)
+        return stored.name
     }
 
     /// `NAME`, or the only link for `any`.

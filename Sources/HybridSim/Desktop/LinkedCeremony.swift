@@ -15,14 +15,16 @@ extension Run {
             return
         }
         let path = configuration.linksPath ?? LinkStore.path(besideRPStore: rpStorePath)
+        let name: String
         do {
-            try LinkStore.upsert(
+            name = try LinkStore.upsert(
                 StoredLink(linking, tunnelDomain: 0, linkedAt: UInt64(Date().timeIntervalSince1970)), path: path)
         } catch {
             throw ProgramFailure(.failed, "verified, but cannot save the links file: \(error)")
         }
-        narrator.say("linked phone \"\(linking.name)\" (signature verified), saved in \(path); next time: --linked \"\(linking.name)\"")
-        narrator.event("linked", [("phone", .string(linking.name)), ("links", .string(path))])
+        let renamed = name == linking.name ? "" : " as \"\(name)\" (another linked phone has its name)"
+        narrator.say("linked phone \"\(linking.name)\"\(renamed) (signature verified), saved in \(path); next time: --linked \"\(name)\"")
+        narrator.event("linked", [("phone", .string(name)), ("links", .string(path))])
     }
 
     /// `--linked`: contacts the stored phone, runs NKpsk0 and the request, and verifies the answer.
