@@ -34,8 +34,11 @@ struct PhoneCommand: AsyncParsableCommand {
     )
     var scan: String?
 
-    @Option(help: ArgumentHelp("The relay the desktop uses.", valueName: "ws://host:port"))
-    var relay = ProgramDefaults.relayURL
+    @Option(
+        help: ArgumentHelp(
+            "The relay the desktop uses; with --unlink, the relay to tell of the revocation at once. (default: \(ProgramDefaults.relayURL); --unlink tells none)",
+            valueName: "ws://host:port"))
+    var relay: String?
 
     @Option(help: ArgumentHelp("The desktop's proximity scanner.", valueName: "udp://host:port"))
     var proximity = ProgramDefaults.proximityURL
@@ -127,6 +130,12 @@ struct PhoneCommand: AsyncParsableCommand {
             guard !(listen && unlink) else { throw ValidationError("--listen and --unlink cannot be combined") }
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
             if let listenTimeout, listenTimeout <= 0 { throw ValidationError("--listen-timeout must be more than 0") }
+            if unlink {
+                guard count == nil, listenTimeout == nil else { throw ValidationError("--count and --listen-timeout need --listen") }
+                guard account == nil, !deny else {
+                    throw ValidationError("--account and --deny answer requests; --unlink answers none")
+                }
+            }
             return
         }
         guard count == nil, listenTimeout == nil else { throw ValidationError("--count and --listen-timeout need --listen") }
@@ -150,7 +159,7 @@ struct PhoneCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = makeConfiguration()
         if unlink {
-            let status = await PhoneListenProgram.unlink(configuration, output: .standard)
+            let status = await PhoneListenProgram.unlink(configuration, tellingRelay: relay, output: .standard)
             if status != 0 { throw ExitCode(status) }
             return
         }
@@ -176,7 +185,7 @@ struct PhoneCommand: AsyncParsableCommand {
 
     private func makeConfiguration() -> PhoneConfiguration {
         var configuration = PhoneConfiguration(qr: scan.map { .file($0) } ?? .url(qr ?? (listen || unlink ? "-" : "")))
-        configuration.relayURL = relay
+        configuration.relayURL = relay ?? ProgramDefaults.relayURL
         configuration.proximityURL = proximity
         configuration.rssi = rssi
         configuration.storePath = store

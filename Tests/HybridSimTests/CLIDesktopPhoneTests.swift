@@ -102,6 +102,9 @@ struct CLIDesktopPhoneTests {
             (["bench", "--count", "-1"], "--count must be at least 1"),
             (["desktop", "--relay-port", "-1"], "--relay-port must be 0…65535"),
             (["phone", "--listen", "--listen-timeout", "-1"], "--listen-timeout must be more than 0"),
+            (["phone", "--unlink", "--count", "1"], "--count and --listen-timeout need --listen"),
+            (["phone", "--unlink", "--deny"], "--account and --deny answer requests; --unlink answers none"),
+            (["phone", "--unlink", "--account", "alice"], "--account and --deny answer requests; --unlink answers none"),
             (["relay", "--idle-timeout", "--port", "5"], "The value '--port' is invalid for '--idle-timeout <seconds>'"),
         ]
     )

@@ -153,16 +153,50 @@ struct EndToEndLinkedTests {
         #expect(FailureOutput.singleErrorLine(none).contains("no linked phone in \(links)"))
     }
 
+    @Test("--unlink --relay tells that relay at once: a phone that is not listening is unlinked there (410, exit 8), not kept (504); an unreachable relay is a note, exit 0")
+    func unlinkTellsTheRelay() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, links) = try await registerLinked(lab)
+        // The phone listens once, so this relay knows it (a contact while it is away: 504, link kept).
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        let listener = try lab.start(
+            "listener",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
+             "--listen-timeout", "60"])
+        let signIn = try lab.start(
+            "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 0, "\(signIn.transcript)\n\(listener.transcript)")
+        #expect(try await listener.waitForExit() == 0, "\(listener.transcript)")
+
+        // Unlinked while not listening, telling the relay.
+        let unlink = try lab.start("unlink", ["phone", "--unlink", "--relay", relayURL, "--json"])
+        #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
+        let event = try JSONEvents.parse(try #require(unlink.standardOutput.lines.last))
+        #expect(event["event"] as? String == "unlinked" && event["relayTold"] as? Bool == true, "\(unlink.transcript)")
+        #expect(unlink.standardError.lines.contains("told the relay at \(relayURL): it answers the old contact ID 410 from now on"))
+        let gone = try lab.start(
+            "linked-gone", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await gone.waitForExit(timeout: .seconds(30)) == 8, "\(gone.transcript)")
+        #expect(FailureOutput.singleErrorLine(gone).contains("revoked this link (the relay answered 410 Gone)"), "\(gone.transcript)")
+        #expect(try LinkStore.load(path: links).links.isEmpty)
+
+        // A relay that cannot be told: the revocation is saved all the same, and the phone says when the relay learns it.
+        let closed = "ws://127.0.0.1:\(try EndToEndLab.closedPort())"
+        let unreachable = try lab.start("unlink-unreachable", ["phone", "--unlink", "--relay", closed, "--json"])
+        #expect(try await unreachable.waitForExit() == 0, "\(unreachable.transcript)")
+        let missed = try JSONEvents.parse(try #require(unreachable.standardOutput.lines.last))
+        #expect(missed["relayTold"] as? Bool == false && missed["revoked"] as? Int == 2, "\(unreachable.transcript)")
+        #expect(unreachable.standardError.lines.contains {
+            $0.hasPrefix("could not tell the relay at \(closed) (") && $0.hasSuffix("it learns of the revocation from this phone's next --listen there")
+        }, "\(unreachable.transcript)")
+    }
+
     @Test("--unlink while the phone listens: the running listener moves to its new contact ID at once, the old link gets 410 (exit 8, link gone), and a link made again reaches it")
     func unlinkWhileListening() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let (_, relayURL) = try await lab.startRelay()
-        let links = lab.file("links.json")
-        let desktop = try await lab.startDesktop(["--request", "mc", "--link", "--relay", relayURL])
-        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
-        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
-        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        let (relayURL, links) = try await registerLinked(lab)
         let linkBytes = try Data(contentsOf: URL(fileURLWithPath: links))
 
         let proximityPort = try EndToEndLab.closedPort(udp: true)
@@ -232,6 +266,17 @@ struct EndToEndLinkedTests {
                 "\(refused.transcript)")
         #expect(try LinkStore.load(path: links).links.isEmpty)
     }
+}
+
+/// Starts a relay and registers alice by QR code with `--link` through it; returns the relay's URL
+/// and the desktop's links file.
+private func registerLinked(_ lab: EndToEndLab) async throws -> (relayURL: String, links: String) {
+    let (_, relayURL) = try await lab.startRelay()
+    let desktop = try await lab.startDesktop(["--request", "mc", "--link", "--relay", relayURL])
+    let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+    #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+    #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+    return (relayURL, lab.file("links.json"))
 }
 
 /// The permission bits of a file.

@@ -244,10 +244,16 @@ public enum PhoneListenProgram {
         }
     }
 
-    /// Runs `--unlink`: revokes the contact ID. Returns the exit status.
-    public static func unlink(_ phone: PhoneConfiguration, output: ProgramOutput = .standard) async -> Int32 {
+    /// Runs `--unlink`: revokes the contact ID and, with `tellingRelay` (`--relay`), tells that
+    /// relay at once, as a listening phone would (a listen on the revoked ID naming itself revoked,
+    /// within 3 s; a relay that cannot be told learns it at the phone's next `--listen`). Returns the
+    /// exit status (0 once the revocation is saved, whether or not the relay was reached).
+    public static func unlink(
+        _ phone: PhoneConfiguration, tellingRelay: String? = nil, output: ProgramOutput = .standard
+    ) async -> Int32 {
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         do {
+            if let tellingRelay { try ProgramChecks.relayURL(tellingRelay) }
             var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { output.standardError($0) }
             if store.upgradedFromVersion != nil {
                 // The upgrade replaced the contact ID that desktops hold: revoking the new one,
@@ -278,9 +284,20 @@ public enum PhoneListenProgram {
                 "revoked the contact ID (\(store.path)): the relay learns it from this phone's --listen (a running "
                     + "one switches to the new contact ID within a second and announces the old one; a new one "
                     + "announces it at once); from then on every desktop linked to this phone gets 410")
+            var members: [(String, JSONLine.Value)] = [("flow", .string("linked")), ("revoked", .int(identity.revokedContactIDs.count))]
+            if let tellingRelay, let revoked = identity.revokedTokens.last {
+                let relayURL = ProgramChecks.trimmedRelayURL(tellingRelay)
+                let missed = await PhoneListener.sendRevocations(
+                    [revoked], relayURL: relayURL, within: .seconds(3), logger: phone.logger)
+                members.append(("relayTold", .bool(missed.isEmpty)))
+                output.standardError(
+                    missed.isEmpty
+                        ? "told the relay at \(relayURL): it answers the old contact ID 410 from now on"
+                        : "could not tell the relay at \(relayURL) (unreachable, or no 410 within 3 s); it learns of the revocation "
+                            + "from this phone's next --listen there")
+            }
             if phone.json {
-                output.standardOutput(JSONLine(event: "unlinked", [("flow", .string("linked")),
-                                                                    ("revoked", .int(identity.revokedContactIDs.count))]).text)
+                output.standardOutput(JSONLine(event: "unlinked", members).text)
             }
             return 0
         } catch {
