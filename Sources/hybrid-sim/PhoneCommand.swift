@@ -81,7 +81,7 @@ struct PhoneCommand: AsyncParsableCommand {
 
     @Flag(
         help:
-            "Print one JSON event per line on stdout: qr, connected, advert, handshake, request, response, closedAfterResponse, then result or error; with --listen also listening, contact, refused and answered, and with --unlink unlinked, every one of these with \"flow\":\"linked\" (Docs/CLI.md). (default: off)"
+            "Print one JSON event per line on stdout: qr, connected, advert, handshake, request, response, closedAfterResponse, then result or error; with --listen also listening, unreachable, contactRevoked, contact, refused and answered, and with --unlink unlinked, every one of these with \"flow\":\"linked\" (Docs/CLI.md). (default: off)"
     )
     var json = false
 
