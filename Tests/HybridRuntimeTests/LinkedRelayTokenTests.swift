@@ -175,6 +175,14 @@ extension LinkedRelayTests {
             #expect(await PhoneListener.sendRevocations(tokens, relayURL: endpoint.url, within: .seconds(2), logger: Logger(label: "t")).isEmpty)
             #expect(relay.statistics.revocationsReceived == 2)
         }
+        // A relay that knows no revocations takes the listen (101): nothing to retry there, but not
+        // a relay that now answers 410 either (what `phone --unlink --relay` reports).
+        let taking = try await ScriptedHTTPServer.start(closeAfter: true) { Array(ScriptedHTTPServer.switching($0).utf8) }
+        let url = "ws://127.0.0.1:\(taking.port)"
+        #expect(await PhoneListener.sendRevocations(tokens, relayURL: url, within: .seconds(2), logger: Logger(label: "t")).isEmpty)
+        #expect(await PhoneListener.sendRevocations(
+            tokens, relayURL: url, within: .seconds(2), acceptedIsDelivered: false, logger: Logger(label: "t")) == tokens)
+        await taking.stop()
     }
 
     @Test("PhoneListener retries a revocation the relay did not answer after its next reconnection, and stops once it got 410")

@@ -52,12 +52,23 @@ import Testing
         #expect(try three.select("Pixel (1)").contactID == [6])
         #expect(try three.select("Pixel (2)").publicKey == third)
         #expect(throws: ProgramFailure.self) { try three.select("any") }
+        // save() merges by the same rules: a store read before those links were added neither
+        // duplicates the first phone (same key, new name) nor takes the second phone's name.
+        var stale = LinkStore(path: path)
+        stale.upsert(StoredLink(info("My Pixel", 7), tunnelDomain: 0, linkedAt: 11))
+        stale.upsert(StoredLink(info("Pixel (1)", 8, key: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)),
+                                tunnelDomain: 0, linkedAt: 12))
+        try stale.save()
+        let merged = try LinkStore.load(path: path)
+        #expect(merged.links.map(\.name).sorted() == ["My Pixel", "Pixel (1)", "Pixel (1) (1)", "Pixel (2)"])
+        #expect(merged.links.filter { $0.publicKey == pixel }.map(\.contactID) == [[7]])
+        #expect(try merged.select("Pixel (1)").publicKey == other)
         do {
-            _ = try three.select("iPhone")
+            _ = try merged.select("iPhone")
             Issue.record("an unknown name was selected")
         } catch {
             #expect(error.kind == .badInput)
-            #expect(error.message.contains("no linked phone named \"iPhone\"") && error.message.contains("\"Pixel\""))
+            #expect(error.message.contains("no linked phone named \"iPhone\"") && error.message.contains("\"My Pixel\""))
         }
         let mode = (try FileManager.default.attributesOfItem(atPath: path)[.posixPermissions] as? NSNumber)?.intValue
         #expect(mode == 0o600)

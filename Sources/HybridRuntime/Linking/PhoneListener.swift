@@ -216,8 +216,12 @@ public enum PhoneListener {
     /// each open bounded by 1 s and all by `within`, until cancelled.
     ///
     /// - Returns: the tokens not delivered: no answer, or one other than 410 (or 101, from a relay
-    ///   that takes such a listen and so knows nothing of revocations: there is nothing to retry).
-    package static func sendRevocations(_ tokens: [ListenToken], relayURL: String, within: Duration, logger: Logger) async -> [ListenToken] {
+    ///   that takes such a listen and so knows nothing of revocations: there is nothing to retry;
+    ///   with `acceptedIsDelivered` false such a token is returned too, for a caller that reports
+    ///   whether the relay now answers 410).
+    package static func sendRevocations(
+        _ tokens: [ListenToken], relayURL: String, within: Duration, acceptedIsDelivered: Bool = true, logger: Logger
+    ) async -> [ListenToken] {
         let deadline = ContinuousClock.now + within
         var unsent: [ListenToken] = []
         for (index, token) in tokens.enumerated() {
@@ -230,6 +234,7 @@ public enum PhoneListener {
                 // A relay that does not know revocations takes the listen: nothing to listen for there.
                 let accepted = try await WebSocketTunnel.open(url: url, timeout: min(left, .seconds(1)), options: options, logger: logger)
                 await accepted.close()
+                if !acceptedIsDelivered { unsent.append(token) }
             } catch let error as RuntimeError where error.code == .upgradeRejected && error.httpStatus == 410 {
                 continue
             } catch {

@@ -108,10 +108,18 @@ public struct LinkStore: Sendable {
         LinkStore(path: path, links: try StoreDocument<Kind>.load(path: path) ?? [])
     }
 
-    /// Writes atomically with mode 0600, merged under the store lock with what is on disk now (a link
-    /// only on disk is kept; a link in both is replaced by this one), as the other stores do.
+    /// Writes atomically with mode 0600, merged under the store lock with what is on disk now: a link
+    /// only on disk is kept, and each of these links is stored over it by ``upsert(_:)``'s rules (it
+    /// replaces the disk's link with its public key; a name another phone's link holds there gets a
+    /// counter), so saving never leaves two links for one phone.
     public func save() throws(StoreError) {
-        _ = try StoreDocument<Kind>.save(links, path: path)
+        let links = self.links
+        _ = try StoreDocument<Kind>.update(path: path) { disk throws(StoreError) -> Bool in
+            var merged = LinkStore(path: path, links: disk)
+            for link in links { merged.upsert(link) }
+            disk = merged.links
+            return true
+        }
     }
 
     /// Stores `link` under the store lock (``upsert(_:)``): one read-modify-write of the file as it
@@ -188,7 +196,8 @@ public struct LinkStore: Sendable {
         static let knownMembers: Set<String> = [
             "name", "contactId", "pairingId", "linkSecret", "publicKey", "tunnelDomain", "linkedAt",
         ]
-        /// The same phone linked again: the newer record wins.
+        /// Two records with one name (``save()`` and ``upsert(_:)`` never pass such a pair here; the
+        /// store kind needs an answer): the newer record wins.
         static func merged(mine: StoredLink, disk: StoredLink) -> StoredLink {
             mine.linkedAt >= disk.linkedAt ? mine : disk
         }

@@ -1,4 +1,8 @@
+#if canImport(Glibc)
 import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 import Synchronization
 
 /// Tells a running `phone --listen` that `phone --unlink`, run in another process, revoked the
@@ -26,7 +30,9 @@ final class ListenTokenWatch: Sendable {
     init(path: String, contactID: [UInt8]) {
         self.path = path
         self.contactID = contactID
-        self.state = Mutex((Self.stamp(path), true))
+        // No stamp yet: the first question reads the file, so an `--unlink` written between the
+        // listener's own read of the store and this watch's start is not missed.
+        self.state = Mutex((nil, true))
     }
 
     /// `false` once the store holds a different contact ID (it stays `false`).
@@ -43,8 +49,13 @@ final class ListenTokenWatch: Sendable {
     private static func stamp(_ path: String) -> Stamp? {
         var info = stat()
         guard stat(path, &info) == 0 else { return nil }
+        #if canImport(Darwin)
+        let modified = info.st_mtimespec
+        #else
+        let modified = info.st_mtim
+        #endif
         return Stamp(
-            inode: UInt64(info.st_ino), size: Int64(info.st_size), seconds: info.st_mtim.tv_sec,
-            nanoseconds: info.st_mtim.tv_nsec)
+            inode: UInt64(info.st_ino), size: Int64(info.st_size), seconds: Int(modified.tv_sec),
+            nanoseconds: Int(modified.tv_nsec))
     }
 }

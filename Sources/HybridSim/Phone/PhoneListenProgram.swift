@@ -288,12 +288,13 @@ public enum PhoneListenProgram {
             if let tellingRelay, let revoked = identity.revokedTokens.last {
                 let relayURL = ProgramChecks.trimmedRelayURL(tellingRelay)
                 let missed = await PhoneListener.sendRevocations(
-                    [revoked], relayURL: relayURL, within: .seconds(3), logger: phone.logger)
+                    [revoked], relayURL: relayURL, within: .seconds(3), acceptedIsDelivered: false, logger: phone.logger)
                 members.append(("relayTold", .bool(missed.isEmpty)))
                 output.standardError(
                     missed.isEmpty
                         ? "told the relay at \(relayURL): it answers the old contact ID 410 from now on"
-                        : "could not tell the relay at \(relayURL) (unreachable, or no 410 within 3 s); it learns of the revocation "
+                        : "could not tell the relay at \(relayURL) (unreachable, or no 410 within 3 s: a relay that "
+                            + "knows no revocations takes the listen instead); it learns of the revocation "
                             + "from this phone's next --listen there")
             }
             if phone.json {
