@@ -81,6 +81,12 @@ private struct Walk {
     var phoneCount = 0
     var expected: [Bool: UInt32] = [true: 0, false: 0]
     var decrypted = 0
+    /// Messages that authenticated, per direction (`true`: from the desktop).
+    var decryptedBy: [Bool: Int] = [true: 0, false: 0]
+    /// Messages that did not authenticate before any message in their direction did (indexes in
+    /// `messages`): altered in transit if a later one in that direction does, or else the sign
+    /// that this direction's logged key is not the session's (``finish()`` decides).
+    var unexplained: [Bool: [Int]] = [true: [], false: []]
     var lastCommand: UInt8?
     var shutdownSeen = false
     var responses = 0
@@ -166,18 +172,17 @@ private struct Walk {
             }
         }
         guard let (sequence, padded) = opened else {
-            if decrypted == 0 {
-                keyStatus = .mismatch
-                keyDetail = "the key log's entry for this session does not authenticate its first transport message: the keys don't match"
-                message.title = "encrypted transport message (the keys don't match)"
+            message.title = "encrypted transport message that does not authenticate"
+            if decryptedBy[isDesktop] == 0 {
+                unexplained[isDesktop, default: []].append(messages.count)  // this message's index once appended
             } else {
-                message.title = "encrypted transport message that does not authenticate"
-                message.anomalies.append("bad tag: does not authenticate with the logged key at sequence \(expectedSequence) (altered in transit)")
+                message.anomalies.append(Self.badTag(sequence: expectedSequence))
             }
             expected[isDesktop] = expectedSequence + 1
             return
         }
         decrypted += 1
+        decryptedBy[isDesktop, default: 0] += 1
         message.sequence = Int(sequence)
         if sequence > expectedSequence {
             message.anomalies.append("sequence gap: expected \(expectedSequence), this is \(sequence) (\(sequence - expectedSequence) message(s) missing)")
@@ -331,7 +336,41 @@ private struct Walk {
         }
     }
 
+    static func badTag(sequence: UInt32) -> String {
+        "bad tag: does not authenticate with the logged key at sequence \(sequence) (altered in transit)"
+    }
+
+    /// Judges the messages that did not authenticate before any other in their direction: where a
+    /// later message in the same direction authenticates with the same logged key, the key is right
+    /// and they were altered in transit; where none does, that direction's key is not the
+    /// session's (or every one of its messages was altered, which the recording cannot tell apart).
+    mutating func judgeUnexplained() {
+        var mismatched: [String] = []
+        for isDesktop in [false, true] {
+            guard let indexes = unexplained[isDesktop], !indexes.isEmpty else { continue }
+            if decryptedBy[isDesktop, default: 0] > 0 {
+                for index in indexes {
+                    messages[index].anomalies.append(
+                        Self.badTag(sequence: UInt32(messages[index].sequence ?? 0))
+                            + "; later messages this way authenticate, so the key is right")
+                }
+            } else {
+                for index in indexes { messages[index].title = "encrypted transport message (the keys don't match)" }
+                mismatched.append(isDesktop ? "desktop-to-phone" : "phone-to-desktop")
+            }
+        }
+        guard !mismatched.isEmpty else { return }
+        keyStatus = .mismatch
+        let halves = mismatched.joined(separator: " and ")
+        keyDetail = decrypted == 0
+            ? "the key log's entry for this session authenticates none of its transport messages: the keys don't match "
+                + "(or every one was altered in transit, which the recording cannot tell apart)"
+            : "the key log's \(halves) key authenticates none of that direction's messages: the keys don't match "
+                + "(the other direction's do; or every one of them was altered in transit)"
+    }
+
     mutating func finish() {
+        judgeUnexplained()
         if desktopCount == 0 { anomalies.append("no handshake: the desktop sent nothing") }
         if desktopCount > 0 && phoneCount == 0 { anomalies.append("the phone never answered the handshake") }
         if keyStatus == .matched && responses == 0 { anomalies.append("no CTAP response was recorded") }

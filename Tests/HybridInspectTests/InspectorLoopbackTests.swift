@@ -125,13 +125,25 @@ struct InspectorLoopbackTests {
         #expect(other.keyDetail.contains("the keys don't match"))
         #expect(other.messages.allSatisfy { $0.plaintextBytes == nil && ($0.sequence == nil || $0.details.isEmpty) })
 
-        // The right entry with a wrong traffic key: refused at the first transport message, nothing printed.
+        // The right entry with a wrong phone-to-desktop key: none of the phone's messages is decoded,
+        // and the detail names that half; the desktop's messages still are (their key is right).
         var forged = collector.desktopKeys[1]
         forged.responderToInitiator[0] ^= 1
         let mismatch = Inspector.inspect(recordings[1], keyLog: [forged])
         #expect(mismatch.keys == .mismatch)
-        #expect(mismatch.keyDetail.contains("the keys don't match"))
-        #expect(mismatch.messages.allSatisfy { $0.plaintextBytes == nil })
+        #expect(mismatch.keyDetail.contains("phone-to-desktop key authenticates none of that direction's messages: the keys don't match"),
+                "\(mismatch.keyDetail)")
+        let fromPhone = mismatch.messages.filter { $0.from == "phone" && $0.sequence != nil }
+        #expect(!fromPhone.isEmpty && fromPhone.allSatisfy { $0.plaintextBytes == nil && $0.title.contains("the keys don't match") })
+        #expect(mismatch.messages.contains { $0.from == "desktop" && $0.plaintextBytes != nil })
+        #expect(!mismatch.allAnomalies.contains { $0.contains("bad tag") }, "a wrong key is not tampering")
+
+        // Both halves wrong: nothing is decoded.
+        forged.initiatorToResponder[0] ^= 1
+        let wrong = Inspector.inspect(recordings[1], keyLog: [forged])
+        #expect(wrong.keys == .mismatch)
+        #expect(wrong.keyDetail.contains("authenticates none of its transport messages"), "\(wrong.keyDetail)")
+        #expect(wrong.messages.allSatisfy { $0.plaintextBytes == nil })
     }
 
     @Test func tamperingAndGapsAreFlagged() async throws {
@@ -153,6 +165,25 @@ struct InspectorLoopbackTests {
         let badTag = Inspector.inspect(tampered, keyLog: keys)
         #expect(badTag.keys == .matched)
         #expect(badTag.allAnomalies.contains { $0.contains("bad tag") })
+
+        // A flipped bit in the phone's first transport message (the post-handshake message, what
+        // `relay --fault corrupt@to-desktop#2` hits): its later messages authenticate, so the key
+        // is right and that one was altered, not "the keys don't match".
+        var first = recording
+        let firstIndex = try #require(first.entries.firstIndex { entry in
+            if case .message(.creatorToJoiner, let bytes) = entry.event { return bytes.count != HybridConstants.handshakeMessageSize }
+            return false
+        })
+        if case .message(let direction, var bytes) = first.entries[firstIndex].event {
+            bytes[20] ^= 0x80
+            first.entries[firstIndex].event = .message(direction, bytes)
+        }
+        let altered = Inspector.inspect(first, keyLog: keys)
+        #expect(altered.keys == .matched, "\(altered.keyDetail)")
+        let alteredMessage = try #require(altered.messages.first { $0.from == "phone" && $0.sequence == 0 })
+        #expect(alteredMessage.anomalies.contains { $0.hasPrefix("bad tag: does not authenticate with the logged key at sequence 0 (altered in transit)") },
+                "\(alteredMessage.anomalies)")
+        #expect(altered.messages.contains { $0.title == "update message" })
 
         // The update message dropped: the response arrives with sequence 2 where 1 was expected.
         var gapped = recording
