@@ -52,4 +52,36 @@ struct LeanRelayPeerTests {
         #expect(ended.value?.code == .protocolViolation)
         _ = try? channel.finish(acceptAlreadyClosed: true)
     }
+
+    @Test("a refused upgrade says the relay's status, reason phrase and text, also when the body comes in a later read or not at all")
+    func refusalCarriesTheRelaysReason() throws {
+        func refused(_ parts: [String], close: Bool = false) throws -> RuntimeError? {
+            let channel = EmbeddedChannel()
+            let upgrade = channel.eventLoop.makePromise(of: [UInt8]?.self)
+            let peer = LeanRelayPeer(path: "/cable/new/00", authority: "127.0.0.1:1", maxMessageSize: 64, upgrade: upgrade)
+            try channel.pipeline.syncOperations.addHandler(peer)
+            try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+            _ = try channel.readOutbound(as: ByteBuffer.self)
+            for part in parts { try channel.writeInbound(ByteBuffer(string: part)) }
+            if close { _ = try? channel.close().wait() }
+            defer { _ = try? channel.finish(acceptAlreadyClosed: true) }
+            do {
+                _ = try upgrade.futureResult.wait()
+                return nil
+            } catch {
+                return error as? RuntimeError
+            }
+        }
+        let reason = "too many open tunnels (100); try again later"
+        let head = "HTTP/1.1 503 Service Unavailable\r\nContent-Length: \(reason.utf8.count)\r\n\r\n"
+        let whole = try #require(try refused([head + reason]))
+        #expect(whole.httpStatus == 503)
+        #expect(whole.description.contains("503 Service Unavailable (\(reason))"), "\(whole)")
+        // The body in a later read: the peer waits for it.
+        let split = try #require(try refused([head, String(reason.prefix(10)), String(reason.dropFirst(10))]))
+        #expect(split.description.contains("(\(reason))"), "\(split)")
+        // The connection closes before the whole body: what arrived, with the status.
+        let cut = try #require(try refused([head + String(reason.prefix(8))], close: true))
+        #expect(cut.httpStatus == 503 && cut.description.contains("(too many)"), "\(cut)")
+    }
 }

@@ -29,6 +29,7 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     /// The largest response head accepted, bytes.
     static let maxHeadSize = 16 * 1024
 
+    private let path: String
     private let request: ByteBuffer
     private let expectedAccept: String
     private let maxMessageSize: Int
@@ -53,6 +54,7 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     /// (`nil` when the response has none) or the failure.
     init(path: String, authority: String, maxMessageSize: Int, upgrade: EventLoopPromise<[UInt8]?>) {
         let key = Data(HostileWire.randomBytes(16)).base64EncodedString()
+        self.path = path
         self.request = ByteBuffer(
             string: WebSocketUpgradeRequest.text(
                 path: path, host: authority, key: key, extra: ["Origin: ws://\(authority)"]))
@@ -134,6 +136,11 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        // A refusal whose body did not arrive whole before the close: what there is of it.
+        if case .upgrading(let head) = state, let end = HostileWire.headEnd(Array(head.readableBytesView.prefix(Self.maxHeadSize))) {
+            let bytes = Array(head.readableBytesView)
+            self.end(refusal(Array(bytes[..<end]), body: Array(bytes[end...])))
+        }
         end(RuntimeError(.connectionFailed, "the relay closed the connection"))
         context.fireChannelInactive()
     }
@@ -171,15 +178,23 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
             }
             return false
         }
-        let headBytes = head.readBytes(length: end)!
+        let headBytes = Array(view.prefix(end))
         guard let status = HostileWire.status(headBytes) else {
             fail(context, RuntimeError(.handshakeFailed, "malformed HTTP response"))
             return false
         }
         guard status == 101 else {
-            fail(context, RuntimeError(.upgradeRejected, "HTTP \(status)", httpStatus: status))
+            // The relay's reason is the body: wait for its Content-Length (up to a head's size),
+            // so the failure says which limit was hit, in the words the tasks generator reports.
+            let length = HostileWire.responseHeaders(headBytes)["content-length"].flatMap { Int($0) } ?? 0
+            guard view.count >= end + min(max(length, 0), Self.maxHeadSize) else {
+                state = .upgrading(head)
+                return false
+            }
+            fail(context, refusal(headBytes, body: Array(view.dropFirst(end).prefix(max(length, 0)))))
             return false
         }
+        head.moveReaderIndex(forwardBy: end)
         let headers = HostileWire.responseHeaders(headBytes)
         guard headers["sec-websocket-accept"] == expectedAccept else {
             fail(context, RuntimeError(.handshakeFailed, "wrong Sec-WebSocket-Accept"))
@@ -192,6 +207,14 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
         state = .open
         upgrade.succeed(HostileWire.routingID(headBytes))
         return true
+    }
+
+    /// A refused upgrade, described as the tasks generator's client describes it (status, reason
+    /// phrase and the relay's text).
+    private func refusal(_ headBytes: [UInt8], body: [UInt8]) -> RuntimeError {
+        let (status, reason) = HostileWire.statusLine(headBytes) ?? (0, "")
+        return RuntimeError.upgradeRejected(
+            path: path, status: status, statusText: reason, detail: String(decoding: body, as: UTF8.self))
     }
 
     /// Handles every complete frame in `bytes`, leaving an incomplete one there. The frames are read

@@ -79,6 +79,11 @@ enum HostileWire {
         head(bytes).map { Int($0.status.code) }
     }
 
+    /// The status code and reason phrase of a complete response head.
+    static func statusLine(_ bytes: [UInt8]) -> (code: Int, reason: String)? {
+        head(bytes).map { (Int($0.status.code), $0.status.reasonPhrase) }
+    }
+
     /// The `X-caBLE-Routing-ID` of a 101 response.
     static func routingID(_ bytes: [UInt8]) -> [UInt8]? {
         guard let value = responseHeaders(bytes)[HybridConstants.routingIDHeader.lowercased()] else { return nil }
