@@ -87,4 +87,27 @@ struct RelayLogTests {
             "\(warnings)")
         #expect(!FileManager.default.fileExists(atPath: directory), "nothing recreated")
     }
+
+    @Test("\"tunnel recorded to\" lines share the info budget: past it they go to debug, none is lost")
+    func recordedLinesAreBudgeted() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("budget-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let lines = LockedBox<[(Logger.Level, String)]>([])
+        let logger = Logger(label: "relay", factory: { _ in RecordingLogHandler(lines: lines) })
+        var configuration = RelayConfiguration()
+        configuration.recordDirectory = directory
+        let relay = TunnelRelay(configuration: configuration, logger: logger)
+        let endpoint = try await relay.start()
+        let tunnels = 40  // with their opened, attached and closed lines, well over the burst of 50
+        for _ in 0..<tunnels {
+            let ends = try await openTunnel(endpoint)
+            await ends.close()
+        }
+        await relay.shutdown()
+        let recorded = lines.value.filter { $0.1.hasPrefix("tunnel recorded to ") }
+        #expect(recorded.count == tunnels, "one line per recording, at one level or the other")
+        #expect(recorded.contains { $0.0 == .debug }, "past the budget: debug")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == tunnels)
+    }
 }

@@ -275,7 +275,8 @@ final class RelayRegistry {
         )
         if let directory = configuration.recordDirectory {
             tunnel.recorder = TunnelRecorder(
-                directory: directory, flow: flow, tunnelID: tunnelID, routingID: routingID, logger: tunnel.logger)
+                directory: directory, flow: flow, tunnelID: tunnelID, routingID: routingID, logger: tunnel.logger,
+                logLimiter: logLimiter)
         }
         tunnels[tunnelID] = tunnel
         tunnel.startTimers()

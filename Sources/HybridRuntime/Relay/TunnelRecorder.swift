@@ -23,7 +23,15 @@ final class TunnelRecorder {
     private var entries: [TunnelRecording.Entry] = []
     private var finished = false
 
-    init(directory: String, flow: TunnelRecording.Flow, tunnelID: [UInt8], routingID: [UInt8], logger: Logger) {
+    /// The relay's info-line budget: peers decide how many tunnels there are, so "recorded to" lines
+    /// share it with "tunnel opened" (Docs/RELAY.md).
+    private let logLimiter: RelayLogLimiter
+
+    init(
+        directory: String, flow: TunnelRecording.Flow, tunnelID: [UInt8], routingID: [UInt8], logger: Logger,
+        logLimiter: RelayLogLimiter
+    ) {
+        self.logLimiter = logLimiter
         self.directory = directory
         self.startMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         self.flow = flow
@@ -55,7 +63,7 @@ final class TunnelRecorder {
         // Mode 0600 from the start: a recording holds the tunnel's full IDs and, with a key log, its plaintext.
         do {
             try FileWriter.replacePrivately(path, with: recording.encode())
-            logger.info("tunnel recorded to \(path)")
+            logLimiter.info(logger, "tunnel recorded to \(path)")
         } catch {
             logger.warning("could not write the tunnel recording \(path): \(error)")
         }
