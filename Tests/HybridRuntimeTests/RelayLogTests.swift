@@ -67,14 +67,7 @@ struct RelayLogTests {
 
     @Test("a recording that cannot be written is a warning that says why; the relay goes on")
     func recordingUnwritable() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("unwritable-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let lines = LockedBox<[(Logger.Level, String)]>([])
-        let logger = Logger(label: "relay", factory: { _ in RecordingLogHandler(lines: lines) })
-        var configuration = RelayConfiguration()
-        configuration.recordDirectory = directory
-        let relay = TunnelRelay(configuration: configuration, logger: logger)
-        let endpoint = try await relay.start()
+        let (directory, lines, relay, endpoint) = try await Self.recordingRelay("unwritable")
         let ends = try await openTunnel(endpoint)
         try FileManager.default.removeItem(atPath: directory)  // gone before the tunnel closes
         await ends.close()
@@ -90,15 +83,8 @@ struct RelayLogTests {
 
     @Test("\"tunnel recorded to\" lines share the info budget: past it they go to debug, none is lost")
     func recordedLinesAreBudgeted() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("budget-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (directory, lines, relay, endpoint) = try await Self.recordingRelay("budget")
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let lines = LockedBox<[(Logger.Level, String)]>([])
-        let logger = Logger(label: "relay", factory: { _ in RecordingLogHandler(lines: lines) })
-        var configuration = RelayConfiguration()
-        configuration.recordDirectory = directory
-        let relay = TunnelRelay(configuration: configuration, logger: logger)
-        let endpoint = try await relay.start()
         let tunnels = 40  // with their opened, attached and closed lines, well over the burst of 50
         for _ in 0..<tunnels {
             let ends = try await openTunnel(endpoint)
@@ -109,5 +95,19 @@ struct RelayLogTests {
         #expect(recorded.count == tunnels, "one line per recording, at one level or the other")
         #expect(recorded.contains { $0.0 == .debug }, "past the budget: debug")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).count == tunnels)
+    }
+
+    /// A started relay that records into a new directory and logs into `lines`.
+    private static func recordingRelay(_ name: String) async throws
+        -> (directory: String, lines: LockedBox<[(Logger.Level, String)]>, relay: TunnelRelay, endpoint: RelayEndpoint)
+    {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let lines = LockedBox<[(Logger.Level, String)]>([])
+        let logger = Logger(label: "relay", factory: { _ in RecordingLogHandler(lines: lines) })
+        var configuration = RelayConfiguration()
+        configuration.recordDirectory = directory
+        let relay = TunnelRelay(configuration: configuration, logger: logger)
+        return (directory, lines, relay, try await relay.start())
     }
 }
