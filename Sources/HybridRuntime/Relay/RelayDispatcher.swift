@@ -106,7 +106,9 @@ package final class RelayDispatcher: Sendable {
     }
 
     private static func bindError(_ host: String, _ port: Int) -> RuntimeError {
-        RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(errno: errno))")
+        let code = errno
+        let hint = code == EADDRINUSE ? BindConflict.hint(host: host, port: port).map { " (\($0))" } ?? "" : ""
+        return RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(errno: code))\(hint)")
     }
 
     private init(listener: CInt, readiness: consuming DispatcherReadiness, shards: RelayShards) {

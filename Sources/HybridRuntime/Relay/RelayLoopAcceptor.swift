@@ -85,7 +85,9 @@ final class RelayLoopAcceptor: Sendable {
         do {
             listener = try await bootstrap.bind(host: host, port: port).get()
         } catch {
-            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(error))")
+            let inUse = (error as? IOError)?.errnoCode == EADDRINUSE
+            let hint = inUse ? BindConflict.hint(host: host, port: port).map { " (\($0))" } ?? "" : ""
+            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(error))\(hint)")
         }
         guard let boundPort = listener.localAddress?.port else {
             try? await listener.close()

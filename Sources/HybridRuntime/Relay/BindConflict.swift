@@ -1,0 +1,65 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+import Foundation
+
+/// Why a port is "already in use" when nothing listens on it: on Linux a TCP connection that had
+/// this port as its own local port (any client's, picked by the kernel from its ephemeral range)
+/// holds it for about a minute in TIME-WAIT after closing, and a listener cannot bind it until then.
+/// This project's default ports (47001, 47002) lie inside the usual ephemeral range (32768–60999),
+/// so after many connections this happens without anything being wrong.
+enum BindConflict {
+    /// A hint for an `EADDRINUSE` on `host:port`, or `nil` when something does listen there (then
+    /// the plain "address already in use" is the whole story) or the port is 0.
+    static func hint(host: String, port: Int) -> String? {
+        guard port > 0, !listening(host: host, port: port) else { return nil }
+        let range = ephemeralRange().map { " (this machine's range: \($0.lowerBound)–\($0.upperBound))" } ?? ""
+        return "nothing is listening there: a connection that recently used this port as its own local port holds it "
+            + "for about a minute after it closed (TCP TIME-WAIT). Wait a minute, or pick a port outside the kernel's "
+            + "range for such ports\(range)"
+    }
+
+    /// Whether a TCP connection to `host:port` is accepted (something listens).
+    static func listening(host: String, port: Int) -> Bool {
+        guard let address = try? SocketAddressIPv4(host: host, port: port) else { return true }
+        #if canImport(Glibc)
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        #else
+        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        #endif
+        guard fd >= 0 else { return true }
+        defer { close(fd) }
+        var storage = address.storage
+        let result = withUnsafePointer(to: &storage) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        // A loopback connect completes or is refused at once; anything else: assume a listener.
+        return result == 0 || errno != ECONNREFUSED
+    }
+
+    /// `/proc/sys/net/ipv4/ip_local_port_range`, if readable.
+    static func ephemeralRange() -> ClosedRange<Int>? {
+        guard let text = try? String(contentsOfFile: "/proc/sys/net/ipv4/ip_local_port_range", encoding: .utf8) else {
+            return nil
+        }
+        let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
+        guard numbers.count == 2, numbers[0] <= numbers[1] else { return nil }
+        return numbers[0]...numbers[1]
+    }
+}
+
+/// An IPv4 address for `connect`, from a dotted-quad host.
+private struct SocketAddressIPv4 {
+    var storage: sockaddr_in
+
+    init(host: String, port: Int) throws {
+        var address = in_addr()
+        guard inet_pton(AF_INET, host, &address) == 1, (0...65535).contains(port) else { throw CocoaError(.formatting) }
+        storage = sockaddr_in()
+        storage.sin_family = sa_family_t(AF_INET)
+        storage.sin_port = UInt16(port).bigEndian
+        storage.sin_addr = address
+    }
+}
