@@ -116,6 +116,18 @@ struct EndToEndRelayClusterTests {
         #expect(!output.contains("relay-cluster: relay "), "no relay started: \(output)")
     }
 
+    @Test("usage errors exit 64 before anything starts: an option without its value, a relay flag the script sets itself")
+    func usageErrors() throws {
+        let (missing, missingOutput) = try Self.cluster(["start", "--instances"])
+        #expect(missing == 64 && missingOutput.contains("relay-cluster: --instances needs a value"), "\(missingOutput)")
+        for flag in ["--routing-id-prefix", "--port=5"] {
+            let (status, output) = try Self.cluster(["start", "--", "--max-tunnels", "10", flag, "05"])
+            #expect(status == 64, "\(output)")
+            #expect(output.contains("relay-cluster: \(flag.split(separator: "=")[0]) is set by the script for each instance"), "\(output)")
+            #expect(!output.contains("relay-cluster: relay "), "nothing started: \(output)")
+        }
+    }
+
     @Test("a relay that exits at once (a bad relay flag after --): start says so without waiting out its 10 s, and cleans up")
     func relayFailsToStart() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
