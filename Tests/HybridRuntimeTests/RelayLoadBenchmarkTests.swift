@@ -56,6 +56,9 @@ struct RelayLoadBenchmarkTests {
             #expect(json["relayKernelMicrosecondsPerMessage"] is Double)
             #expect(json["generator"] as? String == generator.rawValue)
             #expect(json["generatorCoresUsedDuringRounds"] is Double)
+            // Self-explaining, as the sign-in report is: when it ran and in what units.
+            #expect((json["startedAt"] as? String)?.hasSuffix("Z") == true)
+            #expect((json["units"] as? String)?.contains("roundTrips are in milliseconds") == true)
         }
     }
 

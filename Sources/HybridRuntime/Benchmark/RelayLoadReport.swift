@@ -47,6 +47,12 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
     public var relayAfterRounds: ProcessProbe.Sample?
     /// The relay after the close phase (once its descriptors are back to the baseline, or after 5 s).
     public var relayAfterClose: ProcessProbe.Sample?
+    /// When the run started (ISO 8601, UTC).
+    public var startedAt: String = Date().formatted(.iso8601)
+    /// How the figures are given, so the JSON explains itself.
+    public static let units =
+        "a key names its unit (Seconds, Microseconds, KiB, PerSecond); roundTrips are in milliseconds; "
+        + "relay samples: cpuSeconds and systemCPUSeconds in seconds, residentBytes in bytes"
 
     init(configuration: RelayLoadBenchmark.Configuration) {
         relayAddress = "\(configuration.host):\(configuration.port)"
@@ -134,13 +140,15 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         case relayProcesses, relayBefore, relayAfterOpen, relayAfterRounds, relayAfterClose
         case tunnelsPerSecond, messagesPerSecond, relayMicrosecondsPerOpen, relayMicrosecondsPerMessage
         case relayCoresUsedDuringRounds, relayKiBPerTunnel, relayMicrosecondsPerClose
-        case relayKernelMicrosecondsPerMessage
+        case relayKernelMicrosecondsPerMessage, startedAt, units
     }
 
     /// Encodes the stored fields and the derived figures.
     public func encode(to encoder: any Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encode(machine, forKey: .machine)
+        try c.encode(startedAt, forKey: .startedAt)
+        try c.encode(Self.units, forKey: .units)
         try c.encode(relayAddress, forKey: .relayAddress)
         try c.encode(tunnelsRequested, forKey: .tunnelsRequested)
         try c.encode(rounds, forKey: .rounds)
