@@ -36,7 +36,7 @@ struct PhoneCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The relay the desktop uses; with --unlink, the relay to tell of the revocation at once. (default: \(ProgramDefaults.relayURL); --unlink tells none)",
+            "The relay the desktop uses (with --unlink: a relay to tell of the revocation at once; none unless given). (default: \(ProgramDefaults.relayURL))",
             valueName: "ws://host:port"))
     var relay: String?
 
