@@ -88,4 +88,26 @@ struct RelyingPartyClientFailureTests {
         #expect(error?.kind == .network)
         #expect(error?.message.hasSuffix(": the server closed the connection without answering") == true, "\(error?.message ?? "")")
     }
+
+    @Test("an error answer with line breaks and terminal escapes stays one escaped line (no forged `error:` line, no repainting)")
+    func answerIsEscaped() async throws {
+        let (listener, port) = try EndToEndLab.boundSocket(listening: true)
+        let body = "\u{1B}[31mDENIED\u{1B}[0m\nerror: forged second line\n"
+        let response = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+        let answerer = Thread {
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let fd = accept(listener, nil, nil)
+                guard fd >= 0 else { return }
+                _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                _ = response.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+                close(fd)
+            }
+        }
+        answerer.start()
+        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
+        let message = try await Self.fetchFailure(port: port)?.message ?? ""
+        #expect(!message.contains("\n") && !message.contains("\u{1B}"), "\(message)")
+        #expect(message.hasSuffix(": \\u{1B}[31mDENIED\\u{1B}[0m\\u{A}error: forged second line"), "\(message)")
+    }
 }
