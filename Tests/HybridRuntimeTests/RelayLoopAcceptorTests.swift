@@ -1,7 +1,5 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import HybridCore
+import HybridTestSupport
 @testable import HybridRuntime
 import NIOCore
 import NIOPosix
@@ -180,51 +178,12 @@ struct RelayLoopAcceptorTests {
 
     @Test("a port held only by a closed connection in TIME-WAIT: .bindFailed says nothing listens there and why, on both accept paths", arguments: [1, 2])
     func portInTimeWait(shards: Int) async throws {
-        let port = try Self.portInTimeWait()
+        let port = try #require(LoopbackSocket.portInTimeWait())
         let relay = TunnelRelay(configuration: configuration(shards: shards), port: port)
         let error = await expectRuntimeError(.bindFailed) { try await relay.start() }
         let reason = error?.reason ?? ""
         #expect(reason.hasPrefix("relay could not bind 127.0.0.1:\(port): address already in use (nothing is listening there: "), "\(reason)")
         #expect(reason.contains("TCP TIME-WAIT") && reason.contains("Wait a minute, or pick a port outside"), "\(reason)")
-    }
-
-    /// A local port whose only user is a client connection that closed first (so it is in
-    /// TIME-WAIT), made without SO_REUSEADDR, as a kernel-chosen client port is.
-    static func portInTimeWait() throws -> Int {
-        func check(_ result: CInt, _ what: String) throws {
-            if result < 0 { throw RuntimeError(.connectionFailed, "\(what): \(String(cString: strerror(errno)))") }
-        }
-        func address(_ port: UInt16) -> sockaddr_in {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-            return address
-        }
-        func local(_ fd: CInt) -> UInt16 {
-            var bound = sockaddr_in()
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-            return UInt16(bigEndian: bound.sin_port)
-        }
-        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try check(listener, "socket")
-        defer { close(listener) }
-        var any = address(0)
-        try check(withUnsafePointer(to: &any) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }, "bind")
-        try check(Glibc.listen(listener, 1), "listen")
-        let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        try check(client, "socket")
-        var server = address(local(listener))
-        try check(withUnsafePointer(to: &server) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(client, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }, "connect")
-        let accepted = Glibc.accept(listener, nil, nil)
-        try check(accepted, "accept")
-        let port = Int(local(client))
-        close(client)  // the client closes first: its end, with its local port, goes to TIME-WAIT
-        var byte: UInt8 = 0
-        _ = read(accepted, &byte, 1)  // the FIN
-        close(accepted)
-        return port
     }
 
     @Test("binding a port in use is .bindFailed with the system's reason")

@@ -3,6 +3,7 @@ import Foundation
 import HybridCore
 import HybridRuntime
 import HybridSim
+import HybridTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -352,6 +353,17 @@ struct EndToEndFailureTests {
             (["desktop", "--web", "--web-port", "\(port)"], "error: cannot serve the web page on 127.0.0.1:\(port): address already in use"),
         ] {
             try await FailureOutput.expect(lab, arguments, status: 6, line: message)
+        }
+        // Held only by a closed client connection in TIME-WAIT: the line says nothing listens, and why.
+        let waiting = try #require(LoopbackSocket.portInTimeWait())
+        for (arguments, prefix) in [
+            (["rp", "--profile", "okta", "--port", "\(waiting)"], "error: cannot listen on 127.0.0.1:\(waiting): address already in use (nothing is listening there: "),
+            (["desktop", "--web", "--web-port", "\(waiting)"], "error: cannot serve the web page on 127.0.0.1:\(waiting): address already in use (nothing is listening there: "),
+        ] {
+            let process = try lab.start(arguments[0], arguments)
+            #expect(try await process.waitForExit() == 6, "\(process.transcript)")
+            let line = FailureOutput.singleErrorLine(process)
+            #expect(line.hasPrefix(prefix) && line.contains("TCP TIME-WAIT"), "\(line)")
         }
         let (udpHolder, udpPort) = try EndToEndLab.boundSocket(udp: true, listening: false)
         defer { close(udpHolder) }

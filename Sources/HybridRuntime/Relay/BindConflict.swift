@@ -4,21 +4,30 @@ import Glibc
 import Darwin
 #endif
 import Foundation
+import NIOCore
 
 /// Why a port is "already in use" when nothing listens on it: on Linux a TCP connection that had
 /// this port as its own local port (any client's, picked by the kernel from its ephemeral range)
 /// holds it for about a minute in TIME-WAIT after closing, and a listener cannot bind it until then.
 /// This project's default ports (47001, 47002) lie inside the usual ephemeral range (32768–60999),
 /// so after many connections this happens without anything being wrong.
-enum BindConflict {
+package enum BindConflict {
     /// A hint for an `EADDRINUSE` on `host:port`, or `nil` when something does listen there (then
     /// the plain "address already in use" is the whole story) or the port is 0.
-    static func hint(host: String, port: Int) -> String? {
+    package static func hint(host: String, port: Int) -> String? {
         guard port > 0, !listening(host: host, port: port) else { return nil }
         let range = ephemeralRange().map { " (this machine's range: \($0.lowerBound)–\($0.upperBound))" } ?? ""
         return "nothing is listening there: a connection that recently used this port as its own local port holds it "
             + "for about a minute after it closed (TCP TIME-WAIT). Wait a minute, or pick a port outside the kernel's "
             + "range for such ports\(range)"
+    }
+
+    /// `error`'s system reason, with ``hint(host:port:)`` in brackets when it is `EADDRINUSE` and
+    /// nothing listens on `host:port`: the words every listener of this project uses.
+    package static func reason(_ error: any Error, host: String, port: Int) -> String {
+        let reason = RuntimeError.systemReason(error)
+        guard (error as? IOError)?.errnoCode == EADDRINUSE, let hint = hint(host: host, port: port) else { return reason }
+        return "\(reason) (\(hint))"
     }
 
     /// Whether a TCP connection to `host:port` is accepted (something listens).

@@ -85,9 +85,7 @@ final class RelayLoopAcceptor: Sendable {
         do {
             listener = try await bootstrap.bind(host: host, port: port).get()
         } catch {
-            let inUse = (error as? IOError)?.errnoCode == EADDRINUSE
-            let hint = inUse ? BindConflict.hint(host: host, port: port).map { " (\($0))" } ?? "" : ""
-            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(error))\(hint)")
+            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(BindConflict.reason(error, host: host, port: port))")
         }
         guard let boundPort = listener.localAddress?.port else {
             try? await listener.close()

@@ -49,7 +49,7 @@ public final class RelyingPartyHTTPServer: Sendable {
             let channel = try await bootstrap.bind(host: host, port: port).get()
             return RelyingPartyHTTPServer(service: service, channel: channel)
         } catch {
-            throw ProgramFailure(.network, "cannot listen on \(host):\(port): \(RuntimeError.systemReason(error))")
+            throw ProgramFailure(.network, "cannot listen on \(host):\(port): \(BindConflict.reason(error, host: host, port: port))")
         }
     }
 

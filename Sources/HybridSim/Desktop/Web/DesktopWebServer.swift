@@ -55,7 +55,8 @@ package final class DesktopWebServer: Sendable {
         do {
             return DesktopWebServer(channel: try await bootstrap.bind(host: "127.0.0.1", port: port).get())
         } catch {
-            throw ProgramFailure(.network, "cannot serve the web page on 127.0.0.1:\(port): \(RuntimeError.systemReason(error))")
+            throw ProgramFailure(
+                .network, "cannot serve the web page on 127.0.0.1:\(port): \(BindConflict.reason(error, host: "127.0.0.1", port: port))")
         }
     }
 
