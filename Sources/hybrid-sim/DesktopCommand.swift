@@ -223,7 +223,8 @@ struct DesktopCommand: AsyncParsableCommand {
         var configuration = DesktopConfiguration()
         configuration.request = request.requestType
         configuration.rpId = rpId
-        configuration.origin = origin
+        // As a browser serializes it (no trailing slash); what is not an origin fails validation.
+        configuration.origin = origin.map { WebOrigin.normalized($0) ?? $0 }
         configuration.userName = user
         configuration.optionsFile = options
         configuration.userIdEncoding = userIdEncoding

@@ -55,8 +55,9 @@ struct RPCommand: AsyncParsableCommand {
         configuration.origin = origin
         configuration.storePath = store
         let server: RelyingPartyHTTPServer
+        let service: RelyingPartyService
         do {
-            (server, _) = try await RelyingPartyServerProgram.start(configuration) { line in
+            (server, service) = try await RelyingPartyServerProgram.start(configuration) { line in
                 // A verdict quotes the client's text (a user name): one line stays one line.
                 FileHandle.standardError.write(Data("rp: \(PeerText.printable(line, limit: PeerText.lineLimit))\n".utf8))
             }
@@ -66,7 +67,8 @@ struct RPCommand: AsyncParsableCommand {
         // Caught from here on: while the profile loads (a pipe may take up to FileReader's quiet
         // limit) Ctrl-C keeps its default and ends the program at once.
         let signals = TerminationSignals()
-        print("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId)")
+        let origin = await service.relyingParty.origin
+        print("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId) (origin \(origin))")
         fflush(nil)
         _ = await signals.wait()
         await server.stop()

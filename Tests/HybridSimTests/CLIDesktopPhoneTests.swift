@@ -73,6 +73,8 @@ struct CLIDesktopPhoneTests {
             (["desktop", "--relay", "ws://127.0.0.1:1", "--relay-port", "0"], "--relay-port"),
             (["desktop", "--timeout", "0"], "--timeout"),
             (["desktop", "--origin", "example.com"], "--origin"),
+            (["desktop", "--origin", "https://example.com/?q=1"], "--origin https://example.com/?q=1 is not a web origin"),
+            (["desktop", "--origin", "https://example.com#top"], "--origin https://example.com#top is not a web origin"),
             (["desktop", "--min-rssi", "-300"], "--min-rssi"),
             (["relay", "--routing-id-prefix", "0"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--routing-id-prefix", "0A1"], "--routing-id-prefix must be 2 or 4 hex digits"),

@@ -84,13 +84,9 @@ public struct DesktopConfiguration: Sendable {
         if let rpId, !Self.isPlausibleHost(rpId) {
             throw bad("--rp-id \(rpId) is not a host name such as example.com")
         }
-        if let origin {
-            guard let components = URLComponents(string: origin), let scheme = components.scheme,
-                ["https", "http"].contains(scheme), let host = components.host, !host.isEmpty,
-                components.path.isEmpty || components.path == "/"
-            else {
-                throw bad("--origin \(origin) is not a web origin such as https://example.com")
-            }
+        if let origin, WebOrigin.normalized(origin) != origin {
+            // The command normalizes what it is given (`https://example.com/` → `https://example.com`).
+            throw bad("--origin \(origin) is not a web origin such as https://example.com (scheme and host, no path or query)")
         }
         if let userName, userName.isEmpty || userName.utf8.count > 64 {
             throw bad("--user must be 1…64 bytes")

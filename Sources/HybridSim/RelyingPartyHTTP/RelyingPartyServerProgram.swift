@@ -40,7 +40,24 @@ public enum RelyingPartyServerProgram {
         guard DesktopConfiguration.isPlausibleHost(configuration.rpId) else {
             throw ProgramFailure(.badInput, "--rp-id \(configuration.rpId) is not a host name such as example.com")
         }
-        let origin = configuration.origin ?? "https://\(configuration.rpId)"
+        let origin: String
+        if let given = configuration.origin {
+            guard let normalized = WebOrigin.normalized(given) else {
+                throw ProgramFailure(.badInput, "--origin \(given) is not a web origin such as https://example.com (scheme and host, no path or query)")
+            }
+            origin = normalized
+            // A browser refuses an RP ID that is not the origin's host or a parent domain of it, so
+            // such a server could never verify anything.
+            guard let host = URLComponents(string: origin)?.host,
+                host == configuration.rpId || host.hasSuffix("." + configuration.rpId)
+            else {
+                throw ProgramFailure(
+                    .badInput,
+                    "--origin \(given) does not go with --rp-id \(configuration.rpId): the RP ID must be the origin's host or a parent domain of it")
+            }
+        } else {
+            origin = "https://\(configuration.rpId)"
+        }
         let storePath =
             configuration.storePath
             ?? StoreLocation.directory(environment: configuration.environment) + "/rp-server-credentials.json"
