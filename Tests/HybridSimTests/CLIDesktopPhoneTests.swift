@@ -181,7 +181,17 @@ struct CLIDesktopPhoneTests {
         let registrationOptions = OptionsFixtures.directory.appendingPathComponent(
             "simplewebauthn-registration-options.json"
         ).path
+        let signInOptions = OptionsFixtures.directory.appendingPathComponent("simplewebauthn-authentication-options.json").path
         for (arguments, message) in [
+            // The wrong --request for the options: said so, not run as the other ceremony.
+            (
+                ["--options", registrationOptions],
+                "error: \(registrationOptions) holds registration options (rp, user, pubKeyCredParams: PublicKeyCredentialCreationOptionsJSON), not sign-in options: give --request mc to register with them"
+            ),
+            (
+                ["--request", "mc", "--options", signInOptions],
+                "(they read as sign-in options: give --request ga to sign in with them)"
+            ),
             (
                 ["--options", lab.file("missing.json")],
                 "error: cannot read the options file \(lab.file("missing.json"))"

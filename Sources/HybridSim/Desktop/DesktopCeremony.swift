@@ -209,14 +209,27 @@ struct DesktopCeremony: Sendable {
                 return (.registration(parsed.options), parsed.shape, parsed.ignoredSiblings)
             case .getAssertion:
                 let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
+                // Registration options hold every member sign-in options need, so they would run as
+                // a sign-in with their rp, user and key types silently dropped: the --request is wrong.
+                if (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: userIdEncoding)) != nil {
+                    throw ProgramFailure(
+                        .badInput,
+                        "\(path) holds registration options (rp, user, pubKeyCredParams: PublicKeyCredentialCreationOptionsJSON), "
+                            + "not sign-in options: give --request mc to register with them")
+                }
                 return (.authentication(parsed.options), parsed.shape, parsed.ignoredSiblings)
             }
+        } catch let failure as ProgramFailure {
+            throw failure
         } catch {
             let kind =
                 request == .makeCredential
                 ? "PublicKeyCredentialCreationOptionsJSON (--request mc)"
                 : "PublicKeyCredentialRequestOptionsJSON (--request ga)"
-            throw ProgramFailure(.badInput, "\(path) is not valid \(kind): \(error)")
+            let hint =
+                request == .makeCredential && (try? PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)) != nil
+                ? " (they read as sign-in options: give --request ga to sign in with them)" : ""
+            throw ProgramFailure(.badInput, "\(path) is not valid \(kind): \(error)\(hint)")
         }
     }
 
