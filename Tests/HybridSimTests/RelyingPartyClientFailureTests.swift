@@ -1,5 +1,5 @@
 import Foundation
-import HybridSim
+@testable import HybridSim
 import Testing
 
 #if canImport(Glibc)
@@ -91,23 +91,60 @@ struct RelyingPartyClientFailureTests {
 
     @Test("an error answer with line breaks and terminal escapes stays one escaped line (no forged `error:` line, no repainting)")
     func answerIsEscaped() async throws {
-        let (listener, port) = try EndToEndLab.boundSocket(listening: true)
         let body = "\u{1B}[31mDENIED\u{1B}[0m\nerror: forged second line\n"
-        let response = Array("HTTP/1.1 400 Bad Request\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)".utf8)
+        let server = try Self.answering("HTTP/1.1 400 Bad Request\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+        defer { server.stop() }
+        let port = server.port
+        let message = try await Self.fetchFailure(port: port)?.message ?? ""
+        #expect(!message.contains("\n") && !message.contains("\u{1B}"), "\(message)")
+        #expect(message.hasSuffix(": \\u{1B}[31mDENIED\\u{1B}[0m\\u{A}error: forged second line"), "\(message)")
+    }
+
+    /// A server that answers every request with `response`, on a thread, until the listener goes.
+    private static func answering(_ response: String) throws -> (port: Int, stop: () -> Void) {
+        let (listener, port) = try EndToEndLab.boundSocket(listening: true)
+        let bytes = Array(response.utf8)
         let answerer = Thread {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let fd = accept(listener, nil, nil)
                 guard fd >= 0 else { return }
                 _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                _ = response.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
                 close(fd)
             }
         }
         answerer.start()
-        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
-        let message = try await Self.fetchFailure(port: port)?.message ?? ""
-        #expect(!message.contains("\n") && !message.contains("\u{1B}"), "\(message)")
-        #expect(message.hasSuffix(": \\u{1B}[31mDENIED\\u{1B}[0m\\u{A}error: forged second line"), "\(message)")
+        return (port, { shutdown(listener, Int32(SHUT_RDWR)); close(listener) })
+    }
+
+    @Test("a 200 without the success rule's member says what the rule wanted: not JSON, no member, not true")
+    func verdictSaysWhy() async throws {
+        for (body, why) in [
+            ("OK", "the profile's success rule wants a JSON body with \"verified\": true; this body is not JSON"),
+            (#"{"status":"ok"}"#, "the profile's success rule wants \"verified\": true; the body has no \"verified\" member"),
+            (#"{"verified":"yes"}"#, "the profile's success rule wants \"verified\": true; the body has \"verified\" but not true"),
+            (#"{"verified":true}"#, nil),
+        ] {
+            let server = try Self.answering("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            defer { server.stop() }
+            let client = try RelyingPartyClient(
+                baseURL: "http://127.0.0.1:\(server.port)", profile: try RelyingPartyProfile.load("simplewebauthn"), environment: [:])
+            let verdict = try await client.submit(
+                try client.profile.ceremony(registration: true), values: ["credential": .object([:]), "user": .string("carol")])
+            #expect(verdict.accepted == (why == nil) && verdict.why == why, "\(body): \(verdict)")
+        }
+    }
+
+    @Test("a refused verify is a rejection (exit 5) with the rule's reason; a 5xx is the server failing (exit 1), not a verdict")
+    func verdictFailureKinds() {
+        let rejected = DesktopRelyingPartyLink.failure(
+            .init(accepted: false, status: 200, body: "OK", why: "the rule"), what: "registration", source: "POST /v")
+        #expect(rejected.kind == .verificationFailed && rejected.exitCode == 5)
+        #expect(rejected.message == "the relying party rejected the registration (POST /v answered HTTP 200): OK (the rule)")
+        let crashed = DesktopRelyingPartyLink.failure(
+            .init(accepted: false, status: 502, body: "Bad Gateway"), what: "sign-in", source: "POST /v")
+        #expect(crashed.kind == .failed && crashed.exitCode == 1)
+        #expect(crashed.message == "the relying party failed while verifying the sign-in (POST /v answered HTTP 502): Bad Gateway")
     }
 }

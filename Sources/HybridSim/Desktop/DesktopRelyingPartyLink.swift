@@ -122,6 +122,18 @@ extension DesktopRelyingPartyLink {
         narrator.event("forgeRockOutcome", [("value", .string(outcome))])
     }
 
+    /// What a verdict that is not a success means: a rejection (`verificationFailed`, exit 5, with
+    /// the success rule's reason when the status was a success status), or, for a 5xx, the server
+    /// failing (`failed`, exit 1): a CI run must tell a crash from a verdict on the credential.
+    static func failure(_ verdict: RelyingPartyClient.Verdict, what: String, source: String) -> ProgramFailure {
+        let answered = "(\(source) answered HTTP \(verdict.status)): \(verdict.body)"
+        if (500...599).contains(verdict.status) {
+            return ProgramFailure(.failed, "the relying party failed while verifying the \(what) \(answered)")
+        }
+        return ProgramFailure(
+            .verificationFailed, "the relying party rejected the \(what) \(answered)" + (verdict.why.map { " (\($0))" } ?? ""))
+    }
+
     /// Posts the result; throws `verificationFailed` (exit 5) when the relying party rejects it.
     func confirm(_ result: DesktopResult, narrator: DesktopNarrator) async throws(ProgramFailure) {
         if tamper { narrator.say("note: --debug-tamper-result: corrupting the result before posting it") }
@@ -130,11 +142,7 @@ extension DesktopRelyingPartyLink {
             "rpVerdict",
             [("accepted", .bool(verdict.accepted)), ("status", .int(verdict.status)), ("body", .string(verdict.body))])
         let what = registration ? "registration" : "sign-in"
-        guard verdict.accepted else {
-            throw ProgramFailure(
-                .verificationFailed,
-                "the relying party rejected the \(what) (\(verifySource()) answered HTTP \(verdict.status)): \(verdict.body)")
-        }
+        guard verdict.accepted else { throw Self.failure(verdict, what: what, source: verifySource()) }
         narrator.say("relying party accepted the \(what): HTTP \(verdict.status) \(verdict.body)")
     }
 }

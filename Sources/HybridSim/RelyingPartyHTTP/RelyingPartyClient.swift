@@ -17,6 +17,9 @@ public final class RelyingPartyClient: Sendable {
         public var status: Int
         /// The body, as text (shortened for messages).
         public var body: String
+        /// Why a status the success rule allows was not a success (the member it names is missing
+        /// or not `true`); `nil` otherwise.
+        public var why: String? = nil
     }
 
     /// The base URL, without a trailing slash.
@@ -107,10 +110,17 @@ public final class RelyingPartyClient: Sendable {
     ) async throws(ProgramFailure) -> Verdict {
         let (status, body, _) = try await call(ceremony.verify, values: values)
         var accepted = ceremony.success.status.contains(status)
+        var why: String?
         if accepted, let member = ceremony.success.member {
-            accepted = JSONValue.parse(body)?[member] == .bool(true)
+            let value = JSONValue.parse(body)
+            accepted = value?[member] == .bool(true)
+            if !accepted {
+                why = value == nil
+                    ? "the profile's success rule wants a JSON body with \"\(member)\": true; this body is not JSON"
+                    : "the profile's success rule wants \"\(member)\": true; the body has " + (value?[member] == nil ? "no \"\(member)\" member" : "\"\(member)\" but not true")
+            }
         }
-        return Verdict(accepted: accepted, status: status, body: Self.shorten(body))
+        return Verdict(accepted: accepted, status: status, body: Self.shorten(body), why: why)
     }
 
     /// The URL an endpoint is called at, with placeholders filled in.
