@@ -37,6 +37,20 @@ struct RPCommand: AsyncParsableCommand {
     @Flag(help: "Print the profile's JSON (to copy and edit) and exit.")
     var printProfile = false
 
+    func validate() throws {
+        // Values on the command line are usage errors (64), as desktop's are; a profile that does
+        // not load, or a store, stays bad input (2) in run().
+        var configuration = RelyingPartyServerProgram.Configuration(profile: profile)
+        configuration.port = port
+        configuration.rpId = rpId
+        configuration.origin = origin
+        do {
+            _ = try RelyingPartyServerProgram.checked(configuration)
+        } catch {
+            throw ValidationError(error.message)
+        }
+    }
+
     func run() async throws {
         if printProfile {
             do {

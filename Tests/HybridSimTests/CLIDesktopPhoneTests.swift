@@ -73,6 +73,11 @@ struct CLIDesktopPhoneTests {
             (["desktop", "--relay", "ws://127.0.0.1:1", "--relay-port", "0"], "--relay-port"),
             (["desktop", "--timeout", "0"], "--timeout"),
             (["desktop", "--origin", "example.com"], "--origin"),
+            // rp's values are usage errors too, as desktop's are.
+            (["rp", "--profile", "hanko", "--port", "99999"], "--port must be 0…65535"),
+            (["rp", "--profile", "hanko", "--rp-id", "https://example.com"], "--rp-id https://example.com is not a host name"),
+            (["rp", "--profile", "hanko", "--origin", "https://example.com/login"], "--origin https://example.com/login is not a web origin such as https://example.com"),
+            (["rp", "--profile", "hanko", "--origin", "https://evil.example"], "--origin https://evil.example does not go with --rp-id example.com"),
             (["desktop", "--origin", "https://example.com/?q=1"], "--origin https://example.com/?q=1 is not a web origin"),
             (["desktop", "--origin", "https://example.com#top"], "--origin https://example.com#top is not a web origin"),
             (["desktop", "--min-rssi", "-300"], "--min-rssi"),

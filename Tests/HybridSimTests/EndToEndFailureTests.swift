@@ -386,19 +386,10 @@ struct EndToEndFailureTests {
         }
     }
 
-    @Test("rp --origin: not an origin, or not the RP ID's, is exit 2 before listening; a trailing slash is dropped, and the ready line shows the origin")
+    @Test("rp --origin: a trailing slash and upper case are dropped, and the ready line shows the origin")
     func rpOrigin() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        for (origin, message) in [
-            ("https://example.com/login", "error: --origin https://example.com/login is not a web origin such as https://example.com"),
-            ("example.com", "error: --origin example.com is not a web origin"),
-            ("https://evil.example", "error: --origin https://evil.example does not go with --rp-id example.com"),
-        ] {
-            let rp = try lab.start("rp", ["rp", "--profile", "hanko", "--port", "0", "--origin", origin])
-            #expect(try await rp.waitForExit() == 2, "\(rp.transcript)")
-            #expect(FailureOutput.singleErrorLine(rp).hasPrefix(message), "\(rp.transcript)")
-        }
         let rp = try lab.start("rp", ["rp", "--profile", "hanko", "--port", "0", "--origin", "HTTPS://Login.Example.com/"])
         defer { rp.terminate() }
         let lines = try await rp.waitForOutput("ready line") { $0.contains { $0.contains(" listening on http://127.0.0.1:") } }

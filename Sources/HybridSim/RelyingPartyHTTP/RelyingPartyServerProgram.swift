@@ -26,16 +26,10 @@ public enum RelyingPartyServerProgram {
     /// The default port of `hybrid-sim rp`.
     public static let defaultPort = 47003
 
-    /// Loads the profile and store and starts listening on 127.0.0.1.
-    ///
-    /// - Parameters:
-    ///   - configuration: the profile, relying party, store and port.
-    ///   - log: one line per verdict.
-    /// - Throws: ``ProgramFailure`` `badInput` (profile, store, settings) or `network` (port).
-    public static func start(
-        _ configuration: Configuration, log: @escaping @Sendable (String) -> Void
-    ) async throws(ProgramFailure) -> (RelyingPartyHTTPServer, RelyingPartyService) {
-        let profile = try RelyingPartyProfile.load(configuration.profile)
+    /// Checks the port, the RP ID and the origin (normalized as a browser serializes it, and the
+    /// RP ID's host or a subdomain of it); returns the origin results must carry.
+    /// - Throws: ``ProgramFailure`` `badInput`; `hybrid-sim rp` reports these as usage errors (64).
+    public static func checked(_ configuration: Configuration) throws(ProgramFailure) -> String {
         guard (0...65535).contains(configuration.port) else { throw ProgramFailure(.badInput, "--port must be 0…65535") }
         guard DesktopConfiguration.isPlausibleHost(configuration.rpId) else {
             throw ProgramFailure(.badInput, "--rp-id \(configuration.rpId) is not a host name such as example.com")
@@ -58,6 +52,20 @@ public enum RelyingPartyServerProgram {
         } else {
             origin = "https://\(configuration.rpId)"
         }
+        return origin
+    }
+
+    /// Loads the profile and store and starts listening on 127.0.0.1.
+    ///
+    /// - Parameters:
+    ///   - configuration: the profile, relying party, store and port.
+    ///   - log: one line per verdict.
+    /// - Throws: ``ProgramFailure`` `badInput` (profile, store, settings) or `network` (port).
+    public static func start(
+        _ configuration: Configuration, log: @escaping @Sendable (String) -> Void
+    ) async throws(ProgramFailure) -> (RelyingPartyHTTPServer, RelyingPartyService) {
+        let profile = try RelyingPartyProfile.load(configuration.profile)
+        let origin = try checked(configuration)
         let storePath =
             configuration.storePath
             ?? StoreLocation.directory(environment: configuration.environment) + "/rp-server-credentials.json"
