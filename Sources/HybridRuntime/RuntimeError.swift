@@ -93,8 +93,10 @@ extension RuntimeError {
         if let error = error as? IOError {
             return systemReason(errno: error.errnoCode)
         }
-        if let error = error as? NIOConnectionError, let first = error.connectionErrors.first {
-            return systemReason(first.error)
+        if let error = error as? NIOConnectionError {
+            if let first = error.connectionErrors.first { return systemReason(first.error) }
+            // Nothing to connect to: the name lookup failed (NIO's text names its own types).
+            if error.dnsAError != nil || error.dnsAAAAError != nil { return "the host name \(error.host) does not resolve" }
         }
         return "\(error)"
     }
