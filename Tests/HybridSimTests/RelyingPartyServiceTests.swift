@@ -65,7 +65,7 @@ struct RelyingPartyServiceTests {
         #expect(wrongMethod.headers.contains { $0.0 == "Allow" && $0.1 == "GET" })
     }
 
-    @Test("a challenge is used once: a second result for it is refused as unknown")
+    @Test("a challenge is used once: a second result for it is refused as already used")
     func singleUseChallenge() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -77,7 +77,30 @@ struct RelyingPartyServiceTests {
         #expect(first.status == 400, "\(first.body.text)")  // malformed authenticator data
         let second = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
         #expect(second.status == 401)
-        #expect(second.body["error"]?.stringValue?.contains("unknown or expired challenge") == true)
+        #expect(second.body["error"]?.stringValue?.contains("was already used: each is accepted once") == true, "\(second.body.text)")
+        // A challenge this server never issued is unknown, not "used".
+        let never = await rp.handle(RelyingPartyHTTPRequest(
+            method: "POST", target: "/authentication_finalize", body: Self.malformedSignIn(challenge: Base64URL.encode([UInt8](repeating: 9, count: 32)))))
+        #expect(never.body["error"]?.stringValue?.hasPrefix("unknown challenge ") == true, "\(never.body.text)")
+    }
+
+    @Test("a result without the session cookie a profile set, or without its credential member, is told exactly that")
+    func missingCookieAndCredential() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let simple = try service("simplewebauthn", directory: directory)
+        let options = await simple.handle(RelyingPartyHTTPRequest(method: "GET", target: "/generate-authentication-options"))
+        let challenge = try #require(options.body["challenge"]?.stringValue)
+        let noCookie = await simple.handle(RelyingPartyHTTPRequest(
+            method: "POST", target: "/verify-authentication", body: Self.malformedSignIn(challenge: challenge)))
+        #expect(noCookie.status == 400)
+        #expect(noCookie.body["error"]?.stringValue?.contains("no hybrid-sim-session cookie: the options response set one") == true,
+                "\(noCookie.body.text)")
+        let py = try service("py_webauthn", directory: directory)
+        let missing = await py.handle(RelyingPartyHTTPRequest(
+            method: "POST", target: "/verify-authentication", body: Array(#"{"username":"alice"}"#.utf8)))
+        #expect(missing.status == 400)
+        #expect(missing.body["error"]?.stringValue?.contains("credential is required") == true, "\(missing.body.text)")
     }
 
     @Test("a result posted to the other ceremony's endpoint is refused by name and leaves its challenge usable")
@@ -140,13 +163,21 @@ struct RelyingPartyServiceTests {
         #expect(await rp.pendingCount == RelyingPartyService.maximumPending)
         #expect(await rp.takePending(try #require(Base64URL.decode(first)), registration: false) == .unknown, "the oldest was dropped")
 
+        let late = try await issue()
         clock.withLock { $0 += 301 }
+        #expect(await rp.takePending(try #require(Base64URL.decode(late)), registration: false) == .spent(.expired))
         let fresh = try await issue()
         #expect(await rp.pendingCount == 1, "every earlier challenge expired")
         guard case .taken = await rp.takePending(try #require(Base64URL.decode(fresh)), registration: false) else {
             Issue.record("the fresh challenge is not pending")
             return
         }
+        // Expired ones dropped by the sweep are remembered as expired too (the last 1,024 of them).
+        let sweptText = try await issue()
+        let swept = try #require(Base64URL.decode(sweptText))
+        clock.withLock { $0 += 301 }
+        _ = try await issue()
+        #expect(await rp.takePending(swept, registration: false) == .spent(.expired))
     }
 
     @Test(

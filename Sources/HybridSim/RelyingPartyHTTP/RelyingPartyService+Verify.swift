@@ -35,7 +35,8 @@ struct PostedResult {
             return decoded
         }
         if let (path, credential) = member("credential") {
-            guard let credential, credential.objectValue != nil else {
+            guard let credential, credential != .null else { throw WebAuthnJSONError(.missingMember, "\(path) is required") }
+            guard credential.objectValue != nil else {
                 throw WebAuthnJSONError(.wrongType, "\(path) must be a PublicKeyCredential object")
             }
             let response = credential["response"]
@@ -84,11 +85,25 @@ extension RelyingPartyService {
         case .otherCeremony:
             let issued = registration ? "a sign-in" : "a registration"
             return reject(label, 400, "the challenge \(Base64URL.encode(challenge)) was issued for \(issued); it stays usable there")
+        case .spent(.used):
+            return reject(
+                label, registration ? 400 : 401,
+                "the challenge \(Base64URL.encode(challenge)) was already used: each is accepted once (a replayed result?)")
+        case .spent(.expired):
+            return reject(
+                label, registration ? 400 : 401,
+                "the challenge \(Base64URL.encode(challenge)) expired: it is usable for \(pendingLifetime) s after its options")
         case .unknown:
-            return reject(label, registration ? 400 : 401, "unknown or expired challenge \(Base64URL.encode(challenge))")
+            return reject(
+                label, registration ? 400 : 401,
+                "unknown challenge \(Base64URL.encode(challenge)): not issued by this server (or long gone)")
         }
         if let session = entry.session {
-            let cookie = Self.cookie(Self.cookieName, in: request.headers["cookie"] ?? "")
+            guard let cookie = Self.cookie(Self.cookieName, in: request.headers["cookie"] ?? "") else {
+                return reject(
+                    label, 400,
+                    "no \(Self.cookieName) cookie: the options response set one and this profile wants it back with the result")
+            }
             guard cookie == session else { return reject(label, 400, "the challenge belongs to another session") }
         }
         do {

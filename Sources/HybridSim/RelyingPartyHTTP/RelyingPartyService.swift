@@ -71,6 +71,11 @@ public actor RelyingPartyService {
     /// The pending challenges in the order they were issued (some already used), from `pendingStart`.
     private var pendingOrder: [[UInt8]] = []
     private var pendingStart = 0
+    /// Challenges recently used or expired, so a late or repeated post is told which (bounded: the
+    /// oldest ``spentMemory`` are forgotten and then read as unknown).
+    private var spent: [[UInt8]: Spent] = [:]
+    private var spentOrder: [[UInt8]] = []
+    static let spentMemory = 1024
     private let random: RandomSource
     private let now: @Sendable () -> UInt64
     private let log: @Sendable (String) -> Void
@@ -270,6 +275,7 @@ public actor RelyingPartyService {
             if let entry = pending[challenge], time - entry.issued <= pendingLifetime, pending.count <= Self.maximumPending {
                 break
             }
+            if let entry = pending[challenge], time - entry.issued > pendingLifetime { remember(challenge, .expired) }
             pending[challenge] = nil  // expired or over the cap; nil already when it was used
             pendingStart += 1
         }
@@ -282,26 +288,44 @@ public actor RelyingPartyService {
     /// The number of challenges pending (for tests).
     var pendingCount: Int { pending.count }
 
+    /// Why a challenge is no longer pending.
+    enum Spent: Equatable {
+        /// A result was posted with it (each is accepted once).
+        case used
+        /// Its ``pendingLifetime`` passed.
+        case expired
+    }
+
     /// What ``takePending(_:registration:)`` found for a posted challenge.
     enum PendingLookup: Equatable {
         /// Issued for this ceremony and now used up.
         case taken(user: PublicKeyCredentialUserEntity?, allowList: [[UInt8]], session: String?)
         /// Issued for the other ceremony; it stays pending.
         case otherCeremony
-        /// Never issued, already used, dropped or expired.
+        /// Issued, and used or expired since (among the last ``spentMemory`` such).
+        case spent(Spent)
+        /// Never issued, dropped past ``maximumPending``, or spent too long ago to remember.
         case unknown
+    }
+
+    private func remember(_ challenge: [UInt8], _ why: Spent) {
+        if spent.updateValue(why, forKey: challenge) == nil { spentOrder.append(challenge) }
+        if spentOrder.count > Self.spentMemory { spent[spentOrder.removeFirst()] = nil }
     }
 
     /// Removes and returns the pending ceremony for `challenge` (single use), unless expired. A
     /// challenge issued for the other ceremony is left pending: a result posted to the wrong
     /// endpoint is the client's slip, and nothing was verified against the challenge.
     func takePending(_ challenge: [UInt8], registration: Bool) -> PendingLookup {
-        guard let entry = pending[challenge], now() - entry.issued <= pendingLifetime else {
+        guard let entry = pending[challenge] else { return spent[challenge].map { .spent($0) } ?? .unknown }
+        guard now() - entry.issued <= pendingLifetime else {
             pending[challenge] = nil
-            return .unknown
+            remember(challenge, .expired)
+            return .spent(.expired)
         }
         guard entry.registration == registration else { return .otherCeremony }
         pending[challenge] = nil
+        remember(challenge, .used)
         return .taken(user: entry.user, allowList: entry.allowList, session: entry.session)
     }
 
