@@ -190,9 +190,9 @@ struct DesktopCeremony: Sendable {
 
     private static func readFile(_ path: String) throws(ProgramFailure) -> OptionsDocument {
         do {
-            return OptionsDocument(bytes: try InputFile.read(path), source: path)
+            return OptionsDocument(bytes: try InputFile.read(path), source: path == "-" ? "standard input" : path)
         } catch {
-            throw ProgramFailure(.badInput, "cannot read the options file \(path): \(error.reason)")
+            throw ProgramFailure(.badInput, "cannot read the options \(path == "-" ? "from standard input" : "file \(path)"): \(error.reason)")
         }
     }
 

@@ -22,7 +22,9 @@ package enum InputFile {
     ) throws(Failure) -> [UInt8] {
         let bytes: [UInt8]
         do {
-            bytes = try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)
+            // `-` is standard input, as for `qr scan -`: a pipe is read as its data comes, within
+            // the same size and quiet limits.
+            bytes = try FileReader.read(path == "-" ? "/dev/stdin" : path, maximumSize: maximumSize, quietLimit: quietLimit)
         } catch {
             throw Failure(reason: error.description)
         }

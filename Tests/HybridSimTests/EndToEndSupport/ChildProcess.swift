@@ -68,10 +68,11 @@ final class ChildProcess {
     let standardOutput = SharedText()
     let standardError = SharedText()
 
-    /// Starts `hybrid-sim <arguments>` (or `executable`) with `HYBRID_SIM_HOME=home` and stdin from /dev/null.
+    /// Starts `hybrid-sim <arguments>` (or `executable`) with `HYBRID_SIM_HOME=home` and stdin from
+    /// /dev/null, or from the file `standardInput`.
     init(
         _ name: String, _ arguments: [String], home: String, extraEnvironment: [String: String] = [:],
-        executable: URL? = nil
+        executable: URL? = nil, standardInput: String? = nil
     ) throws {
         self.name = name
         let process = Process()
@@ -81,7 +82,11 @@ final class ChildProcess {
         environment["HYBRID_SIM_HOME"] = home
         for (key, value) in extraEnvironment { environment[key] = value }
         process.environment = environment
-        process.standardInput = FileHandle.nullDevice
+        if let standardInput {
+            process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: standardInput))
+        } else {
+            process.standardInput = FileHandle.nullDevice
+        }
         let out = Pipe()
         let err = Pipe()
         process.standardOutput = out

@@ -34,8 +34,10 @@ final class EndToEndLab {
     var relyingPartyStore: String { file("rp-credentials.json") }
 
     /// Starts `hybrid-sim <arguments>`.
-    func start(_ name: String, _ arguments: [String], environment: [String: String] = [:]) throws -> ChildProcess {
-        let child = try ChildProcess(name, arguments, home: home, extraEnvironment: environment)
+    func start(
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], standardInput: String? = nil
+    ) throws -> ChildProcess {
+        let child = try ChildProcess(name, arguments, home: home, extraEnvironment: environment, standardInput: standardInput)
         children.append(child)
         return child
     }
