@@ -48,6 +48,22 @@ struct RelyingPartyServiceTests {
         }
     }
 
+    @Test("okta's expiresAt is its challenge's expiry (issued + 5 minutes), not a fixed date")
+    func oktaExpiresAt() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let okta = RelyingPartyService(
+            profile: try RelyingPartyProfile.load("okta"),
+            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
+            store: RelyingPartyStore(path: directory.path + "/store.json"), now: { 1_764_162_000 })
+        let response = await okta.handle(RelyingPartyHTTPRequest(
+            method: "POST", target: "/idp/myaccount/webauthn/registration",
+            headers: ["Accept": "application/json; okta-version=1.0.0", "Authorization": "Bearer x"]))
+        #expect(response.status == 200, "\(response.body.text)")
+        #expect(response.body["expiresAt"]?.stringValue == "2025-11-26T13:05:00.000Z", "\(response.body.text)")
+        #expect(response.body["options"]?["challenge"]?.stringValue != nil)
+    }
+
     @Test("a missing profile header is 401, an unknown endpoint 404, a known path with another method 405 with Allow")
     func headersAndRoutes() async throws {
         let directory = try TemporaryDirectory()

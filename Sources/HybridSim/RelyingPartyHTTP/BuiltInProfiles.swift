@@ -88,7 +88,7 @@ extension RelyingPartyProfile {
               "headers": {"Accept": "application/json; okta-version=1.0.0", "Authorization": "Bearer ${OKTA_ACCESS_TOKEN}"},
               "userIdEncoding": "utf8",
               "optionsShape": "options",
-              "optionsExtras": {"expiresAt": "2030-01-01T00:00:00.000Z", "_links": {"enroll": {"href": "/idp/myaccount/webauthn", "hints": {"allow": ["POST"]}}}},
+              "optionsExtras": {"expiresAt": "{expiresAt}", "_links": {"enroll": {"href": "/idp/myaccount/webauthn", "hints": {"allow": ["POST"]}}}},
               "registration": {
                 "options": {"method": "POST", "path": "/idp/myaccount/webauthn/registration"},
                 "verify": {"method": "POST", "path": "/idp/myaccount/webauthn", "body": {"clientData": "{clientData}", "attestation": "{attestation}"}},

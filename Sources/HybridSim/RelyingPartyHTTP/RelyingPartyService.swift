@@ -259,12 +259,22 @@ public actor RelyingPartyService {
         switch profile.optionsShape ?? .bare {
         case .bare, .forgeRock: body = options  // a profile cannot ask for .forgeRock (validate)
         case .publicKey: body = .object(["publicKey": options])
-        case .options: body = .object((profile.optionsExtras ?? [:]).merging(["options": options]) { _, new in new })
+        case .options:
+            // `{expiresAt}` in the extras: when this challenge stops being usable (Okta's member).
+            let expiry = Date(timeIntervalSince1970: TimeInterval(entry.issued + pendingLifetime))
+            let raw = profile.optionsExtras ?? [:]
+            let extras = (try? JSONValue.object(raw).substituting(["expiresAt": .string(Self.timestamp(expiry))]))?.objectValue ?? raw
+            body = .object(extras.merging(["options": options]) { _, new in new })
         }
         return RelyingPartyHTTPResponse(status: 200, headers: headers, body: body)
     }
 
     static let cookieName = "hybrid-sim-session"
+
+    /// `2026-11-26T13:05:00.000Z`, as Okta writes `expiresAt`.
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    }
 
     /// Drops expired challenges, and the oldest past ``maximumPending``, from the front of the
     /// issue order: each options call costs a constant amount of work on average, however many
