@@ -62,6 +62,10 @@ struct RelyingPartyServiceTests {
         #expect(response.status == 200, "\(response.body.text)")
         #expect(response.body["expiresAt"]?.stringValue == "2025-11-26T13:05:00.000Z", "\(response.body.text)")
         #expect(response.body["options"]?["challenge"]?.stringValue != nil)
+        // Only the exact placeholder is replaced; other text in braces in a profile's extras stays.
+        let extras = JSONValue.object(["expiresAt": .string("{expiresAt}"), "note": .string("{not a placeholder}"), "list": .array([.string("{expiresAt}")])])
+        let replaced = RelyingPartyService.replacing("{expiresAt}", with: .string("T"), in: extras)
+        #expect(replaced == .object(["expiresAt": .string("T"), "note": .string("{not a placeholder}"), "list": .array([.string("T")])]))
     }
 
     @Test("a missing profile header is 401, an unknown endpoint 404, a known path with another method 405 with Allow")
@@ -93,7 +97,7 @@ struct RelyingPartyServiceTests {
         #expect(first.status == 400, "\(first.body.text)")  // malformed authenticator data
         let second = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/authentication_finalize", body: body))
         #expect(second.status == 401)
-        #expect(second.body["error"]?.stringValue?.contains("was already used: each is accepted once") == true, "\(second.body.text)")
+        #expect(second.body["error"]?.stringValue?.contains("was already used: a result was posted with it before") == true, "\(second.body.text)")
         // A challenge this server never issued is unknown, not "used".
         let never = await rp.handle(RelyingPartyHTTPRequest(
             method: "POST", target: "/authentication_finalize", body: Self.malformedSignIn(challenge: Base64URL.encode([UInt8](repeating: 9, count: 32)))))
@@ -112,6 +116,14 @@ struct RelyingPartyServiceTests {
         #expect(noCookie.status == 400)
         #expect(noCookie.body["error"]?.stringValue?.contains("no hybrid-sim-session cookie: the options response set one") == true,
                 "\(noCookie.body.text)")
+        // Refused before the challenge was taken: the post with the cookie gets to the verification.
+        let setCookie = try #require(options.headers.first { $0.0 == "Set-Cookie" }?.1)
+        let cookie = String(setCookie.split(separator: ";")[0])
+        let withCookie = await simple.handle(RelyingPartyHTTPRequest(
+            method: "POST", target: "/verify-authentication", headers: ["cookie": cookie], body: Self.malformedSignIn(challenge: challenge)))
+        #expect(withCookie.status == 400)
+        #expect(withCookie.body["error"]?.stringValue?.contains("already used") == false, "\(withCookie.body.text)")
+        #expect(withCookie.body["error"]?.stringValue?.contains("cookie") == false, "\(withCookie.body.text)")
         let py = try service("py_webauthn", directory: directory)
         let missing = await py.handle(RelyingPartyHTTPRequest(
             method: "POST", target: "/verify-authentication", body: Array(#"{"username":"alice"}"#.utf8)))
@@ -194,6 +206,14 @@ struct RelyingPartyServiceTests {
         clock.withLock { $0 += 301 }
         _ = try await issue()
         #expect(await rp.takePending(swept, registration: false) == .spent(.expired))
+        // The wall clock steps back: nothing underflows (it trapped), and a challenge is still fresh.
+        let beforeStep = try await issue()
+        clock.withLock { $0 -= 1_000 }
+        _ = try await issue()
+        guard case .taken = await rp.takePending(try #require(Base64URL.decode(beforeStep)), registration: false) else {
+            Issue.record("a challenge issued before the clock stepped back is not pending")
+            return
+        }
     }
 
     @Test(

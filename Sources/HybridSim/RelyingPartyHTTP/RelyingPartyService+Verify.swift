@@ -78,6 +78,16 @@ extension RelyingPartyService {
         } catch {
             return reject(label, 400, "\(error)")
         }
+        // The session cookie first: a post without it (or with another session's) leaves the
+        // challenge usable for the right one.
+        if let session = pendingSession(challenge) {
+            guard let cookie = Self.cookie(Self.cookieName, in: request.headers["cookie"] ?? "") else {
+                return reject(
+                    label, 400,
+                    "no \(Self.cookieName) cookie: the options response set one and this profile wants it back with the result")
+            }
+            guard cookie == session else { return reject(label, 400, "the challenge belongs to another session") }
+        }
         let entry: (user: PublicKeyCredentialUserEntity?, allowList: [[UInt8]], session: String?)
         switch takePending(challenge, registration: registration) {
         case .taken(let user, let allowList, let session):
@@ -88,7 +98,7 @@ extension RelyingPartyService {
         case .spent(.used):
             return reject(
                 label, registration ? 400 : 401,
-                "the challenge \(Base64URL.encode(challenge)) was already used: each is accepted once (a replayed result?)")
+                "the challenge \(Base64URL.encode(challenge)) was already used: a result was posted with it before, and each is verified once (a replay?)")
         case .spent(.expired):
             return reject(
                 label, registration ? 400 : 401,
@@ -97,14 +107,6 @@ extension RelyingPartyService {
             return reject(
                 label, registration ? 400 : 401,
                 "unknown challenge \(Base64URL.encode(challenge)): not issued by this server (or long gone)")
-        }
-        if let session = entry.session {
-            guard let cookie = Self.cookie(Self.cookieName, in: request.headers["cookie"] ?? "") else {
-                return reject(
-                    label, 400,
-                    "no \(Self.cookieName) cookie: the options response set one and this profile wants it back with the result")
-            }
-            guard cookie == session else { return reject(label, 400, "the challenge belongs to another session") }
         }
         do {
             let credential = registration

@@ -75,6 +75,7 @@ public actor RelyingPartyService {
     /// oldest ``spentMemory`` are forgotten and then read as unknown).
     private var spent: [[UInt8]: Spent] = [:]
     private var spentOrder: [[UInt8]] = []
+    private var spentStart = 0
     static let spentMemory = 1024
     private let random: RandomSource
     private let now: @Sendable () -> UInt64
@@ -262,14 +263,24 @@ public actor RelyingPartyService {
         case .options:
             // `{expiresAt}` in the extras: when this challenge stops being usable (Okta's member).
             let expiry = Date(timeIntervalSince1970: TimeInterval(entry.issued + pendingLifetime))
-            let raw = profile.optionsExtras ?? [:]
-            let extras = (try? JSONValue.object(raw).substituting(["expiresAt": .string(Self.timestamp(expiry))]))?.objectValue ?? raw
-            body = .object(extras.merging(["options": options]) { _, new in new })
+            let extras = Self.replacing("{expiresAt}", with: .string(Self.timestamp(expiry)), in: .object(profile.optionsExtras ?? [:]))
+            body = .object((extras.objectValue ?? [:]).merging(["options": options]) { _, new in new })
         }
         return RelyingPartyHTTPResponse(status: 200, headers: headers, body: body)
     }
 
     static let cookieName = "hybrid-sim-session"
+
+    /// `value` with every string that is exactly `placeholder` replaced (other text in braces, which
+    /// a profile's extras may hold, stays as it is).
+    static func replacing(_ placeholder: String, with replacement: JSONValue, in value: JSONValue) -> JSONValue {
+        switch value {
+        case .string(let text) where text == placeholder: return replacement
+        case .array(let array): return .array(array.map { replacing(placeholder, with: replacement, in: $0) })
+        case .object(let object): return .object(object.mapValues { replacing(placeholder, with: replacement, in: $0) })
+        default: return value
+        }
+    }
 
     /// `2026-11-26T13:05:00.000Z`, as Okta writes `expiresAt`.
     static func timestamp(_ date: Date) -> String {
@@ -282,10 +293,10 @@ public actor RelyingPartyService {
     private func forgetOldPending(at time: UInt64) {
         while pendingStart < pendingOrder.count {
             let challenge = pendingOrder[pendingStart]
-            if let entry = pending[challenge], time - entry.issued <= pendingLifetime, pending.count <= Self.maximumPending {
+            if let entry = pending[challenge], !expired(entry, at: time), pending.count <= Self.maximumPending {
                 break
             }
-            if let entry = pending[challenge], time - entry.issued > pendingLifetime { remember(challenge, .expired) }
+            if let entry = pending[challenge], expired(entry, at: time) { remember(challenge, .expired) }
             pending[challenge] = nil  // expired or over the cap; nil already when it was used
             pendingStart += 1
         }
@@ -300,7 +311,7 @@ public actor RelyingPartyService {
 
     /// Why a challenge is no longer pending.
     enum Spent: Equatable {
-        /// A result was posted with it (each is accepted once).
+        /// A result was posted with it (each is verified once, accepted or not).
         case used
         /// Its ``pendingLifetime`` passed.
         case expired
@@ -318,9 +329,23 @@ public actor RelyingPartyService {
         case unknown
     }
 
+    /// Whether `entry`'s lifetime has passed at `time` (a clock stepped back never underflows:
+    /// an entry "issued in the future" is fresh).
+    private func expired(_ entry: Pending, at time: UInt64) -> Bool {
+        time > entry.issued && time - entry.issued > pendingLifetime
+    }
+
+    /// The session cookie value `challenge` is bound to, if it is pending and its profile uses
+    /// cookies (checked before the challenge is taken, so a post without it does not spend it).
+    func pendingSession(_ challenge: [UInt8]) -> String? { pending[challenge]?.session }
+
     private func remember(_ challenge: [UInt8], _ why: Spent) {
         if spent.updateValue(why, forKey: challenge) == nil { spentOrder.append(challenge) }
-        if spentOrder.count > Self.spentMemory { spent[spentOrder.removeFirst()] = nil }
+        if spentOrder.count - spentStart > Self.spentMemory {
+            spent[spentOrder[spentStart]] = nil
+            spentStart += 1
+            if spentStart > Self.spentMemory { spentOrder.removeFirst(spentStart); spentStart = 0 }  // amortized
+        }
     }
 
     /// Removes and returns the pending ceremony for `challenge` (single use), unless expired. A
@@ -328,7 +353,7 @@ public actor RelyingPartyService {
     /// endpoint is the client's slip, and nothing was verified against the challenge.
     func takePending(_ challenge: [UInt8], registration: Bool) -> PendingLookup {
         guard let entry = pending[challenge] else { return spent[challenge].map { .spent($0) } ?? .unknown }
-        guard now() - entry.issued <= pendingLifetime else {
+        guard !expired(entry, at: now()) else {
             pending[challenge] = nil
             remember(challenge, .expired)
             return .spent(.expired)
