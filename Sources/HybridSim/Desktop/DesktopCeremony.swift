@@ -71,7 +71,7 @@ struct DesktopCeremony: Sendable {
     ) throws(ProgramFailure) {
         let fallbackRpId =
             configuration.rpId
-            ?? configuration.origin.flatMap { URLComponents(string: $0)?.host } ?? ProgramDefaults.rpId
+            ?? configuration.origin.flatMap(WebOrigin.host(of:)) ?? ProgramDefaults.rpId
         let options: Options
         var document = document
         if document == nil, let path = configuration.optionsFile { document = try Self.readFile(path) }
@@ -103,7 +103,7 @@ struct DesktopCeremony: Sendable {
         }
         let rpId = optionsRpId ?? fallbackRpId
         let origin = configuration.origin ?? "https://\(rpId)"
-        guard let host = URLComponents(string: origin)?.host, host == rpId || host.hasSuffix("." + rpId) else {
+        guard let host = WebOrigin.host(of: origin), host == rpId || host.hasSuffix("." + rpId) else {
             throw ProgramFailure(
                 .badInput,
                 "RP ID \(rpId) is not valid for origin \(origin): it must be the origin's host or a parent domain of it"

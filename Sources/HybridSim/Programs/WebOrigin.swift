@@ -7,13 +7,30 @@ import Foundation
 /// relying party compares that string exactly.
 package enum WebOrigin {
     /// The serialized origin of `text`, or `nil` when it is not exactly one `http`/`https` origin.
+    /// The host is kept in its ASCII form (an international name as punycode, `xn--…`), and the
+    /// scheme's default port (443, 80) is dropped, as a browser does.
     package static func normalized(_ text: String) -> String? {
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-            ["https", "http"].contains(scheme), let host = components.host?.lowercased(), !host.isEmpty,
+            ["https", "http"].contains(scheme), let host = asciiHost(components), !host.isEmpty,
             components.path.isEmpty || components.path == "/", components.query == nil, components.fragment == nil,
             components.user == nil, components.password == nil
         else { return nil }
-        let port = components.port.map { ":\($0)" } ?? ""
+        var port = ""
+        if let number = components.port {
+            guard (1...65535).contains(number) else { return nil }
+            if number != (scheme == "https" ? 443 : 80) { port = ":\(number)" }
+        }
         return "\(scheme)://\(host)\(port)"
+    }
+
+    /// The host of an origin as the relying party ID is compared with it: ASCII, lower case.
+    package static func host(of origin: String) -> String? {
+        URLComponents(string: origin).flatMap(asciiHost)
+    }
+
+    /// `encodedHost` (`host` decodes punycode to Unicode), lower-cased; `nil` with a percent escape.
+    private static func asciiHost(_ components: URLComponents) -> String? {
+        guard let host = components.encodedHost?.lowercased(), !host.contains("%") else { return nil }
+        return host
     }
 }

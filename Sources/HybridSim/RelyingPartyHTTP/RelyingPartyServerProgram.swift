@@ -42,7 +42,7 @@ public enum RelyingPartyServerProgram {
             origin = normalized
             // A browser refuses an RP ID that is not the origin's host or a parent domain of it, so
             // such a server could never verify anything.
-            guard let host = URLComponents(string: origin)?.host,
+            guard let host = WebOrigin.host(of: origin),
                 host == configuration.rpId || host.hasSuffix("." + configuration.rpId)
             else {
                 throw ProgramFailure(
