@@ -22,6 +22,8 @@ package enum FileFailure: Error, Equatable, CustomStringConvertible {
     case quiet(Duration)
     /// A named pipe with nobody reading it (`ENXIO` from a non-blocking open for writing).
     case noReader
+    /// Standard input, asked for with `-`, is a terminal: the data was meant to be piped in.
+    case terminal
 
     package var description: String {
         switch self {
@@ -32,6 +34,7 @@ package enum FileFailure: Error, Equatable, CustomStringConvertible {
             return maximumSize % (1 << 20) == 0 ? "larger than \(maximumSize >> 20) MiB" : "larger than \(maximumSize) bytes"
         case .quiet(let limit): return "no data for \(Self.words(limit)) (a pipe or device nobody writes to?)"
         case .noReader: return "a named pipe nobody reads"
+        case .terminal: return "standard input is a terminal; pipe or redirect the data in (… | hybrid-sim … -)"
         }
     }
 

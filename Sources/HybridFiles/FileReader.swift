@@ -34,6 +34,20 @@ package enum FileReader {
         return try readToEnd(fd, maximumSize: maximumSize, quietLimit: kind == S_IFREG ? nil : quietLimit)
     }
 
+    /// Reads standard input (a path of `-`) to its end, under the same limits as ``read(_:maximumSize:quietLimit:)``.
+    ///
+    /// - Throws: ``FileFailure``; `.terminal` at once when standard input is a terminal.
+    package static func readStandardInput(maximumSize: Int, quietLimit: Duration = quietLimit) throws(FileFailure) -> [UInt8] {
+        guard isatty(STDIN_FILENO) == 0 else { throw .terminal }
+        var status = stat()
+        guard fstat(STDIN_FILENO, &status) == 0 else { throw .system(errno) }
+        let kind = status.st_mode & S_IFMT
+        guard kind != S_IFDIR else { throw .directory }
+        // Descriptor 0 itself, not /dev/stdin reopened: that fails for a socket (ENXIO) and would
+        // read a redirected file from its start rather than from where the caller left it.
+        return try readToEnd(STDIN_FILENO, maximumSize: maximumSize, quietLimit: kind == S_IFREG ? nil : quietLimit)
+    }
+
     /// Reads the open descriptor `fd` to its end, retrying on `EINTR`, refusing more than
     /// `maximumSize` bytes. With a `quietLimit` (for anything but a regular file) each read first
     /// waits at most that long for data; `nil` reads at once, as for a regular file.

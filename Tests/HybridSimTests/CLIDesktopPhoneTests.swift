@@ -223,10 +223,13 @@ struct CLIDesktopPhoneTests {
             #expect(FailureOutput.singleErrorLine(desktop).contains(message), "\(desktop.transcript)")
             #expect(desktop.standardOutput.text.isEmpty, "no QR code for bad input")
         }
-        // `--options -` reads standard input (named so in the message).
-        let piped = try lab.start(
-            "desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0", "--options", "-"], standardInput: registrationOptions)
-        #expect(try await piped.waitForExit(timeout: .seconds(10)) == 2, "\(piped.transcript)")
-        #expect(FailureOutput.singleErrorLine(piped).hasPrefix("error: standard input holds registration options"), "\(piped.transcript)")
+        // `--options -` reads standard input (named so in the message), redirected from a file or piped.
+        let registrationBytes = try Array(Data(contentsOf: URL(fileURLWithPath: registrationOptions)))
+        for input in [ChildProcess.Input.file(registrationOptions), .piped(registrationBytes)] {
+            let piped = try lab.start(
+                "desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0", "--options", "-"], standardInput: input)
+            #expect(try await piped.waitForExit(timeout: .seconds(10)) == 2, "\(piped.transcript)")
+            #expect(FailureOutput.singleErrorLine(piped).hasPrefix("error: standard input holds registration options"), "\(piped.transcript)")
+        }
     }
 }

@@ -24,7 +24,9 @@ package enum InputFile {
         do {
             // `-` is standard input, as for `qr scan -`: a pipe is read as its data comes, within
             // the same size and quiet limits.
-            bytes = try FileReader.read(path == "-" ? "/dev/stdin" : path, maximumSize: maximumSize, quietLimit: quietLimit)
+            bytes = path == "-"
+                ? try FileReader.readStandardInput(maximumSize: maximumSize, quietLimit: quietLimit)
+                : try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)
         } catch {
             throw Failure(reason: error.description)
         }

@@ -68,11 +68,21 @@ final class ChildProcess {
     let standardOutput = SharedText()
     let standardError = SharedText()
 
+    /// Where a child's standard input comes from.
+    enum Input {
+        /// `/dev/null`.
+        case none
+        /// A file, redirected.
+        case file(String)
+        /// A pipe that carries these bytes and then its end.
+        case piped([UInt8])
+    }
+
     /// Starts `hybrid-sim <arguments>` (or `executable`) with `HYBRID_SIM_HOME=home` and stdin from
-    /// /dev/null, or from the file `standardInput`.
+    /// `standardInput`.
     init(
         _ name: String, _ arguments: [String], home: String, extraEnvironment: [String: String] = [:],
-        executable: URL? = nil, standardInput: String? = nil
+        executable: URL? = nil, standardInput: Input = .none
     ) throws {
         self.name = name
         let process = Process()
@@ -82,10 +92,14 @@ final class ChildProcess {
         environment["HYBRID_SIM_HOME"] = home
         for (key, value) in extraEnvironment { environment[key] = value }
         process.environment = environment
-        if let standardInput {
-            process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: standardInput))
-        } else {
-            process.standardInput = FileHandle.nullDevice
+        var pipedBytes: (Pipe, [UInt8])?
+        switch standardInput {
+        case .none: process.standardInput = FileHandle.nullDevice
+        case .file(let path): process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        case .piped(let bytes):
+            let pipe = Pipe()
+            process.standardInput = pipe
+            pipedBytes = (pipe, bytes)
         }
         let out = Pipe()
         let err = Pipe()
@@ -93,6 +107,10 @@ final class ChildProcess {
         process.standardError = err
         self.process = process
         try process.run()
+        if let (pipe, bytes) = pipedBytes {
+            try pipe.fileHandleForWriting.write(contentsOf: Data(bytes))
+            try pipe.fileHandleForWriting.close()
+        }
         Self.drain(out.fileHandleForReading, into: standardOutput)
         Self.drain(err.fileHandleForReading, into: standardError)
     }

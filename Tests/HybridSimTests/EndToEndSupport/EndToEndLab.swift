@@ -35,7 +35,7 @@ final class EndToEndLab {
 
     /// Starts `hybrid-sim <arguments>`.
     func start(
-        _ name: String, _ arguments: [String], environment: [String: String] = [:], standardInput: String? = nil
+        _ name: String, _ arguments: [String], environment: [String: String] = [:], standardInput: ChildProcess.Input = .none
     ) throws -> ChildProcess {
         let child = try ChildProcess(name, arguments, home: home, extraEnvironment: environment, standardInput: standardInput)
         children.append(child)
