@@ -187,7 +187,12 @@ struct CLIDesktopPhoneTests {
             "simplewebauthn-registration-options.json"
         ).path
         let signInOptions = OptionsFixtures.directory.appendingPathComponent("simplewebauthn-authentication-options.json").path
+        // Registration options whose user.id is a plain string (ForgeRock-style), not base64url.
+        let plainUserId = lab.file("plain-user-id.json")
+        try #"{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.com","name":"Example"},"user":{"id":"alice@example.com","name":"alice","displayName":"Alice"},"pubKeyCredParams":[{"type":"public-key","alg":-7}]}"#
+            .write(toFile: plainUserId, atomically: true, encoding: .utf8)
         for (arguments, message) in [
+            (["--options", plainUserId], "holds registration options (rp, user, pubKeyCredParams"),
             // The wrong --request for the options: said so, not run as the other ceremony.
             (
                 ["--options", registrationOptions],

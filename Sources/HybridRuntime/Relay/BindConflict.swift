@@ -17,9 +17,9 @@ package enum BindConflict {
     package static func hint(host: String, port: Int) -> String? {
         guard port > 0, !listening(host: host, port: port) else { return nil }
         let range = ephemeralRange().map { " (this machine's range: \($0.lowerBound)–\($0.upperBound))" } ?? ""
-        return "nothing is listening there: a connection that recently used this port as its own local port holds it "
-            + "for about a minute after it closed (TCP TIME-WAIT). Wait a minute, or pick a port outside the kernel's "
-            + "range for such ports\(range)"
+        return "nothing is listening there: a connection that has, or recently had, this port as its own local port "
+            + "holds it (after it closes, for about a minute: TCP TIME-WAIT). Wait a minute, or pick a port outside the "
+            + "kernel's range for such ports\(range)"
     }
 
     /// `error`'s system reason, with ``hint(host:port:)`` in brackets when it is `EADDRINUSE` and
@@ -40,12 +40,21 @@ package enum BindConflict {
         #endif
         guard fd >= 0 else { return true }
         defer { close(fd) }
+        // Non-blocking, at most 500 ms: a listener whose accept queue is full drops the SYN, and a
+        // blocking connect would retry for a minute or more before the error line could be printed.
+        _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
         var storage = address.storage
         let result = withUnsafePointer(to: &storage) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
-        // A loopback connect completes or is refused at once; anything else: assume a listener.
-        return result == 0 || errno != ECONNREFUSED
+        if result == 0 { return true }
+        guard errno == EINPROGRESS else { return errno != ECONNREFUSED }
+        var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
+        guard poll(&ready, 1, 500) == 1 else { return true }  // no answer in time: assume a listener
+        var error: CInt = 0
+        var length = socklen_t(MemoryLayout<CInt>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return true }
+        return error != ECONNREFUSED
     }
 
     /// `/proc/sys/net/ipv4/ip_local_port_range`, if readable.

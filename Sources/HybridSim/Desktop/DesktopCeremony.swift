@@ -211,7 +211,10 @@ struct DesktopCeremony: Sendable {
                 let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
                 // Registration options hold every member sign-in options need, so they would run as
                 // a sign-in with their rp, user and key types silently dropped: the --request is wrong.
-                if (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: userIdEncoding)) != nil {
+                // Either user.id encoding: an Okta or ForgeRock id ("alice") is no base64url.
+                if [UserIdEncoding.base64url, .utf8].contains(where: {
+                    (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: $0)) != nil
+                }) {
                     throw ProgramFailure(
                         .badInput,
                         "\(path) holds registration options (rp, user, pubKeyCredParams: PublicKeyCredentialCreationOptionsJSON), "
