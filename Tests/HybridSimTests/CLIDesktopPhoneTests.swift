@@ -193,6 +193,7 @@ struct CLIDesktopPhoneTests {
             .write(toFile: plainUserId, atomically: true, encoding: .utf8)
         for (arguments, message) in [
             (["--options", plainUserId], "holds registration options (rp, user, pubKeyCredParams"),
+            (["--request", "mc", "--options", plainUserId], "(they read with a plain-text user.id, as Okta and ForgeRock send it: give --user-id-encoding utf8)"),
             // The wrong --request for the options: said so, not run as the other ceremony.
             (
                 ["--options", registrationOptions],

@@ -229,9 +229,15 @@ struct DesktopCeremony: Sendable {
                 request == .makeCredential
                 ? "PublicKeyCredentialCreationOptionsJSON (--request mc)"
                 : "PublicKeyCredentialRequestOptionsJSON (--request ga)"
-            let hint =
+            var hint =
                 request == .makeCredential && (try? PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)) != nil
                 ? " (they read as sign-in options: give --request ga to sign in with them)" : ""
+            if request == .makeCredential, userIdEncoding == .base64url,
+                let failure = error as? WebAuthnJSONError, failure.code == .invalidBase64URL, "\(failure)".contains("user.id"),
+                (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: .utf8)) != nil
+            {
+                hint = " (they read with a plain-text user.id, as Okta and ForgeRock send it: give --user-id-encoding utf8)"
+            }
             throw ProgramFailure(.badInput, "\(path) is not valid \(kind): \(error)\(hint)")
         }
     }
