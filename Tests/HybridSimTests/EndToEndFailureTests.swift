@@ -384,6 +384,19 @@ struct EndToEndFailureTests {
             #expect(try await rp.waitForExit() == 2, "\(rp.transcript)")
             #expect(FailureOutput.singleErrorLine(rp).hasPrefix("error: unknown relying-party profile nope: use one of "))
         }
+        // A relying party whose options are read, not served, says where it fits instead.
+        let forgeRock = try lab.start("rp", ["rp", "--profile", "forgerock", "--port", "0"])
+        #expect(try await forgeRock.waitForExit() == 2, "\(forgeRock.transcript)")
+        #expect(FailureOutput.singleErrorLine(forgeRock).hasSuffix(
+            "(ForgeRock AM answers inside an authentication tree: it has no endpoint profile; give its callbacks document to desktop --options)"),
+                "\(forgeRock.transcript)")
+        // `-` is standard input, as for every file read whole.
+        let printed = try lab.start("print", ["rp", "--profile", "hanko", "--print-profile"])
+        #expect(try await printed.waitForExit() == 0, "\(printed.transcript)")
+        let piped = try lab.start(
+            "piped", ["rp", "--profile", "-", "--print-profile"], standardInput: .piped(Array(printed.standardOutput.text.utf8)))
+        #expect(try await piped.waitForExit() == 0, "\(piped.transcript)")
+        #expect(piped.standardOutput.text.contains("\"/registration_initialize?user_name={user}\""), "\(piped.transcript)")
     }
 
     @Test("rp --origin: a trailing slash and upper case are dropped, and the ready line shows the origin")

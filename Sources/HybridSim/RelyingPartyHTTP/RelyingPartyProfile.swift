@@ -82,10 +82,15 @@ public struct RelyingPartyProfile: Sendable, Hashable, Codable {
     /// - Throws: ``ProgramFailure`` `badInput` naming the problem.
     public static func load(_ nameOrPath: String) throws(ProgramFailure) -> RelyingPartyProfile {
         if let builtIn = builtIn[nameOrPath] { return builtIn }
-        guard nameOrPath.contains("/") || nameOrPath.hasSuffix(".json") else {
+        guard nameOrPath.contains("/") || nameOrPath.hasSuffix(".json") || nameOrPath == "-" else {
+            // Relying parties whose options are read but not served (Docs/RELYING_PARTY.md).
+            let readOnly = ["forgerock": "ForgeRock AM answers inside an authentication tree"]
+            let note = readOnly[nameOrPath.lowercased()].map {
+                " (\($0): it has no endpoint profile; give its callbacks document to desktop --options)"
+            } ?? ""
             throw ProgramFailure(
                 .badInput,
-                "unknown relying-party profile \(nameOrPath): use one of \(builtInNames.joined(separator: ", ")) or a JSON file")
+                "unknown relying-party profile \(nameOrPath): use one of \(builtInNames.joined(separator: ", ")) or a JSON file\(note)")
         }
         let bytes: [UInt8]
         do {
