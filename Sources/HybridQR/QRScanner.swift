@@ -38,10 +38,12 @@ public enum QRScanner {
     /// returns an empty array.
     public static func scanAll(fileAt path: String) throws(QRError) -> [String] {
         let bytes = try FileBytes.read(path)
-        if sniff(bytes) == .png {
-            return try nonEmpty(ZbarDecoder.decode(PNGCodec.read(fileAt: path)), in: path)
+        let source = path == "-" ? "standard input" : path
+        if sniff(bytes) == .png, path != "-" {
+            return try nonEmpty(ZbarDecoder.decode(PNGCodec.read(fileAt: path)), in: source)
         }
-        return try nonEmpty(decodeAll(bytes: bytes, source: path), in: path)
+        // Standard input can be read once: its bytes are decoded where they are.
+        return try nonEmpty(decodeAll(bytes: bytes, source: source), in: source)
     }
 
     /// Decodes the QR code in PNG, PGM or text bytes (for example standard input).

@@ -124,13 +124,12 @@ extension QRCommand {
         }
 
         private func scan() throws {
+            // `-` is standard input, read with the same size and quiet limits as a file.
             if raw {
-                print(file == "-" ? try QRScanner.scan(bytes: Standard.inputBytes()) : try QRScanner.scan(fileAt: file))
+                print(try QRScanner.scan(fileAt: file))
                 return
             }
-            let result = file == "-"
-                ? try QRScanner.scanFIDO(bytes: Standard.inputBytes())
-                : try QRScanner.scanFIDO(fileAt: file)
+            let result = try QRScanner.scanFIDO(fileAt: file)
             print(decode ? result.payloadJSON : result.url)
         }
     }
@@ -155,8 +154,4 @@ private enum Standard {
         FileHandle.standardError.write(Data((line + "\n").utf8))
     }
 
-    /// All of standard input.
-    static func inputBytes() -> [UInt8] {
-        Array(FileHandle.standardInput.readDataToEndOfFile())
-    }
 }

@@ -137,6 +137,29 @@ struct CLIDesktopPhoneTests {
         #expect(show.standardOutput.text.isEmpty, "files first: no code printed when one cannot be written")
     }
 
+    @Test("qr scan - and phone --scan - read standard input within the file limits: a directory is an error line (it trapped), a piped code scans")
+    func scanStandardInput() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = FileManager.default.temporaryDirectory.path
+        for arguments in [["qr", "scan", "-"], ["qr", "scan", "--raw", "-"]] {
+            let scan = try lab.start("qr", arguments, standardInput: .file(directory))
+            #expect(try await scan.waitForExit() == 1, "\(scan.transcript)")
+            #expect(scan.standardError.lines == ["error: file unreadable: standard input: it is a directory"], "\(scan.transcript)")
+        }
+        let png = lab.file("code.png")
+        let show = try lab.start("qr", ["qr", "show", "--raw", "hello from a pipe", "--png", png])
+        #expect(try await show.waitForExit() == 0, "\(show.transcript)")
+        let pngBytes = try Array(Data(contentsOf: URL(fileURLWithPath: png)))
+        let piped = try lab.start("qr", ["qr", "scan", "--raw", "-"], standardInput: .piped(pngBytes))
+        #expect(try await piped.waitForExit() == 0, "\(piped.transcript)")
+        #expect(piped.standardOutput.lines == ["hello from a pipe"], "\(piped.transcript)")
+        // The phone reads a scanned code the same way (a code that is no FIDO:/ URL: bad input, exit 2).
+        let phone = try lab.start("phone", ["phone", "--scan", "-"], standardInput: .piped(pngBytes))
+        #expect(try await phone.waitForExit() == 2, "\(phone.transcript)")
+        #expect(!FailureOutput.singleErrorLine(phone).contains("no such file"), "\(phone.transcript)")
+    }
+
     @Test("bench --json says how it ran: loops, executor, start time and units beside the machine")
     func benchJSONDescribesItself() async throws {
         let (status, process, lab) = try await run(["bench", "--count", "2", "--warmup", "0", "--json"], timeout: .seconds(60))
