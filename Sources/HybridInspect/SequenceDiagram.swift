@@ -29,7 +29,24 @@ public enum SequenceDiagram {
         let anomalies = inspection.allAnomalies
         out.append(anomalies.isEmpty ? "no anomalies" : "\(anomalies.count) anomal\(anomalies.count == 1 ? "y" : "ies"):")
         out += anomalies.map { "  ! " + $0 }
-        return out.joined(separator: "\n") + "\n"
+        // Peer text (a close reason, a user name in decrypted CBOR) reaches these lines: each stays
+        // one line and cannot repaint the terminal.
+        return out.map(visible).joined(separator: "\n") + "\n"
+    }
+
+    /// `text` with every character that could break or disguise a line (C0 and C1 controls, DEL,
+    /// line and paragraph separators, bidirectional overrides and isolates) written as `\u{XX}`.
+    static func visible(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+                out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
+            default:
+                out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
     }
 
     static func detailLines(_ message: Inspection.Message) -> [String] {
@@ -102,9 +119,12 @@ public enum SequenceDiagram {
         return out.joined(separator: "\n") + "\n"
     }
 
+    /// `text` for SVG character data: markup characters as entities, and what ``visible(_:)``
+    /// escapes as `\u{XX}` (XML 1.0 allows no C0 control but tab and line breaks, not even as
+    /// an entity, so a raw one made the file unreadable).
     static func escape(_ text: String) -> String {
         var out = ""
-        for c in text {
+        for c in visible(text) {
             switch c {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
