@@ -5,12 +5,13 @@ public struct Inspection: Sendable, Hashable, Codable {
     public enum KeyStatus: String, Sendable, Hashable, Codable {
         /// No key log was given: only the handshake and the sizes are shown.
         case notGiven
-        /// A key-log entry matched this session and every transport message authenticated with it.
+        /// A key-log entry matched this session and each direction's key authenticated its messages
+        /// (a message that did not, beside others that did, is an anomaly: altered in transit).
         case matched
         /// The key log has no entry for this session (its handshake ephemeral key): the keys don't match.
         case noEntry
-        /// An entry claims this session but its keys do not authenticate the first transport message:
-        /// the keys don't match.
+        /// An entry claims this session but one direction's key authenticates none of that
+        /// direction's messages: the keys don't match.
         case mismatch
     }
 
