@@ -5,6 +5,9 @@ public struct Inspection: Sendable, Hashable, Codable {
     public enum KeyStatus: String, Sendable, Hashable, Codable {
         /// No key log was given: only the handshake and the sizes are shown.
         case notGiven
+        /// A key log was given, but the recording holds no handshake (the desktop sent nothing), so
+        /// no entry can be matched: an incomplete recording, not keys that do not match.
+        case noHandshake
         /// A key-log entry matched this session and each direction's key authenticated its messages
         /// (a message that did not, beside others that did, is an anomaly: altered in transit).
         case matched

@@ -371,7 +371,13 @@ private struct Walk {
 
     mutating func finish() {
         judgeUnexplained()
-        if desktopCount == 0 { anomalies.append("no handshake: the desktop sent nothing") }
+        if desktopCount == 0 {
+            anomalies.append("no handshake: the desktop sent nothing")
+            if keyStatus == .noEntry {
+                keyStatus = .noHandshake
+                keyDetail = "the recording holds no handshake, so no key-log entry can be matched (nothing is encrypted either)"
+            }
+        }
         if desktopCount > 0 && phoneCount == 0 { anomalies.append("the phone never answered the handshake") }
         if keyStatus == .matched && responses == 0 { anomalies.append("no CTAP response was recorded") }
     }

@@ -74,7 +74,15 @@ public enum QRScanner {
     static func decodeAll(bytes: [UInt8], source: String) throws(QRError) -> [String] {
         switch sniff(bytes) {
         case .png: return try ZbarDecoder.decode(PNGCodec.decode(bytes))
-        case .pgm: return try ZbarDecoder.decode(PGMReader.decode(bytes))
+        case .pgm:
+            let image: GrayImage
+            do {
+                image = try PGMReader.decode(bytes)
+            } catch {
+                // Name the file, as a PNG's error does.
+                throw QRError(error.code, "\(source): \(error.reason)")
+            }
+            return try ZbarDecoder.decode(image)
         case .text:
             let text = String(decoding: bytes, as: UTF8.self)
             if text.prefix(512).contains("<svg") {

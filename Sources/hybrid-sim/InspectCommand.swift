@@ -33,6 +33,12 @@ struct InspectCommand: ParsableCommand {
     @Flag(help: "Print the decoded session as JSON instead of the terminal diagram.")
     var json = false
 
+    func validate() throws {
+        if recording == "-", keylog == "-" {
+            throw ValidationError("the recording and --keylog cannot both be standard input (-)")
+        }
+    }
+
     func run() throws {
         let bytes: [UInt8]
         do {

@@ -185,6 +185,16 @@ struct InspectorLoopbackTests {
                 "\(alteredMessage.anomalies)")
         #expect(altered.messages.contains { $0.title == "update message" })
 
+        // No handshake in the recording (no message at all): not keys that do not match.
+        var empty = recording
+        empty.entries.removeAll { entry in
+            if case .message = entry.event { return true } else { return false }
+        }
+        let incomplete = Inspector.inspect(empty, keyLog: keys)
+        #expect(incomplete.keys == .noHandshake, "\(incomplete.keyDetail)")
+        #expect(incomplete.keyDetail.hasPrefix("the recording holds no handshake"))
+        #expect(incomplete.allAnomalies.contains("no handshake: the desktop sent nothing"))
+
         // A close reason a peer chose, with a terminal escape and a line break: escaped in the text
         // (one line, nothing repainted) and in the SVG (which must stay well-formed XML).
         var hostile = recording

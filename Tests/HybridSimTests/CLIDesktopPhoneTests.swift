@@ -110,6 +110,7 @@ struct CLIDesktopPhoneTests {
             (["desktop", "--relay-port", "-1"], "--relay-port must be 0…65535"),
             (["phone", "--listen", "--listen-timeout", "-1"], "--listen-timeout must be more than 0"),
             (["phone", "--unlink", "--count", "1"], "--count and --listen-timeout need --listen"),
+            (["inspect", "-", "--keylog", "-"], "the recording and --keylog cannot both be standard input (-)"),
             (["phone", "--unlink", "--deny"], "--account and --deny answer requests; --unlink answers none"),
             (["phone", "--unlink", "--account", "alice"], "--account and --deny answer requests; --unlink answers none"),
             (["relay", "--idle-timeout", "--port", "5"], "The value '--port' is invalid for '--idle-timeout <seconds>'"),
@@ -154,6 +155,12 @@ struct CLIDesktopPhoneTests {
         let piped = try lab.start("qr", ["qr", "scan", "--raw", "-"], standardInput: .piped(pngBytes))
         #expect(try await piped.waitForExit() == 0, "\(piped.transcript)")
         #expect(piped.standardOutput.lines == ["hello from a pipe"], "\(piped.transcript)")
+        // A malformed PGM names its file, as a PNG's error does.
+        let pgm = lab.file("bad.pgm")
+        try Data("P5\n1 1\n70000\n\u{0}".utf8).write(to: URL(fileURLWithPath: pgm))
+        let badPGM = try lab.start("qr", ["qr", "scan", pgm])
+        #expect(try await badPGM.waitForExit() == 1, "\(badPGM.transcript)")
+        #expect(FailureOutput.singleErrorLine(badPGM).contains("\(pgm): "), "\(badPGM.transcript)")
         // The phone reads a scanned code the same way (a code that is no FIDO:/ URL: bad input, exit 2).
         let phone = try lab.start("phone", ["phone", "--scan", "-"], standardInput: .piped(pngBytes))
         #expect(try await phone.waitForExit() == 2, "\(phone.transcript)")
