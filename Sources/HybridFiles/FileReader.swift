@@ -20,32 +20,31 @@ package enum FileReader {
     /// How long a pipe, socket or device may go without data before the read gives up.
     package static let quietLimit: Duration = .seconds(10)
 
-    /// The whole file at `path` (a symbolic link is followed).
+    /// The whole file at `path` (a symbolic link is followed); `-` is standard input, read from
+    /// descriptor 0 itself (reopening /dev/stdin fails for a socket, ENXIO, and would read a
+    /// redirected file from its start rather than from where the caller left it), and refused at
+    /// once when it is a terminal.
     ///
-    /// - Throws: ``FileFailure``.
+    /// - Throws: ``FileFailure``; `.terminal` for `-` on a terminal.
     package static func read(_ path: String, maximumSize: Int, quietLimit: Duration = quietLimit) throws(FileFailure) -> [UInt8] {
+        if path == "-" {
+            guard isatty(STDIN_FILENO) == 0 else { throw .terminal }
+            return try readWhole(STDIN_FILENO, maximumSize: maximumSize, quietLimit: quietLimit)
+        }
         let fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard fd >= 0 else { throw .system(errno) }
         defer { close(fd) }
+        return try readWhole(fd, maximumSize: maximumSize, quietLimit: quietLimit)
+    }
+
+    /// An open descriptor to its end: a directory refused, a regular file read at once, anything
+    /// else as its data comes, within `quietLimit`.
+    private static func readWhole(_ fd: Int32, maximumSize: Int, quietLimit: Duration) throws(FileFailure) -> [UInt8] {
         var status = stat()
         guard fstat(fd, &status) == 0 else { throw .system(errno) }
         let kind = status.st_mode & S_IFMT
         guard kind != S_IFDIR else { throw .directory }
         return try readToEnd(fd, maximumSize: maximumSize, quietLimit: kind == S_IFREG ? nil : quietLimit)
-    }
-
-    /// Reads standard input (a path of `-`) to its end, under the same limits as ``read(_:maximumSize:quietLimit:)``.
-    ///
-    /// - Throws: ``FileFailure``; `.terminal` at once when standard input is a terminal.
-    package static func readStandardInput(maximumSize: Int, quietLimit: Duration = quietLimit) throws(FileFailure) -> [UInt8] {
-        guard isatty(STDIN_FILENO) == 0 else { throw .terminal }
-        var status = stat()
-        guard fstat(STDIN_FILENO, &status) == 0 else { throw .system(errno) }
-        let kind = status.st_mode & S_IFMT
-        guard kind != S_IFDIR else { throw .directory }
-        // Descriptor 0 itself, not /dev/stdin reopened: that fails for a socket (ENXIO) and would
-        // read a redirected file from its start rather than from where the caller left it.
-        return try readToEnd(STDIN_FILENO, maximumSize: maximumSize, quietLimit: kind == S_IFREG ? nil : quietLimit)
     }
 
     /// Reads the open descriptor `fd` to its end, retrying on `EINTR`, refusing more than

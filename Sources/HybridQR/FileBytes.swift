@@ -13,10 +13,9 @@ enum FileBytes {
     ///
     /// - Throws: ``QRError/Code/fileUnreadable`` with the path and the reason, if the file is larger
     ///   than ``maximumSize``, or if a pipe or device stayed quiet for `quietLimit`.
-    /// `-` is standard input, under the same limits (a terminal is refused at once).
+    /// `-` is standard input (``FileReader``), under the same limits.
     static func read(_ path: String, quietLimit: Duration = quietLimit) throws(QRError) -> [UInt8] {
         do {
-            if path == "-" { return try FileReader.readStandardInput(maximumSize: maximumSize, quietLimit: quietLimit) }
             return try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)
         } catch {
             throw QRError(.fileUnreadable, "\(path == "-" ? "standard input" : path): \(error)")

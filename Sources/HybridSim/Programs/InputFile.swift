@@ -22,11 +22,7 @@ package enum InputFile {
     ) throws(Failure) -> [UInt8] {
         let bytes: [UInt8]
         do {
-            // `-` is standard input, as for `qr scan -`: a pipe is read as its data comes, within
-            // the same size and quiet limits.
-            bytes = path == "-"
-                ? try FileReader.readStandardInput(maximumSize: maximumSize, quietLimit: quietLimit)
-                : try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)
+            bytes = try FileReader.read(path, maximumSize: maximumSize, quietLimit: quietLimit)  // `-`: standard input
         } catch {
             throw Failure(reason: error.description)
         }
