@@ -32,21 +32,20 @@ package enum BindConflict {
 
     /// Whether a TCP connection to `host:port` is accepted (something listens).
     static func listening(host: String, port: Int) -> Bool {
-        guard let address = try? SocketAddressIPv4(host: host, port: port) else { return true }
+        // The address as the listener resolved it (RelayDispatcher does the same): IPv4 or IPv6.
+        guard let address = try? SocketAddress.makeAddressResolvingHost(host, port: port) else { return true }
+        let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
         #if canImport(Glibc)
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
-        let fd = socket(AF_INET, SOCK_STREAM, 0)
+        let fd = socket(family, SOCK_STREAM, 0)
         #endif
         guard fd >= 0 else { return true }
         defer { close(fd) }
         // Non-blocking, at most 500 ms: a listener whose accept queue is full drops the SYN, and a
         // blocking connect would retry for a minute or more before the error line could be printed.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        var storage = address.storage
-        let result = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        }
+        let result = address.withSockAddr { pointer, length in connect(fd, pointer, socklen_t(length)) }
         if result == 0 { return true }
         guard errno == EINPROGRESS else { return errno != ECONNREFUSED }
         var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
@@ -65,19 +64,5 @@ package enum BindConflict {
         let numbers = text.split(whereSeparator: \.isWhitespace).compactMap { Int($0) }
         guard numbers.count == 2, numbers[0] <= numbers[1] else { return nil }
         return numbers[0]...numbers[1]
-    }
-}
-
-/// An IPv4 address for `connect`, from a dotted-quad host.
-private struct SocketAddressIPv4 {
-    var storage: sockaddr_in
-
-    init(host: String, port: Int) throws {
-        var address = in_addr()
-        guard inet_pton(AF_INET, host, &address) == 1, (0...65535).contains(port) else { throw CocoaError(.formatting) }
-        storage = sockaddr_in()
-        storage.sin_family = sa_family_t(AF_INET)
-        storage.sin_port = UInt16(port).bigEndian
-        storage.sin_addr = address
     }
 }
