@@ -80,7 +80,6 @@ private struct Walk {
     var desktopCount = 0
     var phoneCount = 0
     var expected: [Bool: UInt32] = [true: 0, false: 0]
-    var decrypted = 0
     /// Messages that authenticated, per direction (`true`: from the desktop).
     var decryptedBy: [Bool: Int] = [true: 0, false: 0]
     /// Messages that did not authenticate before any message in their direction did (indexes in
@@ -181,7 +180,6 @@ private struct Walk {
             expected[isDesktop] = expectedSequence + 1
             return
         }
-        decrypted += 1
         decryptedBy[isDesktop, default: 0] += 1
         message.sequence = Int(sequence)
         if sequence > expectedSequence {
@@ -362,7 +360,7 @@ private struct Walk {
         guard !mismatched.isEmpty else { return }
         keyStatus = .mismatch
         let halves = mismatched.joined(separator: " and ")
-        keyDetail = decrypted == 0
+        keyDetail = decryptedBy.values.allSatisfy { $0 == 0 }
             ? "the key log's entry for this session authenticates none of its transport messages: the keys don't match "
                 + "(or every one was altered in transit, which the recording cannot tell apart)"
             : "the key log's \(halves) key authenticates none of that direction's messages: the keys don't match "

@@ -68,22 +68,21 @@ public enum PhoneListenProgram {
         let linkStorePath = store.path
         narrator.say("listening as \"\(identity.name)\" on \(relayURL) for contact requests (link store \(store.path))")
         let seen = SeenNonces()
-        let reachable = Mutex(true)  // narrate an outage once, not every retry
-        // Why the relay could not be reached, until the push channel first opened (for the timeout).
-        let neverReached = Mutex<String?>("")
+        // One state: an outage is narrated once, not every retry, and a timeout can tell a relay
+        // that was never reached from a quiet link.
+        let relay = Mutex(RelayReach.starting)
         let events: @Sendable (PhoneListener.Event) -> Void = { event in
             switch event {
             case .listening(let url):
-                reachable.withLock { $0 = true }
-                neverReached.withLock { $0 = nil }
+                relay.withLock { $0 = .reached }
                 narrator.say("push channel open on \(url)")
                 narrator.event("listening", [("relay", .string(url))])
             case .unreachable(let reason, let retry):
-                let first = reachable.withLock { wasReachable in
-                    defer { wasReachable = false }
-                    return wasReachable
+                let first = relay.withLock { state in
+                    defer { state = .failing(reason, everReached: state.everReached) }
+                    if case .failing = state { return false }
+                    return true
                 }
-                neverReached.withLock { if $0 != nil { $0 = reason } }
                 if first {
                     narrator.event("unreachable", [("reason", .string(reason))])
                     narrator.say(
@@ -126,7 +125,7 @@ public enum PhoneListenProgram {
             } catch let error as RuntimeError where error.code == .timeout {
                 // A limit that passed without the relay ever answering is a wrong address or a relay
                 // that is down, not a quiet link: say so.
-                guard let reason = neverReached.withLock({ $0 }), !reason.isEmpty else { throw error }
+                guard case .failing(let reason, everReached: false) = relay.withLock({ $0 }) else { throw error }
                 throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) was never reached (\(reason))")
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
@@ -305,6 +304,24 @@ public enum PhoneListenProgram {
             let failure = ProgramFailure.from(error, relayURL: phone.relayURL)
             output.standardError("error: \(failure.message)")
             return failure.exitCode
+        }
+    }
+}
+
+/// How `phone --listen` last found its relay.
+private enum RelayReach: Sendable {
+    /// No connection attempt has ended yet.
+    case starting
+    /// The push channel is open.
+    case reached
+    /// The last attempt failed (or the channel dropped) for `reason`.
+    case failing(String, everReached: Bool)
+
+    var everReached: Bool {
+        switch self {
+        case .starting: return false
+        case .reached: return true
+        case .failing(_, let everReached): return everReached
         }
     }
 }
