@@ -110,56 +110,34 @@ public enum LoopbackSocket {
     /// TIME-WAIT: made without `SO_REUSEADDR`, as a kernel-chosen client port is, so a listener
     /// cannot bind it for about a minute although nothing listens on it. `nil` when a socket call failed.
     public static func portInTimeWait() -> Int? {
-        func address(_ port: UInt16) -> sockaddr_in {
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = port.bigEndian
-            address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-            return address
-        }
-        func local(_ fd: Int32) -> UInt16 {
+        func local(_ fd: Int32) -> Int {
             var bound = sockaddr_in()
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             _ = withUnsafeMutablePointer(to: &bound) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-            return UInt16(bigEndian: bound.sin_port)
-        }
-        func call(_ fd: Int32, _ target: sockaddr_in, _ body: (Int32, UnsafePointer<sockaddr>, socklen_t) -> Int32) -> Bool {
-            var target = target
-            return withUnsafePointer(to: &target) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { body(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-            } == 0
+            return Int(UInt16(bigEndian: bound.sin_port))
         }
         #if canImport(Glibc)
             let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            let client = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
             let listener = socket(AF_INET, SOCK_STREAM, 0)
-            let client = socket(AF_INET, SOCK_STREAM, 0)
         #endif
         defer { close(listener) }
-        guard listener >= 0, client >= 0, call(listener, address(0), { bind($0, $1, $2) }), listen(listener, 1) == 0,
-            call(client, address(local(listener)), { systemConnect($0, $1, $2) })
-        else {
-            close(client)
-            return nil
+        var any = sockaddr_in()
+        any.sin_family = sa_family_t(AF_INET)
+        any.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        let bound = withUnsafePointer(to: &any) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
+        // The client: an ordinary connect (``connect(port:ioTimeout:receiveBuffer:)``), kernel-chosen port.
+        guard listener >= 0, bound == 0, listen(listener, 1) == 0, let client = connect(port: local(listener)) else { return nil }
         let accepted = accept(listener, nil, nil)
-        let port = Int(local(client))
+        let port = local(client)
         close(client)  // the client closes first: its end, with its local port, goes to TIME-WAIT
         var byte: UInt8 = 0
         _ = systemRead(accepted, &byte, 1)  // the FIN
         close(accepted)
         return port
     }
-}
-
-/// The C library's `connect`, which `LoopbackSocket.connect` hides inside the type.
-private func systemConnect(_ fd: Int32, _ address: UnsafePointer<sockaddr>, _ length: socklen_t) -> Int32 {
-    #if canImport(Glibc)
-        Glibc.connect(fd, address, length)
-    #else
-        Darwin.connect(fd, address, length)
-    #endif
 }
 
 /// The C library's `read`.

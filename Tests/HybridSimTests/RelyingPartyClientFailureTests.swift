@@ -70,21 +70,9 @@ struct RelyingPartyClientFailureTests {
 
     @Test("a server that reads the request and closes without answering: said so")
     func closedWithoutAnswer() async throws {
-        let (listener, port) = try EndToEndLab.boundSocket(listening: true)
-        let closer = Thread {
-            // Reads each request, then closes (a FIN, not a reset of unread data), until the
-            // listener goes.
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let fd = accept(listener, nil, nil)
-                guard fd >= 0 else { return }
-                _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                close(fd)
-            }
-        }
-        closer.start()
-        defer { shutdown(listener, Int32(SHUT_RDWR)); close(listener) }
-        let error = try await Self.fetchFailure(port: port)
+        let server = try Self.answering(nil)
+        defer { server.stop() }
+        let error = try await Self.fetchFailure(port: server.port)
         #expect(error?.kind == .network)
         #expect(error?.message.hasSuffix(": the server closed the connection without answering") == true, "\(error?.message ?? "")")
     }
@@ -94,16 +82,16 @@ struct RelyingPartyClientFailureTests {
         let body = "\u{1B}[31mDENIED\u{1B}[0m\nerror: forged second line\n"
         let server = try Self.answering("HTTP/1.1 400 Bad Request\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
         defer { server.stop() }
-        let port = server.port
-        let message = try await Self.fetchFailure(port: port)?.message ?? ""
+        let message = try await Self.fetchFailure(port: server.port)?.message ?? ""
         #expect(!message.contains("\n") && !message.contains("\u{1B}"), "\(message)")
         #expect(message.hasSuffix(": \\u{1B}[31mDENIED\\u{1B}[0m\\u{A}error: forged second line"), "\(message)")
     }
 
-    /// A server that answers every request with `response`, on a thread, until the listener goes.
-    private static func answering(_ response: String) throws -> (port: Int, stop: () -> Void) {
+    /// A server that reads each request and answers it with `response` (`nil`: none), then closes
+    /// (a FIN, not a reset of unread data), on a thread, until the listener goes.
+    private static func answering(_ response: String?) throws -> (port: Int, stop: () -> Void) {
         let (listener, port) = try EndToEndLab.boundSocket(listening: true)
-        let bytes = Array(response.utf8)
+        let bytes = Array((response ?? "").utf8)
         let answerer = Thread {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {

@@ -8,11 +8,14 @@ import Testing
 /// `hybrid-sim rp`'s relying party in process (no sockets) and profile files.
 @Suite("Relying-party server: requests, challenges and profiles")
 struct RelyingPartyServiceTests {
-    private func service(_ profile: String, directory: TemporaryDirectory) throws -> RelyingPartyService {
-        RelyingPartyService(
-            profile: try RelyingPartyProfile.load(profile),
-            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
-            store: RelyingPartyStore(path: directory.path + "/store.json"))
+    private func service(
+        _ profile: String, directory: TemporaryDirectory, now: (@Sendable () -> UInt64)? = nil
+    ) throws -> RelyingPartyService {
+        let profile = try RelyingPartyProfile.load(profile)
+        let relyingParty = RelyingParty(id: "example.com", origin: "https://example.com")
+        let store = RelyingPartyStore(path: directory.path + "/store.json")
+        guard let now else { return RelyingPartyService(profile: profile, relyingParty: relyingParty, store: store) }
+        return RelyingPartyService(profile: profile, relyingParty: relyingParty, store: store, now: now)
     }
 
     /// A sign-in result for `challenge` (base64url) whose authenticator data is malformed: it gets
@@ -52,10 +55,7 @@ struct RelyingPartyServiceTests {
     func oktaExpiresAt() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
-        let okta = RelyingPartyService(
-            profile: try RelyingPartyProfile.load("okta"),
-            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
-            store: RelyingPartyStore(path: directory.path + "/store.json"), now: { 1_764_162_000 })
+        let okta = try service("okta", directory: directory, now: { 1_764_162_000 })
         let response = await okta.handle(RelyingPartyHTTPRequest(
             method: "POST", target: "/idp/myaccount/webauthn/registration",
             headers: ["Accept": "application/json; okta-version=1.0.0", "Authorization": "Bearer x"]))
@@ -178,10 +178,7 @@ struct RelyingPartyServiceTests {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let clock = Mutex<UInt64>(1_000_000)
-        let rp = RelyingPartyService(
-            profile: try RelyingPartyProfile.load("hanko"),
-            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
-            store: RelyingPartyStore(path: directory.path + "/store.json"), now: { clock.withLock { $0 } })
+        let rp = try service("hanko", directory: directory, now: { clock.withLock { $0 } })
         func issue() async throws -> String {
             let options = await rp.handle(RelyingPartyHTTPRequest(method: "GET", target: "/authentication_initialize"))
             return try #require(options.body["publicKey"]?["challenge"]?.stringValue)
