@@ -288,8 +288,10 @@ final class RelayRegistry {
     }
 
     /// The answer to a request that is not a usable WebSocket upgrade (no `Upgrade` header, bad
-    /// WebSocket key or version, …), unless ``decide(_:)`` already chose one.
-    func rejectionForPlainRequest(_ head: HTTPRequestHead) -> RelayRejection {
+    /// WebSocket key or version, …), unless ``decide(_:)`` already chose one. `invalidUpgrade` is why
+    /// an upgrade breaks RFC 6455 §4.1 (``RelayRequestHandler/upgrade(of:)``); it answers after the
+    /// path and method checks, in place of the generic reason.
+    func rejectionForPlainRequest(_ head: HTTPRequestHead, invalidUpgrade: String? = nil) -> RelayRejection {
         if isShuttingDown {
             return RelayRejection(status: .serviceUnavailable, reason: "relay shutting down")
         }
@@ -299,7 +301,7 @@ final class RelayRegistry {
         guard head.method == .GET else {
             return RelayRejection(status: .badRequest, reason: "only GET is supported")
         }
-        return RelayRejection(status: .badRequest, reason: "a WebSocket upgrade (version 13) is required")
+        return RelayRejection(status: .badRequest, reason: invalidUpgrade ?? "a WebSocket upgrade (version 13) is required")
     }
 
     /// Whether `Sec-WebSocket-Protocol` lists `fido.cable` (the header may hold a comma-separated list).

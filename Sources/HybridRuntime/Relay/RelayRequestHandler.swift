@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
@@ -12,8 +13,10 @@ import NIOWebSocket
 /// WebSocket upgrade when one of its `Upgrade` tokens is `websocket` (any case; `Connection: upgrade`
 /// is not required, as with NIO) with exactly one `Sec-WebSocket-Key` and exactly one
 /// `Sec-WebSocket-Version` of `13`; anything else is a plain request
-/// (``RelayRegistry/rejectionForPlainRequest(_:)``); a request the HTTP parser cannot read gets a
-/// bare `400` (as NIO's protocol-error handler writes it). The responses are fixed texts written as
+/// (``RelayRegistry/rejectionForPlainRequest(_:invalidUpgrade:)``). Beyond NIO, an upgrade must also
+/// be HTTP/1.1 with one `Host` and a key of 16 bytes (``upgrade(of:)``). A request the HTTP parser
+/// cannot read gets a `400` naming the parser's complaint, or a `431` for a head over the parser's
+/// 80 KiB. The responses are fixed texts written as
 /// bytes: a connection has two handlers while it waits for its request instead of six, and none of
 /// NIO's per-upgrade futures and header checks run.
 ///
@@ -26,8 +29,14 @@ import NIOWebSocket
 final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
 
-    /// What a request the parser cannot read gets (NIO's `HTTPServerProtocolErrorHandler` answer).
-    static let malformedResponse = "HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+    /// What a request the parser cannot read gets: `431` for a head beyond llhttp's 80 KiB,
+    /// otherwise `400` with the parser's complaint (NIO's protocol-error handler sends a bare `400`).
+    static func malformedRejection(_ error: HTTPParserError) -> RelayRejection {
+        if error == .headerOverflow {
+            return RelayRejection(status: .requestHeaderFieldsTooLarge, reason: "request head over 80 KiB")
+        }
+        return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
+    }
 
     private let connection: RelayConnection
     private let registry: RelayRegistry
@@ -42,14 +51,41 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         self.registry = registry
     }
 
-    /// The request's `Sec-WebSocket-Key` when it is a WebSocket upgrade the relay can answer with a
-    /// 101 (see the type's documentation); `nil` for a plain request.
-    static func webSocketKey(of head: HTTPRequestHead) -> String? {
+    /// What a request head asks for (see the type's documentation).
+    enum Upgrade: Equatable {
+        /// A WebSocket upgrade the relay can answer with a 101: its `Sec-WebSocket-Key`.
+        case upgrade(key: String)
+        /// Not a WebSocket upgrade (no `Upgrade: websocket`, no single key, version not `13`).
+        case plain
+        /// A WebSocket upgrade that breaks a rule of RFC 6455 §4.1 the server must check (§4.2.1
+        /// says `400`): why, for the refusal's body.
+        case invalid(String)
+    }
+
+    /// Classifies `head`. An upgrade must be HTTP/1.1 or later with exactly one `Host` and a
+    /// `Sec-WebSocket-Key` that is base64 of 16 bytes (RFC 6455 §4.1, §4.2.1). Every real client
+    /// sends these; a hand-written one that does not learns which rule it broke instead of getting
+    /// a tunnel a stricter tunnel service would refuse (Docs/PROTOCOL-TOLERANCE.md).
+    static func upgrade(of head: HTTPRequestHead) -> Upgrade {
         guard head.headers.containsToken(named: "upgrade", "websocket", anyCase: true),
             let key = head.headers.onlyToken(named: "sec-websocket-key"),
             head.headers.onlyToken(named: "sec-websocket-version") == "13"
-        else { return nil }
-        return String(key)
+        else { return .plain }
+        if head.version.major < 1 || (head.version.major == 1 && head.version.minor < 1) {
+            return .invalid(
+                "a WebSocket upgrade needs HTTP/1.1 (RFC 6455 §4.1); this request is HTTP/\(head.version.major).\(head.version.minor)")
+        }
+        let hosts = head.headers["host"].count
+        if hosts != 1 {
+            return .invalid("a WebSocket upgrade needs exactly one Host header (RFC 6455 §4.1); this request has \(hosts)")
+        }
+        guard let nonce = Data(base64Encoded: String(key)) else {
+            return .invalid("Sec-WebSocket-Key must be base64 of 16 random bytes (RFC 6455 §4.1); it is not base64")
+        }
+        guard nonce.count == 16 else {
+            return .invalid("Sec-WebSocket-Key must be base64 of 16 random bytes (RFC 6455 §4.1); it decodes to \(nonce.count)")
+        }
+        return .upgrade(key: String(key))
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -74,8 +110,15 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             refuse(RelayRejection(status: .badRequest, reason: "malformed request"), context: context)
             return
         }
-        guard let key = Self.webSocketKey(of: head) else {
+        let key: String
+        switch Self.upgrade(of: head) {
+        case .upgrade(let offered):
+            key = offered
+        case .plain:
             refuse(registry.rejectionForPlainRequest(head), context: context)
+            return
+        case .invalid(let why):
+            refuse(registry.rejectionForPlainRequest(head, invalidUpgrade: why), context: context)
             return
         }
         if let refusal = registry.admission.waitingTunnelRefusal(
@@ -191,11 +234,10 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             // The parser saw the end of a request cut short: the relay dropped the connection (its
             // upgrade timeout) or the client went away. No 400 can be sent, so none is counted.
             registry.logger.debug("connection closed before its request was complete: \(error)")
-        } else if error is HTTPParserError {
+        } else if let parserError = error as? HTTPParserError {
             // NIO's decoder may report one bad request twice (its own error, then the parse's).
             guard !answered else { return }
-            registry.recordRejected(RelayRejection(status: .badRequest, reason: "malformed request"))
-            answer(Self.malformedResponse, context: context)
+            refuse(Self.malformedRejection(parserError), context: context)
         } else {
             registry.logger.debug("connection error before its request: \(error)")
             context.close(promise: nil)

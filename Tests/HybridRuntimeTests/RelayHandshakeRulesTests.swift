@@ -1,0 +1,94 @@
+import HybridCore
+@testable import HybridRuntime
+import Testing
+
+/// The rules of RFC 6455 §4.1 the relay checks beyond NIO's upgrader (§4.2.1 says `400`), and the
+/// reasons it gives for a request its HTTP parser cannot read (Docs/RELAY.md, "Refusals").
+@Suite("Relay: WebSocket handshake rules")
+struct RelayHandshakeRulesTests {
+    /// The whole response to `request` (head and body, up to the relay's close) as text.
+    private static func answer(to request: String, port: Int) async throws -> String {
+        let raw = try await RawConnection.connect(port: port)
+        try await raw.write(request)
+        #expect(await raw.waitForClose(), "the relay closes after a refusal")
+        return String(decoding: raw.received, as: UTF8.self)
+    }
+
+    private static func newPath() -> String { TunnelServicePath.new(tunnelID: randomTunnelID()).path }
+
+    @Test(
+        "an upgrade that breaks RFC 6455 §4.1 is 400 naming the rule",
+        arguments: [
+            (key: "abc", edit: nil, reason: "Sec-WebSocket-Key must be base64 of 16 random bytes (RFC 6455 §4.1); it is not base64"),
+            (key: "AAAA", edit: nil, reason: "Sec-WebSocket-Key must be base64 of 16 random bytes (RFC 6455 §4.1); it decodes to 3"),
+            (
+                key: WebSocketUpgradeRequest.sampleKey, edit: "HTTP/1.1\r\n→HTTP/1.0\r\n",
+                reason: "a WebSocket upgrade needs HTTP/1.1 (RFC 6455 §4.1); this request is HTTP/1.0"
+            ),
+            (
+                key: WebSocketUpgradeRequest.sampleKey, edit: "Host: 127.0.0.1\r\n→",
+                reason: "a WebSocket upgrade needs exactly one Host header (RFC 6455 §4.1); this request has 0"
+            ),
+            (
+                key: WebSocketUpgradeRequest.sampleKey, edit: "Host: 127.0.0.1\r\n→Host: a\r\nHost: b\r\n",
+                reason: "a WebSocket upgrade needs exactly one Host header (RFC 6455 §4.1); this request has 2"
+            ),
+        ] as [(key: String, edit: String?, reason: String)]
+    )
+    func invalidUpgrade(key: String, edit: String?, reason: String) async throws {
+        try await withRelay { relay, endpoint in
+            var request = WebSocketUpgradeRequest.text(path: Self.newPath(), key: key)
+            if let edit {
+                let parts = edit.components(separatedBy: "→")
+                request = request.replacingOccurrences(of: parts[0], with: parts[1])
+            }
+            let answer = try await Self.answer(to: request, port: endpoint.port)
+            #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer)")
+            #expect(answer.hasSuffix("\r\n\r\n\(reason)\n"), "\(answer)")
+            #expect(relay.openTunnelCount == 0)
+            #expect(relay.statistics.rejectedRequests[400] == 1, "\(relay.statistics.rejectedRequests)")
+        }
+    }
+
+    @Test("the path and method are judged before the handshake rules: 404 and 400 as before")
+    func orderOfChecks() async throws {
+        try await withRelay { _, endpoint in
+            let unknown = try await Self.answer(
+                to: WebSocketUpgradeRequest.text(path: "/index.html", key: "abc"), port: endpoint.port)
+            #expect(unknown.hasPrefix("HTTP/1.1 404 "), "\(unknown)")
+            let post = try await Self.answer(
+                to: WebSocketUpgradeRequest.text(path: Self.newPath(), method: "POST", key: "abc"), port: endpoint.port)
+            #expect(post.hasSuffix("\r\n\r\nonly GET is supported\n"), "\(post)")
+        }
+    }
+
+    @Test("a valid key of another encoder (RFC 6455's sample, a fresh random one) still upgrades")
+    func validKeysUpgrade() async throws {
+        try await withRelay { relay, endpoint in
+            for key in [WebSocketUpgradeRequest.sampleKey, ClientUpgradeHandler.randomKey()] {
+                let raw = try await RawConnection.connect(port: endpoint.port)
+                try await raw.write(WebSocketUpgradeRequest.text(path: Self.newPath(), key: key))
+                let head = await raw.readResponseHead()
+                #expect(RawConnection.status(of: head) == 101, "\(key): \(head)")
+                #expect(head.contains("Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: key))"), "\(head)")
+                await raw.close()
+            }
+            #expect(await eventually { relay.openTunnelCount == 0 })
+        }
+    }
+
+    @Test("a request head over 80 KiB is 431 with a reason; an unreadable request is 400 naming the parser's complaint")
+    func unreadableRequests() async throws {
+        try await withRelay { relay, endpoint in
+            let huge = WebSocketUpgradeRequest.text(
+                path: Self.newPath(), extra: ["X-Padding: " + String(repeating: "a", count: 100_000)])
+            let tooLarge = try await Self.answer(to: huge, port: endpoint.port)
+            #expect(tooLarge.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n"), "\(tooLarge.prefix(200))")
+            #expect(tooLarge.contains("\r\n\r\nrequest head over 80 KiB"), "\(tooLarge.prefix(300))")
+            let garbage = try await Self.answer(to: "GET /cable/new/00 HTTP/1.1\r\nBad Header\r\n\r\n", port: endpoint.port)
+            #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(garbage)")
+            #expect(garbage.contains("\r\n\r\nmalformed HTTP request ("), "\(garbage)")
+            #expect(relay.statistics.rejectedRequests[431] == 1, "\(relay.statistics.rejectedRequests)")
+        }
+    }
+}
