@@ -91,6 +91,9 @@ struct RecordingFormatTests {
         #expect(line.hasSuffix(String(repeating: "ab", count: 32)))
         let text = "# comment\nCLIENT_RANDOM aa bb\n\n" + line + "\r\n" + line.uppercased() + "\n"
         #expect(try SessionKeys.parseKeyLog(text) == [keys, keys])
+        // Tabs (and runs of them) separate fields as spaces do: such a line is read, not skipped.
+        let tabbed = line.replacingOccurrences(of: " ", with: "\t") + "\n" + line.replacingOccurrences(of: " ", with: " \t ")
+        #expect(try SessionKeys.parseKeyLog(tabbed) == [keys, keys])
         #expect(throws: HybridError.self) { try SessionKeys.parseKeyLog("HYBRID_SESSION_KEYS 00 11") }
         do {
             _ = try SessionKeys.parseKeyLog("\n" + String(line.dropLast(2)))

@@ -35,15 +35,17 @@ public struct SessionKeys: Sendable, Hashable {
          Hex.encode(initiatorToResponder), Hex.encode(responderToInitiator)].joined(separator: " ")
     }
 
-    /// Parses a key log: one ``keyLogLine`` per line. Empty lines and lines starting with `#` are
-    /// skipped, and so are lines with another label (a file shared with other tools); a line with
+    /// Parses a key log: one ``keyLogLine`` per line, its fields separated by spaces or tabs. Empty
+    /// lines and lines starting with `#` are skipped, and so are lines with another label (a file shared with other tools); a line with
     /// our label but the wrong shape is an error naming its line number.
     public static func parseKeyLog(_ text: String) throws(HybridError) -> [SessionKeys] {
         var result: [SessionKeys] = []
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = raw.trimmingCharacters(in: " \t")
             guard !line.isEmpty, !line.hasPrefix("#") else { continue }
-            let fields = line.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+            // Fields are separated by runs of spaces or tabs (a log copied through an editor or a
+            // spreadsheet may carry tabs): a tab-separated line is read, not skipped as another label's.
+            let fields = line.split(omittingEmptySubsequences: true, whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
             guard fields.first == keyLogLabel else { continue }
             let sizes = [65, 32, 32, 32]
             guard fields.count == 5 else {
