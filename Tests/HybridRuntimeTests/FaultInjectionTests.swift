@@ -59,6 +59,8 @@ struct FaultInjectionTests {
             ("delay=61s", "delay=DURATION takes a duration such as 200ms or 1.5s, at most 60s, not '61s'"),
             ("reorder=fast", "reorder=DURATION takes a duration such as 200ms or 1.5s, at most 60s, not 'fast'"),
             ("truncate=-1", "truncate=BYTES takes the number of bytes kept (0 or more), not '-1'"),
+            ("truncate=99999999999999999999", "truncate=BYTES is too large: '99999999999999999999' (at most 9223372036854775807;"),
+            ("drop#99999999999999999999", "#N is too large: '99999999999999999999' is beyond any message number"),
             ("close=1005", "close=CODE takes a WebSocket close code an endpoint may send"),
             ("close=999", "close=CODE takes a WebSocket close code an endpoint may send"),
             ("close=5000", "close=CODE takes a WebSocket close code an endpoint may send"),

@@ -103,10 +103,17 @@ public struct RelayFault: Sendable, Hashable, CustomStringConvertible {
     /// - Throws: ``RelayFault/ParseError`` naming what is wrong.
     public init(parsing text: String) throws(ParseError) {
         func bad(_ why: String) -> ParseError { ParseError(spec: text, why: why) }
+        /// Decimal digits only, but beyond `Int`: a number too large, not a malformed one.
+        func overflows(_ digits: Substring) -> Bool {
+            !digits.isEmpty && digits.allSatisfy { $0.isASCII && $0.isNumber } && Int(digits) == nil
+        }
         var rest = Substring(text)
         var number: Int?
         if let hash = rest.lastIndex(of: "#") {
             let digits = rest[rest.index(after: hash)...]
+            if overflows(digits) {
+                throw bad("#N is too large: '\(digits)' is beyond any message number (at most \(Int.max))")
+            }
             guard let value = Int(digits), value >= 1, digits.allSatisfy(\.isASCII) else {
                 throw bad("#N must be a message number of at least 1, not '\(digits)'")
             }
@@ -148,6 +155,9 @@ public struct RelayFault: Sendable, Hashable, CustomStringConvertible {
             }
             self.duration = duration
         case .truncate:
+            if overflows(value) {
+                throw bad("truncate=BYTES is too large: '\(value)' (at most \(Int.max); a count of at least a message's length keeps it whole)")
+            }
             guard let kept = Int(value), kept >= 0, value.allSatisfy(\.isASCII) else {
                 throw bad("truncate=BYTES takes the number of bytes kept (0 or more), not '\(value)'")
             }
