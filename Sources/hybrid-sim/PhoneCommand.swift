@@ -40,17 +40,19 @@ struct PhoneCommand: AsyncParsableCommand {
             valueName: "ws://host:port"))
     var relay: String?
 
-    @Option(help: ArgumentHelp("The desktop's proximity scanner.", valueName: "udp://host:port"))
-    var proximity = ProgramDefaults.proximityURL
+    @Option(
+        help: ArgumentHelp(
+            "The desktop's proximity scanner. (default: \(ProgramDefaults.proximityURL))", valueName: "udp://host:port"))
+    var proximity: String?
 
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "Simulated signal strength of the adverts, in dBm (the desktop accepts ≥ -70 by default).",
+            "Simulated signal strength of the adverts, in dBm (the desktop accepts ≥ -70 by default). (default: \(ProgramDefaults.rssi))",
             valueName: "dBm"
         )
     )
-    var rssi: Int = ProgramDefaults.rssi
+    var rssi: Int?
 
     @Option(
         help: ArgumentHelp(
@@ -88,11 +90,11 @@ struct PhoneCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "Seconds to wait for the desktop's handshake and for the user's decision; the relay connection and each later message of the desktop wait at most 10 s of it.",
+            "Seconds to wait for the desktop's handshake and for the user's decision; the relay connection and each later message of the desktop wait at most 10 s of it. (default: \(Int(ProgramDefaults.timeoutSeconds)))",
             valueName: "seconds"
         )
     )
-    var timeout: Double = ProgramDefaults.timeoutSeconds
+    var timeout: Double?
 
     @OptionGroup var session: SessionDiagnosticsOptions
 
@@ -135,20 +137,20 @@ struct PhoneCommand: AsyncParsableCommand {
                 guard account == nil, !deny else {
                     throw ValidationError("--account and --deny answer requests; --unlink answers none")
                 }
+                guard proximity == nil, rssi == nil, timeout == nil else {
+                    throw ValidationError("--proximity, --rssi and --timeout apply to transactions; --unlink runs none")
+                }
+                return
             }
-            return
+        } else {
+            guard count == nil, listenTimeout == nil else { throw ValidationError("--count and --listen-timeout need --listen") }
+            switch (qr, scan) {
+            case (nil, nil): throw ValidationError("give the QR code with --qr 'FIDO:/…' or --scan FILE (or --listen, --unlink)")
+            case (.some, .some): throw ValidationError("--qr and --scan cannot be combined")
+            default: break
+            }
         }
-        guard count == nil, listenTimeout == nil else { throw ValidationError("--count and --listen-timeout need --listen") }
-        switch (qr, scan) {
-        case (nil, nil): throw ValidationError("give the QR code with --qr 'FIDO:/…' or --scan FILE (or --listen, --unlink)")
-        case (.some, .some): throw ValidationError("--qr and --scan cannot be combined")
-        default: break
-        }
-        guard timeout > 0, timeout <= ProgramDefaults.maximumTimeoutSeconds else {
-            throw ValidationError(
-                "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds"
-            )
-        }
+        // The QR flow and every transaction of --listen: --timeout, --rssi, --proximity, --relay.
         do {
             try makeConfiguration().validate()
         } catch {
@@ -186,8 +188,8 @@ struct PhoneCommand: AsyncParsableCommand {
     private func makeConfiguration() -> PhoneConfiguration {
         var configuration = PhoneConfiguration(qr: scan.map { .file($0) } ?? .url(qr ?? (listen || unlink ? "-" : "")))
         configuration.relayURL = relay ?? ProgramDefaults.relayURL
-        configuration.proximityURL = proximity
-        configuration.rssi = rssi
+        configuration.proximityURL = proximity ?? ProgramDefaults.proximityURL
+        configuration.rssi = rssi ?? ProgramDefaults.rssi
         configuration.storePath = store
         configuration.account = account
         configuration.deny = deny
@@ -195,7 +197,7 @@ struct PhoneCommand: AsyncParsableCommand {
         configuration.json = json
         configuration.keyLogPath = session.keylog
         configuration.misbehave = misbehave
-        configuration.timeout = .milliseconds(Int64((timeout * 1000).rounded()))
+        configuration.timeout = .milliseconds(Int64(((timeout ?? ProgramDefaults.timeoutSeconds) * 1000).rounded()))
         configuration.logger = CommandLogging.logger(label: "hybrid-sim.phone", level: session.logLevel)
         return configuration
     }

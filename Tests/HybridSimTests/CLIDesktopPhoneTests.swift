@@ -48,7 +48,7 @@ struct CLIDesktopPhoneTests {
             "--proximity <udp://host:port>", "(default: udp://127.0.0.1:47002)", "--rssi <dBm>", "(default: -45)",
             "--store",
             "--account", "--deny", "--attestation <none|packed>", "default: none)", "--json", "--timeout",
-            "(default: 120.0)",
+            "(default: 120)",
             "--log-level",
         ] {
             #expect(help.contains(fragment), "missing \(fragment) in\n\(help)")
@@ -113,6 +113,12 @@ struct CLIDesktopPhoneTests {
             (["inspect", "-", "--keylog", "-"], "the recording and --keylog cannot both be standard input (-)"),
             (["phone", "--unlink", "--deny"], "--account and --deny answer requests; --unlink answers none"),
             (["phone", "--unlink", "--account", "alice"], "--account and --deny answer requests; --unlink answers none"),
+            (["phone", "--unlink", "--rssi", "-40"], "--proximity, --rssi and --timeout apply to transactions; --unlink runs none"),
+            (["phone", "--unlink", "--timeout", "5"], "--proximity, --rssi and --timeout apply to transactions; --unlink runs none"),
+            (["phone", "--unlink", "--proximity", "udp://127.0.0.1:1"], "--proximity, --rssi and --timeout apply to transactions"),
+            // --listen's transactions take the QR flow's checks (they were not checked before).
+            (["phone", "--listen", "--timeout", "-1"], "--timeout must be more than 0 and at most 3600 seconds"),
+            (["phone", "--listen", "--rssi", "30"], "--rssi must be -127…20 dBm"),
             (["relay", "--idle-timeout", "--port", "5"], "The value '--port' is invalid for '--idle-timeout <seconds>'"),
         ]
     )
