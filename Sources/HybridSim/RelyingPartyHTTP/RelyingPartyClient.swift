@@ -156,10 +156,13 @@ public final class RelyingPartyClient: Sendable {
             request.headers.add(name: "Content-Type", value: "application/json")
             request.body = .bytes(ByteBuffer(bytes: Array(body.data)))
         }
-        // One client per call: it retries a refused connection (with back-off) only until the
-        // connect timeout, so an unreachable relying party fails in `connectTimeout`, not `timeout`.
+        // One client per call, which does not retry a failed connection: a relying party that is
+        // not running, or a host name that does not resolve, fails at once with the system's
+        // reason (the client's default retries with back-off until the connect timeout, 5 s of
+        // silence for a typo). A connection that hangs still ends at `connectTimeout`.
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .nanoseconds(timeout.nanoseconds))
+        configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let result: Result<(Int, [UInt8], String), ProgramFailure>
         do {
