@@ -1,4 +1,5 @@
 import ArgumentParser
+import HybridSim
 
 /// The `hybrid-sim` root command. Each subcommand lives in its own file and only parses
 /// arguments before calling a library entry point.
@@ -7,6 +8,7 @@ struct HybridSimCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "hybrid-sim",
         abstract: "A byte-exact simulator of the FIDO CTAP 2.2 hybrid transport (caBLE v2).",
+        version: HybridSimVersion.description,
         subcommands: [
             // Subcommands are registered here, one line each.
             DemoCommand.self,

@@ -17,6 +17,15 @@ struct CLIDesktopPhoneTests {
         return (status, process, lab)
     }
 
+    @Test("hybrid-sim --version prints the version on stdout, exit 0")
+    func version() async throws {
+        let (status, process, lab) = try await run(["--version"])
+        defer { lab.tearDown() }
+        #expect(status == 0, "\(process.transcript)")
+        #expect(process.standardOutput.text == HybridSimVersion.description + "\n", "\(process.transcript)")
+        #expect(HybridSimVersion.number.split(separator: ".").compactMap { Int($0) }.count == 3)
+    }
+
     @Test("desktop --help names every flag with its default")
     func desktopHelp() async throws {
         let (status, process, lab) = try await run(["desktop", "--help"])
