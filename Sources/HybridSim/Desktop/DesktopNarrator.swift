@@ -29,7 +29,9 @@ struct DesktopNarrator: Sendable {
             say("advert accepted (rssi \(rssi) dBm\(others))")
             self.event("advert", [("rssi", .int(Int(rssi))), ("ignored", .int(ignored))])
         case .tunnelJoined:
-            say("tunnel connected")
+            // A linked contact's 101 comes when the relay hands the request to the phone's push
+            // channel, before the phone has judged it: it may still refuse (revoked, 4410).
+            say(flow == "linked" ? "the relay reached the linked phone; waiting for it to answer" : "tunnel connected")
             self.event("connected")
         case .authenticatorReady:
             say("handshake done")
