@@ -1,4 +1,6 @@
 import Foundation
+import CTAP2
+import HybridSim
 import Testing
 
 #if canImport(Glibc)
@@ -67,5 +69,36 @@ struct EndToEndUnprivilegedTests {
         let report = try JSONSerialization.jsonObject(with: Data(bench.standardOutput.text.utf8)) as? [String: Any]
         #expect(report?["tunnelsOpened"] as? Int == 40, "\(bench.transcript)")
         #expect((report?["failures"] as? [String: Any])?.isEmpty == true, "\(bench.transcript)")
+    }
+}
+
+extension EndToEndUnprivilegedTests {
+    @Test("a version-1 phone-link.json the phone may read but not rewrite: --listen fails naming the file, and leaves it as it was")
+    func upgradeWriteFails() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        // A store directory the phone cannot write in: owned by root when the test drops to
+        // `nobody`, mode 0555 when it runs unprivileged already. The file itself is readable.
+        let directory = lab.file("read-only-store")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let path = directory + "/phone-link.json"
+        let identity = PhoneLinkStore.Identity(name: "Old phone")
+        let version1 = """
+            {"version":1,"rootSecret":"\(Base64URL.encode(identity.rootSecret))","identityKey":"\(Base64URL.encode(identity.identityKey))",\
+            "contactId":"\(Base64URL.encode(Array(repeating: UInt8(0xC1), count: 32)))","name":"Old phone","pairingIds":[],"revokedContactIds":[]}
+            """
+        try Data(version1.utf8).write(to: URL(fileURLWithPath: path))
+        try #require(chmod(path, 0o644) == 0)
+        let unprivileged = geteuid() != 0
+        if unprivileged { try #require(chmod(directory, 0o555) == 0) }
+        defer { if unprivileged { chmod(directory, 0o755) } }
+        let phone = try await Self.startUnprivileged(
+            lab, "phone",
+            ["phone", "--listen", "--store", directory + "/passkeys.json", "--relay", "ws://127.0.0.1:9", "--listen-timeout", "5"])
+        let status = try await phone.waitForExit(timeout: .seconds(30))
+        #expect(status == 2, "\(phone.transcript)")
+        let error = phone.standardError.lines.last ?? ""
+        #expect(error.hasPrefix("error: ") && error.contains(path) && error.contains("ermission denied"), "\(phone.transcript)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == version1, "the version-1 file is left as it was")
     }
 }
