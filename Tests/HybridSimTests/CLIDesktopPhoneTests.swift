@@ -138,6 +138,21 @@ struct CLIDesktopPhoneTests {
         #expect(process.standardError.text.contains(mention), "\(process.transcript)")
     }
 
+    @Test("'-' with standard input on a terminal is refused at once, not read until the user types (script(1) gives it a pseudo-terminal)")
+    func standardInputTerminal() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let binary = try HybridSimBinary.url().path
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux's script(1) makes the terminal")
+        // -e: script exits with the command's status; its output is the terminal's, so \r\n.
+        let process = try lab.startOther("qr scan - on a terminal", ["script", "-qec", "\(binary) qr scan -", "/dev/null"])
+        #expect(try await process.waitForExit(timeout: .seconds(20)) == 1, "\(process.transcript)")
+        #expect(
+            process.standardOutput.text.contains(
+                "error: file unreadable: standard input: standard input is a terminal; pipe or redirect the data in"),
+            "\(process.transcript)")
+    }
+
     @Test("qr failures are one `error:` line like every other command's, exit 1")
     func qrErrorLine() async throws {
         let (status, process, lab) = try await run(["qr", "scan", "/nonexistent-qr.png"])
