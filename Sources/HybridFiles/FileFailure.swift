@@ -9,7 +9,7 @@ import Darwin
 /// Why a ``FileReader`` read or a ``FileWriter`` write failed. The description is one lower-case
 /// line without the path (the caller names the file): `no such file or directory`, `it is a
 /// directory`, `larger than 16 MiB`, …
-package enum FileFailure: Error, Equatable, CustomStringConvertible {
+package enum FileFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// A system call failed with this `errno`.
     case system(Int32)
     /// The path names a directory.

@@ -63,15 +63,15 @@ struct SignInBenchCommand: AsyncParsableCommand {
     func run() async throws {
         var executorUsed = executor
         if executor == .nio, !RuntimeExecutor.runTasksOnEventLoops() {
-            FileHandle.standardError.write(Data("could not make the event loops the global executor; using Swift's pool\n".utf8))
+            progressLine("could not make the event loops the global executor; using Swift's pool")
             executorUsed = .swift
         }
-        FileHandle.standardError.write(Data("executor: \(executor.rawValue), loops: \(loops.rawValue)\n".utf8))
+        progressLine("executor: \(executor.rawValue), loops: \(loops.rawValue)")
         let benchmark = SignInBenchmark(count: count, warmup: warmup, loops: loops)
         var report = try await BenchmarkReport.measure(benchmark) { line in
-            FileHandle.standardError.write(Data((line + "\n").utf8))
+            progressLine(line)
         }
         report.executor = executorUsed.rawValue
-        print(json ? report.json : report.text)
+        try printResult(json ? report.json : report.text)
     }
 }

@@ -1,9 +1,29 @@
 import ArgumentParser
-import Foundation
+import HybridFiles
 
 /// Prints the one `error: …` line that a command's runtime failure ends with, and returns the exit
 /// status to throw. (ArgumentParser's own `Error: …` is for usage errors, exit 64.)
 func errorLine(_ message: String, status: Int32) -> ExitCode {
-    FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+    StandardStream.errorLine("error: \(message)")
     return ExitCode(status)
+}
+
+/// Prints a command's result (`qr show`, `bench --json`, `inspect`) on standard output, followed by
+/// a newline unless `newline` is `false`. The result is the command's purpose: standard output
+/// that cannot take it (a full disk, a reader gone) fails the command, exit 1 with one `error:`
+/// line, instead of exiting 0 having printed nothing.
+func printResult(_ text: String, newline: Bool = true) throws {
+    StandardStream.output.write(newline ? text + "\n" : text)
+    if let message = StandardStream.resultWritten() { throw errorLine(message, status: 1) }
+}
+
+/// A status line on standard output of a long-running command (`relay`, `rp`: "listening on …"):
+/// a failure to write it is a note on standard error, and the service runs on.
+func printStatus(_ line: String) {
+    StandardStream.outputLine(line)
+}
+
+/// A progress line on standard error.
+func progressLine(_ line: String) {
+    StandardStream.errorLine(line)
 }

@@ -99,7 +99,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let progress: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("bench hostile: " + $0 + "\n").utf8)) }
+        let progress: @Sendable (String) -> Void = { progressLine("bench hostile: " + $0) }
         Self.raiseDescriptorLimit()
         let defaults = RelayConfiguration()
         var limits: [String: String] = [
@@ -146,7 +146,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
         configuration.relayLimits = limits
         configuration.rampUp = .milliseconds(Int(min(5, duration / 4) * 1000))
         let report = try await HostileSoak(configuration).run(progress: progress)
-        print(json ? report.json : report.text)
+        try printResult(json ? report.json : report.text)
         if !report.passed { throw ExitCode(1) }
     }
 

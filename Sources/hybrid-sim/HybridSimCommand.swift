@@ -1,4 +1,6 @@
 import ArgumentParser
+import Foundation
+import HybridFiles
 import HybridSim
 
 /// The `hybrid-sim` root command. Each subcommand lives in its own file and only parses
@@ -21,4 +23,24 @@ struct HybridSimCommand: AsyncParsableCommand {
             InspectCommand.self,
         ]
     )
+
+    /// ArgumentParser's `main`, after making sure standard output and error are what they say
+    /// (``StandardStream/claimClosedDescriptors()``: a command started with a closed stdout must
+    /// not write its lines into the first socket it opens) and ignoring `SIGPIPE`: a reader of
+    /// stdout that leaves early (`| grep -m1 FIDO:/`) is an `EPIPE` the stream handles, whether or
+    /// not SwiftNIO (which ignores the signal too) has started yet.
+    static func main() async {
+        signal(SIGPIPE, SIG_IGN)
+        StandardStream.claimClosedDescriptors()
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
+    }
 }

@@ -78,9 +78,9 @@ struct InspectCommand: ParsableCommand {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
             let data = (try? encoder.encode(inspection)) ?? Data()
-            print(String(decoding: data, as: UTF8.self))
+            try printResult(String(decoding: data, as: UTF8.self))
         } else {
-            print(SequenceDiagram.text(inspection), terminator: "")
+            try printResult(SequenceDiagram.text(inspection), newline: false)
         }
         if let svg {
             // With a key log the diagram holds the decrypted messages: owner only, like the key log.
@@ -91,13 +91,13 @@ struct InspectCommand: ParsableCommand {
             }
         }
         if inspection.keys == .noEntry || inspection.keys == .mismatch {
-            FileHandle.standardError.write(Data("error: \(inspection.keyDetail)\n".utf8))
+            progressLine("error: \(inspection.keyDetail)")
             throw ExitCode(1)
         }
     }
 
     private func fail(_ message: String) -> Never {
-        FileHandle.standardError.write(Data("error: \(message)\n".utf8))
+        progressLine("error: \(message)")
         Foundation.exit(2)
     }
 }

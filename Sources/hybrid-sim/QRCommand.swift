@@ -88,8 +88,8 @@ extension QRCommand {
                 Standard.error("wrote \(svg): \(symbol)")
             }
             // Files first: if one cannot be written, the command fails without printing a code.
-            print(TerminalArt.render(matrix, inverted: invert, quietZone: quietZone))
-            print(url)
+            try printResult(TerminalArt.render(matrix, inverted: invert, quietZone: quietZone))
+            try printResult(url)
         }
     }
 
@@ -126,11 +126,11 @@ extension QRCommand {
         private func scan() throws {
             // `-` is standard input, read with the same size and quiet limits as a file.
             if raw {
-                print(try QRScanner.scan(fileAt: file))
+                try printResult(try QRScanner.scan(fileAt: file))
                 return
             }
             let result = try QRScanner.scanFIDO(fileAt: file)
-            print(decode ? result.payloadJSON : result.url)
+            try printResult(decode ? result.payloadJSON : result.url)
         }
     }
 }
@@ -151,7 +151,7 @@ extension QRCommand {
 private enum Standard {
     /// Writes one line to stderr.
     static func error(_ line: String) {
-        FileHandle.standardError.write(Data((line + "\n").utf8))
+        progressLine(line)
     }
 
 }

@@ -57,7 +57,7 @@ struct RPCommand: AsyncParsableCommand {
                 let loaded = try RelyingPartyProfile.load(profile)
                 let encoder = JSONEncoder()
                 encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-                print(String(decoding: try encoder.encode(loaded), as: UTF8.self))
+                try printResult(String(decoding: try encoder.encode(loaded), as: UTF8.self))
                 return
             } catch let failure as ProgramFailure {
                 throw errorLine(failure.message, status: failure.exitCode)
@@ -73,7 +73,7 @@ struct RPCommand: AsyncParsableCommand {
         do {
             (server, service) = try await RelyingPartyServerProgram.start(configuration) { line in
                 // A verdict quotes the client's text (a user name): one line stays one line.
-                FileHandle.standardError.write(Data("rp: \(PeerText.printable(line, limit: PeerText.lineLimit))\n".utf8))
+                progressLine("rp: \(PeerText.printable(line, limit: PeerText.lineLimit))")
             }
         } catch {
             throw errorLine(error.message, status: error.exitCode)
@@ -82,9 +82,9 @@ struct RPCommand: AsyncParsableCommand {
         // limit) Ctrl-C keeps its default and ends the program at once.
         let signals = TerminationSignals()
         let origin = await service.relyingParty.origin
-        print("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId) (origin \(origin))")
-        fflush(nil)
-        _ = await signals.wait()
+        printStatus("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId) (origin \(origin))")
+        let received = await signals.wait()
+        progressLine("rp: stopped by \(received == SIGINT ? "SIGINT" : "SIGTERM")")
         await server.stop()
     }
 }

@@ -86,7 +86,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let progress: @Sendable (String) -> Void = { FileHandle.standardError.write(Data(("bench relay: " + $0 + "\n").utf8)) }
+        let progress: @Sendable (String) -> Void = { progressLine("bench relay: " + $0) }
         var spawned: SpawnedRelay?
         let host: String
         let port: Int
@@ -122,7 +122,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
         configuration.timeout = .milliseconds(Int(timeout * 1000))
         configuration.hold = .milliseconds(Int(hold * 1000))
         let report = try await RelayLoadBenchmark(configuration).run(progress: progress)
-        print(json ? report.json : report.text)
+        try printResult(json ? report.json : report.text)
         if report.failureCount > 0 || report.tunnelsOpened < tunnels {
             throw ExitCode(1)
         }

@@ -254,8 +254,8 @@ struct RelayCommand: AsyncParsableCommand {
             logger.warning(
                 "fault injection: \(configuration.faults.rules.map(\.description).joined(separator: " "))\(faultSeed.map { ", seed \($0)" } ?? "") (tunnel messages are no longer relayed verbatim)")
         }
-        print("hybrid-sim relay listening on \(endpoint.url)")
-        fflush(nil)  // stdout may be a pipe: the harness waiting for this line must see it now
+        // One write(2), unbuffered: a harness reading a pipe sees the line at once.
+        printStatus("hybrid-sim relay listening on \(endpoint.url)")
         let received = await signals.wait()
         logger.info("received signal \(received), shutting down")
         await relay.shutdown()

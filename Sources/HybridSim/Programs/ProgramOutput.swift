@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 
 /// Where a program (``DesktopProgram``, ``PhoneProgram``) writes: one callback per stream, each
 /// call one complete line (the callback adds the newline).
@@ -20,10 +21,12 @@ public struct ProgramOutput: Sendable {
         self.standardError = standardError
     }
 
-    /// The process's stdout and stderr, unbuffered.
+    /// The process's stdout and stderr, unbuffered. A stream that cannot be written (its reader
+    /// went away, a full disk) is dropped and the run goes on, with one note on stderr when stdout
+    /// failed: `hybrid-sim desktop | grep -m1 FIDO:/` must not cost the sign-in (Docs/CLI.md).
     public static let standard = ProgramOutput(
-        standardOutput: { line in FileHandle.standardOutput.write(Data((line + "\n").utf8)) },
-        standardError: { line in FileHandle.standardError.write(Data((line + "\n").utf8)) }
+        standardOutput: { line in StandardStream.outputLine(line) },
+        standardError: { line in StandardStream.errorLine(line) }
     )
 
     /// Discards everything.
