@@ -63,6 +63,7 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.user = user
         configuration.timeout = .seconds(timeout)
         configuration.home = home
+        Interruption.endOnSignals(DemoProgram.signalEnding)
         let code =
             web
             ? await DemoWebProgram.main(

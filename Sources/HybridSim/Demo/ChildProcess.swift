@@ -102,6 +102,7 @@ final class ChildProcess: Sendable {
         let status = exitStatus
         let flushAll = flushes
         process.terminationHandler = { finished in
+            Self.running.withLock { _ = $0.remove(finished.processIdentifier) }
             let ending: Ending = finished.terminationReason == .uncaughtSignal
                 ? .killed(signal: finished.terminationStatus) : .exited(finished.terminationStatus)
             status.value.withLock { $0 = ending }
@@ -116,7 +117,27 @@ final class ChildProcess: Sendable {
         }
         self.process = process
         self.lines = stream
-        try process.run()
+        // Registered under the lock the termination handler takes to unregister it, so a child
+        // that ends at once is not left registered.
+        try Self.running.withLock { running in
+            try process.run()
+            running.insert(process.processIdentifier)
+        }
+    }
+
+    /// The process IDs of the children started and not yet ended, for ``stopAll(within:)``.
+    private static let running = Mutex<Set<pid_t>>([])
+
+    /// Stops every child still running (SIGTERM; each ends with its own final line) and waits up
+    /// to `limit` for them to end, so a demo ended by a signal leaves no desktop or phone behind
+    /// and nothing writing in its temporary directory. Returns how many were running.
+    @discardableResult
+    static func stopAll(within limit: Duration) -> Int {
+        let pids = running.withLock { $0 }
+        for pid in pids { kill(pid, SIGTERM) }
+        let deadline = ContinuousClock.now + limit
+        while !running.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { usleep(10_000) }
+        return pids.count
     }
 
     /// How the child ended, once it has.

@@ -29,6 +29,20 @@ public enum DemoProgram {
         public init(executable: String) { self.executable = executable }
     }
 
+    /// The temporary directory of the demo that runs (`nil` with `--home`, or when none runs).
+    private static let temporaryHome = Mutex<String?>(nil)
+
+    /// What SIGINT or SIGTERM ends `hybrid-sim demo` with (``Interruption/endOnSignals(output:settle:_:)``):
+    /// the desktop and phone it started are stopped (they would otherwise outlive it by up to a
+    /// step's timeout), its temporary directory, which holds private keys, is removed, and one
+    /// `error: demo interrupted by SIGNAL` line ends it, exit 130 or 143.
+    package static func signalEnding(_ signal: String, _ status: Int32) -> Interruption.Ending {
+        let stopped = ChildProcess.stopAll(within: .seconds(3))
+        if let home = temporaryHome.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: home) }
+        let children = stopped == 0 ? "" : "; stopped the \(stopped == 1 ? "program" : "\(stopped) programs") it had started"
+        return Interruption.Ending(standardOutput: nil, standardError: "error: demo interrupted by \(signal)\(children)", status: status)
+    }
+
     /// Runs the demo; returns the process exit code (0 when both ceremonies verified).
     public static func main(_ configuration: Configuration, output: ProgramOutput = .standard) async -> Int32 {
         let say: @Sendable (String, String) -> Void = { who, line in output.standardError(who.padding(toLength: 8, withPad: " ", startingAt: 0) + "│ " + line) }
@@ -49,8 +63,15 @@ public enum DemoProgram {
             output.standardError("error: cannot create the demo directory \(home): \(error.localizedDescription)")
             return 1
         }
-        // The temporary stores hold private keys: they go when the demo ends (`--home` keeps them).
-        defer { if configuration.home == nil { try? FileManager.default.removeItem(atPath: home) } }
+        // The temporary stores hold private keys: they go when the demo ends (`--home` keeps them),
+        // by a signal too (``signalEnding(_:_:)``).
+        if configuration.home == nil { temporaryHome.withLock { $0 = home } }
+        defer {
+            if configuration.home == nil {
+                temporaryHome.withLock { $0 = nil }
+                try? FileManager.default.removeItem(atPath: home)
+            }
+        }
         output.standardError(
             "HybridSim demo: register a passkey on a phone by QR code and link the phone, then sign in twice through the link.")
         let observer = WireObserver(say: say)
@@ -81,6 +102,7 @@ public enum DemoProgram {
             configuration: configuration, relayURL: endpoint.url, home: home, output: output, say: say,
             beforeEach: { observer.reset(linked: true) })
         guard linkedCode == 0 else { return linkedCode }
+        Interruption.beginEnding()
         output.standardError("")
         say("demo", "done: a passkey was registered by QR code and used twice through the link; every result was verified by the desktop's relying party.")
         say("demo", "try it in two terminals next: see \"Two terminals\" in README.md")
