@@ -151,6 +151,22 @@ struct EndToEndRelyingPartyHTTPTests {
         server.terminate()
     }
 
+    @Test("a relying party that accepts and never answers: --timeout 2 bounds the call (exit 3 after about 2 s, not 30 s)")
+    func silentRelyingPartyBoundedByTimeout() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (holder, port) = try EndToEndLab.boundSocket(listening: true)
+        defer { close(holder) }
+        let started = ContinuousClock.now
+        let desktop = try lab.start(
+            "desktop",
+            ["desktop", "--request", "mc", "--rp-url", "http://127.0.0.1:\(port)", "--rp-profile", "hanko", "--timeout", "2",
+             "--relay-port", "0", "--proximity-port", "0"])
+        #expect(try await desktop.waitForExit(timeout: .seconds(40)) == 3, "\(desktop.transcript)")
+        #expect(ContinuousClock.now - started < .seconds(20), "the call waited out its 30 s limit instead of --timeout")
+        #expect(FailureOutput.singleErrorLine(desktop).hasSuffix(" did not answer within 2 s"), "\(desktop.transcript)")
+    }
+
     @Test("a user's own profile file (the current Hanko backend's routes) drives both the server and the desktop")
     func ownProfileFile() async throws {
         let lab = try EndToEndLab()

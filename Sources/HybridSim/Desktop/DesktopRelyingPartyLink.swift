@@ -14,6 +14,11 @@ struct DesktopRelyingPartyLink: Sendable {
     /// `--user` was given but the profile's options call has no `{user}` to carry it.
     let userDropped: Bool
 
+    /// The longest one HTTP call to the relying party may take, unless `--timeout` is shorter.
+    static let callLimit: Duration = .seconds(30)
+    /// The longest its connection may take.
+    static let connectLimit: Duration = .seconds(5)
+
     init(configuration: DesktopConfiguration) throws(ProgramFailure) {
         guard let url = configuration.rpURL, let name = configuration.rpProfile else {
             throw ProgramFailure(.badInput, "--rp-url and --rp-profile go together")
@@ -21,8 +26,11 @@ struct DesktopRelyingPartyLink: Sendable {
         let profile = try RelyingPartyProfile.load(name)
         registration = configuration.request == .makeCredential
         ceremony = try profile.ceremony(registration: registration)
+        // Each call takes at most 30 s (5 s to connect), and no more than `--timeout`.
+        let limit = min(configuration.timeout ?? Self.callLimit, Self.callLimit)
         client = try RelyingPartyClient(
-            baseURL: url, profile: profile, extraHeaders: configuration.rpHeaders, environment: configuration.environment)
+            baseURL: url, profile: profile, extraHeaders: configuration.rpHeaders, environment: configuration.environment,
+            timeout: limit, connectTimeout: min(limit, Self.connectLimit))
         user = configuration.userName ?? (registration ? ProgramDefaults.userName : "")
         tamper = configuration.tamperWithResult
         // The name may go with the options call or the result (a custom profile's verify body).

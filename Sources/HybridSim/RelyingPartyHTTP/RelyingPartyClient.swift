@@ -171,7 +171,14 @@ public final class RelyingPartyClient: Sendable {
             remember(response.headers[canonicalForm: "Set-Cookie"].map(String.init))
             result = .success((Int(response.status.code), Array(buffer.readableBytesView), url))
         } catch {
-            result = .failure(ProgramFailure(.network, "cannot reach the relying party at \(url): \(reason(error))"))
+            if let error = error as? HTTPClientError, [.deadlineExceeded, .readTimeout].contains(error) {
+                // Connected, and then silent: a timeout (exit 3), as for a silent relay.
+                result = .failure(ProgramFailure(.timeout, "the relying party at \(url) did not answer within \(timeout.seconds)"))
+            } else if let error = error as? HTTPClientError, error == .connectTimeout {
+                result = .failure(ProgramFailure(.timeout, "cannot reach the relying party at \(url): \(reason(error))"))
+            } else {
+                result = .failure(ProgramFailure(.network, "cannot reach the relying party at \(url): \(reason(error))"))
+            }
         }
         try? await client.shutdown()
         return try result.get()
