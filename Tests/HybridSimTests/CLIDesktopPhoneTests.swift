@@ -153,6 +153,24 @@ struct CLIDesktopPhoneTests {
             "\(process.transcript)")
     }
 
+    @Test("desktop --relay with nothing listening there: a note at the start, and the timeout names the relay, not only the phone")
+    func externalRelayDown() async throws {
+        let (holder, port) = try EndToEndLab.boundSocket(listening: false)
+        defer { close(holder) }
+        let (status, process, lab) = try await run(
+            ["desktop", "--relay", "ws://127.0.0.1:\(port)", "--proximity-port", "0", "--timeout", "1"])
+        defer { lab.tearDown() }
+        #expect(status == 3, "\(process.transcript)")
+        #expect(
+            process.standardError.lines.contains(
+                "note: nothing accepts connections at ws://127.0.0.1:\(port) yet; a phone cannot open its tunnel there until a relay runs"),
+            "\(process.transcript)")
+        #expect(
+            process.standardError.lines.last?.hasSuffix(
+                "; and nothing accepts connections at the relay ws://127.0.0.1:\(port), so no phone could open its tunnel (is --relay right?)")
+                == true, "\(process.transcript)")
+    }
+
     @Test("qr failures are one `error:` line like every other command's, exit 1")
     func qrErrorLine() async throws {
         let (status, process, lab) = try await run(["qr", "scan", "/nonexistent-qr.png"])

@@ -30,8 +30,9 @@ package enum BindConflict {
         return "\(reason) (\(hint))"
     }
 
-    /// Whether a TCP connection to `host:port` is accepted (something listens).
-    static func listening(host: String, port: Int) -> Bool {
+    /// Whether a TCP connection to `host:port` is accepted (something listens). `true` when unsure
+    /// (no answer within 500 ms, a host that does not resolve): `false` is a refusal.
+    package static func listening(host: String, port: Int) -> Bool {
         // The address as the listener resolved it (RelayDispatcher does the same): IPv4 or IPv6.
         guard let address = try? SocketAddress.makeAddressResolvingHost(host, port: port) else { return true }
         let family = address.protocol == .inet6 ? AF_INET6 : AF_INET

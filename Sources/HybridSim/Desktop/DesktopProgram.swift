@@ -276,14 +276,27 @@ struct Run {
             )
         } catch let error as TransactionError {
             if let runtime = error.underlying as? RuntimeError, runtime.code == .noNearbyAuthenticator {
+                // A phone advertises only once it has its tunnel: with nothing at the relay's
+                // address, the relay is the likelier culprit than the phone.
+                let noAdvert = (runtime.proximityStatistics?.received ?? 0) == 0
+                let relayDown = noAdvert && Self.refusesConnections(relayURL)
                 throw ProgramFailure(
                     .timeout,
                     "no nearby authenticator within \(timeout.seconds): "
                         + Self.explain(runtime.proximityStatistics, proximity: proximity)
+                        + (relayDown ? "; and nothing accepts connections at the relay \(relayURL), so no phone could open its tunnel (is --relay right?)" : "")
                 )
             }
             throw ProgramFailure.fromTransaction(error, relayURL: relayURL)
         }
+    }
+
+    /// Whether the relay at `url` (`ws://host:port`) refuses TCP connections right now.
+    static func refusesConnections(_ url: String) -> Bool {
+        guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
+            return false
+        }
+        return !BindConflict.listening(host: host, port: port)
     }
 
     /// What the scanner saw, e.g. "3 adverts ignored: 3 too far (strongest -90 dBm < -70)".
@@ -374,6 +387,11 @@ struct Run {
         case .external(let url):
             let trimmed = ProgramChecks.trimmedRelayURL(url)
             narrator.say("using the relay at \(trimmed)")
+            // A relay started later is fine (the phone connects to it, not the desktop), so this
+            // is a note: a typo in --relay is otherwise only seen as "no advert arrived".
+            if Self.refusesConnections(trimmed) {
+                narrator.say("note: nothing accepts connections at \(trimmed) yet; a phone cannot open its tunnel there until a relay runs")
+            }
             return RelayInUse(url: trimmed, embedded: nil)
         case .embedded(let port):
             var relayConfiguration = RelayConfiguration()
