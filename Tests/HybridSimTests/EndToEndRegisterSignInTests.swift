@@ -158,6 +158,10 @@ struct EndToEndRegisterSignInTests {
         )
         #expect(phoneEvents.last?["outcome"] as? String == "registered")
         #expect(phoneEvents.last?["credentialId"] as? String == Base64URL.encode(registration.credentialId))
+        // Both sides' results name the credential, the account and the counter alike.
+        for name in ["credentialId", "user", "signCount"] {
+            #expect("\(result[name] ?? "absent")" == "\(phoneEvents.last?[name] ?? "absent")", "\(name): \(result) vs \(phoneEvents.last ?? [:])")
+        }
 
         // A sign-in in --json mode ends with a result too.
         let signIn = try await lab.startDesktop([], json: true)
@@ -172,6 +176,9 @@ struct EndToEndRegisterSignInTests {
             ]
         )
         #expect(signInEvents[4]["command"] as? String == "getAssertion")
+        #expect(signInEvents.last?["user"] as? String == "alice")
+        #expect(signInEvents.last?["signCount"] as? Int == 1, "the counter the relying party now holds")
+        #expect(signInEvents.last?["credentialId"] as? String == Base64URL.encode(registration.credentialId))
         let assertion = try JSONSerialization.data(
             withJSONObject: try #require(signInEvents.last?["credential"] as? [String: Any])
         )

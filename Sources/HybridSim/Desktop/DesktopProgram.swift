@@ -359,14 +359,18 @@ struct Run {
             case .verified: check = "verified"
             case .skipped: check = "skipped"
             }
-            narrator.event(
-                "result",
-                [
-                    ("request", .string(result.request.rawValue)), ("rpId", .string(result.rpId)),
-                    ("rpCheck", .string(check)),
-                    ("credential", .raw(result.credentialJSON)),
-                ]
-            )
+            // The same names as the phone's `result` (user, credentialId, signCount), so a script
+            // reads both sides alike; user and signCount only when the desktop's store knows them.
+            var members: [(String, JSONLine.Value)] = [
+                ("request", .string(result.request.rawValue)), ("rpId", .string(result.rpId)),
+                ("rpCheck", .string(check)), ("credentialId", .string(id)),
+            ]
+            if let credential = result.credential {
+                if let user = credential.userName { members.append(("user", .string(user))) }
+                members.append(("signCount", .int(Int(credential.signCount))))
+            }
+            members.append(("credential", .raw(result.credentialJSON)))
+            narrator.event("result", members)
         } else {
             for line in result.prettyCredentialJSON.split(separator: "\n", omittingEmptySubsequences: false) {
                 narrator.output.standardOutput(String(line))
