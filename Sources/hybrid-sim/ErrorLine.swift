@@ -1,5 +1,6 @@
 import ArgumentParser
 import HybridFiles
+import HybridSim
 
 /// Prints the one `error: …` line that a command's runtime failure ends with, and returns the exit
 /// status to throw. (ArgumentParser's own `Error: …` is for usage errors, exit 64.)
@@ -26,4 +27,14 @@ func printStatus(_ line: String) {
 /// A progress line on standard error.
 func progressLine(_ line: String) {
     StandardStream.errorLine(line)
+}
+
+/// A command's failure as its last output: with `--json`, an `error` event on stdout first (the
+/// members of `desktop`'s and `phone`'s: `kind`, `exitCode`, `message`), so a script reading the
+/// JSON learns why as well as the exit status; then the `error:` line on stderr.
+func failureLine(_ message: String, kind: String, status: Int32, json: Bool) -> ExitCode {
+    if json {
+        StandardStream.outputLine(JSONLine(event: "error", JSONLine.errorMembers(kind: kind, exitCode: status, message: message)).text)
+    }
+    return errorLine(message, status: status)
 }

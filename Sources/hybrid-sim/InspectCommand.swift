@@ -97,7 +97,7 @@ struct InspectCommand: ParsableCommand {
     }
 
     private func fail(_ message: String) -> Never {
-        progressLine("error: \(message)")
+        _ = failureLine(message, kind: "badInput", status: 2, json: json)
         Foundation.exit(2)
     }
 }

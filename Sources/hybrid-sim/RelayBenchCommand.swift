@@ -83,9 +83,29 @@ struct RelayBenchCommand: AsyncParsableCommand {
         }
         guard hold >= 0, hold <= 3600 else { throw ValidationError("--hold must be between 0 and 3600 seconds") }
         guard timeout > 0, timeout <= 3600 else { throw ValidationError("--timeout must be above 0 and at most 3600 seconds") }
+        if let url {
+            // Here, not in run(): a bad URL is a usage error (64), as for bench hostile.
+            do {
+                _ = try WebSocketURL(parsing: url)
+            } catch {
+                throw ValidationError("--url \(url): \(error)")
+            }
+        }
     }
 
     func run() async throws {
+        // Any failure while measuring is one `error:` line (and, with --json, an `error` event),
+        // exit 1, as every other command ends; ArgumentParser would print `Error: …`.
+        do {
+            try await measure()
+        } catch let exit as ExitCode {
+            throw exit
+        } catch {
+            throw failureLine("\(error)", kind: "failed", status: 1, json: json)
+        }
+    }
+
+    private func measure() async throws {
         let progress: @Sendable (String) -> Void = { progressLine("bench relay: " + $0) }
         var spawned: SpawnedRelay?
         let host: String

@@ -129,6 +129,7 @@ struct CLIDesktopPhoneTests {
             (["phone", "--listen", "--timeout", "-1"], "--timeout must be more than 0 and at most 3600 seconds"),
             (["phone", "--listen", "--rssi", "30"], "--rssi must be -127…20 dBm"),
             (["relay", "--idle-timeout", "--port", "5"], "The value '--port' is invalid for '--idle-timeout <seconds>'"),
+            (["bench", "relay", "--url", "http://127.0.0.1:1"], "--url http://127.0.0.1:1: invalid tunnel URL"),
         ]
     )
     func usageErrors(arguments: [String], mention: String) async throws {

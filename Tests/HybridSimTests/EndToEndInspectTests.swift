@@ -83,5 +83,12 @@ struct EndToEndInspectTests {
         let cut = try lab.start("inspect-cut", ["inspect", truncated])
         #expect(try await cut.waitForExit() == 2, "\(cut.transcript)")
         #expect(cut.standardError.text.contains("recording truncated"), "\(cut.transcript)")
+        // With --json the failure is also an `error` event on stdout, with desktop's members.
+        let cutJSON = try lab.start("inspect-cut-json", ["inspect", truncated, "--json"])
+        #expect(try await cutJSON.waitForExit() == 2, "\(cutJSON.transcript)")
+        let event = try #require(
+            try JSONSerialization.jsonObject(with: Data(cutJSON.standardOutput.text.utf8)) as? [String: Any], "\(cutJSON.transcript)")
+        #expect(event["event"] as? String == "error" && event["kind"] as? String == "badInput" && event["exitCode"] as? Int == 2)
+        #expect((event["message"] as? String)?.contains("recording truncated") == true, "\(event)")
     }
 }

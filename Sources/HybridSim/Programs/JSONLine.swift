@@ -1,8 +1,8 @@
 /// One `--json` event line: a JSON object whose members keep the order they were given in
 /// (`event` first), written on one line.
-struct JSONLine: Sendable {
+package struct JSONLine: Sendable {
     /// A member value.
-    enum Value: Sendable {
+    package enum Value: Sendable {
         case string(String)
         case int(Int)
         case bool(Bool)
@@ -13,12 +13,12 @@ struct JSONLine: Sendable {
     private var members: [(String, Value)]
 
     /// An event object `{"event": name, …}`.
-    init(event name: String, _ members: [(String, Value)] = []) {
+    package init(event name: String, _ members: [(String, Value)] = []) {
         self.members = [("event", .string(name))] + members
     }
 
     /// The members of an `error` event after `flow`: `kind`, `exitCode`, `message`.
-    static func errorMembers(kind: String, exitCode: Int32, message: String) -> [(String, Value)] {
+    package static func errorMembers(kind: String, exitCode: Int32, message: String) -> [(String, Value)] {
         [("kind", .string(kind)), ("exitCode", .int(Int(exitCode))), ("message", .string(message))]
     }
 
@@ -28,7 +28,7 @@ struct JSONLine: Sendable {
     }
 
     /// The compact JSON text.
-    var text: String {
+    package var text: String {
         "{" + members.map { key, value in "\(Self.quote(key)):\(Self.encode(value))" }.joined(separator: ",") + "}"
     }
 
