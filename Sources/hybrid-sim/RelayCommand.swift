@@ -242,11 +242,16 @@ struct RelayCommand: AsyncParsableCommand {
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
-        // A failure (port in use, a port below 1024 without the privilege, a non-loopback host) is
-        // one line, as every other program's runtime failure: "error: <reason>", exit 1.
+        // A failure is one line, as every other program's runtime failure: "error: <reason>". A
+        // port it cannot bind (in use, below 1024 without the privilege) is exit 6, as for `rp`
+        // and `desktop`; a host that is not loopback is a bad command line (64).
         let endpoint: RelayEndpoint
         do {
             endpoint = try await relay.start()
+        } catch let error as RuntimeError where error.code == .invalidAddress {
+            throw errorLine("\(error)", status: 64)
+        } catch let error as RuntimeError where error.code == .bindFailed {
+            throw errorLine("\(error)", status: 6)
         } catch {
             throw errorLine("\(error)", status: 1)
         }

@@ -326,7 +326,7 @@ struct EndToEndFailureTests {
     }
 
     @Test(
-        "relay on a port that is taken, or on a host that is not loopback: one error line, exit 1",
+        "relay on a port that is taken (exit 6, as rp and desktop), or on a host that is not loopback (64): one error line",
         arguments: [1, 2]
     )
     func relayCannotBind(eventLoops: Int) async throws {
@@ -334,11 +334,11 @@ struct EndToEndFailureTests {
         defer { lab.tearDown() }
         let (holder, port) = try EndToEndLab.boundSocket(listening: true)
         defer { close(holder) }
-        for (arguments, message) in [
-            (["--port", "\(port)"], "error: relay could not bind 127.0.0.1:\(port): address already in use"),
-            (["--host", "10.9.9.9"], "error: relay host 10.9.9.9 is not a loopback address; the relay binds loopback only"),
+        for (arguments, status, message) in [
+            (["--port", "\(port)"], Int32(6), "error: relay could not bind 127.0.0.1:\(port): address already in use"),
+            (["--host", "10.9.9.9"], Int32(64), "error: relay host 10.9.9.9 is not a loopback address; the relay binds loopback only"),
         ] {
-            try await FailureOutput.expect(lab, ["relay", "--event-loops", "\(eventLoops)"] + arguments, status: 1, line: message)
+            try await FailureOutput.expect(lab, ["relay", "--event-loops", "\(eventLoops)"] + arguments, status: status, line: message)
         }
     }
 
