@@ -271,8 +271,14 @@ struct CLIDesktopPhoneTests {
         let plainUserId = lab.file("plain-user-id.json")
         try #"{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.com","name":"Example"},"user":{"id":"alice@example.com","name":"alice","displayName":"Alice"},"pubKeyCredParams":[{"type":"public-key","alg":-7}]}"#
             .write(toFile: plainUserId, atomically: true, encoding: .utf8)
+        // Registration options without ES256 (RS256 only): not valid for mc, and still not sign-in options.
+        let rsaOnly = lab.file("rs256-only.json")
+        try #"{"publicKey":{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.org","name":"Example"},"user":{"id":"AQID","name":"alice","displayName":"Alice"},"pubKeyCredParams":[{"type":"public-key","alg":-257}]}}"#
+            .write(toFile: rsaOnly, atomically: true, encoding: .utf8)
         for (arguments, message) in [
             (["--options", plainUserId], "holds registration options (rp, user, pubKeyCredParams"),
+            (["--options", rsaOnly], "error: \(rsaOnly) holds registration options (rp, user, pubKeyCredParams: "),
+            (["--request", "mc", "--options", rsaOnly], "no ES256 in pubKeyCredParams"),
             (["--request", "mc", "--options", plainUserId], "(they read with a plain-text user.id, as Okta and ForgeRock send it: give --user-id-encoding utf8)"),
             // The wrong --request for the options: said so, not run as the other ceremony.
             (
@@ -309,6 +315,10 @@ struct CLIDesktopPhoneTests {
             #expect(FailureOutput.singleErrorLine(desktop).contains(message), "\(desktop.transcript)")
             #expect(desktop.standardOutput.text.isEmpty, "no QR code for bad input")
         }
+        // No hint toward --request ga for registration options that fail as registration options.
+        let rsa = try lab.start("desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0", "--request", "mc", "--options", rsaOnly])
+        #expect(try await rsa.waitForExit(timeout: .seconds(10)) == 2, "\(rsa.transcript)")
+        #expect(!FailureOutput.singleErrorLine(rsa).contains("--request ga"), "\(rsa.transcript)")
         // `--options -` reads standard input (named so in the message), redirected from a file or piped.
         let registrationBytes = try Array(Data(contentsOf: URL(fileURLWithPath: registrationOptions)))
         for input in [ChildProcess.Input.file(registrationOptions), .piped(registrationBytes)] {

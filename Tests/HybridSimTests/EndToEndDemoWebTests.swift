@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `hybrid-sim demo --web`: the whole demo on one page. The event stream carries the narration, the
 /// QR code and the credentials and ends with the verdict; headless Chromium shows the story.
 @Suite("End to end: demo --web", .serialized)
@@ -58,5 +62,33 @@ struct EndToEndDemoWebTests {
         let story = try #require(lines.firstIndex { $0.contains("│") })
         #expect(waiting < note && note < story, "\(lines)")
         #expect(!lines.contains { $0.hasPrefix("web page: opened") })
+    }
+
+    @Test("Ctrl-C while the page lingers after the demo ends it at once with the demo's status (0), not after the linger")
+    func interruptDuringLinger() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let demo = try lab.start(
+            "demo", ["demo", "--web", "--web-port", "0", "--web-linger", "120", "--home", lab.file("demo")])
+        _ = try await demo.waitForOutput("the linger", timeout: .seconds(60), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("web page: still served for 120 s at ") && $0.hasSuffix("(Ctrl-C ends it)") }
+        }
+        demo.signal(SIGINT)
+        #expect(try await demo.waitForExit(timeout: .seconds(10)) == 0, "\(demo.transcript)")
+        #expect(demo.standardError.lines.last?.hasPrefix("web page: still served") == true, "nothing after the demo's own lines")
+    }
+
+    @Test("Ctrl-C while --web-wait waits for a page: exit 130 with the demo's error line, not the whole demo later")
+    func interruptDuringWebWait() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let demo = try lab.start(
+            "demo", ["demo", "--web", "--web-port", "0", "--web-wait", "120", "--home", lab.file("demo")])
+        _ = try await demo.waitForOutput("the wait", timeout: .seconds(30), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("web page: the demo starts when a page opens it") }
+        }
+        demo.signal(SIGINT)
+        #expect(try await demo.waitForExit(timeout: .seconds(10)) == 130, "\(demo.transcript)")
+        #expect(demo.standardError.lines.last == "error: demo interrupted by SIGINT", "\(demo.transcript)")
     }
 }

@@ -50,7 +50,9 @@ package enum DemoWebProgram {
         let status = await DemoProgram.main(configuration, output: tee)
         events.append(status == 0 ? event("result", ["status": 0]) : event("error", ["status": Int(status)]))
         if linger > .zero {
-            output.standardError("web page: still served for \(linger.components.seconds) s at \(server.url)")
+            // The demo's lines are out: Ctrl-C now only cuts the linger short, with the demo's status.
+            Interruption.exitOnSignals(status: status)
+            output.standardError("web page: still served for \(linger.components.seconds) s at \(server.url) (Ctrl-C ends it)")
             try? await Task.sleep(for: linger)
         }
         await server.stop()

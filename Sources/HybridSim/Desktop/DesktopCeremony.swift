@@ -208,18 +208,17 @@ struct DesktopCeremony: Sendable {
                 let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: userIdEncoding)
                 return (.registration(parsed.options), parsed.shape, parsed.ignoredSiblings)
             case .getAssertion:
-                let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
                 // Registration options hold every member sign-in options need, so they would run as
                 // a sign-in with their rp, user and key types silently dropped: the --request is wrong.
-                // Either user.id encoding: an Okta or ForgeRock id ("alice") is no base64url.
-                if [UserIdEncoding.base64url, .utf8].contains(where: {
-                    (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: $0)) != nil
-                }) {
+                // Judged by their members, valid or not (no ES256, an Okta or ForgeRock user.id).
+                let members = WebAuthnOptionsDocument.registrationMembers(bytes)
+                if !members.isEmpty {
                     throw ProgramFailure(
                         .badInput,
-                        "\(path) holds registration options (rp, user, pubKeyCredParams: PublicKeyCredentialCreationOptionsJSON), "
+                        "\(path) holds registration options (\(members.joined(separator: ", ")): PublicKeyCredentialCreationOptionsJSON), "
                             + "not sign-in options: give --request mc to register with them")
                 }
+                let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
                 return (.authentication(parsed.options), parsed.shape, parsed.ignoredSiblings)
             }
         } catch let failure as ProgramFailure {
@@ -230,7 +229,8 @@ struct DesktopCeremony: Sendable {
                 ? "PublicKeyCredentialCreationOptionsJSON (--request mc)"
                 : "PublicKeyCredentialRequestOptionsJSON (--request ga)"
             var hint =
-                request == .makeCredential && (try? PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)) != nil
+                request == .makeCredential && WebAuthnOptionsDocument.registrationMembers(bytes).isEmpty
+                    && (try? PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)) != nil
                 ? " (they read as sign-in options: give --request ga to sign in with them)" : ""
             if request == .makeCredential, userIdEncoding == .base64url,
                 let failure = error as? WebAuthnJSONError, failure.code == .invalidBase64URL, "\(failure)".contains("user.id"),

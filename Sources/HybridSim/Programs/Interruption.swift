@@ -40,7 +40,11 @@ package enum Interruption {
     }
 
     /// Who is writing the process's final lines.
-    private enum Stage { case running, programEnding, signalEnding }
+    private enum Stage {
+        case running, programEnding, signalEnding
+        /// The program's lines are written and it only lingers: a signal exits with this status.
+        case lingering(Int32)
+    }
 
     /// Whether the handlers are installed, and the stage.
     private static let state = Mutex((installed: false, stage: Stage.running))
@@ -62,6 +66,7 @@ package enum Interruption {
             let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
             source.setEventHandler {
                 let first = state.withLock { state in
+                    if case .lingering(let status) = state.stage { _exit(status) }
                     guard case .running = state.stage else { return false }
                     state.stage = .signalEnding
                     return true
@@ -95,6 +100,18 @@ package enum Interruption {
         }
         // The handler is writing its lines and will `_exit` in a moment.
         while signalled { sleep(1) }
+    }
+
+    /// Called by a program that has written its final lines and now only lingers (`demo --web`
+    /// keeps its page up for late readers): from now on a signal ends the process at once with
+    /// `status`, the program's own, writing nothing. Does nothing where
+    /// ``endOnSignals(output:settle:_:)`` was not called, or while a signal's ending runs.
+    package static func exitOnSignals(status: Int32) {
+        state.withLock { state in
+            guard state.installed else { return }
+            if case .signalEnding = state.stage { return }
+            state.stage = .lingering(status)
+        }
     }
 
     /// The ending of `desktop` and `phone`: an interruption is a failure like any other.

@@ -103,6 +103,27 @@ enum WebAuthnOptionsDocument {
         return ParsedWebAuthnOptions(options: options, shape: shape, ignoredSiblings: siblings)
     }
 
+    /// The registration-only members (`rp`, `user`, `pubKeyCredParams`) the document's options
+    /// hold, in any shape, when they mark it as registration options: `pubKeyCredParams`, or both
+    /// `rp` and `user` (a sign-in server that adds a stray `user` is not taken for one). Empty
+    /// otherwise, and for a document that does not parse. Valid or not: registration options that
+    /// fail to parse (no ES256, say) are still not sign-in options.
+    static func registrationMembers(_ json: some Collection<UInt8>) -> [String] {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any] else { return [] }
+        let inner: [String: Any]
+        if let forgeRock = (try? ForgeRockMetadata.options(from: object)) ?? nil {
+            inner = forgeRock
+        } else {
+            switch (try? recognise(object)) ?? .bare {
+            case .publicKey: inner = object["publicKey"] as? [String: Any] ?? [:]
+            case .options: inner = object["options"] as? [String: Any] ?? [:]
+            case .bare, .forgeRock: inner = object
+            }
+        }
+        let present = ["rp", "user", "pubKeyCredParams"].filter { inner[$0] != nil }
+        return present.contains("pubKeyCredParams") || (present.contains("rp") && present.contains("user")) ? present : []
+    }
+
     /// The shape of a top-level object.
     static func recognise(_ object: [String: Any]) throws(WebAuthnJSONError) -> WebAuthnOptionsShape {
         if object["challenge"] != nil { return .bare }
