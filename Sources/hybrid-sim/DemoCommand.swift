@@ -29,8 +29,10 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("Port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "n"))
     var webPort = 0
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("With --web: keep serving the page this long after the demo ended.", valueName: "seconds"))
-    var webLinger = 30
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp("With --web: keep serving the page this long after the demo ended. (default: 30)", valueName: "seconds"))
+    var webLinger: Int?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("With --web: wait up to this long for a page to open before the demo starts, so it follows the demo from the first line (0: start at once).", valueName: "seconds"))
     var webWait = 0
@@ -51,7 +53,8 @@ struct DemoCommand: AsyncParsableCommand {
             throw ValidationError(error.message)
         }
         guard (0...65535).contains(webPort) else { throw ValidationError("--web-port must be 0…65535") }
-        guard (0...3600).contains(webLinger) else { throw ValidationError("--web-linger must be 0...3600 seconds") }
+        guard (0...3600).contains(webLinger ?? 30) else { throw ValidationError("--web-linger must be 0...3600 seconds") }
+        if !web, webLinger != nil { throw ValidationError("--web-linger needs --web") }
         guard (0...3600).contains(webWait) else { throw ValidationError("--web-wait must be 0...3600 seconds") }
         if !web, webPort != 0 { throw ValidationError("--web-port needs --web") }
         if !web, webWait != 0 { throw ValidationError("--web-wait needs --web") }
@@ -67,7 +70,7 @@ struct DemoCommand: AsyncParsableCommand {
         let code =
             web
             ? await DemoWebProgram.main(
-                configuration, webPort: webPort, waitForPage: .seconds(webWait), linger: .seconds(webLinger))
+                configuration, webPort: webPort, waitForPage: .seconds(webWait), linger: .seconds(webLinger ?? 30))
             : await DemoProgram.main(configuration)
         if code != 0 { throw ExitCode(code) }
     }

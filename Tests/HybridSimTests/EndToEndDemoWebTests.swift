@@ -32,6 +32,9 @@ struct EndToEndDemoWebTests {
         let events = try await EndToEndWebTests.get(page + "events")  // the second stream: a replay, then live
         #expect(try await dom.waitForExit(timeout: .seconds(90)) == 0, "\(dom.transcript)")
         #expect(try await demo.waitForExit(timeout: .seconds(90)) == 0, "\(demo.transcript)")
+        // The capture the phone scanned holds the QR secret: owner only, like every QR output.
+        let capture = lab.file("demo") + "/qr-mc.txt"
+        #expect(try FileManager.default.attributesOfItem(atPath: capture)[.posixPermissions] as? Int == 0o600)
 
         let parsed = try EndToEndWebTests.events(events.body)
         let names = parsed.compactMap { $0["event"] as? String }

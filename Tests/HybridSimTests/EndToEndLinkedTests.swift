@@ -191,7 +191,7 @@ struct EndToEndLinkedTests {
         let missed = try JSONEvents.parse(try #require(unreachable.standardOutput.lines.last))
         #expect(missed["relayTold"] as? Bool == false && missed["revoked"] as? Int == 2, "\(unreachable.transcript)")
         #expect(unreachable.standardError.lines.contains {
-            $0.hasPrefix("could not tell the relay at \(closed) (") && $0.hasSuffix("it learns of the revocation from this phone's next --listen there")
+            $0.hasPrefix("note: could not tell the relay at \(closed) (") && $0.hasSuffix("it learns of the revocation from this phone's next --listen there")
         }, "\(unreachable.transcript)")
     }
 

@@ -216,6 +216,18 @@ struct EndToEndRegisterSignInTests {
         )
         #expect(FailureOutput.singleErrorLine(ambiguous.process).contains("CTAP2_ERR_OPERATION_DENIED"))
 
+        // On a terminal the phone asks; an answer that names no account is asked again, not a refusal.
+        let asked = try await lab.startDesktop([])
+        let binary = try HybridSimBinary.url().path
+        let terminal = try lab.startOther(
+            "phone on a terminal",
+            ["script", "-qec", "'\(binary)' phone --relay \(asked.relayURL) --proximity \(asked.proximityURL) --qr \(asked.url)", "/dev/null"],
+            standardInput: .piped(Array("zed\n2\n".utf8)))
+        #expect(try await terminal.waitForExit() == 0, "\(terminal.transcript)\n\(asked.process.transcript)")
+        #expect(try await asked.process.waitForExit() == 0, "\(asked.process.transcript)")
+        #expect(terminal.standardOutput.text.contains("\"zed\" is none of them; answer 1-2 or an account's name"), "\(terminal.transcript)")
+        #expect(asked.process.standardError.text.contains("verified: bob signed in"), "\(asked.process.transcript)")
+
         let signIn = try await lab.startDesktop([])
         let phone = try lab.startPhone(for: signIn, ["--qr", signIn.url, "--account", "bob"])
         #expect(try await signIn.process.waitForExit() == 0, "\(signIn.process.transcript)\n\(phone.transcript)")

@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridFiles
 import HybridRuntime
 import Logging
 import Synchronization
@@ -158,7 +159,8 @@ public enum DemoProgram {
         }
         let capture = URL(fileURLWithPath: home).appendingPathComponent("qr-\(request).txt")
         do {
-            try (art.joined(separator: "\n") + "\n").write(to: capture, atomically: true, encoding: .utf8)
+            // The capture holds the QR secret: owner only, as every QR output is written.
+            try FileWriter.replacePrivately(capture.path, with: Array((art.joined(separator: "\n") + "\n").utf8))
         } catch {
             desktop.terminate()
             output.standardError("error: cannot save the QR capture: \(error)")

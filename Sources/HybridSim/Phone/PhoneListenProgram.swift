@@ -292,7 +292,7 @@ public enum PhoneListenProgram {
                 output.standardError(
                     missed.isEmpty
                         ? "told the relay at \(relayURL): it answers the old contact ID 410 from now on"
-                        : "could not tell the relay at \(relayURL) (unreachable, or no 410 within 3 s: a relay that "
+                        : "note: could not tell the relay at \(relayURL) (unreachable, or no 410 within 3 s: a relay that "
                             + "knows no revocations takes the listen instead); it learns of the revocation "
                             + "from this phone's next --listen there")
             }

@@ -205,12 +205,21 @@ public enum PhoneProgram {
                 )
             }
             output.standardError("sign in as which one? [1-\(accounts.count), empty to cancel]")
-            guard let answer = await readLine(timeout: timeout)?.trimmingCharacters(in: .whitespaces), !answer.isEmpty
-            else {
-                return nil
+            // An answer that names none is asked again (three tries), not taken for a refusal.
+            for attempt in 1...3 {
+                guard let answer = await readLine(timeout: timeout)?.trimmingCharacters(in: .whitespaces), !answer.isEmpty
+                else {
+                    return nil
+                }
+                if let number = Int(answer), (1...accounts.count).contains(number) { return accounts[number - 1] }
+                if let named = accounts.first(where: { $0.userName == answer || $0.userDisplayName == answer }) { return named }
+                let printable = PeerText.printable(answer, limit: 64)
+                output.standardError(
+                    attempt < 3
+                        ? "\"\(printable)\" is none of them; answer 1-\(accounts.count) or an account's name (empty to cancel)"
+                        : "\"\(printable)\" is none of them either; giving up")
             }
-            if let number = Int(answer), (1...accounts.count).contains(number) { return accounts[number - 1] }
-            return accounts.first { $0.userName == answer || $0.userDisplayName == answer }
+            return nil
         }
     }
 

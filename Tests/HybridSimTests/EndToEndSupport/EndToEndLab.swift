@@ -43,8 +43,9 @@ final class EndToEndLab {
     }
 
     /// Starts another program (`/usr/bin/env` with `arguments`, e.g. a Python fixture).
-    func startOther(_ name: String, _ arguments: [String]) throws -> ChildProcess {
-        let child = try ChildProcess(name, arguments, home: home, executable: URL(fileURLWithPath: "/usr/bin/env"))
+    func startOther(_ name: String, _ arguments: [String], standardInput: ChildProcess.Input = .none) throws -> ChildProcess {
+        let child = try ChildProcess(
+            name, arguments, home: home, executable: URL(fileURLWithPath: "/usr/bin/env"), standardInput: standardInput)
         children.append(child)
         return child
     }
