@@ -128,6 +128,18 @@ struct EndToEndLinkedTests {
         #expect(unheardLine.contains("`hybrid-sim phone --listen --relay \(relayURL) --proximity udp://127.0.0.1:\(proximityPort)`")
                     && unheardLine.hasSuffix("The link is kept."), "\(unheardLine)")
         #expect(try LinkStore.load(path: links).links.count == 1)
+        // With a --timeout no longer than the relay's 3 s contact wait the 504 is never heard: the
+        // timeout says so (it named only the upgrade, as if the relay were at fault).
+        let hasty = try lab.start(
+            "linked-hasty",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)",
+             "--timeout", "2"])
+        #expect(try await hasty.waitForExit(timeout: .seconds(30)) == 3, "\(hasty.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(hasty).hasSuffix(
+                "(a relay waits up to 3 s for the phone's push channel before it answers 504, phone not listening: give --timeout above 3 s to hear its answer)"),
+            "\(hasty.transcript)")
+        #expect(try LinkStore.load(path: links).links.count == 1)
 
         // 3. Unlink; the listening phone announces the revoked ID; the desktop gets 410 and exits 8.
         let unlink = try lab.start("unlink", ["phone", "--unlink"])

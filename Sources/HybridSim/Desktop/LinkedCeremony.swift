@@ -145,7 +145,17 @@ extension Run {
                     "the linked phone did not come near within \(timeout.seconds): "
                         + Self.explain(runtime.proximityStatistics, proximity: proximity))
             }
-            throw ProgramFailure.fromTransaction(error, relayURL: relayURL)
+            let failure = ProgramFailure.fromTransaction(error, relayURL: relayURL)
+            let contactWait = RelayConfiguration().contactWait
+            if error.step == "contacting the linked phone", error.runtimeCode == .timeout, timeouts.connect <= contactWait {
+                // The relay answers 504 only after its contact wait: a --timeout no longer than that
+                // ends first, and its answer (is the phone listening?) is never heard.
+                throw ProgramFailure(
+                    .timeout,
+                    failure.message + " (a relay waits up to \(contactWait.seconds) for the phone's push channel before it "
+                        + "answers 504, phone not listening: give --timeout above \(contactWait.seconds) to hear its answer)")
+            }
+            throw failure
         }
     }
 
