@@ -126,12 +126,18 @@ struct PhoneCommand: AsyncParsableCommand {
     var unlink = false
 
     func validate() throws {
+        // Before anything converts them to a Duration (which traps on NaN and infinities).
+        if let timeout, !(timeout > 0 && timeout <= ProgramDefaults.maximumTimeoutSeconds) {
+            throw ValidationError("--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds")
+        }
+        if let listenTimeout, !(listenTimeout > 0 && listenTimeout <= 86_400) {
+            throw ValidationError("--listen-timeout must be more than 0 and at most 86400 seconds")
+        }
         if listen || unlink {
             guard qr == nil, scan == nil else { throw ValidationError("--listen and --unlink take no QR code (--qr, --scan)") }
             guard misbehave == nil else { throw ValidationError("--misbehave applies to the QR flow, not to --listen or --unlink") }
             guard !(listen && unlink) else { throw ValidationError("--listen and --unlink cannot be combined") }
             if let count, count < 1 { throw ValidationError("--count must be at least 1") }
-            if let listenTimeout, listenTimeout <= 0 { throw ValidationError("--listen-timeout must be more than 0") }
             if unlink {
                 guard count == nil, listenTimeout == nil else { throw ValidationError("--count and --listen-timeout need --listen") }
                 guard account == nil, !deny else {

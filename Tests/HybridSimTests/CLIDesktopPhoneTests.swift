@@ -119,6 +119,12 @@ struct CLIDesktopPhoneTests {
             (["bench", "--count", "-1"], "--count must be at least 1"),
             (["desktop", "--relay-port", "-1"], "--relay-port must be 0…65535"),
             (["phone", "--listen", "--listen-timeout", "-1"], "--listen-timeout must be more than 0"),
+            // Not a finite number of seconds: refused, not a trap converting it to a Duration.
+            (["phone", "--qr", "FIDO:/1", "--timeout", "nan"], "--timeout must be more than 0 and at most 3600 seconds"),
+            (["phone", "--listen", "--timeout", "1e300"], "--timeout must be more than 0 and at most 3600 seconds"),
+            (["phone", "--listen", "--listen-timeout", "nan"], "--listen-timeout must be more than 0 and at most 86400 seconds"),
+            (["phone", "--listen", "--listen-timeout", "inf"], "--listen-timeout must be more than 0 and at most 86400 seconds"),
+            (["desktop", "--timeout", "nan"], "--timeout must be more than 0 and at most 3600 seconds"),
             (["phone", "--unlink", "--count", "1"], "--count and --listen-timeout need --listen"),
             (["inspect", "-", "--keylog", "-"], "the recording and --keylog cannot both be standard input (-)"),
             (["phone", "--unlink", "--deny"], "--account and --deny answer requests; --unlink answers none"),
