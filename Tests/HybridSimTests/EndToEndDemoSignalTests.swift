@@ -43,6 +43,8 @@ struct EndToEndDemoSignalTests {
         #expect(try await demo.waitForExit(timeout: .seconds(10)) == 128 + signal, "\(demo.transcript)")
         let name = signal == SIGINT ? "SIGINT" : "SIGTERM"
         #expect(demo.standardError.lines.last?.hasPrefix("error: demo interrupted by \(name); stopped the ") == true, "\(demo.transcript)")
+        // One final line: the stopped children are not reported as the demo's own failure too.
+        #expect(demo.standardError.lines.filter { $0.hasPrefix("error: ") }.count == 1, "\(demo.transcript)")
         #expect(Self.processes(inHome: home).isEmpty, "children left running: \(Self.processes(inHome: home))")
         #expect(!FileManager.default.fileExists(atPath: home), "the temporary directory \(home) is left")
     }

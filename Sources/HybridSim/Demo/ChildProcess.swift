@@ -102,7 +102,7 @@ final class ChildProcess: Sendable {
         let status = exitStatus
         let flushAll = flushes
         process.terminationHandler = { finished in
-            Self.running.withLock { _ = $0.remove(finished.processIdentifier) }
+            Self.running.withLock { _ = $0.pids.remove(finished.processIdentifier) }
             let ending: Ending = finished.terminationReason == .uncaughtSignal
                 ? .killed(signal: finished.terminationStatus) : .exited(finished.terminationStatus)
             status.value.withLock { $0 = ending }
@@ -120,23 +120,29 @@ final class ChildProcess: Sendable {
         // Registered under the lock the termination handler takes to unregister it, so a child
         // that ends at once is not left registered.
         try Self.running.withLock { running in
+            // Once a signal's ending stops the children, no new one starts (it would be left behind).
+            guard !running.stopping else { throw CocoaError(.userCancelled) }
             try process.run()
-            running.insert(process.processIdentifier)
+            running.pids.insert(process.processIdentifier)
         }
     }
 
     /// The process IDs of the children started and not yet ended, for ``stopAll(within:)``.
-    private static let running = Mutex<Set<pid_t>>([])
+    private static let running = Mutex<(pids: Set<pid_t>, stopping: Bool)>(([], false))
 
     /// Stops every child still running (SIGTERM; each ends with its own final line) and waits up
     /// to `limit` for them to end, so a demo ended by a signal leaves no desktop or phone behind
     /// and nothing writing in its temporary directory. Returns how many were running.
     @discardableResult
     static func stopAll(within limit: Duration) -> Int {
-        let pids = running.withLock { $0 }
+        // The snapshot and the refusal of new children are one step: none starts unseen.
+        let pids = running.withLock { running in
+            running.stopping = true
+            return running.pids
+        }
         for pid in pids { kill(pid, SIGTERM) }
         let deadline = ContinuousClock.now + limit
-        while !running.withLock({ $0.isEmpty }), ContinuousClock.now < deadline { usleep(10_000) }
+        while !running.withLock({ $0.pids.isEmpty }), ContinuousClock.now < deadline { usleep(10_000) }
         return pids.count
     }
 

@@ -45,7 +45,16 @@ public enum DemoProgram {
     }
 
     /// Runs the demo; returns the process exit code (0 when both ceremonies verified).
-    public static func main(_ configuration: Configuration, output: ProgramOutput = .standard) async -> Int32 {
+    public static func main(_ configuration: Configuration, output given: ProgramOutput = .standard) async -> Int32 {
+        // The demo's own final `error:` line claims the ending first (``Interruption/beginEnding()``):
+        // a signal's ending stops the children, which the demo would otherwise report as a
+        // second failure line after the signal's.
+        let output = ProgramOutput(
+            standardOutput: given.standardOutput,
+            standardError: { line in
+                if line.hasPrefix("error: ") { Interruption.beginEnding() }
+                given.standardError(line)
+            })
         let say: @Sendable (String, String) -> Void = { who, line in output.standardError(who.padding(toLength: 8, withPad: " ", startingAt: 0) + "│ " + line) }
         let home: String
         if let configured = configuration.home {
