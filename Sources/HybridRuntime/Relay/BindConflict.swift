@@ -30,12 +30,44 @@ package enum BindConflict {
         return "\(reason) (\(hint))"
     }
 
-    /// Whether a TCP connection to `host:port` is accepted (something listens). `true` when unsure
-    /// (no answer within 500 ms, a host that does not resolve): `false` is a refusal.
-    package static func listening(host: String, port: Int) -> Bool {
-        // The address as the listener resolved it (RelayDispatcher does the same): IPv4 or IPv6.
+    /// Whether a TCP connection to `host:port` is accepted (something listens), probing the first
+    /// address the host resolves to, as a listener binds it (RelayDispatcher does the same). `true`
+    /// when unsure (no answer within 500 ms, a host that does not resolve): `false` is a refusal.
+    static func listening(host: String, port: Int) -> Bool {
         guard let address = try? SocketAddress.makeAddressResolvingHost(host, port: port) else { return true }
         let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
+        return address.withSockAddr { pointer, length in accepts(family: family, address: pointer, length: socklen_t(length)) }
+    }
+
+    /// Whether every address `host` resolves to refuses a TCP connection on `port`, as a client
+    /// that tries them all (SwiftNIO's happy eyeballs) would find: `localhost` is `::1` first on
+    /// most hosts, where a relay on 127.0.0.1 is still reached. `false` when unsure or unresolved.
+    package static func refusesConnections(host: String, port: Int) -> Bool {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &list) == 0, list != nil else { return false }
+        defer { freeaddrinfo(list) }
+        var node = list
+        while let entry = node {
+            if let address = entry.pointee.ai_addr,
+                accepts(family: entry.pointee.ai_family, address: address, length: entry.pointee.ai_addrlen)
+            {
+                return false
+            }
+            node = entry.pointee.ai_next
+        }
+        return true
+    }
+
+    /// Whether a non-blocking connect to `address` is accepted or gets no answer within 500 ms
+    /// (`true`), rather than refused (`false`).
+    private static func accepts(family: Int32, address: UnsafePointer<sockaddr>, length: socklen_t) -> Bool {
         #if canImport(Glibc)
         let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         #else
@@ -46,14 +78,13 @@ package enum BindConflict {
         // Non-blocking, at most 500 ms: a listener whose accept queue is full drops the SYN, and a
         // blocking connect would retry for a minute or more before the error line could be printed.
         _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
-        let result = address.withSockAddr { pointer, length in connect(fd, pointer, socklen_t(length)) }
-        if result == 0 { return true }
+        if connect(fd, address, length) == 0 { return true }
         guard errno == EINPROGRESS else { return errno != ECONNREFUSED }
         var ready = pollfd(fd: fd, events: Int16(POLLOUT), revents: 0)
         guard poll(&ready, 1, 500) == 1 else { return true }  // no answer in time: assume a listener
         var error: CInt = 0
-        var length = socklen_t(MemoryLayout<CInt>.size)
-        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &length) == 0 else { return true }
+        var size = socklen_t(MemoryLayout<CInt>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_ERROR, &error, &size) == 0 else { return true }
         return error != ECONNREFUSED
     }
 

@@ -296,7 +296,7 @@ struct Run {
         guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
             return false
         }
-        return !BindConflict.listening(host: host, port: port)
+        return BindConflict.refusesConnections(host: host, port: port)
     }
 
     /// What the scanner saw, e.g. "3 adverts ignored: 3 too far (strongest -90 dBm < -70)".

@@ -1,0 +1,22 @@
+import HybridRuntime
+import NIOCore
+import NIOPosix
+import Testing
+
+/// The probe the desktop uses to say a `--relay` refuses connections: every address the host
+/// resolves to must refuse (a client tries them all), so `localhost`, which most hosts resolve
+/// to `::1` first, is not called down while a relay listens on 127.0.0.1.
+@Suite("BindConflict: is anything listening")
+struct BindConflictTests {
+    @Test("a listener on 127.0.0.1 is found by its address and by localhost; a closed port refuses on both")
+    func probe() async throws {
+        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(server.localAddress?.port)
+        #expect(!BindConflict.refusesConnections(host: "127.0.0.1", port: port))
+        #expect(!BindConflict.refusesConnections(host: "localhost", port: port))
+        try await server.close()
+        #expect(BindConflict.refusesConnections(host: "127.0.0.1", port: port))
+        #expect(BindConflict.refusesConnections(host: "localhost", port: port))
+    }
+}
