@@ -74,14 +74,8 @@ struct InspectCommand: ParsableCommand {
             }
         }
         let inspection = Inspector.inspect(decoded, keyLog: keys, qrURL: qr)
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let data = (try? encoder.encode(inspection)) ?? Data()
-            try printResult(String(decoding: data, as: UTF8.self))
-        } else {
-            try printResult(SequenceDiagram.text(inspection), newline: false)
-        }
+        // The file first: if it cannot be written, the command fails before printing (one JSON
+        // document on stdout, or the error event alone).
         if let svg {
             // With a key log the diagram holds the decrypted messages: owner only, like the key log.
             do {
@@ -90,7 +84,16 @@ struct InspectCommand: ParsableCommand {
                 fail("cannot write \(svg): \(error.description)")
             }
         }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = (try? encoder.encode(inspection)) ?? Data()
+            try printResult(String(decoding: data, as: UTF8.self))
+        } else {
+            try printResult(SequenceDiagram.text(inspection), newline: false)
+        }
         if inspection.keys == .noEntry || inspection.keys == .mismatch {
+            // The document is out (its `keys` member says why): no second JSON object after it.
             progressLine("error: \(inspection.keyDetail)")
             throw ExitCode(1)
         }

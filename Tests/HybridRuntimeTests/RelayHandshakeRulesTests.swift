@@ -1,3 +1,4 @@
+import CTAP2
 import HybridCore
 @testable import HybridRuntime
 import Testing
@@ -59,6 +60,16 @@ struct RelayHandshakeRulesTests {
             let post = try await Self.answer(
                 to: WebSocketUpgradeRequest.text(path: Self.newPath(), method: "POST", key: "abc"), port: endpoint.port)
             #expect(post.hasSuffix("\r\n\r\nonly GET is supported\n"), "\(post)")
+        }
+    }
+
+    @Test("a /cable/contact upgrade that breaks a rule is refused at once with the rule, before any wait for the phone")
+    func contactRefusedFirst() async throws {
+        try await withRelay { relay, endpoint in
+            let path = "/cable/contact/" + Base64URL.encode(Array(repeating: UInt8(7), count: 32))
+            let answer = try await Self.answer(to: WebSocketUpgradeRequest.text(path: path, key: "AAAA"), port: endpoint.port)
+            #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer)")
+            #expect(answer.hasSuffix("it decodes to 3\n"), "\(answer)")
         }
     }
 

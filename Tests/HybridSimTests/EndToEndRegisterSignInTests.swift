@@ -227,6 +227,16 @@ struct EndToEndRegisterSignInTests {
         #expect(try await asked.process.waitForExit() == 0, "\(asked.process.transcript)")
         #expect(terminal.standardOutput.text.contains("\"zed\" is none of them; answer 1-2 or an account's name"), "\(terminal.transcript)")
         #expect(asked.process.standardError.text.contains("verified: bob signed in"), "\(asked.process.transcript)")
+        // Three answers that name none: the phone gives up (exit 4), as for an empty answer.
+        let unanswered = try await lab.startDesktop(["--timeout", "20"])
+        let stubborn = try lab.startOther(
+            "phone on a terminal, three wrong answers",
+            ["script", "-qec", "'\(binary)' phone --relay \(unanswered.relayURL) --proximity \(unanswered.proximityURL) --qr \(unanswered.url)",
+             "/dev/null"],
+            standardInput: .piped(Array("zed\ncarol\n9\n".utf8)))
+        #expect(try await stubborn.waitForExit() == 4, "\(stubborn.transcript)")
+        #expect(try await unanswered.process.waitForExit() == 4, "\(unanswered.process.transcript)")
+        #expect(stubborn.standardOutput.text.contains("\"9\" is none of them either; giving up"), "\(stubborn.transcript)")
 
         let signIn = try await lab.startDesktop([])
         let phone = try lab.startPhone(for: signIn, ["--qr", signIn.url, "--account", "bob"])
