@@ -5,6 +5,8 @@ import HybridSim
 /// Prints the one `error: …` line that a command's runtime failure ends with, and returns the exit
 /// status to throw. (ArgumentParser's own `Error: …` is for usage errors, exit 64.)
 func errorLine(_ message: String, status: Int32) -> ExitCode {
+    // The final line: a signal's ending that already began writes its own and this one waits.
+    Interruption.beginEnding()
     StandardStream.errorLine("error: \(message)")
     return ExitCode(status)
 }
@@ -14,6 +16,7 @@ func errorLine(_ message: String, status: Int32) -> ExitCode {
 /// that cannot take it (a full disk, a reader gone) fails the command, exit 1 with one `error:`
 /// line, instead of exiting 0 having printed nothing.
 func printResult(_ text: String, newline: Bool = true) throws {
+    Interruption.beginEnding()
     StandardStream.output.write(newline ? text + "\n" : text)
     if let message = StandardStream.resultWritten() { throw errorLine(message, status: 1) }
 }
@@ -33,6 +36,7 @@ func progressLine(_ line: String) {
 /// members of `desktop`'s and `phone`'s: `kind`, `exitCode`, `message`), so a script reading the
 /// JSON learns why as well as the exit status; then the `error:` line on stderr.
 func failureLine(_ message: String, kind: String, status: Int32, json: Bool) -> ExitCode {
+    Interruption.beginEnding()
     if json {
         StandardStream.outputLine(JSONLine(event: "error", JSONLine.errorMembers(kind: kind, exitCode: status, message: message)).text)
     }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HybridRuntime
+import HybridSim
 
 #if canImport(Glibc)
 import Glibc
@@ -99,6 +100,8 @@ struct HostileBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // A signal stops the relay this bench started before the process ends.
+        Interruption.endOnSignals { SpawnedRelay.signalEnding($0, $1, json: json) }
         // Any failure while measuring is one `error:` line (and, with --json, an `error` event),
         // exit 1, as every other command ends; ArgumentParser would print `Error: …`.
         do {

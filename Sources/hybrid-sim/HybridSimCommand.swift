@@ -32,6 +32,9 @@ struct HybridSimCommand: AsyncParsableCommand {
     static func main() async {
         signal(SIGPIPE, SIG_IGN)
         StandardStream.claimClosedDescriptors()
+        // Caught from here on (each signal's default action until a command routes it): no
+        // moment where one is ignored and lost (``SignalRouter``).
+        SignalRouter.install()
         do {
             var command = try parseAsRoot()
             if var command = command as? AsyncParsableCommand {

@@ -84,7 +84,7 @@ struct RPCommand: AsyncParsableCommand {
         let origin = await service.relyingParty.origin
         printStatus("hybrid-sim rp (\(profile)) listening on http://127.0.0.1:\(server.port) for \(rpId) (origin \(origin))")
         let received = await signals.wait()
-        progressLine("rp: stopped by \(received == SIGINT ? "SIGINT" : "SIGTERM")")
+        progressLine("rp: stopped by \(SignalRouter.name(received))")
         await server.stop()
     }
 }

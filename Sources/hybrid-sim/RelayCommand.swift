@@ -280,28 +280,20 @@ enum FaultOptions {
     }
 }
 
-/// Turns SIGINT and SIGTERM into an awaitable event instead of killing the process.
+/// Turns SIGINT, SIGTERM, SIGHUP and SIGQUIT (``SignalRouter``) into an awaitable event instead of
+/// killing the process.
 final class TerminationSignals {
-    private let queue = DispatchQueue(label: "hybrid-sim.relay.signals")
     private let state = SignalState()
-    private var sources: [any DispatchSourceSignal] = []
 
     init() {
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            let state = self.state
-            source.setEventHandler { state.fire(number) }
-            source.resume()
-            sources.append(source)
-        }
+        SignalRouter.install()
+        let state = self.state
+        SignalRouter.route { number in state.fire(number) }
     }
 
-    /// Waits for the first SIGINT or SIGTERM and returns its number.
+    /// Waits for the first signal and returns its number.
     func wait() async -> Int32 {
-        let number = await withCheckedContinuation { state.register($0) }
-        for source in sources { source.cancel() }
-        return number
+        await withCheckedContinuation { state.register($0) }
     }
 }
 

@@ -38,6 +38,48 @@ struct EndToEndSignalTests {
         desktop.process.terminate()
     }
 
+    @Test("SIGHUP (the terminal closed) and SIGQUIT end the desktop like SIGINT: 129 / 131 and one error line, no crash report", arguments: [SIGHUP, SIGQUIT])
+    func desktopHangUpAndQuit(signal: Int32) async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--request", "mc", "--timeout", "30"])
+        desktop.process.signal(signal)
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(10)) == 128 + signal, "\(desktop.process.transcript)")
+        let name = signal == SIGHUP ? "SIGHUP" : "SIGQUIT"
+        #expect(FailureOutput.singleErrorLine(desktop.process) == "error: interrupted by \(name)", "\(desktop.process.transcript)")
+        #expect(!desktop.process.standardError.text.contains("Program crashed"), "\(desktop.process.transcript)")
+    }
+
+    @Test("a signal in a program's first milliseconds is not lost: the relay, signalled at once and after 10, 20 and 40 ms, always ends")
+    func earlySignals() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        for delay in [0, 10, 20, 40] {
+            let relay = try lab.start("relay", ["relay", "--port", "0"])
+            try await Task.sleep(for: .milliseconds(delay))
+            relay.signal(SIGTERM)
+            // 0 when its handler took it, or killed by SIGTERM before it had one: either way it ends.
+            let status = try await relay.waitForExit(timeout: .seconds(10))
+            #expect([0, 15, 143].contains(status), "after \(delay) ms: \(relay.transcript)")
+        }
+    }
+
+    @Test("bench relay interrupted stops the relay it started (its own process group: a terminal's Ctrl-C does not reach it)")
+    func benchStopsItsRelay() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let bench = try lab.start("bench relay", ["bench", "relay", "--tunnels", "20", "--rounds", "2", "--hold", "60"])
+        let lines = try await bench.waitForOutput("the relay's start", in: \.standardError) { lines in
+            lines.contains { $0.contains("started hybrid-sim relay (pid ") }
+        }
+        let started = try #require(lines.first { $0.contains("started hybrid-sim relay (pid ") })
+        let pid = try #require(EndToEndLab.word(after: "(pid ", in: started).flatMap { Int32($0.dropLast()) })
+        bench.signal(SIGINT)
+        #expect(try await bench.waitForExit(timeout: .seconds(10)) == 130, "\(bench.transcript)")
+        #expect(bench.standardError.lines.last == "error: bench interrupted by SIGINT; stopped the relay it had started (pid \(pid))")
+        #expect(kill(pid, 0) != 0, "the relay \(pid) still runs")
+    }
+
     @Test("phone --listen --json, SIGINT (its normal stop): exit 0, the result event last, a line with the count")
     func listenerStopped() async throws {
         let lab = try EndToEndLab()

@@ -8,7 +8,7 @@ import Glibc
 import Darwin
 #endif
 
-/// SIGINT and SIGTERM end a program with final lines instead of killing it mid-line: `desktop` and
+/// SIGINT and SIGTERM (and SIGHUP, SIGQUIT) end a program with final lines instead of killing it mid-line: `desktop` and
 /// `phone` as every other failure ends (``failure(json:flow:)``: one `error: interrupted by SIGINT`
 /// line, with `--json` an `error` event as the last stdout line, exit 128 + the signal, i.e. 130
 /// or 143), and `phone --listen`, whose normal end is Ctrl-C, with its `result`.
@@ -48,11 +48,10 @@ package enum Interruption {
 
     /// Whether the handlers are installed, and the stage.
     private static let state = Mutex((installed: false, stage: Stage.running))
-    /// The signal sources, kept for the process's lifetime.
-    nonisolated(unsafe) private static var sources: [any DispatchSourceSignal] = []
 
-    /// Replaces the default action of SIGINT and SIGTERM: `ending(signal name, 128 + signal)` gives
-    /// the lines to write and the status to exit with. Call once, early, from the command.
+    /// Makes SIGINT, SIGTERM, SIGHUP and SIGQUIT (``SignalRouter``) end the program:
+    /// `ending(signal name, 128 + signal)` gives the lines to write and the status to exit with.
+    /// Call once, early, from the command.
     ///
     /// `settle`: how long the process still runs after writing the lines, for an `output` that
     /// also hands them to open connections (`desktop --web`'s page streams); zero otherwise.
@@ -61,29 +60,24 @@ package enum Interruption {
         _ ending: @escaping @Sendable (_ signal: String, _ status: Int32) -> Ending
     ) {
         state.withLock { $0.installed = true }
-        for number in [SIGINT, SIGTERM] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler {
-                let first = state.withLock { state in
-                    if case .lingering(let status) = state.stage { _exit(status) }
-                    guard case .running = state.stage else { return false }
-                    state.stage = .signalEnding
-                    return true
-                }
-                // The program is writing its own ending: leave it to finish and exit.
-                guard first else { return }
-                let end = ending(number == SIGINT ? "SIGINT" : "SIGTERM", 128 + number)
-                if let line = end.standardOutput { output.standardOutput(line) }
-                output.standardError(end.standardError)
-                if settle > .zero {
-                    let (seconds, attoseconds) = settle.components
-                    usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
-                }
-                _exit(end.status)
+        SignalRouter.install()
+        SignalRouter.route { number in
+            let first = state.withLock { state in
+                if case .lingering(let status) = state.stage { _exit(status) }
+                guard case .running = state.stage else { return false }
+                state.stage = .signalEnding
+                return true
             }
-            source.resume()
-            sources.append(source)
+            // The program is writing its own ending: leave it to finish and exit.
+            guard first else { return }
+            let end = ending(SignalRouter.name(number), 128 + number)
+            if let line = end.standardOutput { output.standardOutput(line) }
+            output.standardError(end.standardError)
+            if settle > .zero {
+                let (seconds, attoseconds) = settle.components
+                usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
+            }
+            _exit(end.status)
         }
     }
 

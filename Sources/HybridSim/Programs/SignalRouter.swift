@@ -1,0 +1,110 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The process's SIGINT, SIGTERM, SIGHUP and SIGQUIT, caught with `sigaction` from the first line
+/// of `main` and handed, one at a time, to the handler a command routes them to.
+///
+/// Why not `signal(SIG_IGN)` and a dispatch source: between the two, a signal was ignored, lost,
+/// and a `relay` or `phone --listen` that got it in its first 20 ms ran on forever. Here the
+/// handler replaces the default action in one step: it writes the signal's number to a pipe
+/// (`write(2)` is async-signal-safe), and a thread of its own reads the pipe and calls the routed
+/// handler. A signal with no handler routed yet gets its default action, as if nothing were
+/// installed (the process ends by that signal). A SIGHUP ignored on entry (`nohup`) stays ignored.
+package enum SignalRouter {
+    /// The signals routed. SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\) end a program as
+    /// SIGINT and SIGTERM do; the Swift runtime printed a crash report for SIGQUIT and went on.
+    package static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+
+    /// The pipe's write end, for the C handler. Set once, before any handler is installed.
+    nonisolated(unsafe) private static var pipeWriteEnd: Int32 = -1
+    private static let handler = Mutex<(@Sendable (Int32) -> Void)?>(nil)
+    private static let installed = Mutex(false)
+
+    /// Installs the handlers and starts the reading thread (once; later calls do nothing).
+    package static func install() {
+        let first = installed.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        var ends: [Int32] = [0, 0]
+        guard pipe(&ends) == 0 else { return }  // no pipe: the default actions stay
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        pipeWriteEnd = ends[1]
+        let readEnd = ends[0]
+        Thread.detachNewThread {
+            var byte: UInt8 = 0
+            while true {
+                let count = read(readEnd, &byte, 1)
+                if count < 0, errno == EINTR { continue }
+                guard count == 1 else { return }
+                deliver(Int32(byte))
+            }
+        }
+        for number in signals {
+            // `nohup` starts a program with SIGHUP ignored so that it outlives its terminal:
+            // that stays so. (SIGINT and SIGQUIT are caught even when inherited ignored, as a
+            // script's background job has them, so `kill -INT` still stops a relay started with &.)
+            var current = sigaction()
+            if number == SIGHUP, sigaction(number, nil, &current) == 0, Self.isIgnored(current) { continue }
+            var action = sigaction()
+            #if canImport(Glibc)
+            action.__sigaction_handler.sa_handler = forward
+            #else
+            action.__sigaction_u.__sa_handler = forward
+            #endif
+            sigemptyset(&action.sa_mask)
+            action.sa_flags = SA_RESTART
+            sigaction(number, &action, nil)
+        }
+    }
+
+    /// From now on `handler` gets each signal (on the router's thread); `nil` restores the
+    /// default actions' effect.
+    package static func route(_ handler: (@Sendable (Int32) -> Void)?) {
+        self.handler.withLock { $0 = handler }
+    }
+
+    /// `SIGINT`, `SIGTERM`, …
+    package static func name(_ number: Int32) -> String {
+        switch number {
+        case SIGINT: return "SIGINT"
+        case SIGTERM: return "SIGTERM"
+        case SIGHUP: return "SIGHUP"
+        case SIGQUIT: return "SIGQUIT"
+        default: return "signal \(number)"
+        }
+    }
+
+    private static func isIgnored(_ action: sigaction) -> Bool {
+        #if canImport(Glibc)
+        return unsafeBitCast(action.__sigaction_handler.sa_handler, to: Int.self) == 1  // SIG_IGN
+        #else
+        return unsafeBitCast(action.__sigaction_u.__sa_handler, to: Int.self) == 1
+        #endif
+    }
+
+    /// The C handler: only an async-signal-safe `write`.
+    private static let forward: @convention(c) (Int32) -> Void = { number in
+        var byte = UInt8(truncatingIfNeeded: number)
+        let saved = errno
+        _ = write(SignalRouter.pipeWriteEnd, &byte, 1)
+        errno = saved
+    }
+
+    private static func deliver(_ number: Int32) {
+        if let routed = handler.withLock({ $0 }) {
+            routed(number)
+            return
+        }
+        // Nothing routed: the signal's own default action, as if no handler were installed.
+        signal(number, SIG_DFL)
+        kill(getpid(), number)
+    }
+}
