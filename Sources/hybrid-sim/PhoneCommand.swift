@@ -75,11 +75,11 @@ struct PhoneCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Attestation for new passkeys: none, or packed (self attestation).",
+            "Attestation for new passkeys: none, or packed (self attestation). (default: none)",
             valueName: "none|packed"
         )
     )
-    var attestation: AttestationKind = .none
+    var attestation: AttestationKind?
 
     @Flag(
         help:
@@ -143,8 +143,17 @@ struct PhoneCommand: AsyncParsableCommand {
                 guard account == nil, !deny else {
                     throw ValidationError("--account and --deny answer requests; --unlink answers none")
                 }
-                guard proximity == nil, rssi == nil, timeout == nil else {
-                    throw ValidationError("--proximity, --rssi and --timeout apply to transactions; --unlink runs none")
+                guard proximity == nil, rssi == nil, timeout == nil, attestation == nil, session.keylog == nil else {
+                    throw ValidationError(
+                        "--proximity, --rssi, --timeout, --attestation and --keylog apply to transactions; --unlink runs none")
+                }
+                // The relay it tells, checked as everywhere else (a bad one is a usage error, 64).
+                if let relay {
+                    do {
+                        try ProgramChecks.relayURL(relay)
+                    } catch {
+                        throw ValidationError(error.message)
+                    }
                 }
                 return
             }
@@ -199,7 +208,7 @@ struct PhoneCommand: AsyncParsableCommand {
         configuration.storePath = store
         configuration.account = account
         configuration.deny = deny
-        configuration.attestation = attestation.attestation
+        configuration.attestation = (attestation ?? .none).attestation
         configuration.json = json
         configuration.keyLogPath = session.keylog
         configuration.misbehave = misbehave

@@ -99,7 +99,13 @@ struct RelayHandshakeRulesTests {
             let garbage = try await Self.answer(to: "GET /cable/new/00 HTTP/1.1\r\nBad Header\r\n\r\n", port: endpoint.port)
             #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(garbage)")
             #expect(garbage.contains("\r\n\r\nmalformed HTTP request ("), "\(garbage)")
-            #expect(relay.statistics.rejectedRequests[431] == 1, "\(relay.statistics.rejectedRequests)")
+            // Many short lines over 80 KiB together: the whole head is bounded, not only one line.
+            let many = WebSocketUpgradeRequest.text(
+                path: Self.newPath(), extra: Array(repeating: "X-A: b", count: 20_000))
+            let manyLines = try await Self.answer(to: many, port: endpoint.port)
+            #expect(manyLines.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n"), "\(manyLines.prefix(200))")
+            #expect(relay.statistics.rejectedRequests[431] == 2, "\(relay.statistics.rejectedRequests)")
+            #expect(relay.openTunnelCount == 0)
         }
     }
 }

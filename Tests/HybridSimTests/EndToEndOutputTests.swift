@@ -56,6 +56,20 @@ struct EndToEndOutputTests {
         #expect(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.count == 1)
     }
 
+    @Test("--keylog /dev/full: the ceremony completes (exit 0) and a note says the keys are not recorded")
+    func keyLogOnFullDevice() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--request", "mc", "--keylog", "/dev/full"])
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(try await phone.waitForExit() == 0)
+        #expect(
+            desktop.process.standardError.lines.contains(
+                "note: could not append to the key log /dev/full (no space left on device); this session's keys are not recorded"),
+            "\(desktop.process.transcript)")
+    }
+
     @Test("qr show > /dev/full: exit 1 and an error line, not exit 0 with the code lost")
     func resultOnFullDevice() async throws {
         let lab = try EndToEndLab()

@@ -217,6 +217,12 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
 
     private let parser = HTTPRequestDecoder(leftOverBytesStrategy: .forwardBytes)
     private let connection: RelayConnection
+    /// Bytes handed to the parser before the request's head was complete. llhttp bounds one
+    /// header line (80 KiB), not the whole head: many short lines could make it any size.
+    private var headBytes = 0
+
+    /// The most a request's head may take, its lines together (the relay answers 431 beyond).
+    static let maximumHeadSize = 80 * 1024
 
     init(connection: RelayConnection) {
         self.connection = connection
@@ -232,6 +238,12 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
 
     func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard !connection.requestComplete else { return .needMoreData }
+        if connection.requestHead == nil {
+            headBytes += buffer.readableBytes
+            // What the parser has not yet turned into a head is over the bound: answered as
+            // llhttp's own overflow is, 431 (RelayRequestHandler).
+            if headBytes > Self.maximumHeadSize { throw HTTPParserError.headerOverflow }
+        }
         do {
             _ = try parser.decode(context: context, buffer: &buffer)
         } catch where connection.requestComplete {

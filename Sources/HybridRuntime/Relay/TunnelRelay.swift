@@ -250,10 +250,10 @@ public final class TunnelRelay: Sendable {
 }
 
 /// Recognises loopback host names and addresses.
-enum LoopbackAddress {
-    /// Whether `host` is `localhost`, `::1` or in 127.0.0.0/8.
-    static func isLoopback(_ host: String) -> Bool {
-        if host == "localhost" || host == "::1" { return true }
+package enum LoopbackAddress {
+    /// Whether `host` is `localhost` (any case: host names are), `::1` or in 127.0.0.0/8.
+    package static func isLoopback(_ host: String) -> Bool {
+        if host.lowercased() == "localhost" || host == "::1" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "127" else { return false }
         return parts.allSatisfy { part in UInt8(part) != nil }

@@ -45,10 +45,11 @@ struct KeyLogFile: Sendable {
             // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
             // the file do not interleave. Non-blocking: a pipe whose reader left is a warning, not a hang.
             let written = fd >= 0 ? line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } : -1
+            let reason = written < 0 ? String(cString: strerror(errno)).lowercased() : "a short write"
             if fd >= 0 { close(fd) }
             if written != line.count {
-                let warning = Array("hybrid-sim: could not append to the key log \(path)\n".utf8)
-                _ = warning.withUnsafeBytes { write(STDERR_FILENO, $0.baseAddress, $0.count) }
+                StandardStream.errorLine(
+                    "note: could not append to the key log \(path) (\(reason)); this session's keys are not recorded")
             }
         }
     }

@@ -2,9 +2,9 @@ import Foundation
 import HybridRuntime
 
 /// Checks of addresses both programs take.
-enum ProgramChecks {
+package enum ProgramChecks {
     /// `ws://HOST:PORT` on loopback, nothing after the port but an optional `/`.
-    static func relayURL(_ url: String) throws(ProgramFailure) {
+    package static func relayURL(_ url: String) throws(ProgramFailure) {
         guard url.hasPrefix("ws://"), let components = URLComponents(string: url), let host = components.host,
             !host.isEmpty, let port = components.port, (1...65535).contains(port),
             components.path.isEmpty || components.path == "/", components.query == nil
@@ -31,10 +31,7 @@ enum ProgramChecks {
 
     /// `localhost`, `::1` (with or without brackets) or 127.0.0.0/8.
     static func isLoopback(_ host: String) -> Bool {
-        let bare = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        if bare == "localhost" || bare == "::1" { return true }
-        let parts = bare.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts[0] == "127" && parts.allSatisfy { UInt8($0) != nil }
+        LoopbackAddress.isLoopback(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
     }
 
     /// The relay URL without a trailing `/`.
