@@ -20,3 +20,16 @@ struct BindConflictTests {
         #expect(BindConflict.refusesConnections(host: "localhost", port: port))
     }
 }
+
+@Suite("LoopbackAddress")
+struct LoopbackAddressTests {
+    @Test("localhost in any case, ::1 and 127.0.0.0/8 are loopback; other names and addresses are not")
+    func loopback() {
+        for host in ["localhost", "LOCALHOST", "LocalHost", "::1", "127.0.0.1", "127.255.0.9"] {
+            #expect(LoopbackAddress.isLoopback(host), "\(host)")
+        }
+        for host in ["example.com", "10.0.0.1", "128.0.0.1", "127.0.0", "127.0.0.256", "localhost.example", "::2"] {
+            #expect(!LoopbackAddress.isLoopback(host), "\(host)")
+        }
+    }
+}
