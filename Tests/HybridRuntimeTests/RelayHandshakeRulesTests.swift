@@ -88,6 +88,27 @@ struct RelayHandshakeRulesTests {
         }
     }
 
+    @Test("a 70 KiB head that arrives in many small reads is under the bound: 101 (each byte counted once)")
+    func largeHeadInPieces() async throws {
+        try await withRelay { _, endpoint in
+            // One long line: the parser keeps an unfinished line in the buffer, so it is handed
+            // the same bytes again with every read that extends it.
+            let request = Array(WebSocketUpgradeRequest.text(
+                path: Self.newPath(), extra: ["X-Padding: " + String(repeating: "b", count: 70_000)]).utf8)
+            #expect(request.count > 70_000 && request.count < RelayHandshakeRulesTests.bound)
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            for start in stride(from: 0, to: request.count, by: 1_000) {
+                try await raw.write(Array(request[start..<min(start + 1_000, request.count)]))
+                if start % 10_000 == 0 { try await Task.sleep(for: .milliseconds(2)) }
+            }
+            #expect(RawConnection.status(of: await raw.readResponseHead()) == 101)
+            await raw.close()
+        }
+    }
+
+    /// The relay's bound on a request head (`FirstRequestDecoder.maximumHeadSize`).
+    static let bound = 80 * 1024
+
     @Test("a request head over 80 KiB is 431 with a reason; an unreadable request is 400 naming the parser's complaint")
     func unreadableRequests() async throws {
         try await withRelay { relay, endpoint in

@@ -220,6 +220,8 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
     /// Bytes handed to the parser before the request's head was complete. llhttp bounds one
     /// header line (80 KiB), not the whole head: many short lines could make it any size.
     private var headBytes = 0
+    /// What the parser left in the buffer last time (counted already; it comes again).
+    private var unconsumed = 0
 
     /// The most a request's head may take, its lines together (the relay answers 431 beyond).
     static let maximumHeadSize = 80 * 1024
@@ -239,11 +241,12 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
     func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard !connection.requestComplete else { return .needMoreData }
         if connection.requestHead == nil {
-            headBytes += buffer.readableBytes
+            headBytes += buffer.readableBytes - unconsumed
             // What the parser has not yet turned into a head is over the bound: answered as
             // llhttp's own overflow is, 431 (RelayRequestHandler).
             if headBytes > Self.maximumHeadSize { throw HTTPParserError.headerOverflow }
         }
+        defer { unconsumed = buffer.readableBytes }
         do {
             _ = try parser.decode(context: context, buffer: &buffer)
         } catch where connection.requestComplete {
