@@ -93,6 +93,10 @@ extension RuntimeError {
         if let error = error as? IOError {
             return systemReason(errno: error.errnoCode)
         }
+        if let error = error as? ChannelError, [.eof, .ioOnClosedChannel, .alreadyClosed].contains(error) {
+            // SwiftNIO's "End of file": the other end closed the connection before answering.
+            return "the server closed the connection without answering"
+        }
         if let error = error as? NIOConnectionError {
             if let first = error.connectionErrors.first { return systemReason(first.error) }
             // Nothing to connect to: the name lookup failed (NIO's text names its own types).
