@@ -61,15 +61,7 @@ struct SignInBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        // Any failure while measuring is one `error:` line (and, with --json, an `error` event),
-        // exit 1, as every other command ends; ArgumentParser would print `Error: …`.
-        do {
-            try await measure()
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            throw failureLine("\(error)", kind: "failed", status: 1, json: json)
-        }
+        try await reportingFailures(json: json, measure)
     }
 
     private func measure() async throws {

@@ -42,3 +42,16 @@ func failureLine(_ message: String, kind: String, status: Int32, json: Bool) -> 
     }
     return errorLine(message, status: status)
 }
+
+/// Runs a command's work: any failure but an `ExitCode` (already reported) is one `error:` line
+/// and, with `--json`, an `error` event (``failureLine(_:kind:status:json:)``), exit 1, as every
+/// other command ends; ArgumentParser would print `Error: …`.
+func reportingFailures(json: Bool, _ body: () async throws -> Void) async throws {
+    do {
+        try await body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        throw failureLine("\(error)", kind: "failed", status: 1, json: json)
+    }
+}

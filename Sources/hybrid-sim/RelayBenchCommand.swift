@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Synchronization
 import HybridRuntime
 import HybridSim
 
@@ -98,15 +97,7 @@ struct RelayBenchCommand: AsyncParsableCommand {
     func run() async throws {
         // A signal stops the relay this bench started before the process ends.
         Interruption.endOnSignals { SpawnedRelay.signalEnding($0, $1, json: json) }
-        // Any failure while measuring is one `error:` line (and, with --json, an `error` event),
-        // exit 1, as every other command ends; ArgumentParser would print `Error: …`.
-        do {
-            try await measure()
-        } catch let exit as ExitCode {
-            throw exit
-        } catch {
-            throw failureLine("\(error)", kind: "failed", status: 1, json: json)
-        }
+        try await reportingFailures(json: json, measure)
     }
 
     private func measure() async throws {
@@ -166,24 +157,13 @@ final class SpawnedRelay {
         self.port = port
     }
 
-    /// The relays started and not yet stopped, for ``signalEnding(_:_:)``.
-    private static let running = Mutex<(pids: Set<pid_t>, stopping: Bool)>(([], false))
-
     /// What SIGINT, SIGTERM, SIGHUP or SIGQUIT ends `bench relay` and `bench hostile` with: the
-    /// relay they started is stopped (it runs in a process group of its own, so a terminal's
-    /// Ctrl-C does not reach it, and it has day-long timeouts), then one `error:` line.
+    /// relay they started is stopped (``RunningChildren``: it has day-long timeouts), then one
+    /// `error:` line (and with `--json` an `error` event).
     static func signalEnding(_ signal: String, _ status: Int32, json: Bool) -> Interruption.Ending {
-        let pids = running.withLock { running in
-            running.stopping = true
-            return running.pids
-        }
-        for pid in pids { kill(pid, SIGTERM) }
-        let deadline = Date().addingTimeInterval(3)
-        while !running.withLock({ $0.pids.isEmpty }), Date() < deadline { usleep(10_000) }
+        let pids = RunningChildren.stopAll(within: .seconds(3))
         let stopped = pids.isEmpty ? "" : "; stopped the relay it had started (pid \(pids.map(String.init).joined(separator: ", ")))"
-        let message = "bench interrupted by \(signal)\(stopped)"
-        let event = json ? JSONLine(event: "error", JSONLine.errorMembers(kind: "interrupted", exitCode: status, message: message)).text : nil
-        return Interruption.Ending(standardOutput: event, standardError: "error: \(message)", status: status)
+        return Interruption.ending("bench interrupted by \(signal)\(stopped)", status: status, json: json)
     }
 
     /// Starts this executable's `relay` subcommand and waits (up to 10 s) for its ready line.
@@ -193,15 +173,7 @@ final class SpawnedRelay {
         process.arguments = ["relay"] + arguments
         let output = Pipe()
         process.standardOutput = output
-        process.terminationHandler = { finished in
-            _ = running.withLock { $0.pids.remove(finished.processIdentifier) }
-        }
-        // Registered under the lock the ending takes its snapshot under: none starts unseen.
-        try running.withLock { running in
-            guard !running.stopping else { throw CancellationError() }
-            try process.run()
-            running.pids.insert(process.processIdentifier)
-        }
+        try RunningChildren.run(process)
         let deadline = Date().addingTimeInterval(10)
         var buffer = Data()
         let handle = output.fileHandleForReading

@@ -34,27 +34,11 @@ final class ChildProcess: Sendable {
         var description: String {
             switch self {
             case .exited(let status): return "exited \(status)"
-            case .killed(let signal): return "was killed by signal \(signal)\(Self.signalName(signal).map { " (\($0))" } ?? "")"
-            }
-        }
-
-        private static func signalName(_ signal: Int32) -> String? {
-            switch signal {
-            case SIGHUP: return "SIGHUP"
-            case SIGINT: return "SIGINT"
-            case SIGQUIT: return "SIGQUIT"
-            case SIGILL: return "SIGILL"
-            case SIGABRT: return "SIGABRT"
-            case SIGBUS: return "SIGBUS"
-            case SIGFPE: return "SIGFPE"
-            case SIGKILL: return "SIGKILL"
-            case SIGSEGV: return "SIGSEGV"
-            case SIGPIPE: return "SIGPIPE"
-            case SIGTERM: return "SIGTERM"
-            default: return nil
+            case .killed(let signal): return "was killed by signal \(signal)\(SignalRouter.knownName(signal).map { " (\($0))" } ?? "")"
             }
         }
     }
+
     /// Every line the child writes, in arrival order per stream.
     let lines: AsyncStream<Line>
 
@@ -102,7 +86,6 @@ final class ChildProcess: Sendable {
         let status = exitStatus
         let flushAll = flushes
         process.terminationHandler = { finished in
-            Self.running.withLock { _ = $0.pids.remove(finished.processIdentifier) }
             let ending: Ending = finished.terminationReason == .uncaughtSignal
                 ? .killed(signal: finished.terminationStatus) : .exited(finished.terminationStatus)
             status.value.withLock { $0 = ending }
@@ -117,33 +100,8 @@ final class ChildProcess: Sendable {
         }
         self.process = process
         self.lines = stream
-        // Registered under the lock the termination handler takes to unregister it, so a child
-        // that ends at once is not left registered.
-        try Self.running.withLock { running in
-            // Once a signal's ending stops the children, no new one starts (it would be left behind).
-            guard !running.stopping else { throw CocoaError(.userCancelled) }
-            try process.run()
-            running.pids.insert(process.processIdentifier)
-        }
-    }
-
-    /// The process IDs of the children started and not yet ended, for ``stopAll(within:)``.
-    private static let running = Mutex<(pids: Set<pid_t>, stopping: Bool)>(([], false))
-
-    /// Stops every child still running (SIGTERM; each ends with its own final line) and waits up
-    /// to `limit` for them to end, so a demo ended by a signal leaves no desktop or phone behind
-    /// and nothing writing in its temporary directory. Returns how many were running.
-    @discardableResult
-    static func stopAll(within limit: Duration) -> Int {
-        // The snapshot and the refusal of new children are one step: none starts unseen.
-        let pids = running.withLock { running in
-            running.stopping = true
-            return running.pids
-        }
-        for pid in pids { kill(pid, SIGTERM) }
-        let deadline = ContinuousClock.now + limit
-        while !running.withLock({ $0.pids.isEmpty }), ContinuousClock.now < deadline { usleep(10_000) }
-        return pids.count
+        // Stopped with the demo when a signal ends it.
+        try RunningChildren.run(process)
     }
 
     /// How the child ended, once it has.

@@ -38,10 +38,10 @@ public enum DemoProgram {
     /// step's timeout), its temporary directory, which holds private keys, is removed, and one
     /// `error: demo interrupted by SIGNAL` line ends it, exit 130 or 143.
     package static func signalEnding(_ signal: String, _ status: Int32) -> Interruption.Ending {
-        let stopped = ChildProcess.stopAll(within: .seconds(3))
+        let stopped = RunningChildren.stopAll(within: .seconds(3)).count
         if let home = temporaryHome.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: home) }
         let children = stopped == 0 ? "" : "; stopped the \(stopped == 1 ? "program" : "\(stopped) programs") it had started"
-        return Interruption.Ending(standardOutput: nil, standardError: "error: demo interrupted by \(signal)\(children)", status: status)
+        return Interruption.ending("demo interrupted by \(signal)\(children)", status: status, json: false)
     }
 
     /// Runs the demo; returns the process exit code (0 when both ceremonies verified).

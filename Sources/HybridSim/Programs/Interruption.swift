@@ -110,15 +110,18 @@ package enum Interruption {
 
     /// The ending of `desktop` and `phone`: an interruption is a failure like any other.
     package static func failure(json: Bool, flow: String?) -> @Sendable (String, Int32) -> Ending {
-        { signal, status in
-            let message = "interrupted by \(signal)"
-            var event: String? = nil
-            if json {
-                var members = flow.map { [("flow", JSONLine.Value.string($0))] } ?? []
-                members += JSONLine.errorMembers(kind: "interrupted", exitCode: status, message: message)
-                event = JSONLine(event: "error", members).text
-            }
-            return Ending(standardOutput: event, standardError: "error: \(message)", status: status)
+        { signal, status in ending("interrupted by \(signal)", status: status, json: json, flow: flow) }
+    }
+
+    /// An interruption's lines: `error: MESSAGE` and, with `json`, an `error` event of kind
+    /// `interrupted` (after `flow`, if any) as the last stdout line.
+    package static func ending(_ message: String, status: Int32, json: Bool, flow: String? = nil) -> Ending {
+        var event: String? = nil
+        if json {
+            var members = flow.map { [("flow", JSONLine.Value.string($0))] } ?? []
+            members += JSONLine.errorMembers(kind: "interrupted", exitCode: status, message: message)
+            event = JSONLine(event: "error", members).text
         }
+        return Ending(standardOutput: event, standardError: "error: \(message)", status: status)
     }
 }

@@ -71,14 +71,26 @@ package enum SignalRouter {
         self.handler.withLock { $0 = handler }
     }
 
-    /// `SIGINT`, `SIGTERM`, …
+    /// `SIGINT`, `SIGTERM`, …; `signal N` for one without a name here.
     package static func name(_ number: Int32) -> String {
+        knownName(number) ?? "signal \(number)"
+    }
+
+    /// The name of a signal that ends or stops programs (`SIGKILL`, `SIGSEGV`, …), or `nil`.
+    package static func knownName(_ number: Int32) -> String? {
         switch number {
-        case SIGINT: return "SIGINT"
-        case SIGTERM: return "SIGTERM"
         case SIGHUP: return "SIGHUP"
+        case SIGINT: return "SIGINT"
         case SIGQUIT: return "SIGQUIT"
-        default: return "signal \(number)"
+        case SIGILL: return "SIGILL"
+        case SIGABRT: return "SIGABRT"
+        case SIGBUS: return "SIGBUS"
+        case SIGFPE: return "SIGFPE"
+        case SIGKILL: return "SIGKILL"
+        case SIGSEGV: return "SIGSEGV"
+        case SIGPIPE: return "SIGPIPE"
+        case SIGTERM: return "SIGTERM"
+        default: return nil
         }
     }
 
