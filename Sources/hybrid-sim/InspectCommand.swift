@@ -94,8 +94,7 @@ struct InspectCommand: ParsableCommand {
         }
         if inspection.keys == .noEntry || inspection.keys == .mismatch {
             // The document is out (its `keys` member says why): no second JSON object after it.
-            progressLine("error: \(inspection.keyDetail)")
-            throw ExitCode(1)
+            throw errorLine(inspection.keyDetail, status: 1)
         }
     }
 

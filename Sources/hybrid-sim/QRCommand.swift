@@ -81,11 +81,11 @@ extension QRCommand {
             if let png {
                 let image = GrayImage(matrix: matrix, moduleSize: scale, quietZone: quietZone)
                 try PNGCodec.write(image, toFile: png)
-                Standard.error("wrote \(png): \(image.width)×\(image.height) px, \(symbol)")
+                progressLine("wrote \(png): \(image.width)×\(image.height) px, \(symbol)")
             }
             if let svg {
                 try SVGRenderer.write(matrix, toFile: svg, moduleSize: scale, quietZone: quietZone)
-                Standard.error("wrote \(svg): \(symbol)")
+                progressLine("wrote \(svg): \(symbol)")
             }
             // Files first: if one cannot be written, the command fails without printing a code.
             try printResult(TerminalArt.render(matrix, inverted: invert, quietZone: quietZone))
@@ -145,13 +145,4 @@ extension QRCommand {
             throw errorLine(error.description, status: 1)
         }
     }
-}
-
-/// Standard streams for the `qr` commands.
-private enum Standard {
-    /// Writes one line to stderr.
-    static func error(_ line: String) {
-        progressLine(line)
-    }
-
 }

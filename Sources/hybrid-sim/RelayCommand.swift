@@ -1,6 +1,5 @@
 import ArgumentParser
 import CTAP2
-import Dispatch
 import Foundation
 import HybridRuntime
 import HybridSim
