@@ -25,6 +25,10 @@ public enum LinkedClientDriver {
         }
     }
 
+    /// The step of a ``TransactionError`` raised while the relay hands the contact request to the
+    /// phone (`/cable/contact`), for callers that explain that wait.
+    public static let contactStep = "contacting the linked phone"
+
     /// Runs one linked transaction: `request` is a CTAP2 request (command ‖ CBOR).
     public static func run(
         session: LinkedClientSession, request: [UInt8], transports: Transports, timeouts: SessionTimeouts = .init(),
@@ -34,8 +38,8 @@ public enum LinkedClientDriver {
         let transaction = TransactionDeadline(timeouts.transaction)
         let path = session.contactPath
         let header = session.payload.headerValue
-        let tunnel = try await step(.desktop, "contacting the linked phone") {
-            try await transaction.wait(.desktop, "contacting the linked phone", timeouts.connect) { limit in
+        let tunnel = try await step(.desktop, contactStep) {
+            try await transaction.wait(.desktop, contactStep, timeouts.connect) { limit in
                 try await transports.contact(path, header, limit)
             }
         }

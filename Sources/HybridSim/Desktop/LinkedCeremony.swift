@@ -147,7 +147,7 @@ extension Run {
             }
             let failure = ProgramFailure.fromTransaction(error, relayURL: relayURL)
             let contactWait = RelayConfiguration().contactWait
-            if error.step == "contacting the linked phone", error.runtimeCode == .timeout, timeouts.connect <= contactWait {
+            if error.step == LinkedClientDriver.contactStep, error.runtimeCode == .timeout, timeouts.connect <= contactWait {
                 // The relay answers 504 only after its contact wait: a --timeout no longer than that
                 // ends first, and its answer (is the phone listening?) is never heard.
                 throw ProgramFailure(
