@@ -95,7 +95,7 @@ struct RelayHandshakeRulesTests {
             // the same bytes again with every read that extends it.
             let request = Array(WebSocketUpgradeRequest.text(
                 path: Self.newPath(), extra: ["X-Padding: " + String(repeating: "b", count: 70_000)]).utf8)
-            #expect(request.count > 70_000 && request.count < RelayHandshakeRulesTests.bound)
+            #expect(request.count > 70_000 && request.count < FirstRequestDecoder.maximumHeadSize)
             let raw = try await RawConnection.connect(port: endpoint.port)
             for start in stride(from: 0, to: request.count, by: 1_000) {
                 try await raw.write(Array(request[start..<min(start + 1_000, request.count)]))
@@ -105,9 +105,6 @@ struct RelayHandshakeRulesTests {
             await raw.close()
         }
     }
-
-    /// The relay's bound on a request head (`FirstRequestDecoder.maximumHeadSize`).
-    static let bound = 80 * 1024
 
     @Test("a request head over 80 KiB is 431 with a reason; an unreadable request is 400 naming the parser's complaint")
     func unreadableRequests() async throws {

@@ -33,7 +33,9 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// otherwise `400` with the parser's complaint (NIO's protocol-error handler sends a bare `400`).
     static func malformedRejection(_ error: HTTPParserError) -> RelayRejection {
         if error == .headerOverflow {
-            return RelayRejection(status: .requestHeaderFieldsTooLarge, reason: "request head over 80 KiB")
+            // llhttp's bound on one line and the relay's on the whole head are the same 80 KiB.
+            return RelayRejection(
+                status: .requestHeaderFieldsTooLarge, reason: "request head over \(FirstRequestDecoder.maximumHeadSize / 1024) KiB")
         }
         return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
     }
