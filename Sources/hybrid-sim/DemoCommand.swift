@@ -38,10 +38,7 @@ struct DemoCommand: AsyncParsableCommand {
     var webWait = 0
 
     func validate() throws {
-        if !(timeout > 0 && Double(timeout) <= ProgramDefaults.maximumTimeoutSeconds) {
-            throw ValidationError(
-                "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds")
-        }
+        try checkSeconds(Double(timeout), flag: "--timeout")
         // The desktop's own checks of the RP ID and the account, before any child is started.
         var desktop = DesktopConfiguration()
         desktop.request = .makeCredential

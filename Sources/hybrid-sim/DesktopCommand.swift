@@ -182,11 +182,7 @@ struct DesktopCommand: AsyncParsableCommand {
             throw ValidationError("--relay-port is for the embedded relay; it cannot be combined with --relay")
         }
         _ = try FaultOptions.relayFaults(relayFaults, seed: relayFaultSeed, flag: "--relay-fault")
-        if let timeout, !(timeout > 0 && timeout <= ProgramDefaults.maximumTimeoutSeconds) {
-            throw ValidationError(
-                "--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds"
-            )
-        }
+        try checkSeconds(timeout, flag: "--timeout")
         let configuration = try makeConfiguration()
         do {
             try configuration.validate()

@@ -55,3 +55,10 @@ func reportingFailures(json: Bool, _ body: () async throws -> Void) async throws
         throw failureLine("\(error)", kind: "failed", status: 1, json: json)
     }
 }
+
+/// A number of seconds given for `flag`: more than 0 and at most `maximum` (which NaN and the
+/// infinities are not), checked before anything converts it to a `Duration`, which traps on them.
+func checkSeconds(_ seconds: Double?, flag: String, maximum: Double = ProgramDefaults.maximumTimeoutSeconds) throws {
+    guard let seconds, !(seconds > 0 && seconds <= maximum) else { return }
+    throw ValidationError("\(flag) must be more than 0 and at most \(Int(maximum)) seconds")
+}

@@ -127,12 +127,8 @@ struct PhoneCommand: AsyncParsableCommand {
 
     func validate() throws {
         // Before anything converts them to a Duration (which traps on NaN and infinities).
-        if let timeout, !(timeout > 0 && timeout <= ProgramDefaults.maximumTimeoutSeconds) {
-            throw ValidationError("--timeout must be more than 0 and at most \(Int(ProgramDefaults.maximumTimeoutSeconds)) seconds")
-        }
-        if let listenTimeout, !(listenTimeout > 0 && listenTimeout <= 86_400) {
-            throw ValidationError("--listen-timeout must be more than 0 and at most 86400 seconds")
-        }
+        try checkSeconds(timeout, flag: "--timeout")
+        try checkSeconds(listenTimeout, flag: "--listen-timeout", maximum: 86_400)
         if listen || unlink {
             guard qr == nil, scan == nil else { throw ValidationError("--listen and --unlink take no QR code (--qr, --scan)") }
             guard misbehave == nil else { throw ValidationError("--misbehave applies to the QR flow, not to --listen or --unlink") }
