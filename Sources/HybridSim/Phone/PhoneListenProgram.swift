@@ -328,17 +328,12 @@ private enum RelayReach: Sendable {
 
 /// Client nonces already answered by this listener (a replayed client payload is refused).
 final class SeenNonces: Sendable {
-    private let nonces = Mutex<(set: Set<[UInt8]>, order: [[UInt8]])>(([], []))
     /// Remembers at most this many.
     static let capacity = 4096
+    private let nonces = Mutex(RecentMemory<[UInt8], Void>(capacity: capacity))
 
     /// `false` when `nonce` was seen before.
     func insert(_ nonce: [UInt8]) -> Bool {
-        nonces.withLock { state in
-            guard state.set.insert(nonce).inserted else { return false }
-            state.order.append(nonce)
-            if state.order.count > Self.capacity { state.set.remove(state.order.removeFirst()) }
-            return true
-        }
+        nonces.withLock { $0.remember(nonce, ()) }
     }
 }

@@ -73,9 +73,7 @@ public actor RelyingPartyService {
     private var pendingStart = 0
     /// Challenges recently used or expired, so a late or repeated post is told which (bounded: the
     /// oldest ``spentMemory`` are forgotten and then read as unknown).
-    private var spent: [[UInt8]: Spent] = [:]
-    private var spentOrder: [[UInt8]] = []
-    private var spentStart = 0
+    private var spent = RecentMemory<[UInt8], Spent>(capacity: spentMemory)
     static let spentMemory = 1024
     private let random: RandomSource
     private let now: @Sendable () -> UInt64
@@ -340,12 +338,7 @@ public actor RelyingPartyService {
     func pendingSession(_ challenge: [UInt8]) -> String? { pending[challenge]?.session }
 
     private func remember(_ challenge: [UInt8], _ why: Spent) {
-        if spent.updateValue(why, forKey: challenge) == nil { spentOrder.append(challenge) }
-        if spentOrder.count - spentStart > Self.spentMemory {
-            spent[spentOrder[spentStart]] = nil
-            spentStart += 1
-            if spentStart > Self.spentMemory { spentOrder.removeFirst(spentStart); spentStart = 0 }  // amortized
-        }
+        spent.remember(challenge, why)
     }
 
     /// Removes and returns the pending ceremony for `challenge` (single use), unless expired. A
