@@ -1,5 +1,6 @@
 import Foundation
 @testable import HybridSim
+import HybridTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -57,6 +58,19 @@ struct RelyingPartyClientFailureTests {
         #expect(error?.kind == .timeout)
         #expect(error?.message.hasPrefix("the relying party at http://127.0.0.1:\(port)/") == true)
         #expect(error?.message.hasSuffix(" did not answer within 1 s") == true, "\(error?.message ?? "")")
+    }
+
+    @Test("a server whose accept queue is full (its SYNs are dropped): 'could not connect within 1 s', a timeout (exit 3)")
+    func connectTimeout() async throws {
+        let (holder, port) = try EndToEndLab.boundSocket(listening: true)  // backlog 1, never accepting
+        defer { close(holder) }
+        // Two connections fill Linux's queue for a backlog of 1; the client's handshake then waits.
+        let fillers = [LoopbackSocket.connect(port: port), LoopbackSocket.connect(port: port)].compactMap { $0 }
+        defer { for fd in fillers { close(fd) } }
+        try #require(fillers.count == 2)
+        let error = try await Self.fetchFailure(port: port, timeout: .seconds(3), connectTimeout: .seconds(1))
+        #expect(error?.kind == .timeout)
+        #expect(error?.message.hasSuffix(": could not connect within 1 s") == true, "\(error?.message ?? "")")
     }
 
     @Test("nothing listening: the system's reason, 'connection refused', at once (no retries until the connect timeout), not NIO's errno text")
