@@ -18,9 +18,9 @@ import Synchronization
 /// result checks ``failure`` and fails instead (``resultWritten()``).
 package final class StandardStream: Sendable {
     /// File descriptor 1.
-    package static let output = StandardStream(descriptor: 1, name: "standard output")
+    package static let output = StandardStream(descriptor: 1)
     /// File descriptor 2.
-    package static let error = StandardStream(descriptor: 2, name: "standard error")
+    package static let error = StandardStream(descriptor: 2)
 
     /// What became of one ``write(_:)``.
     package enum Outcome: Equatable {
@@ -32,15 +32,12 @@ package final class StandardStream: Sendable {
         case dropped
     }
 
-    /// The stream's name for messages (`standard output`).
-    package let name: String
     private let descriptor: Int32
     /// The first failure, and whether a ``write(_:)`` has handed it back yet.
     private let state = Mutex<(failure: FileFailure?, reported: Bool)>((nil, false))
 
-    init(descriptor: Int32, name: String) {
+    init(descriptor: Int32) {
         self.descriptor = descriptor
-        self.name = name
     }
 
     /// The first failed write's reason, or `nil` while every write succeeded.

@@ -18,7 +18,7 @@ struct StandardStreamTests {
         var ends: [Int32] = [0, 0]
         try #require(pipe(&ends) == 0)
         defer { close(ends[1]) }
-        let stream = StandardStream(descriptor: ends[1], name: "test pipe")
+        let stream = StandardStream(descriptor: ends[1])
         #expect(stream.write("first line\n") == .written)
         close(ends[0])
         #expect(stream.write("second line\n") == .failed(.system(EPIPE)))
@@ -31,7 +31,7 @@ struct StandardStreamTests {
         let fd = open("/dev/full", O_WRONLY)
         try #require(fd >= 0, "/dev/full")
         defer { close(fd) }
-        let stream = StandardStream(descriptor: fd, name: "full")
+        let stream = StandardStream(descriptor: fd)
         #expect(stream.write("x\n") == .failed(.system(ENOSPC)))
         #expect(stream.failure?.description == "no space left on device")
     }
