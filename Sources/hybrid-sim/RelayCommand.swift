@@ -116,7 +116,7 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "Drop a connection that has not completed its HTTP request after this long.",
+            "Drop a connection that has not completed its HTTP request after this long (one that began it is answered 408).",
             valueName: "seconds"
         )
     )

@@ -101,6 +101,10 @@ struct DeadlineQueue<Item> {
     }
 }
 
+/// Sent down a connection's pipeline when its upgrade timeout finds its request begun and not
+/// finished: ``RelayRequestHandler`` answers `408`.
+struct RequestTimedOut {}
+
 /// A connection waiting for its upgrade, in a shard's ``DeadlineQueue``.
 struct UpgradeWaiter {
     var connection: ObjectIdentifier
@@ -109,7 +113,8 @@ struct UpgradeWaiter {
 }
 
 extension RelayRegistry {
-    /// Starts `connection`'s upgrade timeout: it is closed if it has not upgraded by then.
+    /// Starts `connection`'s upgrade timeout: it is closed if it has not upgraded by then, after a
+    /// `408` if its request had begun and not ended (one waiting for its decision is just closed).
     func startUpgradeTimeout(of connection: RelayConnection) {
         // The loop's own clock: an EmbeddedEventLoop's (the fuzz probe's, tests') is virtual.
         let deadline = eventLoop.now + TimeAmount(configuration.upgradeTimeout)
@@ -140,6 +145,11 @@ extension RelayRegistry {
     private func upgradeTimeoutsDue() {
         for waiter in upgradeDeadlines.due(at: eventLoop.now, arm: armUpgradeTimer) {
             guard let connection = awaitingUpgrade(waiter) else { continue }
+            if connection.requestStarted, !connection.requestComplete {
+                // Cut short mid-request (a slow client, or a body declared and never sent): told so.
+                connection.channel.pipeline.syncOperations.fireUserInboundEventTriggered(RequestTimedOut())
+                continue
+            }
             logger.debug(
                 "dropping a connection that did not complete its request within \(configuration.upgradeTimeout.humanReadable)"
             )

@@ -25,6 +25,9 @@ final class RelayConnection {
     var requestHead: HTTPRequestHead?
     /// Whether the end of the first request was seen.
     var requestComplete = false
+    /// Whether any byte of the request arrived: a connection that sent nothing is dropped at its
+    /// upgrade timeout without an answer, one cut short mid-request is answered `408`.
+    var requestStarted = false
     /// The peer's IP address, which the per-source caps count under (``AdmissionLedger``).
     let source: String?
     /// How the ``AdmissionLedger`` counts this connection.
@@ -240,6 +243,7 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
 
     func decode(context: ChannelHandlerContext, buffer: inout ByteBuffer) throws -> DecodingState {
         guard !connection.requestComplete else { return .needMoreData }
+        if buffer.readableBytes > 0 { connection.requestStarted = true }
         if connection.requestHead == nil {
             headBytes += buffer.readableBytes - unconsumed
             // What the parser has not yet turned into a head is over the bound: answered as

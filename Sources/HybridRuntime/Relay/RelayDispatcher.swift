@@ -28,8 +28,8 @@ import Synchronization
 /// Then the socket becomes a NIO channel on that shard's loop (`ClientBootstrap.withConnectedSocket`)
 /// and ``RelayConnection/configure(_:registry:counted:)`` sets up its pipeline: that is the one hop of
 /// a connection, at connect time. A connection that sends nothing routable within
-/// ``RelayConfiguration/upgradeTimeout`` is closed, like a connection that does not finish its
-/// request in time. Connections beyond ``RelayConfiguration/maxConnections`` (counted from accept)
+/// ``RelayConfiguration/upgradeTimeout`` is closed (after a `408` if it sent part of its request
+/// line), like a connection that does not finish its request in time. Connections beyond ``RelayConfiguration/maxConnections`` (counted from accept)
 /// are handed over at once and answered 503 there, unread.
 package final class RelayDispatcher: Sendable {
     /// How many bytes of a request the dispatcher looks at: enough for `GET /cable/connect/RRRRRR`.
@@ -216,6 +216,7 @@ package final class RelayDispatcher: Sendable {
                     backlog.pending[expired.fd] = nil
                     backlog.rechecks[expired.fd] = nil
                     readiness.forget(expired.fd)
+                    if state.partialLooks > 0 { answerTimedOut(expired.fd) }
                     drop(expired.fd, source: state.source)
                 }
                 // So the queue holds about as many entries as connections pending.
@@ -317,6 +318,28 @@ package final class RelayDispatcher: Sendable {
                 bootstrap(shard: backlog.nextShard, counted: false, admission: nil).withConnectedSocket(fd).whenFailure { _ in }
                 backlog.nextShard = (backlog.nextShard + 1) % shardCount
             }
+        }
+    }
+
+    /// Answers `408` on a connection that sent only part of its request line before its upgrade
+    /// timeout (as a shard answers one cut short later in its request). What it sent is read
+    /// first: closing a socket with unread bytes resets the connection, which can discard the
+    /// answer before the client reads it. Best effort, never blocking: the socket is non-blocking.
+    private func answerTimedOut(_ fd: CInt) {
+        var unread = [UInt8](repeating: 0, count: Self.peekLength)
+        while recv(fd, &unread, unread.count, Int32(MSG_DONTWAIT)) > 0 {}
+        let rejection = RelayRejection.requestTimeout(after: shards.configuration.upgradeTimeout)
+        let response = Array(
+            OverCapacityHandler.fixedResponse(
+                status: "\(rejection.status.code) \(rejection.status.reasonPhrase)", body: rejection.reason
+            ).utf8)
+        #if os(Linux)
+        let flags = Int32(MSG_DONTWAIT | MSG_NOSIGNAL)
+        #else
+        let flags = Int32(MSG_DONTWAIT)
+        #endif
+        if send(fd, response, response.count, flags) == response.count {
+            shards.statistics.update { $0.rejectedRequests[Int(rejection.status.code), default: 0] += 1 }
         }
     }
 

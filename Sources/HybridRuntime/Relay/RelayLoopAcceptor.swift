@@ -23,7 +23,8 @@ import NIOPosix
 /// - shutting down: the listener is closed first, and a connection accepted meanwhile is closed by
 ///   the registry;
 /// - a connection that does not finish its request within ``RelayConfiguration/upgradeTimeout`` is
-///   closed by its upgrade timer (the dispatcher closed one that sent nothing routable in that time).
+///   closed by its upgrade timer, after a `408` if its request had begun (the dispatcher does the
+///   same with one that sent nothing routable in that time).
 ///
 /// When `accept` fails (no descriptors left, no memory), NIO's `AcceptBackoffHandler` stops
 /// accepting for ``acceptBackoff``, as the dispatcher pauses, instead of spinning on a listener that

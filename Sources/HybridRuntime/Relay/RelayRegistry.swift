@@ -13,6 +13,16 @@ struct RelayRejection: Sendable {
     /// names itself revoked): what it asked for was done, so it is counted as
     /// ``RelayStatistics/revocationsReceived`` and logged at debug level, not as a refusal.
     var isRevocationReceipt = false
+
+    /// `408` for a request cut short by ``RelayConfiguration/upgradeTimeout``: a client that is
+    /// too slow, or whose head declares a body that never comes (`bodyPending`; every endpoint is
+    /// a `GET` that takes none). A connection that sent nothing at all is closed without an answer.
+    static func requestTimeout(after timeout: Duration, bodyPending: Bool = false) -> RelayRejection {
+        let why = bodyPending
+            ? "request not complete within \(timeout.humanReadable): its head declares a body that did not arrive (the relay's endpoints take none)"
+            : "request not complete within \(timeout.humanReadable)"
+        return RelayRejection(status: .requestTimeout, reason: why)
+    }
 }
 
 /// What the relay does with a WebSocket upgrade request.

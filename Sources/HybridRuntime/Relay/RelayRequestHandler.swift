@@ -106,6 +106,19 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         }
     }
 
+    /// The shard's upgrade timer found the request unfinished (``RequestTimedOut``): answered `408`;
+    /// whatever of it arrives later is dropped.
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard event is RequestTimedOut else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        connection.requestComplete = true
+        refuse(
+            .requestTimeout(after: registry.configuration.upgradeTimeout, bodyPending: connection.requestHead != nil),
+            context: context)
+    }
+
     /// The request is complete: decide it.
     private func requestEnded(context: ChannelHandlerContext) {
         guard let head = connection.requestHead else {
