@@ -66,6 +66,23 @@ struct EndToEndSignalTests {
         }
     }
 
+    @Test(
+        "a command that routes no signal (qr scan, inspect, reading a stdin that stays open) ends by the signal's own default action",
+        arguments: [(["qr", "scan", "-"], SIGINT), (["inspect", "-"], SIGTERM), (["qr", "scan", "--raw", "-"], SIGHUP)])
+    func unroutedSignal(arguments: [String], signal: Int32) async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let reader = try lab.start(arguments.joined(separator: " "), arguments, standardInput: .held)
+        // Past main's first line, where the handlers go in (a signal before it has its default
+        // action anyway); the command then waits for its input.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(reader.isRunning, "\(reader.transcript)")
+        reader.signal(signal)
+        #expect(try await reader.waitForExit(timeout: .seconds(10)) == signal, "\(reader.transcript)")
+        #expect(reader.endedBySignal, "exited instead of ending by the signal: \(reader.transcript)")
+        #expect(reader.standardError.text.isEmpty, "\(reader.transcript)")
+    }
+
     @Test("under nohup a relay keeps running through SIGHUP (an inherited SIG_IGN stays) and still stops on SIGTERM, exit 0")
     func nohupKeepsHangUpIgnored() async throws {
         let lab = try EndToEndLab()

@@ -15,7 +15,8 @@ import Darwin
 /// handler replaces the default action in one step: it writes the signal's number to a pipe
 /// (`write(2)` is async-signal-safe), and a thread of its own reads the pipe and calls the routed
 /// handler. A signal with no handler routed yet gets its default action, as if nothing were
-/// installed (the process ends by that signal). A SIGHUP ignored on entry (`nohup`) stays ignored.
+/// installed (the process ends by that signal). A SIGHUP ignored on entry (`nohup`) stays ignored;
+/// the four signals blocked on entry (an inherited mask) are unblocked.
 package enum SignalRouter {
     /// The signals routed. SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\) end a program as
     /// SIGINT and SIGTERM do; the Swift runtime printed a crash report for SIGQUIT and went on.
@@ -33,6 +34,14 @@ package enum SignalRouter {
             return !done
         }
         guard first else { return }
+        // A parent may start a program with these signals blocked (a process spawned from a
+        // thread that blocks them, as Swift concurrency's and Dispatch's threads do, inherits the
+        // mask): a blocked signal stays pending and never ends it. The calling thread is `main`'s,
+        // which then receives them; threads started later inherit its mask.
+        var routed = sigset_t()
+        sigemptyset(&routed)
+        for number in signals { sigaddset(&routed, number) }
+        pthread_sigmask(SIG_UNBLOCK, &routed, nil)
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return }  // no pipe: the default actions stay
         for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }

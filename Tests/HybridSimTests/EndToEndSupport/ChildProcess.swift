@@ -76,7 +76,12 @@ final class ChildProcess {
         case file(String)
         /// A pipe that carries these bytes and then its end.
         case piped([UInt8])
+        /// A pipe that carries nothing and stays open while this object lives: a read waits.
+        case held
     }
+
+    /// The writing end of a ``Input/held`` standard input.
+    private var heldInput: FileHandle?
 
     /// Starts `hybrid-sim <arguments>` (or `executable`) with `HYBRID_SIM_HOME=home` and stdin from
     /// `standardInput`.
@@ -100,6 +105,10 @@ final class ChildProcess {
             let pipe = Pipe()
             process.standardInput = pipe
             pipedBytes = (pipe, bytes)
+        case .held:
+            let pipe = Pipe()
+            process.standardInput = pipe
+            heldInput = pipe.fileHandleForWriting
         }
         let out = Pipe()
         let err = Pipe()
@@ -128,6 +137,10 @@ final class ChildProcess {
     }
 
     var isRunning: Bool { process.isRunning }
+
+    /// Whether the process ended by a signal's default action (``waitForExit(timeout:)`` then
+    /// returns the signal's number).
+    var endedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
 
     /// The child's process ID.
     var processIdentifier: Int32 { process.processIdentifier }
