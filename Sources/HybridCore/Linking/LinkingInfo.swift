@@ -53,7 +53,10 @@ public struct LinkingInfo: Sendable, Hashable {
         return .map(map)
     }
 
-    /// Parses a linking map with Chromium's rules (types and sizes of keys 1–6).
+    /// Parses a linking map: keys 1–6 of their types, with the sizes Chrome on Android sends (an
+    /// 8-byte pairing ID, a 32-byte link secret, a 65-byte public key, a 32-byte signature).
+    /// Chromium's `Pairing::Parse` checks only the types and the key's and signature's sizes; the
+    /// linked flow needs the others (Docs/PROTOCOL-TOLERANCE.md).
     public init(cbor: CBORValue) throws(HybridError) {
         guard let map = cbor.mapValue else { throw HybridError(.invalidLinkingInfo, "not a map") }
         func bytes(_ key: Int, _ name: String, count: Int? = nil) throws(HybridError) -> [UInt8] {
