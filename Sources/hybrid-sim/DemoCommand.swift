@@ -20,7 +20,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Whole seconds each step may take before the demo gives up (passed on to both programs' --timeout).")
     var timeout = 60
 
-    @Option(help: "Directory for the demo's passkey and relying-party stores, kept afterwards (default: a fresh temporary directory, removed at the end).")
+    @Option(help: "Directory for the demo's passkey and relying-party stores, created (with its parents, mode 0700) if missing and kept afterwards (default: a fresh temporary directory, removed at the end).")
     var home: String?
 
     @Flag(help: "Also tell the whole demo on a local web page (its address is printed first).")
