@@ -33,4 +33,26 @@ struct EndToEndBenchRelayTests {
         #expect(output.contains("failures: closed 1008: 3"), "\(bench.transcript)")
         #expect(output.contains("relay process (from /proc):"), "found by its port: \(output)")
     }
+
+    @Test("one of the measured relays killed while the tunnels are held: the run fails with one error naming it, exit 1, no crash")
+    func relayKilledMidRun() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relay, url) = try await lab.startRelay()
+        // A second "instance" of a cluster, measured with the first; it ends while every tunnel
+        // through the first is still open.
+        let other = try lab.startOther("a second measured process", ["sleep", "60"])
+        let bench = try lab.start(
+            "bench",
+            ["bench", "relay", "--url", url, "--relay-pid", "\(relay.processIdentifier),\(other.processIdentifier)",
+             "--tunnels", "20", "--rounds", "3", "--hold", "2"])
+        _ = try await bench.waitForOutput("the hold", in: \.standardError) { $0.contains { $0.contains("holding 20 tunnels") } }
+        kill(other.processIdentifier, SIGKILL)
+        // It crashed here (exit 134: the rounds' handlers outlived their tunnels once the run failed).
+        #expect(try await bench.waitForExit(timeout: .seconds(30)) == 1, "\(bench.transcript)")
+        #expect(
+            bench.standardError.lines.last
+                == "error: the measured process \(other.processIdentifier) ended during the run (cannot read /proc/\(other.processIdentifier)/stat)",
+            "\(bench.transcript)")
+    }
 }

@@ -127,6 +127,9 @@ public struct ProcessProbe: Sendable {
         do {
             return try String(contentsOfFile: path, encoding: .utf8)
         } catch {
+            if kill(pid, 0) != 0, errno == ESRCH {
+                throw ProbeError(description: "the measured process \(pid) ended during the run (cannot read \(path))")
+            }
             throw ProbeError(description: "cannot read \(path) (has process \(pid) ended?)")
         }
     }

@@ -40,17 +40,21 @@ extension RelayLoadBenchmark {
             pong = LeanRelayPeer.binaryFrame(bytes)
             roundsLeft = rounds
             samples.reserveCapacity(rounds)
-            phone.onMessage = { [unowned self] message in
+            // Weak: a run that fails (a relay gone mid-measurement) drops its pairs while their
+            // connections may still end later and call these.
+            phone.onMessage = { [weak self] message in
+                guard let self else { return }
                 guard message == self.payload else { return self.finish(Self.changed) }
                 self.phone.write(self.pong)
             }
-            desktop.onMessage = { [unowned self] message in
+            desktop.onMessage = { [weak self] message in
+                guard let self else { return }
                 guard message == self.payload else { return self.finish(Self.changed) }
                 self.samples.append(Double((NIODeadline.now() - self.roundStart).nanoseconds) / 1e6)
                 self.roundsLeft -= 1
                 if self.roundsLeft > 0 { self.startRound() } else { self.finish(nil) }
             }
-            let onEnd: (RuntimeError) -> Void = { [unowned self] error in self.finish(TunnelFailure(error)) }
+            let onEnd: (RuntimeError) -> Void = { [weak self] error in self?.finish(TunnelFailure(error)) }
             phone.onEnd = onEnd
             desktop.onEnd = onEnd
             if let error = phone.endError ?? desktop.endError {

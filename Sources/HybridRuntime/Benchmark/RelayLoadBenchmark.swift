@@ -147,7 +147,14 @@ public struct RelayLoadBenchmark: Sendable {
         let results = await rounds(opened)
         let samples = results.samples
         report.roundsSeconds = (ContinuousClock.now - roundsStart).benchmarkSeconds
-        report.relayAfterRounds = try relay?.sample()
+        do {
+            report.relayAfterRounds = try relay?.sample()
+        } catch {
+            // The relay is gone (killed mid-run): the tunnels are still closed, then the run fails.
+            progress("closing \(opened.count) tunnels…")
+            await close(opened)
+            throw error
+        }
         if let generatorBefore, let generatorAfter = try? generator.sample(), report.roundsSeconds > 0 {
             report.generatorCoresUsedDuringRounds = (generatorAfter.cpuSeconds - generatorBefore.cpuSeconds) / report.roundsSeconds
         }
