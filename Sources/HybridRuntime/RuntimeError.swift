@@ -124,11 +124,16 @@ extension RuntimeError {
 
     /// The relay refused the upgrade of `path` with `status`; `detail` is the response body if any.
     /// The reason phrase and the body are the relay's text: control characters are escaped.
+    /// A body that is an HTML page (`<html>…`) is not a relay's text (a relay answers `text/plain`):
+    /// a proxy in front of the relay answered, and the message says that instead of quoting it.
     static func upgradeRejected(path: String, status: Int, statusText: String, detail: String?) -> RuntimeError {
         let endpoint = TunnelServicePath.endpointName(of: path)
+        let fromProxy = detail.map { $0.drop { $0.isWhitespace }.hasPrefix("<") } ?? false
         let explanation =
-            detail.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
-            ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
+            fromProxy
+            ? TunnelServicePath.explainProxy(status: status)
+            : detail.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
+                ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
         var text = "relay rejected \(endpoint): \(status) \(PeerText.printable(statusText))"
         if let explanation { text += " (\(explanation))" }
         return RuntimeError(.upgradeRejected, text, httpStatus: status)

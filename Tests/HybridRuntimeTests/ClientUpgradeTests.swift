@@ -115,6 +115,24 @@ struct ClientUpgradeTests {
     }
 
     @Test(
+        "an HTML refusal is a proxy's (nginx's 502 page): the message says what the proxy meant instead of quoting '<html>'",
+        arguments: [
+            (502, "a proxy in front of the relay could not reach the relay behind it"),
+            (504, "a proxy in front of the relay got no answer from the relay behind it in time"),
+            (404, "an HTML page from a proxy in front of the relay, not the relay's answer"),
+        ])
+    func proxyRefusal(status: Int, meaning: String) async throws {
+        let page = "<html>\r\n<head><title>\(status) Bad Gateway</title></head>\r\n<body>\r\n<center><h1>\(status)</h1></center>\r\n</body>\r\n</html>\r\n"
+        let response = "HTTP/1.1 \(status) Bad Gateway\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n\r\n" + page
+        let server = try await ScriptedHTTPServer.start(closeAfter: false) { _ in Array(response.utf8) }
+        let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server, timeout: .seconds(5)) }
+        #expect(error?.httpStatus == status)
+        #expect(error?.reason.hasSuffix(" (\(meaning))") == true, "\(String(describing: error))")
+        #expect(error?.reason.contains("<html>") == false, "\(String(describing: error))")
+        await server.stop()
+    }
+
+    @Test(
         "a hostile refusal (negative lengths, a chunk line that never ends) is a refusal, not a crash or a hang",
         arguments: [
             "HTTP/1.1 503 Service Unavailable\r\nContent-Length: -1\r\n\r\nrelay is full",

@@ -28,6 +28,16 @@ extension TunnelServicePath {
         default: return nil
         }
     }
+
+    /// Why a proxy in front of the relay (an HTML answer, as nginx or HAProxy write) refused.
+    static func explainProxy(status: Int) -> String {
+        switch status {
+        case 502: return "a proxy in front of the relay could not reach the relay behind it"
+        case 503: return "a proxy in front of the relay has no relay to send this to"
+        case 504: return "a proxy in front of the relay got no answer from the relay behind it in time"
+        default: return "an HTML page from a proxy in front of the relay, not the relay's answer"
+        }
+    }
 }
 
 extension Hex {
