@@ -107,7 +107,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
 
     private func measure() async throws {
         let progress: @Sendable (String) -> Void = { progressLine("bench hostile: " + $0) }
-        Self.raiseDescriptorLimit()
+        DescriptorLimit.raiseToHard()  // the started relay inherits it
         let defaults = RelayConfiguration()
         var limits: [String: String] = [
             "--max-connections": "\(defaults.maxConnections)", "--max-pending-upgrades": "\(defaults.maxPendingUpgrades)",
@@ -155,13 +155,5 @@ struct HostileBenchCommand: AsyncParsableCommand {
         let report = try await HostileSoak(configuration).run(progress: progress)
         try printResult(json ? report.json : report.text)
         if !report.passed { throw ExitCode(1) }
-    }
-
-    /// Raises this process's soft descriptor limit to the hard one (the started relay inherits it).
-    private static func raiseDescriptorLimit() {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
-        limit.rlim_cur = limit.rlim_max
-        _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
     }
 }

@@ -19,7 +19,9 @@ struct RelayCommand: AsyncParsableCommand {
         abstract: "Run the caBLE tunnel service (WebSocket relay) on loopback.",
         discussion: """
             When ready, prints one line on stdout containing ws://HOST:PORT, then relays tunnels until \
-            SIGINT or SIGTERM, closes every tunnel with WebSocket close code 1001 and exits 0. \
+            SIGINT, SIGTERM, SIGHUP or SIGQUIT, closes every tunnel with WebSocket close code 1001, logs \
+            what it did and exits 0. It raises its open-file limit to the hard one and lowers \
+            --max-connections to what that limit holds, with a warning. \
             Endpoints: GET /cable/new/{tunnel ID}, /cable/connect/{routing ID}/{tunnel ID}, \
             /cable/contact/{contact ID} and /cable/listen/{contact ID} (linked phones, Docs/LINKING.md). \
             Logs go to stderr; see Docs/RELAY.md.
@@ -238,6 +240,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record { configuration.recordDirectory = record }
+        fitConnections(&configuration, logger: logger)
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
@@ -261,8 +264,30 @@ struct RelayCommand: AsyncParsableCommand {
         // One write(2), unbuffered: a harness reading a pipe sees the line at once.
         printStatus("hybrid-sim relay listening on \(endpoint.url)")
         let received = await signals.wait()
-        logger.info("received signal \(received), shutting down")
+        logger.info("received \(SignalRouter.name(received)), shutting down")
         await relay.shutdown()
+        logger.info("since its start: \(Self.summary(relay.statistics))")
+    }
+
+    /// Raises the open-file limit to the hard one and, if `--max-connections` still does not fit
+    /// under it, lowers it with a warning: past the limit `accept` fails and clients wait until
+    /// they time out, where a connection over `--max-connections` gets a fast 503.
+    private func fitConnections(_ configuration: inout RelayConfiguration, logger: Logger) {
+        guard let limit = DescriptorLimit.raiseToHard() else { return }
+        let loops = eventLoops == 0 ? ProcessInfo.processInfo.activeProcessorCount : eventLoops
+        let fits = DescriptorLimit.connectionsFitting(limit, eventLoops: loops)
+        guard configuration.maxConnections > fits else { return }
+        logger.warning(
+            "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from \(configuration.maxConnections) to \(fits), so connections beyond it get a 503 instead of an accept that fails")
+        configuration.maxConnections = fits
+    }
+
+    /// What the relay did, for the line it logs when it stops.
+    static func summary(_ statistics: RelayStatistics) -> String {
+        var text = "\(statistics.tunnelsOpened) tunnel(s) opened, \(statistics.tunnelsJoined) joined, \(statistics.messagesRelayed) message(s) relayed"
+        let refused = statistics.rejectedRequests.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }
+        text += refused.isEmpty ? ", nothing refused" : "; refused: \(refused.joined(separator: ", "))"
+        return text
     }
 }
 

@@ -143,6 +143,12 @@ final class AdmissionLedger {
 struct AdmissionRefusal: Sendable, Hashable {
     let status: Int
     let response: String
+
+    /// The status and the response's text, for the log ("429 too many connections from this address (6)").
+    var reason: String {
+        let body = response.split(separator: "\r\n\r\n", maxSplits: 1).dropFirst().first ?? ""
+        return "\(status) \(body.split(whereSeparator: \.isNewline).first ?? "")"
+    }
 }
 
 /// How a connection is counted by the ``AdmissionLedger``.

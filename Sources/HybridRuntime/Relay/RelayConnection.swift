@@ -97,6 +97,7 @@ final class RelayConnection {
             // Pending-upgrade or per-source cap: not tracked, answered like an over-capacity connection.
             registry.connectionClosed(connection)
             registry.statistics.update { $0.rejectedRequests[refusal.status, default: 0] += 1 }
+            registry.logLimiter.info(registry.logger, "refused a connection: \(refusal.reason)")
             let limiter = OverCapacityHandler(response: refusal.response, closeTimeout: registry.configuration.closeHandshakeTimeout)
             try channel.pipeline.syncOperations.addHandler(limiter)
             return

@@ -1,0 +1,63 @@
+import Foundation
+import HybridSim
+import Testing
+
+/// `hybrid-sim relay` as an operator runs it: what it logs about its limits, its refusals and, when
+/// it stops, what it did.
+@Suite("End to end: the relay command's operator output", .serialized)
+struct EndToEndRelayCommandTests {
+    /// A TCP connection to 127.0.0.1:`port` that has sent `bytes`; the caller closes it.
+    private static func connect(port: Int, sending bytes: String) throws -> CInt {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw ChildProcessError("socket() failed") }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0
+            }
+        }
+        guard connected, write(fd, bytes, bytes.utf8.count) == bytes.utf8.count else {
+            close(fd)
+            throw ChildProcessError("connect/write failed")
+        }
+        return fd
+    }
+
+    @Test("under a small open-file limit the relay lowers --max-connections with a warning; a per-source refusal is logged; stopping logs what it did")
+    func limitsRefusalsAndSummary() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let binary = try HybridSimBinary.url().path
+        // A hard limit of 64 too, so the relay cannot raise its soft limit past it.
+        let relay = try lab.startOther(
+            "relay under ulimit -n 64",
+            ["sh", "-c", "ulimit -n 64 && exec \"$0\" relay --port 0 --max-connections-per-source 2", binary])
+        let lines = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
+        let url = try #require(lines.first { $0.contains("ws://") })
+        let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
+        let loops = ProcessInfo.processInfo.activeProcessorCount
+        let fits = DescriptorLimit.connectionsFitting(64, eventLoops: loops)
+        #expect(
+            relay.standardError.text.contains(
+                "the open-file limit (ulimit -n) is 64: --max-connections lowered from 4096 to \(fits), so connections beyond it get a 503"),
+            "\(relay.transcript)")
+
+        // Two connections mid-request from 127.0.0.1, then a third over the per-source cap of 2.
+        var held: [CInt] = []
+        defer { for fd in held { close(fd) } }
+        for _ in 0..<3 { held.append(try Self.connect(port: port, sending: "GET /cable/new/")) }
+        _ = try await relay.waitForOutput("the refusal's log line", in: \.standardError) { lines in
+            lines.contains { $0.contains("refused a connection: 429 too many connections from this address (2)") }
+        }
+        relay.signal(SIGTERM)
+        #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
+        #expect(relay.standardError.text.contains("received SIGTERM, shutting down"), "\(relay.transcript)")
+        #expect(
+            relay.standardError.lines.last?.hasSuffix(
+                "since its start: 0 tunnel(s) opened, 0 joined, 0 message(s) relayed; refused: 429 ×1") == true,
+            "\(relay.transcript)")
+    }
+}
