@@ -207,6 +207,10 @@ struct RelayCommand: AsyncParsableCommand {
             throw ValidationError("\(name) must be 0 (no cap) or more")
         }
         guard maxMessageSize <= 1 << 30 else { throw ValidationError("--max-message-size must be at most 1 GiB") }
+        // An Origin header is never empty or spaced: such a value would silently match nothing.
+        if let bad = allowOrigins.first(where: { $0.isEmpty || $0.contains(where: \.isWhitespace) }) {
+            throw ValidationError("--allow-origin '\(bad)': give an origin as a browser sends it (https://example.com) or *")
+        }
         _ = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if routingIDPrefix != nil, routingPrefixBytes == nil {
             throw ValidationError("--routing-id-prefix must be 2 or 4 hex digits (1 or 2 of the routing ID's 3 bytes)")

@@ -94,6 +94,7 @@ struct CLIDesktopPhoneTests {
             (["relay", "--routing-id-prefix", "0A1"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--routing-id-prefix", "0A1B2C"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--routing-id-prefix", "zz"], "--routing-id-prefix must be 2 or 4 hex digits"),
+            (["relay", "--allow-origin", ""], "--allow-origin '': give an origin as a browser sends it"),
             (["bench", "relay", "--relay-pid", "12,x"], "--relay-pid must be one or more process IDs"),
             (["bench", "relay", "--tunnels", "0"], "--tunnels must be 1...9900"),
             (["bench", "relay", "--tunnels", "9901"], "--tunnels must be 1...9900"),
