@@ -56,6 +56,28 @@ struct EndToEndOutputTests {
         #expect(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.count == 1)
     }
 
+    @Test("desktop --json started with stderr closed (2>&-): the registration completes, exit 0, the result event on stdout")
+    func closedStandardError() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let binary = try HybridSimBinary.url().path
+        let desktop = try lab.startOther(
+            "desktop 2>&-",
+            ["bash", "-c", "'\(binary)' desktop --request mc --json --relay-port 0 --proximity-port 0 --timeout 30 2>&-"])
+        let events = try await desktop.waitForOutput("the qr event") { $0.contains { $0.hasPrefix("{\"event\":\"qr\"") } }
+        let qr = try #require(
+            try events.first { $0.hasPrefix("{\"event\":\"qr\"") }.flatMap {
+                try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]
+            })
+        let (url, relay, proximity) = (qr["url"] as? String, qr["relay"] as? String, qr["proximity"] as? String)
+        let phone = try lab.start("phone", ["phone", "--qr", try #require(url), "--relay", try #require(relay), "--proximity", try #require(proximity)])
+        #expect(try await phone.waitForExit(timeout: .seconds(40)) == 0, "\(phone.transcript)\n\(desktop.transcript)")
+        #expect(try await desktop.waitForExit(timeout: .seconds(40)) == 0, "\(desktop.transcript)")
+        #expect(desktop.standardError.text.isEmpty, "nothing reaches the closed stderr's number: \(desktop.transcript)")
+        #expect(desktop.standardOutput.lines.last?.hasPrefix("{\"event\":\"result\"") == true, "\(desktop.transcript)")
+        #expect(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.count == 1)
+    }
+
     @Test("--keylog /dev/full: the ceremony completes (exit 0) and a note says the keys are not recorded")
     func keyLogOnFullDevice() async throws {
         let lab = try EndToEndLab()
