@@ -326,8 +326,10 @@ package final class RelayDispatcher: Sendable {
     /// first: closing a socket with unread bytes resets the connection, which can discard the
     /// answer before the client reads it. Best effort, never blocking: the socket is non-blocking.
     private func answerTimedOut(_ fd: CInt) {
-        var unread = [UInt8](repeating: 0, count: Self.peekLength)
-        while recv(fd, &unread, unread.count, Int32(MSG_DONTWAIT)) > 0 {}
+        // Bounded: a client that keeps sending is not read forever (its close may then reset).
+        var unread = [UInt8](repeating: 0, count: 4096)
+        var reads = 0
+        while reads < 16, recv(fd, &unread, unread.count, Int32(MSG_DONTWAIT)) == unread.count { reads += 1 }
         let rejection = RelayRejection.requestTimeout(after: shards.configuration.upgradeTimeout)
         let response = Array(
             OverCapacityHandler.fixedResponse(
