@@ -94,6 +94,48 @@ struct EndToEndRelayClusterTests {
         }
     }
 
+    @Test("a running cluster survives a second start (exit 3) and a usage error (exit 64); restart 0 keeps its port and prefix; a sign-in works after it")
+    func runningClusterKeptAndRestarted() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
+            Issue.record("nginx is not installed: Scripts/install-deps installs it (Debian package nginx)")
+            return
+        }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let port = try EndToEndLab.closedPort()
+        let directory = lab.file("cluster")
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let arguments = ["--instances", "1", "--workers", "1", "--addresses", "1", "--port", "\(port)", "--dir", directory]
+        let (status, output) = try Self.cluster(["start"] + arguments)
+        try #require(status == 0, "\(output)")
+        let pidFile = "\(directory)/relay-0.pid"
+        let first = try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let (again, againOutput) = try Self.cluster(["start"] + arguments)
+        #expect(again == 3 && againOutput.contains("a cluster is already running in \(directory)"), "\(againOutput)")
+        let (usage, usageOutput) = try Self.cluster(["start", "--addresses", "0", "--dir", directory])
+        #expect(usage == 64 && usageOutput.contains("--addresses must be 1...254"), "\(usageOutput)")
+        #expect(kill(Int32(first) ?? 0, 0) == 0, "the running relay was stopped: \(againOutput)\n\(usageOutput)")
+
+        let (restarted, restartOutput) = try Self.cluster(["restart", "0", "--dir", directory])
+        #expect(restarted == 0, "\(restartOutput)")
+        let second = try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(second != first, "\(restartOutput)")
+        let (_, statusOutput) = try Self.cluster(["status", "--dir", directory])
+        #expect(statusOutput.contains("pid \(second)"), "\(statusOutput)")
+
+        // The proxy still routes to it: a QR registration through the proxy.
+        let proxy = "ws://127.0.0.1:\(port)"
+        let desktop = try await lab.startDesktop(["--request", "mc", "--relay", proxy])
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 0, "\(stopOutput)")
+        #expect(kill(Int32(second) ?? 0, 0) != 0, "relay \(second) still running after stop: \(stopOutput)")
+    }
+
     @Test("a proxy port already taken: start exits 1, says so, and leaves no relay running")
     func portTaken() throws {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
