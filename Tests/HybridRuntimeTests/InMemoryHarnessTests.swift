@@ -4,7 +4,7 @@ import HybridRuntime
 import Synchronization
 import Testing
 
-/// The public in-memory QR harness (``HybridHarness/transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:)``):
+/// The public in-memory QR harness (``HybridHarness/transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)``):
 /// the drivers and state machines of a loopback transaction with no socket at all.
 @Suite("In-memory harness: QR transactions without sockets")
 struct InMemoryHarnessTests {
@@ -35,6 +35,41 @@ struct InMemoryHarnessTests {
         let phoneSide = ["tunnelCreated", "advertising", "handshakeAnswered", "requestReceived", "responseSent", "shutdownReceived"]
         for expected in [desktop, phoneSide] {
             #expect(seen.filter(expected.contains) == expected, "\(seen)")
+        }
+    }
+
+    @Test("seeded: a registration's every message is the same on every run; another seed changes them; a sign-in differs only in its signed response")
+    func seededTranscripts() async throws {
+        let user = PublicKeyCredentialUserEntity(id: [1, 2, 3, 4], name: "seed", displayName: "Seed")
+        let registration = Ceremony.Registration(
+            relyingParty: relyingParty, rpName: nil, user: user, challenge: Array(repeating: 3, count: 32))
+        let getAssertion = Ceremony.Authentication(relyingParty: relyingParty, challenge: Array(repeating: 4, count: 32))
+        /// Both sides' messages of a registration then a sign-in on a phone seeded with `seed` too.
+        func run(_ seed: [UInt8]) async throws -> (registration: [[UInt8]], signIn: [[UInt8]]) {
+            let phone = SimulatedPhone(random: .deterministic(seed: seed + [0xFF]))
+            var transcripts: [[[UInt8]]] = []
+            for (request, hint) in [(registration.requestBytes, QRPayload.RequestType.makeCredential), (getAssertion.requestBytes, .getAssertion)] {
+                let (phoneSent, desktopSent) = (Recorder(), Recorder())
+                _ = try await HybridHarness.transactInMemory(
+                    request: request, hint: hint, phone: phone,
+                    wrapPhone: { RecordingTunnel($0, sent: phoneSent) }, wrapDesktop: { RecordingTunnel($0, sent: desktopSent) },
+                    seed: seed)
+                transcripts.append(desktopSent.messages + [[]] + phoneSent.messages)
+            }
+            return (transcripts[0], transcripts[1])
+        }
+        let first = try await run(Array("seed one".utf8))
+        let again = try await run(Array("seed one".utf8))
+        let other = try await run(Array("seed two".utf8))
+        #expect(first.registration.count >= 5, "\(first.registration.count) messages")
+        #expect(first.registration == again.registration, "the same seed gave another registration transcript")
+        #expect(first.registration != other.registration)
+        // The phone's last message, its response, carries the assertion's ECDSA signature, which
+        // swift-crypto randomizes; everything else repeats.
+        let responseIndex = first.signIn.count - 1
+        #expect(first.signIn.count == again.signIn.count && first.signIn[responseIndex] != again.signIn[responseIndex])
+        for (index, message) in first.signIn.enumerated() where index != responseIndex {
+            #expect(message == again.signIn[index], "sign-in message \(index) differs between runs of the same seed")
         }
     }
 

@@ -11,6 +11,10 @@ extension HybridHarness {
     /// The routing ID the in-memory transactions' pretend relay hands the phone.
     public static let inMemoryRoutingID: [UInt8] = [0xA1, 0xB2, 0xC3]
 
+    /// The time (seconds since 1970) a seeded in-memory transaction's sides read instead of the
+    /// clock: 2026-01-01T00:00:00Z.
+    public static let reproducibleTime: UInt64 = 1_767_225_600
+
     /// One QR transaction in memory: a desktop session showing a QR code, a phone that "scans" it,
     /// `request` (CTAP2: command ‖ CBOR) and the phone's answer. Returns the desktop's outcome once
     /// both sides finished, or throws the first side's error (a ``TransactionError``).
@@ -23,18 +27,26 @@ extension HybridHarness {
     ///   - events: both sides' progress, as ``TransactionOptions/events``.
     ///   - wrapPhone: wraps the phone's end of the tunnel (a recorder, a fault injector).
     ///   - wrapDesktop: wraps the desktop's end of the tunnel.
+    ///   - seed: `nil` (the default): both sessions draw from `RandomSource.system` and read the
+    ///     clock. Given: each session draws from its own `RandomSource.deterministic(seed:)`
+    ///     stream of `seed` (so the two sides' concurrent draws cannot interleave differently) and
+    ///     the clock reads ``reproducibleTime``: with a fixed `request` and a `phone` built with a
+    ///     seeded `random` too, every message is the same on every run, except what carries an
+    ///     ECDSA signature (an assertion, a packed attestation): swift-crypto's signatures are
+    ///     randomized, so check those by verifying them.
     public static func transactInMemory(
         request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts = .fast,
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in },
         wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
-        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
+        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        seed: [UInt8]? = nil
     ) async throws -> ClientDriver.Outcome {
         var relay = InMemoryRelay()
         relay.wrapPhone = wrapPhone
         relay.wrapDesktop = wrapDesktop
         let sides = try inMemorySides(
             request: request, hint: hint, phone: phone, timeouts: timeouts, phoneEvents: events, desktopEvents: events,
-            relay: relay)
+            relay: relay, seed: seed)
         return try await runBoth(phone: sides.phone, desktop: sides.desktop)
     }
 
@@ -55,7 +67,7 @@ extension HybridHarness {
         package init() {}
     }
 
-    /// ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:)`` with each
+    /// ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)`` with each
     /// side's events apart and the pretend relay's hooks, for the package's tests that look at one
     /// side's failure: both sides run to their end (neither is cancelled when the other fails) and
     /// both results come back.
@@ -80,7 +92,7 @@ extension HybridHarness {
     private static func inMemorySides(
         request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts,
         phoneEvents: @escaping @Sendable (SessionEvent) -> Void, desktopEvents: @escaping @Sendable (SessionEvent) -> Void,
-        relay: InMemoryRelay
+        relay: InMemoryRelay, seed: [UInt8]? = nil
     ) throws -> (phone: @Sendable () async throws -> Void, desktop: @Sendable () async throws -> ClientDriver.Outcome) {
         let (phoneEnd, desktopEnd) = InMemoryTunnel.pair()
         let adverts = AdvertMailbox()
@@ -99,9 +111,12 @@ extension HybridHarness {
                 relay.joined(path)
                 return relay.wrapDesktop(desktopEnd)
             })
-        let now: @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) }
-        let session = ClientSession(requestType: hint, timestamp: now())
-        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo)
+        let fixedTime: UInt64? = seed == nil ? nil : reproducibleTime
+        let now: @Sendable () -> UInt64 = { fixedTime ?? UInt64(Date().timeIntervalSince1970) }
+        let desktopRandom = seed.map { RandomSource.deterministic(seed: $0 + Array("desktop".utf8)) } ?? .system
+        let phoneRandom = seed.map { RandomSource.deterministic(seed: $0 + Array("phone".utf8)) } ?? .system
+        let session = ClientSession(requestType: hint, timestamp: now(), random: desktopRandom)
+        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, random: phoneRandom)
         return (
             phone: {
                 try await AuthenticatorDriver.run(
@@ -115,7 +130,7 @@ extension HybridHarness {
             })
     }
 
-    /// ``register(on:relyingParty:userName:userID:options:)`` in memory (``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:)``):
+    /// ``register(on:relyingParty:userName:userID:options:)`` in memory (``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)``):
     /// registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.
     public static func registerInMemory(
         on phone: SimulatedPhone, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
