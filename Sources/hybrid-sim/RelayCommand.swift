@@ -31,7 +31,7 @@ struct RelayCommand: AsyncParsableCommand {
     /// The relay's defaults, written once in `RelayConfiguration`; the options below show them.
     private static let defaults = RelayConfiguration()
 
-    @Option(help: "Loopback address to bind: 127.0.0.1, ::1 or localhost.")
+    @Option(help: "Loopback address to bind: 127.0.0.1 (or another 127.x.y.z), ::1 (also written [::1]) or localhost.")
     var host = "127.0.0.1"
 
     @Option(parsing: .unconditional, help: "TCP port to listen on; 0 picks a free port (the ready line shows it).")
@@ -245,7 +245,9 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record { configuration.recordDirectory = record }
         fitConnections(&configuration, logger: logger)
-        let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
+        // `[::1]`, as an IPv6 address is written in a URL, is the address ::1.
+        let bindHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        let relay = TunnelRelay(configuration: configuration, host: bindHost, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
         // A failure is one line, as every other program's runtime failure: "error: <reason>". A

@@ -60,4 +60,15 @@ struct EndToEndRelayCommandTests {
                 "since its start: 0 tunnel(s) opened, 0 joined, 0 message(s) relayed; refused: 429 ×1") == true,
             "\(relay.transcript)")
     }
+
+    @Test("--host [::1], as a URL writes it, binds ::1")
+    func bracketedHost() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let relay = try lab.start("relay", ["relay", "--host", "[::1]", "--port", "0"])
+        let lines = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
+        #expect(lines.contains { $0.hasPrefix("hybrid-sim relay listening on ws://[::1]:") }, "\(relay.transcript)")
+        relay.signal(SIGTERM)
+        #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
+    }
 }
