@@ -280,8 +280,7 @@ struct RelayCommand: AsyncParsableCommand {
     /// they time out, where a connection over `--max-connections` gets a fast 503.
     private func fitConnections(_ configuration: inout RelayConfiguration, logger: Logger) {
         guard let limit = DescriptorLimit.raiseToHard() else { return }
-        let loops = eventLoops == 0 ? ProcessInfo.processInfo.activeProcessorCount : eventLoops
-        let fits = DescriptorLimit.connectionsFitting(limit, eventLoops: loops)
+        let fits = DescriptorLimit.connectionsFitting(limit)
         guard configuration.maxConnections > fits else { return }
         logger.warning(
             "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from \(configuration.maxConnections) to \(fits), so connections beyond it get a 503 instead of an accept that fails")

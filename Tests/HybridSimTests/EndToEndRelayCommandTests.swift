@@ -31,18 +31,18 @@ struct EndToEndRelayCommandTests {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let binary = try HybridSimBinary.url().path
-        // A hard limit of 64 too, so the relay cannot raise its soft limit past it.
+        // A hard limit too, so the relay cannot raise its soft limit past it; room for 24
+        // connections whatever the number of cores (each core's event loop holds descriptors).
+        let limit = 56 + 4 * DescriptorLimit.processEventLoops
         let relay = try lab.startOther(
-            "relay under ulimit -n 64",
-            ["sh", "-c", "ulimit -n 64 && exec \"$0\" relay --port 0 --max-connections-per-source 2", binary])
+            "relay under ulimit -n \(limit)",
+            ["sh", "-c", "ulimit -n \(limit) && exec \"$0\" relay --port 0 --max-connections-per-source 2", binary])
         let lines = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
         let url = try #require(lines.first { $0.contains("ws://") })
         let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
-        let loops = ProcessInfo.processInfo.activeProcessorCount
-        let fits = DescriptorLimit.connectionsFitting(64, eventLoops: loops)
         #expect(
             relay.standardError.text.contains(
-                "the open-file limit (ulimit -n) is 64: --max-connections lowered from 4096 to \(fits), so connections beyond it get a 503"),
+                "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from 4096 to 24, so connections beyond it get a 503"),
             "\(relay.transcript)")
 
         // Two connections mid-request from 127.0.0.1, then a third over the per-source cap of 2.

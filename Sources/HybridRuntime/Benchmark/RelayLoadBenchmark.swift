@@ -130,7 +130,17 @@ public struct RelayLoadBenchmark: Sendable {
         report.record(openFailures)
         report.tunnelsOpened = opened.count
         report.openSeconds = (ContinuousClock.now - openStart).benchmarkSeconds
-        report.relayAfterOpen = try relay?.sample()
+        // A relay gone mid-run (killed) fails the run, after its tunnels are closed.
+        func sampleRelay() async throws -> ProcessProbe.Sample? {
+            do {
+                return try relay?.sample()
+            } catch {
+                progress("closing \(opened.count) tunnels…")
+                await close(opened)
+                throw error
+            }
+        }
+        report.relayAfterOpen = try await sampleRelay()
         guard !opened.isEmpty else {
             // Nothing to measure: no hold, no rounds, no close (the failures say why, e.g. connection refused).
             progress("no tunnel opened; no rounds")
@@ -147,14 +157,7 @@ public struct RelayLoadBenchmark: Sendable {
         let results = await rounds(opened)
         let samples = results.samples
         report.roundsSeconds = (ContinuousClock.now - roundsStart).benchmarkSeconds
-        do {
-            report.relayAfterRounds = try relay?.sample()
-        } catch {
-            // The relay is gone (killed mid-run): the tunnels are still closed, then the run fails.
-            progress("closing \(opened.count) tunnels…")
-            await close(opened)
-            throw error
-        }
+        report.relayAfterRounds = try await sampleRelay()
         if let generatorBefore, let generatorAfter = try? generator.sample(), report.roundsSeconds > 0 {
             report.generatorCoresUsedDuringRounds = (generatorAfter.cpuSeconds - generatorBefore.cpuSeconds) / report.roundsSeconds
         }

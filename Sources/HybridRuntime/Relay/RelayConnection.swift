@@ -96,7 +96,7 @@ final class RelayConnection {
         if let refusal {
             // Pending-upgrade or per-source cap: not tracked, answered like an over-capacity connection.
             registry.connectionClosed(connection)
-            registry.statistics.update { $0.rejectedRequests[refusal.status, default: 0] += 1 }
+            registry.statistics.recordRefusal(status: refusal.status)
             registry.logLimiter.info(registry.logger, "refused a connection: \(refusal.reason)")
             let limiter = OverCapacityHandler(response: refusal.response, closeTimeout: registry.configuration.closeHandshakeTimeout)
             try channel.pipeline.syncOperations.addHandler(limiter)

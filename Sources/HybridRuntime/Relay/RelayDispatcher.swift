@@ -331,17 +331,17 @@ package final class RelayDispatcher: Sendable {
         var reads = 0
         while reads < 16, recv(fd, &unread, unread.count, Int32(MSG_DONTWAIT)) == unread.count { reads += 1 }
         let rejection = RelayRejection.requestTimeout(after: shards.configuration.upgradeTimeout)
-        let response = Array(
-            OverCapacityHandler.fixedResponse(
-                status: "\(rejection.status.code) \(rejection.status.reasonPhrase)", body: rejection.reason
-            ).utf8)
+        let response = Array(rejection.response.utf8)
         #if os(Linux)
         let flags = Int32(MSG_DONTWAIT | MSG_NOSIGNAL)
         #else
         let flags = Int32(MSG_DONTWAIT)
         #endif
-        if send(fd, response, response.count, flags) == response.count {
-            shards.statistics.update { $0.rejectedRequests[Int(rejection.status.code), default: 0] += 1 }
+        _ = send(fd, response, response.count, flags)
+        // Counted and logged as a shard's refusal is; the log limiter lives on shard 0's loop.
+        let shard = shards.registries[0]
+        shard.eventLoop.execute {
+            shard.value.recordRejected(rejection)
         }
     }
 

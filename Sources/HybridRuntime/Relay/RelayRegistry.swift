@@ -14,6 +14,11 @@ struct RelayRejection: Sendable {
     /// ``RelayStatistics/revocationsReceived`` and logged at debug level, not as a refusal.
     var isRevocationReceipt = false
 
+    /// The whole answer: a `text/plain` HTTP/1.1 response with the reason as its body.
+    var response: String {
+        OverCapacityHandler.fixedResponse(status: "\(status.code) \(status.reasonPhrase)", body: reason)
+    }
+
     /// `408` for a request cut short by ``RelayConfiguration/upgradeTimeout``: a client that is
     /// too slow, or whose head declares a body that never comes (`bodyPending`; every endpoint is
     /// a `GET` that takes none). A connection that sent nothing at all is closed without an answer.
@@ -89,6 +94,11 @@ final class RelayStatisticsBox: Sendable {
     func update(_ change: (inout RelayStatistics) -> Void) {
         state.withLock { change(&$0) }
     }
+
+    /// Counts a refused request or connection under its HTTP status (``RelayStatistics/rejectedRequests``).
+    func recordRefusal(status: Int) {
+        update { $0.rejectedRequests[status, default: 0] += 1 }
+    }
 }
 
 /// One shard of the relay's state: its open tunnels by ID and its open connections. Confined to
@@ -159,7 +169,7 @@ final class RelayRegistry {
             return .shuttingDown
         }
         guard counted || statistics.claimConnection(max: configuration.maxConnections) else {
-            statistics.update { $0.rejectedRequests[503, default: 0] += 1 }
+            statistics.recordRefusal(status: 503)
             logLimiter.info(logger, "refused a connection: \(configuration.maxConnections) connections open (503)")
             return .overCapacity
         }
@@ -348,7 +358,7 @@ final class RelayRegistry {
             logger.debug("revocation recorded: \(rejection.status.code) \(rejection.reason)")
             return
         }
-        statistics.update { $0.rejectedRequests[Int(rejection.status.code), default: 0] += 1 }
+        statistics.recordRefusal(status: Int(rejection.status.code))
         logLimiter.info(logger, "refused request: \(rejection.status.code) \(rejection.reason)")
     }
 

@@ -205,8 +205,7 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         guard !answered, context.channel.isActive else { return }
         if case .rejected = connection.state {} else { connection.state = .rejected(rejection) }
         registry.recordRejected(rejection)
-        var response = OverCapacityHandler.fixedResponse(
-            status: "\(rejection.status.code) \(rejection.status.reasonPhrase)", body: rejection.reason)
+        var response = rejection.response
         if connection.requestHead?.method == .HEAD {
             // A response to HEAD has no body (its Content-Length still says how long it would be).
             response = String(response[..<response.range(of: "\r\n\r\n")!.upperBound])
