@@ -73,6 +73,20 @@ struct RelyingPartyClientFailureTests {
         #expect(error?.message.hasSuffix(": could not connect within 1 s") == true, "\(error?.message ?? "")")
     }
 
+    @Test("a full accept queue and a whole-request limit shorter than the connect timeout: still 'could not connect within' that limit, not 'did not answer'")
+    func connectTimeoutBoundedByTimeout() async throws {
+        let (holder, port) = try EndToEndLab.boundSocket(listening: true)
+        defer { close(holder) }
+        let fillers = [LoopbackSocket.connect(port: port), LoopbackSocket.connect(port: port)].compactMap { $0 }
+        defer { for fd in fillers { close(fd) } }
+        try #require(fillers.count == 2)
+        let started = ContinuousClock.now
+        let error = try await Self.fetchFailure(port: port, timeout: .seconds(1), connectTimeout: .seconds(5))
+        #expect(ContinuousClock.now - started < .seconds(4), "waited for the 5 s connect timeout")
+        #expect(error?.kind == .timeout)
+        #expect(error?.message.hasSuffix(": could not connect within 1 s") == true, "\(error?.message ?? "")")
+    }
+
     @Test("nothing listening: the system's reason, 'connection refused', at once (no retries until the connect timeout), not NIO's errno text")
     func refused() async throws {
         let (holder, port) = try EndToEndLab.boundSocket(listening: false)

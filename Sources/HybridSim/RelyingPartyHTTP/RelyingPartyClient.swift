@@ -39,7 +39,7 @@ public final class RelyingPartyClient: Sendable {
     ///   - extraHeaders: `--rp-header` values (`Name: value`), added after (and replacing) the profile's.
     ///   - environment: where the profile's `${VARIABLE}` header values are looked up.
     ///   - timeout: the longest a whole request may take.
-    ///   - connectTimeout: the longest the TCP (and TLS) connection may take.
+    ///   - connectTimeout: the longest the TCP (and TLS) connection may take (at most `timeout`).
     /// - Throws: ``ProgramFailure`` `badInput` for a URL that is not http(s) or a missing variable.
     public init(
         baseURL: String, profile: RelyingPartyProfile, extraHeaders: [String] = [],
@@ -53,7 +53,9 @@ public final class RelyingPartyClient: Sendable {
         self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
         self.profile = profile
         self.timeout = timeout
-        self.connectTimeout = connectTimeout
+        // Never longer than the whole request: a relying party that cannot be reached within
+        // `timeout` is then told as one that could not be connected to, not as one that was silent.
+        self.connectTimeout = min(connectTimeout, timeout)
         var given: [(String, String)] = []
         for line in extraHeaders {
             guard let colon = line.firstIndex(of: ":"), colon != line.startIndex else {
@@ -159,14 +161,16 @@ public final class RelyingPartyClient: Sendable {
         // One client per call, which does not retry a failed connection: a relying party that is
         // not running, or a host name that does not resolve, fails at once with the system's
         // reason (the client's default retries with back-off until the connect timeout, 5 s of
-        // silence for a typo). A connection that hangs still ends at `connectTimeout`.
+        // silence for a typo). A connection that hangs still ends at `connectTimeout`, which the
+        // whole request's deadline is a little behind, so that it, not the deadline, reports it.
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .nanoseconds(timeout.nanoseconds))
         configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let result: Result<(Int, [UInt8], String), ProgramFailure>
         do {
-            let response = try await client.execute(request, timeout: .nanoseconds(timeout.nanoseconds))
+            let deadline = timeout + .milliseconds(100)
+            let response = try await client.execute(request, timeout: .nanoseconds(deadline.nanoseconds))
             let buffer = try await response.body.collect(upTo: 1 << 20)
             remember(response.headers[canonicalForm: "Set-Cookie"].map(String.init))
             result = .success((Int(response.status.code), Array(buffer.readableBytesView), url))
