@@ -76,6 +76,28 @@ struct WebAuthnOptionsShapeTests {
         }
     }
 
+    @Test(
+        "options documents are read strictly: a repeated member (a second rpId would be the one signed for), nesting past 32, invalid UTF-8, nothing at all",
+        arguments: [
+            (#"{"challenge": "AQID", "rpId": "my.example", "rpId": "evil.example"}"#, "duplicate member \"rpId\""),
+            (#"{"challenge": "AQID", "x": "# + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}", "nesting deeper than 32"),
+            ("{\"challenge\": \"AQID\", \"rpId\": \"caf\u{FF}\"}", "invalid UTF-8"),
+            (" \n", "the document is empty"),
+            (#"{"challenge": "AQID", "timeout": 1e400}"#, "a number beyond what a double holds"),
+        ])
+    func strictReading(json: String, mention: String) {
+        // Built from bytes so that \u{FF} stays one invalid byte.
+        var bytes = Array(json.utf8)
+        if json.contains("caf\u{FF}") {
+            bytes = Array(#"{"challenge": "AQID", "rpId": "caf"#.utf8) + [0xFF] + Array(#""}"#.utf8)
+        }
+        #expect {
+            try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
+        } throws: { error in
+            (error as? WebAuthnJSONError)?.code == .invalidJSON && "\(error)".contains(mention)
+        }
+    }
+
     @Test("errors name the member with its path inside the wrapper")
     func errorPaths() throws {
         let wrongType = Array(#"{"publicKey": {"rp": {"id": "example.com"}, "user": {"id": "AQ", "name": 5}, "challenge": "AQID", "pubKeyCredParams": []}}"#.utf8)

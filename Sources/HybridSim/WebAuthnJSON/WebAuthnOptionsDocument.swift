@@ -56,10 +56,29 @@ public struct ParsedWebAuthnOptions<Options: Sendable>: Sendable {
 /// or `options` member is the wrapper. Errors name the member with its full path
 /// (`publicKey.user.id`). Unknown members are ignored at every level, as browsers do.
 enum WebAuthnOptionsDocument {
+    /// The package's strict reader first (``JSONValue/parse(_:)``'s rules): options come from a
+    /// relying party's answer or a file, and `JSONSerialization` alone keeps the last of repeated
+    /// members (`"rpId"` twice: the second would be signed for), nests without a useful bound and
+    /// reports invalid UTF-8 in Foundation's words.
+    static func checkStrictly(_ json: some Collection<UInt8>) throws(WebAuthnJSONError) {
+        if json.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            throw WebAuthnJSONError(.invalidJSON, "the document is empty (no JSON at all: an empty answer, or HTTP 204?)")
+        }
+        do {
+            _ = try JSONReader.parse(json, maxDepth: JSONValue.maxDepth, subject: "not JSON")
+        } catch {
+            throw WebAuthnJSONError(.invalidJSON, error.reason)
+        }
+        guard JSONValue.parse(json) != nil else {
+            throw WebAuthnJSONError(.invalidJSON, "not JSON: a number beyond what a double holds")
+        }
+    }
+
     /// Decodes `T` from a document of any recognised shape.
     static func parse<T: Decodable & Sendable>(
         _ json: some Collection<UInt8>, as type: T.Type, userIdEncoding: UserIdEncoding
     ) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<T> {
+        try checkStrictly(json)
         let data = Data(json)
         let object: [String: Any]
         do {
