@@ -121,20 +121,61 @@ struct RelyingPartyClientFailureTests {
     /// A server that reads each request and answers it with `response` (`nil`: none), then closes
     /// (a FIN, not a reset of unread data), on a thread, until the listener goes.
     private static func answering(_ response: String?) throws -> (port: Int, stop: () -> Void) {
-        let (listener, port) = try EndToEndLab.boundSocket(listening: true)
         let bytes = Array((response ?? "").utf8)
+        return try serving { fd in _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } }
+    }
+
+    /// A server that reads each request, runs `answer` on its connection and closes it, on a
+    /// thread, until the listener goes.
+    private static func serving(_ answer: @escaping @Sendable (CInt) -> Void) throws -> (port: Int, stop: () -> Void) {
+        let (listener, port) = try EndToEndLab.boundSocket(listening: true)
         let answerer = Thread {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let fd = accept(listener, nil, nil)
                 guard fd >= 0 else { return }
                 _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                _ = bytes.withUnsafeBytes { send(fd, $0.baseAddress, $0.count, 0) }
+                answer(fd)
                 close(fd)
             }
         }
         answerer.start()
         return (port, { shutdown(listener, Int32(SHUT_RDWR)); close(listener) })
+    }
+
+    @Test("a body sent a byte at a time ends at the whole request's limit: 'did not finish its answer within 1 s', a timeout (exit 3)")
+    func slowBody() async throws {
+        let server = try Self.serving { fd in
+            let head = Array("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\n".utf8)
+            guard send(fd, head, head.count, Int32(MSG_NOSIGNAL)) == head.count else { return }
+            for _ in 0..<100 {
+                usleep(300_000)
+                guard send(fd, [UInt8(ascii: "x")], 1, Int32(MSG_NOSIGNAL)) == 1 else { return }
+            }
+        }
+        defer { server.stop() }
+        let started = ContinuousClock.now
+        let error = try await Self.fetchFailure(port: server.port, timeout: .seconds(1))
+        #expect(ContinuousClock.now - started < .seconds(5), "the slow body held the call past its limit")
+        #expect(error?.kind == .timeout)
+        #expect(error?.message.hasSuffix(" did not finish its answer within 1 s") == true, "\(error?.message ?? "")")
+    }
+
+    @Test(
+        "an answer that arrived and cannot be used is the relying party's failure (exit 1) said in words, not 'cannot reach' (exit 6)",
+        arguments: [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 2000000\r\nConnection: close\r\n\r\n" + String(repeating: "a", count: 2_000_000),
+             " answered with more than 1 MiB, the most the desktop reads"),
+            ("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nabc", " closed the connection in the middle of its answer"),
+            ("HTTP/1.1 2000 Odd\r\nContent-Length: 0\r\n\r\n", " sent an answer that is not HTTP ("),
+        ])
+    func unusableAnswer(response: String, ending: String) async throws {
+        let server = try Self.answering(response)
+        defer { server.stop() }
+        let error = try await Self.fetchFailure(port: server.port, timeout: .seconds(10))
+        #expect(error?.kind == .failed && error?.exitCode == 1, "\(String(describing: error))")
+        #expect(error?.message.contains(ending) == true, "\(error?.message ?? "")")
+        #expect(error?.message.contains("cannot reach") == false, "\(error?.message ?? "")")
     }
 
     @Test("a 200 without the success rule's member says what the rule wanted: not JSON, no member, not true")

@@ -168,18 +168,25 @@ public final class RelyingPartyClient: Sendable {
         configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let result: Result<(Int, [UInt8], String), ProgramFailure>
+        let end = ContinuousClock.now + timeout + .milliseconds(100)
         do {
-            let deadline = timeout + .milliseconds(100)
-            let response = try await client.execute(request, timeout: .nanoseconds(deadline.nanoseconds))
-            let buffer = try await response.body.collect(upTo: 1 << 20)
+            let response = try await client.execute(request, timeout: .nanoseconds((end - .now).nanoseconds))
+            // The client's deadline covers the answer's head; a body sent slowly enough is bounded
+            // here, by the same end, or a byte every few seconds could hold the desktop for ever.
+            let buffer = try await Self.collect(response.body, until: end, client: client)
             remember(response.headers[canonicalForm: "Set-Cookie"].map(String.init))
             result = .success((Int(response.status.code), Array(buffer.readableBytesView), url))
         } catch {
-            if let error = error as? HTTPClientError, [.deadlineExceeded, .readTimeout].contains(error) {
+            if error is BodyDeadline {
+                result = .failure(ProgramFailure(.timeout, "the relying party at \(url) did not finish its answer within \(timeout.seconds)"))
+            } else if let error = error as? HTTPClientError, [.deadlineExceeded, .readTimeout].contains(error) {
                 // Connected, and then silent: a timeout (exit 3), as for a silent relay.
                 result = .failure(ProgramFailure(.timeout, "the relying party at \(url) did not answer within \(timeout.seconds)"))
             } else if let error = error as? HTTPClientError, error == .connectTimeout {
                 result = .failure(ProgramFailure(.timeout, "cannot reach the relying party at \(url): \(reason(error))"))
+            } else if let answered = Self.badAnswer(error) {
+                // Reached, and its answer could not be used: not a network failure.
+                result = .failure(ProgramFailure(.failed, "the relying party at \(url) \(answered)"))
             } else {
                 result = .failure(ProgramFailure(.network, "cannot reach the relying party at \(url): \(reason(error))"))
             }
@@ -187,6 +194,53 @@ public final class RelyingPartyClient: Sendable {
         try? await client.shutdown()
         return try result.get()
     }
+
+    /// The whole body (at most 1 MiB), or ``BodyDeadline`` once `end` passed: the client is shut
+    /// down then, which ends the transfer however slowly the server sends.
+    private static func collect(
+        _ body: HTTPClientResponse.Body, until end: ContinuousClock.Instant, client: HTTPClient
+    ) async throws -> ByteBuffer {
+        try await withThrowingTaskGroup(of: ByteBuffer?.self) { group in
+            group.addTask { try await body.collect(upTo: 1 << 20) }
+            group.addTask {
+                try? await Task.sleep(until: end)
+                return nil
+            }
+            let first = try await group.next() ?? nil
+            if let first {
+                group.cancelAll()
+                return first
+            }
+            try? await client.shutdown()
+            group.cancelAll()
+            throw BodyDeadline()
+        }
+    }
+
+    /// What was wrong with an answer that arrived (too large, not HTTP, cut short, a redirect
+    /// loop), in words; `nil` for an error of reaching the server.
+    static func badAnswer(_ error: any Error) -> String? {
+        if error is NIOTooManyBytesError {
+            return "answered with more than 1 MiB, the most the desktop reads"
+        }
+        if let error = error as? HTTPParserError {
+            if error == .invalidEOFState {
+                return "closed the connection in the middle of its answer"
+            }
+            return "sent an answer that is not HTTP (\(error))"
+        }
+        if let error = error as? HTTPClientError {
+            switch error {
+            case .redirectCycleDetected: return "redirected in a loop"
+            case .redirectLimitReached: return "redirected too many times"
+            default: return nil
+            }
+        }
+        return nil
+    }
+
+    /// The answer's body did not arrive in time (``collect(_:until:client:)``).
+    private struct BodyDeadline: Error {}
 
     /// Why a call failed, in words rather than the HTTP client's type names: the system's reason
     /// for a socket error ("connection refused"), or which limit ran out.
