@@ -179,6 +179,8 @@ struct WebAuthnOptionsJSONTests {
             (#"{"challenge":"AAAA","rpId":""}"#, WebAuthnJSONError(.invalidValue)),
             (#"{"challenge":"AAAA","userVerification":7}"#, WebAuthnJSONError(.wrongType)),
             ("\u{FF}\u{FE}", WebAuthnJSONError(.invalidJSON)),
+            // Every descriptor skipped (not public-key): not a discoverable sign-in.
+            (#"{"challenge":"AAAA","allowCredentials":[{"type":"future","id":"AAAA"}]}"#, WebAuthnJSONError(.invalidValue)),
         ]
         for (json, expected) in cases {
             #expect(throws: expected, "\(json)") { try PublicKeyCredentialRequestOptionsJSON.parse(Array(json.utf8)) }

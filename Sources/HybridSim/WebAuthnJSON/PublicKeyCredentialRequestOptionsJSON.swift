@@ -55,6 +55,14 @@ public struct PublicKeyCredentialRequestOptionsJSON: Hashable, Sendable, Codable
         for (index, descriptor) in (allowCredentials ?? []).enumerated() where descriptor.id.bytes.isEmpty {
             throw WebAuthnJSONError(.invalidValue, "allowCredentials[\(index)].id is empty")
         }
+        // WebAuthn §5.1.4.2: descriptors of other types are skipped, and an authenticator whose
+        // list is then empty is not asked at all; the list did not ask for "any passkey".
+        if let given = allowCredentials, !given.isEmpty, allowCredentialIds.isEmpty {
+            let types = Set(given.map(\.type)).sorted().map { "\"\($0)\"" }.joined(separator: ", ")
+            throw WebAuthnJSONError(
+                .invalidValue,
+                "allowCredentials names no \"public-key\" credential (only \(types)): a browser skips them all and asks no authenticator")
+        }
     }
 
     /// The IDs of the allowed `"public-key"` credentials (descriptors of other types are skipped).
