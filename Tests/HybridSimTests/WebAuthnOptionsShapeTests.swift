@@ -98,6 +98,22 @@ struct WebAuthnOptionsShapeTests {
         }
     }
 
+    @Test("timeout is read as a browser reads an unsigned long: 45000.7 is 45000, 1e20 is clamped, -5 is 0; true is still refused")
+    func timeoutAsBrowsersRead() throws {
+        func timeout(_ value: String) throws -> Int? {
+            try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"challenge": "AQID", "timeout": \#(value)}"#.utf8))
+                .options.timeout
+        }
+        #expect(try timeout("45000.7") == 45000)
+        #expect(try timeout("60000") == 60000)
+        #expect(try timeout("1e20") == 4_294_967_295)
+        #expect(try timeout("-5") == 0)
+        #expect(throws: WebAuthnJSONError.self) { try timeout("true") }
+        let creation = Array(
+            #"{"publicKey": {"rp": {}, "user": {"id": "AQ", "name": "a"}, "challenge": "AQID", "pubKeyCredParams": [], "timeout": 30000.5}}"#.utf8)
+        #expect(try PublicKeyCredentialCreationOptionsJSON.parse(document: creation).options.timeout == 30000)
+    }
+
     @Test("errors name the member with its path inside the wrapper")
     func errorPaths() throws {
         let wrongType = Array(#"{"publicKey": {"rp": {"id": "example.com"}, "user": {"id": "AQ", "name": 5}, "challenge": "AQID", "pubKeyCredParams": []}}"#.utf8)

@@ -102,9 +102,10 @@ enum WebAuthnOptionsDocument {
         case .forgeRock: inner = forgeRock ?? [:]
         }
         // ForgeRock's user handle is already the UTF-8 of its userId text.
-        let rewritten =
+        let rewritten = truncatingTimeout(
             shape == .forgeRock
-            ? inner : try rewriteUserId(inner, encoding: userIdEncoding, path: shape == .bare ? "" : "\(shape.rawValue).")
+                ? inner : try rewriteUserId(inner, encoding: userIdEncoding, path: shape == .bare ? "" : "\(shape.rawValue).")
+        )
         let document: [String: Any] = shape == .bare || shape == .forgeRock ? rewritten : [shape.rawValue: rewritten]
         let bytes: Data
         do {
@@ -154,6 +155,19 @@ enum WebAuthnOptionsDocument {
             return shape
         }
         return .bare  // decoding then names what is missing
+    }
+
+    /// `timeout` as a browser reads it (WebIDL `unsigned long`): a number that is not a whole one
+    /// is truncated (`45000.7` is 45000), and one outside 0…2³²−1 clamped, as Chrome then clamps
+    /// it to its own range anyway; the desktop's `--timeout` is what bounds the wait. Anything
+    /// else (a string) is left for the decoder to refuse.
+    private static func truncatingTimeout(_ options: [String: Any]) -> [String: Any] {
+        // `true` reads as a number too (1.0), but also as a Bool: left for the decoder to refuse.
+        guard let raw = options["timeout"], !(raw is Bool), let value = raw as? Double else { return options }
+        guard value.isFinite, value.rounded(.towardZero) != value || value < 0 || value > 4_294_967_295 else { return options }
+        var options = options
+        options["timeout"] = Int(min(max(value.rounded(.towardZero), 0), 4_294_967_295))
+        return options
     }
 
     /// With ``UserIdEncoding/utf8``, replaces a string `user.id` by the base64url of its UTF-8 bytes.
