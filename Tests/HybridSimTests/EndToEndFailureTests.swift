@@ -280,6 +280,39 @@ struct EndToEndFailureTests {
         }
     }
 
+    @Test("options whose RP ID a browser would not accept as written (upper case, non-ASCII): exit 2 saying how to write it, not a message contradicting itself")
+    func rpIdAsWritten() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        for rpId in ["MY.Example", "bücher.example"] {
+            let file = lab.file("options-\(rpId.count).json")
+            try #"{"challenge": "AQIDBA", "rpId": "\#(rpId)"}"#.write(toFile: file, atomically: true, encoding: .utf8)
+            _ = try await FailureOutput.expect(
+                lab, ["desktop", "--options", file, "--relay-port", "0", "--proximity-port", "0"], status: 2,
+                line: "error: RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case (and punycode for other letters); write it \(rpId.lowercased()) (in punycode, xn--…, if it has non-ASCII letters), or give the page's --origin")
+        }
+    }
+
+    @Test("foreign options without --origin: a note says the origin was made from the RP ID and how to check it as a browser does")
+    func derivedOriginNote() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let file = lab.file("options.json")
+        try #"{"challenge": "AQIDBA", "rpId": "my.example"}"#.write(toFile: file, atomically: true, encoding: .utf8)
+        let desktop = try lab.start(
+            "desktop", ["desktop", "--options", file, "--relay-port", "0", "--proximity-port", "0", "--timeout", "1"])
+        _ = try await desktop.waitForExit()
+        #expect(
+            desktop.standardError.text.contains(
+                "note: the origin https://my.example is made from the RP ID (no --origin); give --origin with your relying party's page origin"),
+            "\(desktop.transcript)")
+        let given = try lab.start(
+            "desktop", ["desktop", "--options", file, "--origin", "https://login.my.example", "--relay-port", "0", "--proximity-port", "0",
+                        "--timeout", "1"])
+        _ = try await given.waitForExit()
+        #expect(!given.standardError.text.contains("is made from the RP ID"), "\(given.transcript)")
+    }
+
     @Test("demo: its temporary stores (private keys) are removed at the end; --home keeps them; --home naming a file is exit 2")
     func demoStoresRemoved() async throws {
         let lab = try EndToEndLab()

@@ -36,6 +36,8 @@ struct DesktopCeremony: Sendable {
     let attestationConveyance: String
     /// How a foreign options document was shaped, and what of it was ignored (for a note).
     let optionsShape: (shape: WebAuthnOptionsShape, ignored: [String])?
+    /// The origin was made from the RP ID (`https://<RP ID>`), not given with `--origin`.
+    let originDerived: Bool
 
     /// An options document from a relying party: a file's or an HTTP answer's bytes.
     struct OptionsDocument: Sendable {
@@ -102,7 +104,15 @@ struct DesktopCeremony: Sendable {
             throw ProgramFailure(.badInput, "--rp-id \(given) contradicts the options' RP ID \(optionsRpId)")
         }
         let rpId = optionsRpId ?? fallbackRpId
+        if configuration.origin == nil, rpId != rpId.lowercased() || !rpId.allSatisfy(\.isASCII) {
+            // The origin would be made from it, so "RP ID X is not valid for origin https://X" would
+            // contradict itself: a browser's origin host is lower case and punycode.
+            throw ProgramFailure(
+                .badInput,
+                "RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case (and punycode for other letters); write it \(rpId.lowercased()) (in punycode, xn--…, if it has non-ASCII letters), or give the page's --origin")
+        }
         let origin = configuration.origin ?? "https://\(rpId)"
+        self.originDerived = configuration.origin == nil
         guard let host = WebOrigin.host(of: origin), host == rpId || host.hasSuffix("." + rpId) else {
             throw ProgramFailure(
                 .badInput,

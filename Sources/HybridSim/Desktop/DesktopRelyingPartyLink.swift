@@ -118,6 +118,11 @@ extension DesktopRelyingPartyLink {
         let extra = ignored.isEmpty ? "" : " (ignored beside it: \(ignored.joined(separator: ", ")))"
         narrator.say("options: recognised \(shape.summary)\(extra)")
         narrator.event("options", [("shape", .string(shape.rawValue))])
+        if ceremony.originDerived {
+            // A browser takes the origin from the page, and refuses an RP ID that does not fit it.
+            narrator.say(
+                "note: the origin \(ceremony.origin) is made from the RP ID (no --origin); give --origin with your relying party's page origin to check the RP ID against it, as a browser does")
+        }
     }
 
     /// For options read from ForgeRock callbacks: the `webAuthnOutcome` value to put in the tree's
