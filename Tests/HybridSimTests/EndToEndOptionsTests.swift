@@ -44,13 +44,19 @@ struct EndToEndOptionsTests {
     private func register(
         _ lab: EndToEndLab,
         fixture: FixtureOptions,
-        extra: [String] = []
+        extra: [String] = [],
+        extensionResults: (([String: Any]) -> Void)? = nil
     ) async throws -> WebAuthnResponseVerifier.VerifiedRegistration {
         let desktop = try await lab.startDesktop(["--request", "mc", "--options", fixture.path] + extra)
         #expect(desktop.challenge == fixture.challenge, "the options' challenge is used")
         let phone = try lab.startPhone(for: desktop, ["--scan", try lab.capture(desktop)])
         #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
         #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        if let extensionResults {
+            let credential = try #require(
+                try JSONSerialization.jsonObject(with: Data(try EndToEndLab.credentialJSON(desktop))) as? [String: Any])
+            extensionResults(try #require(credential["clientExtensionResults"] as? [String: Any]))
+        }
         return try WebAuthnResponseVerifier.verifyRegistration(
             json: try EndToEndLab.credentialJSON(desktop),
             expecting: fixture.expectation
@@ -62,7 +68,8 @@ struct EndToEndOptionsTests {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let fixture = try FixtureOptions("py_webauthn-registration-options.json")
-        let registration = try await register(lab, fixture: fixture)
+        let registration = try await register(
+            lab, fixture: fixture, extensionResults: { results in #expect(results.isEmpty, "no extension asked: \(results)") })
         #expect(registration.flags.contains(.userVerified), "userVerification required")
         let stored = try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials
         #expect(stored.map(\.userName) == ["alice@example.com"], "the options' user is registered")
@@ -107,9 +114,13 @@ struct EndToEndOptionsTests {
     func simpleWebAuthnDiscoverable() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
+        // Its options ask for credProps: reported as a browser does with a phone (always discoverable).
         let registration = try await register(
             lab,
-            fixture: try FixtureOptions("simplewebauthn-registration-options.json")
+            fixture: try FixtureOptions("simplewebauthn-registration-options.json"),
+            extensionResults: { results in
+                #expect((results["credProps"] as? [String: Any])?["rk"] as? Bool == true, "\(results)")
+            }
         )
         let userId = try #require(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first?.userId)
 

@@ -318,7 +318,8 @@ struct DesktopCeremony: Sendable {
             }
             let json: RegistrationResponseJSON
             do {
-                json = try RegistrationResponseJSON(response: response, clientDataJSON: clientData.json)
+                json = try RegistrationResponseJSON(
+                    response: response, clientDataJSON: clientData.json, clientExtensionResults: creation.clientExtensionResults)
             } catch {
                 throw ProgramFailure(.protocolError, "cannot express the registration as JSON: \(error)")
             }
