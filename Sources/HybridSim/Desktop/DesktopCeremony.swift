@@ -246,7 +246,7 @@ struct DesktopCeremony: Sendable {
                 let failure = error as? WebAuthnJSONError, failure.code == .invalidBase64URL, "\(failure)".contains("user.id"),
                 (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: .utf8)) != nil
             {
-                hint = " (they read with a plain-text user.id, as Okta and ForgeRock send it: give --user-id-encoding utf8)"
+                hint = " (they parse when user.id is read as plain text, as Okta and ForgeRock send it: give --user-id-encoding utf8)"
             }
             throw ProgramFailure(.badInput, "\(path) is not valid \(kind): \(error)\(hint)")
         }

@@ -180,6 +180,13 @@ actor PhoneAuthenticator {
         switch status {
         case .noCredentials:
             let total = store.passkeys.count
+            let forSite = rpId.map { id in store.passkeys.filter { $0.rpID == id }.count } ?? 0
+            if case .getAssertion(let request) = decoded, let allowed = request.allowList, !allowed.isEmpty, forSite > 0 {
+                return ProgramFailure(
+                    .refused,
+                    "none of this phone's \(forSite) passkey(s) for \(rpId ?? "that relying party") is among the \(allowed.count) credential(s) the relying party allows; answered \(status.name)"
+                )
+            }
             return ProgramFailure(
                 .refused,
                 "no passkey for \(rpId ?? "that relying party") on this phone (\(store.path) holds \(total) passkey(s)); "
