@@ -22,6 +22,42 @@ struct ClientUpgradeTests {
         return try await WebSocketTunnel.open(url: "ws://127.0.0.1:\(server.port)" + Self.path, timeout: timeout, options: options)
     }
 
+    @Test(
+        "a close code no endpoint may send (1005, 1006, 1015, reserved) is answered 1002, not echoed; a valid one is echoed",
+        arguments: [(UInt16(1005), UInt16(1002)), (1006, 1002), (1015, 1002), (1016, 1002), (999, 1002), (1000, 1000), (4000, 4000)])
+    func closeCodeAnswer(received: UInt16, answered: UInt16) async throws {
+        let close: [UInt8] = [0x88, 0x02, UInt8(received >> 8), UInt8(received & 0xFF)]
+        let server = try await ScriptedHTTPServer.start { Array(Self.switching($0).utf8) + close }
+        defer { Task { await server.stop() } }
+        let tunnel = try await open(server)
+        _ = try? await tunnel.receive(timeout: .seconds(2))
+        let deadline = ContinuousClock.now + .seconds(3)
+        while server.receivedAfterRequests.count < 8, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let frame = server.receivedAfterRequests
+        // A masked close frame with a 2-byte body: 0x88, 0x82, the mask, the code XOR the mask.
+        try #require(frame.count >= 8 && frame[0] == 0x88 && frame[1] == 0x82, "\(frame)")
+        let code = UInt16(frame[6] ^ frame[2]) << 8 | UInt16(frame[7] ^ frame[3])
+        #expect(code == answered, "received \(received), answered \(code)")
+    }
+
+    @Test("a message in more than 256 fragments from the relay: the error names the fragments, not a size it did not reach")
+    func tooManyFragments() async throws {
+        let fragments: [UInt8] = [0x02, 0x01, 0x01] + Array([[UInt8]](repeating: [0x00, 0x01, 0x01], count: 300).joined())
+        let server = try await ScriptedHTTPServer.start { Array(Self.switching($0).utf8) + fragments }
+        defer { Task { await server.stop() } }
+        let tunnel = try await open(server)
+        let error = await expectRuntimeError(.messageTooLarge) { _ = try await tunnel.receive(timeout: .seconds(3)) }
+        #expect(error?.reason.contains("the relay sent a message in more than 256 fragments") == true, "\(String(describing: error))")
+    }
+
+    @Test("a 410 is explained as a revoked contact ID only where contact IDs exist (contact, listen), not on the QR flow's endpoints")
+    func goneExplained() {
+        #expect(TunnelServicePath.explain(status: 410, endpoint: "/cable/contact") == "contact ID unknown or revoked")
+        #expect(TunnelServicePath.explain(status: 410, endpoint: "/cable/listen") == "contact ID unknown or revoked")
+        #expect(TunnelServicePath.explain(status: 410, endpoint: "/cable/new") == nil)
+        #expect(TunnelServicePath.explain(status: 410, endpoint: "/cable/connect") == nil)
+    }
+
     @Test("Sec-WebSocket-Accept is RFC 6455's known answer")
     func acceptKnownAnswer() {
         // RFC 6455 §1.3.

@@ -64,6 +64,19 @@ struct RelayLimitTests {
         }
     }
 
+    @Test("a message in more than 256 fragments closes with 1009 naming the fragments, not the size")
+    func tooManyFragments() async throws {
+        try await withRelay { relay, endpoint in
+            let ends = try await openTunnel(endpoint)
+            try await ends.desktop.sendFrame(opcode: .binary, data: [1], fin: false)
+            // The relay closes the tunnel at the 257th; sending on after it may fail.
+            for _ in 0..<300 { try? await ends.desktop.sendFrame(opcode: .continuation, data: [1], fin: false) }
+            await expectBothClosed(ends, with: .messageTooBig, reasonContains: "more than 256 fragments")
+            await ends.close()
+            #expect(await eventually { relay.openTunnelCount == 0 })
+        }
+    }
+
     @Test("message maxMessagesPerPeer + 1 from one peer closes with 1008; the first ones arrive")
     func messageCount() async throws {
         var configuration = RelayConfiguration()

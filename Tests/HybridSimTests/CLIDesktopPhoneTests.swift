@@ -290,7 +290,7 @@ struct CLIDesktopPhoneTests {
             (["--options", plainUserId], "holds registration options (rp, user, pubKeyCredParams"),
             (["--options", rsaOnly], "error: \(rsaOnly) holds registration options (rp, user, pubKeyCredParams: "),
             (["--request", "mc", "--options", rsaOnly], "no ES256 in pubKeyCredParams"),
-            (["--request", "mc", "--options", plainUserId], "(they read with a plain-text user.id, as Okta and ForgeRock send it: give --user-id-encoding utf8)"),
+            (["--request", "mc", "--options", plainUserId], "(they parse when user.id is read as plain text, as Okta and ForgeRock send it: give --user-id-encoding utf8)"),
             // The wrong --request for the options: said so, not run as the other ceremony.
             (
                 ["--options", registrationOptions],

@@ -254,9 +254,10 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
             tunnel.close(code: .protocolError, reason: "client frames must be masked")
         case is ReservedBitsError:
             tunnel.close(code: .protocolError, reason: "reserved bits set (no extension was negotiated)")
+        case NIOWebSocketFrameAggregator.Error.tooManyFragments:
+            tunnel.close(code: .messageTooBig, reason: "message in more than \(MessageAssembler.maxFragments) fragments")
         case NIOWebSocketError.invalidFrameLength,
-            NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge,
-            NIOWebSocketFrameAggregator.Error.tooManyFragments:
+            NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge:
             tunnel.close(code: .messageTooBig, reason: "message larger than \(configuration.maxMessageSize) bytes")
         case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error:
             tunnel.close(code: .protocolError, reason: "WebSocket protocol error: \(error)")

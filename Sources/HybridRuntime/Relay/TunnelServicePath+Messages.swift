@@ -22,7 +22,7 @@ extension TunnelServicePath {
         case 409 where connecting: return "tunnel already joined"
         case 409 where endpoint.hasPrefix("/cable/new"): return "tunnel ID already open"
         case 409 where endpoint.hasPrefix("/cable/contact"): return "the linked phone is busy with another desktop"
-        case 410: return "contact ID unknown or revoked"
+        case 410 where endpoint.hasPrefix("/cable/contact") || endpoint.hasPrefix("/cable/listen"): return "contact ID unknown or revoked"
         case 504: return "the linked phone is not listening"
         case 503: return "relay busy or shutting down"
         default: return nil

@@ -143,7 +143,10 @@ final class ClientFrameHandler: ChannelInboundHandler {
             let (code, reason) = CloseFramePayload.decode(frame.unmaskedData)
             inbox.finish(.closed(code ?? .noStatusReceived, reason))
             state = .closed
-            let echo = CloseFramePayload.encode(code: code, reason: "", allocator: context.channel.allocator)
+            // The code is echoed as received, unless no endpoint may send it (1005, 1006, 1015, a
+            // reserved one) or the body is malformed: that is answered 1002 (RFC 6455 §7.4.1).
+            let answerCode = CloseFrameCheck.check(frame.unmaskedData).code
+            let echo = CloseFramePayload.encode(code: answerCode, reason: "", allocator: context.channel.allocator)
             let answer = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .fresh(), data: echo)
             let channel = context.channel
             context.writeAndFlush(wrapOutboundOut(answer)).whenComplete { _ in channel.close(promise: nil) }
@@ -168,9 +171,18 @@ final class ClientFrameHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         switch error {
+        case NIOWebSocketFrameAggregator.Error.tooManyFragments:
+            fail(
+                context: context,
+                RuntimeError(
+                    .messageTooLarge,
+                    "the relay sent a message in more than \(MessageAssembler.maxFragments) fragments",
+                    closeCode: .messageTooBig
+                ),
+                closeCode: .messageTooBig
+            )
         case NIOWebSocketError.invalidFrameLength,
-            NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge,
-            NIOWebSocketFrameAggregator.Error.tooManyFragments:
+            NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge:
             fail(
                 context: context,
                 RuntimeError(

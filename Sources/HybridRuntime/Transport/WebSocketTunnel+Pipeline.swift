@@ -52,7 +52,7 @@ extension WebSocketTunnel {
                 WebSocketFrameEncoder(),
                 NIOWebSocketFrameAggregator(
                     minNonFinalFragmentSize: 0,
-                    maxAccumulatedFrameCount: 256,
+                    maxAccumulatedFrameCount: MessageAssembler.maxFragments,
                     maxAccumulatedFrameSize: maxMessage
                 ),
                 handler

@@ -301,7 +301,9 @@ struct Run {
     }
 
     /// What the scanner saw, e.g. "3 adverts ignored: 3 too far (strongest -90 dBm < -70)".
-    static func explain(_ statistics: ProximityStatistics?, proximity: ProximityEndpoint) -> String {
+    /// `session` names what an advert is checked against: "this QR code", or "this link" in the
+    /// linked flow (which shows none).
+    static func explain(_ statistics: ProximityStatistics?, proximity: ProximityEndpoint, session: String = "this QR code") -> String {
         guard let statistics, statistics.received > 0 else {
             return "no advert arrived at \(proximity) (is `hybrid-sim phone` running with --proximity \(proximity)?)"
         }
@@ -311,9 +313,9 @@ struct Run {
             parts.append("\(statistics.tooFar) too far (\(strongest) < \(statistics.minRSSI))")
         }
         if statistics.invalid > 0 {
-            parts.append("\(statistics.invalid) for this QR code but invalid (first: \(statistics.invalidReason ?? "unusable plaintext"))")
+            parts.append("\(statistics.invalid) for \(session) but invalid (first: \(statistics.invalidReason ?? "unusable plaintext"))")
         }
-        if statistics.notOurs > 0 { parts.append("\(statistics.notOurs) not for this QR code") }
+        if statistics.notOurs > 0 { parts.append("\(statistics.notOurs) not for \(session)") }
         if statistics.replayed > 0 { parts.append("\(statistics.replayed) repeated") }
         if statistics.wrongLength > 0 { parts.append("\(statistics.wrongLength) malformed (not 23 bytes)") }
         if statistics.unknownServiceUUID > 0 {

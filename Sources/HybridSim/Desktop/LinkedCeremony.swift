@@ -143,7 +143,7 @@ extension Run {
                 throw ProgramFailure(
                     .timeout,
                     "the linked phone did not come near within \(timeout.seconds): "
-                        + Self.explain(runtime.proximityStatistics, proximity: proximity))
+                        + Self.explain(runtime.proximityStatistics, proximity: proximity, session: "this link"))
             }
             let failure = ProgramFailure.fromTransaction(error, relayURL: relayURL)
             let contactWait = RelayConfiguration().contactWait

@@ -50,6 +50,9 @@ final class ScriptedHTTPServer: Sendable {
     /// The request heads received so far (up to and including the blank line).
     var receivedRequests: [String] { requests.heads.withLock { $0 } }
 
+    /// The bytes clients sent after their request heads (their WebSocket frames), in arrival order.
+    var receivedAfterRequests: [UInt8] { requests.after.withLock { $0 } }
+
     func stop() async {
         try? await channel.close().get()
     }
@@ -68,6 +71,8 @@ final class ScriptedHTTPServer: Sendable {
 
 private final class RequestLog: Sendable {
     let heads = Mutex<[String]>([])
+    /// What clients sent after the request heads (their WebSocket frames).
+    let after = Mutex<[UInt8]>([])
 }
 
 private final class ScriptedResponder: ChannelInboundHandler {
@@ -87,7 +92,11 @@ private final class ScriptedResponder: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard !answered else { return }
+        guard !answered else {
+            let bytes = Array(unwrapInboundIn(data).readableBytesView)
+            requests.after.withLock { $0 += bytes }
+            return
+        }
         received += unwrapInboundIn(data).readableBytesView
         let text = String(decoding: received, as: UTF8.self)
         guard let end = text.range(of: "\r\n\r\n") else { return }
