@@ -77,6 +77,28 @@ import Testing
         #expect(throws: StoreError.self) { _ = try LinkStore.load(path: path) }
     }
 
+    @Test("links.json: a tunnel domain out of range or naming no tunnel service is a clear error naming the member")
+    func tunnelDomainChecked() throws {
+        let path = try directory() + "/links.json"
+        var store = try LinkStore.load(path: path)
+        let info = LinkingInfo(
+            contactID: [1, 2, 3], pairingID: Array(repeating: 2, count: 8), linkSecret: Array(repeating: 3, count: 32),
+            authenticatorPublicKey: P256.KeyAgreement.PrivateKey().publicKey.x963Representation.map { $0 }, name: "Pixel",
+            handshakeSignature: Array(repeating: 4, count: 32))
+        store.links = [StoredLink(info, tunnelDomain: 0, linkedAt: 1)]
+        try store.save()
+        let saved = try String(contentsOfFile: path, encoding: .utf8)
+        for (domain, mention) in [
+            ("70000", "links[0].tunnelDomain: tunnelDomain must be between 0 and 65535"),
+            ("5", "tunnel domain 5 names no tunnel service (2…255 are unassigned)"),
+        ] {
+            try saved.replacingOccurrences(of: "\"tunnelDomain\" : 0", with: "\"tunnelDomain\" : \(domain)")
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            let error = #expect(throws: StoreError.self) { _ = try LinkStore.load(path: path) }
+            #expect(error.map { "\($0)".contains(mention) } == true, "\(String(describing: error))")
+        }
+    }
+
     @Test("phone-link.json: created identity round trips; unlink revokes the contact ID; a damaged file is a clear error")
     func phoneIdentity() throws {
         let dir = try directory()

@@ -51,6 +51,11 @@ public struct StoredLink: Codable, Sendable, Hashable {
         tunnelDomain = try c.decode(UInt16.self, forKey: .tunnelDomain)
         linkedAt = try c.decode(UInt64.self, forKey: .linkedAt)
         guard !name.isEmpty else { throw DecodingError.dataCorruptedError(forKey: .name, in: c, debugDescription: "empty name") }
+        guard TunnelDomainID(rawValue: tunnelDomain).host != nil else {
+            // PROTOCOL.md §4.1: 0 and 1 are assigned, 2…255 name no tunnel service, 256 and up are hashed.
+            throw DecodingError.dataCorruptedError(
+                forKey: .tunnelDomain, in: c, debugDescription: "tunnel domain \(tunnelDomain) names no tunnel service (2…255 are unassigned)")
+        }
         guard !contactID.isEmpty else { throw DecodingError.dataCorruptedError(forKey: .contactID, in: c, debugDescription: "empty") }
         guard pairingID.count == HybridConstants.pairingIDSize else {
             throw DecodingError.dataCorruptedError(forKey: .pairingID, in: c, debugDescription: "pairing ID must be 8 bytes")
@@ -195,6 +200,9 @@ public struct LinkStore: Sendable {
         static func identifier(of entry: StoredLink) -> [UInt8] { Array(entry.name.utf8) }
         static let knownMembers: Set<String> = [
             "name", "contactId", "pairingId", "linkSecret", "publicKey", "tunnelDomain", "linkedAt",
+        ]
+        static let unsignedIntegerMembers: [String: UInt64] = [
+            "tunnelDomain": UInt64(UInt16.max), "linkedAt": UInt64.max,
         ]
         /// Two records with one name (``save()`` and ``upsert(_:)`` never pass such a pair here; the
         /// store kind needs an answer): the newer record wins.

@@ -102,6 +102,9 @@ public struct RelyingPartyStore: Sendable {
             "credentialId", "publicKey", "signCount", "userId", "userName", "rpId", "createdAt", "attestationFormat",
             "backupEligible", "backupState",
         ]
+        static let unsignedIntegerMembers: [String: UInt64] = [
+            "signCount": UInt64(UInt32.max), "createdAt": UInt64.max,
+        ]
         static func merged(mine: RegisteredCredential, disk: RegisteredCredential) -> RegisteredCredential {
             var merged = mine
             merged.signCount = max(mine.signCount, disk.signCount)
