@@ -35,6 +35,24 @@ struct KeyLogFileTests {
         #expect(try FileManager.default.attributesOfItem(atPath: pipe)[.posixPermissions] as? Int == 0o644, "not the key log's to change")
     }
 
+    @Test("a key log that is a symbolic link to a regular file is refused (it could send the keys into someone's file); a link to a device is used")
+    func symbolicLinks() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let victim = directory.file("victim")
+        #expect(FileManager.default.createFile(atPath: victim, contents: Data("hi\n".utf8), attributes: [.posixPermissions: 0o644]))
+        let link = directory.file("keys.log")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: victim)
+        let error = #expect(throws: ProgramFailure.self) { _ = try KeyLogFile(path: link) }
+        #expect(error?.message == "--keylog \(link) is a symbolic link to a regular file: give the file itself (the stores refuse links too)")
+        #expect(try FileManager.default.attributesOfItem(atPath: victim)[.posixPermissions] as? Int == 0o644, "the target's mode is left")
+
+        let device = directory.file("null.log")
+        try FileManager.default.createSymbolicLink(atPath: device, withDestinationPath: "/dev/null")
+        let hook = try KeyLogFile(path: device).hook
+        _ = hook  // a link to a device, accepted; its writes go to /dev/null
+    }
+
     /// The reader of a key-log pipe leaves after the check at start: the ceremony goes on, the
     /// desktop warns on stderr that the line could not be appended, and nothing blocks.
     @Test("a key-log pipe whose reader left: a note on stderr, the sign-in still succeeds", .timeLimit(.minutes(1)))

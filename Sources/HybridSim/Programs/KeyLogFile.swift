@@ -18,6 +18,8 @@ struct KeyLogFile: Sendable {
     /// is not the key log's to change (`/dev/null` made 0600 would break every other user's programs).
     init(path: String) throws(ProgramFailure) {
         self.path = path
+        var link = stat()
+        let isLink = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK
         let fd: Int32
         do {
             fd = try FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT)
@@ -30,6 +32,12 @@ struct KeyLogFile: Sendable {
             throw ProgramFailure(.badInput, "--keylog \(path): \(String(cString: strerror(errno)))")
         }
         guard status.st_mode & S_IFMT == S_IFREG else { return }
+        if isLink {
+            // A link in a shared directory (/tmp) could send the keys into someone's file and make
+            // it 0600; a link to a pipe or device (/dev/stderr) is fine, and is returned above.
+            throw ProgramFailure(
+                .badInput, "--keylog \(path) is a symbolic link to a regular file: give the file itself (the stores refuse links too)")
+        }
         guard fchmod(fd, 0o600) == 0 else {
             throw ProgramFailure(.badInput, "--keylog \(path): cannot set mode 0600 (\(String(cString: strerror(errno))))")
         }
@@ -41,7 +49,21 @@ struct KeyLogFile: Sendable {
         let path = self.path
         return { keys in
             let line = Array((keys.keyLogLine + "\n").utf8)
-            let fd = (try? FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT, blocking: false)) ?? -1
+            // O_NOFOLLOW: the path was checked not to be a link to a file; it must not become one.
+            var fd: Int32 = -1
+            var failure: FileFailure?
+            do {
+                fd = try FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, blocking: false)
+            } catch let error as FileFailure {
+                failure = error
+            } catch {}
+            if failure == .system(ELOOP) {
+                // A link to a pipe or device, accepted when the hook was made (/dev/stderr).
+                var target = stat()
+                if stat(path, &target) == 0, target.st_mode & S_IFMT != S_IFREG {
+                    fd = (try? FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND, blocking: false)) ?? -1
+                }
+            }
             // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
             // the file do not interleave. Non-blocking: a pipe whose reader left is a warning, not a hang.
             let written = fd >= 0 ? line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } : -1
