@@ -95,13 +95,18 @@ public enum QRScanner {
         }
     }
 
+    /// The most runs of terminal art one capture is searched in, the newest (lowest) first: a
+    /// terminal shows a few codes, and each run costs a rasterization and a zbar pass or two (a
+    /// 63 MB text of 23,000 random blocks took 26 s of CPU before this bound).
+    static let maximumArtRuns = 64
+
     /// Rasterizes terminal art and decodes every run of it that holds a symbol, the lowest run
     /// first: a capture of a terminal that showed several codes (a registration, then a sign-in)
-    /// has the newest at the bottom. Each text once.
+    /// has the newest at the bottom. Each text once; at most ``maximumArtRuns`` runs.
     static func decodeAll(text: String) throws(QRError) -> [String] {
         let clean = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         var found: [String] = []
-        for run in try TerminalArtReader.candidatesByRunNewestFirst(in: clean) {
+        for run in try TerminalArtReader.candidatesByRunNewestFirst(in: clean).prefix(maximumArtRuns) {
             for candidate in run {
                 guard let image = candidate.image() else { continue }
                 let texts = try ZbarDecoder.decodeOnce(image)

@@ -43,6 +43,15 @@ struct CaptureTests {
         #expect(single.otherCodes == 0)
     }
 
+    @Test("a capture with thousands of runs of block characters is searched in its newest 64 only: the code at the bottom is read, one above them is not")
+    func artRunsBounded() throws {
+        let code = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL), inverted: false)
+        // Each "█▀█" line between log lines is a run of art that holds no symbol.
+        let junk = String(repeating: "█▀█ █\nlog line\n", count: 2_000)
+        #expect(try QRScanner.scanFIDO(text: junk + code).url == Fixtures.chromeURL)
+        #expect(throws: QRError.self) { try QRScanner.scanFIDO(text: code + "\nlog line\n" + junk) }
+    }
+
     @Test("the plain capture really has its trailing spaces trimmed")
     func trimmed() throws {
         let text = try String(contentsOf: Self.directory.appendingPathComponent("tmux-normal.txt"), encoding: .utf8)
