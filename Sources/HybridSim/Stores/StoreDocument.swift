@@ -1,3 +1,4 @@
+import CTAP2
 import Foundation
 
 /// What distinguishes one store file format from another.
@@ -49,8 +50,9 @@ enum StoreDocument<Kind: StoreKind> {
 
     /// The entries stored at `path`, or `nil` when there is no file.
     ///
-    /// Syntax is checked with `JSONSerialization` (its messages give the position), the version and
-    /// entries with `JSONDecoder`. When the decoder reports a problem without a location (as it does
+    /// Syntax is checked with `JSONSerialization` (its messages give the position), then by the
+    /// package's strict reader (repeated members, nesting, UTF-8), the version and entries with
+    /// `JSONDecoder`. When the decoder reports a problem without a location (as it does
     /// for a number out of range), each entry is decoded on its own to name the broken one.
     static func load(path: String) throws(StoreError) -> [Kind.Entry]? {
         try read(path: path)?.entries
@@ -67,8 +69,22 @@ enum StoreDocument<Kind: StoreKind> {
             let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
             throw StoreError(.notJSON, path: path, detail ?? "\(error)")
         }
+        // What JSONSerialization lets through: a repeated member (the last would win), nesting
+        // without a useful bound, bytes that are not UTF-8. The strict reader names them.
+        let strict: JSONReader.Value
+        do {
+            strict = try JSONReader.parse(bytes, maxDepth: 32, subject: "not JSON")
+        } catch {
+            throw StoreError(.notJSON, path: path, error.reason)
+        }
         guard let members = object as? [String: Any] else {
             throw StoreError(.invalidDocument, path: path, "the top level is not a JSON object")
+        }
+        if case .object(let fields) = strict, case .number(let text)? = fields.first(where: { $0.name == "version" })?.value,
+            !text.allSatisfy(\.isNumber)
+        {
+            // JSONDecoder reads 1.0 as the integer 1; the format says "the integer 1".
+            throw StoreError(.unsupportedVersion, path: path, "\"version\" is not an integer (\(text))")
         }
         guard members["version"] != nil else {
             throw StoreError(.unsupportedVersion, path: path, "no \"version\" member")

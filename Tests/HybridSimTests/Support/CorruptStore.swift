@@ -53,6 +53,15 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
         CorruptStore(name: "version is a string", expected: StoreError(.unsupportedVersion), mention: "integer") { key, entries in
             json(["version": "1", key: entries])
         },
+        // Both accepted by JSONSerialization and JSONDecoder before the strict reader ran first.
+        CorruptStore(name: "version 1.0", expected: StoreError(.unsupportedVersion), mention: "not an integer (1.0)") { key, entries in
+            let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
+            return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":1.0").utf8)
+        },
+        CorruptStore(name: "version given twice", expected: StoreError(.notJSON), mention: "duplicate member \"version\"") { key, entries in
+            let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
+            return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":1,\"version\":1").utf8)
+        },
         CorruptStore(name: "no entries array", expected: StoreError(.invalidDocument), mention: "array") { _, _ in
             json(["version": 1])
         },
