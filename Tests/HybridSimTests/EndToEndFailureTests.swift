@@ -311,6 +311,17 @@ struct EndToEndFailureTests {
                         "--timeout", "1"])
         _ = try await given.waitForExit()
         #expect(!given.standardError.text.contains("is made from the RP ID"), "\(given.transcript)")
+
+        // Registration options asking for a platform authenticator: said, the phone answers anyway.
+        let platform = lab.file("platform.json")
+        try #"{"challenge": "AQIDBA", "rp": {"id": "my.example", "name": "My"}, "user": {"id": "AQID", "name": "a"}, "pubKeyCredParams": [{"type": "public-key", "alg": -7}], "authenticatorSelection": {"authenticatorAttachment": "platform"}}"#
+            .write(toFile: platform, atomically: true, encoding: .utf8)
+        let registration = try lab.start(
+            "desktop", ["desktop", "--request", "mc", "--options", platform, "--relay-port", "0", "--proximity-port", "0", "--timeout", "1"])
+        _ = try await registration.waitForExit()
+        #expect(
+            registration.standardError.text.contains("note: the options ask for a platform authenticator (authenticatorAttachment \"platform\")"),
+            "\(registration.transcript)")
     }
 
     @Test("demo: its temporary stores (private keys) are removed at the end; --home keeps them; --home naming a file is exit 2")

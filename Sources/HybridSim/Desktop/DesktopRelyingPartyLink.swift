@@ -118,6 +118,11 @@ extension DesktopRelyingPartyLink {
         let extra = ignored.isEmpty ? "" : " (ignored beside it: \(ignored.joined(separator: ", ")))"
         narrator.say("options: recognised \(shape.summary)\(extra)")
         narrator.event("options", [("shape", .string(shape.rawValue))])
+        if case .registration(let creation) = ceremony.options, creation.authenticatorSelection?.authenticatorAttachment == "platform" {
+            // Chrome offers only its own platform authenticator for these; a phone is cross-platform.
+            narrator.say(
+                "note: the options ask for a platform authenticator (authenticatorAttachment \"platform\"); a browser would not offer a phone over hybrid for them, the simulated one answers anyway (its credential reports \"cross-platform\")")
+        }
         if ceremony.originDerived {
             // A browser takes the origin from the page, and refuses an RP ID that does not fit it.
             narrator.say(
