@@ -89,7 +89,7 @@ import Testing
         try store.save()
         let saved = try String(contentsOfFile: path, encoding: .utf8)
         for (domain, mention) in [
-            ("70000", "links[0].tunnelDomain: tunnelDomain must be between 0 and 65535"),
+            ("70000", "links[0].tunnelDomain: tunnelDomain must be a whole number from 0 to 65535"),
             ("5", "tunnel domain 5 names no tunnel service (2…255 are unassigned)"),
         ] {
             try saved.replacingOccurrences(of: "\"tunnelDomain\" : 0", with: "\"tunnelDomain\" : \(domain)")

@@ -219,10 +219,13 @@ struct UnusablePasskey: Sendable, CustomTestStringConvertible {
             reason: "passkeys[1].rpId: relying party ID is empty"),
         UnusablePasskey(
             name: "negative signCount", member: "signCount", valueJSON: "-1",
-            reason: "passkeys[1].signCount: signCount must be between 0 and 4294967295"),
+            reason: "passkeys[1].signCount: signCount must be a whole number from 0 to 4294967295"),
         UnusablePasskey(
             name: "signCount above 2^32 − 1", member: "signCount", valueJSON: "4294967296",
-            reason: "passkeys[1].signCount: signCount must be between 0 and 4294967295"),
+            reason: "passkeys[1].signCount: signCount must be a whole number from 0 to 4294967295"),
+        UnusablePasskey(
+            name: "signCount not a whole number", member: "signCount", valueJSON: "7.5",
+            reason: "passkeys[1].signCount: signCount must be a whole number from 0 to 4294967295"),
     ]
 
     /// A store file of two good passkeys with `passkeys[1].<member>` replaced.

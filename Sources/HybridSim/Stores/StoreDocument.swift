@@ -219,7 +219,7 @@ enum StoreDocument<Kind: StoreKind> {
                 {
                     return StoreError(
                         .invalidEntry, path: path,
-                        "\(name).\(found.member): \(found.member) must be between 0 and \(found.maximum)")
+                        "\(name).\(found.member): \(found.member) must be a whole number from 0 to \(found.maximum)")
                 }
                 return entryError(error, prefix: [name], path: path)
                     ?? StoreError(.invalidEntry, path: path, "\(name): a value is malformed or out of range")

@@ -120,7 +120,7 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
             // Was "The given data was not valid JSON." for a file that is valid JSON.
             CorruptStore(
                 name: "signCount beyond 32 bits", expected: StoreError(.invalidEntry),
-                mention: "[0].signCount: signCount must be between 0 and 4294967295"
+                mention: "[0].signCount: signCount must be a whole number from 0 to 4294967295"
             ) { key, entries in
                 json(["version": 1, key: editing(entries, 0) { $0["signCount"] = 1 << 40 }])
             },
