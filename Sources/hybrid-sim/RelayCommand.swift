@@ -245,9 +245,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record { configuration.recordDirectory = record }
         fitConnections(&configuration, logger: logger)
-        // `[::1]`, as an IPv6 address is written in a URL, is the address ::1.
-        let bindHost = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
-        let relay = TunnelRelay(configuration: configuration, host: bindHost, port: port, logger: logger)
+        let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
         // A failure is one line, as every other program's runtime failure: "error: <reason>". A

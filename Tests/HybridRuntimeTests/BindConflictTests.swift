@@ -23,13 +23,14 @@ struct BindConflictTests {
 
 @Suite("LoopbackAddress")
 struct LoopbackAddressTests {
-    @Test("localhost in any case, ::1 and 127.0.0.0/8 are loopback; other names and addresses are not")
+    @Test("localhost in any case, ::1 (bracketed too) and 127.0.0.0/8 are loopback; other names and addresses are not")
     func loopback() {
-        for host in ["localhost", "LOCALHOST", "LocalHost", "::1", "127.0.0.1", "127.255.0.9"] {
+        for host in ["localhost", "LOCALHOST", "LocalHost", "::1", "[::1]", "127.0.0.1", "127.255.0.9"] {
             #expect(LoopbackAddress.isLoopback(host), "\(host)")
         }
-        for host in ["example.com", "10.0.0.1", "128.0.0.1", "127.0.0", "127.0.0.256", "localhost.example", "::2"] {
+        for host in ["example.com", "10.0.0.1", "128.0.0.1", "127.0.0", "127.0.0.256", "localhost.example", "::2", "[::2]", "[::1"] {
             #expect(!LoopbackAddress.isLoopback(host), "\(host)")
         }
+        #expect(LoopbackAddress.unbracketed("[::1]") == "::1" && LoopbackAddress.unbracketed("::1") == "::1")
     }
 }

@@ -51,7 +51,7 @@ package enum BindConflict {
         hints.ai_socktype = SOCK_STREAM
         #endif
         var list: UnsafeMutablePointer<addrinfo>?
-        guard getaddrinfo(host, String(port), &hints, &list) == 0, list != nil else { return false }
+        guard getaddrinfo(LoopbackAddress.unbracketed(host), String(port), &hints, &list) == 0, list != nil else { return false }
         defer { freeaddrinfo(list) }
         var node = list
         while let entry = node {

@@ -93,7 +93,7 @@ public final class TunnelRelay: Sendable {
         logger: Logger = Logger(label: "hybrid-sim.relay")
     ) {
         self.configuration = configuration
-        self.host = host
+        self.host = LoopbackAddress.unbracketed(host)
         self.port = port
         var loops = Array(group.makeIterator())
         if loops.isEmpty { loops = [group.next()] }
@@ -251,11 +251,19 @@ public final class TunnelRelay: Sendable {
 
 /// Recognises loopback host names and addresses.
 package enum LoopbackAddress {
-    /// Whether `host` is `localhost` (any case: host names are), `::1` or in 127.0.0.0/8.
+    /// Whether `host` is `localhost` (any case: host names are), `::1` (or `[::1]`, as a URL
+    /// writes it) or in 127.0.0.0/8.
     package static func isLoopback(_ host: String) -> Bool {
+        let host = unbracketed(host)
         if host.lowercased() == "localhost" || host == "::1" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         guard parts.count == 4, parts[0] == "127" else { return false }
         return parts.allSatisfy { part in UInt8(part) != nil }
+    }
+
+    /// `host` without the brackets a URL puts around an IPv6 address (`[::1]` is `::1`), as
+    /// sockets and the resolver take it.
+    package static func unbracketed(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
     }
 }

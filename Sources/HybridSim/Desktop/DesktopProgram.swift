@@ -296,8 +296,7 @@ struct Run {
         guard let components = URLComponents(string: url), let host = components.host, let port = components.port else {
             return false
         }
-        // `ws://[::1]:…`: the address without its brackets, as the resolver takes it.
-        return BindConflict.refusesConnections(host: host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")), port: port)
+        return BindConflict.refusesConnections(host: host, port: port)
     }
 
     /// What the scanner saw, e.g. "3 adverts ignored: 3 too far (strongest -90 dBm < -70)".

@@ -11,7 +11,7 @@ package enum ProgramChecks {
         else {
             throw ProgramFailure(.badInput, "--relay \(url) must look like \(ProgramDefaults.relayURL)")
         }
-        guard isLoopback(host) else {
+        guard LoopbackAddress.isLoopback(host) else {
             throw ProgramFailure(.badInput, "--relay \(url) is not on loopback (127.0.0.1, ::1 or localhost)")
         }
     }
@@ -24,14 +24,9 @@ package enum ProgramChecks {
         } catch {
             throw ProgramFailure(.badInput, "--proximity \(url) must look like \(ProgramDefaults.proximityURL)")
         }
-        guard isLoopback(endpoint.host) else {
+        guard LoopbackAddress.isLoopback(endpoint.host) else {
             throw ProgramFailure(.badInput, "--proximity \(url) is not on loopback (127.0.0.1, ::1 or localhost)")
         }
-    }
-
-    /// `localhost`, `::1` (with or without brackets) or 127.0.0.0/8.
-    static func isLoopback(_ host: String) -> Bool {
-        LoopbackAddress.isLoopback(host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")))
     }
 
     /// The relay URL without a trailing `/`.
