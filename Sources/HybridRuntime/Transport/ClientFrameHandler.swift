@@ -93,10 +93,12 @@ final class ClientFrameHandler: ChannelInboundHandler {
     }
 
     /// Ends the tunnel because of our peer's fault: fail the inbox with `error`, close with its code.
-    private func fail(context: ChannelHandlerContext, _ error: RuntimeError, closeCode: WebSocketCloseCode) {
-        inbox.finish(error)
+    /// Ends the inbox with `code` and `reason`, and closes with `closeCode` (the error carries it,
+    /// so the caller learns the code its side sent).
+    private func fail(context: ChannelHandlerContext, _ code: RuntimeError.Code, _ reason: String, closeCode: WebSocketCloseCode) {
+        inbox.finish(RuntimeError(code, reason, closeCode: closeCode))
         guard case .open = state else { return }
-        sendClose(context: context, code: closeCode, reason: error.reason)
+        sendClose(context: context, code: closeCode, reason: reason)
     }
 
     // MARK: - Inbound
@@ -117,23 +119,13 @@ final class ClientFrameHandler: ChannelInboundHandler {
         }
         // An unfragmented frame arrives as the relay sent it (the aggregator passes it through).
         if let violation = Self.framingViolation(frame) {
-            return fail(
-                context: context, RuntimeError(.protocolViolation, violation, closeCode: .protocolError),
-                closeCode: .protocolError)
+            return fail(context: context, .protocolViolation, violation, closeCode: .protocolError)
         }
         switch frame.opcode {
         case .binary:
             inbox.push(Array(frame.unmaskedData.readableBytesView))
         case .text:
-            fail(
-                context: context,
-                RuntimeError(
-                    .protocolViolation,
-                    "the relay sent a text frame; tunnel messages are binary",
-                    closeCode: .unsupportedData
-                ),
-                closeCode: .unsupportedData
-            )
+            fail(context: context, .protocolViolation, "the relay sent a text frame; tunnel messages are binary", closeCode: .unsupportedData)
         case .ping:
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .fresh(), data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
@@ -152,13 +144,9 @@ final class ClientFrameHandler: ChannelInboundHandler {
             context.writeAndFlush(wrapOutboundOut(answer)).whenComplete { _ in channel.close(promise: nil) }
         default:
             fail(
-                context: context,
-                RuntimeError(
-                    .protocolViolation,
-                    "the relay sent a frame with opcode \(UInt8(webSocketOpcode: frame.opcode)), which RFC 6455 does not define",
-                    closeCode: .protocolError),
-                closeCode: .protocolError
-            )
+                context: context, .protocolViolation,
+                "the relay sent a frame with opcode \(UInt8(webSocketOpcode: frame.opcode)), which RFC 6455 does not define",
+                closeCode: .protocolError)
         }
     }
 
@@ -173,35 +161,14 @@ final class ClientFrameHandler: ChannelInboundHandler {
         switch error {
         case NIOWebSocketFrameAggregator.Error.tooManyFragments:
             fail(
-                context: context,
-                RuntimeError(
-                    .messageTooLarge,
-                    "the relay sent a message in more than \(MessageAssembler.maxFragments) fragments",
-                    closeCode: .messageTooBig
-                ),
-                closeCode: .messageTooBig
-            )
-        case NIOWebSocketError.invalidFrameLength,
-            NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge:
-            fail(
-                context: context,
-                RuntimeError(
-                    .messageTooLarge,
-                    "the relay sent a message larger than \(maxMessageSize) bytes",
-                    closeCode: .messageTooBig
-                ),
-                closeCode: .messageTooBig
-            )
+                context: context, .messageTooLarge,
+                "the relay sent a message in more than \(MessageAssembler.maxFragments) fragments", closeCode: .messageTooBig)
+        case NIOWebSocketError.invalidFrameLength, NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge:
+            fail(context: context, .messageTooLarge, "the relay sent a message larger than \(maxMessageSize) bytes", closeCode: .messageTooBig)
         case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error:
             fail(
-                context: context,
-                RuntimeError(
-                    .protocolViolation,
-                    "WebSocket protocol error from the relay: \(Self.describe(error))",
-                    closeCode: .protocolError
-                ),
-                closeCode: .protocolError
-            )
+                context: context, .protocolViolation, "WebSocket protocol error from the relay: \(Self.describe(error))",
+                closeCode: .protocolError)
         default:
             inbox.finish(.closed(.abnormalClosure, "connection error: \(RuntimeError.systemReason(error))"))
             state = .closed
