@@ -123,31 +123,23 @@ final class AdmissionLedger {
     }
 
     static func pendingRefusal(_ cap: Int) -> AdmissionRefusal {
-        AdmissionRefusal(
-            status: 503,
-            response: OverCapacityHandler.fixedResponse(
-                status: "503 Service Unavailable",
-                body: "too many connections awaiting their upgrade (\(cap)); try again later"))
+        AdmissionRefusal(status: 503, reason: "too many connections awaiting their upgrade (\(cap)); try again later")
     }
 
     static func sourceRefusal(_ cap: Int) -> AdmissionRefusal {
-        AdmissionRefusal(
-            status: 429,
-            response: OverCapacityHandler.fixedResponse(
-                status: "429 Too Many Requests", body: "too many connections from this address (\(cap))"))
+        AdmissionRefusal(status: 429, reason: "too many connections from this address (\(cap))")
     }
 }
 
-/// A connection refused by a pending-upgrade or per-source cap: its status (for the statistics)
-/// and the fixed response it is answered with, unread.
+/// A connection refused by a pending-upgrade or per-source cap: its status (for the statistics),
+/// its reason (for the log and the body) and the fixed response made of them, sent unread.
 struct AdmissionRefusal: Sendable, Hashable {
     let status: Int
-    let response: String
+    let reason: String
 
-    /// The status and the response's text, for the log ("429 too many connections from this address (6)").
-    var reason: String {
-        let body = response.split(separator: "\r\n\r\n", maxSplits: 1).dropFirst().first ?? ""
-        return "\(status) \(body.split(whereSeparator: \.isNewline).first ?? "")"
+    /// The answer: a `text/plain` HTTP/1.1 response with the reason as its body.
+    var response: String {
+        OverCapacityHandler.fixedResponse(status: "\(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)", body: reason)
     }
 }
 
