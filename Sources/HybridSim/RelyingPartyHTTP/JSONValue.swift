@@ -51,8 +51,17 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// uses the package's strict reader, linear in the input, rather than `Decodable`'s trial of
     /// each type at every level, which takes seconds to minutes for a small, deeply nested body.
     public static func parse(_ bytes: some Collection<UInt8>) -> JSONValue? {
-        guard let value = try? JSONReader.parse(bytes, maxDepth: maxDepth, subject: "JSON") else { return nil }
-        return JSONValue(reading: value)
+        try? read(bytes)
+    }
+
+    /// ``parse(_:)``, saying why not: the reader's complaint with its offset (`subject` begins it:
+    /// "not JSON: duplicate member \"rpId\" at offset 40"), or a number beyond `Double`.
+    static func read(_ bytes: some Collection<UInt8>, subject: String = "JSON") throws(CTAP2Error) -> JSONValue {
+        let value = try JSONReader.parse(bytes, maxDepth: maxDepth, subject: subject)
+        guard let json = JSONValue(reading: value) else {
+            throw CTAP2Error(.invalidJSON, "\(subject): a number beyond what a double holds")
+        }
+        return json
     }
 
     /// The reader's value as a `JSONValue`; `nil` for a number `Double` cannot hold.

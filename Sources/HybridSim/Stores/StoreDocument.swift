@@ -73,7 +73,7 @@ enum StoreDocument<Kind: StoreKind> {
         // without a useful bound, bytes that are not UTF-8. The strict reader names them.
         let strict: JSONReader.Value
         do {
-            strict = try JSONReader.parse(bytes, maxDepth: 32, subject: "not JSON")
+            strict = try JSONReader.parse(bytes, maxDepth: JSONValue.maxDepth, subject: "not JSON")
         } catch {
             throw StoreError(.notJSON, path: path, error.reason)
         }

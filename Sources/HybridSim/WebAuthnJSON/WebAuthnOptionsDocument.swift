@@ -65,12 +65,9 @@ enum WebAuthnOptionsDocument {
             throw WebAuthnJSONError(.invalidJSON, "the document is empty (no JSON at all: an empty answer, or HTTP 204?)")
         }
         do {
-            _ = try JSONReader.parse(json, maxDepth: JSONValue.maxDepth, subject: "not JSON")
+            _ = try JSONValue.read(json, subject: "not JSON")
         } catch {
             throw WebAuthnJSONError(.invalidJSON, error.reason)
-        }
-        guard JSONValue.parse(json) != nil else {
-            throw WebAuthnJSONError(.invalidJSON, "not JSON: a number beyond what a double holds")
         }
     }
 
