@@ -1,4 +1,5 @@
 import Foundation
+import HybridCore
 @testable import HybridSim
 import Testing
 
@@ -47,10 +48,22 @@ struct KeyLogFileTests {
         #expect(error?.message == "--keylog \(link) is a symbolic link to a regular file: give the file itself (the stores refuse links too)")
         #expect(try FileManager.default.attributesOfItem(atPath: victim)[.posixPermissions] as? Int == 0o644, "the target's mode is left")
 
+        let keys = SessionKeys(
+            initiatorEphemeral: [4] + Array(repeating: 1, count: 64), handshakeHash: Array(repeating: 2, count: 32),
+            initiatorToResponder: Array(repeating: 3, count: 32), responderToInitiator: Array(repeating: 4, count: 32))
+        // A link to a device is used as it is (as /dev/stderr is).
         let device = directory.file("null.log")
         try FileManager.default.createSymbolicLink(atPath: device, withDestinationPath: "/dev/null")
-        let hook = try KeyLogFile(path: device).hook
-        _ = hook  // a link to a device, accepted; its writes go to /dev/null
+        try KeyLogFile(path: device).hook(keys)
+
+        // The file checked at start replaced by a link to someone's file before a line is appended:
+        // the line is not written through it.
+        let file = directory.file("later.log")
+        let hook = try KeyLogFile(path: file).hook
+        try FileManager.default.removeItem(atPath: file)
+        try FileManager.default.createSymbolicLink(atPath: file, withDestinationPath: victim)
+        hook(keys)
+        #expect(try String(contentsOfFile: victim, encoding: .utf8) == "hi\n", "the key line went through the link")
     }
 
     /// The reader of a key-log pipe leaves after the check at start: the ceremony goes on, the

@@ -11,6 +11,10 @@ import HybridFiles
 /// recorded sessions). `hybrid-sim inspect --keylog FILE` reads it (Docs/INSPECT.md).
 struct KeyLogFile: Sendable {
     let path: String
+    /// How each line is appended: never through a symbolic link (a regular file, or none yet, must
+    /// not become a link to someone's file), except the link to a pipe or device accepted at start
+    /// (`/dev/stderr`).
+    private let appendFlags: Int32
 
     /// Checks that `path` can be opened for appending, so a bad path fails before the ceremony, and
     /// sets a regular file's mode to 0600: an existing file that others could read would leak the
@@ -20,6 +24,7 @@ struct KeyLogFile: Sendable {
         self.path = path
         var link = stat()
         let isLink = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK
+        self.appendFlags = isLink ? O_WRONLY | O_APPEND : O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW
         let fd: Int32
         do {
             fd = try FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT)
@@ -46,24 +51,10 @@ struct KeyLogFile: Sendable {
     /// The session's key-log hook: appends one line per completed handshake. A write failure is
     /// reported on stderr and does not stop the ceremony.
     var hook: @Sendable (SessionKeys) -> Void {
-        let path = self.path
+        let (path, flags) = (self.path, appendFlags)
         return { keys in
             let line = Array((keys.keyLogLine + "\n").utf8)
-            // O_NOFOLLOW: the path was checked not to be a link to a file; it must not become one.
-            var fd: Int32 = -1
-            var failure: FileFailure?
-            do {
-                fd = try FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW, blocking: false)
-            } catch let error as FileFailure {
-                failure = error
-            } catch {}
-            if failure == .system(ELOOP) {
-                // A link to a pipe or device, accepted when the hook was made (/dev/stderr).
-                var target = stat()
-                if stat(path, &target) == 0, target.st_mode & S_IFMT != S_IFREG {
-                    fd = (try? FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND, blocking: false)) ?? -1
-                }
-            }
+            let fd = (try? FileWriter.openForWriting(path, flags: flags, blocking: false)) ?? -1
             // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
             // the file do not interleave. Non-blocking: a pipe whose reader left is a warning, not a hang.
             let written = fd >= 0 ? line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } : -1
