@@ -42,12 +42,23 @@ struct EndToEndRelayClusterTests {
         return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }
 
-    @Test("bench relay and a QR registration and sign-in through the proxy; stop leaves nothing running")
-    func clusterRoutesByRoutingID() async throws {
+    /// Whether nginx is there; records why the test cannot run when it is not.
+    private static func nginxInstalled() -> Bool {
         guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
             Issue.record("nginx is not installed: Scripts/install-deps installs it (Debian package nginx)")
-            return
+            return false
         }
+        return true
+    }
+
+    /// The pid relay-cluster recorded for instance `index` in `directory`.
+    private static func pid(ofInstance index: Int, in directory: String) throws -> String {
+        try String(contentsOfFile: "\(directory)/relay-\(index).pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @Test("bench relay and a QR registration and sign-in through the proxy; stop leaves nothing running")
+    func clusterRoutesByRoutingID() async throws {
+        guard Self.nginxInstalled() else { return }
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let port = try EndToEndLab.closedPort()
@@ -60,10 +71,7 @@ struct EndToEndRelayClusterTests {
         #expect(output.contains("relay 0 (routing IDs 00…") && output.contains("relay 1 (routing IDs 01…"), "\(output)")
         let proxy = "ws://127.0.0.1:\(port)"
         #expect(output.contains("ready on \(proxy)"), "\(output)")
-        let pids = try (0..<2).map { index in
-            try String(contentsOfFile: "\(directory)/relay-\(index).pid", encoding: .utf8)
-                .trimmingCharacters(in: .whitespacesAndNewlines)
-        }
+        let pids = try (0..<2).map { try Self.pid(ofInstance: $0, in: directory) }
 
         // 40 tunnels: /cable/new is spread over both instances; a connect sent to the wrong one would fail.
         let bench = try lab.start(
@@ -96,20 +104,22 @@ struct EndToEndRelayClusterTests {
 
     @Test("a running cluster survives a second start (exit 3) and a usage error (exit 64); restart 0 keeps its port and prefix; a sign-in works after it")
     func runningClusterKeptAndRestarted() async throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
-            Issue.record("nginx is not installed: Scripts/install-deps installs it (Debian package nginx)")
-            return
-        }
+        guard Self.nginxInstalled() else { return }
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let port = try EndToEndLab.closedPort()
         let directory = lab.file("cluster")
         defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
-        let arguments = ["--instances", "1", "--workers", "1", "--addresses", "1", "--port", "\(port)", "--dir", directory]
+        // --relay-ports: the instance on a port of its own (BASE + 0), which restart takes again.
+        let relayPort = try EndToEndLab.closedPort()
+        let arguments = [
+            "--instances", "1", "--workers", "1", "--addresses", "1", "--port", "\(port)", "--relay-ports", "\(relayPort)",
+            "--dir", directory,
+        ]
         let (status, output) = try Self.cluster(["start"] + arguments)
         try #require(status == 0, "\(output)")
-        let pidFile = "\(directory)/relay-0.pid"
-        let first = try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(output.contains("on ws://127.0.0.1:\(relayPort), pid"), "\(output)")
+        let first = try Self.pid(ofInstance: 0, in: directory)
 
         let (again, againOutput) = try Self.cluster(["start"] + arguments)
         #expect(again == 3 && againOutput.contains("a cluster is already running in \(directory)"), "\(againOutput)")
@@ -119,8 +129,9 @@ struct EndToEndRelayClusterTests {
 
         let (restarted, restartOutput) = try Self.cluster(["restart", "0", "--dir", directory])
         #expect(restarted == 0, "\(restartOutput)")
-        let second = try String(contentsOfFile: pidFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let second = try Self.pid(ofInstance: 0, in: directory)
         #expect(second != first, "\(restartOutput)")
+        #expect(restartOutput.contains("restarted on ws://127.0.0.1:\(relayPort)"), "\(restartOutput)")
         let (_, statusOutput) = try Self.cluster(["status", "--dir", directory])
         #expect(statusOutput.contains("pid \(second)"), "\(statusOutput)")
 
@@ -138,10 +149,7 @@ struct EndToEndRelayClusterTests {
 
     @Test("a proxy port already taken: start exits 1, says so, and leaves no relay running")
     func portTaken() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
-            Issue.record("nginx is not installed: Scripts/install-deps installs it (Debian package nginx)")
-            return
-        }
+        guard Self.nginxInstalled() else { return }
         // A listener without SO_REUSEPORT holds the port against nginx's reuseport sockets.
         let (holder, port) = try EndToEndLab.boundSocket(listening: true)
         defer { close(holder) }
@@ -172,10 +180,7 @@ struct EndToEndRelayClusterTests {
 
     @Test("a relay that exits at once (a bad relay flag after --): start says so without waiting out its 10 s, and cleans up")
     func relayFailsToStart() throws {
-        guard FileManager.default.isExecutableFile(atPath: "/usr/sbin/nginx") else {
-            Issue.record("nginx is not installed: Scripts/install-deps installs it (Debian package nginx)")
-            return
-        }
+        guard Self.nginxInstalled() else { return }
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let directory = lab.file("cluster")
