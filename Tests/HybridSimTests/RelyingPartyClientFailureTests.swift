@@ -161,6 +161,8 @@ struct RelyingPartyClientFailureTests {
              " answered with more than 1 MiB, the most the desktop reads"),
             ("HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nabc", " closed the connection in the middle of its answer"),
             ("HTTP/1.1 2000 Odd\r\nContent-Length: 0\r\n\r\n", " sent an answer that is not HTTP ("),
+            // Every answer sends the client back to /loop.
+            ("HTTP/1.1 302 Found\r\nLocation: /loop\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", " redirected in a loop"),
         ])
     func unusableAnswer(response: String, ending: String) async throws {
         let server = try Self.answering(response)
