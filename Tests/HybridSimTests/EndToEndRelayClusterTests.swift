@@ -120,6 +120,12 @@ struct EndToEndRelayClusterTests {
         try #require(status == 0, "\(output)")
         #expect(output.contains("on ws://127.0.0.1:\(relayPort), pid"), "\(output)")
         let first = try Self.pid(ofInstance: 0, in: directory)
+        // The log filter reads its pipe read-only: a writer of its own kept it from ever seeing
+        // the end of nginx's output, and every stop waited seconds for it.
+        let filter = try String(contentsOfFile: "\(directory)/nginx-log.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let fdinfo = try String(contentsOfFile: "/proc/\(filter)/fdinfo/0", encoding: .utf8)
+        let flags = try #require(fdinfo.split(separator: "\n").first { $0.hasPrefix("flags:") }.flatMap { Int($0.dropFirst(6).trimmingCharacters(in: .whitespaces), radix: 8) })
+        #expect(flags & Int(O_ACCMODE) == Int(O_RDONLY), "the filter's standard input is not read-only: \(fdinfo)")
 
         let (again, againOutput) = try Self.cluster(["start"] + arguments)
         #expect(again == 3 && againOutput.contains("a cluster is already running in \(directory)"), "\(againOutput)")
