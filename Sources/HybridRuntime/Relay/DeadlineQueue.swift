@@ -101,10 +101,6 @@ struct DeadlineQueue<Item> {
     }
 }
 
-/// Sent down a connection's pipeline when its upgrade timeout finds its request begun and not
-/// finished: ``RelayRequestHandler`` answers `408`.
-struct RequestTimedOut {}
-
 /// A connection waiting for its upgrade, in a shard's ``DeadlineQueue``.
 struct UpgradeWaiter {
     var connection: ObjectIdentifier
@@ -147,7 +143,7 @@ extension RelayRegistry {
             guard let connection = awaitingUpgrade(waiter) else { continue }
             if connection.requestStarted, !connection.requestComplete {
                 // Cut short mid-request (a slow client, or a body declared and never sent): told so.
-                connection.channel.pipeline.syncOperations.fireUserInboundEventTriggered(RequestTimedOut())
+                connection.channel.pipeline.syncOperations.fireUserInboundEventTriggered(RelayRequestHandler.RequestTimedOut())
                 continue
             }
             logger.debug(

@@ -27,6 +27,10 @@ import NIOWebSocket
 /// came in the same bytes. Bytes the client sent behind an upgrade request reach the WebSocket:
 /// ``FirstRequestDecoder`` hands them on when the upgrade removes it, after this handler is gone.
 final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler {
+    /// Sent down the pipeline by the shard's upgrade timer (``RelayRegistry``) when it finds the
+    /// request begun and not finished: answered `408`.
+    struct RequestTimedOut {}
+
     typealias InboundIn = HTTPServerRequestPart
 
     /// What a request the parser cannot read gets: `431` for a head beyond llhttp's 80 KiB,
