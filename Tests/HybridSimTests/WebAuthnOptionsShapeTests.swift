@@ -1,6 +1,6 @@
 import CTAP2
 import Foundation
-import HybridSim
+@testable import HybridSim
 import Testing
 
 /// Options documents as relying-party servers send them: bare, `{"publicKey": …}`, `{"options": …}`.
@@ -96,6 +96,34 @@ struct WebAuthnOptionsShapeTests {
         } throws: { error in
             (error as? WebAuthnJSONError)?.code == .invalidJSON && "\(error)".contains(mention)
         }
+    }
+
+    @Test("a UTF-8 byte-order mark is dropped, as a browser's response.json() drops it; UTF-16 and UTF-32 are refused by name")
+    func byteOrderMarks() throws {
+        let text = #"{"challenge": "AQID", "rpId": "example.com"}"#
+        let marked = try PublicKeyCredentialRequestOptionsJSON.parse(document: [0xEF, 0xBB, 0xBF] + Array(text.utf8))
+        #expect(marked.options.rpId == "example.com")
+        let registration = #"{"challenge": "AQID", "rp": {"id": "example.com", "name": "E"}, "user": {"id": "AQ", "name": "a", "displayName": "A"}, "pubKeyCredParams": [{"type": "public-key", "alg": -7}]}"#
+        #expect(try PublicKeyCredentialCreationOptionsJSON.parse(document: [0xEF, 0xBB, 0xBF] + Array(registration.utf8)).options.rp.id == "example.com")
+        #expect(WebAuthnOptionsDocument.registrationMembers([0xEF, 0xBB, 0xBF] + Array(registration.utf8)) == ["rp", "user", "pubKeyCredParams"])
+
+        let littleEndian = text.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }
+        let bigEndian = text.utf16.flatMap { [UInt8($0 >> 8), UInt8($0 & 0xFF)] }
+        let utf32 = text.unicodeScalars.flatMap { [UInt8($0.value & 0xFF), 0, 0, 0] }
+        for (bytes, mention) in [
+            ([0xFF, 0xFE] + littleEndian, "UTF-16 (it begins with the byte-order mark FFFE)"),
+            ([0xFE, 0xFF] + bigEndian, "UTF-16 (it begins with the byte-order mark FEFF)"),
+            (littleEndian, "UTF-16 or UTF-32 (it has NUL bytes where its text begins)"),
+            ([0xFF, 0xFE, 0, 0] + utf32, "UTF-32 (it begins with a byte-order mark)"),
+        ] {
+            #expect {
+                try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
+            } throws: { error in
+                (error as? WebAuthnJSONError)?.code == .invalidJSON && "\(error)".contains(mention) && "\(error)".contains("not UTF-8")
+            }
+        }
+        // Not taken for registration options either (JSONSerialization alone would read UTF-16).
+        #expect(WebAuthnOptionsDocument.registrationMembers([0xFF, 0xFE] + registration.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }).isEmpty)
     }
 
     @Test("timeout is read as a browser reads an unsigned long: 45000.7 is 45000, 1e20 is clamped, -5 is 0; true is still refused")

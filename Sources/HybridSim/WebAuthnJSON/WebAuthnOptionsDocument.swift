@@ -61,6 +61,12 @@ enum WebAuthnOptionsDocument {
     /// members (`"rpId"` twice: the second would be signed for), nests without a useful bound and
     /// reports invalid UTF-8 in Foundation's words.
     static func checkStrictly(_ json: some Collection<UInt8>) throws(WebAuthnJSONError) {
+        if let encoding = otherEncoding(json) {
+            throw WebAuthnJSONError(
+                .invalidJSON,
+                "the document is \(encoding), not UTF-8: JSON between systems is UTF-8 (RFC 8259 §8.1), "
+                    + "and a browser's response.json() reads nothing else")
+        }
         if json.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
             throw WebAuthnJSONError(.invalidJSON, "the document is empty (no JSON at all: an empty answer, or HTTP 204?)")
         }
@@ -71,10 +77,34 @@ enum WebAuthnOptionsDocument {
         }
     }
 
+    /// The document without a leading UTF-8 byte-order mark (EF BB BF), which a browser's
+    /// `response.json()` drops (WHATWG Encoding's "UTF-8 decode") and some servers and Windows
+    /// editors write.
+    static func withoutByteOrderMark<C: Collection<UInt8>>(_ json: C) -> C.SubSequence {
+        json.starts(with: [0xEF, 0xBB, 0xBF]) ? json.dropFirst(3) : json[...]
+    }
+
+    /// "UTF-16 (…)" or "UTF-32 (…)" when the document begins like one (a byte-order mark, or the
+    /// NUL bytes a first ASCII character has there), else `nil`.
+    static func otherEncoding(_ json: some Collection<UInt8>) -> String? {
+        let head = Array(json.prefix(4))
+        if head.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || head.starts(with: [0xFF, 0xFE, 0x00, 0x00]) {
+            return "UTF-32 (it begins with a byte-order mark)"
+        }
+        if head.starts(with: [0xFE, 0xFF]) || head.starts(with: [0xFF, 0xFE]) {
+            return "UTF-16 (it begins with the byte-order mark \(Hex.encode(head.prefix(2), uppercase: true)))"
+        }
+        if head.count >= 2, head[0] == 0 || head[1] == 0 {
+            return "UTF-16 or UTF-32 (it has NUL bytes where its text begins)"
+        }
+        return nil
+    }
+
     /// Decodes `T` from a document of any recognised shape.
     static func parse<T: Decodable & Sendable>(
-        _ json: some Collection<UInt8>, as type: T.Type, userIdEncoding: UserIdEncoding
+        _ document: some Collection<UInt8>, as type: T.Type, userIdEncoding: UserIdEncoding
     ) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<T> {
+        let json = withoutByteOrderMark(document)
         try checkStrictly(json)
         let data = Data(json)
         let object: [String: Any]
@@ -125,8 +155,11 @@ enum WebAuthnOptionsDocument {
     /// `rp` and `user` (a sign-in server that adds a stray `user` is not taken for one). Empty
     /// otherwise, and for a document that does not parse. Valid or not: registration options that
     /// fail to parse (no ES256, say) are still not sign-in options.
-    static func registrationMembers(_ json: some Collection<UInt8>) -> [String] {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any] else { return [] }
+    static func registrationMembers(_ document: some Collection<UInt8>) -> [String] {
+        let json = withoutByteOrderMark(document)
+        guard otherEncoding(json) == nil,
+            let object = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any]
+        else { return [] }
         let inner: [String: Any]
         if let forgeRock = (try? ForgeRockMetadata.options(from: object)) ?? nil {
             inner = forgeRock
