@@ -173,13 +173,14 @@ struct RelyingPartyClientFailureTests {
         #expect(error?.message.contains("cannot reach") == false, "\(error?.message ?? "")")
     }
 
-    @Test("a 200 without the success rule's member says what the rule wanted: not JSON, no member, not true")
+    @Test("a 200 without the success rule's member says what the rule wanted: not JSON, no member, not true; a UTF-8 byte-order mark is dropped")
     func verdictSaysWhy() async throws {
         for (body, why) in [
             ("OK", "the profile's success rule wants a JSON body with \"verified\": true; this body is not JSON"),
             (#"{"status":"ok"}"#, "the profile's success rule wants \"verified\": true; the body has no \"verified\" member"),
             (#"{"verified":"yes"}"#, "the profile's success rule wants \"verified\": true; the body has \"verified\" but not true"),
             (#"{"verified":true}"#, nil),
+            ("\u{FEFF}" + #"{"verified":true}"#, nil),
         ] {
             let server = try Self.answering("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
             defer { server.stop() }

@@ -114,7 +114,8 @@ public final class RelyingPartyClient: Sendable {
         var accepted = ceremony.success.status.contains(status)
         var why: String?
         if accepted, let member = ceremony.success.member {
-            let value = JSONValue.parse(body)
+            // A browser's response.json() drops a UTF-8 byte-order mark; so does this.
+            let value = JSONValue.parse(WebAuthnOptionsDocument.withoutByteOrderMark(body))
             accepted = value?[member] == .bool(true)
             if !accepted {
                 why = value == nil
