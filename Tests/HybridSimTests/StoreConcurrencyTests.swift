@@ -150,6 +150,28 @@ struct StoreConcurrencyTests {
         #expect(try Data(contentsOf: URL(fileURLWithPath: damaged)) == Data("{\"version\": 1, \"passk".utf8))
     }
 
+    @Test("a symlink at the lock file's path is refused in words, and its target is left alone")
+    func symlinkedLockFile() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let target = directory.file("someone-else")
+        try Data("theirs".utf8).write(to: URL(fileURLWithPath: target))
+        let path = directory.file("passkeys.json")
+        try FileManager.default.createSymbolicLink(atPath: path + ".lock", withDestinationPath: target)
+        var store = PasskeyStore(path: path, passkeys: try StoreSamples.passkeys(count: 1))
+        do {
+            try store.save()
+            Issue.record("saved through a symlinked lock file")
+        } catch {
+            #expect(error == StoreError(.locked))
+            #expect(
+                error.reason == "cannot open the lock file \(path).lock: it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)",
+                "\(error)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: target)) == Data("theirs".utf8))
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
     @Test("a writer that cannot get the lock in time fails with `locked`, and writes nothing")
     func lockTimeout() throws {
         let directory = try TemporaryDirectory()

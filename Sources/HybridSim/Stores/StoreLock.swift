@@ -31,7 +31,12 @@ enum StoreLock {
         let lockPath = lockPath(for: path)
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
-            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(AtomicFile.systemMessage(errno))")
+            let code = errno
+            let why =
+                code == ELOOP
+                ? "it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)"
+                : AtomicFile.systemMessage(code)
+            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(why)")
         }
         defer { close(fd) }
         let deadline = ContinuousClock.now + wait
