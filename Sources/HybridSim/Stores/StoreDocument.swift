@@ -66,8 +66,8 @@ enum StoreDocument<Kind: StoreKind> {
         do {
             object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
-            throw StoreError(.notJSON, path: path, detail ?? "\(error)")
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
+            throw StoreError(.notJSON, path: path, abbreviatingNumbers(detail))
         }
         // What JSONSerialization lets through: a repeated member (the last would win), nesting
         // without a useful bound, bytes that are not UTF-8. The strict reader names them.
@@ -84,7 +84,7 @@ enum StoreDocument<Kind: StoreKind> {
             !text.allSatisfy(\.isNumber)
         {
             // JSONDecoder reads 1.0 as the integer 1; the format says "the integer 1".
-            throw StoreError(.unsupportedVersion, path: path, "\"version\" is not an integer (\(text))")
+            throw StoreError(.unsupportedVersion, path: path, abbreviatingNumbers("\"version\" is not an integer (\(text))"))
         }
         guard members["version"] != nil else {
             throw StoreError(.unsupportedVersion, path: path, "no \"version\" member")
@@ -249,12 +249,12 @@ enum StoreDocument<Kind: StoreKind> {
         case .keyNotFound(let key, let context):
             keys = context.codingPath + [key]
             problem = "missing"
-        case .valueNotFound(_, let context):
+        case .valueNotFound(let type, let context):
             keys = context.codingPath
-            problem = "null"
+            problem = "null, where \(describe(type)) is required"
         case .typeMismatch(let type, let context):
             keys = context.codingPath
-            problem = "wrong type (expected \(type))"
+            problem = "wrong type: \(describe(type)) is required"
         case .dataCorrupted(let context):
             keys = context.codingPath
             problem = context.debugDescription
@@ -264,6 +264,25 @@ enum StoreDocument<Kind: StoreKind> {
         let location = (prefix + [render(keys)]).filter { !$0.isEmpty }.joined(separator: ".")
         guard !location.isEmpty else { return nil }
         return StoreError(.invalidEntry, path: path, "\(location): \(problem)")
+    }
+
+    /// `message` with each number longer than 24 characters cut to its first 16 and its length:
+    /// Foundation quotes a number it cannot represent whole, however long the file made it.
+    static func abbreviatingNumbers(_ message: String) -> String {
+        message.replacing(/[0-9][0-9.eE+\-]{24,}/) { match in
+            "\(match.output.prefix(16))…, \(match.output.count) characters"
+        }
+    }
+
+    /// The JSON kind a decoder wanted, in words: "a string", "a whole number", "an object".
+    private static func describe(_ type: Any.Type) -> String {
+        if type == String.self { return "a string" }
+        if type == Bool.self { return "true or false" }
+        if type is any BinaryInteger.Type { return "a whole number" }
+        if type is any BinaryFloatingPoint.Type { return "a number" }
+        if type == [String: Any].self { return "an object" }
+        if type == [Any].self { return "an array" }
+        return "a value of type \(type)"
     }
 
     /// `passkeys[2].privateKey`.

@@ -58,6 +58,12 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
             let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
             return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":1.0").utf8)
         },
+        // Foundation quotes a number it cannot hold whole: the message shows its start and length.
+        CorruptStore(name: "version 400 digits long", expected: StoreError(.notJSON), mention: "1111111111111111…, 402 characters") {
+            key, entries in
+            let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
+            return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":" + String(repeating: "1", count: 400) + ".5").utf8)
+        },
         CorruptStore(name: "version given twice", expected: StoreError(.notJSON), mention: "duplicate member \"version\"") { key, entries in
             let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
             return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":1,\"version\":1").utf8)
@@ -81,8 +87,17 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
         CorruptStore(name: "signCount negative", expected: StoreError(.invalidEntry), mention: "[1]") { key, entries in
             json(["version": 1, key: editing(entries, 1) { $0["signCount"] = -1 }])
         },
-        CorruptStore(name: "signCount is text", expected: StoreError(.invalidEntry), mention: "[0].signCount") { key, entries in
+        CorruptStore(name: "signCount is text", expected: StoreError(.invalidEntry), mention: "[0].signCount: wrong type: a whole number is required") {
+            key, entries in
             json(["version": 1, key: editing(entries, 0) { $0["signCount"] = "3" }])
+        },
+        CorruptStore(name: "rpId is null", expected: StoreError(.invalidEntry), mention: "[1].rpId: null, where a string is required") {
+            key, entries in
+            json(["version": 1, key: editing(entries, 1) { $0["rpId"] = NSNull() }])
+        },
+        CorruptStore(name: "rpId is a number", expected: StoreError(.invalidEntry), mention: "[0].rpId: wrong type: a string is required") {
+            key, entries in
+            json(["version": 1, key: editing(entries, 0) { $0["rpId"] = 7 }])
         },
         CorruptStore(name: "version is null", expected: StoreError(.unsupportedVersion), mention: "integer") { key, entries in
             json(["version": NSNull(), key: entries])
