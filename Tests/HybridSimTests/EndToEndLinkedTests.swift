@@ -283,6 +283,73 @@ struct EndToEndLinkedTests {
     }
 }
 
+extension EndToEndLinkedTests {
+    /// The linked flow's proximity failure names what an advert is checked against: "this link"
+    /// (the QR flow's wording, "this QR code", would point at a code the linked flow never shows).
+    @Test("a linked phone whose adverts do not authenticate under the link: 'did not come near within 3 s: … not for this link', exit 3")
+    func advertsNotForThisLink() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, links) = try await registerLinked(lab)
+        let desktopPort = try EndToEndLab.closedPort(udp: true)
+        let corrupter = try AdvertCorrupter(forwardingTo: desktopPort)
+        defer { corrupter.stop() }
+        let listener = try lab.start(
+            "listener",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(corrupter.port)", "--count", "1",
+             "--listen-timeout", "60"])
+        defer { listener.terminate() }
+        let signIn = try lab.start(
+            "linked",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(desktopPort)",
+             "--timeout", "3"])
+        #expect(try await signIn.waitForExit(timeout: .seconds(30)) == 3, "\(signIn.transcript)\n\(listener.transcript)")
+        let line = FailureOutput.singleErrorLine(signIn)
+        #expect(line.hasPrefix("error: the linked phone did not come near within 3 s: "), "\(line)")
+        #expect(line.contains(" ignored: ") && line.hasSuffix(" not for this link"), "\(line)")
+        #expect(corrupter.forwarded > 0)
+        #expect(try LinkStore.load(path: links).links.count == 1, "a phone that did not come near keeps its link")
+    }
+}
+
+/// Forwards the proximity datagrams sent to ``port`` to a desktop's scanner with the last byte of
+/// the advert's tag flipped, so none authenticates: the scanner counts them as not its session's.
+private final class AdvertCorrupter: Sendable {
+    let port: Int
+    private let fd: CInt
+    private let state = Mutex((stopped: false, forwarded: 0))
+
+    var forwarded: Int { state.withLock { $0.forwarded } }
+
+    init(forwardingTo target: Int) throws {
+        (fd, port) = try EndToEndLab.boundSocket(udp: true, listening: false)
+        var wait = timeval(tv_sec: 0, tv_usec: 100_000)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, socklen_t(MemoryLayout<timeval>.size))
+        let thread = Thread { [self] in
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = UInt16(target).bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var buffer = [UInt8](repeating: 0, count: 64)
+            while !state.withLock({ $0.stopped }) {
+                let count = recv(fd, &buffer, buffer.count, 0)
+                guard count == ProximityDatagram.size else { continue }
+                buffer[count - 1] ^= 0x01
+                let sent = withUnsafePointer(to: &address) { pointer in
+                    pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                        sendto(fd, buffer, count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+                    }
+                }
+                if sent == count { state.withLock { $0.forwarded += 1 } }
+            }
+            close(fd)
+        }
+        thread.start()
+    }
+
+    func stop() { state.withLock { $0.stopped = true } }
+}
+
 /// Starts a relay and registers alice by QR code with `--link` through it; returns the relay's URL
 /// and the desktop's links file.
 private func registerLinked(_ lab: EndToEndLab) async throws -> (relayURL: String, links: String) {
