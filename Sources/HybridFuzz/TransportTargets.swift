@@ -90,8 +90,8 @@ enum TransportTargets {
         "post-handshake", "PostHandshakeMessage.parse (both revisions); the parsed message survives its own encoding",
         seeds: {
             [
-                PostHandshakeMessage(getInfo: [0xA0]).encode(),
-                PostHandshakeMessage(getInfo: [0xA0], linking: sampleLinking.cbor, features: ["ctap", "dc"]).encode(),
+                PostHandshakeMessage(getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor)).encode(),
+                PostHandshakeMessage(getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), linking: sampleLinking.cbor, features: ["ctap", "dc"]).encode(),
             ]
         }
     ) { input in

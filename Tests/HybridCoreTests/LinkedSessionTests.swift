@@ -45,10 +45,10 @@ import Testing
         var desktop = try LinkedClientSession(link: link, requestType: .getAssertion)
         var phone = try LinkedAuthenticatorSession(
             payload: desktop.payload, tunnelID: Array(repeating: 3, count: 16), routingID: [1, 2, 3], identityKey: identity,
-            linkSecret: secret, getInfo: [0xA0])
+            linkSecret: secret, getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
         var stranger = try LinkedAuthenticatorSession(
             payload: desktop.payload, tunnelID: Array(repeating: 3, count: 16), routingID: [1, 2, 3], identityKey: identity,
-            linkSecret: Array(repeating: 0, count: 32), getInfo: [0xA0])
+            linkSecret: Array(repeating: 0, count: 32), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
         #expect(desktop.receivedAdvert(stranger.advert()) == .ignored)
         guard case .matched = desktop.receivedAdvert(phone.advert()) else {
             Issue.record("the phone's advert did not match")
@@ -61,7 +61,7 @@ import Testing
             return
         }
         #expect(try desktop.receivedMessage(message2) == [])
-        #expect(try desktop.receivedMessage(post) == [.ready(getInfo: [0xA0])])
+        #expect(try desktop.receivedMessage(post) == [.ready(getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))])
         #expect(try phone.receivedMessage(desktop.encryptRequest([0x04])) == [.request([0x04])])
         #expect(try desktop.receivedMessage(phone.encryptResponse([0x00])) == [.response([0x00])])
         #expect(try phone.receivedMessage(desktop.encryptShutdown()) == [.shutdown])

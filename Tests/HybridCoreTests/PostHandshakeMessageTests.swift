@@ -97,6 +97,38 @@ import Testing
         #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try Self.parse(map) }
     }
 
+    /// Chromium's desktop answers getInfo from this value and reads it with `ReadCTAPGetInfoResponse`:
+    /// what that refuses ends its ceremony, so the desktop refuses it here, saying what is wrong.
+    @Test(
+        "a getInfo the desktop could not use is rejected naming the problem",
+        arguments: [
+            ([0xFF, 0x00] + Array("garbage".utf8), "not an authenticatorGetInfo response"),
+            (CBOR.encode([3: .bytes([UInt8](repeating: 0, count: 16))]), "versions"),
+            (CBOR.encode([1: ["FIDO_2_0"], 3: .bytes([1, 2])]), "aaguid"),
+            (CBOR.encode([1: ["FIDO_2_0"], 3: .bytes([UInt8](repeating: 0, count: 16)), 4: ["rk": 1]]), "rk"),
+            (CBOR.encode([1: ["FIDO_2_0", "FIDO_2_0"], 3: .bytes([UInt8](repeating: 0, count: 16))]), "version \"FIDO_2_0\" is listed twice"),
+            (CBOR.encode([1: ["U2F_V2"], 3: .bytes([UInt8](repeating: 0, count: 16))]), "versions [\"U2F_V2\"] name no CTAP2 version"),
+            (CBOR.encode([1: [], 3: .bytes([UInt8](repeating: 0, count: 16))]), "versions [] name no CTAP2 version"),
+            // Not canonical: aaguid (3) before versions (1).
+            ([0xA2, 0x03, 0x50] + [UInt8](repeating: 0, count: 16) + [0x01, 0x81, 0x68] + Array("FIDO_2_0".utf8), "canonical"),
+        ] as [([UInt8], String)])
+    func unusableGetInfo(getInfo: [UInt8], mention: String) {
+        #expect {
+            try Self.parse([1: .bytes(getInfo), 3: ["ctap"]])
+        } throws: { error in
+            (error as? HybridError)?.code == .invalidPostHandshakeMessage && "\(error)".contains("key 1 (getInfo)")
+                && "\(error)".contains(mention)
+        }
+    }
+
+    @Test("a getInfo with unknown versions and members beside FIDO_2_x is accepted, as Chromium skips them")
+    func getInfoUnknownsAccepted() throws {
+        let getInfo = CBOR.encode([
+            1: ["FIDO_2_3", "U2F_V2", "FIDO_2_1"], 3: .bytes([UInt8](repeating: 7, count: 16)), 0x0F: 3, 0x20: "future",
+        ])
+        #expect(try Self.parse([1: .bytes(getInfo)]).getInfo == getInfo)
+    }
+
     @Test("key 2 that is not a map is rejected", arguments: [CBORValue.bytes([0xa0]), .int(0), .array([]), .text("link"), .bool(false), .null])
     func key2NotMap(_ key2: CBORValue) {
         #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try Self.parse([1: .bytes(Self.getInfo), 2: key2]) }
@@ -130,5 +162,26 @@ import Testing
         let zeros = 512 - map.count - 2
         let revision0 = map + [UInt8](repeating: 0, count: zeros) + [UInt8(zeros & 0xFF), UInt8(zeros >> 8)]
         #expect(throws: HybridError(.invalidPostHandshakeMessage)) { try PostHandshakeMessage.parse(revision0) }
+    }
+
+    @Test("the usual mistakes are named: a type byte before the map, bytes left after it by a short padding count")
+    func mistakesNamed() {
+        let valid = PostHandshakeMessage(getInfo: Self.getInfo).encode()
+        for (plaintext, reason) in [
+            ([0x01] + valid, "a type byte (0x01) comes before its CBOR map: the post-handshake message alone has none"),
+            (valid + [0], "its CBOR map is followed by 1 more byte(s): a padding count too small by that much leaves them "
+                + "(or a revision-0 phone, which pads this map itself: not supported)"),
+        ] {
+            #expect {
+                try PostHandshakeMessage.parse(plaintext)
+            } throws: { error in
+                (error as? HybridError)?.code == .invalidPostHandshakeMessage && (error as? HybridError)?.reason == reason
+            }
+        }
+        #expect {
+            try PostHandshakeMessage.parse(Array(valid.dropLast()))
+        } throws: { error in
+            (error as? HybridError)?.reason.hasPrefix("not a CBOR item (CBOR: input ends inside an item at offset ") == true
+        }
     }
 }

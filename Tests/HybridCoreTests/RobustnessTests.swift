@@ -290,7 +290,7 @@ import Testing
     @Test func postHandshakeParse() throws {
         let captures = try PostHandshakeMessageTests.captures().map { hex($0.plaintext) }
         let transcript = hex(try TranscriptQRInputs.load().post_handshake.messages[0].plaintext)
-        let withLinking = PostHandshakeMessage(getInfo: [0xa0], linking: [1: .bytes([1])], features: ["ctap", "dc"]).encode()
+        let withLinking = PostHandshakeMessage(getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), linking: [1: .bytes([1])], features: ["ctap", "dc"]).encode()
         let corpus = captures + [transcript, withLinking]
         let values = try corpus.map { try CBOR.decode($0) }
         var mutator = Mutator(seed: 0x9057_0001, corpus: corpus, maxRandomLength: 64)

@@ -200,7 +200,7 @@ import Testing
         func run() throws -> [UInt8] {
             let random = RandomSource.deterministic(seed: [42])
             var client = ClientSession(requestType: .getAssertion, timestamp: 1, random: random)
-            var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: [0xA0], random: random)
+            var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), random: random)
             let advert = try phone.tunnelCreated(routingID: [1, 2, 3])
             _ = client.receivedAdvert(advert)
             let message1 = client.tunnelConnected()
@@ -215,7 +215,7 @@ import Testing
 
     @Test func tamperedHandshakeClosesTheSession() throws {
         var client = ClientSession(requestType: .getAssertion, timestamp: 1)
-        var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: [0xA0])
+        var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
         _ = client.receivedAdvert(try phone.tunnelCreated(routingID: [1, 2, 3]))
         var message1 = client.tunnelConnected()
         message1[70] ^= 0x01
@@ -226,7 +226,7 @@ import Testing
     @Test func advertFromAnotherSessionIsIgnored() throws {
         let client = ClientSession(requestType: .getAssertion, timestamp: 1)
         var other = ClientSession(requestType: .getAssertion, timestamp: 1)
-        var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: [0xA0])
+        var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
         let advert = try phone.tunnelCreated(routingID: [1, 2, 3])
         #expect(other.receivedAdvert(advert) == .ignored)
     }

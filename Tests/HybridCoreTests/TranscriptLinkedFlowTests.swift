@@ -49,7 +49,7 @@ import Testing
             identityKey: try keyAgreementKey(a.phone_identity_private_scalar), contactID: hex(a.contact_id),
             pairingID: hex(a.pairing_id_8), linkSecret: hex(a.paired_secret), name: a.authenticator_name)
         var phone = try AuthenticatorSession(
-            qr: QRPayload(url: client.url), getInfo: [0xA0], linking: linking,
+            qr: QRPayload(url: client.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), linking: linking,
             handshakeEphemeralKey: try keyAgreementKey(qr.inputs.phone_ephemeral_private_scalar))
         let advert = try phone.tunnelCreated(routingID: hex(qr.inputs.routing_id), nonce: hex(qr.inputs.eid_nonce))
         _ = client.receivedAdvert(advert)

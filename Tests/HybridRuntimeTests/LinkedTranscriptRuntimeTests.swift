@@ -79,7 +79,7 @@ struct LinkedTranscriptRuntimeTests {
             identityKey: try scalarKey(a.phone_identity_private_scalar), contactID: hex(a.contact_id),
             pairingID: hex(a.pairing_id_8), linkSecret: hex(a.paired_secret), name: a.authenticator_name)
         let phoneSession = try AuthenticatorSession(
-            qr: QRPayload(url: session.url), getInfo: [0xA0], linking: linking, random: .scripted([hex(q.eid_nonce)]),
+            qr: QRPayload(url: session.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor), linking: linking, random: .scripted([hex(q.eid_nonce)]),
             handshakeEphemeralKey: try scalarKey(q.phone_ephemeral_private_scalar))
 
         // Wired by hand, not through HybridHarness.transactInMemory: both sessions here are scripted

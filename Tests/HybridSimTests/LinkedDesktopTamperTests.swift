@@ -79,7 +79,7 @@ struct LinkedDesktopTamperTests {
             contactID: [4, 5, 6], pairingID: Array(repeating: 1, count: 8), linkSecret: Array(repeating: 2, count: 32),
             authenticatorPublicKey: Array(identity.publicKey.x963Representation), name: "Pixel", handshakeSignature: signature)
         try await tunnel.send(response)
-        try await tunnel.send(try crypter.encrypt(PostHandshakeMessage(getInfo: [0xA0]).encode()))
+        try await tunnel.send(try crypter.encrypt(PostHandshakeMessage(getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor)).encode()))
         try await tunnel.send(try crypter.encrypt(UpdateMessage.frame(linking: info).bytes))
         // The desktop closes the tunnel once it has read the update.
         _ = try? await tunnel.receive(timeout: .seconds(10))

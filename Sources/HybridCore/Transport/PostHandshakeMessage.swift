@@ -38,13 +38,14 @@ public struct PostHandshakeMessage: Sendable, Hashable {
     /// Parses a decrypted post-handshake message with the Chromium desktop's rules
     /// (`FidoTunnelDevice` state `kWaitingForPostHandshakeMessage`), for a client that needs CTAP:
     /// key 3 if present must be an array (non-string entries ignored); CTAP must be advertised;
-    /// key 1 must then be a byte string; key 2 if present must be a map.
+    /// key 1 must then be a byte string holding an `authenticatorGetInfo` response the desktop can
+    /// use (``checkGetInfo(_:)``); key 2 if present must be a map.
     public static func parse(_ plaintext: [UInt8]) throws(HybridError) -> PostHandshakeMessage {
         let value: CBORValue
         do {
             value = try CBOR.decode(plaintext)
         } catch {
-            throw HybridError(.invalidPostHandshakeMessage, "not a CBOR item (\(error)); revision-0 phones are not supported")
+            throw HybridError(.invalidPostHandshakeMessage, notCBOR(plaintext, error))
         }
         guard let map = value.mapValue else {
             throw HybridError(.invalidPostHandshakeMessage, "not a CBOR map")
@@ -63,9 +64,49 @@ public struct PostHandshakeMessage: Sendable, Hashable {
         guard let getInfo = map[1]?.bytesValue else {
             throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo) missing or not a byte string")
         }
+        try checkGetInfo(getInfo)
         if let linking = map[2], linking.mapValue == nil {
             throw HybridError(.invalidPostHandshakeMessage, "key 2 (linking) is not a map")
         }
         return PostHandshakeMessage(getInfo: getInfo, linking: map[2], features: features)
+    }
+
+    /// Why a plaintext that is not one CBOR item is not, in the terms of the usual mistakes: a type
+    /// byte in front of the map (only later messages have one), or bytes after the map (a padding
+    /// count too small leaves them; a revision-0 phone pads this map itself).
+    private static func notCBOR(_ plaintext: [UInt8], _ error: CBORError) -> String {
+        if let first = plaintext.first, (0x01...0x03).contains(first),
+            (try? CBOR.decode(plaintext.dropFirst()))?.mapValue != nil
+        {
+            return "a type byte (0x0\(first)) comes before its CBOR map: the post-handshake message alone has none"
+        }
+        if let (value, length) = try? CBOR.decodePrefix(plaintext), value.mapValue != nil, length < plaintext.count {
+            return "its CBOR map is followed by \(plaintext.count - length) more byte(s): a padding count too small by "
+                + "that much leaves them (or a revision-0 phone, which pads this map itself: not supported)"
+        }
+        return "not a CBOR item (\(error))"
+    }
+
+    /// Checks the getInfo response of key 1 as Chromium's desktop reads it once the tunnel is up
+    /// (`ReadCTAPGetInfoResponse`, when it asks the device for its info and is answered from this
+    /// cached value): canonical CBOR, a map with `versions` (text, none repeated) and a 16-byte
+    /// `aaguid`, the optional members of their types. Where Chromium would fall back to U2F (no
+    /// `FIDO_2_*` version) the desktop, which speaks CTAP2 only over hybrid, refuses too.
+    public static func checkGetInfo(_ getInfo: [UInt8]) throws(HybridError) {
+        let info: AuthenticatorGetInfoResponse
+        do {
+            info = try AuthenticatorGetInfoResponse(cbor: try CBOR.decode(getInfo))
+        } catch {
+            throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo) is not an authenticatorGetInfo response: \(error)")
+        }
+        if let repeated = info.versions.first(where: { version in info.versions.filter { $0 == version }.count > 1 }) {
+            throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo): version \"\(repeated)\" is listed twice")
+        }
+        guard info.versions.contains(where: { $0.hasPrefix("FIDO_2_") }) else {
+            let listed = info.versions.map { "\"\($0)\"" }.joined(separator: ", ")
+            throw HybridError(
+                .invalidPostHandshakeMessage,
+                "key 1 (getInfo): versions [\(listed)] name no CTAP2 version (FIDO_2_0, FIDO_2_1, …), and hybrid carries CTAP2")
+        }
     }
 }
