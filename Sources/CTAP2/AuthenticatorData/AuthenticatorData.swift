@@ -113,9 +113,14 @@ public struct AuthenticatorData: Hashable, Sendable {
             extensions = try CBORKind.textKeyedMap.convert(value, "authenticator data extensions")
         } else {
             guard cursor == bytes.count else {
-                let what = flags.contains(.attestedCredentialData) ? "after the credential public key" : "after signCount"
+                let count = bytes.count - cursor
+                if flags.contains(.attestedCredentialData) {
+                    throw CTAP2Error(.trailingBytes, "authenticator data: \(count) bytes after the credential public key with ED flag clear")
+                }
                 throw CTAP2Error(
-                    .trailingBytes, "authenticator data: \(bytes.count - cursor) bytes \(what) with ED flag clear")
+                    .trailingBytes,
+                    "authenticator data: \(count) bytes after signCount with both AT and ED clear "
+                        + "(attested credential data needs the AT flag, extensions the ED flag)")
             }
             extensions = nil
         }

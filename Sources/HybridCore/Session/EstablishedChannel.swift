@@ -71,6 +71,11 @@ struct ClientChannel: Sendable {
             guard !frame.payload.isEmpty else { throw HybridError(.invalidCTAPMessage, "CTAP response without a status byte") }
             awaitingResponse = false
             return .response(frame.payload)
+        case .shutdown where !frame.payload.isEmpty:
+            throw HybridError(
+                .unexpectedMessage,
+                "the authenticator sent a message of type 0 (shutdown, which only clients send, and bare) with \(frame.payload.count) "
+                    + "more bytes: is its type byte (01 for a CTAP response) missing?")
         case .shutdown:
             throw HybridError(.unexpectedMessage, "the authenticator sent a shutdown message (only clients do)")
         case .json:

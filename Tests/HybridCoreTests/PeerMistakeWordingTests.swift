@@ -1,0 +1,64 @@
+import CTAP2
+@testable import HybridCore
+import Testing
+
+/// Mistakes an implementer of the other side makes, and words that point at them: each was once
+/// reported in terms of a different rule (found by an independent implementation, 2026-11-26).
+@Suite("Peer mistakes are named")
+struct PeerMistakeWordingTests {
+    private static let desktopKey = [UInt8](repeating: 0x11, count: 32)
+    private static let phoneKey = [UInt8](repeating: 0x22, count: 32)
+
+    /// What the desktop's channel says of `frame` sent by the phone after the post-handshake message.
+    private static func desktopReceiving(_ frame: [UInt8]) throws -> String? {
+        var phone = Crypter(readKey: desktopKey, writeKey: phoneKey)
+        var channel = ClientChannel(crypter: Crypter(readKey: phoneKey, writeKey: desktopKey))
+        _ = try channel.encryptRequest([0x02, 0xA0])
+        do {
+            _ = try channel.received(try phone.encrypt(frame))
+            return nil
+        } catch {
+            return error.reason
+        }
+    }
+
+    @Test("a response without its type byte is named as such, not as the phone sending a shutdown; a bare 00 still is one")
+    func responseWithoutTypeByte() throws {
+        #expect(
+            try Self.desktopReceiving([0x00, 0xA1, 0x01, 0x02])
+                == "the authenticator sent a message of type 0 (shutdown, which only clients send, and bare) with 3 more bytes: "
+                + "is its type byte (01 for a CTAP response) missing?")
+        #expect(try Self.desktopReceiving([0x00]) == "the authenticator sent a shutdown message (only clients do)")
+        #expect(try Self.desktopReceiving([0x01, 0x00, 0xA0]) == nil)
+    }
+
+    @Test("a request without its command byte: the phone names the CBOR map header it read as a command, once")
+    func requestWithoutCommandByte() {
+        var authenticator = SoftwareAuthenticator(random: .deterministic(seed: Array("wording".utf8)))
+        let (_, outcome) = authenticator.handle([0xA1, 0x01, 0x02], policy: .init(), now: 0)
+        guard case .refused(let status, let reason) = outcome else {
+            Issue.record("answered: \(outcome)")
+            return
+        }
+        #expect(status == .invalidCommand)
+        #expect(reason == "command 0xa1 is not supported over hybrid (it is a CBOR map header: is the command byte missing?)")
+        let (_, other) = authenticator.handle([0x42], policy: .init(), now: 0)
+        guard case .refused(_, let plain) = other else {
+            Issue.record("answered: \(other)")
+            return
+        }
+        #expect(plain == "command 0x42 is not supported over hybrid")
+    }
+
+    @Test("authenticator data with bytes after signCount and neither AT nor ED names both flags")
+    func bytesWithoutFlags() {
+        let bytes = [UInt8](repeating: 0x5A, count: 32) + [0x05] + [0, 0, 0, 1] + [UInt8](repeating: 0, count: 5)
+        #expect {
+            try AuthenticatorData(bytes: bytes)
+        } throws: { error in
+            (error as? CTAP2Error)?.code == .trailingBytes
+                && (error as? CTAP2Error)?.reason
+                    == "authenticator data: 5 bytes after signCount with both AT and ED clear (attested credential data needs the AT flag, extensions the ED flag)"
+        }
+    }
+}
