@@ -163,6 +163,25 @@ struct RelyingPartyHTTPServerTests {
     }
 }
 
+extension RelyingPartyHTTPServerTests {
+    @Test("the advert line names a tunnel domain other than 0 (a browser would look for the phone there); the event always carries it")
+    func advertNamesItsDomain() {
+        let lines = LockedStrings()
+        let events = LockedStrings()
+        let narrator = DesktopNarrator(output: ProgramOutput(standardOutput: { events.append($0) }, standardError: { lines.append($0) }), json: true)
+        narrator.session(.advertAccepted(rssi: -45, domain: .google, ignored: 0))
+        narrator.session(.advertAccepted(rssi: -50, domain: TunnelDomainID(rawValue: 256), ignored: 2))
+        #expect(lines.all == [
+            "advert accepted (rssi -45 dBm)",
+            "advert accepted (rssi -50 dBm, 2 other datagram(s) ignored; tunnel domain 256, "
+                + "\(TunnelDomainID(rawValue: 256).host ?? "") for a browser, joined on this desktop's relay)",
+        ])
+        #expect(events.all == [
+            #"{"event":"advert","rssi":-45,"ignored":0,"domain":0}"#, #"{"event":"advert","rssi":-50,"ignored":2,"domain":256}"#,
+        ])
+    }
+}
+
 /// Lines collected from a callback.
 private final class LockedStrings: Sendable {
     private let lines = Mutex<[String]>([])

@@ -24,10 +24,15 @@ struct DesktopNarrator: Sendable {
     /// Narrates one driver event.
     func session(_ event: SessionEvent) {
         switch event {
-        case .advertAccepted(let rssi, _, let ignored):
+        case .advertAccepted(let rssi, let domain, let ignored):
             let others = ignored > 0 ? ", \(ignored) other datagram(s) ignored" : ""
-            say("advert accepted (rssi \(rssi) dBm\(others))")
-            self.event("advert", [("rssi", .int(Int(rssi))), ("ignored", .int(ignored))])
+            // Every valid domain is joined on this desktop's relay (the contract's mapping); one
+            // other than the usual 0 is named, since a browser would look for the phone there.
+            let elsewhere =
+                domain == .google
+                ? "" : "; tunnel domain \(domain.rawValue), \(domain.host ?? "unknown") for a browser, joined on this desktop's relay"
+            say("advert accepted (rssi \(rssi) dBm\(others)\(elsewhere))")
+            self.event("advert", [("rssi", .int(Int(rssi))), ("ignored", .int(ignored)), ("domain", .int(Int(domain.rawValue)))])
         case .tunnelJoined:
             // A linked contact's 101 comes when the relay hands the request to the phone's push
             // channel, before the phone has judged it: it may still refuse (revoked, 4410).
