@@ -62,3 +62,37 @@ struct PeerMistakeWordingTests {
         }
     }
 }
+
+extension PeerMistakeWordingTests {
+    /// Chromium reads the new credential's COSE key with its canonical CBOR reader; a key whose map
+    /// keys are out of order fails the registration in a browser, so the desktop fails it too.
+    @Test("a registration whose COSE key is not canonical (keys out of order) is malformed for the desktop; the canonical one verifies")
+    func unsortedCOSEKey() throws {
+        let registration = Ceremony.Registration(
+            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"), rpName: "Example",
+            user: PublicKeyCredentialUserEntity(id: [1, 2, 3], name: "alice", displayName: "Alice"), challenge: [UInt8](repeating: 9, count: 32))
+        var authenticator = SoftwareAuthenticator(random: .deterministic(seed: Array("cose order".utf8)))
+        let (bytes, _) = authenticator.handle(registration.requestBytes, policy: .init(), now: 0)
+        _ = try registration.verify(response: bytes, now: 0)
+
+        let response = try MakeCredentialResponse(bytes: Array(bytes.dropFirst()))
+        let key = try #require(response.authData.attestedCredentialData?.credentialPublicKey)
+        // Canonical: A5 01 02 03 26 20 01 21 … 22 …; the same entries with 3 (alg) before 1 (kty).
+        #expect(Array(key.prefix(5)) == [0xA5, 0x01, 0x02, 0x03, 0x26])
+        let unsorted = [0xA5, 0x03, 0x26, 0x01, 0x02] + key.dropFirst(5)
+        let authData = response.authData.bytes
+        let start = authData.count - key.count
+        #expect(Array(authData[start...]) == key, "the key ends the authenticator data (no extensions)")
+        var map = try #require(CBOR.decode(Array(bytes.dropFirst())).mapValue)
+        map[2] = .bytes(Array(authData[..<start]) + unsorted)
+        let tampered = [0x00] + CBOR.encode(.map(map))
+        #expect {
+            try registration.verify(response: tampered, now: 0)
+        } throws: { error in
+            guard let failure = error as? Ceremony.Failure else { return false }
+            return failure.code == .malformedResponse
+                && failure.reason.hasPrefix("the phone's makeCredential response is malformed: the credential public key in its authenticator data is not CTAP2 canonical CBOR (")
+                && failure.reason.hasSuffix("a browser reads it strictly (Chromium's CBOR reader) and would fail this registration")
+        }
+    }
+}

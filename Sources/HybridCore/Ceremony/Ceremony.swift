@@ -71,6 +71,7 @@ public enum Ceremony {
             response bytes: [UInt8], registeredCredentialIds: Set<[UInt8]> = [], now: UInt64
         ) throws -> (credential: RegisteredCredential, response: MakeCredentialResponse) {
             let response = try Ceremony.payload(bytes, as: MakeCredentialResponse.self, what: "makeCredential")
+            try Ceremony.readableByBrowsers(response.authData)
             let credential = try relyingParty.verifyRegistration(
                 response: response, clientDataJSON: clientData.json, expectedChallenge: clientData.challenge, user: user,
                 registeredCredentialIds: registeredCredentialIds, now: now)
@@ -112,6 +113,23 @@ public enum Ceremony {
                 response: response, clientDataJSON: clientData.json, expectedChallenge: clientData.challenge,
                 knownCredentials: knownCredentials, allowCredentials: allowCredentials)
             return (credential, response)
+        }
+    }
+
+    /// The browser's reading of a new credential's public key: Chromium reads the COSE key in the
+    /// authenticator data with its default, canonical CBOR reader (`AttestedCredentialData::
+    /// ConsumeFromCtapResponse`), so a key with its map keys out of order fails the registration
+    /// there. ``AuthenticatorData`` itself keeps the key byte for byte whatever its order, as
+    /// relying parties read it; the desktop, which plays the browser, refuses it here.
+    static func readableByBrowsers(_ authData: AuthenticatorData) throws(Failure) {
+        guard let key = authData.attestedCredentialData?.credentialPublicKey else { return }
+        do {
+            _ = try CBOR.decode(key)
+        } catch {
+            throw Failure(
+                .malformedResponse, status: .ok,
+                reason: "the phone's makeCredential response is malformed: the credential public key in its authenticator data "
+                    + "is not CTAP2 canonical CBOR (\(error)); a browser reads it strictly (Chromium's CBOR reader) and would fail this registration")
         }
     }
 
