@@ -54,6 +54,31 @@ struct EndToEndFailureTests {
         #expect(FailureOutput.singleErrorLine(phone).hasPrefix("error: no passkey for example.com on this phone"))
     }
 
+    @Test("a passkey the relying party's store does not hold: exit 5, saying to register when the store has none for the site, and what else it may be when it has others")
+    func unknownCredential() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let other = lab.file("other-rp.json")
+        for (user, store) in [("alice", lab.relyingPartyStore), ("bob", other)] {
+            let desktop = try await lab.startDesktop(["--request", "mc", "--user", user, "--rp-store", store])
+            let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+            #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)")
+            #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
+        }
+        for (store, count, why) in [
+            (other, 1, "none with this ID: the passkey was registered with another store, or the phone sent a wrong credential ID"),
+            (lab.file("empty-rp.json"), 0, "register with --request mc first"),
+        ] {
+            let desktop = try await lab.startDesktop(["--request", "ga", "--rp-store", store])
+            let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url, "--account", "alice"])
+            #expect(try await desktop.process.waitForExit() == 5, "\(desktop.process.transcript)")
+            _ = try await phone.waitForExit()
+            let line = FailureOutput.singleErrorLine(desktop.process)
+            #expect(line.hasPrefix("error: the relying party does not know credential "), "\(line)")
+            #expect(line.hasSuffix("(\(store) has \(count) credential(s) for example.com; \(why))"), "\(line)")
+        }
+    }
+
     @Test("phone too far (--rssi -90): the desktop gives up after --timeout with the proximity counters, exit 3")
     func tooFar() async throws {
         let lab = try EndToEndLab()

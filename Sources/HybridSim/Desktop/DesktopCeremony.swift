@@ -355,10 +355,14 @@ struct DesktopCeremony: Sendable {
                                 + "the relying party that issued the options verifies it"))
                 }
                 let known = store.credentials(rpId: rpId).count
+                let why =
+                    known == 0
+                    ? "register with --request mc first"
+                    : "none with this ID: the passkey was registered with another store, or the phone sent a wrong credential ID"
                 throw ProgramFailure(
                     .verificationFailed,
                     "the relying party does not know credential \(Base64URL.encode(credentialId)) "
-                        + "(\(store.path) has \(known) credential(s) for \(rpId); register with --request mc first)"
+                        + "(\(store.path) has \(known) credential(s) for \(rpId); \(why))"
                 )
             }
             let updated: RegisteredCredential
