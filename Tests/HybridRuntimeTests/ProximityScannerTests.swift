@@ -35,6 +35,8 @@ struct ProximityScannerTests {
         let statistics = scanner.statistics
         #expect(statistics.wrongLength == 1)
         #expect(statistics.unknownServiceUUID == 1)
+        #expect(statistics.firstUnknownServiceUUID == 0x1234)
+        #expect(statistics.unknownServiceUUIDDetail == " (first: 0x1234)")
         #expect(statistics.tooFar == 2)
         #expect(statistics.strongestTooFarRSSI == -71)
         #expect(statistics.notOurs == 1)
@@ -45,6 +47,17 @@ struct ProximityScannerTests {
         #expect(calls.value == 2)
         await sender.close()
         await scanner.stop()
+    }
+
+    @Test("a service UUID written little-endian is named as FIDO's byte-swapped; the first unknown UUID is the one kept")
+    func byteSwappedUUID() {
+        var statistics = ProximityStatistics(minRSSI: -70)
+        statistics.received = 2
+        statistics.unknownServiceUUID = 2
+        statistics.firstUnknownServiceUUID = 0xF9FF
+        #expect(statistics.description == "2 datagrams received, 0 matched, 2 ignored: 2 unknown service UUID (first: 0xF9FF, FIDO's 0xFFF9 byte-swapped: it is big-endian)")
+        statistics.firstUnknownServiceUUID = 0xE2FD
+        #expect(statistics.unknownServiceUUIDDetail == " (first: 0xE2FD, Google's 0xFDE2 byte-swapped: it is big-endian)")
     }
 
     @Test("a timeout is .noNearbyAuthenticator carrying the counters")

@@ -1,3 +1,5 @@
+import CTAP2
+
 /// What a ``ProximityScanner`` has seen, by category. Every datagram lands in exactly one of
 /// `matched`, `wrongLength`, `unknownServiceUUID`, `tooFar`, `replayed`, `notOurs`, `invalid`.
 public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
@@ -11,6 +13,9 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     public var wrongLength = 0
     /// Datagrams with a service UUID other than 0xFFF9 / 0xFDE2.
     public var unknownServiceUUID = 0
+    /// The first of those UUIDs, as read (big-endian), e.g. 0xF9FF from a sender that wrote 0xFFF9
+    /// little-endian.
+    public var firstUnknownServiceUUID: UInt16?
     /// Adverts with an RSSI below ``minRSSI``.
     public var tooFar = 0
     /// The strongest RSSI among the `tooFar` adverts (the one that came closest to passing).
@@ -35,6 +40,18 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Datagrams that did not produce a match.
     public var ignored: Int { wrongLength + unknownServiceUUID + tooFar + replayed + notOurs + invalid }
 
+    /// " (first: 0xF9FF, FIDO's 0xFFF9 byte-swapped)", or " (first: 0x1234)"; empty when none was seen.
+    public var unknownServiceUUIDDetail: String {
+        guard let uuid = firstUnknownServiceUUID else { return "" }
+        let text = "0x" + Hex.encode([UInt8(uuid >> 8), UInt8(uuid & 0xFF)], uppercase: true)
+        let swapped = uuid.byteSwapped
+        if let known = ProximityServiceUUID(rawValue: swapped) {
+            let name = known == .fido ? "FIDO's" : "Google's"
+            return " (first: \(text), \(name) 0x\(Hex.encode([UInt8(swapped >> 8), UInt8(swapped & 0xFF)], uppercase: true)) byte-swapped: it is big-endian)"
+        }
+        return " (first: \(text))"
+    }
+
     /// E.g. "3 datagrams received, 0 matched, 3 ignored: 2 too far (best rssi -80 < -70), 1 not ours
     /// (other session or noise)".
     public var description: String {
@@ -47,7 +64,7 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
         if notOurs > 0 { parts.append("\(notOurs) not ours (other session or noise)") }
         if replayed > 0 { parts.append("\(replayed) replayed (advert already used)") }
         if wrongLength > 0 { parts.append("\(wrongLength) wrong length (not 23 bytes)") }
-        if unknownServiceUUID > 0 { parts.append("\(unknownServiceUUID) unknown service UUID") }
+        if unknownServiceUUID > 0 { parts.append("\(unknownServiceUUID) unknown service UUID\(unknownServiceUUIDDetail)") }
         let noun = received == 1 ? "datagram" : "datagrams"
         var text = "\(received) \(noun) received, \(matched) matched"
         if ignored > 0 { text += ", \(ignored) ignored: " + parts.joined(separator: ", ") }

@@ -318,7 +318,7 @@ struct Run {
         if statistics.replayed > 0 { parts.append("\(statistics.replayed) repeated") }
         if statistics.wrongLength > 0 { parts.append("\(statistics.wrongLength) malformed (not 23 bytes)") }
         if statistics.unknownServiceUUID > 0 {
-            parts.append("\(statistics.unknownServiceUUID) with an unknown service UUID")
+            parts.append("\(statistics.unknownServiceUUID) with an unknown service UUID\(statistics.unknownServiceUUIDDetail)")
         }
         let noun = statistics.ignored == 1 ? "advert" : "adverts"
         return "\(statistics.ignored) \(noun) ignored: " + parts.joined(separator: ", ")
