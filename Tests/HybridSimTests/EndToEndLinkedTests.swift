@@ -312,6 +312,36 @@ extension EndToEndLinkedTests {
     }
 }
 
+extension EndToEndLinkedTests {
+    @Test("a linked transaction the phone cannot answer (two passkeys match, no --account): the listener's --json has an error event for it, and it keeps listening")
+    func listenerReportsFailedTransaction() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, _) = try await registerLinked(lab)
+        let second = try await lab.startDesktop(["--request", "mc", "--user", "bob"])
+        let scan = try lab.startPhone(for: second, ["--qr", second.url])
+        #expect(try await second.process.waitForExit() == 0, "\(second.process.transcript)")
+        #expect(try await scan.waitForExit() == 0, "\(scan.transcript)")
+
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        let listener = try lab.start(
+            "listener",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "60",
+             "--json"])
+        defer { listener.terminate() }
+        let signIn = try lab.start(
+            "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 4, "\(signIn.transcript)\n\(listener.transcript)")
+        let lines = try await listener.waitForOutput("an error event", timeout: .seconds(10)) { lines in
+            lines.contains { $0.contains(#""event":"error""#) }
+        }
+        let error = try JSONEvents.parse(try #require(lines.first { $0.contains(#""event":"error""#) }))
+        #expect((error["message"] as? String)?.hasSuffix("choose one with --account NAME") == true, "\(error)")
+        #expect(error["flow"] as? String == "linked")
+        #expect(listener.isRunning, "the listener goes on after a failed transaction")
+    }
+}
+
 /// Forwards the proximity datagrams sent to ``port`` to a desktop's scanner with the last byte of
 /// the advert's tag flipped, so none authenticates: the scanner counts them as not its session's.
 private final class AdvertCorrupter: Sendable {

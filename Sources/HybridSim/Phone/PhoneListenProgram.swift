@@ -148,6 +148,12 @@ public enum PhoneListenProgram {
         _ push: PushMessage, phone: PhoneConfiguration, passkeyPath: String, linkStorePath: String, contactID: [UInt8],
         seen: SeenNonces, relayURL: String, proximity: ProximityEndpoint, narrator: PhoneNarrator
     ) async -> PhoneListener.Verdict {
+        /// A transaction that did not end in an answer: a line, the `error` event, and the listener goes on.
+        func failed(_ failure: ProgramFailure, _ how: String) -> PhoneListener.Verdict {
+            narrator.say("linked transaction \(how): \(failure.message)")
+            narrator.event("error", [("kind", .string(failure.kind.rawValue)), ("message", .string(failure.message))])
+            return .failed(failure.message)
+        }
         func refuse(_ reason: String) -> PhoneListener.Verdict {
             narrator.say("refused the contact request: \(reason)")
             narrator.event("refused", [("reason", .string(reason))])
@@ -200,19 +206,15 @@ public enum PhoneListenProgram {
                 await authenticator.respond(request)
             }
         } catch let error as TransactionError {
-            let failure = await authenticator.failure ?? ProgramFailure.fromTransaction(error, relayURL: relayURL)
-            narrator.say("linked transaction failed: \(failure.message)")
-            narrator.event("error", [("kind", .string(failure.kind.rawValue)),
-                                     ("message", .string(failure.message))])
-            return .failed(failure.message)
+            return failed(await authenticator.failure ?? ProgramFailure.fromTransaction(error, relayURL: relayURL), "failed")
         } catch {
-            return .failed("\(error)")
+            return failed(ProgramFailure(.failed, "\(error)"), "failed")
         }
-        if let failure = await authenticator.failure {
-            narrator.say("linked transaction ended: \(failure.message)")
-            return .failed(failure.message)
+        // The tunnel ended normally, but the phone refused (no passkey, an ambiguous account, --deny).
+        if let failure = await authenticator.failure { return failed(failure, "ended") }
+        guard let outcome = await authenticator.outcome else {
+            return failed(ProgramFailure(.failed, "the desktop asked for no registration or sign-in"), "ended")
         }
-        guard let outcome = await authenticator.outcome else { return .failed("no registration or sign-in") }
         let (passkey, name): (Passkey, String)
         switch outcome {
         case .registered(let created): (passkey, name) = (created, "registered")
