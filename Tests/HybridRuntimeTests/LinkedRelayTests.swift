@@ -54,6 +54,25 @@ struct LinkedRelayTests {
         }
     }
 
+    /// The contact wait (3 s) is longer than this relay's upgrade timeout (1 s): the request is
+    /// complete and being decided, so the timeout does not cut it, and the desktop hears 410.
+    @Test("an upgrade timeout shorter than the contact wait does not drop a waiting contact request: 410 at the end of the wait")
+    func contactWaitOutlivesUpgradeTimeout() async throws {
+        var configuration = RelayConfiguration()
+        configuration.upgradeTimeout = .seconds(1)
+        configuration.contactWait = .seconds(2)
+        try await withRelay(configuration) { relay, endpoint in
+            let start = ContinuousClock.now
+            let error = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
+            }
+            #expect(error?.httpStatus == 410, "\(String(describing: error))")
+            #expect(error?.description.contains("contact ID unknown") == true)
+            #expect(ContinuousClock.now - start >= .seconds(2))
+            #expect(relay.statistics.rejectedRequests[410] == 1, "\(relay.statistics.rejectedRequests)")
+        }
+    }
+
     @Test("no or malformed X-caBLE-Client-Payload: 400")
     func payloadRequired() async throws {
         try await withRelay(Self.configuration) { _, endpoint in

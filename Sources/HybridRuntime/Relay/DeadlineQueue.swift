@@ -109,8 +109,9 @@ struct UpgradeWaiter {
 }
 
 extension RelayRegistry {
-    /// Starts `connection`'s upgrade timeout: it is closed if it has not upgraded by then, after a
-    /// `408` if its request had begun and not ended (one waiting for its decision is just closed).
+    /// Starts `connection`'s upgrade timeout: it is closed if it has sent nothing by then, answered
+    /// `408` if its request had begun and not ended; one whose whole request is being decided (a
+    /// contact request waiting for its phone) is left to its decision.
     func startUpgradeTimeout(of connection: RelayConnection) {
         // The loop's own clock: an EmbeddedEventLoop's (the fuzz probe's, tests') is virtual.
         let deadline = eventLoop.now + TimeAmount(configuration.upgradeTimeout)
@@ -141,14 +142,17 @@ extension RelayRegistry {
     private func upgradeTimeoutsDue() {
         for waiter in upgradeDeadlines.due(at: eventLoop.now, arm: armUpgradeTimer) {
             guard let connection = awaitingUpgrade(waiter) else { continue }
-            if connection.requestStarted, !connection.requestComplete {
+            // A whole request is being decided, and its decision ends the connection or upgrades
+            // it: a contact request waiting for its phone is answered 410 or 504 at the end of
+            // the contact wait (which an upgrade timeout of the same length or shorter would
+            // otherwise cut, leaving the desktop no answer), a refusal is being written.
+            if connection.requestComplete { continue }
+            if connection.requestStarted {
                 // Cut short mid-request (a slow client, or a body declared and never sent): told so.
                 connection.channel.pipeline.syncOperations.fireUserInboundEventTriggered(RelayRequestHandler.RequestTimedOut())
                 continue
             }
-            logger.debug(
-                "dropping a connection that did not complete its request within \(configuration.upgradeTimeout.humanReadable)"
-            )
+            logger.debug("dropping a connection that sent nothing within \(configuration.upgradeTimeout.humanReadable)")
             connection.channel.close(promise: nil)
         }
     }

@@ -95,7 +95,8 @@ public struct RelayConfiguration: Sendable {
     /// A `/cable/contact/…` request whose phone is not listening waits this long for it to connect
     /// its push channel (a phone reconnecting to a freshly started relay) before the answer is 410
     /// (contact ID never announced) or 504 (announced, but not listening). Default 3 s; keep it
-    /// below ``upgradeTimeout`` and below the clients' connect timeout.
+    /// below the clients' connect timeout (``upgradeTimeout`` does not cut a request being decided,
+    /// whatever the two lengths).
     public var contactWait: Duration = .seconds(3)
 
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
