@@ -110,6 +110,30 @@ struct RelayLimitTests {
         }
     }
 
+    @Test("bytes held for a side that has not joined are bounded (1008, the reason names it); held messages count as relayed only once delivered")
+    func bytesBeforeJoinBounded() async throws {
+        var configuration = RelayConfiguration()
+        configuration.maxBytesBeforeJoin = 100
+        try await withRelay(configuration) { relay, endpoint in
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
+            )
+            try await phone.send([UInt8](repeating: 1, count: 60))
+            try await phone.send([UInt8](repeating: 2, count: 40))  // 100: still within
+            #expect(await eventually { relay.statistics.messagesBuffered == 2 })
+            #expect(relay.statistics.messagesRelayed == 0, "nothing delivered yet")
+            try? await phone.send([3])
+            let error = await expectRuntimeError(.closed) { _ = try await phone.receive(timeout: .seconds(2)) }
+            #expect(error?.closeCode == .policyViolation)
+            #expect(
+                error?.description.contains("more than 100 bytes from the creator before the joiner joined (a caBLE peer sends nothing until then)")
+                    == true, "\(String(describing: error))")
+            #expect(relay.statistics.messagesRelayed == 0 && relay.statistics.bytesRelayed == 0, "never delivered: not relayed")
+            await phone.close()
+            #expect(await eventually { relay.openTunnelCount == 0 })
+        }
+    }
+
     /// One message each way; both arrive, so the tunnel is open and the relay has seen activity.
     private func exchange(_ ends: TunnelEnds, sourceLocation: SourceLocation = #_sourceLocation) async throws {
         try await ends.phone.send([1])

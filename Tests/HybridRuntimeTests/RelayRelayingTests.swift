@@ -84,6 +84,7 @@ struct RelayRelayingTests {
             )
             for index in 0..<3 { try await phone.send([UInt8(index), 0xEE]) }
             #expect(await eventually { relay.statistics.messagesBuffered == 3 })
+            #expect(relay.statistics.messagesRelayed == 0, "held, not yet relayed")
             let routingID = try #require(phone.routingID)
             let desktop = try await WebSocketTunnel.open(
                 url: endpoint.url + TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path
@@ -91,6 +92,7 @@ struct RelayRelayingTests {
             for index in 0..<3 {
                 #expect(try await desktop.receive(timeout: .seconds(2)) == [UInt8(index), 0xEE])
             }
+            #expect(relay.statistics.messagesRelayed == 3 && relay.statistics.bytesRelayed == 6)
             try await desktop.send([9])
             #expect(try await phone.receive(timeout: .seconds(2)) == [9])
             await phone.close()

@@ -37,6 +37,14 @@ public struct RelayConfiguration: Sendable {
     /// desktop→phone (handshake, request, shutdown).
     public var maxMessagesPerPeer: Int = 16
 
+    /// How many payload bytes one side may send before the other side has joined (they wait in the
+    /// relay's memory); one more closes the tunnel with 1008 (policy violation). Default 16 KiB: a
+    /// caBLE peer sends nothing until its peer is there (the phone waits for the desktop's
+    /// handshake; a linked desktop waits for the phone's advert), so this only bounds what a
+    /// client that is not one can make the relay hold, 16 MiB at the default 1024 tunnels, where
+    /// ``maxMessagesPerPeer`` × ``maxMessageSize`` alone allowed 1 GiB.
+    public var maxBytesBeforeJoin: Int = 16 * 1024
+
     /// How many tunnels may be open at once; `/cable/new` beyond that is answered 503. Default 1024.
     public var maxOpenTunnels: Int = 1024
 
@@ -145,11 +153,12 @@ public struct RelayStatistics: Sendable, Hashable {
     public var tunnelsOpened = 0
     /// Successful `/cable/connect` joins since start.
     public var tunnelsJoined = 0
-    /// Messages forwarded (or buffered for a peer that joined later) since start.
+    /// Messages delivered to the other side since start (one buffered for a peer that joined later
+    /// counts when it is delivered; one whose peer never came, never).
     public var messagesRelayed = 0
-    /// Payload bytes forwarded since start.
+    /// Payload bytes of those messages.
     public var bytesRelayed = 0
-    /// Messages that had to wait for the peer to join, since start.
+    /// Messages that had to wait for the peer to join, since start (delivered or not).
     public var messagesBuffered = 0
     /// `/cable/contact` requests waiting for their linked phone to listen.
     public var waitingContacts = 0

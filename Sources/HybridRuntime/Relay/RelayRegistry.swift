@@ -62,12 +62,14 @@ final class RelayStatisticsBox: Sendable {
         return snapshot
     }
 
-    /// Counts one relayed message of `bytes` bytes (`buffered`: it waited for its recipient).
-    func recordRelayed(bytes: Int, buffered: Bool) {
+    /// Counts one message of `bytes` bytes delivered to its recipient.
+    func recordRelayed(bytes: Int) {
         messagesRelayed.add(1, ordering: .relaxed)
         bytesRelayed.add(bytes, ordering: .relaxed)
-        if buffered { messagesBuffered.add(1, ordering: .relaxed) }
     }
+
+    /// Counts one message held for a recipient that has not joined yet.
+    func recordBuffered() { messagesBuffered.add(1, ordering: .relaxed) }
 
     /// Counts an open connection unless `max` are open already (then `false`, nothing counted).
     func claimConnection(max: Int) -> Bool { claim(openConnections, max: max) }
@@ -347,8 +349,12 @@ final class RelayRegistry {
     }
 
     /// Counts one relayed message.
-    func recordRelayed(bytes: Int, buffered: Bool) {
-        statistics.recordRelayed(bytes: bytes, buffered: buffered)
+    func recordRelayed(bytes: Int) {
+        statistics.recordRelayed(bytes: bytes)
+    }
+
+    func recordBuffered() {
+        statistics.recordBuffered()
     }
 
     /// Counts one refused request.

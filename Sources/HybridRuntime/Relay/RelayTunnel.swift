@@ -68,6 +68,8 @@ final class RelayTunnel {
     private var waitingForJoiner: CircularBuffer<ByteBuffer>?
     private var sentByCreator = 0
     private var sentByJoiner = 0
+    /// Payload bytes held for a side that had not joined (``RelayConfiguration/maxBytesBeforeJoin``).
+    private var bytesBeforeJoin = 0
     private var lastActivity: NIODeadline
     /// When the tunnel's lifetime ends (set by ``startTimers()``).
     private var lifetimeEnd = NIODeadline.distantFuture
@@ -185,7 +187,10 @@ final class RelayTunnel {
         }
         if let pending {
             logger.debug("delivering \(pending.count) buffered message(s) to \(side)")
-            for message in pending { handler.deliver(message) }
+            for message in pending {
+                registry.recordRelayed(bytes: message.readableBytes)
+                handler.deliver(message)
+            }
         }
         registry.logLimiter.info(self, "\(side) attached")
         // The other side may have become unwritable while this one was not attached yet.
@@ -234,9 +239,17 @@ final class RelayTunnel {
         switch self[slot: recipient] {
         case .attached(let handler):
             // Count first: the peer may read the message before this thread gets any further.
-            registry.recordRelayed(bytes: payload.readableBytes, buffered: false)
+            registry.recordRelayed(bytes: payload.readableBytes)
             handler.deliver(payload, flush: !inReadBurst)
         case .empty, .reserved:
+            bytesBeforeJoin += payload.readableBytes
+            guard bytesBeforeJoin <= configuration.maxBytesBeforeJoin else {
+                close(
+                    code: .policyViolation,
+                    reason: "more than \(configuration.maxBytesBeforeJoin) bytes from the \(side) before the \(recipient) joined "
+                        + "(a caBLE peer sends nothing until then)")
+                return
+            }
             if recipient == .creator {
                 waitingForCreator = (waitingForCreator ?? CircularBuffer(initialCapacity: 4))
                 waitingForCreator!.append(payload)
@@ -244,7 +257,7 @@ final class RelayTunnel {
                 waitingForJoiner = (waitingForJoiner ?? CircularBuffer(initialCapacity: 4))
                 waitingForJoiner!.append(payload)
             }
-            registry.recordRelayed(bytes: payload.readableBytes, buffered: true)
+            registry.recordBuffered()
         case .gone:
             break
         }
