@@ -203,6 +203,39 @@ struct RelayAdmissionTests {
         #expect(trims.load(ordering: .relaxed) == 1)
     }
 
+    @Test("a burst that ended while connections stay open is trimmed too: once the count falls to a quarter of a large enough peak, at most once per spacing")
+    func burstTrim() async throws {
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let trims = Atomic<Int>(0)
+        let open = Atomic<Int>(0)
+        let bound = try await loop.submit {
+            NIOLoopBound(
+                IdleMemoryTrim(delay: .milliseconds(50), burst: 8, spacing: .seconds(30)) { trims.add(1, ordering: .relaxed) },
+                eventLoop: loop)
+        }.get()
+        /// Closes connections one by one from `from` open down to `to` open.
+        func close(from: Int, to: Int) async throws {
+            for count in stride(from: from - 1, through: to, by: -1) {
+                open.store(count, ordering: .relaxed)
+                try await loop.submit { bound.value.connectionClosed(on: loop) { open.load(ordering: .relaxed) } }.get()
+            }
+        }
+        // A small burst (peak 6 < 8) that leaves one connection open: no trim.
+        try await close(from: 6, to: 1)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(trims.load(ordering: .relaxed) == 0)
+        // A peak of 20 falling to 4 (≤ 20 / 4) with one connection still open: one trim.
+        try await close(from: 20, to: 4)
+        #expect(await eventually { trims.load(ordering: .relaxed) == 1 })
+        // Another burst within the spacing: not again while connections are open...
+        try await close(from: 40, to: 2)
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(trims.load(ordering: .relaxed) == 1)
+        // ...but the idle trim still runs when the last one closes.
+        try await close(from: 2, to: 0)
+        #expect(await eventually { trims.load(ordering: .relaxed) == 2 })
+    }
+
     @Test("the caps' defaults: 1024 pending upgrades, per-source caps off")
     func defaults() {
         let configuration = RelayConfiguration()
