@@ -41,7 +41,7 @@ package final class RelayLogLimiter {
         if tokens >= 1 {
             tokens -= 1
             if demoted > 0 {
-                logger.info("\(message()) (\(demoted) similar line(s) logged at debug level: info log rate limit)")
+                logger.info("\(message()) (\(demoted) earlier info line(s) of this event loop went to debug level: info log rate limit)")
                 demoted = 0
             } else {
                 logger.info("\(message())")
