@@ -20,7 +20,7 @@ struct RelayCommand: AsyncParsableCommand {
         discussion: """
             When ready, prints one line on stdout containing ws://HOST:PORT, then relays tunnels until \
             SIGINT, SIGTERM, SIGHUP or SIGQUIT, closes every tunnel with WebSocket close code 1001, logs \
-            what it did and exits 0. It raises its open-file limit to the hard one and lowers \
+            what it did and exits 0. SIGUSR1 prints a status line on stderr (connections, tunnels and             waiting contacts open now; what it did since its start) and the relay goes on.             It raises its open-file limit to the hard one and lowers \
             --max-connections to what that limit holds, with a warning. \
             Endpoints: GET /cable/new/{tunnel ID}, /cable/connect/{routing ID}/{tunnel ID}, \
             /cable/contact/{contact ID} and /cable/listen/{contact ID} (linked phones, Docs/LINKING.md). \
@@ -246,6 +246,11 @@ struct RelayCommand: AsyncParsableCommand {
         if let record { configuration.recordDirectory = record }
         fitConnections(&configuration, logger: logger)
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
+        // `kill -USR1 PID`: what the relay holds now and has done, on stderr whatever --log-level
+        // says (it was asked for), without stopping it.
+        SignalRouter.routeStatus { [relay] in
+            progressLine("status: \(Self.status(relay.statistics)); since its start: \(Self.summary(relay.statistics))")
+        }
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
         // A failure is one line, as every other program's runtime failure: "error: <reason>". A
@@ -268,6 +273,7 @@ struct RelayCommand: AsyncParsableCommand {
         // One write(2), unbuffered: a harness reading a pipe sees the line at once.
         printStatus("hybrid-sim relay listening on \(endpoint.url)")
         let received = await signals.wait()
+        SignalRouter.routeStatus(nil)
         logger.info("received \(SignalRouter.name(received)), shutting down")
         await relay.shutdown()
         logger.info("since its start: \(Self.summary(relay.statistics))")
@@ -283,6 +289,12 @@ struct RelayCommand: AsyncParsableCommand {
         logger.warning(
             "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from \(configuration.maxConnections) to \(fits), so connections beyond it get a 503 instead of an accept that fails")
         configuration.maxConnections = fits
+    }
+
+    /// What the relay holds now, for the SIGUSR1 status line.
+    static func status(_ statistics: RelayStatistics) -> String {
+        "\(statistics.openConnections) connection(s) and \(statistics.openTunnels) tunnel(s) open, "
+            + "\(statistics.waitingContacts) contact request(s) waiting for their phone"
     }
 
     /// What the relay did, for the line it logs when it stops.

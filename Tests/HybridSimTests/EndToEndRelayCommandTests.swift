@@ -61,6 +61,30 @@ struct EndToEndRelayCommandTests {
             "\(relay.transcript)")
     }
 
+    @Test("SIGUSR1 prints a status line on stderr (whatever --log-level) and the relay goes on; SIGTERM still stops it")
+    func statusSignal() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relay, url) = try await lab.startRelay()  // --log-level warning
+        let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
+        let held = try Self.connect(port: port, sending: "GET /cable/new/")
+        defer { close(held) }
+        for round in 1...2 {
+            relay.signal(SIGUSR1)
+            let lines = try await relay.waitForOutput("status line \(round)", in: \.standardError) { lines in
+                lines.filter { $0.hasPrefix("status: ") }.count == round
+            }
+            #expect(
+                lines.last { $0.hasPrefix("status: ") }
+                    == "status: 1 connection(s) and 0 tunnel(s) open, 0 contact request(s) waiting for their phone; "
+                    + "since its start: 0 tunnel(s) opened, 0 joined, 0 message(s) relayed, nothing refused",
+                "\(relay.transcript)")
+            #expect(relay.isRunning)
+        }
+        relay.signal(SIGTERM)
+        #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
+    }
+
     @Test("--host [::1], as a URL writes it, binds ::1")
     func bracketedHost() async throws {
         let lab = try EndToEndLab()

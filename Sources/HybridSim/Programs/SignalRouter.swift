@@ -21,10 +21,14 @@ package enum SignalRouter {
     /// The signals routed. SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\) end a program as
     /// SIGINT and SIGTERM do; the Swift runtime printed a crash report for SIGQUIT and went on.
     package static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
+    /// SIGUSR1 asks a running program for its status (``routeStatus(_:)``); with no status handler
+    /// routed it keeps its default action (the process ends), as in any program that has none.
+    package static let statusSignal: Int32 = SIGUSR1
 
     /// The pipe's write end, for the C handler. Set once, before any handler is installed.
     nonisolated(unsafe) private static var pipeWriteEnd: Int32 = -1
     private static let handler = Mutex<(@Sendable (Int32) -> Void)?>(nil)
+    private static let statusHandler = Mutex<(@Sendable () -> Void)?>(nil)
     private static let installed = Mutex(false)
 
     /// Installs the handlers and starts the reading thread (once; later calls do nothing).
@@ -40,7 +44,7 @@ package enum SignalRouter {
         // which then receives them; threads started later inherit its mask.
         var routed = sigset_t()
         sigemptyset(&routed)
-        for number in signals { sigaddset(&routed, number) }
+        for number in signals + [statusSignal] { sigaddset(&routed, number) }
         pthread_sigmask(SIG_UNBLOCK, &routed, nil)
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return }  // no pipe: the default actions stay
@@ -56,7 +60,7 @@ package enum SignalRouter {
                 deliver(Int32(byte))
             }
         }
-        for number in signals {
+        for number in signals + [statusSignal] {
             // `nohup` starts a program with SIGHUP ignored so that it outlives its terminal:
             // that stays so. (SIGINT and SIGQUIT are caught even when inherited ignored, as a
             // script's background job has them, so `kill -INT` still stops a relay started with &.)
@@ -80,6 +84,12 @@ package enum SignalRouter {
         self.handler.withLock { $0 = handler }
     }
 
+    /// From now on `handler` answers SIGUSR1 (on the router's thread), and the program goes on;
+    /// `nil` restores the default action's effect.
+    package static func routeStatus(_ handler: (@Sendable () -> Void)?) {
+        statusHandler.withLock { $0 = handler }
+    }
+
     /// `SIGINT`, `SIGTERM`, …; `signal N` for one without a name here.
     package static func name(_ number: Int32) -> String {
         knownName(number) ?? "signal \(number)"
@@ -99,6 +109,7 @@ package enum SignalRouter {
         case SIGSEGV: return "SIGSEGV"
         case SIGPIPE: return "SIGPIPE"
         case SIGTERM: return "SIGTERM"
+        case SIGUSR1: return "SIGUSR1"
         default: return nil
         }
     }
@@ -120,7 +131,11 @@ package enum SignalRouter {
     }
 
     private static func deliver(_ number: Int32) {
-        if let routed = handler.withLock({ $0 }) {
+        if number == statusSignal, let status = statusHandler.withLock({ $0 }) {
+            status()
+            return
+        }
+        if number != statusSignal, let routed = handler.withLock({ $0 }) {
             routed(number)
             return
         }
