@@ -1,4 +1,6 @@
 import Foundation
+import HybridCore
+import HybridRuntime
 import HybridSim
 import Testing
 
@@ -66,9 +68,8 @@ struct EndToEndRelayCommandTests {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let (relay, url) = try await lab.startRelay()  // --log-level warning
-        let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
-        let held = try Self.connect(port: port, sending: "GET /cable/new/")
-        defer { close(held) }
+        // A tunnel the relay has upgraded: counted by the time open() returns.
+        let tunnel = try await WebSocketTunnel.open(url: url + TunnelServicePath.new(tunnelID: [UInt8](repeating: 7, count: 16)).path)
         for round in 1...2 {
             relay.signal(SIGUSR1)
             let lines = try await relay.waitForOutput("status line \(round)", in: \.standardError) { lines in
@@ -76,11 +77,12 @@ struct EndToEndRelayCommandTests {
             }
             #expect(
                 lines.last { $0.hasPrefix("status: ") }
-                    == "status: 1 connection(s) and 0 tunnel(s) open, 0 contact request(s) waiting for their phone; "
-                    + "since its start: 0 tunnel(s) opened, 0 joined, 0 message(s) relayed, nothing refused",
+                    == "status: 1 connection(s) and 1 tunnel(s) open, 0 contact request(s) waiting for their phone; "
+                    + "since its start: 1 tunnel(s) opened, 0 joined, 0 message(s) relayed, nothing refused",
                 "\(relay.transcript)")
             #expect(relay.isRunning)
         }
+        await tunnel.close()
         relay.signal(SIGTERM)
         #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
     }
