@@ -203,14 +203,17 @@ struct RelayAdmissionTests {
         #expect(trims.load(ordering: .relaxed) == 1)
     }
 
-    @Test("a burst that ended while connections stay open is trimmed too: once the count falls to a quarter of a large enough peak, at most once per spacing")
+    @Test("a burst that ended while connections stay open is trimmed too: once the count falls to a quarter of a large enough peak; one within the spacing is put off, not dropped; shards share the spacing")
     func burstTrim() async throws {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let trims = Atomic<Int>(0)
         let open = Atomic<Int>(0)
+        let clock = TrimClock()
         let bound = try await loop.submit {
             NIOLoopBound(
-                IdleMemoryTrim(delay: .milliseconds(50), burst: 8, spacing: .seconds(30)) { trims.add(1, ordering: .relaxed) },
+                IdleMemoryTrim(delay: .milliseconds(50), burst: 8, spacing: .milliseconds(800), clock: clock) {
+                    trims.add(1, ordering: .relaxed)
+                },
                 eventLoop: loop)
         }.get()
         /// Closes connections one by one from `from` open down to `to` open.
@@ -227,13 +230,18 @@ struct RelayAdmissionTests {
         // A peak of 20 falling to 4 (≤ 20 / 4) with one connection still open: one trim.
         try await close(from: 20, to: 4)
         #expect(await eventually { trims.load(ordering: .relaxed) == 1 })
-        // Another burst within the spacing: not again while connections are open...
+        // A second burst within the spacing: not at once, but once the spacing has passed, with
+        // no close after it (a relay whose last connections stay open).
         try await close(from: 40, to: 2)
         try await Task.sleep(for: .milliseconds(200))
-        #expect(trims.load(ordering: .relaxed) == 1)
-        // ...but the idle trim still runs when the last one closes.
+        #expect(trims.load(ordering: .relaxed) == 1, "not within the spacing")
+        #expect(await eventually(timeout: .seconds(5)) { trims.load(ordering: .relaxed) == 2 }, "put off, not dropped")
+        // Another shard's trimmer on the same clock: a burst right after is put off as well.
+        #expect(clock.remaining(.milliseconds(800), now: .now()) > .zero)
+        #expect(!clock.claim(.milliseconds(800), now: .now()))
+        // The idle trim is never put off.
         try await close(from: 2, to: 0)
-        #expect(await eventually { trims.load(ordering: .relaxed) == 2 })
+        #expect(await eventually { trims.load(ordering: .relaxed) == 3 })
     }
 
     @Test("the caps' defaults: 1024 pending upgrades, per-source caps off")

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOEmbedded
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -14,26 +15,32 @@ import Glibc
 /// second after the last connection closed, and only if none is open by then; and, since a relay
 /// that always has a connection open (a listening linked phone, steady traffic) is never idle, also
 /// one second after a burst ended: when the open connections fell to a quarter of their peak since
-/// the last trim, a peak of at least `burst`, at most once per `spacing`. Confined to the loop.
+/// the last trim, a peak of at least `burst`. Such a trim runs at most once per `spacing` in the
+/// whole process (the shards' trimmers share a ``TrimClock``: `malloc_trim` walks every arena, and
+/// a live relay should pay that once); one that comes too soon is put off until the spacing has
+/// passed, not dropped. Confined to the loop.
 final class IdleMemoryTrim {
-    private var scheduled = false
+    private var idleScheduled = false
+    private var burstScheduled = false
     private let delay: TimeAmount
     private let burst: Int
     private let spacing: TimeAmount
+    private let clock: TrimClock
     private let trim: () -> Void
     /// The most connections open since the last trim, as seen by the closes.
     private var peak = 0
-    private var lastTrim: NIODeadline?
 
     /// `trim` (glibc's `malloc_trim(0)` by default) runs `delay` after the last connection closed,
-    /// or after a burst of at least `burst` connections fell to a quarter (then at most once per `spacing`).
+    /// or after a burst of at least `burst` connections fell to a quarter (then at most once per
+    /// `spacing` of `clock`, which every trimmer of the process shares by default).
     init(
-        delay: TimeAmount = .seconds(1), burst: Int = 256, spacing: TimeAmount = .seconds(10),
+        delay: TimeAmount = .seconds(1), burst: Int = 256, spacing: TimeAmount = .seconds(10), clock: TrimClock = .shared,
         trim: @escaping () -> Void = { _ = IdleMemoryTrim.mallocTrim?(0) }
     ) {
         self.delay = delay
         self.burst = burst
         self.spacing = spacing
+        self.clock = clock
         self.trim = trim
     }
 
@@ -44,25 +51,33 @@ final class IdleMemoryTrim {
         guard !(loop is EmbeddedEventLoop) else { return }
         let open = openConnections()
         peak = max(peak, open + 1)
-        guard !scheduled, due(open: open, now: loop.now) else { return }
-        scheduled = true
-        loop.assumeIsolated().scheduleTask(in: delay) { [self] in
-            self.scheduled = false
-            let now = loop.now
-            let open = openConnections()
-            guard self.due(open: open, now: now) else { return }
-            self.trim()
-            self.lastTrim = now
-            self.peak = open
+        if open == 0, !idleScheduled {
+            idleScheduled = true
+            loop.assumeIsolated().scheduleTask(in: delay) { [self] in
+                self.idleScheduled = false
+                guard openConnections() == 0 else { return }
+                self.clock.record(now: NIODeadline.now())
+                self.trim()
+                self.peak = 0
+            }
+        } else if open > 0, !burstScheduled, burstEnded(open: open) {
+            burstScheduled = true
+            // It waits out the spacing since the last trim, however long that is.
+            let wait = max(delay, clock.remaining(spacing, now: NIODeadline.now()))
+            loop.assumeIsolated().scheduleTask(in: wait) { [self] in
+                self.burstScheduled = false
+                let open = openConnections()
+                // Idle by now (the idle trim covers it), or no longer a burst's end.
+                guard open > 0, self.burstEnded(open: open) else { return }
+                // Another shard may have trimmed meanwhile: that trim covered this burst too.
+                if self.clock.claim(self.spacing, now: NIODeadline.now()) { self.trim() }
+                self.peak = open
+            }
         }
     }
 
-    /// Idle, or a burst has ended and the last trim is `spacing` old.
-    private func due(open: Int, now: NIODeadline) -> Bool {
-        if open == 0 { return true }
-        guard peak >= burst, open <= peak / 4 else { return false }
-        return lastTrim.map { now - $0 >= spacing } ?? true
-    }
+    /// The open connections fell to a quarter of a peak large enough to be worth a trim.
+    private func burstEnded(open: Int) -> Bool { peak >= burst && open <= peak / 4 }
 
     /// glibc's `malloc_trim` (declared in `<malloc.h>`, which the Glibc module does not import),
     /// looked up once; `nil` where the C library has none.
@@ -74,4 +89,39 @@ final class IdleMemoryTrim {
         return nil
         #endif
     }()
+}
+
+/// When the process last trimmed (any shard), so that trims on a live relay keep their spacing.
+final class TrimClock: Sendable {
+    /// The clock every relay trimmer of the process shares.
+    static let shared = TrimClock()
+    /// `NIODeadline.uptimeNanoseconds` of the last trim, or -1.
+    private let last = Atomic<Int64>(-1)
+
+    init() {}
+
+    /// How long until `spacing` has passed since the last trim (zero when it has, or none ran).
+    func remaining(_ spacing: TimeAmount, now: NIODeadline) -> TimeAmount {
+        let previous = last.load(ordering: .relaxed)
+        guard previous >= 0 else { return .zero }
+        let elapsed = Int64(now.uptimeNanoseconds) - previous
+        return .nanoseconds(max(0, spacing.nanoseconds - elapsed))
+    }
+
+    /// Takes the right to trim now if `spacing` has passed since the last trim; `false` if not.
+    func claim(_ spacing: TimeAmount, now: NIODeadline) -> Bool {
+        let stamp = Int64(now.uptimeNanoseconds)
+        var previous = last.load(ordering: .relaxed)
+        while previous < 0 || stamp - previous >= spacing.nanoseconds {
+            let (exchanged, current) = last.compareExchange(expected: previous, desired: stamp, ordering: .relaxed)
+            if exchanged { return true }
+            previous = current
+        }
+        return false
+    }
+
+    /// An idle trim ran now.
+    func record(now: NIODeadline) {
+        last.store(Int64(now.uptimeNanoseconds), ordering: .relaxed)
+    }
 }
