@@ -1,5 +1,6 @@
 import HybridCore
 import HybridRuntime
+import Synchronization
 import Testing
 
 /// Every relay limit, and the close code both peers see when it is hit.
@@ -114,21 +115,24 @@ struct RelayLimitTests {
     func bytesBeforeJoinBounded() async throws {
         var configuration = RelayConfiguration()
         configuration.maxBytesBeforeJoin = 100
+        let observed = Atomic<Int>(0)
+        configuration.messageObserver = { _, _ in observed.add(1, ordering: .relaxed) }
         try await withRelay(configuration) { relay, endpoint in
             let phone = try await WebSocketTunnel.open(
                 url: endpoint.url + TunnelServicePath.new(tunnelID: randomTunnelID()).path
             )
-            try await phone.send([UInt8](repeating: 1, count: 60))
-            try await phone.send([UInt8](repeating: 2, count: 40))  // 100: still within
+            try await phone.send([UInt8](repeating: 1, count: 81))  // a handshake message's size
+            try await phone.send([UInt8](repeating: 2, count: 19))  // 100: still within
             #expect(await eventually { relay.statistics.messagesBuffered == 2 })
             #expect(relay.statistics.messagesRelayed == 0, "nothing delivered yet")
             try? await phone.send([3])
             let error = await expectRuntimeError(.closed) { _ = try await phone.receive(timeout: .seconds(2)) }
             #expect(error?.closeCode == .policyViolation)
             #expect(
-                error?.description.contains("more than 100 bytes from the creator before the joiner joined (a caBLE peer sends nothing until then)")
+                error?.description.contains("more than 100 bytes from the creator before the joiner joined (caBLE peers send at most an 81-byte handshake)")
                     == true, "\(String(describing: error))")
             #expect(relay.statistics.messagesRelayed == 0 && relay.statistics.bytesRelayed == 0, "never delivered: not relayed")
+            #expect(observed.load(ordering: .relaxed) == 2, "the refused message reached no hook (observer, recorder)")
             await phone.close()
             #expect(await eventually { relay.openTunnelCount == 0 })
         }

@@ -39,10 +39,11 @@ public struct RelayConfiguration: Sendable {
 
     /// How many payload bytes one side may send before the other side has joined (they wait in the
     /// relay's memory); one more closes the tunnel with 1008 (policy violation). Default 16 KiB: a
-    /// caBLE peer sends nothing until its peer is there (the phone waits for the desktop's
-    /// handshake; a linked desktop waits for the phone's advert), so this only bounds what a
-    /// client that is not one can make the relay hold, 16 MiB at the default 1024 tunnels, where
-    /// ``maxMessagesPerPeer`` × ``maxMessageSize`` alone allowed 1 GiB.
+    /// caBLE peer sends at most its 81-byte handshake message before its peer is there (the QR
+    /// flow's phone waits for the desktop's; Chromium's linked desktop writes its own as soon as
+    /// it has seen the phone's advert, which may come before the phone joined), so this only
+    /// bounds what a client that is not one can make the relay hold, 16 MiB at the default 1024
+    /// tunnels, where ``maxMessagesPerPeer`` × ``maxMessageSize`` alone allowed 1 GiB.
     public var maxBytesBeforeJoin: Int = 16 * 1024
 
     /// How many tunnels may be open at once; `/cable/new` beyond that is answered 503. Default 1024.

@@ -230,6 +230,21 @@ final class RelayTunnel {
             close(code: .messageTooBig, reason: "message larger than \(configuration.maxMessageSize) bytes")
             return
         }
+        // Held for a side not yet joined: bounded, and checked before the hooks see the message,
+        // so a refused one is neither observed nor recorded.
+        switch self[slot: side.other] {
+        case .empty, .reserved:
+            bytesBeforeJoin += message.readableBytes
+            guard bytesBeforeJoin <= configuration.maxBytesBeforeJoin else {
+                close(
+                    code: .policyViolation,
+                    reason: "more than \(configuration.maxBytesBeforeJoin) bytes from the \(side) before the \(side.other) joined "
+                        + "(caBLE peers send at most an 81-byte handshake)")
+                return
+            }
+        case .attached, .gone:
+            break
+        }
         lastActivity = configuration.clock.now()
         var payload = message
         if configuration.faultInjector != nil || configuration.messageObserver != nil || recorder != nil {
@@ -242,14 +257,6 @@ final class RelayTunnel {
             registry.recordRelayed(bytes: payload.readableBytes)
             handler.deliver(payload, flush: !inReadBurst)
         case .empty, .reserved:
-            bytesBeforeJoin += payload.readableBytes
-            guard bytesBeforeJoin <= configuration.maxBytesBeforeJoin else {
-                close(
-                    code: .policyViolation,
-                    reason: "more than \(configuration.maxBytesBeforeJoin) bytes from the \(side) before the \(recipient) joined "
-                        + "(a caBLE peer sends nothing until then)")
-                return
-            }
             if recipient == .creator {
                 waitingForCreator = (waitingForCreator ?? CircularBuffer(initialCapacity: 4))
                 waitingForCreator!.append(payload)
