@@ -272,8 +272,8 @@ struct RelayCommand: AsyncParsableCommand {
         }
         // One write(2), unbuffered: a harness reading a pipe sees the line at once.
         printStatus("hybrid-sim relay listening on \(endpoint.url)")
+        // The status handler stays through the shutdown: a SIGUSR1 then still only asks for status.
         let received = await signals.wait()
-        SignalRouter.routeStatus(nil)
         logger.info("received \(SignalRouter.name(received)), shutting down")
         await relay.shutdown()
         logger.info("since its start: \(Self.summary(relay.statistics))")

@@ -21,9 +21,11 @@ package enum SignalRouter {
     /// The signals routed. SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\) end a program as
     /// SIGINT and SIGTERM do; the Swift runtime printed a crash report for SIGQUIT and went on.
     package static let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT]
-    /// SIGUSR1 asks a running program for its status (``routeStatus(_:)``); with no status handler
-    /// routed it keeps its default action (the process ends), as in any program that has none.
+    /// SIGUSR1 asks a running program for its status: caught only once a program routes it
+    /// (``routeStatus(_:)``, the relay); every other command leaves it alone (its default action,
+    /// or an ignore or block its parent set).
     package static let statusSignal: Int32 = SIGUSR1
+    private static let statusInstalled = Mutex(false)
 
     /// The pipe's write end, for the C handler. Set once, before any handler is installed.
     nonisolated(unsafe) private static var pipeWriteEnd: Int32 = -1
@@ -44,7 +46,7 @@ package enum SignalRouter {
         // which then receives them; threads started later inherit its mask.
         var routed = sigset_t()
         sigemptyset(&routed)
-        for number in signals + [statusSignal] { sigaddset(&routed, number) }
+        for number in signals { sigaddset(&routed, number) }
         pthread_sigmask(SIG_UNBLOCK, &routed, nil)
         var ends: [Int32] = [0, 0]
         guard pipe(&ends) == 0 else { return }  // no pipe: the default actions stay
@@ -60,22 +62,27 @@ package enum SignalRouter {
                 deliver(Int32(byte))
             }
         }
-        for number in signals + [statusSignal] {
+        for number in signals {
             // `nohup` starts a program with SIGHUP ignored so that it outlives its terminal:
             // that stays so. (SIGINT and SIGQUIT are caught even when inherited ignored, as a
             // script's background job has them, so `kill -INT` still stops a relay started with &.)
             var current = sigaction()
             if number == SIGHUP, sigaction(number, nil, &current) == 0, Self.isIgnored(current) { continue }
-            var action = sigaction()
-            #if canImport(Glibc)
-            action.__sigaction_handler.sa_handler = forward
-            #else
-            action.__sigaction_u.__sa_handler = forward
-            #endif
-            sigemptyset(&action.sa_mask)
-            action.sa_flags = SA_RESTART
-            sigaction(number, &action, nil)
+            catchSignal(number)
         }
+    }
+
+    /// Replaces `number`'s action with the forwarding handler.
+    private static func catchSignal(_ number: Int32) {
+        var action = sigaction()
+        #if canImport(Glibc)
+        action.__sigaction_handler.sa_handler = forward
+        #else
+        action.__sigaction_u.__sa_handler = forward
+        #endif
+        sigemptyset(&action.sa_mask)
+        action.sa_flags = SA_RESTART
+        sigaction(number, &action, nil)
     }
 
     /// From now on `handler` gets each signal (on the router's thread); `nil` restores the
@@ -88,6 +95,18 @@ package enum SignalRouter {
     /// `nil` restores the default action's effect.
     package static func routeStatus(_ handler: (@Sendable () -> Void)?) {
         statusHandler.withLock { $0 = handler }
+        guard handler != nil else { return }
+        install()
+        let first = statusInstalled.withLock { done in
+            defer { done = true }
+            return !done
+        }
+        guard first else { return }
+        // Ignored on entry (a supervisor that wants no status from it): stays so, like SIGHUP under
+        // nohup; blocked on entry, it stays blocked (this may not run on main's thread).
+        var current = sigaction()
+        if sigaction(statusSignal, nil, &current) == 0, isIgnored(current) { return }
+        catchSignal(statusSignal)
     }
 
     /// `SIGINT`, `SIGTERM`, …; `signal N` for one without a name here.
