@@ -227,7 +227,7 @@ private struct Walk {
         do {
             _ = try PostHandshakeMessage.parse(plaintext)
         } catch {
-            message.anomalies.append("a Chromium desktop refuses it: \(error.reason)")
+            message.anomalies.append("the desktop refuses it (Chromium's rules, Docs/PROTOCOL-TOLERANCE.md): \(error.reason)")
         }
         for line in CBORAnnotation.lines(value, schema: .postHandshake) {
             guard line.hasPrefix("1 (getInfo)") else {

@@ -4,7 +4,10 @@
 /// Modelled keys: 0x01 versions, 0x02 extensions?, 0x03 aaguid, 0x04 options?, 0x05 maxMsgSize?,
 /// 0x06 pinUvAuthProtocols?, 0x07 maxCredentialCountInList?, 0x08 maxCredentialIdLength?,
 /// 0x09 transports?, 0x0A algorithms?, 0x0E firmwareVersion?, 0x14 remainingDiscoverableCredentials?,
-/// 0x16 attestationFormats?. Other keys are ignored.
+/// 0x16 attestationFormats?. Other keys are ignored. Decoding reads what Chromium's
+/// `ReadCTAPGetInfoResponse` reads the way it does (a desktop answers getInfo from a phone's
+/// value): unknown options and algorithm types are skipped, and members Chromium never reads
+/// (transports, firmwareVersion, attestationFormats) are dropped when malformed, not refused.
 ///
 /// Chromium phones send `{1: ["FIDO_2_0", "FIDO_2_1"], 2: ["prf"], 3: 16×00, 4: {"rk": true, "uv": true},
 /// 9: ["cable", "hybrid", "internal"]}`.
@@ -72,22 +75,66 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
         versions = try fields.required(0x01, "versions", .array(of: .text))
         extensions = try fields.optional(0x02, "extensions", .array(of: .text))
         aaguid = try fields.required(0x03, "aaguid", .bytes(count: 16))
-        options = try fields.optional(0x04, "options", .textKeyedMap).map { (raw) throws(CTAP2Error) in
-            var options: [String: Bool] = [:]
-            for (name, value) in raw {
-                options[name] = try CBORKind.bool.convert(value, "authenticatorGetInfo response 0x04 (options) \"\(name)\"")
-            }
-            return options
-        }
+        options = try Self.options(fields.entries[0x04])
         maxMsgSize = try fields.optional(0x05, "maxMsgSize", .unsigned)
         pinUvAuthProtocols = try fields.optional(0x06, "pinUvAuthProtocols", .array(of: .unsigned))
         maxCredentialCountInList = try fields.optional(0x07, "maxCredentialCountInList", .unsigned)
         maxCredentialIdLength = try fields.optional(0x08, "maxCredentialIdLength", .unsigned)
-        transports = try fields.optional(0x09, "transports", .array(of: .text))
-        algorithms = try fields.optional(0x0A, "algorithms", .array(of: .structure))
-        firmwareVersion = try fields.optional(0x0E, "firmwareVersion", .unsigned)
+        // Members Chromium does not read: kept when well formed, skipped when not.
+        transports = try? fields.optional(0x09, "transports", .array(of: .text))
+        algorithms = try Self.algorithms(fields.entries[0x0A])
+        firmwareVersion = try? fields.optional(0x0E, "firmwareVersion", .unsigned)
         remainingDiscoverableCredentials = try fields.optional(0x14, "remainingDiscoverableCredentials", .unsigned)
-        attestationFormats = try fields.optional(0x16, "attestationFormats", .array(of: .text))
+        attestationFormats = try? fields.optional(0x16, "attestationFormats", .array(of: .text))
+    }
+
+    /// The options Chromium reads as booleans (`ReadCTAPGetInfoResponse`): one of these with
+    /// another type is refused, as there.
+    public static let booleanOptions: Set<String> = [
+        "plat", "rk", "up", "uv", "clientPin", "credMgmt", "credentialMgmtPreview", "bioEnroll",
+        "userVerificationMgmtPreview", "pinUvAuthToken", "ep", "largeBlobs", "alwaysUv",
+    ]
+
+    /// Key 0x04 read as Chromium reads it: a map, in which the boolean options it knows must be
+    /// booleans and `defaultCredProtect` 2 or 3; every other entry (a text key with a value of
+    /// another type, a key that is not text) is skipped, as Chromium looks up only what it knows.
+    private static func options(_ value: CBORValue?) throws(CTAP2Error) -> [String: Bool]? {
+        guard let value else { return nil }
+        let path = "authenticatorGetInfo response 0x04 (options)"
+        guard case .map(let entries) = value else {
+            throw CTAP2Error(.wrongType, "\(path): expected a map, found \(value.kindName)")
+        }
+        var options: [String: Bool] = [:]
+        for (key, entry) in entries {
+            guard case .text(let name) = key else { continue }
+            if case .bool(let flag) = entry {
+                options[name] = flag
+            } else if booleanOptions.contains(name) {
+                throw CTAP2Error(.wrongType, "\(path) \"\(name)\": expected a boolean, found \(entry.kindName)")
+            } else if name == "defaultCredProtect", entry != .unsigned(2), entry != .unsigned(3) {
+                throw CTAP2Error(.invalidValue, "\(path) \"defaultCredProtect\": expected 2 or 3, found \(entry)")
+            }
+        }
+        return options
+    }
+
+    /// Key 0x0A read as Chromium reads it: every entry a map with a text `type`; entries of another
+    /// type than `"public-key"` are skipped, a `"public-key"` one needs an integer `alg`, and one
+    /// outside 32 bits is skipped.
+    private static func algorithms(_ value: CBORValue?) throws(CTAP2Error) -> [PublicKeyCredentialParameters]? {
+        guard let value else { return nil }
+        let path = "authenticatorGetInfo response 0x0A (algorithms)"
+        let elements = try CBORKind<[CBORValue]>.array.convert(value, path)
+        var algorithms: [PublicKeyCredentialParameters] = []
+        for (index, element) in elements.enumerated() {
+            let fields = try CBORFields(element, context: "\(path)[\(index)]")
+            let type = try fields.required("type", "type", .text)
+            guard type == PublicKeyCredentialDescriptor.publicKeyType else { continue }
+            let alg = try fields.required("alg", "alg", .int)
+            guard Int(Int32.min)...Int(Int32.max) ~= alg else { continue }
+            algorithms.append(PublicKeyCredentialParameters(type: type, alg: COSEAlgorithmIdentifier(rawValue: alg)))
+        }
+        return algorithms
     }
 
     public var cbor: CBORValue {

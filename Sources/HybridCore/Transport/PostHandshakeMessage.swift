@@ -89,9 +89,13 @@ public struct PostHandshakeMessage: Sendable, Hashable {
 
     /// Checks the getInfo response of key 1 as Chromium's desktop reads it once the tunnel is up
     /// (`ReadCTAPGetInfoResponse`, when it asks the device for its info and is answered from this
-    /// cached value): canonical CBOR, a map with `versions` (text, none repeated) and a 16-byte
-    /// `aaguid`, the optional members of their types. Where Chromium would fall back to U2F (no
-    /// `FIDO_2_*` version) the desktop, which speaks CTAP2 only over hybrid, refuses too.
+    /// cached value): canonical CBOR; a map with `versions` (text, none repeated) and a 16-byte
+    /// `aaguid`; the members it reads of their types (`AuthenticatorGetInfoResponse`, which
+    /// skips what Chromium skips); `pinUvAuthProtocols` when `clientPin` or `pinUvAuthToken` is
+    /// offered; `largeBlobs` only with `rk`. It must name a CTAP2 version Chromium knows
+    /// (``ctap2Versions``): Chromium would otherwise fall back to U2F, which hybrid does not carry.
+    /// A subset of Chromium's rules: ones about extensions it knows (`credBlob` without
+    /// `credProtect`, …) are not checked.
     public static func checkGetInfo(_ getInfo: [UInt8]) throws(HybridError) {
         let info: AuthenticatorGetInfoResponse
         do {
@@ -99,14 +103,27 @@ public struct PostHandshakeMessage: Sendable, Hashable {
         } catch {
             throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo) is not an authenticatorGetInfo response: \(error)")
         }
-        if let repeated = info.versions.first(where: { version in info.versions.filter { $0 == version }.count > 1 }) {
+        var seen = Set<String>()
+        if let repeated = info.versions.first(where: { !seen.insert($0).inserted }) {
             throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo): version \"\(repeated)\" is listed twice")
         }
-        guard info.versions.contains(where: { $0.hasPrefix("FIDO_2_") }) else {
-            let listed = info.versions.map { "\"\($0)\"" }.joined(separator: ", ")
+        guard info.versions.contains(where: ctap2Versions.contains) else {
+            let listed = info.versions.prefix(8).map { "\"\($0)\"" }.joined(separator: ", ")
             throw HybridError(
                 .invalidPostHandshakeMessage,
-                "key 1 (getInfo): versions [\(listed)] name no CTAP2 version (FIDO_2_0, FIDO_2_1, …), and hybrid carries CTAP2")
+                "key 1 (getInfo): versions [\(listed)\(info.versions.count > 8 ? ", …" : "")] name no CTAP2 version Chromium knows "
+                    + "(\(ctap2Versions.sorted().joined(separator: ", "))), and hybrid carries CTAP2")
+        }
+        let options = info.options ?? [:]
+        if options["clientPin"] != nil || options["pinUvAuthToken"] == true, info.pinUvAuthProtocols == nil {
+            throw HybridError(
+                .invalidPostHandshakeMessage, "key 1 (getInfo): clientPin or pinUvAuthToken is offered without 0x06 (pinUvAuthProtocols)")
+        }
+        if options["largeBlobs"] != nil, options["rk"] != true {
+            throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo): largeBlobs is offered without rk")
         }
     }
+
+    /// The CTAP2 versions Chromium's desktop knows in a getInfo (`ConvertStringToCtap2Version`).
+    public static let ctap2Versions: Set<String> = ["FIDO_2_0", "FIDO_2_1", "FIDO_2_2"]
 }
