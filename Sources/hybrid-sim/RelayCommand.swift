@@ -20,7 +20,9 @@ struct RelayCommand: AsyncParsableCommand {
         discussion: """
             When ready, prints one line on stdout containing ws://HOST:PORT, then relays tunnels until \
             SIGINT, SIGTERM, SIGHUP or SIGQUIT, closes every tunnel with WebSocket close code 1001, logs \
-            what it did and exits 0. SIGUSR1 prints a status line on stderr (connections, tunnels and             waiting contacts open now; what it did since its start) and the relay goes on.             It raises its open-file limit to the hard one and lowers \
+            what it did and exits 0. SIGUSR1 prints a status line on stderr (connections, tunnels and \
+            waiting contacts open now; what it did since its start) and the relay goes on. \
+            It raises its open-file limit to the hard one and lowers \
             --max-connections to what that limit holds, with a warning. \
             Endpoints: GET /cable/new/{tunnel ID}, /cable/connect/{routing ID}/{tunnel ID}, \
             /cable/contact/{contact ID} and /cable/listen/{contact ID} (linked phones, Docs/LINKING.md). \

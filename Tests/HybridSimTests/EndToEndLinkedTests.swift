@@ -299,6 +299,10 @@ extension EndToEndLinkedTests {
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(corrupter.port)", "--count", "1",
              "--listen-timeout", "60"])
         defer { listener.terminate() }
+        // Listening before the desktop contacts it, so the desktop's 3 s go to the advert wait.
+        try await listener.waitForOutput("push channel open", timeout: .seconds(10), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("push channel open") }
+        }
         let signIn = try lab.start(
             "linked",
             ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(desktopPort)",

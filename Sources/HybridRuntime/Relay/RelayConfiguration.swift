@@ -84,8 +84,9 @@ public struct RelayConfiguration: Sendable {
     /// count as traffic. Default 60 s (a person may take a while to approve on the phone).
     public var idleTimeout: Duration = .seconds(60)
 
-    /// A connection that has not completed its HTTP upgrade request after this long is dropped.
-    /// Default 10 s.
+    /// A connection that has sent nothing after this long is dropped, and one whose request has
+    /// begun and not ended is answered 408; a complete request being decided (a contact request
+    /// in ``contactWait``) is left to its decision. Default 10 s.
     public var upgradeTimeout: Duration = .seconds(10)
 
     /// After the relay sends a close frame it waits this long for the peer's close frame or EOF before

@@ -147,7 +147,8 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             return
         }
         // A contact request may wait (bounded) for its phone; everything else is decided at once. The
-        // future never fails: a refusal is a decision (`.reject`), and the upgrade timer bounds the wait.
+        // future never fails: a refusal is a decision (`.reject`), and the contact wait's own timer
+        // bounds the wait (the upgrade timer leaves a complete request to its decision).
         registry.decision(for: head, requester: context.channel).assumeIsolated().whenSuccess { decision in
             self.decided(decision, key: key, context: context)
         }
