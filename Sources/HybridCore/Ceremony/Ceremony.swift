@@ -119,9 +119,11 @@ public enum Ceremony {
     /// The browser's reading of a new credential's public key: Chromium reads the COSE key in the
     /// authenticator data with its default, canonical CBOR reader (`AttestedCredentialData::
     /// ConsumeFromCtapResponse`), so a key with its map keys out of order fails the registration
-    /// there. ``AuthenticatorData`` itself keeps the key byte for byte whatever its order, as
+    /// there. `AuthenticatorData` itself keeps the key byte for byte whatever its order, as
     /// relying parties read it; the desktop, which plays the browser, refuses it here.
-    static func readableByBrowsers(_ authData: AuthenticatorData) throws(Failure) {
+    ///
+    /// - Throws: ``Failure`` `.malformedResponse` naming the rule.
+    public static func readableByBrowsers(_ authData: AuthenticatorData) throws(Failure) {
         guard let key = authData.attestedCredentialData?.credentialPublicKey else { return }
         do {
             _ = try CBOR.decode(key)

@@ -297,6 +297,11 @@ struct DesktopCeremony: Sendable {
                 command: "makeCredential",
                 rpId: rpId
             )
+            do {
+                try Ceremony.readableByBrowsers(response.authData)
+            } catch {
+                throw ProgramFailure(.protocolError, error.reason)
+            }
             var notes: [String] = []
             if attestationConveyance == "none", response.fmt != "none" {
                 // What a browser does for attestation "none": drop the statement (the AAGUID is already zero).

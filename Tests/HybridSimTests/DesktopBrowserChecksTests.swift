@@ -1,0 +1,40 @@
+import CTAP2
+import HybridCore
+@testable import HybridSim
+import Testing
+
+/// What the desktop checks as the browser would, before the relying party sees the answer.
+@Suite("Desktop: the browser's reading of the phone's answer")
+struct DesktopBrowserChecksTests {
+    /// Chromium reads a new credential's COSE key with its canonical CBOR reader: the registration
+    /// fails in Chrome when the key's map keys are out of order, so it fails here (exit 7).
+    @Test("a registration whose COSE key has its map keys out of order is a protocol error (exit 7), before the relying party; in order it verifies")
+    func unsortedCOSEKey() throws {
+        var configuration = DesktopConfiguration()
+        configuration.request = .makeCredential
+        configuration.environment = [:]
+        let store = RelyingPartyStore(path: "/nonexistent/rp-credentials.json", credentials: [])
+        let ceremony = try DesktopCeremony(configuration: configuration, store: store, challenge: [UInt8](repeating: 5, count: 32))
+        var authenticator = SoftwareAuthenticator(random: .deterministic(seed: Array("desktop cose".utf8)))
+        let (bytes, _) = authenticator.handle(ceremony.requestBytes, policy: .init(), now: 0)
+        var scratch = store
+        _ = try ceremony.finish(response: bytes, store: &scratch, now: 0)
+
+        let response = try MakeCredentialResponse(bytes: Array(bytes.dropFirst()))
+        let key = try #require(response.authData.attestedCredentialData?.credentialPublicKey)
+        #expect(Array(key.prefix(5)) == [0xA5, 0x01, 0x02, 0x03, 0x26])
+        let authData = response.authData.bytes
+        let start = authData.count - key.count
+        var map = try #require(CBOR.decode(Array(bytes.dropFirst())).mapValue)
+        map[2] = .bytes(Array(authData[..<start]) + [0xA5, 0x03, 0x26, 0x01, 0x02] + key.dropFirst(5))
+        var untouched = store
+        #expect {
+            try ceremony.finish(response: [0x00] + CBOR.encode(.map(map)), store: &untouched, now: 0)
+        } throws: { error in
+            guard let failure = error as? ProgramFailure else { return false }
+            return failure.exitCode == 7
+                && failure.message.hasPrefix("the phone's makeCredential response is malformed: the credential public key in its authenticator data is not CTAP2 canonical CBOR")
+        }
+        #expect(untouched.credentials.isEmpty)
+    }
+}
