@@ -84,6 +84,9 @@ public struct PostHandshakeMessage: Sendable, Hashable {
             return "its CBOR map is followed by \(plaintext.count - length) more byte(s): a padding count too small by "
                 + "that much leaves them (or a revision-0 phone, which pads this map itself: not supported)"
         }
+        if error.code == .truncated, let first = plaintext.first, (0xA0...0xBB).contains(first) {
+            return "its CBOR map is cut short (\(error)): a padding count too large takes the end of the map with it"
+        }
         return "not a CBOR item (\(error))"
     }
 
