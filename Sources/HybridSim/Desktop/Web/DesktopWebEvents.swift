@@ -16,6 +16,7 @@ package final class DesktopWebEvents: Sendable {
     }
 
     private let state = Mutex(State())
+    private let announcing = Mutex(())
     private let onStreamOpened: @Sendable (Int) -> Void
 
     /// An empty stream. `onStreamOpened` is called with the count so far each time a page (or any
@@ -29,13 +30,18 @@ package final class DesktopWebEvents: Sendable {
 
     /// Records that a client opened `/events` (the server calls it before sending anything).
     func streamOpened() {
-        let (count, waiters) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
-            state.opened += 1
-            defer { state.openWaiters = [:] }
-            return (state.opened, Array(state.openWaiters.values))
+        // Counted and announced under one lock of their own: two streams opening at once on two
+        // event loops are announced 1 then 2, never 2 then 1 (the announcement writes a line; it
+        // takes neither this lock nor `state`'s).
+        announcing.withLock { _ in
+            let (count, waiters) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
+                state.opened += 1
+                defer { state.openWaiters = [:] }
+                return (state.opened, Array(state.openWaiters.values))
+            }
+            for waiter in waiters { waiter.resume() }
+            onStreamOpened(count)
         }
-        for waiter in waiters { waiter.resume() }
-        onStreamOpened(count)
     }
 
     /// Waits until a stream has opened, at most `timeout`; returns whether one did.
