@@ -26,12 +26,13 @@ struct EndToEndHostileSoakTests {
         for attack in report["attacks"] as? [[String: Any]] ?? [] {
             if let name = attack["attack"] as? String { outcomes[name] = attack["outcomes"] as? [String: Int] ?? [:] }
         }
-        #expect(outcomes.count == 14, "every attack ran: \(outcomes.keys.sorted())")
+        #expect(outcomes.count == 15, "every attack ran: \(outcomes.keys.sorted())")
         // Answers the relay documents (Docs/RELAY.md), attack by attack.
         #expect(outcomes["unmasked-frame"]?["close 1002"] ?? 0 > 0, "\(outcomes)")
         #expect(outcomes["text-frame"]?["close 1003"] ?? 0 > 0, "\(outcomes)")
         #expect(outcomes["oversize-message"]?["close 1009"] ?? 0 > 0, "\(outcomes)")
         #expect(outcomes["connect-storm"]?["HTTP 404"] ?? 0 > 0, "\(outcomes)")
+        #expect(outcomes["prejoin-flood"]?["close 1008"] ?? 0 > 0, "past the pre-join budget: \(outcomes)")
         #expect(outcomes["source-flood"]?["HTTP 429"] ?? 0 > 0, "beyond the per-source cap of 32: \(outcomes)")
         for (attack, figures) in outcomes {
             #expect(!figures.keys.contains { $0.hasPrefix("connect") }, "\(attack) could always connect: \(figures)")

@@ -29,6 +29,9 @@ package enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable 
     case neverReads = "never-reads"
     /// `/cable/new` with nobody ever joining, held; 32 source addresses share these.
     case unjoinedTunnel = "unjoined-tunnel"
+    /// `/cable/new` with nobody ever joining, then 60 KiB messages that the relay would hold for
+    /// the peer that never comes.
+    case prejoinFlood = "prejoin-flood"
     /// Holds a phone's push channel (`/cable/listen/{random contact ID}`) that nobody ever contacts.
     case listenSquat = "listen-squat"
     /// Bursts of silent connections from one address, more than the per-source cap.
@@ -46,7 +49,7 @@ package enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable 
         case .unjoinedTunnel: return 5
         case .listenSquat: return 8
         case .connectStorm: return 2
-        case .garbageAfterUpgrade, .unmaskedFrame, .oversizeMessage, .endlessFragments, .textFrame: return 2
+        case .garbageAfterUpgrade, .unmaskedFrame, .oversizeMessage, .endlessFragments, .textFrame, .prejoinFlood: return 2
         case .sourceFlood: return 0  // a fixed number of workers, see HostileSoak
         }
     }
@@ -56,7 +59,7 @@ package enum HostileAttack: String, CaseIterable, Sendable, Codable, Comparable 
         switch self {
         case .slowloris, .silentSocket, .partialRequest, .pingFlood, .neverReads, .unjoinedTunnel, .listenSquat, .sourceFlood:
             return true
-        case .garbageAfterUpgrade, .unmaskedFrame, .oversizeMessage, .endlessFragments, .textFrame, .connectStorm:
+        case .garbageAfterUpgrade, .unmaskedFrame, .oversizeMessage, .endlessFragments, .textFrame, .connectStorm, .prejoinFlood:
             return false
         }
     }
@@ -119,6 +122,12 @@ struct HostileAttempt: Sendable {
                 let (bytes, end) = await upgrade(connection, path: HostileWire.randomNewPath())
                 guard HostileWire.status(bytes) == 101 else { return Self.outcome(bytes, end, upgraded: false) }
                 return await hold(connection, upgraded: true)
+            }
+        case .prejoinFlood:
+            await withConnection { connection in
+                let (bytes, end) = await upgrade(connection, path: HostileWire.randomNewPath())
+                guard HostileWire.status(bytes) == 101 else { return Self.outcome(bytes, end, upgraded: false) }
+                return await hold(connection, upgraded: true, flooding: connection)
             }
         case .neverReads:
             await withTunnel(joinerReads: false) { creator, _ in await hold(creator, upgraded: true, flooding: creator) }
