@@ -7,7 +7,7 @@
 /// 0x16 attestationFormats?. Other keys are ignored. Decoding reads what Chromium's
 /// `ReadCTAPGetInfoResponse` reads the way it does (a desktop answers getInfo from a phone's
 /// value): unknown options and algorithm types are skipped, and members Chromium never reads
-/// (transports, firmwareVersion, attestationFormats) are dropped when malformed, not refused.
+/// (firmwareVersion, attestationFormats) are dropped when malformed, not refused.
 ///
 /// Chromium phones send `{1: ["FIDO_2_0", "FIDO_2_1"], 2: ["prf"], 3: 16×00, 4: {"rk": true, "uv": true},
 /// 9: ["cable", "hybrid", "internal"]}`.
@@ -80,9 +80,9 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
         pinUvAuthProtocols = try fields.optional(0x06, "pinUvAuthProtocols", .array(of: .unsigned))
         maxCredentialCountInList = try fields.optional(0x07, "maxCredentialCountInList", .unsigned)
         maxCredentialIdLength = try fields.optional(0x08, "maxCredentialIdLength", .unsigned)
-        // Members Chromium does not read: kept when well formed, skipped when not.
-        transports = try? fields.optional(0x09, "transports", .array(of: .text))
+        transports = try fields.optional(0x09, "transports", .array(of: .text))
         algorithms = try Self.algorithms(fields.entries[0x0A])
+        // Members Chromium does not read: kept when well formed, dropped when not.
         firmwareVersion = try? fields.optional(0x0E, "firmwareVersion", .unsigned)
         remainingDiscoverableCredentials = try fields.optional(0x14, "remainingDiscoverableCredentials", .unsigned)
         attestationFormats = try? fields.optional(0x16, "attestationFormats", .array(of: .text))
@@ -90,9 +90,9 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
 
     /// The options Chromium reads as booleans (`ReadCTAPGetInfoResponse`): one of these with
     /// another type is refused, as there.
-    public static let booleanOptions: Set<String> = [
+    private static let booleanOptions: Set<String> = [
         "plat", "rk", "up", "uv", "clientPin", "credMgmt", "credentialMgmtPreview", "bioEnroll",
-        "userVerificationMgmtPreview", "pinUvAuthToken", "ep", "largeBlobs", "alwaysUv",
+        "userVerificationMgmtPreview", "pinUvAuthToken", "ep", "largeBlobs", "alwaysUv", "makeCredUvNotRqd",
     ]
 
     /// Key 0x04 read as Chromium reads it: a map, in which the boolean options it knows must be

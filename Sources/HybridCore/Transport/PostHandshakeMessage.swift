@@ -72,8 +72,9 @@ public struct PostHandshakeMessage: Sendable, Hashable {
     }
 
     /// Why a plaintext that is not one CBOR item is not, in the terms of the usual mistakes: a type
-    /// byte in front of the map (only later messages have one), or bytes after the map (a padding
-    /// count too small leaves them; a revision-0 phone pads this map itself).
+    /// byte in front of the map (only later messages have one), bytes after the map (a padding
+    /// count too small leaves them; a revision-0 phone pads this map itself), or a map cut short
+    /// (a padding count too large would do that).
     private static func notCBOR(_ plaintext: [UInt8], _ error: CBORError) -> String {
         if let first = plaintext.first, (0x01...0x03).contains(first),
             (try? CBOR.decode(plaintext.dropFirst()))?.mapValue != nil
@@ -84,8 +85,8 @@ public struct PostHandshakeMessage: Sendable, Hashable {
             return "its CBOR map is followed by \(plaintext.count - length) more byte(s): a padding count too small by "
                 + "that much leaves them (or a revision-0 phone, which pads this map itself: not supported)"
         }
-        if error.code == .truncated, let first = plaintext.first, (0xA0...0xBB).contains(first) {
-            return "its CBOR map is cut short (\(error)): a padding count too large takes the end of the map with it"
+        if error.code == .truncated, let first = plaintext.first, CBOR.isDefiniteMapHeader(first) {
+            return "its CBOR map is cut short (\(error)): a padding count too large would do this"
         }
         return "not a CBOR item (\(error))"
     }
@@ -127,6 +128,7 @@ public struct PostHandshakeMessage: Sendable, Hashable {
         }
     }
 
-    /// The CTAP2 versions Chromium's desktop knows in a getInfo (`ConvertStringToCtap2Version`).
-    public static let ctap2Versions: Set<String> = ["FIDO_2_0", "FIDO_2_1", "FIDO_2_2"]
+    /// The CTAP2 versions Chromium's desktop knows in a getInfo (`ConvertStringToCtap2Version`;
+    /// CTAP 2.2 defines no version string of its own: its authenticators report `FIDO_2_1`).
+    public static let ctap2Versions: Set<String> = ["FIDO_2_0", "FIDO_2_1"]
 }
