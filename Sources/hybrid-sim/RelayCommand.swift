@@ -251,7 +251,8 @@ struct RelayCommand: AsyncParsableCommand {
         // `kill -USR1 PID`: what the relay holds now and has done, on stderr whatever --log-level
         // says (it was asked for), without stopping it.
         SignalRouter.routeStatus { [relay] in
-            progressLine("status: \(Self.status(relay.statistics)); since its start: \(Self.summary(relay.statistics))")
+            let statistics = relay.statistics
+            progressLine("status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
         }
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()

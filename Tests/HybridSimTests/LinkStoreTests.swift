@@ -128,6 +128,19 @@ import Testing
         } catch {
             #expect(error.description.contains("root secret must be 32 bytes"), "\(error)")
         }
+        // A member of the wrong kind, or null, says what is required.
+        for (member, mention) in [("\"name\":7", "name: wrong type: a string is required"), ("\"name\":null", "name: null, where a string is required")] {
+            let text = String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+            try Data(text.replacingOccurrences(of: #""name":"x""#, with: member).utf8).write(to: URL(fileURLWithPath: path))
+            do {
+                _ = try PhoneLinkStore.load(path: path)
+                Issue.record("\(member) was accepted")
+            } catch {
+                #expect(error.description.contains(mention), "\(error)")
+            }
+            try Data(#"{"version":1,"rootSecret":"AQ","identityKey":"AQ","contactId":"AQ","name":"x","pairingIds":[],"revokedContactIds":[]}"#.utf8)
+                .write(to: URL(fileURLWithPath: path))
+        }
     }
 
     @Test("phone-link.json version 1 (a bare contact ID) is upgraded when read: same identity, a new listen token, no pairings; written once")

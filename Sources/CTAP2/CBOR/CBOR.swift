@@ -35,6 +35,10 @@ public enum CBOR {
         return (value, reader.offset)
     }
 
+    /// Whether `byte` begins a definite-length map (major type 5, 0xA0…0xBB): what a CTAP2
+    /// message's CBOR starts with, used to tell a missing type or command byte from other damage.
+    public static func isDefiniteMapHeader(_ byte: UInt8) -> Bool { (0xA0...0xBB).contains(byte) }
+
     /// Map entries in CTAP2 canonical key order.
     public static func canonicallySorted(
         _ map: [CBORValue: CBORValue]

@@ -90,8 +90,8 @@ public struct SoftwareAuthenticator: Sendable {
             if policy.deny { return refuse(.operationDenied, "the user refused") }
             return (CTAP2Response(status: .ok).encode(), .answered(.selection))
         case .other(let command, _):
-            // 0xA0…0xBB begin a CBOR map of definite length: a request whose command byte is missing.
-            let hint = (0xA0...0xBB).contains(command.rawValue) ? " (it is a CBOR map header: is the command byte missing?)" : ""
+            // A CBOR map header where the command should be: a request whose command byte is missing.
+            let hint = CBOR.isDefiniteMapHeader(command.rawValue) ? " (it is a CBOR map header: is the command byte missing?)" : ""
             return refuse(.invalidCommand, "\(command) is not supported over hybrid\(hint)")
         }
     }

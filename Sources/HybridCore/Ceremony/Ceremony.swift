@@ -70,8 +70,7 @@ public enum Ceremony {
         public func verify(
             response bytes: [UInt8], registeredCredentialIds: Set<[UInt8]> = [], now: UInt64
         ) throws -> (credential: RegisteredCredential, response: MakeCredentialResponse) {
-            let response = try Ceremony.payload(bytes, as: MakeCredentialResponse.self, what: "makeCredential")
-            try Ceremony.readableByBrowsers(response.authData)
+            let response = try Ceremony.makeCredentialPayload(bytes)
             let credential = try relyingParty.verifyRegistration(
                 response: response, clientDataJSON: clientData.json, expectedChallenge: clientData.challenge, user: user,
                 registeredCredentialIds: registeredCredentialIds, now: now)
@@ -114,6 +113,14 @@ public enum Ceremony {
                 knownCredentials: knownCredentials, allowCredentials: allowCredentials)
             return (credential, response)
         }
+    }
+
+    /// ``payload(_:as:what:)`` for a makeCredential answer, then ``readableByBrowsers(_:)``: the one
+    /// way both the library's ``Registration`` and the desktop program read a registration.
+    public static func makeCredentialPayload(_ bytes: [UInt8]) throws(Failure) -> MakeCredentialResponse {
+        let response = try payload(bytes, as: MakeCredentialResponse.self, what: "makeCredential")
+        try readableByBrowsers(response.authData)
+        return response
     }
 
     /// The browser's reading of a new credential's public key: Chromium reads the COSE key in the

@@ -40,16 +40,16 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     /// Datagrams that did not produce a match.
     public var ignored: Int { wrongLength + unknownServiceUUID + tooFar + replayed + notOurs + invalid }
 
-    /// " (first: 0xF9FF, FIDO's 0xFFF9 byte-swapped)", or " (first: 0x1234)"; empty when none was seen.
+    /// " (first: 0xF9FF, FIDO's 0xFFF9 byte-swapped: it is big-endian)", or " (first: 0x1234)";
+    /// empty when none was seen.
     public var unknownServiceUUIDDetail: String {
         guard let uuid = firstUnknownServiceUUID else { return "" }
-        let text = "0x" + Hex.encode([UInt8(uuid >> 8), UInt8(uuid & 0xFF)], uppercase: true)
-        let swapped = uuid.byteSwapped
-        if let known = ProximityServiceUUID(rawValue: swapped) {
+        func hex(_ value: UInt16) -> String { "0x" + Hex.encode([UInt8(value >> 8), UInt8(value & 0xFF)], uppercase: true) }
+        if let known = ProximityServiceUUID(rawValue: uuid.byteSwapped) {
             let name = known == .fido ? "FIDO's" : "Google's"
-            return " (first: \(text), \(name) 0x\(Hex.encode([UInt8(swapped >> 8), UInt8(swapped & 0xFF)], uppercase: true)) byte-swapped: it is big-endian)"
+            return " (first: \(hex(uuid)), \(name) \(hex(known.rawValue)) byte-swapped: it is big-endian)"
         }
-        return " (first: \(text))"
+        return " (first: \(hex(uuid)))"
     }
 
     /// E.g. "3 datagrams received, 0 matched, 3 ignored: 2 too far (best rssi -80 < -70), 1 not ours

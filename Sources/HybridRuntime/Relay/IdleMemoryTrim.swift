@@ -98,6 +98,7 @@ final class TrimClock: Sendable {
     /// `NIODeadline.uptimeNanoseconds` of the last trim, or -1.
     private let last = Atomic<Int64>(-1)
 
+    /// A clock on which no trim has run yet.
     init() {}
 
     /// How long until `spacing` has passed since the last trim (zero when it has, or none ran).

@@ -348,11 +348,12 @@ final class RelayRegistry {
         }
     }
 
-    /// Counts one relayed message.
+    /// Counts one message delivered to its recipient.
     func recordRelayed(bytes: Int) {
         statistics.recordRelayed(bytes: bytes)
     }
 
+    /// Counts one message held for a side that has not joined.
     func recordBuffered() {
         statistics.recordBuffered()
     }

@@ -283,7 +283,8 @@ struct DesktopCeremony: Sendable {
     /// Checks the phone's answer, updates `store` (not saved) and returns the result.
     ///
     /// - Throws: ``ProgramFailure`` `refused` (a CTAP2 error status), `protocolError` (unparsable
-    ///   response) or `verificationFailed` (the relying-party check failed).
+    ///   response, or a new credential's key a browser cannot read) or `verificationFailed` (the
+    ///   relying-party check failed).
     func finish(
         response bytes: [UInt8],
         store: inout RelyingPartyStore,
@@ -291,16 +292,8 @@ struct DesktopCeremony: Sendable {
     ) throws(ProgramFailure) -> DesktopResult {
         switch options {
         case .registration(let creation):
-            var response = try Self.payload(
-                bytes,
-                as: MakeCredentialResponse.self,
-                command: "makeCredential",
-                rpId: rpId
-            )
-            do {
-                try Ceremony.readableByBrowsers(response.authData)
-            } catch {
-                throw ProgramFailure(.protocolError, error.reason)
+            var response = try Self.answer(command: "makeCredential", rpId: rpId) { () throws(Ceremony.Failure) in
+                try Ceremony.makeCredentialPayload(bytes)
             }
             var notes: [String] = []
             if attestationConveyance == "none", response.fmt != "none" {
@@ -397,8 +390,18 @@ struct DesktopCeremony: Sendable {
         command: String,
         rpId: String
     ) throws(ProgramFailure) -> T {
+        try answer(command: command, rpId: rpId) { () throws(Ceremony.Failure) in
+            try Ceremony.payload(bytes, as: T.self, what: command)
+        }
+    }
+
+    /// Runs `read` (a ``Ceremony`` reading of the phone's answer), its failure in the program's
+    /// terms: a refusal by status, or a protocol error (exit 7).
+    private static func answer<T>(
+        command: String, rpId: String, _ read: () throws(Ceremony.Failure) -> T
+    ) throws(ProgramFailure) -> T {
         do {
-            return try Ceremony.payload(bytes, as: T.self, what: command)
+            return try read()
         } catch {
             guard error.code == .refused, let status = error.status else {
                 throw ProgramFailure(.protocolError, error.reason)

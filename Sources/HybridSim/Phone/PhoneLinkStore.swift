@@ -278,8 +278,10 @@ public struct PhoneLinkStore: Sendable {
     private static func describe(_ error: DecodingError) -> String {
         switch error {
         case .keyNotFound(let key, _): return "\(key.stringValue): missing"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): wrong type"
+        case .typeMismatch(let type, let context):
+            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): wrong type: \(JSONKindName.of(type)) is required"
+        case .valueNotFound(let type, let context):
+            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): null, where \(JSONKindName.of(type)) is required"
         case .dataCorrupted(let context):
             let at = context.codingPath.map(\.stringValue).joined(separator: ".")
             return at.isEmpty ? context.debugDescription : "\(at): \(context.debugDescription)"

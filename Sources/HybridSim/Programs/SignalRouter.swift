@@ -91,8 +91,9 @@ package enum SignalRouter {
         self.handler.withLock { $0 = handler }
     }
 
-    /// From now on `handler` answers SIGUSR1 (on the router's thread), and the program goes on;
-    /// `nil` restores the default action's effect.
+    /// From now on `handler` answers SIGUSR1 (on the router's thread), and the program goes on.
+    /// Once routed, SIGUSR1 stays caught: with `nil` afterwards a SIGUSR1 gets its default action
+    /// (the process ends), and a later handler is not caught again (nothing routes `nil` today).
     package static func routeStatus(_ handler: (@Sendable () -> Void)?) {
         statusHandler.withLock { $0 = handler }
         guard handler != nil else { return }

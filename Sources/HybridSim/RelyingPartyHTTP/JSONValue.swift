@@ -44,6 +44,13 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// nest about six deep.
     public static let maxDepth = 32
 
+    /// `json` without a leading UTF-8 byte-order mark (EF BB BF), which a browser's `response.json()`
+    /// drops (WHATWG Encoding's "UTF-8 decode") and some servers and Windows editors write: for
+    /// bodies a relying party sends, before they are parsed.
+    static func withoutByteOrderMark<C: Collection<UInt8>>(_ json: C) -> C.SubSequence {
+        json.starts(with: [0xEF, 0xBB, 0xBF]) ? json.dropFirst(3) : json[...]
+    }
+
     /// Parses UTF-8 JSON; `nil` when it is not JSON, nests deeper than ``maxDepth``, repeats a
     /// member name, or holds a number beyond `Double`.
     ///

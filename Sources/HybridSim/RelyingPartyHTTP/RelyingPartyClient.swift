@@ -115,7 +115,7 @@ public final class RelyingPartyClient: Sendable {
         var why: String?
         if accepted, let member = ceremony.success.member {
             // A browser's response.json() drops a UTF-8 byte-order mark; so does this.
-            let value = JSONValue.parse(WebAuthnOptionsDocument.withoutByteOrderMark(body))
+            let value = JSONValue.parse(JSONValue.withoutByteOrderMark(body))
             accepted = value?[member] == .bool(true)
             if !accepted {
                 why = value == nil

@@ -251,10 +251,10 @@ enum StoreDocument<Kind: StoreKind> {
             problem = "missing"
         case .valueNotFound(let type, let context):
             keys = context.codingPath
-            problem = "null, where \(describe(type)) is required"
+            problem = "null, where \(JSONKindName.of(type)) is required"
         case .typeMismatch(let type, let context):
             keys = context.codingPath
-            problem = "wrong type: \(describe(type)) is required"
+            problem = "wrong type: \(JSONKindName.of(type)) is required"
         case .dataCorrupted(let context):
             keys = context.codingPath
             problem = context.debugDescription
@@ -272,17 +272,6 @@ enum StoreDocument<Kind: StoreKind> {
         message.replacing(/[0-9][0-9.eE+\-]{24,}/) { match in
             "\(match.output.prefix(16))…, \(match.output.count) characters"
         }
-    }
-
-    /// The JSON kind a decoder wanted, in words: "a string", "a whole number", "an object".
-    private static func describe(_ type: Any.Type) -> String {
-        if type == String.self { return "a string" }
-        if type == Bool.self { return "true or false" }
-        if type is any BinaryInteger.Type { return "a whole number" }
-        if type is any BinaryFloatingPoint.Type { return "a number" }
-        if type == [String: Any].self { return "an object" }
-        if type == [Any].self { return "an array" }
-        return "a value of type \(type)"
     }
 
     /// `passkeys[2].privateKey`.
@@ -315,5 +304,19 @@ enum StoreDocument<Kind: StoreKind> {
             let container = try decoder.container(keyedBy: Key.self)
             entries = try container.decode([Kind.Entry].self, forKey: Key(Kind.entriesKey))
         }
+    }
+}
+
+/// The JSON kind a decoder wanted, in words ("a string", "a whole number", "an object"), for the
+/// stores' errors.
+enum JSONKindName {
+    static func of(_ type: Any.Type) -> String {
+        if type == String.self { return "a string" }
+        if type == Bool.self { return "true or false" }
+        if type is any BinaryInteger.Type { return "a whole number" }
+        if type is any BinaryFloatingPoint.Type { return "a number" }
+        if type == [String: Any].self { return "an object" }
+        if type == [Any].self { return "an array" }
+        return "a value of type \(type)"
     }
 }

@@ -77,13 +77,6 @@ enum WebAuthnOptionsDocument {
         }
     }
 
-    /// The document without a leading UTF-8 byte-order mark (EF BB BF), which a browser's
-    /// `response.json()` drops (WHATWG Encoding's "UTF-8 decode") and some servers and Windows
-    /// editors write.
-    static func withoutByteOrderMark<C: Collection<UInt8>>(_ json: C) -> C.SubSequence {
-        json.starts(with: [0xEF, 0xBB, 0xBF]) ? json.dropFirst(3) : json[...]
-    }
-
     /// "UTF-16 (…)" or "UTF-32 (…)" when the document begins like one (a byte-order mark, or the
     /// NUL bytes a first ASCII character has there), else `nil`.
     static func otherEncoding(_ json: some Collection<UInt8>) -> String? {
@@ -104,7 +97,7 @@ enum WebAuthnOptionsDocument {
     static func parse<T: Decodable & Sendable>(
         _ document: some Collection<UInt8>, as type: T.Type, userIdEncoding: UserIdEncoding
     ) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<T> {
-        let json = withoutByteOrderMark(document)
+        let json = JSONValue.withoutByteOrderMark(document)
         try checkStrictly(json)
         let data = Data(json)
         let object: [String: Any]
@@ -156,7 +149,7 @@ enum WebAuthnOptionsDocument {
     /// otherwise, and for a document that does not parse. Valid or not: registration options that
     /// fail to parse (no ES256, say) are still not sign-in options.
     static func registrationMembers(_ document: some Collection<UInt8>) -> [String] {
-        let json = withoutByteOrderMark(document)
+        let json = JSONValue.withoutByteOrderMark(document)
         guard otherEncoding(json) == nil,
             let object = (try? JSONSerialization.jsonObject(with: Data(json))) as? [String: Any]
         else { return [] }

@@ -20,7 +20,7 @@ package final class DesktopWebEvents: Sendable {
     private let onStreamOpened: @Sendable (Int) -> Void
 
     /// An empty stream. `onStreamOpened` is called with the count so far each time a page (or any
-    /// other client) opens `/events`.
+    /// other client) opens `/events`, one call at a time and in the order of the counts.
     package init(onStreamOpened: @escaping @Sendable (Int) -> Void = { _ in }) {
         self.onStreamOpened = onStreamOpened
     }
@@ -31,8 +31,8 @@ package final class DesktopWebEvents: Sendable {
     /// Records that a client opened `/events` (the server calls it before sending anything).
     func streamOpened() {
         // Counted and announced under one lock of their own: two streams opening at once on two
-        // event loops are announced 1 then 2, never 2 then 1 (the announcement writes a line; it
-        // takes neither this lock nor `state`'s).
+        // event loops are announced 1 then 2, never 2 then 1. The announcement must not open a
+        // stream itself (it writes a line).
         announcing.withLock { _ in
             let (count, waiters) = state.withLock { state -> (Int, [CheckedContinuation<Void, Never>]) in
                 state.opened += 1
