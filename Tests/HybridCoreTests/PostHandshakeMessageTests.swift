@@ -141,8 +141,10 @@ import Testing
             0x0E: "1.2", 0x16: [1],
         ])
         #expect(try Self.parse([1: .bytes(getInfo)]).getInfo == getInfo)
-        let info = try AuthenticatorGetInfoResponse(cbor: CBOR.decode(getInfo))
+        let info = try AuthenticatorGetInfoResponse(cbor: CBOR.decode(getInfo), reading: .chromium)
         #expect(info.options == ["rk": true, "largeBlobs": false])
+        // The strict reading, for checking an authenticator, refuses the same document.
+        #expect(throws: CTAP2Error.self) { try AuthenticatorGetInfoResponse(cbor: CBOR.decode(getInfo)) }
         #expect(info.algorithms == [PublicKeyCredentialParameters(alg: .es256)])
         #expect(info.firmwareVersion == nil && info.attestationFormats == nil)
     }

@@ -4,10 +4,8 @@
 /// Modelled keys: 0x01 versions, 0x02 extensions?, 0x03 aaguid, 0x04 options?, 0x05 maxMsgSize?,
 /// 0x06 pinUvAuthProtocols?, 0x07 maxCredentialCountInList?, 0x08 maxCredentialIdLength?,
 /// 0x09 transports?, 0x0A algorithms?, 0x0E firmwareVersion?, 0x14 remainingDiscoverableCredentials?,
-/// 0x16 attestationFormats?. Other keys are ignored. Decoding reads what Chromium's
-/// `ReadCTAPGetInfoResponse` reads the way it does (a desktop answers getInfo from a phone's
-/// value): unknown options and algorithm types are skipped, and members Chromium never reads
-/// (firmwareVersion, attestationFormats) are dropped when malformed, not refused.
+/// 0x16 attestationFormats?. Other keys are ignored. ``init(cbor:)`` reads strictly;
+/// ``init(cbor:reading:)`` with ``Reading/chromium`` reads as Chromium's desktop does.
 ///
 /// Chromium phones send `{1: ["FIDO_2_0", "FIDO_2_1"], 2: ["prf"], 3: 16×00, 4: {"rk": true, "uv": true},
 /// 9: ["cable", "hybrid", "internal"]}`.
@@ -70,22 +68,53 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
         self.attestationFormats = attestationFormats
     }
 
+    /// How a getInfo response is read.
+    public enum Reading: Sendable {
+        /// Every modelled member must have its CTAP 2.2 type (options all booleans, algorithms all
+        /// `PublicKeyCredentialParameters`): for checking an authenticator.
+        case strict
+        /// As Chromium's `ReadCTAPGetInfoResponse` reads it, which a desktop answering getInfo from
+        /// a phone's post-handshake message depends on: options it does not read as booleans and
+        /// algorithm entries of another type than `"public-key"` (or beyond 32 bits) are skipped,
+        /// `defaultCredProtect` must be 2 or 3, and members it never reads (firmwareVersion,
+        /// attestationFormats) are dropped when malformed instead of refused.
+        case chromium
+    }
+
     public init(cbor: CBORValue) throws(CTAP2Error) {
+        try self.init(cbor: cbor, reading: .strict)
+    }
+
+    /// Decodes a getInfo response the way `reading` says.
+    public init(cbor: CBORValue, reading: Reading) throws(CTAP2Error) {
         let fields = try CBORFields(cbor, context: "authenticatorGetInfo response")
         versions = try fields.required(0x01, "versions", .array(of: .text))
         extensions = try fields.optional(0x02, "extensions", .array(of: .text))
         aaguid = try fields.required(0x03, "aaguid", .bytes(count: 16))
-        options = try Self.options(fields.entries[0x04])
         maxMsgSize = try fields.optional(0x05, "maxMsgSize", .unsigned)
         pinUvAuthProtocols = try fields.optional(0x06, "pinUvAuthProtocols", .array(of: .unsigned))
         maxCredentialCountInList = try fields.optional(0x07, "maxCredentialCountInList", .unsigned)
         maxCredentialIdLength = try fields.optional(0x08, "maxCredentialIdLength", .unsigned)
         transports = try fields.optional(0x09, "transports", .array(of: .text))
-        algorithms = try Self.algorithms(fields.entries[0x0A])
-        // Members Chromium does not read: kept when well formed, dropped when not.
-        firmwareVersion = try? fields.optional(0x0E, "firmwareVersion", .unsigned)
         remainingDiscoverableCredentials = try fields.optional(0x14, "remainingDiscoverableCredentials", .unsigned)
-        attestationFormats = try? fields.optional(0x16, "attestationFormats", .array(of: .text))
+        switch reading {
+        case .strict:
+            options = try fields.optional(0x04, "options", .textKeyedMap).map { (raw) throws(CTAP2Error) in
+                var options: [String: Bool] = [:]
+                for (name, value) in raw {
+                    options[name] = try CBORKind.bool.convert(value, "authenticatorGetInfo response 0x04 (options) \"\(name)\"")
+                }
+                return options
+            }
+            algorithms = try fields.optional(0x0A, "algorithms", .array(of: .structure))
+            firmwareVersion = try fields.optional(0x0E, "firmwareVersion", .unsigned)
+            attestationFormats = try fields.optional(0x16, "attestationFormats", .array(of: .text))
+        case .chromium:
+            options = try Self.options(fields.entries[0x04])
+            algorithms = try Self.algorithms(fields.entries[0x0A])
+            firmwareVersion = try? fields.optional(0x0E, "firmwareVersion", .unsigned)
+            attestationFormats = try? fields.optional(0x16, "attestationFormats", .array(of: .text))
+        }
     }
 
     /// The options Chromium reads as booleans (`ReadCTAPGetInfoResponse`): one of these with

@@ -94,8 +94,8 @@ public struct PostHandshakeMessage: Sendable, Hashable {
     /// Checks the getInfo response of key 1 as Chromium's desktop reads it once the tunnel is up
     /// (`ReadCTAPGetInfoResponse`, when it asks the device for its info and is answered from this
     /// cached value): canonical CBOR; a map with `versions` (text, none repeated) and a 16-byte
-    /// `aaguid`; the members it reads of their types (`AuthenticatorGetInfoResponse`, which
-    /// skips what Chromium skips); `pinUvAuthProtocols` when `clientPin` or `pinUvAuthToken` is
+    /// `aaguid`; the members it reads of their types (`AuthenticatorGetInfoResponse` read the
+    /// Chromium way, which skips what Chromium skips); `pinUvAuthProtocols` when `clientPin` or `pinUvAuthToken` is
     /// offered; `largeBlobs` only with `rk`. It must name a CTAP2 version Chromium knows
     /// (``ctap2Versions``): Chromium would otherwise fall back to U2F, which hybrid does not carry.
     /// A subset of Chromium's rules: ones about extensions it knows (`credBlob` without
@@ -103,7 +103,7 @@ public struct PostHandshakeMessage: Sendable, Hashable {
     public static func checkGetInfo(_ getInfo: [UInt8]) throws(HybridError) {
         let info: AuthenticatorGetInfoResponse
         do {
-            info = try AuthenticatorGetInfoResponse(cbor: try CBOR.decode(getInfo))
+            info = try AuthenticatorGetInfoResponse(cbor: try CBOR.decode(getInfo), reading: .chromium)
         } catch {
             throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo) is not an authenticatorGetInfo response: \(error)")
         }
