@@ -16,7 +16,8 @@ struct HostileBenchCommand: AsyncParsableCommand {
             For DURATION seconds, HOSTILE attacker tasks (each holding about one connection: slow-loris \
             requests, silent and half-sent sockets, garbage, unmasked, text, oversize and endlessly \
             fragmented frames after the upgrade, ping floods, connect storms on random IDs, tunnels whose \
-            joiner never reads while the creator floods, unjoined /cable/new tunnels, push channels nobody \
+            joiner never reads while the creator floods, unjoined /cable/new tunnels (held, or flooding \
+            60 KiB messages for the peer that never comes), push channels nobody \
             contacts, and bursts beyond the per-source cap) attack one relay from 127.0.0.2…127.0.0.254, while HONEST complete QR \
             sign-ins (advert, tunnels, Noise, getAssertion, RP verification) run without pause from \
             127.0.0.1. Reports the honest sign-ins (count, success rate, p50/p99), what each attack got \
