@@ -279,11 +279,11 @@ public struct PhoneLinkStore: Sendable {
         switch error {
         case .keyNotFound(let key, _): return "\(key.stringValue): missing"
         case .typeMismatch(let type, let context):
-            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): wrong type: \(JSONKindName.of(type)) is required"
+            return "\(DecodingWords.path(context.codingPath)): wrong type: \(DecodingWords.kind(type)) is required"
         case .valueNotFound(let type, let context):
-            return "\(context.codingPath.map(\.stringValue).joined(separator: ".")): null, where \(JSONKindName.of(type)) is required"
+            return "\(DecodingWords.path(context.codingPath)): null, where \(DecodingWords.kind(type)) is required"
         case .dataCorrupted(let context):
-            let at = context.codingPath.map(\.stringValue).joined(separator: ".")
+            let at = DecodingWords.path(context.codingPath)
             return at.isEmpty ? context.debugDescription : "\(at): \(context.debugDescription)"
         @unknown default: return "\(error)"
         }

@@ -251,17 +251,17 @@ enum StoreDocument<Kind: StoreKind> {
             problem = "missing"
         case .valueNotFound(let type, let context):
             keys = context.codingPath
-            problem = "null, where \(JSONKindName.of(type)) is required"
+            problem = "null, where \(DecodingWords.kind(type)) is required"
         case .typeMismatch(let type, let context):
             keys = context.codingPath
-            problem = "wrong type: \(JSONKindName.of(type)) is required"
+            problem = "wrong type: \(DecodingWords.kind(type)) is required"
         case .dataCorrupted(let context):
             keys = context.codingPath
             problem = context.debugDescription
         @unknown default:
             return nil
         }
-        let location = (prefix + [render(keys)]).filter { !$0.isEmpty }.joined(separator: ".")
+        let location = (prefix + [DecodingWords.path(keys)]).filter { !$0.isEmpty }.joined(separator: ".")
         guard !location.isEmpty else { return nil }
         return StoreError(.invalidEntry, path: path, "\(location): \(problem)")
     }
@@ -271,17 +271,6 @@ enum StoreDocument<Kind: StoreKind> {
     static func abbreviatingNumbers(_ message: String) -> String {
         message.replacing(/[0-9][0-9.eE+\-]{24,}/) { match in
             "\(match.output.prefix(16))…, \(match.output.count) characters"
-        }
-    }
-
-    /// `passkeys[2].privateKey`.
-    private static func render(_ keys: [any CodingKey]) -> String {
-        keys.reduce(into: "") { out, key in
-            if let index = key.intValue {
-                out += "[\(index)]"
-            } else {
-                out += out.isEmpty ? key.stringValue : ".\(key.stringValue)"
-            }
         }
     }
 
@@ -304,19 +293,5 @@ enum StoreDocument<Kind: StoreKind> {
             let container = try decoder.container(keyedBy: Key.self)
             entries = try container.decode([Kind.Entry].self, forKey: Key(Kind.entriesKey))
         }
-    }
-}
-
-/// The JSON kind a decoder wanted, in words ("a string", "a whole number", "an object"), for the
-/// stores' errors.
-enum JSONKindName {
-    static func of(_ type: Any.Type) -> String {
-        if type == String.self { return "a string" }
-        if type == Bool.self { return "true or false" }
-        if type is any BinaryInteger.Type { return "a whole number" }
-        if type is any BinaryFloatingPoint.Type { return "a number" }
-        if type == [String: Any].self { return "an object" }
-        if type == [Any].self { return "an array" }
-        return "a value of type \(type)"
     }
 }

@@ -39,15 +39,8 @@ package enum WebAuthnJSONCoding {
 
     /// A coding path as a member path: `allowCredentials[0].id`.
     package static func path(_ codingPath: [any CodingKey]) -> String {
-        var out = ""
-        for key in codingPath {
-            if let index = key.intValue {
-                out += "[\(index)]"
-            } else {
-                out += out.isEmpty ? key.stringValue : ".\(key.stringValue)"
-            }
-        }
-        return out.isEmpty ? "the document" : out
+        let path = DecodingWords.path(codingPath)
+        return path.isEmpty ? "the document" : path
     }
 
     private static func map(_ error: DecodingError, json: Data) -> WebAuthnJSONError {
@@ -66,7 +59,7 @@ package enum WebAuthnJSONCoding {
             if context.codingPath.isEmpty {
                 return WebAuthnJSONError(.invalidJSON, "expected a JSON object at the top level")
             }
-            return WebAuthnJSONError(.wrongType, "\(path(context.codingPath)) must be \(jsonKind(type))")
+            return WebAuthnJSONError(.wrongType, "\(path(context.codingPath)) must be \(DecodingWords.kind(type))")
         case .dataCorrupted(let context):
             if context.codingPath.isEmpty {
                 // Foundation reports syntax errors and out-of-range numbers alike, without a
@@ -89,15 +82,5 @@ package enum WebAuthnJSONCoding {
     /// The options' challenge, bare or inside a `publicKey` / `options` wrapper.
     private static func isChallenge(_ member: String) -> Bool {
         ["challenge", "publicKey.challenge", "options.challenge"].contains(member)
-    }
-
-    private static func jsonKind(_ type: Any.Type) -> String {
-        if type == String.self || type == Base64URLBytes.self { return "a string" }
-        if type == Bool.self { return "a boolean" }
-        if type == Int.self || type == Int32.self || type == UInt32.self || type == UInt64.self || type == Double.self {
-            return "a number"
-        }
-        if String(describing: type).hasPrefix("Array") { return "an array" }
-        return "an object"
     }
 }
