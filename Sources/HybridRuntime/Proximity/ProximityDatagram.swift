@@ -64,14 +64,20 @@ public struct ProximityDatagram: Sendable, Hashable {
                 "a proximity datagram has \(Self.size) bytes, not \(bytes.count)"
             )
         }
-        let raw = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+        let raw = Self.serviceUUIDField(bytes)
         guard let uuid = ProximityServiceUUID(rawValue: raw) else {
-            throw RuntimeError(.unknownServiceUUID, "unknown service UUID 0x\(Hex.encode([bytes[0], bytes[1]], uppercase: true))")
+            throw RuntimeError(.unknownServiceUUID, "unknown service UUID \(Self.text(uuid: raw))")
         }
         self.serviceUUID = uuid
         self.rssi = Int8(bitPattern: bytes[2])
         self.advert = Array(bytes[3...])
     }
+
+    /// The service-UUID field of a datagram of ``size`` bytes (bytes 0–1, big-endian), known or not.
+    static func serviceUUIDField(_ bytes: [UInt8]) -> UInt16 { UInt16(bytes[0]) << 8 | UInt16(bytes[1]) }
+
+    /// A 16-bit UUID as the BLE specifications write it: `0xFFF9`.
+    static func text(uuid: UInt16) -> String { "0x" + Hex.encode([UInt8(uuid >> 8), UInt8(uuid & 0xFF)], uppercase: true) }
 
     /// The 23 bytes on the wire.
     public var bytes: [UInt8] {

@@ -188,8 +188,8 @@ final class ScannerCore<Match: Sendable>: Sendable {
                 state.statistics.received += 1
                 if error.code == .unknownServiceUUID {
                     state.statistics.unknownServiceUUID += 1
-                    if state.statistics.firstUnknownServiceUUID == nil, bytes.count >= 2 {
-                        state.statistics.firstUnknownServiceUUID = UInt16(bytes[0]) << 8 | UInt16(bytes[1])
+                    if state.statistics.firstUnknownServiceUUID == nil {
+                        state.statistics.firstUnknownServiceUUID = ProximityDatagram.serviceUUIDField(bytes)
                     }
                 } else {
                     state.statistics.wrongLength += 1

@@ -1,5 +1,3 @@
-import CTAP2
-
 /// What a ``ProximityScanner`` has seen, by category. Every datagram lands in exactly one of
 /// `matched`, `wrongLength`, `unknownServiceUUID`, `tooFar`, `replayed`, `notOurs`, `invalid`.
 public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
@@ -44,12 +42,11 @@ public struct ProximityStatistics: Sendable, Hashable, CustomStringConvertible {
     /// empty when none was seen.
     public var unknownServiceUUIDDetail: String {
         guard let uuid = firstUnknownServiceUUID else { return "" }
-        func hex(_ value: UInt16) -> String { "0x" + Hex.encode([UInt8(value >> 8), UInt8(value & 0xFF)], uppercase: true) }
         if let known = ProximityServiceUUID(rawValue: uuid.byteSwapped) {
             let name = known == .fido ? "FIDO's" : "Google's"
-            return " (first: \(hex(uuid)), \(name) \(hex(known.rawValue)) byte-swapped: it is big-endian)"
+            return " (first: \(ProximityDatagram.text(uuid: uuid)), \(name) \(ProximityDatagram.text(uuid: known.rawValue)) byte-swapped: it is big-endian)"
         }
-        return " (first: \(hex(uuid)))"
+        return " (first: \(ProximityDatagram.text(uuid: uuid)))"
     }
 
     /// E.g. "3 datagrams received, 0 matched, 3 ignored: 2 too far (best rssi -80 < -70), 1 not ours
