@@ -139,7 +139,7 @@ struct AdmissionRefusal: Sendable, Hashable {
 
     /// The answer: a `text/plain` HTTP/1.1 response with the reason as its body.
     var response: String {
-        OverCapacityHandler.fixedResponse(status: "\(status) \(HTTPResponseStatus(statusCode: status).reasonPhrase)", body: reason)
+        OverCapacityHandler.fixedResponse(HTTPResponseStatus(statusCode: status), body: reason)
     }
 }
 

@@ -1,4 +1,5 @@
 import NIOCore
+import NIOHTTP1
 import Synchronization
 
 /// Answers a connection the relay will not serve with a fixed HTTP response, without parsing the
@@ -13,12 +14,13 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
     package typealias InboundIn = ByteBuffer
 
     /// The whole response beyond `--max-connections`.
-    package static let response = fixedResponse(status: "503 Service Unavailable", body: "too many connections; try again later")
+    package static let response = fixedResponse(.serviceUnavailable, body: "too many connections; try again later")
 
-    /// A complete `text/plain` HTTP/1.1 response with `Connection: close`.
-    static func fixedResponse(status: String, body: String) -> String {
+    /// A complete `text/plain` HTTP/1.1 response with `Connection: close`: every refusal the relay
+    /// writes itself (over capacity, admission caps, refused requests) is made here.
+    static func fixedResponse(_ status: HTTPResponseStatus, body: String) -> String {
         let body = body + "\n"
-        return "HTTP/1.1 \(status)\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        return "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: text/plain; charset=utf-8\r\n"
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
     }
 

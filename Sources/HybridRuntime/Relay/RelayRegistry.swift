@@ -16,7 +16,7 @@ struct RelayRejection: Sendable {
 
     /// The whole answer: a `text/plain` HTTP/1.1 response with the reason as its body.
     var response: String {
-        OverCapacityHandler.fixedResponse(status: "\(status.code) \(status.reasonPhrase)", body: reason)
+        OverCapacityHandler.fixedResponse(status, body: reason)
     }
 
     /// `408` for a request cut short by ``RelayConfiguration/upgradeTimeout``: a client that is
