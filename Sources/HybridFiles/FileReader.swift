@@ -17,6 +17,14 @@ import Darwin
 /// limit is on each wait for data, not on the whole read: a writer that keeps sending is read,
 /// up to the size cap.
 package enum FileReader {
+    /// Whether `path` itself is a symbolic link (not followed). An `open` with `O_NOFOLLOW` that
+    /// fails with `ELOOP` says so only with this: a loop among the directories above the path
+    /// fails the same way.
+    package static func isSymbolicLink(_ path: String) -> Bool {
+        var status = stat()
+        return lstat(path, &status) == 0 && status.st_mode & S_IFMT == S_IFLNK
+    }
+
     /// How long a pipe, socket or device may go without data before the read gives up.
     package static let quietLimit: Duration = .seconds(10)
 

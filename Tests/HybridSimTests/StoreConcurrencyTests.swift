@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridFiles
 import HybridSim
 import Testing
 
@@ -148,6 +149,26 @@ struct StoreConcurrencyTests {
             try PasskeyStore(path: damaged, passkeys: try StoreSamples.passkeys(count: 1)).save()
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: damaged)) == Data("{\"version\": 1, \"passk".utf8))
+    }
+
+    @Test("a loop among the directories above a store is the system's ELOOP, not blamed on the store or its lock file as a link")
+    func directoryLoopIsNotALink() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        try FileManager.default.createSymbolicLink(atPath: directory.file("a"), withDestinationPath: directory.file("b"))
+        try FileManager.default.createSymbolicLink(atPath: directory.file("b"), withDestinationPath: directory.file("a"))
+        let path = directory.file("a") + "/passkeys.json"
+        do {
+            _ = try PasskeyStore.load(path: path)
+            Issue.record("loaded through a loop")
+        } catch {
+            #expect(!error.reason.contains("is a symbolic link"), "\(error)")
+            #expect(error.reason.lowercased().contains("symbolic links"), "the system's words for ELOOP: \(error)")
+        }
+        // The lock file's own open meets the loop first when the store is written.
+        var store = PasskeyStore(path: directory.file("a") + "/sub/passkeys.json", passkeys: [])
+        #expect(throws: StoreError.self) { try store.save() }
+        #expect(FileReader.isSymbolicLink(directory.file("a")) && !FileReader.isSymbolicLink(path))
     }
 
     @Test("a symlink at the lock file's path is refused in words, and its target is left alone")

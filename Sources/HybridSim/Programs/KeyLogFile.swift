@@ -22,8 +22,7 @@ struct KeyLogFile: Sendable {
     /// is not the key log's to change (`/dev/null` made 0600 would break every other user's programs).
     init(path: String) throws(ProgramFailure) {
         self.path = path
-        var link = stat()
-        let isLink = lstat(path, &link) == 0 && link.st_mode & S_IFMT == S_IFLNK
+        let isLink = FileReader.isSymbolicLink(path)
         self.appendFlags = isLink ? O_WRONLY | O_APPEND : O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW
         let fd: Int32
         do {

@@ -37,7 +37,9 @@ enum AtomicFile {
         guard fd >= 0 else {
             let code = errno
             if code == ENOENT { return nil }
-            if code == ELOOP { throw StoreError(.unreadable, path: path, "is a symbolic link (not followed)") }
+            if code == ELOOP, FileReader.isSymbolicLink(path) {
+                throw StoreError(.unreadable, path: path, "is a symbolic link (not followed)")
+            }
             throw StoreError(.unreadable, path: path, systemMessage(code))
         }
         defer { close(fd) }

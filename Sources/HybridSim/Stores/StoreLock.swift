@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 
 #if canImport(Glibc)
     import Glibc
@@ -32,11 +33,8 @@ enum StoreLock {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             let code = errno
-            // ELOOP also comes from a loop among the directories above it: only the lock file's own link is named.
-            var status = stat()
-            let isLink = code == ELOOP && lstat(lockPath, &status) == 0 && (status.st_mode & S_IFMT) == S_IFLNK
             let why =
-                isLink
+                code == ELOOP && FileReader.isSymbolicLink(lockPath)
                 ? "it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)"
                 : AtomicFile.systemMessage(code)
             throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(why)")
