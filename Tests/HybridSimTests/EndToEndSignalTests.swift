@@ -98,6 +98,22 @@ struct EndToEndSignalTests {
         #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
     }
 
+    @Test("a relay started with SIGUSR1 ignored keeps it ignored (no status line, still running), as SIGHUP under nohup")
+    func statusSignalIgnoredOnEntry() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let binary = try HybridSimBinary.url().path
+        let relay = try lab.startOther(
+            "relay with SIGUSR1 ignored", ["sh", "-c", "trap '' USR1 && exec \"$0\" relay --port 0", binary])
+        _ = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
+        relay.signal(SIGUSR1)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(relay.isRunning, "\(relay.transcript)")
+        #expect(!relay.standardError.lines.contains { $0.hasPrefix("status: ") }, "\(relay.transcript)")
+        relay.signal(SIGTERM)
+        #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
+    }
+
     @Test("bench relay failing while it measures (a --relay-pid that is gone): one error line and an error event, exit 1")
     func benchFailureEvent() async throws {
         let lab = try EndToEndLab()
