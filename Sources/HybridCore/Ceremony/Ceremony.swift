@@ -115,8 +115,9 @@ public enum Ceremony {
         }
     }
 
-    /// ``payload(_:as:what:)`` for a makeCredential answer, then ``readableByBrowsers(_:)``: the one
-    /// way both the library's ``Registration`` and the desktop program read a registration.
+    /// ``payload(_:as:what:)`` for a makeCredential answer, then the browser's reading of the new
+    /// credential's public key (canonical CBOR, as Chromium reads it): the one way both the
+    /// library's ``Registration`` and the desktop program read a registration.
     public static func makeCredentialPayload(_ bytes: [UInt8]) throws(Failure) -> MakeCredentialResponse {
         let response = try payload(bytes, as: MakeCredentialResponse.self, what: "makeCredential")
         try readableByBrowsers(response.authData)
@@ -130,7 +131,7 @@ public enum Ceremony {
     /// relying parties read it; the desktop, which plays the browser, refuses it here.
     ///
     /// - Throws: ``Failure`` `.malformedResponse` naming the rule.
-    public static func readableByBrowsers(_ authData: AuthenticatorData) throws(Failure) {
+    static func readableByBrowsers(_ authData: AuthenticatorData) throws(Failure) {
         guard let key = authData.attestedCredentialData?.credentialPublicKey else { return }
         do {
             _ = try CBOR.decode(key)
