@@ -21,7 +21,8 @@ struct RelayCommand: AsyncParsableCommand {
             When ready, prints one line on stdout containing ws://HOST:PORT, then relays tunnels until \
             SIGINT, SIGTERM, SIGHUP or SIGQUIT, closes every tunnel with WebSocket close code 1001, logs \
             what it did and exits 0. SIGUSR1 prints a status line on stderr (connections, tunnels and \
-            waiting contacts open now; what it did since its start) and the relay goes on. \
+            waiting contacts open now; what it did since its start) and the relay goes on; \
+            --status-interval prints it periodically, and --json puts JSON events on stdout for scripts. \
             It raises its open-file limit to the hard one and lowers \
             --max-connections to what that limit holds, with a warning. \
             Endpoints: GET /cable/new/{tunnel ID}, /cable/connect/{routing ID}/{tunnel ID}, \
@@ -156,6 +157,18 @@ struct RelayCommand: AsyncParsableCommand {
     var logLevel: Logger.Level = .info
 
     @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
+            "Also print the status line (as SIGUSR1 does) every this many seconds. (default: only on SIGUSR1)",
+            valueName: "seconds"))
+    var statusInterval: Double?
+
+    @Flag(
+        help: ArgumentHelp(
+            "Print JSON events on stdout, one per line: listening (the ready line, with its url), status (on SIGUSR1 and every --status-interval) and stopped, each with the relay's counters, or error if it cannot start (Docs/CLI.md). Logs and status lines stay on stderr."))
+    var json = false
+
+    @Option(
         help: ArgumentHelp(
             "Record every tunnel into this directory (one .hsrec file per tunnel, for hybrid-sim inspect).",
             valueName: "dir"
@@ -201,6 +214,7 @@ struct RelayCommand: AsyncParsableCommand {
         ] where value < 1 {
             throw ValidationError("\(name) must be at least 1")
         }
+        try checkSeconds(statusInterval, flag: "--status-interval", maximum: 86_400)
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0...256") }
         for (name, value) in [
             ("--max-pending-upgrades", maxPendingUpgrades), ("--max-connections-per-source", maxConnectionsPerSource),
@@ -248,12 +262,10 @@ struct RelayCommand: AsyncParsableCommand {
         if let record { configuration.recordDirectory = record }
         fitConnections(&configuration, logger: logger)
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
+        let output = RelayStatusOutput(json: json)
         // `kill -USR1 PID`: what the relay holds now and has done, on stderr whatever --log-level
         // says (it was asked for), without stopping it.
-        SignalRouter.routeStatus { [relay] in
-            let statistics = relay.statistics
-            progressLine("status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
-        }
+        SignalRouter.routeStatus { [relay] in output.status(relay.statistics) }
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
         // A failure is one line, as every other program's runtime failure: "error: <reason>". A
@@ -265,21 +277,30 @@ struct RelayCommand: AsyncParsableCommand {
         } catch let error as RuntimeError where error.code == .invalidAddress {
             throw errorLine("\(error)", status: 64)
         } catch let error as RuntimeError where error.code == .bindFailed {
-            throw errorLine("\(error)", status: 6)
+            throw failureLine("\(error)", kind: ProgramFailure.Kind.network.rawValue, status: 6, json: json)
         } catch {
-            throw errorLine("\(error)", status: 1)
+            throw failureLine("\(error)", kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
         }
         if configuration.faults.isEnabled {
             logger.warning(
                 "fault injection: \(configuration.faults.rules.map(\.description).joined(separator: " "))\(faultSeed.map { ", seed \($0)" } ?? "") (tunnel messages are no longer relayed verbatim)")
         }
         // One write(2), unbuffered: a harness reading a pipe sees the line at once.
-        printStatus("hybrid-sim relay listening on \(endpoint.url)")
+        output.listening(url: endpoint.url)
+        let periodic = statusInterval.map { seconds in
+            Task { [relay] in
+                let interval = Duration.milliseconds(Int64((seconds * 1000).rounded()))
+                while (try? await Task.sleep(for: interval)) != nil { output.status(relay.statistics) }
+            }
+        }
         // The status handler stays through the shutdown: a SIGUSR1 then still only asks for status.
         let received = await signals.wait()
+        periodic?.cancel()
         logger.info("received \(SignalRouter.name(received)), shutting down")
         await relay.shutdown()
-        logger.info("since its start: \(Self.summary(relay.statistics))")
+        let statistics = relay.statistics
+        logger.info("since its start: \(RelayStatusOutput.summary(statistics))")
+        output.stopped(statistics, signal: SignalRouter.name(received))
     }
 
     /// Raises the open-file limit to the hard one and, if `--max-connections` still does not fit
@@ -292,20 +313,6 @@ struct RelayCommand: AsyncParsableCommand {
         logger.warning(
             "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from \(configuration.maxConnections) to \(fits), so connections beyond it get a 503 instead of an accept that fails")
         configuration.maxConnections = fits
-    }
-
-    /// What the relay holds now, for the SIGUSR1 status line.
-    static func status(_ statistics: RelayStatistics) -> String {
-        "\(statistics.openConnections) connection(s) and \(statistics.openTunnels) tunnel(s) open, "
-            + "\(statistics.waitingContacts) contact request(s) waiting for their phone"
-    }
-
-    /// What the relay did, for the line it logs when it stops.
-    static func summary(_ statistics: RelayStatistics) -> String {
-        var text = "\(statistics.tunnelsOpened) tunnel(s) opened, \(statistics.tunnelsJoined) joined, \(statistics.messagesRelayed) message(s) relayed"
-        let refused = statistics.rejectedRequests.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }
-        text += refused.isEmpty ? ", nothing refused" : "; refused: \(refused.joined(separator: ", "))"
-        return text
     }
 }
 

@@ -87,6 +87,73 @@ struct EndToEndRelayCommandTests {
         #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
     }
 
+    @Test("--json: a listening event with the url, status events every --status-interval with the counters, a stopped event last; stderr keeps its lines")
+    func jsonEvents() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let relay = try lab.start(
+            "relay --json", ["relay", "--port", "0", "--json", "--status-interval", "0.2", "--log-level", "warning"])
+        let first = try await relay.waitForOutput("listening event") { !$0.isEmpty }
+        let listening = try JSONEvents.parse(try #require(first.first))
+        #expect(listening["event"] as? String == "listening", "\(relay.transcript)")
+        let url = try #require(listening["url"] as? String)
+        #expect(url.hasPrefix("ws://127.0.0.1:"), "\(url)")
+        // A tunnel held open, then a refused request (a connect to an unknown tunnel: 404).
+        let tunnel = try await WebSocketTunnel.open(url: url + TunnelServicePath.new(tunnelID: [UInt8](repeating: 9, count: 16)).path)
+        await #expect(throws: (any Error).self) {
+            _ = try await WebSocketTunnel.open(
+                url: url + TunnelServicePath.connect(routingID: [1, 2, 3], tunnelID: [UInt8](repeating: 8, count: 16)).path)
+        }
+        // The periodic events alone (no SIGUSR1 yet) come back with the tunnel and the refusal in them.
+        let periodic = try await relay.waitForOutput("a status event with the tunnel") { lines in
+            lines.contains { $0.contains("\"event\":\"status\"") && $0.contains("\"refused\":{\"404\":1}") }
+        }
+        let status = try JSONEvents.parse(try #require(periodic.last { $0.contains("\"refused\":{\"404\":1}") }))
+        #expect(status["tunnels"] as? Int == 1 && status["connections"] as? Int == 1 && status["tunnelsOpened"] as? Int == 1)
+        #expect(status["tunnelsJoined"] as? Int == 0 && status["waitingContacts"] as? Int == 0)
+        #expect(relay.standardError.lines.contains { $0.hasPrefix("status: 1 connection(s) and 1 tunnel(s) open") }, "\(relay.transcript)")
+        await tunnel.close()
+        relay.signal(SIGTERM)
+        #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
+        let events = try JSONEvents.all(relay)
+        let stopped = try #require(events.last)
+        #expect(stopped["event"] as? String == "stopped" && stopped["signal"] as? String == "SIGTERM", "\(relay.transcript)")
+        #expect(stopped["tunnels"] as? Int == 0 && stopped["tunnelsOpened"] as? Int == 1)
+        #expect((stopped["refused"] as? [String: Int]) == ["404": 1])
+        #expect((stopped["tunnelsClosed"] as? [String: Int])?.isEmpty == false, "\(relay.transcript)")
+        #expect(events.dropLast().allSatisfy { ["listening", "status"].contains($0["event"] as? String) })
+    }
+
+    @Test("--json without --status-interval: a status event only when SIGUSR1 asks, one per signal")
+    func jsonStatusOnSignal() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let relay = try lab.start("relay --json", ["relay", "--port", "0", "--json", "--log-level", "warning"])
+        _ = try await relay.waitForOutput("listening event") { !$0.isEmpty }
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(relay.standardOutput.lines.count == 1, "\(relay.transcript)")
+        relay.signal(SIGUSR1)
+        let lines = try await relay.waitForOutput("status event") { $0.count == 2 }
+        let status = try JSONEvents.parse(lines[1])
+        #expect(status["event"] as? String == "status" && status["connections"] as? Int == 0, "\(relay.transcript)")
+        relay.signal(SIGTERM)
+        #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
+        #expect(try JSONEvents.all(relay).map { $0["event"] as? String } == ["listening", "status", "stopped"])
+    }
+
+    @Test("--json: a port it cannot bind is an error event (network, exit 6) as well as the error line")
+    func jsonBindFailure() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (holder, port) = try EndToEndLab.boundSocket(listening: true)
+        defer { close(holder) }
+        let relay = try lab.start("relay --json on a taken port", ["relay", "--port", "\(port)", "--json"])
+        #expect(try await relay.waitForExit() == 6, "\(relay.transcript)")
+        let event = try #require(try JSONEvents.all(relay).last, "\(relay.transcript)")
+        #expect(event["event"] as? String == "error" && event["kind"] as? String == "network" && event["exitCode"] as? Int == 6)
+        #expect(relay.standardError.lines.last == "error: \(event["message"] as? String ?? "?")", "\(relay.transcript)")
+    }
+
     @Test("--host [::1], as a URL writes it, binds ::1")
     func bracketedHost() async throws {
         let lab = try EndToEndLab()

@@ -1,0 +1,75 @@
+import HybridRuntime
+import HybridSim
+
+/// What `hybrid-sim relay` tells its operator besides its log: the ready line, its status (on
+/// SIGUSR1 and every `--status-interval`) and, when it stops, what it did since its start.
+///
+/// Without `--json` these are text: the ready line on stdout, `status: …` lines on stderr. With
+/// `--json` stdout carries one event per line instead (`listening` in place of the ready line, then
+/// `status` and `stopped`, each with the counters); stderr is the same either way, so an operator
+/// watching it sees the same lines whether or not a script reads stdout.
+struct RelayStatusOutput: Sendable {
+    /// Whether stdout carries JSON events.
+    var json: Bool
+
+    /// The ready line: it contains `ws://HOST:PORT` in both forms (the contract).
+    func listening(url: String) {
+        if json {
+            printStatus(JSONLine(event: "listening", [("url", .string(url))]).text)
+        } else {
+            printStatus("hybrid-sim relay listening on \(url)")
+        }
+    }
+
+    /// The status line on stderr (whatever `--log-level`: it was asked for) and, with `--json`, a
+    /// `status` event on stdout.
+    func status(_ statistics: RelayStatistics) {
+        progressLine("status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
+        if json { printStatus(JSONLine(event: "status", Self.members(statistics)).text) }
+    }
+
+    /// After the shutdown: with `--json` a `stopped` event (the signal and the final counters) as
+    /// the last stdout line. The log line saying the same is the caller's.
+    func stopped(_ statistics: RelayStatistics, signal: String) {
+        guard json else { return }
+        printStatus(JSONLine(event: "stopped", [("signal", .string(signal))] + Self.members(statistics)).text)
+    }
+
+    /// What the relay holds now, for the status line.
+    static func status(_ statistics: RelayStatistics) -> String {
+        "\(statistics.openConnections) connection(s) and \(statistics.openTunnels) tunnel(s) open, "
+            + "\(statistics.waitingContacts) contact request(s) waiting for their phone"
+    }
+
+    /// What the relay did, for the status line and the line it logs when it stops.
+    static func summary(_ statistics: RelayStatistics) -> String {
+        var text = "\(statistics.tunnelsOpened) tunnel(s) opened, \(statistics.tunnelsJoined) joined, \(statistics.messagesRelayed) message(s) relayed"
+        let refused = statistics.rejectedRequests.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }
+        text += refused.isEmpty ? ", nothing refused" : "; refused: \(refused.joined(separator: ", "))"
+        return text
+    }
+
+    /// The counters of a `status` or `stopped` event (Docs/CLI.md): what is open now, then what
+    /// happened since the start; `refused` by HTTP status and `tunnelsClosed` by close code are
+    /// objects keyed by the number as a string, `{}` when there is none.
+    static func members(_ statistics: RelayStatistics) -> [(String, JSONLine.Value)] {
+        [
+            ("connections", .int(statistics.openConnections)),
+            ("tunnels", .int(statistics.openTunnels)),
+            ("waitingContacts", .int(statistics.waitingContacts)),
+            ("tunnelsOpened", .int(statistics.tunnelsOpened)),
+            ("tunnelsJoined", .int(statistics.tunnelsJoined)),
+            ("messagesRelayed", .int(statistics.messagesRelayed)),
+            ("bytesRelayed", .int(statistics.bytesRelayed)),
+            ("messagesBuffered", .int(statistics.messagesBuffered)),
+            ("revocationsReceived", .int(statistics.revocationsReceived)),
+            ("refused", .raw(countsObject(statistics.rejectedRequests))),
+            ("tunnelsClosed", .raw(countsObject(statistics.tunnelsClosed))),
+        ]
+    }
+
+    /// `{"404":2,"503":1}`: counts by number, in ascending order.
+    private static func countsObject<Key: BinaryInteger>(_ counts: [Key: Int]) -> String {
+        "{" + counts.sorted { $0.key < $1.key }.map { "\"\($0.key)\":\($0.value)" }.joined(separator: ",") + "}"
+    }
+}
