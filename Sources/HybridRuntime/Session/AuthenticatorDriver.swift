@@ -72,6 +72,8 @@ public enum AuthenticatorDriver {
         var phase = "waiting for the desktop's handshake"
         var timeout = timeouts.handshake
         var answered = false
+        // The command of the makeCredential or getAssertion answered: the transaction's one request.
+        var transactionCommand: UInt8? = nil
         while true {
             let message: [UInt8]
             do {
@@ -116,6 +118,11 @@ public enum AuthenticatorDriver {
                     timeout = timeouts.message
                 case .request(let request):
                     try await flush()
+                    if let transactionCommand {
+                        throw TransactionError(
+                            side: .phone, step: phase,
+                            underlying: HybridError(.unexpectedMessage, Self.secondRequest(request, after: transactionCommand)))
+                    }
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
                     let response = try await step(.phone, "answering the request") {
                         try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
@@ -127,6 +134,7 @@ public enum AuthenticatorDriver {
                     try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }
                     events(.responseSent(status: response.first ?? 0xFF, ciphertextBytes: ciphertext.count))
                     answered = true
+                    if let command = request.first, Self.transactionCommands.keys.contains(command) { transactionCommand = command }
                     phase = "waiting for the desktop to end the transaction"
                 case .shutdown:
                     try await flush()
@@ -141,6 +149,22 @@ public enum AuthenticatorDriver {
             }
             try await flush()
         }
+    }
+
+    /// The requests that are a transaction's purpose, by command byte: after one of them is
+    /// answered, the phone answers no other request.
+    static let transactionCommands: [UInt8: String] = [0x01: "makeCredential", 0x02: "getAssertion"]
+
+    /// Why a request after the transaction's makeCredential or getAssertion was answered is refused:
+    /// a phone answers one per transaction and then only waits for the end (Chromium's phone ends
+    /// the transaction with that response; webauthn-rs: "phones answer one command and hang up").
+    static func secondRequest(_ request: [UInt8], after command: UInt8) -> String {
+        let first = transactionCommands[command] ?? "request"
+        let second = request.first.map { byte in
+            "0x\(Hex.encode([byte]))" + (transactionCommands[byte].map { " (\($0))" } ?? "")
+        } ?? "without a command byte"
+        return "the desktop sent another request (command \(second)) after the response to its \(first): "
+            + "a phone answers one makeCredential or getAssertion per transaction; send each in a transaction of its own"
     }
 
     /// Reads what the desktop sent while the request was being answered. A shutdown means the
