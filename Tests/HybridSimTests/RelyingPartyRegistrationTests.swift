@@ -168,6 +168,30 @@ struct RelyingPartyRegistrationTests {
             attestedCredentialData: eddsa)
         #expect(throws: RelyingPartyError(.unsupportedCredentialKey)) { try verify(eddsaRegistration) }
 
+        // An ES256 key padded with a member nothing reads, one byte past the limit: refused by
+        // size (a store of such keys could grow until it cannot be saved); at the limit, accepted.
+        func padded(to size: Int) throws -> CeremonyFixture.Registration {
+            guard case .map(var members) = try CBOR.decode(attested.credentialPublicKey) else {
+                throw RelyingPartyError(.unsupportedCredentialKey, "the fixture's key is not a map")
+            }
+            members[99] = .bytes([])
+            // An empty byte string is its 1-byte head; one of 256...65535 bytes has a 3-byte head.
+            let filler = size - CBOR.encode(.map(members)).count - 2
+            #expect((256...65535).contains(filler))
+            members[99] = .bytes([UInt8](repeating: 0, count: filler))
+            let key = CBOR.encode(.map(members))
+            #expect(key.count == size)
+            var registration = good
+            registration.response.authData = try AuthenticatorData(
+                rpIdHash: good.response.authData.rpIdHash, flags: good.response.authData.flags, signCount: 0,
+                attestedCredentialData: try AttestedCredentialData(
+                    aaguid: attested.aaguid, credentialId: attested.credentialId, credentialPublicKeyBytes: key))
+            return registration
+        }
+        let limit = RelyingParty.maxCredentialPublicKeySize
+        #expect(throws: RelyingPartyError(.unsupportedCredentialKey)) { try verify(try padded(to: limit + 1)) }
+        #expect(try verify(try padded(to: limit)).publicKey.count == limit)
+
         var noAttestedData = good
         noAttestedData.response.authData = try AuthenticatorData(
             rpIdHash: good.response.authData.rpIdHash, flags: good.response.authData.flags, signCount: 0)

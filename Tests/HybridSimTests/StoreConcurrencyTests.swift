@@ -265,4 +265,23 @@ struct StoreDirectorySyncTests {
         }
         #expect(FileManager.default.contents(atPath: path) == Data("[]".utf8))
     }
+
+    @Test("a save larger than a store may be read back is refused and writes nothing: the store stays usable")
+    func oversizedSave() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-oversize-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/rp-credentials.json"
+        try AtomicFileFaults.write(Array("{}".utf8), to: path, directorySyncErrno: EINVAL)
+        let limit = 16 << 20
+        do {
+            try AtomicFileFaults.write([UInt8](repeating: 0x20, count: limit + 1), to: path, directorySyncErrno: EINVAL)
+            Issue.record("a save past the read limit was written")
+        } catch {
+            #expect(error.code == .writeFailed)
+            #expect(error.description.contains("it would be \(limit + 1) bytes, more than the \(limit) a store may have"), "\(error)")
+        }
+        #expect(FileManager.default.contents(atPath: path) == Data("{}".utf8))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["rp-credentials.json"])
+        try AtomicFileFaults.write([UInt8](repeating: 0x20, count: limit), to: path, directorySyncErrno: EINVAL)
+    }
 }

@@ -1,13 +1,18 @@
 import CTAP2
 
 extension RelyingParty {
+    /// The largest credential public key (COSE_Key bytes) a registration may carry: an ES256 key
+    /// is 77 bytes and an RSA-4096 one about 540, so only a key padded with extra members is over.
+    public static let maxCredentialPublicKeySize = 1024
+
     /// Verifies a makeCredential response as a relying party registering a new credential
     /// (WebAuthn L3 §7.1), and returns the record to store.
     ///
     /// Order of checks: client data (type `webauthn.create`, challenge in constant time, origin,
     /// crossOrigin false); rpIdHash; UP; UV when required; BS without BE; attested credential data
-    /// present; credential key is an ES256 COSE_Key; attestation statement (`none` must be empty;
-    /// `packed` self must be alg -7 with a signature by the credential key over
+    /// present; credential key at most ``maxCredentialPublicKeySize`` bytes and an ES256 COSE_Key;
+    /// attestation statement (`none` must be empty; `packed` self must be alg -7 with a signature
+    /// by the credential key over
     /// `authData ‖ SHA-256(clientDataJSON)`; `x5c` and other formats are unsupported); attestation
     /// type allowed; credential ID not yet registered.
     ///
@@ -35,6 +40,13 @@ extension RelyingParty {
 
         guard let attested = authData.attestedCredentialData else {
             throw RelyingPartyError(.missingAttestedCredentialData, "the AT flag is clear in a registration")
+        }
+        // A key is stored as it came: one padded with members nothing reads could fill the
+        // relying party's store until it can no longer be saved or read.
+        guard attested.credentialPublicKey.count <= Self.maxCredentialPublicKeySize else {
+            throw RelyingPartyError(
+                .unsupportedCredentialKey,
+                "the credential public key is \(attested.credentialPublicKey.count) bytes; this relying party keeps keys of at most \(Self.maxCredentialPublicKeySize) (an ES256 key is 77)")
         }
         do {
             _ = try attested.coseKey()

@@ -72,6 +72,13 @@ enum AtomicFile {
         _ bytes: [UInt8], to path: String, createsDirectory: Bool = true, simulatingCrash crash: SimulatedCrash? = nil,
         directorySyncError: Int32? = nil
     ) throws(StoreError) {
+        // What could not be read back is not written: the file keeps its previous content and
+        // stays usable (a store grown past the limit would refuse every later read).
+        guard bytes.count <= maximumSize else {
+            throw StoreError(
+                .writeFailed, path: path,
+                "it would be \(bytes.count) bytes, more than the \(maximumSize) a store may have; the file keeps its previous content")
+        }
         let url = URL(fileURLWithPath: path)
         let directory = url.deletingLastPathComponent().path
         try ensureDirectory(directory, for: path, creating: createsDirectory)
