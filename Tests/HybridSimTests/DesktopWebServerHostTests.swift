@@ -39,22 +39,24 @@ struct DesktopWebServerHostTests {
         response.components(separatedBy: "\r\n\r\n").dropFirst().joined(separator: "\r\n\r\n")
     }
 
-    @Test("a request for another host, or with no Host, gets 421 with one plain line and nothing of the ceremony")
+    @Test("a request for another host gets 421, one with no Host or two gets 400 (RFC 9112 §3.2), each with one plain line and nothing of the ceremony")
     func foreignHostRefused() async throws {
         try await Self.withServer { port in
             let refusals: [(String, [String])] = [
                 ("rebound name", ["Host: attacker.example"]),
                 ("rebound name with the right port", ["Host: attacker.example:\(port)"]),
-                ("no Host", []),
                 ("loopback address, wrong port", ["Host: 127.0.0.1:\(port + 1)"]),
                 ("loopback address without the port", ["Host: 127.0.0.1"]),
-                ("two Host headers", ["Host: 127.0.0.1:\(port)", "Host: attacker.example"]),
             ]
-            let expected = "misdirected request: Host must be 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)\n"
-            for (name, headers) in refusals {
+            let misdirected = "misdirected request: Host must be 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)\n"
+            let malformed: [(String, [String], String)] = [
+                ("no Host", [], "an HTTP/1.1 request needs a Host header\n"),
+                ("two Host headers", ["Host: 127.0.0.1:\(port)", "Host: attacker.example"], "more than one Host header (RFC 9112 §3.2)\n"),
+            ]
+            for (name, headers, expected) in refusals.map({ ($0.0, $0.1, misdirected) }) + malformed {
                 for path in ["/events", "/", "/qr.svg"] {
                     let (status, response) = try Self.get(path, port: port, headers: headers)
-                    #expect(status == 421, "\(name) \(path): \(response)")
+                    #expect(status == (expected == misdirected ? 421 : 400), "\(name) \(path): \(response)")
                     #expect(response.contains("Content-Type: text/plain"), "\(name) \(path): \(response)")
                     #expect(Self.body(response) == expected, "\(name) \(path): \(response)")
                     #expect(!response.contains("FIDO:/"), "\(name) \(path): \(response)")
@@ -79,18 +81,57 @@ struct DesktopWebServerHostTests {
         }
     }
 
+    @Test("another site's page is refused (403) whether it names its Origin or the browser marks it cross-site; the page's own origin is served")
+    func crossSiteRefused() async throws {
+        try await Self.withServer { port in
+            let host = "Host: 127.0.0.1:\(port)"
+            for (name, extra) in [
+                ("foreign Origin", "Origin: https://attacker.example"),
+                ("foreign Origin on the loopback address, another port", "Origin: http://127.0.0.1:\(port + 1)"),
+                ("Sec-Fetch-Site: cross-site", "Sec-Fetch-Site: cross-site"),
+            ] {
+                for path in ["/events", "/", "/qr.svg"] {
+                    let (status, response) = try Self.get(path, port: port, headers: [host, extra])
+                    #expect(status == 403, "\(name) \(path): \(response)")
+                    #expect(!response.contains("FIDO:/") && !response.contains("<svg"), "\(name) \(path): \(response)")
+                }
+            }
+            for extra in ["Origin: http://localhost:\(port)", "Sec-Fetch-Site: same-origin"] {
+                let stream = try Self.get("/events", port: port, headers: [host, extra])
+                #expect(stream.status == 200 && stream.response.contains("FIDO:/"), "\(extra): \(stream.response)")
+            }
+        }
+    }
+
+    @Test("the page may not be framed by another site; an absolute-form target is served by its authority; HTTP/1.0 gets a stream without chunked coding")
+    func framingAbsoluteFormAndHTTP10() async throws {
+        try await Self.withServer { port in
+            let page = try Self.get("/", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+            #expect(page.response.contains("X-Frame-Options: DENY"), "\(page.response)")
+            #expect(page.response.contains("Content-Security-Policy: frame-ancestors 'none'"), "\(page.response)")
+            let absolute = try Self.get("http://127.0.0.1:\(port)/qr.svg", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+            #expect(absolute.status == 200 && absolute.response.contains("<svg"), "\(absolute.response)")
+            let elsewhere = try Self.get("http://attacker.example/qr.svg", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+            #expect(elsewhere.status == 421, "\(elsewhere.response)")
+            let exchange = try #require(LoopbackSocket.exchange(port: port, "GET /events HTTP/1.0\r\n\r\n", ioTimeout: 10))
+            #expect(exchange.response.hasPrefix("HTTP/1.0 200"), "\(exchange.response)")
+            #expect(!exchange.response.lowercased().contains("transfer-encoding"), "\(exchange.response)")
+            #expect(exchange.response.contains("data: \(Self.resultLine)\n\n") && exchange.closed, "\(exchange.response)")
+        }
+    }
+
     @Test("the Host check: loopback names in any case, with the served port; without a port only on port 80")
     func acceptsHost() {
-        #expect(DesktopWebServer.acceptsHost("127.0.0.1:47003", port: 47003))
-        #expect(DesktopWebServer.acceptsHost("LOCALHOST:47003", port: 47003))
-        #expect(DesktopWebServer.acceptsHost("[::1]:47003", port: 47003))
-        #expect(!DesktopWebServer.acceptsHost("localhost", port: 47003))
-        #expect(!DesktopWebServer.acceptsHost("localhost.:47003", port: 47003))
-        #expect(!DesktopWebServer.acceptsHost("127.0.0.1:47003.attacker.example", port: 47003))
-        #expect(!DesktopWebServer.acceptsHost("", port: 47003))
-        #expect(DesktopWebServer.acceptsHost("localhost", port: 80))
-        #expect(DesktopWebServer.acceptsHost("[::1]", port: 80))
-        #expect(DesktopWebServer.acceptsHost("127.0.0.1:80", port: 80))
-        #expect(!DesktopWebServer.acceptsHost("attacker.example", port: 80))
+        #expect(LoopbackRequestPolicy.acceptsHost("127.0.0.1:47003", port: 47003))
+        #expect(LoopbackRequestPolicy.acceptsHost("LOCALHOST:47003", port: 47003))
+        #expect(LoopbackRequestPolicy.acceptsHost("[::1]:47003", port: 47003))
+        #expect(!LoopbackRequestPolicy.acceptsHost("localhost", port: 47003))
+        #expect(!LoopbackRequestPolicy.acceptsHost("localhost.:47003", port: 47003))
+        #expect(!LoopbackRequestPolicy.acceptsHost("127.0.0.1:47003.attacker.example", port: 47003))
+        #expect(!LoopbackRequestPolicy.acceptsHost("", port: 47003))
+        #expect(LoopbackRequestPolicy.acceptsHost("localhost", port: 80))
+        #expect(LoopbackRequestPolicy.acceptsHost("[::1]", port: 80))
+        #expect(LoopbackRequestPolicy.acceptsHost("127.0.0.1:80", port: 80))
+        #expect(!LoopbackRequestPolicy.acceptsHost("attacker.example", port: 80))
     }
 }

@@ -10,13 +10,15 @@ import Testing
 /// ends (EOF) instead of staying open, and a body that nests JSON deeply costs no more than its size.
 @Suite("Relying-party server: hostile HTTP clients", .timeLimit(.minutes(1)))
 struct RelyingPartyHTTPServerTests {
-    private func withServer(maximumConnections: Int = 16, _ body: (Int) async throws -> Void) async throws {
+    private func withServer(
+        maximumConnections: Int = 16, log: @escaping @Sendable (String) -> Void = { _ in }, _ body: (Int) async throws -> Void
+    ) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let service = RelyingPartyService(
             profile: try RelyingPartyProfile.load("hanko"),
             relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
-            store: RelyingPartyStore(path: directory.file("store.json")))
+            store: RelyingPartyStore(path: directory.file("store.json")), log: log)
         let server = try await RelyingPartyHTTPServer.start(
             service: service, port: 0, requestDeadline: .milliseconds(300), maximumConnections: maximumConnections)
         do {
@@ -34,6 +36,47 @@ struct RelyingPartyHTTPServerTests {
         return (exchange.response, exchange.closed)
     }
 
+    @Test("a foreign Host is 421 and two are 400; another site's Origin or a cross-site fetch is 403; the relying party's own origin is served; each refusal is logged")
+    func hostAndOriginChecked() async throws {
+        let lines = Mutex<[String]>([])
+        try await withServer(log: { line in lines.withLock { $0.append(line) } }) { port in
+            let path = "GET /authentication_initialize HTTP/1.1\r\n"
+            for (headers, status) in [
+                ("Host: attacker.example:\(port)\r\n", "HTTP/1.1 421"),
+                ("Host: 127.0.0.1:\(port)\r\nHost: 127.0.0.1:\(port)\r\n", "HTTP/1.1 400"),
+                ("Host: 127.0.0.1:\(port)\r\nOrigin: https://attacker.example\r\n", "HTTP/1.1 403"),
+                ("Host: 127.0.0.1:\(port)\r\nSec-Fetch-Site: cross-site\r\n", "HTTP/1.1 403"),
+                ("Host: 127.0.0.1:\(port)\r\nOrigin: https://example.com\r\n", "HTTP/1.1 200"),
+                ("Host: localhost:\(port)\r\nOrigin: http://localhost:\(port)\r\n", "HTTP/1.1 200"),
+            ] {
+                let (answer, _) = try exchange(port: port, path + headers + "\r\n")
+                #expect(answer.hasPrefix(status), "\(headers): \(answer)")
+                if status != "HTTP/1.1 200" { #expect(!answer.contains("challenge"), "\(answer)") }
+            }
+        }
+        let refused = lines.withLock { $0 }.filter { $0.hasPrefix("refused GET /authentication_initialize: ") }
+        #expect(refused.count == 4, "\(lines.withLock { $0 })")
+        #expect(refused.first?.contains("421 misdirected request") == true, "\(refused)")
+        #expect(refused.last?.contains("403 cross-site request refused") == true, "\(refused)")
+    }
+
+    @Test("a client that half-closes after a complete request still gets the answer; one that half-closes mid-request gets 400")
+    func halfClosedClientAnswered() async throws {
+        try await withServer { port in
+            for (request, status) in [
+                ("GET /authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", "HTTP/1.1 200"),
+                ("POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 50\r\n\r\n{", "HTTP/1.1 400"),
+            ] {
+                let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 3))
+                defer { close(fd) }
+                #expect(LoopbackSocket.send(fd, request))
+                #expect(shutdown(fd, Int32(SHUT_WR)) == 0)
+                let answer = LoopbackSocket.receive(fd, until: "\u{0}")
+                #expect(answer.hasPrefix(status), "\(request): \(answer.debugDescription)")
+            }
+        }
+    }
+
     @Test("a request the parser cannot read gets 400 and the connection ends (it stayed open)")
     func malformedRequestCloses() async throws {
         try await withServer { port in
@@ -47,7 +90,7 @@ struct RelyingPartyHTTPServerTests {
     func oversizedBodyRefusedEarly() async throws {
         try await withServer { port in
             let (answer, closed) = try exchange(
-                port: port, "POST /registration/initialize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2000000\r\n\r\n")
+                port: port, "POST /registration/initialize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 2000000\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer)")
             #expect(closed)
         }
@@ -68,13 +111,13 @@ struct RelyingPartyHTTPServerTests {
         try await withServer(maximumConnections: 1) { port in
             let holder = try #require(LoopbackSocket.connect(port: port))  // holds the only slot, sends nothing
             try await Task.sleep(for: .milliseconds(50))  // its connection is counted
-            let (answer, closed) = try exchange(port: port, "GET /authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let (answer, closed) = try exchange(port: port, "GET /authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 503"), "\(answer)")
             #expect(answer.contains("too many connections"), "\(answer)")
             #expect(closed)
             close(holder)
             try await Task.sleep(for: .milliseconds(100))
-            let (served, _) = try exchange(port: port, "GET /authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let (served, _) = try exchange(port: port, "GET /authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
             #expect(served.hasPrefix("HTTP/1.1 200"), "\(served)")
         }
     }
@@ -85,7 +128,7 @@ struct RelyingPartyHTTPServerTests {
             let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 3))
             defer { close(fd) }
             let body = "{}"
-            #expect(LoopbackSocket.send(fd, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            #expect(LoopbackSocket.send(fd, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Type: application/json\r\n"
                 + "Content-Length: \(body.utf8.count)\r\nExpect: x-other, 100-Continue\r\n\r\n"))
             let interim = LoopbackSocket.receive(fd, until: "\r\n\r\n")
             #expect(interim.hasPrefix("HTTP/1.1 100 Continue\r\n"), "no 100 within 3 s: \(interim.debugDescription)")
@@ -99,9 +142,9 @@ struct RelyingPartyHTTPServerTests {
     @Test(
         "Expect: 100-continue never gets a 100 when the head decides the answer (it comes at once) or the request is HTTP/1.0",
         arguments: [
-            ("POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n", "HTTP/1.1 404", "no endpoint POST /nowhere"),
-            ("PUT /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2\r\n", "HTTP/1.1 405", "takes POST"),
-            ("POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 2000000\r\n", "HTTP/1.1 413", "larger than 1 MiB"),
+            ("POST /nowhere HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nContent-Length: 2\r\n", "HTTP/1.1 404", "no endpoint POST /nowhere"),
+            ("PUT /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nContent-Length: 2\r\n", "HTTP/1.1 405", "takes POST"),
+            ("POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:PORT\r\nContent-Length: 2000000\r\n", "HTTP/1.1 413", "larger than 1 MiB"),
             ("POST /authentication_finalize HTTP/1.1\r\nContent-Length: 2\r\n", "HTTP/1.1 400", "needs a Host header"),
             // HTTP/1.0 has no 100 (RFC 9110 §10.1.1): the server waits for the body, which never comes.
             ("POST /authentication_finalize HTTP/1.0\r\nContent-Length: 2\r\n", "", ""),
@@ -110,7 +153,7 @@ struct RelyingPartyHTTPServerTests {
         try await withServer { port in
             let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 3))
             defer { close(fd) }
-            #expect(LoopbackSocket.send(fd, head + "Expect: 100-continue\r\n\r\n"))
+            #expect(LoopbackSocket.send(fd, head.replacingOccurrences(of: "PORT", with: "\(port)") + "Expect: 100-continue\r\n\r\n"))
             let answer = LoopbackSocket.receive(fd, until: "}")
             #expect(!answer.contains("100 Continue"), "\(answer.debugDescription)")
             #expect(answer.hasPrefix(status), "\(answer.debugDescription)")

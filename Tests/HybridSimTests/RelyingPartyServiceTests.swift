@@ -167,6 +167,19 @@ struct RelyingPartyServiceTests {
             #expect(unreadable.status == 400, "\(body): \(unreadable.body.text)")
             #expect(unreadable.body["error"]?.stringValue?.hasPrefix("the body is not JSON") == true, "\(unreadable.body.text)")
         }
+        // The reader's rule and offset, not a generic list of rules.
+        let repeated = await rp.handle(
+            RelyingPartyHTTPRequest(
+                method: "POST", target: "/generate-registration-options", body: Array(#"{"username":"a","username":"b"}"#.utf8)))
+        #expect(repeated.body["error"]?.stringValue?.contains("\"username\"") == true, "\(repeated.body.text)")
+        #expect(repeated.body["error"]?.stringValue?.contains("offset") == true, "\(repeated.body.text)")
+        // A body of another JSON type where the template wants an object: not the default account.
+        for body in ["[]", "42", #""alice""#] {
+            let other = await rp.handle(
+                RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(body.utf8)))
+            #expect(other.status == 400, "\(body): \(other.body.text)")
+            #expect(other.body["error"]?.stringValue?.hasPrefix("the body must be a JSON object") == true, "\(other.body.text)")
+        }
         let null = await rp.handle(
             RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(#"{"username":null}"#.utf8)))
         #expect(null.status == 200, "null means no name given: \(null.body.text)")

@@ -37,6 +37,8 @@ public final class RelyingPartyHTTPServer: Sendable {
         let cap = ConnectionCap(limit: maximumConnections)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            // A client that half-closes after its request (`nc -N`, `socat`) still gets the answer.
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
@@ -85,7 +87,20 @@ private final class RequestHandler: ChannelInboundHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // NIO's HTTPServerProtocolErrorHandler has already answered 400; the connection is done.
+        if !answered { service.noteRefusal("a request the HTTP parser cannot read: 400 (\(error))") }
+        answered = true
         context.close(promise: nil)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The client half-closed: a complete request is still answered (the answer then closes the
+        // connection); one cut short never will be.
+        if case .inputClosed = event as? ChannelEvent, !dispatched, !answered {
+            answered = true
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -94,12 +109,20 @@ private final class RequestHandler: ChannelInboundHandler {
         case .head(let head):
             // RFC 9112 §3.2: an HTTP/1.1 request without a Host header is answered 400.
             if head.version == .http1_1, head.headers["Host"].isEmpty {
-                return write(context: context, RelyingPartyHTTPResponse.error(400, "an HTTP/1.1 request needs a Host header"))
+                return refuse(context: context, head, 400, "an HTTP/1.1 request needs a Host header")
+            }
+            // Another Host, or another site's page (DNS rebinding, cross-site requests): the
+            // relying party's own origin may call it, as its pages would.
+            let port = context.channel.localAddress?.port ?? 0
+            if let (status, reason) = LoopbackRequestPolicy.refusal(
+                head.headers, port: port, allowedOrigins: [service.relyingParty.origin])
+            {
+                return refuse(context: context, head, status, reason)
             }
             if let length = head.headers.first(name: "Content-Length").flatMap(Int.init),
                 length > RelyingPartyHTTPServer.maximumBodyBytes
             {
-                return refuseTooLarge(context: context)
+                return refuseTooLarge(context: context, head)
             }
             self.head = head
             body = []
@@ -117,7 +140,7 @@ private final class RequestHandler: ChannelInboundHandler {
             }
         case .body(let buffer):
             guard body.count + buffer.readableBytes <= RelyingPartyHTTPServer.maximumBodyBytes else {
-                return refuseTooLarge(context: context)
+                return refuseTooLarge(context: context, head)
             }
             body += buffer.readableBytesView
         case .end:
@@ -156,10 +179,17 @@ private final class RequestHandler: ChannelInboundHandler {
     }
 
     /// 413 at once, without reading the rest of the body, and the connection ends.
-    private func refuseTooLarge(context: ChannelHandlerContext) {
-        head = nil
+    private func refuseTooLarge(context: ChannelHandlerContext, _ head: HTTPRequestHead?) {
+        self.head = nil
         body = []
-        write(context: context, RelyingPartyHTTPResponse.error(413, "the body is larger than 1 MiB"))
+        refuse(context: context, head, 413, "the body is larger than 1 MiB")
+    }
+
+    /// Answers a request refused before the service saw it, and logs it as the service logs its own.
+    private func refuse(context: ChannelHandlerContext, _ head: HTTPRequestHead?, _ status: Int, _ reason: String) {
+        let request = head.map { "\($0.method.rawValue) \(Self.request($0, body: []).path)" } ?? "a request"
+        service.noteRefusal("\(request): \(status) \(reason)")
+        write(context: context, RelyingPartyHTTPResponse.error(status, reason))
     }
 
     private func write(context: ChannelHandlerContext, _ response: RelyingPartyHTTPResponse) {

@@ -15,7 +15,12 @@ struct PostedResult {
     /// `PublicKeyCredential` JSON, base64url), or Okta's `{clientData}`/`{attestation}` (standard
     /// base64; base64url is accepted too).
     init(body: [UInt8], endpoint: RelyingPartyProfile.Endpoint) throws(WebAuthnJSONError) {
-        guard let document = JSONValue.parse(body) else { throw WebAuthnJSONError(.invalidJSON, "the body is not JSON") }
+        let document: JSONValue
+        do {
+            document = try JSONValue.read(body, subject: "the body is not JSON")
+        } catch {
+            throw WebAuthnJSONError(.invalidJSON, error.reason)
+        }
         func member(_ token: String) -> (String, JSONValue?)? {
             if endpoint.body == .string("{\(token)}") { return ("the body", document) }
             for (key, value) in endpoint.body?.objectValue ?? [:] where value == .string("{\(token)}") {
@@ -137,7 +142,9 @@ extension RelyingPartyService {
 
     private func reject(_ label: String, _ status: Int, _ reason: String) -> RelyingPartyHTTPResponse {
         logLine("rejected a \(label): \(reason)")
-        return .error(status, reason)
+        var response = RelyingPartyHTTPResponse.error(status, reason)
+        response.isVerdict = true
+        return response
     }
 
     private func verifyRegistration(

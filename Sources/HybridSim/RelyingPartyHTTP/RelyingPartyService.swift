@@ -36,6 +36,8 @@ public struct RelyingPartyHTTPResponse: Sendable {
     public var headers: [(String, String)] = []
     /// The JSON body.
     public var body: JSONValue
+    /// A verdict on a posted result, logged as such (`rejected a sign-in: …`).
+    var isVerdict = false
 
     /// A JSON error answer `{"verified": false, "error": message}`.
     static func error(_ status: Int, _ message: String) -> Self {
@@ -104,8 +106,22 @@ public actor RelyingPartyService {
     /// The credentials stored so far.
     public var credentials: [RegisteredCredential] { store.credentials }
 
-    /// Answers one request.
+    /// Answers one request. A refusal (a status of 400 or more) is logged (`refused POST /path: 401
+    /// …`) unless it is a verdict on a result, which has its own line.
     public func handle(_ request: RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse {
+        let response = answer(request)
+        if response.status >= 400, !response.isVerdict {
+            noteRefusal("\(request.method) \(request.path): \(response.status) \(response.body["error"]?.stringValue ?? "")")
+        }
+        return response
+    }
+
+    /// Logs a refused request (`refused …`), for the HTTP server's own refusals too.
+    nonisolated func noteRefusal(_ what: String) {
+        log("refused \(what)")
+    }
+
+    private func answer(_ request: RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse {
         for (name, _) in profile.headers ?? [:] where (request.headers[name.lowercased()] ?? "").isEmpty {
             return .error(401, "the \(name) header is missing")
         }
@@ -171,9 +187,19 @@ public actor RelyingPartyService {
     private static func userName(
         in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
     ) -> UserName {
-        let body = request.body.isEmpty ? nil : JSONValue.parse(request.body)
-        if body == nil, !request.body.isEmpty, endpoint.body?.placeholders.contains("user") == true {
-            return .refused(.error(400, "the body is not JSON (nesting at most \(JSONValue.maxDepth) deep, no repeated member)"))
+        let carriesUser = endpoint.body?.placeholders.contains("user") == true
+        var body: JSONValue? = nil
+        if !request.body.isEmpty {
+            do {
+                body = try JSONValue.read(request.body, subject: "the body is not JSON")
+            } catch where carriesUser {
+                return .refused(.error(400, error.reason))
+            } catch {}
+        }
+        // A template that names the account in a member of an object: a body of another JSON type
+        // (an array, a number) is not a request for the default account.
+        if carriesUser, let body, body != .null, endpoint.body?.objectValue != nil, body.objectValue == nil {
+            return .refused(.error(400, "the body must be a JSON object (the account name is a member of it), not \(body.text.prefix(40))"))
         }
         guard let value = placeholderValue("user", in: request, body: body, endpoint), value != .null else { return .given("") }
         guard let name = value.stringValue else {

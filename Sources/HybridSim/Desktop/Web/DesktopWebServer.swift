@@ -10,9 +10,10 @@ import NIOPosix
 /// server-sent events (the whole story so far, then live, ending after `result` or `error`),
 /// `GET /qr.svg` the QR code. The page is static; everything it shows comes from the events.
 ///
-/// Only requests addressed to the loopback address and port are answered (``acceptsHost(_:port:)``):
-/// the stream carries the `FIDO:/` URL, and a page of another site whose name was rebound to
-/// 127.0.0.1 (DNS rebinding) sends its own name as `Host`; it gets `421 Misdirected Request`.
+/// Only requests addressed to the loopback address and port, and not sent by another site's page,
+/// are answered (``LoopbackRequestPolicy``): the stream carries the `FIDO:/` URL, and a page of
+/// another site whose name was rebound to 127.0.0.1 (DNS rebinding) sends its own name as `Host`
+/// (421 Misdirected Request); one that calls 127.0.0.1 directly sends its `Origin` (403).
 ///
 /// A connection has ``requestDeadline`` to send its whole request (the `/events` stream that follows
 /// may last the ceremony), and at most ``maximumConnections`` are open at once; more get the relay's
@@ -60,14 +61,6 @@ package final class DesktopWebServer: Sendable {
         }
     }
 
-    /// Whether a request's `Host` header names this server: `127.0.0.1`, `localhost` or `[::1]`
-    /// (any case) with `:port`, or without a port when `port` is 80 (RFC 9110, section 7.2).
-    package static func acceptsHost(_ host: String, port: Int) -> Bool {
-        let names = ["127.0.0.1", "localhost", "[::1]"]
-        let authorities = names.map { "\($0):\(port)" } + (port == 80 ? names : [])
-        return authorities.contains(host.lowercased())
-    }
-
     /// Stops listening.
     package func stop() async {
         try? await channel.close().get()
@@ -100,13 +93,19 @@ private final class WebRequestHandler: ChannelInboundHandler {
             guard let head else { return }
             self.head = nil
             let port = context.channel.localAddress?.port ?? 0
-            let hosts = head.headers["Host"]
-            guard hosts.count == 1, DesktopWebServer.acceptsHost(hosts[0], port: port) else {
-                let reason =
-                    "misdirected request: Host must be 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)\n"
+            if head.version == .http1_1, head.headers["Host"].isEmpty {
+                return respond(context, 400, "text/plain; charset=utf-8", Array("an HTTP/1.1 request needs a Host header\n".utf8))
+            }
+            let (target, authority) = Self.originForm(head.uri)
+            if let (status, reason) = LoopbackRequestPolicy.refusal(head.headers, port: port) {
+                return respond(context, status, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
+            }
+            // RFC 9112 §3.2.2: an absolute-form target's authority is the one to check.
+            if let authority, !LoopbackRequestPolicy.acceptsHost(authority, port: port) {
+                let reason = "misdirected request: the target must name 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)\n"
                 return respond(context, 421, "text/plain; charset=utf-8", Array(reason.utf8))
             }
-            let path = head.uri.split(separator: "?").first.map(String.init) ?? head.uri
+            let path = target.split(separator: "?").first.map(String.init) ?? target
             guard head.method == .GET else { return respond(context, 405, "text/plain", Array("only GET\n".utf8)) }
             switch path {
             case "/": respond(context, 200, "text/html; charset=utf-8", page)
@@ -115,10 +114,20 @@ private final class WebRequestHandler: ChannelInboundHandler {
                     return respond(context, 404, "text/plain", Array("no QR code yet\n".utf8))
                 }
                 respond(context, 200, "image/svg+xml", Array(SVGRenderer.render(matrix).utf8))
-            case "/events": stream(context)
+            case "/events": stream(context, version: head.version)
             default: respond(context, 404, "text/plain", Array("not found\n".utf8))
             }
         }
+    }
+
+    /// A request target in origin form (`/path?query`) and, for an absolute-form one
+    /// (`http://host:port/path`, RFC 9112 §3.2.2), the authority it named.
+    static func originForm(_ uri: String) -> (target: String, authority: String?) {
+        guard uri.lowercased().hasPrefix("http://") else { return (uri, nil) }
+        let rest = uri.dropFirst("http://".count)
+        guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return ("/", String(rest)) }
+        let target = rest[slash...]
+        return (target.hasPrefix("/") ? String(target) : "/" + target, String(rest[..<slash]))
     }
 
     private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8]) {
@@ -126,6 +135,9 @@ private final class WebRequestHandler: ChannelInboundHandler {
         headers.add(name: "Content-Type", value: type)
         headers.add(name: "Content-Length", value: String(body.count))
         headers.add(name: "Cache-Control", value: "no-store")
+        // Another site's page may not frame this one (clickjacking a ceremony's page).
+        headers.add(name: "X-Frame-Options", value: "DENY")
+        headers.add(name: "Content-Security-Policy", value: "frame-ancestors 'none'")
         headers.add(name: "Connection", value: "close")
         if status == 405 { headers.add(name: "Allow", value: "GET") }  // RFC 9110 §15.5.6
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: headers))), promise: nil)
@@ -136,13 +148,16 @@ private final class WebRequestHandler: ChannelInboundHandler {
 
     /// Server-sent events: each `--json` line as one `data:` event; a comment every 15 s keeps idle
     /// connections open; the response ends after the last event.
-    private func stream(_ context: ChannelHandlerContext) {
+    /// An HTTP/1.0 client gets an HTTP/1.0 response whose body ends when the connection does: it
+    /// cannot read chunked transfer coding (RFC 9112 §6.1).
+    private func stream(_ context: ChannelHandlerContext, version: HTTPVersion) {
         events.streamOpened()
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "text/event-stream")
         headers.add(name: "Cache-Control", value: "no-store")
         headers.add(name: "Connection", value: "close")
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: .ok, headers: headers))), promise: nil)
+        let responseVersion: HTTPVersion = version == .http1_0 ? .http1_0 : .http1_1
+        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: responseVersion, status: .ok, headers: headers))), promise: nil)
         let channel = context.channel
         let events = self.events
         let streaming = Task {
