@@ -32,6 +32,21 @@ struct PeerMistakeWordingTests {
         #expect(try Self.desktopReceiving([0x01, 0x00, 0xA0]) == nil)
     }
 
+    @Test("a transport message of 81 bytes that does not decrypt is named as a handshake message sent again; other sizes are not")
+    func handshakeSentAgain() {
+        var crypter = Crypter(readKey: Self.desktopKey, writeKey: Self.phoneKey)
+        for (size, hint) in [(81, true), (80, false), (112, false)] {
+            do {
+                _ = try crypter.decrypt([UInt8](repeating: 0x04, count: size))
+                Issue.record("\(size) bytes of 0x04 decrypted")
+            } catch {
+                #expect(error.code == .decryptionFailed)
+                #expect(error.reason.hasPrefix("message 0 does not authenticate (tampered, reordered or wrong key)"), "\(error.reason)")
+                #expect(error.reason.hasSuffix("the size of a handshake message: was one sent again?") == hint, "\(size): \(error.reason)")
+            }
+        }
+    }
+
     @Test("a request without its command byte: the phone names the CBOR map header it read as a command, once")
     func requestWithoutCommandByte() {
         var authenticator = SoftwareAuthenticator(random: .deterministic(seed: Array("wording".utf8)))

@@ -202,6 +202,37 @@ import Testing
         #expect(throws: HybridError(.invalidQRCode)) { try QRPayload(url: "FIDO:/" + Digits.encode(reordered)) }
     }
 
+    @Test("digit groups read big-endian, or text keys, are named as the likely mistake")
+    func implementerMistakesNamed() throws {
+        let chrome = hex("a600582103dd39afaf50b1b5b05ac1dad0b2848a00c0f6ec4e65a25687ca4f3c71dae50bea0150871bcec9c1227f91ccb86c9ffacd9eac0202031a6356217b04f505626d63")
+        // A desktop that writes each 7-byte group as a big-endian number: the reader's bytes are
+        // every group reversed.
+        var swapped: [UInt8] = []
+        for start in stride(from: 0, to: chrome.count, by: 7) {
+            swapped += chrome[start..<min(start + 7, chrome.count)].reversed()
+        }
+        do {
+            _ = try QRPayload(url: "FIDO:/" + Digits.encode(swapped))
+            Issue.record("big-endian groups parsed")
+        } catch {
+            #expect(error.code == .invalidQRCode)
+            #expect(error.reason.hasSuffix("is each 17-digit group a 7-byte little-endian number?"), "\(error.reason)")
+        }
+        // A map that is not canonical is not given that hint: its first byte is a map's.
+        do {
+            _ = try QRPayload(url: "FIDO:/" + Digits.encode(chrome + [0x00]))
+        } catch {
+            #expect(!error.reason.contains("little-endian"), "\(error.reason)")
+        }
+        let textKeys: [CBORValue: CBORValue] = ["0": .bytes(Array(chrome[4..<37])), "1": .bytes([UInt8](repeating: 1, count: 16))]
+        do {
+            _ = try QRPayload(url: Self.url(textKeys))
+            Issue.record("text keys parsed")
+        } catch {
+            #expect(error.reason == "key 0 (public key) missing or not a byte string (the map's keys are text strings; the QR code's keys are integers 0-5)")
+        }
+    }
+
     /// A payload built in code is not validated until its key is used.
     @Test func publicKeyOfAnInvalidPayload() {
         for key in [[UInt8](), [0x02], [0x04] + [UInt8](repeating: 1, count: 32), [0x03] + [UInt8](repeating: 0xFF, count: 32)] {

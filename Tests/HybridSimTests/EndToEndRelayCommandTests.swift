@@ -141,6 +141,22 @@ struct EndToEndRelayCommandTests {
         #expect(try JSONEvents.all(relay).map { $0["event"] as? String } == ["listening", "status", "stopped"])
     }
 
+    @Test("a refused request's log line names the method and target as sent, so a connect with an ID written another way shows it")
+    func refusalNamesTheRequest() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let relay = try lab.start("relay", ["relay", "--port", "0"])
+        let lines = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
+        let url = try #require(lines.first { $0.contains("ws://") }.flatMap { $0.split(separator: " ").last.map(String.init) })
+        let path = TunnelServicePath.connect(routingID: [1, 2, 3], tunnelID: [UInt8](repeating: 8, count: 16)).path
+        await #expect(throws: (any Error).self) { _ = try await WebSocketTunnel.open(url: url + path) }
+        _ = try await relay.waitForOutput("the refusal's log line", in: \.standardError) { lines in
+            lines.contains { $0.hasSuffix("refused request: 404 unknown tunnel or routing ID (GET \(path))") }
+        }
+        relay.signal(SIGTERM)
+        #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")
+    }
+
     @Test("--json: a port it cannot bind is an error event (network, exit 6) as well as the error line")
     func jsonBindFailure() async throws {
         let lab = try EndToEndLab()

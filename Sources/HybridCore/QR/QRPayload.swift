@@ -100,7 +100,12 @@ public struct QRPayload: Sendable, Hashable {
         do {
             value = try CBOR.decode(bytes)
         } catch {
-            throw HybridError(.invalidQRCode, "payload is not canonical CBOR (\(error))")
+            // Every payload a desktop writes is a map: another first byte means the digits were
+            // turned into bytes another way (big-endian groups are the usual mistake).
+            let notAMap = bytes.first.map { !(0xA0...0xBF).contains($0) } ?? false
+            let hint = notAMap
+                ? "; the decoded bytes do not start with a CBOR map: is each 17-digit group a 7-byte little-endian number?" : ""
+            throw HybridError(.invalidQRCode, "payload is not canonical CBOR (\(error))\(hint)")
         }
         try self.init(cbor: value)
     }
@@ -108,7 +113,12 @@ public struct QRPayload: Sendable, Hashable {
     /// Applies Chromium's `qr::Parse` rules to a decoded CBOR value.
     public init(cbor value: CBORValue) throws(HybridError) {
         guard let map = value.mapValue else { throw HybridError(.invalidQRCode, "payload is not a CBOR map") }
-        guard let key = map[0]?.bytesValue else { throw HybridError(.invalidQRCode, "key 0 (public key) missing or not a byte string") }
+        guard let key = map[0]?.bytesValue else {
+            let textKeys = !map.isEmpty && map.keys.allSatisfy { $0.textValue != nil }
+            throw HybridError(
+                .invalidQRCode,
+                "key 0 (public key) missing or not a byte string" + (textKeys ? " (the map's keys are text strings; the QR code's keys are integers 0-5)" : ""))
+        }
         guard key.count == HybridConstants.compressedPublicKeySize else {
             throw HybridError(.invalidQRCode, "key 0 (public key) is \(key.count) bytes, expected 33")
         }

@@ -61,7 +61,11 @@ package struct Crypter: Sendable {
                 nonce: Self.nonce(readSequence), ciphertext: ciphertext.dropLast(16), tag: ciphertext.suffix(16))
             padded = Array(try AES.GCM.open(box, using: readKey))
         } catch {
-            throw HybridError(.decryptionFailed, "message \(readSequence) does not authenticate (tampered, reordered or wrong key)")
+            // 65 + 16 bytes: the size of a handshake message (an ephemeral key and an empty payload's
+            // tag), which a padded transport message never is.
+            let handshakeSized = ciphertext.count == 81 ? "; it is 81 bytes, the size of a handshake message: was one sent again?" : ""
+            throw HybridError(
+                .decryptionFailed, "message \(readSequence) does not authenticate (tampered, reordered or wrong key)\(handshakeSized)")
         }
         let message = try Self.unpad(padded)
         readSequence += 1

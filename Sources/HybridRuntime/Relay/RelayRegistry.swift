@@ -358,15 +358,17 @@ final class RelayRegistry {
         statistics.recordBuffered()
     }
 
-    /// Counts one refused request.
-    func recordRejected(_ rejection: RelayRejection) {
+    /// Counts one refused request; `request` (method and target, as the client sent them) goes in
+    /// the log line, so an implementer can see which ID the relay did not know.
+    func recordRejected(_ rejection: RelayRejection, request: String? = nil) {
         if rejection.isRevocationReceipt {
             statistics.update { $0.revocationsReceived += 1 }
             logger.debug("revocation recorded: \(rejection.status.code) \(rejection.reason)")
             return
         }
         statistics.recordRefusal(status: Int(rejection.status.code))
-        logLimiter.info(logger, "refused request: \(rejection.status.code) \(rejection.reason)")
+        let what = request.map { " (\(PeerText.printable($0, limit: 160)))" } ?? ""
+        logLimiter.info(logger, "refused request: \(rejection.status.code) \(rejection.reason)\(what)")
     }
 
     // MARK: - Shutdown

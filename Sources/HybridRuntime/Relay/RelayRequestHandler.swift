@@ -209,7 +209,7 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         // not refused: there is nobody to answer, and nothing to count.
         guard !answered, context.channel.isActive else { return }
         if case .rejected = connection.state {} else { connection.state = .rejected(rejection) }
-        registry.recordRejected(rejection)
+        registry.recordRejected(rejection, request: connection.requestHead.map { "\($0.method.rawValue) \($0.uri)" })
         var response = rejection.response
         if connection.requestHead?.method == .HEAD {
             // A response to HEAD has no body (its Content-Length still says how long it would be).

@@ -181,7 +181,7 @@ public enum PhoneProgram {
             return ProgramFailure(
                 .timeout,
                 "the desktop did not connect within \(timeout.seconds): is it scanning \(proximity), "
-                    + "and is --rssi at least its --min-rssi?"
+                    + "and is --rssi at least its --min-rssi? Or did the relay refuse its /cable/connect (the relay's log names the request)?"
             )
         }
         return ProgramFailure.fromTransaction(error, relayURL: relayURL)
