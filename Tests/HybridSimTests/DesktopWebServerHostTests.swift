@@ -1,6 +1,7 @@
 import Foundation
 import HybridSim
 import HybridTestSupport
+import Synchronization
 import Testing
 
 /// `desktop --web` answers only requests addressed to its loopback address and port, so a page of
@@ -118,6 +119,31 @@ struct DesktopWebServerHostTests {
             #expect(!exchange.response.lowercased().contains("transfer-encoding"), "\(exchange.response)")
             #expect(exchange.response.contains("data: \(Self.resultLine)\n\n") && exchange.closed, "\(exchange.response)")
         }
+    }
+
+    @Test("another method is 405 from its head, without waiting for a body it announced; refusals of another site's requests are reported, 404s are not")
+    func methodFromHeadAndRefusalsReported() async throws {
+        let refused = Mutex<[String]>([])
+        let events = DesktopWebEvents(onRefused: { line in refused.withLock { $0.append(line) } })
+        events.append(Self.qrLine)
+        let server = try await DesktopWebServer.start(events: events, port: 0)
+        let port = server.port
+        defer { Task { await server.stop() } }
+        let start = ContinuousClock.now
+        let post = try #require(
+            LoopbackSocket.exchange(
+                port: port,
+                "POST /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 2000000\r\nExpect: 100-continue\r\n\r\n",
+                ioTimeout: 10))
+        #expect(post.status == 405 && post.response.contains("Allow: GET"), "\(post.response)")
+        #expect(ContinuousClock.now - start < .seconds(5), "the answer waited for the body")
+        _ = try Self.get("/nowhere", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+        _ = try Self.get("/events", port: port, headers: ["Host: attacker.example:\(port)"])
+        _ = try Self.get("/", port: port, headers: ["Host: 127.0.0.1:\(port)", "Origin: https://attacker.example"])
+        let lines = refused.withLock { $0 }
+        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.first?.hasPrefix("GET /events: 421 misdirected request") == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("GET /: 403 cross-origin request refused: Origin https://attacker.example") == true, "\(lines)")
     }
 
     @Test("the Host check: loopback names in any case, with the served port; without a port only on port 80")

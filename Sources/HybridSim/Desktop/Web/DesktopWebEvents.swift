@@ -18,11 +18,22 @@ package final class DesktopWebEvents: Sendable {
     private let state = Mutex(State())
     private let announcing = Mutex(())
     private let onStreamOpened: @Sendable (Int) -> Void
+    private let onRefused: @Sendable (String) -> Void
 
     /// An empty stream. `onStreamOpened` is called with the count so far each time a page (or any
-    /// other client) opens `/events`, one call at a time and in the order of the counts.
-    package init(onStreamOpened: @escaping @Sendable (Int) -> Void = { _ in }) {
+    /// other client) opens `/events`, one call at a time and in the order of the counts;
+    /// `onRefused` with a line for each request refused as another site's or malformed (400, 403,
+    /// 421), so whoever runs the program sees an attempt.
+    package init(
+        onStreamOpened: @escaping @Sendable (Int) -> Void = { _ in }, onRefused: @escaping @Sendable (String) -> Void = { _ in }
+    ) {
         self.onStreamOpened = onStreamOpened
+        self.onRefused = onRefused
+    }
+
+    /// Reports a refused request (the server calls it).
+    func refused(_ line: String) {
+        onRefused(line)
     }
 
     /// How many `/events` streams have opened so far.

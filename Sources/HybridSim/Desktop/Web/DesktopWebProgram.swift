@@ -1,3 +1,5 @@
+import HybridRuntime
+
 /// `hybrid-sim desktop --web`: the same ceremony as ``DesktopProgram`` (its `--json` events), with a
 /// local page that plays the website (``DesktopWebServer``). The events still go to `output`.
 package enum DesktopWebProgram {
@@ -57,7 +59,9 @@ package enum DesktopWebProgram {
     /// A page's event stream that says on `output`'s stderr each time a page opens it
     /// (`web page: opened (1 so far)`), so whoever started the program knows the page is following.
     package static func announcingPages(_ output: ProgramOutput = .standard) -> DesktopWebEvents {
-        DesktopWebEvents { count in output.standardError("web page: opened (\(count) so far)") }
+        DesktopWebEvents(
+            onStreamOpened: { count in output.standardError("web page: opened (\(count) so far)") },
+            onRefused: { line in output.standardError("web page: refused \(PeerText.printable(line, limit: PeerText.lineLimit))") })
     }
 
     /// `output`, with every stdout line also appended to `events`.

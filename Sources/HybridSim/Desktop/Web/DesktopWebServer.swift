@@ -74,6 +74,8 @@ private final class WebRequestHandler: ChannelInboundHandler {
     private let events: DesktopWebEvents
     private let page: [UInt8]
     private var head: HTTPRequestHead?
+    /// Answered from the head (another method): the rest of the request is ignored.
+    private var answered = false
 
     init(events: DesktopWebEvents, page: String) {
         self.events = events
@@ -87,26 +89,35 @@ private final class WebRequestHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
-        case .head(let head): self.head = head
+        case .head(let head):
+            // Only GET is served: another method is answered from its head, without waiting for a
+            // body (or for a 100 Continue that `Expect` asks for, RFC 9110 §10.1.1).
+            guard head.method == .GET else {
+                answered = true
+                return respond(context, 405, "text/plain", Array("only GET\n".utf8))
+            }
+            self.head = head
         case .body: break
         case .end:
-            guard let head else { return }
+            guard !answered, let head else { return }
             self.head = nil
             let port = context.channel.localAddress?.port ?? 0
+            func refuse(_ status: Int, _ reason: String) {
+                events.refused("GET \(head.uri): \(status) \(reason)")
+                respond(context, status, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
+            }
             if head.version == .http1_1, head.headers["Host"].isEmpty {
-                return respond(context, 400, "text/plain; charset=utf-8", Array("an HTTP/1.1 request needs a Host header\n".utf8))
+                return refuse(400, "an HTTP/1.1 request needs a Host header")
             }
             let (target, authority) = Self.originForm(head.uri)
             if let (status, reason) = LoopbackRequestPolicy.refusal(head.headers, port: port) {
-                return respond(context, status, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
+                return refuse(status, reason)
             }
             // RFC 9112 §3.2.2: an absolute-form target's authority is the one to check.
             if let authority, !LoopbackRequestPolicy.acceptsHost(authority, port: port) {
-                let reason = "misdirected request: the target must name 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)\n"
-                return respond(context, 421, "text/plain; charset=utf-8", Array(reason.utf8))
+                return refuse(421, "misdirected request: the target must name 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)")
             }
             let path = target.split(separator: "?").first.map(String.init) ?? target
-            guard head.method == .GET else { return respond(context, 405, "text/plain", Array("only GET\n".utf8)) }
             switch path {
             case "/": respond(context, 200, "text/html; charset=utf-8", page)
             case "/qr.svg":
