@@ -159,6 +159,13 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
+            "For this long after the start, a contact ID no phone has announced is answered 504 (not listening), not 410 (unknown, which makes a desktop delete its link): the relay forgets contact IDs when it restarts; 0 answers 410 at once (Docs/LINKING.md).",
+            valueName: "seconds"))
+    var contactGrace = Self.defaults.contactGraceAfterStart.secondsValue
+
+    @Option(
+        parsing: .unconditional,
+        help: ArgumentHelp(
             "Also print the status line (as SIGUSR1 does) every this many seconds. (default: only on SIGUSR1)",
             valueName: "seconds"))
     var statusInterval: Double?
@@ -215,6 +222,9 @@ struct RelayCommand: AsyncParsableCommand {
             throw ValidationError("\(name) must be at least 1")
         }
         try checkSeconds(statusInterval, flag: "--status-interval", maximum: 86_400)
+        guard contactGrace >= 0, contactGrace <= 86_400 else {
+            throw ValidationError("--contact-grace must be 0 (none) to 86400 seconds")
+        }
         guard (0...256).contains(eventLoops) else { throw ValidationError("--event-loops must be 0...256") }
         for (name, value) in [
             ("--max-pending-upgrades", maxPendingUpgrades), ("--max-connections-per-source", maxConnectionsPerSource),
@@ -251,6 +261,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.idleTimeout = .seconds(idleTimeout)
         configuration.upgradeTimeout = .seconds(upgradeTimeout)
         configuration.closeHandshakeTimeout = .seconds(closeTimeout)
+        configuration.contactGraceAfterStart = .milliseconds(Int64((contactGrace * 1000).rounded()))
         configuration.maxConnections = maxConnections
         configuration.eventLoops = eventLoops
         configuration.maxPendingUpgrades = maxPendingUpgrades

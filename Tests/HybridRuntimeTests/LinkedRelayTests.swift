@@ -7,9 +7,12 @@ import Testing
 /// `/cable/contact/…`, with their documented answers, over real loopback sockets.
 @Suite("Relay: push channel and contact requests", .serialized, .timeLimit(.minutes(1)))
 struct LinkedRelayTests {
+    /// A short contact wait, and no grace after the start: these tests ask about contact IDs the
+    /// relay never heard of, which a relay that has run a while calls unknown.
     static var configuration: RelayConfiguration {
         var configuration = RelayConfiguration()
         configuration.contactWait = .milliseconds(300)
+        configuration.contactGraceAfterStart = .zero
         return configuration
     }
 
@@ -54,6 +57,28 @@ struct LinkedRelayTests {
         }
     }
 
+    /// Just after a (re)start the relay cannot tell a phone it never knew from one that listened
+    /// before the restart and is not back yet: 504, which leaves a desktop's link in place, until
+    /// the grace has passed; then 410.
+    @Test("within the grace after the start, a contact ID no phone announced is 504 (link kept), not 410; after it, 410")
+    func unknownWithinGraceAfterStart() async throws {
+        var configuration = Self.configuration
+        configuration.contactGraceAfterStart = .seconds(1)
+        try await withRelay(configuration) { relay, endpoint in
+            let early = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
+            }
+            #expect(early?.httpStatus == 504, "\(String(describing: early))")
+            #expect(early?.description.contains("no phone has listened for this contact ID since the relay started 0 s ago") == true, "\(String(describing: early))")
+            try await Task.sleep(for: .milliseconds(800))
+            let late = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
+            }
+            #expect(late?.httpStatus == 410, "\(String(describing: late))")
+            #expect(relay.statistics.rejectedRequests == [504: 1, 410: 1], "\(relay.statistics.rejectedRequests)")
+        }
+    }
+
     /// The contact wait (3 s) is longer than this relay's upgrade timeout (1 s): the request is
     /// complete and being decided, so the timeout does not cut it, and the desktop hears 410.
     @Test("an upgrade timeout shorter than the contact wait does not drop a waiting contact request: 410 at the end of the wait")
@@ -61,6 +86,7 @@ struct LinkedRelayTests {
         var configuration = RelayConfiguration()
         configuration.upgradeTimeout = .seconds(1)
         configuration.contactWait = .seconds(2)
+        configuration.contactGraceAfterStart = .zero
         try await withRelay(configuration) { relay, endpoint in
             let start = ContinuousClock.now
             let error = await expectRuntimeError(.upgradeRejected) {

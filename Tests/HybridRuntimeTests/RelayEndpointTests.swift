@@ -160,6 +160,7 @@ struct RelayEndpointTests {
     func contactIsGone() async throws {
         var configuration = RelayConfiguration()
         configuration.contactWait = .milliseconds(100)
+        configuration.contactGraceAfterStart = .zero
         try await withRelay(configuration) { relay, endpoint in
             var options = WebSocketTunnel.Options()
             options.extraHeaders = [

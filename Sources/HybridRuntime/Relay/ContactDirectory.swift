@@ -12,7 +12,8 @@ import NIOWebSocket
 /// Answers to `/cable/contact/…` (Docs/LINKING.md):
 /// - 400: `X-caBLE-Client-Payload` missing or not the CBOR map `{1: pairing ID, 2: nonce, 3: "ga"|"mc"}`;
 /// - 410: the phone revoked the ID (announced on a listen request, even one refused, or by refusing
-///   a push), or no phone announced it within ``RelayConfiguration/contactWait`` ("unknown");
+///   a push), or no phone announced it within ``RelayConfiguration/contactWait`` ("unknown"), once
+///   ``RelayConfiguration/contactGraceAfterStart`` has passed since the relay started (504 before);
 /// - 409: the phone is already in a contact transaction with another desktop;
 /// - 504: the phone announced the ID on this relay but is not listening now, and did not come back
 ///   within ``RelayConfiguration/contactWait``;
@@ -45,6 +46,10 @@ final class ContactDirectory {
     /// Most contact IDs remembered as known, and as revoked; past it the oldest is forgotten, so
     /// that a flood of made-up IDs cannot stop the relay from remembering a real phone.
     static let maxRemembered = 4096
+
+    /// When the relay started: within ``RelayConfiguration/contactGraceAfterStart`` of it an
+    /// unannounced contact ID is not called unknown.
+    private let started = NIODeadline.now()
 
     init(registry: RelayRegistry) {
         self.registry = registry
@@ -161,10 +166,15 @@ final class ContactDirectory {
         let wait = registry.configuration.contactWait
         waiter.timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [self] in
             guard self.removeWaiter(id, of: contactID) != nil else { return }
+            let sinceStart = NIODeadline.now() - self.started
             if self.known.contains(contactID) {
                 promise.succeed(.reject(RelayRejection(
                     status: .gatewayTimeout,
                     reason: "the linked phone is not listening: no push channel within \(wait.humanReadable)")))
+            } else if sinceStart < TimeAmount(self.registry.configuration.contactGraceAfterStart) {
+                promise.succeed(.reject(RelayRejection(
+                    status: .gatewayTimeout,
+                    reason: "no phone has listened for this contact ID since the relay started \(sinceStart.nanoseconds / 1_000_000_000) s ago (one that listened before may not be back yet)")))
             } else {
                 promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID unknown")))
             }

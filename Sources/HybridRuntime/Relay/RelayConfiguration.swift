@@ -109,6 +109,13 @@ public struct RelayConfiguration: Sendable {
     /// whatever the two lengths).
     public var contactWait: Duration = .seconds(3)
 
+    /// For this long after the relay starts, a contact ID that no phone has announced is answered
+    /// 504 (not listening) instead of 410 (unknown): the relay keeps contact IDs in memory only, so
+    /// just after a restart it cannot tell a phone it never knew from one that listened before the
+    /// restart and is not back yet, and a 410 makes the desktop delete its link. Default 10
+    /// minutes; zero answers 410 from the start (Docs/LINKING.md).
+    public var contactGraceAfterStart: Duration = .seconds(600)
+
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
     public var maxListeners: Int = 1024
 
