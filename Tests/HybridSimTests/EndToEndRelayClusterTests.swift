@@ -202,6 +202,53 @@ struct EndToEndRelayClusterTests {
         #expect(!left.contains { $0.hasSuffix(".pid") }, "\(left)")
     }
 
+    @Test("one start, stop or restart at a time in a directory: another finds it locked and exits 3 without touching it")
+    func busyDirectoryRefused() throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // Another relay-cluster command holding the directory's lock (flock(1) holds it while sleep runs).
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+        holder.arguments = [directory + "/.lock", "sleep", "20"]
+        try holder.run()
+        defer { if holder.isRunning { holder.terminate() } }
+        usleep(300_000)
+        for command in [["start", "--instances", "1", "--port", "\(try EndToEndLab.closedPort())"], ["stop"], ["restart", "0"]] {
+            let (status, output) = try Self.cluster(command + ["--dir", directory])
+            #expect(status == 3, "\(command): \(output)")
+            #expect(output.contains("another relay-cluster start, stop or restart is running in \(directory)"), "\(output)")
+            #expect(!output.contains("relay-cluster: relay "), "nothing started: \(output)")
+        }
+        let (status, output) = try Self.cluster(["status", "--dir", directory])
+        #expect(status == 0, "status takes no lock: \(output)")
+    }
+
+    @Test("nginx workers whose master was killed: status names them, stop ends them, and a new start can take the port")
+    func orphanedWorkersStopped() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        let port = try EndToEndLab.closedPort()
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let (started, startOutput) = try Self.cluster(
+            ["start", "--instances", "1", "--workers", "2", "--port", "\(port)", "--dir", directory])
+        try #require(started == 0, "\(startOutput)")
+        let master = try #require(Int32(try String(contentsOfFile: directory + "/nginx.pid", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)))
+        #expect(kill(master, SIGKILL) == 0)
+        usleep(300_000)
+        let (_, status) = try Self.cluster(["status", "--dir", directory])
+        #expect(status.contains("nginx: master gone, 2 orphaned workers still serving"), "\(status)")
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 0 && stopOutput.contains("nginx worker (pid"), "\(stopOutput)")
+        let (restarted, restartOutput) = try Self.cluster(
+            ["start", "--instances", "1", "--workers", "1", "--port", "\(port)", "--dir", directory])
+        #expect(restarted == 0, "the orphans no longer hold the port: \(restartOutput)")
+    }
+
     @Test("stop signals only its own processes: a stale pid file naming another process leaves that process alone")
     func stopLeavesOtherProcesses() throws {
         let lab = try EndToEndLab()
