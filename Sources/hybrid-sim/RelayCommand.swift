@@ -159,7 +159,7 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "For this long after the start, a contact ID no phone has announced is answered 504 (not listening), not 410 (unknown, which makes a desktop delete its link): the relay forgets contact IDs when it restarts; 0 answers 410 at once (Docs/LINKING.md).",
+            "For this long after the start, a contact ID no phone has announced is answered 504 (not listening), not 410 (unknown, which makes a desktop delete its link): the relay forgets contact IDs when it restarts; 0: 410 from the start, after the 3 s contact wait (Docs/LINKING.md).",
             valueName: "seconds"))
     var contactGrace = Self.defaults.contactGraceAfterStart.secondsValue
 
@@ -222,6 +222,9 @@ struct RelayCommand: AsyncParsableCommand {
             throw ValidationError("\(name) must be at least 1")
         }
         try checkSeconds(statusInterval, flag: "--status-interval", maximum: 86_400)
+        if let statusInterval, statusInterval < 0.1 {
+            throw ValidationError("--status-interval must be at least 0.1 seconds")
+        }
         guard contactGrace >= 0, contactGrace <= 86_400 else {
             throw ValidationError("--contact-grace must be 0 (none) to 86400 seconds")
         }

@@ -1,5 +1,6 @@
 import HybridRuntime
 import HybridSim
+import Synchronization
 
 /// What `hybrid-sim relay` tells its operator besides its log: the ready line, its status (on
 /// SIGUSR1 and every `--status-interval`) and, when it stops, what it did since its start.
@@ -8,9 +9,16 @@ import HybridSim
 /// `--json` stdout carries one event per line instead (`listening` in place of the ready line, then
 /// `status` and `stopped`, each with the counters); stderr is the same either way, so an operator
 /// watching it sees the same lines whether or not a script reads stdout.
-struct RelayStatusOutput: Sendable {
+final class RelayStatusOutput: Sendable {
     /// Whether stdout carries JSON events.
-    var json: Bool
+    let json: Bool
+    /// The `stopped` event was written: a status asked for after it (a late SIGUSR1) prints nothing,
+    /// so `stopped` stays the last line.
+    private let ended = Mutex(false)
+
+    init(json: Bool) {
+        self.json = json
+    }
 
     /// The ready line: it contains `ws://HOST:PORT` in both forms (the contract).
     func listening(url: String) {
@@ -24,15 +32,20 @@ struct RelayStatusOutput: Sendable {
     /// The status line on stderr (whatever `--log-level`: it was asked for) and, with `--json`, a
     /// `status` event on stdout.
     func status(_ statistics: RelayStatistics) {
-        progressLine("status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
-        if json { printStatus(JSONLine(event: "status", Self.members(statistics)).text) }
+        ended.withLock { ended in
+            guard !ended else { return }
+            progressLine("status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
+            if json { printStatus(JSONLine(event: "status", Self.members(statistics)).text) }
+        }
     }
 
     /// After the shutdown: with `--json` a `stopped` event (the signal and the final counters) as
     /// the last stdout line. The log line saying the same is the caller's.
     func stopped(_ statistics: RelayStatistics, signal: String) {
-        guard json else { return }
-        printStatus(JSONLine(event: "stopped", [("signal", .string(signal))] + Self.members(statistics)).text)
+        ended.withLock { ended in
+            ended = true
+            if json { printStatus(JSONLine(event: "stopped", [("signal", .string(signal))] + Self.members(statistics)).text) }
+        }
     }
 
     /// What the relay holds now, for the status line.

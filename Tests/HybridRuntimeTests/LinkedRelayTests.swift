@@ -77,6 +77,15 @@ struct LinkedRelayTests {
             #expect(late?.httpStatus == 410, "\(String(describing: late))")
             #expect(relay.statistics.rejectedRequests == [504: 1, 410: 1], "\(relay.statistics.rejectedRequests)")
         }
+        // The grace counts from the relay's start, not from its first linked request.
+        configuration.contactGraceAfterStart = .milliseconds(500)
+        try await withRelay(configuration) { _, endpoint in
+            try await Task.sleep(for: .milliseconds(700))
+            let first = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
+            }
+            #expect(first?.httpStatus == 410, "\(String(describing: first))")
+        }
     }
 
     /// The contact wait (3 s) is longer than this relay's upgrade timeout (1 s): the request is

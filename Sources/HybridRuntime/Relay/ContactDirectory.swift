@@ -47,10 +47,6 @@ final class ContactDirectory {
     /// that a flood of made-up IDs cannot stop the relay from remembering a real phone.
     static let maxRemembered = 4096
 
-    /// When the relay started: within ``RelayConfiguration/contactGraceAfterStart`` of it an
-    /// unannounced contact ID is not called unknown.
-    private let started = NIODeadline.now()
-
     init(registry: RelayRegistry) {
         self.registry = registry
     }
@@ -166,7 +162,8 @@ final class ContactDirectory {
         let wait = registry.configuration.contactWait
         waiter.timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [self] in
             guard self.removeWaiter(id, of: contactID) != nil else { return }
-            let sinceStart = NIODeadline.now() - self.started
+            // Within the grace after the relay started an unannounced contact ID is not called unknown.
+            let sinceStart = NIODeadline.now() - self.registry.started
             if self.known.contains(contactID) {
                 promise.succeed(.reject(RelayRejection(
                     status: .gatewayTimeout,

@@ -115,6 +115,9 @@ final class RelayRegistry {
     let statistics: RelayStatisticsBox
     /// Listening phones and contact requests (the linked flow).
     private(set) lazy var directory = ContactDirectory(registry: self)
+    /// When this shard started: the contact grace counts from here (``ContactDirectory`` is made
+    /// at the first linked request, which may come much later).
+    let started = NIODeadline.now()
     private var tunnels: [[UInt8]: RelayTunnel] = [:]
     private var connections: [ObjectIdentifier: RelayConnection] = [:]
     /// The upgrade timeouts of this shard's connections (one timer for all of them).
@@ -358,8 +361,9 @@ final class RelayRegistry {
         statistics.recordBuffered()
     }
 
-    /// Counts one refused request; `request` (method and target, as the client sent them) goes in
-    /// the log line, so an implementer can see which ID the relay did not know.
+    /// Counts one refused request; `request` (the method and the target, its IDs cut as
+    /// `TunnelServicePath.redactedTarget` cuts them) goes in the log line, so an implementer can see
+    /// which request the relay did not take.
     func recordRejected(_ rejection: RelayRejection, request: String? = nil) {
         if rejection.isRevocationReceipt {
             statistics.update { $0.revocationsReceived += 1 }

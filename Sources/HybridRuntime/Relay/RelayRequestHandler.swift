@@ -1,4 +1,5 @@
 import Foundation
+import HybridCore
 import NIOCore
 import NIOHTTP1
 import NIOWebSocket
@@ -209,7 +210,8 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         // not refused: there is nobody to answer, and nothing to count.
         guard !answered, context.channel.isActive else { return }
         if case .rejected = connection.state {} else { connection.state = .rejected(rejection) }
-        registry.recordRejected(rejection, request: connection.requestHead.map { "\($0.method.rawValue) \($0.uri)" })
+        registry.recordRejected(
+            rejection, request: connection.requestHead.map { "\($0.method.rawValue) \(TunnelServicePath.redactedTarget($0.uri))" })
         var response = rejection.response
         if connection.requestHead?.method == .HEAD {
             // A response to HEAD has no body (its Content-Length still says how long it would be).

@@ -40,6 +40,20 @@ extension TunnelServicePath {
     }
 }
 
+extension TunnelServicePath {
+    /// A request target as the relay may log it: without its query, every path segment longer than
+    /// 8 characters cut to its first 4 and its length (`/cable/connect/6EFA0A/0011…(32)`). Routing
+    /// IDs (6 hex digits) stay whole; tunnel and contact IDs, which let whoever reads them join a
+    /// tunnel or push to a phone, are never logged in full, and a length shows an ID written another way.
+    static func redactedTarget(_ target: some StringProtocol) -> String {
+        let path = target.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            segment.count > 8 ? "\(segment.prefix(4))…(\(segment.count))" : String(segment)
+        }
+        return segments.joined(separator: "/") + (path.count < target.count ? "?…" : "")
+    }
+}
+
 extension Hex {
     /// "ABCD…": the first 4 hex digits of a tunnel or contact ID, the only part of it ever logged.
     static func redactedPrefix(_ bytes: [UInt8]) -> String {
