@@ -13,7 +13,10 @@ struct RPCommand: AsyncParsableCommand {
             JSON file) on http://127.0.0.1:PORT: it issues options with fresh challenges and verifies \
             the results it is sent (client data, RP ID hash, flags, attestation, signature, counter), \
             keeping credentials in a store. When ready it prints one line on stdout with the URL; one \
-            line per verdict goes to stderr. Stops on SIGINT or SIGTERM. See Docs/RELYING_PARTY.md.
+            line per verdict goes to stderr, and one per refused request (at most 2 a second after a \
+            burst). Only requests addressed to it (Host 127.0.0.1:PORT, localhost:PORT or [::1]:PORT) \
+            and not sent by another site's page in a browser (Origin, Sec-Fetch-Site) are served. \
+            Stops on SIGINT or SIGTERM. See Docs/RELYING_PARTY.md.
             """
     )
 

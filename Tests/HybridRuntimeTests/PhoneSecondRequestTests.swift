@@ -10,14 +10,16 @@ import Testing
 /// a repeated makeCredential, so a client that retried by mistake passed here and failed on a phone.
 @Suite("Phone: a request after the transaction's response is refused", .timeLimit(.minutes(1)))
 struct PhoneSecondRequestTests {
+    enum First: String, CaseIterable, Sendable { case makeCredential, getAssertion }
+
     @Test(
-        "after the getAssertion is answered, another getAssertion or a getInfo ends the transaction with an error naming both; the responder runs once",
-        arguments: [[UInt8(0x02)], [UInt8(0x04)]])
-    func requestAfterResponse(_ second: [UInt8]) async throws {
+        "after the makeCredential or getAssertion is answered, the same request again or a getInfo ends the transaction with an error naming both; the responder runs once more only for a getInfo sent before",
+        arguments: First.allCases, [[UInt8(0x01)], [UInt8(0x02)], [UInt8(0x04)]])
+    func requestAfterResponse(_ first: First, _ second: [UInt8]) async throws {
         let account = Account.make("erin")
         let phone = SimulatedPhone(passkeys: [account.passkey])
         let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
-        var desktop = ClientSession(requestType: .getAssertion, timestamp: unixNow())
+        var desktop = ClientSession(requestType: first == .getAssertion ? .getAssertion : .makeCredential, timestamp: unixNow())
         var phoneSession = try AuthenticatorSession(qr: QRPayload(url: desktop.url), getInfo: phone.getInfo)
         guard case .matched = desktop.receivedAdvert(try phoneSession.tunnelCreated(routingID: [1, 2, 3])) else {
             Issue.record("the desktop did not match the phone's advert")
@@ -25,7 +27,7 @@ struct PhoneSecondRequestTests {
         }
         try await desktopEnd.send(desktop.tunnelConnected())
 
-        let answers = Mutex(0)
+        let answers = Mutex<[UInt8]>([])
         let session = phoneSession
         let phoneRun = Task {
             var session = session
@@ -33,7 +35,7 @@ struct PhoneSecondRequestTests {
                 session: &session, tunnel: phoneEnd, advertisement: nil, timeouts: .fast,
                 transaction: TransactionDeadline(.seconds(30)), events: { _ in }
             ) { request in
-                answers.withLock { $0 += 1 }
+                answers.withLock { $0.append(request.first ?? 0) }
                 return phone.respond(to: request, now: unixNow())
             }
         }
@@ -44,30 +46,38 @@ struct PhoneSecondRequestTests {
                 if case .ready = action { ready = true }
             }
         }
-        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
-        try await desktopEnd.send(try desktop.encryptRequest(authentication.requestBytes))
-        var response: [UInt8]? = nil
-        while response == nil {
-            for action in try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))) {
-                if case .response(let bytes) = action { response = bytes }
+        func exchange(_ request: [UInt8]) async throws -> [UInt8] {
+            try await desktopEnd.send(try desktop.encryptRequest(request))
+            while true {
+                for action in try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))) {
+                    if case .response(let bytes) = action { return bytes }
+                }
             }
         }
-        #expect(response?.first == CTAP2StatusCode.ok.rawValue)
-        let request = second == [0x02] ? authentication.requestBytes : second
-        try await desktopEnd.send(try desktop.encryptRequest(request))
+        // A getInfo before the transaction's request is answered and the transaction goes on.
+        #expect(try await exchange([0x04]).first == CTAP2StatusCode.ok.rawValue)
+        let user = PublicKeyCredentialUserEntity(id: [9, 9], name: "zoe", displayName: "Zoe")
+        let registration = Ceremony.Registration(relyingParty: exampleRP, rpName: "Example", user: user, challenge: RandomSource.system.bytes(32))
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let request = first == .makeCredential ? registration.requestBytes : authentication.requestBytes
+        #expect(try await exchange(request).first == CTAP2StatusCode.ok.rawValue)
+        let passkeys = phone.passkeys.count
+        let again = second == [0x01] ? registration.requestBytes : second == [0x02] ? authentication.requestBytes : second
+        try await desktopEnd.send(try desktop.encryptRequest(again))
 
         let result = await phoneRun.result
         guard case .failure(let error as TransactionError) = result else {
             Issue.record("the phone answered a second request: \(result)")
             return
         }
-        #expect(answers.withLock { $0 } == 1, "the responder ran again")
+        #expect(answers.withLock { $0 } == [0x04, request[0]], "the responder ran again")
+        #expect(phone.passkeys.count == passkeys, "a second passkey was made")
         #expect(error.side == .phone && error.step == "waiting for the desktop to end the transaction")
         let underlying = try #require(error.underlying as? HybridError, "\(error)")
         #expect(underlying.code == .unexpectedMessage)
-        let named = second == [0x02] ? "command 0x02 (getAssertion)" : "command 0x04"
+        let names: [UInt8: String] = [0x01: "command 0x01 (makeCredential)", 0x02: "command 0x02 (getAssertion)", 0x04: "command 0x04"]
         #expect(
-            underlying.reason == "the desktop sent another request (\(named)) after the response to its getAssertion: "
+            underlying.reason == "the desktop sent another request (\(names[second[0]]!)) after the response to its \(first.rawValue): "
                 + "a phone answers one makeCredential or getAssertion per transaction; send each in a transaction of its own",
             "\(underlying.reason)")
         #expect(desktopEnd.receiveIfReady() == nil, "the phone sent something after its response")

@@ -90,6 +90,7 @@ struct DesktopWebServerHostTests {
                 ("foreign Origin", "Origin: https://attacker.example"),
                 ("foreign Origin on the loopback address, another port", "Origin: http://127.0.0.1:\(port + 1)"),
                 ("Sec-Fetch-Site: cross-site", "Sec-Fetch-Site: cross-site"),
+                ("Sec-Fetch-Site: same-site (another port of this machine)", "Sec-Fetch-Site: same-site"),
             ] {
                 for path in ["/events", "/", "/qr.svg"] {
                     let (status, response) = try Self.get(path, port: port, headers: [host, extra])
@@ -140,10 +141,18 @@ struct DesktopWebServerHostTests {
         _ = try Self.get("/nowhere", port: port, headers: ["Host: 127.0.0.1:\(port)"])
         _ = try Self.get("/events", port: port, headers: ["Host: attacker.example:\(port)"])
         _ = try Self.get("/", port: port, headers: ["Host: 127.0.0.1:\(port)", "Origin: https://attacker.example"])
+        // Another site's form post is refused (and reported) as such, before its method is looked at.
+        let form = try #require(
+            LoopbackSocket.exchange(
+                port: port,
+                "POST /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: https://attacker.example\r\nContent-Length: 3\r\n\r\na=1",
+                ioTimeout: 10))
+        #expect(form.status == 403, "\(form.response)")
         let lines = refused.withLock { $0 }
-        #expect(lines.count == 2, "\(lines)")
+        #expect(lines.count == 3, "\(lines)")
         #expect(lines.first?.hasPrefix("GET /events: 421 misdirected request") == true, "\(lines)")
-        #expect(lines.last?.hasPrefix("GET /: 403 cross-origin request refused: Origin https://attacker.example") == true, "\(lines)")
+        #expect(lines.dropFirst().first?.hasPrefix("GET /: 403 cross-origin request refused: Origin https://attacker.example") == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("POST /events: 403 cross-origin request refused") == true, "\(lines)")
     }
 
     @Test("the Host check: loopback names in any case, with the served port; without a port only on port 80")

@@ -36,28 +36,37 @@ struct RelyingPartyHTTPServerTests {
         return (exchange.response, exchange.closed)
     }
 
-    @Test("a foreign Host is 421 and two are 400; another site's Origin or a cross-site fetch is 403; the relying party's own origin is served; each refusal is logged")
+    @Test("a foreign Host or target authority is 421 and two Hosts are 400; any page's Origin but this server's, or a fetch not same-origin, is 403; each refusal is logged")
     func hostAndOriginChecked() async throws {
         let lines = Mutex<[String]>([])
         try await withServer(log: { line in lines.withLock { $0.append(line) } }) { port in
             let path = "GET /authentication_initialize HTTP/1.1\r\n"
-            for (headers, status) in [
+            let cases = [
                 ("Host: attacker.example:\(port)\r\n", "HTTP/1.1 421"),
                 ("Host: 127.0.0.1:\(port)\r\nHost: 127.0.0.1:\(port)\r\n", "HTTP/1.1 400"),
                 ("Host: 127.0.0.1:\(port)\r\nOrigin: https://attacker.example\r\n", "HTTP/1.1 403"),
+                // The relying party's own origin too: its pages are not served from here.
+                ("Host: 127.0.0.1:\(port)\r\nOrigin: https://example.com\r\n", "HTTP/1.1 403"),
+                ("Host: 127.0.0.1:\(port)\r\nOrigin: http://127.0.0.1:\(port)\r\nOrigin: https://attacker.example\r\n", "HTTP/1.1 400"),
+                // Another port of this machine is the same site, not the same origin.
+                ("Host: 127.0.0.1:\(port)\r\nSec-Fetch-Site: same-site\r\n", "HTTP/1.1 403"),
                 ("Host: 127.0.0.1:\(port)\r\nSec-Fetch-Site: cross-site\r\n", "HTTP/1.1 403"),
-                ("Host: 127.0.0.1:\(port)\r\nOrigin: https://example.com\r\n", "HTTP/1.1 200"),
-                ("Host: localhost:\(port)\r\nOrigin: http://localhost:\(port)\r\n", "HTTP/1.1 200"),
-            ] {
+                ("Host: localhost:\(port)\r\nOrigin: http://localhost:\(port)\r\nSec-Fetch-Site: same-origin\r\n", "HTTP/1.1 200"),
+                ("Host: 127.0.0.1:\(port)\r\nSec-Fetch-Site: none\r\n", "HTTP/1.1 200"),
+            ]
+            for (headers, status) in cases {
                 let (answer, _) = try exchange(port: port, path + headers + "\r\n")
                 #expect(answer.hasPrefix(status), "\(headers): \(answer)")
                 if status != "HTTP/1.1 200" { #expect(!answer.contains("challenge"), "\(answer)") }
             }
+            let (absolute, _) = try exchange(
+                port: port, "GET http://attacker.example/authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+            #expect(absolute.hasPrefix("HTTP/1.1 421"), "\(absolute)")
         }
-        let refused = lines.withLock { $0 }.filter { $0.hasPrefix("refused GET /authentication_initialize: ") }
-        #expect(refused.count == 4, "\(lines.withLock { $0 })")
+        let refused = lines.withLock { $0 }.filter { $0.hasPrefix("refused GET ") }
+        #expect(refused.count == 8, "\(lines.withLock { $0 })")
         #expect(refused.first?.contains("421 misdirected request") == true, "\(refused)")
-        #expect(refused.last?.contains("403 cross-site request refused") == true, "\(refused)")
+        #expect(refused.contains { $0.contains("403 request from another site's page refused (Sec-Fetch-Site: same-site)") }, "\(refused)")
     }
 
     @Test("a client that half-closes after a complete request still gets the answer; one that half-closes mid-request gets 400")

@@ -4,33 +4,44 @@ import NIOHTTP1
 /// answer: those a local program or the server's own page sends, not those a web page of another
 /// site makes a browser send.
 ///
-/// - **Host** (RFC 9112 §3.2): more than one `Host` field is 400; one that does not name this
-///   server (`127.0.0.1`, `localhost` or `[::1]` with its port) is 421 Misdirected Request. A page
-///   whose site name was rebound to 127.0.0.1 (DNS rebinding) sends its own name, so it is refused
-///   before it can read or change anything.
+/// - **Host** (RFC 9112 §3.2): an HTTP/1.1 request without `Host`, or any with more than one, is
+///   400; one that does not name this server (`127.0.0.1`, `localhost` or `[::1]` with its port) is
+///   421 Misdirected Request, and so is an absolute-form target naming another authority (§3.2.2).
+///   A page whose site name was rebound to 127.0.0.1 (DNS rebinding) sends its own name, so it is
+///   refused before it can read or change anything.
 /// - **Cross-site** (the Fetch standard's `Origin` and `Sec-Fetch-Site`): a request whose `Origin`
-///   is neither this server nor an origin the server names (the relying party's own), or that a
-///   browser marks `Sec-Fetch-Site: cross-site`, is 403. Browsers send such requests without asking
-///   first when they are "simple" (a form post, a `text/plain` body, an image's `GET`), so another
-///   site's page could otherwise start ceremonies or issue challenges here. Programs (`curl`,
-///   `desktop --rp-url`) send neither field and are not affected.
+///   is not this server (two `Origin` fields: 400), or that a browser marks as coming from anywhere
+///   but this server's own pages (`Sec-Fetch-Site` other than `same-origin`, or `none` for what the
+///   user typed), is 403. Browsers send such requests without asking first when they are "simple"
+///   (a form post, a `text/plain` body, an image's `GET`, which carries no `Origin`), so another
+///   page, even one on another port of this machine (`same-site`), could otherwise start ceremonies
+///   or issue challenges here. Programs (`curl`, `desktop --rp-url`) send neither field.
 package enum LoopbackRequestPolicy {
-    /// Why `headers` are refused, as a status and a one-line reason; `nil` when they are answered.
-    /// `allowedOrigins`: origins besides this server's own that may call it.
-    package static func refusal(_ headers: HTTPHeaders, port: Int, allowedOrigins: [String] = []) -> (status: Int, reason: String)? {
-        let hosts = headers["Host"]
+    /// Why the request with `head` is refused, as a status and a one-line reason; `nil` when it is
+    /// answered. `port`: the port the server listens on.
+    package static func refusal(_ head: HTTPRequestHead, port: Int) -> (status: Int, reason: String)? {
+        let hosts = head.headers["Host"]
+        if hosts.isEmpty, head.version == .http1_1 {
+            return (400, "an HTTP/1.1 request needs a Host header")
+        }
         if hosts.count > 1 {
             return (400, "more than one Host header (RFC 9112 §3.2)")
         }
         if let host = hosts.first, !acceptsHost(host, port: port) {
             return (421, "misdirected request: Host must be 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)")
         }
-        if let origin = headers.first(name: "Origin"), !acceptsOrigin(origin, port: port, allowed: allowedOrigins) {
-            let others = allowedOrigins.isEmpty ? "" : " or \(allowedOrigins.joined(separator: ", "))"
-            return (403, "cross-origin request refused: Origin \(origin) is not this server (http://127.0.0.1:\(port))\(others)")
+        if let authority = originForm(head.uri).authority, !acceptsHost(authority, port: port) {
+            return (421, "misdirected request: the target must name 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)")
         }
-        if headers["Sec-Fetch-Site"].contains(where: { $0.lowercased() == "cross-site" }) {
-            return (403, "cross-site request refused (Sec-Fetch-Site: cross-site): another site's page cannot use this server")
+        let origins = head.headers["Origin"]
+        if origins.count > 1 {
+            return (400, "more than one Origin header")
+        }
+        if let origin = origins.first, !acceptsOrigin(origin, port: port) {
+            return (403, "cross-origin request refused: Origin \(origin) is not this server (http://127.0.0.1:\(port))")
+        }
+        if let site = head.headers["Sec-Fetch-Site"].first, !["same-origin", "none"].contains(site.lowercased()) {
+            return (403, "request from another site's page refused (Sec-Fetch-Site: \(site)): only this server's own pages may use it")
         }
         return nil
     }
@@ -41,10 +52,19 @@ package enum LoopbackRequestPolicy {
         authorities(port: port).contains(host.lowercased())
     }
 
-    /// Whether an `Origin` is this server (`http://` and one of its authorities) or one of `allowed`.
-    static func acceptsOrigin(_ origin: String, port: Int, allowed: [String]) -> Bool {
+    /// A request target in origin form (`/path?query`) and, for an absolute-form one
+    /// (`http://host:port/path`, RFC 9112 §3.2.2), the authority it named.
+    package static func originForm(_ uri: String) -> (target: String, authority: String?) {
+        guard uri.lowercased().hasPrefix("http://") else { return (uri, nil) }
+        let rest = uri.dropFirst("http://".count)
+        guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return ("/", String(rest)) }
+        let target = rest[slash...]
+        return (target.hasPrefix("/") ? String(target) : "/" + target, String(rest[..<slash]))
+    }
+
+    /// Whether an `Origin` is this server: `http://` and one of its authorities.
+    static func acceptsOrigin(_ origin: String, port: Int) -> Bool {
         let lowered = origin.lowercased()
-        if allowed.contains(where: { $0.lowercased() == lowered }) { return true }
         return authorities(port: port).contains { "http://\($0)" == lowered }
     }
 

@@ -86,8 +86,11 @@ private final class RequestHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // NIO's HTTPServerProtocolErrorHandler has already answered 400; the connection is done.
-        if !answered { service.noteRefusal("a request the HTTP parser cannot read: 400 (\(error))") }
+        // A parser error: NIO's HTTPServerProtocolErrorHandler has already answered 400. Anything
+        // else (a reset connection) was answered with nothing. Either way the connection is done.
+        if error is HTTPParserError, !answered, !dispatched {
+            service.noteRefusal("a request the HTTP parser cannot read: 400 (\(error))")
+        }
         answered = true
         context.close(promise: nil)
     }
@@ -107,16 +110,8 @@ private final class RequestHandler: ChannelInboundHandler {
         guard !answered, !dispatched else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
-            // RFC 9112 §3.2: an HTTP/1.1 request without a Host header is answered 400.
-            if head.version == .http1_1, head.headers["Host"].isEmpty {
-                return refuse(context: context, head, 400, "an HTTP/1.1 request needs a Host header")
-            }
-            // Another Host, or another site's page (DNS rebinding, cross-site requests): the
-            // relying party's own origin may call it, as its pages would.
-            let port = context.channel.localAddress?.port ?? 0
-            if let (status, reason) = LoopbackRequestPolicy.refusal(
-                head.headers, port: port, allowedOrigins: [service.relyingParty.origin])
-            {
+            // No Host, another Host, or another site's page (DNS rebinding, cross-site requests).
+            if let (status, reason) = LoopbackRequestPolicy.refusal(head, port: context.channel.localAddress?.port ?? 0) {
                 return refuse(context: context, head, status, reason)
             }
             if let length = head.headers.first(name: "Content-Length").flatMap(Int.init),

@@ -59,7 +59,7 @@ public enum RelyingPartyServerProgram {
     ///
     /// - Parameters:
     ///   - configuration: the profile, relying party, store and port.
-    ///   - log: one line per verdict.
+    ///   - log: one line per verdict, and per refused request within a budget.
     /// - Throws: ``ProgramFailure`` `badInput` (profile, store, settings) or `network` (port).
     public static func start(
         _ configuration: Configuration, log: @escaping @Sendable (String) -> Void

@@ -80,6 +80,7 @@ public actor RelyingPartyService {
     private let random: RandomSource
     private let now: @Sendable () -> UInt64
     private let log: @Sendable (String) -> Void
+    private let refusals: RefusalLog
 
     /// Creates the service.
     ///
@@ -89,7 +90,8 @@ public actor RelyingPartyService {
     ///   - store: where credentials are kept; saved after every accepted registration or sign-in.
     ///   - random: the source of challenges and user handles.
     ///   - now: the clock (seconds since the Unix epoch) that expires pending challenges.
-    ///   - log: one line per verdict (the CLI prints them on stderr).
+    ///   - log: one line per verdict, and per refused request within a budget (the CLI prints
+    ///     them on stderr).
     public init(
         profile: RelyingPartyProfile, relyingParty: RelyingParty, store: RelyingPartyStore,
         random: RandomSource = .system, now: @escaping @Sendable () -> UInt64 = { UInt64(Date().timeIntervalSince1970) },
@@ -101,6 +103,7 @@ public actor RelyingPartyService {
         self.random = random
         self.now = now
         self.log = log
+        self.refusals = RefusalLog(log)
     }
 
     /// The credentials stored so far.
@@ -116,9 +119,10 @@ public actor RelyingPartyService {
         return response
     }
 
-    /// Logs a refused request (`refused …`), for the HTTP server's own refusals too.
+    /// Logs a refused request (`refused …`), for the HTTP server's own refusals too, within
+    /// ``RefusalLog``'s budget (any page in the user's browser can send them in a loop).
     nonisolated func noteRefusal(_ what: String) {
-        log("refused \(what)")
+        refusals.note("refused \(what)")
     }
 
     private func answer(_ request: RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse {

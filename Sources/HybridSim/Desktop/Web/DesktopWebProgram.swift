@@ -59,9 +59,10 @@ package enum DesktopWebProgram {
     /// A page's event stream that says on `output`'s stderr each time a page opens it
     /// (`web page: opened (1 so far)`), so whoever started the program knows the page is following.
     package static func announcingPages(_ output: ProgramOutput = .standard) -> DesktopWebEvents {
-        DesktopWebEvents(
+        let refusals = RefusalLog { line in output.standardError("web page: refused \(PeerText.printable(line, limit: PeerText.lineLimit))") }
+        return DesktopWebEvents(
             onStreamOpened: { count in output.standardError("web page: opened (\(count) so far)") },
-            onRefused: { line in output.standardError("web page: refused \(PeerText.printable(line, limit: PeerText.lineLimit))") })
+            onRefused: { line in refusals.note(line) })
     }
 
     /// `output`, with every stdout line also appended to `events`.

@@ -90,8 +90,14 @@ private final class WebRequestHandler: ChannelInboundHandler {
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head(let head):
-            // Only GET is served: another method is answered from its head, without waiting for a
-            // body (or for a 100 Continue that `Expect` asks for, RFC 9110 §10.1.1).
+            // Decided from the head: the loopback policy (reported: another site's page, a
+            // rebound name), then the method. Only GET is served; another method is answered
+            // without waiting for a body (or for a 100 Continue that `Expect` asks for, RFC 9110 §10.1.1).
+            if let (status, reason) = LoopbackRequestPolicy.refusal(head, port: context.channel.localAddress?.port ?? 0) {
+                answered = true
+                events.refused("\(head.method.rawValue) \(head.uri): \(status) \(reason)")
+                return respond(context, status, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
+            }
             guard head.method == .GET else {
                 answered = true
                 return respond(context, 405, "text/plain", Array("only GET\n".utf8))
@@ -101,22 +107,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
         case .end:
             guard !answered, let head else { return }
             self.head = nil
-            let port = context.channel.localAddress?.port ?? 0
-            func refuse(_ status: Int, _ reason: String) {
-                events.refused("GET \(head.uri): \(status) \(reason)")
-                respond(context, status, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
-            }
-            if head.version == .http1_1, head.headers["Host"].isEmpty {
-                return refuse(400, "an HTTP/1.1 request needs a Host header")
-            }
-            let (target, authority) = Self.originForm(head.uri)
-            if let (status, reason) = LoopbackRequestPolicy.refusal(head.headers, port: port) {
-                return refuse(status, reason)
-            }
-            // RFC 9112 §3.2.2: an absolute-form target's authority is the one to check.
-            if let authority, !LoopbackRequestPolicy.acceptsHost(authority, port: port) {
-                return refuse(421, "misdirected request: the target must name 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)")
-            }
+            let target = LoopbackRequestPolicy.originForm(head.uri).target
             let path = target.split(separator: "?").first.map(String.init) ?? target
             switch path {
             case "/": respond(context, 200, "text/html; charset=utf-8", page)
@@ -129,16 +120,6 @@ private final class WebRequestHandler: ChannelInboundHandler {
             default: respond(context, 404, "text/plain", Array("not found\n".utf8))
             }
         }
-    }
-
-    /// A request target in origin form (`/path?query`) and, for an absolute-form one
-    /// (`http://host:port/path`, RFC 9112 §3.2.2), the authority it named.
-    static func originForm(_ uri: String) -> (target: String, authority: String?) {
-        guard uri.lowercased().hasPrefix("http://") else { return (uri, nil) }
-        let rest = uri.dropFirst("http://".count)
-        guard let slash = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) else { return ("/", String(rest)) }
-        let target = rest[slash...]
-        return (target.hasPrefix("/") ? String(target) : "/" + target, String(rest[..<slash]))
     }
 
     private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8]) {

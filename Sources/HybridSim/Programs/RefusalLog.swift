@@ -1,0 +1,52 @@
+import Foundation
+import Synchronization
+
+/// The lines a loopback server (`rp`, `desktop --web`) writes about requests it refused, within a
+/// budget: any page open in the user's browser can send refused requests in a loop, and a line for
+/// each would bury the program's own output (and, written on an event loop, stall it behind a
+/// stderr nobody reads). A burst of ``burst`` lines passes, then ``perSecond`` a second; the ones
+/// over the budget are counted, and the next line that passes says how many were not shown. Each
+/// line is cut to ``lineLimit`` characters.
+package final class RefusalLog: Sendable {
+    /// Lines that pass at once.
+    package static let burst = 20.0
+    /// Lines a second after the burst.
+    package static let perSecond = 2.0
+    /// The longest line written (a refused request's target or header can be long).
+    package static let lineLimit = 300
+
+    private struct State {
+        var tokens = RefusalLog.burst
+        var last = ContinuousClock.now
+        var dropped = 0
+    }
+
+    private let state = Mutex(State())
+    private let write: @Sendable (String) -> Void
+
+    /// Writes each line that passes with `write`.
+    package init(_ write: @escaping @Sendable (String) -> Void) {
+        self.write = write
+    }
+
+    /// Writes `line` (cut to ``lineLimit``) if the budget allows; otherwise counts it.
+    package func note(_ line: String) {
+        let dropped: Int? = state.withLock { state in
+            let now = ContinuousClock.now
+            let elapsed = now - state.last
+            state.last = now
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            state.tokens = min(Self.burst, state.tokens + seconds * Self.perSecond)
+            guard state.tokens >= 1 else {
+                state.dropped += 1
+                return nil
+            }
+            state.tokens -= 1
+            defer { state.dropped = 0 }
+            return state.dropped
+        }
+        guard let dropped else { return }
+        let cut = line.count > Self.lineLimit ? String(line.prefix(Self.lineLimit)) + "…" : line
+        write(dropped > 0 ? "\(cut) (and \(dropped) more refused request(s) not shown: at most \(Int(Self.perSecond)) lines a second)" : cut)
+    }
+}

@@ -1,0 +1,25 @@
+import HybridSim
+import Synchronization
+import Testing
+
+/// The budget of refusal lines of the loopback servers: a page looping refused requests must not
+/// bury the program's output.
+@Suite("Refusal lines: a burst, then a few a second, and a count of those not shown")
+struct RefusalLogTests {
+    @Test("past the burst, lines are counted, not written; the next line written says how many; each is cut to the limit")
+    func budget() async throws {
+        let written = Mutex<[String]>([])
+        let log = RefusalLog { line in written.withLock { $0.append(line) } }
+        let burst = Int(RefusalLog.burst)
+        for index in 0..<(burst + 30) { log.note("refused \(index)") }
+        #expect(written.withLock { $0.count } == burst, "\(written.withLock { $0 })")
+        // One token comes back in 1 / perSecond seconds.
+        try await Task.sleep(for: .milliseconds(Int(1000 / RefusalLog.perSecond) + 100))
+        log.note("refused again")
+        let last = try #require(written.withLock { $0.last })
+        #expect(last.hasPrefix("refused again (and 30 more refused request(s) not shown"), "\(last)")
+        log.note(String(repeating: "x", count: 1000))
+        // Either written (cut) or counted; never written whole.
+        #expect(written.withLock { $0 }.allSatisfy { $0.count <= RefusalLog.lineLimit + 200 })
+    }
+}
