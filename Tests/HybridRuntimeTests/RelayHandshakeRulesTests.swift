@@ -63,6 +63,20 @@ struct RelayHandshakeRulesTests {
         }
     }
 
+    @Test("another method is refused from its head: a body it announces is not waited for, nor a 100 Continue")
+    func methodDecidedFromHead() async throws {
+        try await withRelay { relay, endpoint in
+            let start = ContinuousClock.now
+            let request = WebSocketUpgradeRequest.text(
+                path: Self.newPath(), method: "POST", key: "abc", extra: ["Content-Length: 100000", "Expect: 100-continue"])
+            let answer = try await Self.answer(to: request, port: endpoint.port)
+            #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n") && answer.hasSuffix("\r\n\r\nonly GET is supported\n"), "\(answer)")
+            #expect(!answer.contains("100 Continue"), "\(answer)")
+            #expect(ContinuousClock.now - start < .seconds(5), "the relay waited for the body (its upgrade timeout is 10 s)")
+            #expect(relay.statistics.rejectedRequests[400] == 1, "\(relay.statistics.rejectedRequests)")
+        }
+    }
+
     @Test("a /cable/contact upgrade that breaks a rule is refused at once with the rule, before any wait for the phone")
     func contactRefusedFirst() async throws {
         try await withRelay { relay, endpoint in

@@ -102,6 +102,12 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         switch unwrapInboundIn(data) {
         case .head(let head):
             connection.requestHead = head
+            // Every endpoint is a GET: another method is answered from its head, without reading a
+            // body it announces (or waiting for a 100 Continue its `Expect` asks for, RFC 9110 §10.1.1).
+            if head.method != .GET {
+                connection.requestComplete = true
+                refuse(registry.rejectionForPlainRequest(head), context: context)
+            }
         case .body:
             // A body is not used by any endpoint (every one is GET); it is read and ignored.
             break
