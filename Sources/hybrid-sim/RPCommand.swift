@@ -15,7 +15,8 @@ struct RPCommand: AsyncParsableCommand {
             keeping credentials in a store. When ready it prints one line on stdout with the URL; one \
             line per verdict goes to stderr, and one per refused request (at most 2 a second after a \
             burst). Only requests addressed to it (Host 127.0.0.1:PORT, localhost:PORT or [::1]:PORT) \
-            and not sent by another site's page in a browser (Origin, Sec-Fetch-Site) are served. \
+            and not sent by a page in a browser (an Origin other than its own, a Sec-Fetch-Site other \
+            than same-origin or none) are served. \
             Stops on SIGINT or SIGTERM. See Docs/RELYING_PARTY.md.
             """
     )

@@ -77,6 +77,14 @@ struct LinkedRelayTests {
             #expect(late?.httpStatus == 410, "\(String(describing: late))")
             #expect(relay.statistics.rejectedRequests == [504: 1, 410: 1], "\(relay.statistics.rejectedRequests)")
         }
+        // Judged when the request arrives: a grace shorter than the contact wait still counts.
+        configuration.contactGraceAfterStart = .milliseconds(200)
+        try await withRelay(configuration) { _, endpoint in
+            let early = await expectRuntimeError(.upgradeRejected) {
+                _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
+            }
+            #expect(early?.httpStatus == 504, "\(String(describing: early))")
+        }
         // The grace counts from the relay's start, not from its first linked request.
         configuration.contactGraceAfterStart = .milliseconds(500)
         try await withRelay(configuration) { _, endpoint in

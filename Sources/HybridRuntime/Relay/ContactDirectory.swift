@@ -12,8 +12,9 @@ import NIOWebSocket
 /// Answers to `/cable/contact/…` (Docs/LINKING.md):
 /// - 400: `X-caBLE-Client-Payload` missing or not the CBOR map `{1: pairing ID, 2: nonce, 3: "ga"|"mc"}`;
 /// - 410: the phone revoked the ID (announced on a listen request, even one refused, or by refusing
-///   a push), or no phone announced it within ``RelayConfiguration/contactWait`` ("unknown"), once
-///   ``RelayConfiguration/contactGraceAfterStart`` has passed since the relay started (504 before);
+///   a push), or no phone announced it within ``RelayConfiguration/contactWait`` ("unknown"), for a
+///   request that arrived once ``RelayConfiguration/contactGraceAfterStart`` had passed since the
+///   relay started (504 for one that arrived before);
 /// - 409: the phone is already in a contact transaction with another desktop;
 /// - 504: the phone announced the ID on this relay but is not listening now, and did not come back
 ///   within ``RelayConfiguration/contactWait``;
@@ -160,15 +161,17 @@ final class ContactDirectory {
         let id = nextWaiterID
         var waiter = Waiter(id: id, promise: promise, payload: payload, requester: requester)
         let wait = registry.configuration.contactWait
+        // A request that arrives within the grace after the relay started is not told that its
+        // contact ID is unknown (judged at arrival, so a grace shorter than the wait still counts).
+        let sinceStart = NIODeadline.now() - registry.started
+        let withinGrace = sinceStart < TimeAmount(registry.configuration.contactGraceAfterStart)
         waiter.timer = loop.assumeIsolated().scheduleTask(in: TimeAmount(wait)) { [self] in
             guard self.removeWaiter(id, of: contactID) != nil else { return }
-            // Within the grace after the relay started an unannounced contact ID is not called unknown.
-            let sinceStart = NIODeadline.now() - self.registry.started
             if self.known.contains(contactID) {
                 promise.succeed(.reject(RelayRejection(
                     status: .gatewayTimeout,
                     reason: "the linked phone is not listening: no push channel within \(wait.humanReadable)")))
-            } else if sinceStart < TimeAmount(self.registry.configuration.contactGraceAfterStart) {
+            } else if withinGrace {
                 promise.succeed(.reject(RelayRejection(
                     status: .gatewayTimeout,
                     reason: "no phone has listened for this contact ID since the relay started \(sinceStart.nanoseconds / 1_000_000_000) s ago (one that listened before may not be back yet)")))

@@ -109,8 +109,9 @@ public struct RelayConfiguration: Sendable {
     /// whatever the two lengths).
     public var contactWait: Duration = .seconds(3)
 
-    /// For this long after the relay starts, a contact ID that no phone has announced is answered
-    /// 504 (not listening) instead of 410 (unknown): the relay keeps contact IDs in memory only, so
+    /// A `/cable/contact` request that arrives within this long after the relay starts, for a
+    /// contact ID that no phone has announced, is answered 504 (not listening) at the end of the
+    /// contact wait instead of 410 (unknown): the relay keeps contact IDs in memory only, so
     /// just after a restart it cannot tell a phone it never knew from one that listened before the
     /// restart and is not back yet, and a 410 makes the desktop delete its link. Default 10
     /// minutes; zero answers 410 from the start (Docs/LINKING.md).
