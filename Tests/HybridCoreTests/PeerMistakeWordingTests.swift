@@ -110,4 +110,29 @@ extension PeerMistakeWordingTests {
                 && failure.reason.hasSuffix("a browser reads it strictly (Chromium's CBOR reader) and would fail this registration")
         }
     }
+
+    @Test("a handshake message longer than 81 bytes that does not authenticate says how long it is and how long it should be")
+    func handshakeMessageTooLong() throws {
+        var desktop = ClientSession(requestType: .getAssertion, timestamp: 1_700_000_000)
+        var phone = try AuthenticatorSession(qr: QRPayload(url: desktop.url), getInfo: [0xA0])
+        guard case .matched = desktop.receivedAdvert(try phone.tunnelCreated(routingID: [1, 2, 3])) else {
+            Issue.record("the desktop did not match the phone's advert")
+            return
+        }
+        let message = desktop.tunnelConnected()
+        #expect(message.count == 81)
+        for (extra, hint) in [(16, true), (0, false)] {
+            var copy = phone
+            var tampered = message + [UInt8](repeating: 0x5A, count: extra)
+            if extra == 0 { tampered[70] ^= 0x01 }
+            do {
+                _ = try copy.receivedMessage(tampered)
+                Issue.record("a tampered handshake message was accepted")
+            } catch {
+                #expect(error.code == .handshakeFailed)
+                #expect(error.reason.hasPrefix("handshake message does not authenticate"), "\(error.reason)")
+                #expect(error.reason.hasSuffix("it is 97 bytes, where a handshake message with the empty payload hybrid uses is 81") == hint, "\(error.reason)")
+            }
+        }
+    }
 }

@@ -155,7 +155,16 @@ package enum NoiseHandshake {
         if let localStatic {  // "es" seen from the responder (NK)
             state.mixKey(dh(localStatic, peerEphemeral))
         }
-        let payload = try state.decryptAndHash(Array(message[65...]))
+        let payload: [UInt8]
+        do {
+            payload = try state.decryptAndHash(Array(message[65...]))
+        } catch where message.count > HybridConstants.handshakeMessageSize {
+            // A hybrid handshake message has an empty payload: one longer than 81 bytes that does
+            // not authenticate most likely carries bytes it should not.
+            throw HybridError(
+                .handshakeFailed,
+                "\(error.reason); it is \(message.count) bytes, where a handshake message with the empty payload hybrid uses is 81")
+        }
         guard payload.isEmpty else { throw HybridError(.handshakeFailed, "handshake message carries a payload") }
 
         let ephemeralPoint = Array(ephemeral.publicKey.x963Representation)
