@@ -77,6 +77,18 @@ struct RelayHandshakeRulesTests {
         }
     }
 
+    @Test("HTTP/2's preface and a method the parser does not know are named, not a parser error code")
+    func parserRefusalsNamed() async throws {
+        try await withRelay { relay, endpoint in
+            let preface = try await Self.answer(to: "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", port: endpoint.port)
+            #expect(preface.hasPrefix("HTTP/1.1 400 ") && preface.contains("HTTP/2 is not spoken here"), "\(preface)")
+            let unknown = try await Self.answer(
+                to: WebSocketUpgradeRequest.text(path: Self.newPath(), method: "FOOBAR"), port: endpoint.port)
+            #expect(unknown.hasPrefix("HTTP/1.1 400 ") && unknown.contains("an HTTP method the relay does not know"), "\(unknown)")
+            #expect(relay.statistics.rejectedRequests == [400: 2], "\(relay.statistics.rejectedRequests)")
+        }
+    }
+
     @Test("a /cable/contact upgrade that breaks a rule is refused at once with the rule, before any wait for the phone")
     func contactRefusedFirst() async throws {
         try await withRelay { relay, endpoint in

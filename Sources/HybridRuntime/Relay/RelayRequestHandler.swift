@@ -37,12 +37,23 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// What a request the parser cannot read gets: `431` for a head beyond llhttp's 80 KiB,
     /// otherwise `400` with the parser's complaint (NIO's protocol-error handler sends a bare `400`).
     static func malformedRejection(_ error: HTTPParserError) -> RelayRejection {
-        if error == .headerOverflow {
+        switch error {
+        case .headerOverflow:
             // llhttp's bound on one line and the relay's on the whole head are the same 80 KiB.
             return RelayRejection(
                 status: .requestHeaderFieldsTooLarge, reason: "request head over \(FirstRequestDecoder.maximumHeadSize / 1024) KiB")
+        case .paused:
+            // llhttp stops at HTTP/2's connection preface ("PRI * HTTP/2.0").
+            return RelayRejection(
+                status: .badRequest, reason: "HTTP/2 is not spoken here: the relay takes HTTP/1.1 WebSocket upgrades (RFC 6455)")
+        case .invalidMethod:
+            // llhttp says so of any request line that does not start with a method it knows,
+            // garbage included, so this stays 400 rather than RFC 9110 §9.1's 501 for a real one.
+            return RelayRejection(
+                status: .badRequest, reason: "not an HTTP request, or an HTTP method the relay does not know: every endpoint is a GET")
+        default:
+            return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
         }
-        return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
     }
 
     private let connection: RelayConnection
