@@ -69,6 +69,18 @@ struct RelyingPartyHTTPServerTests {
         #expect(refused.contains { $0.contains("403 request from another site's page refused (Sec-Fetch-Site: same-site)") }, "\(refused)")
     }
 
+    @Test("a transfer coding other than chunked is 501 before the body is read (RFC 9112 §6.1)")
+    func unknownTransferCoding() async throws {
+        try await withServer { port in
+            let (answer, closed) = try exchange(
+                port: port,
+                "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nTransfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 501"), "\(answer)")
+            #expect(answer.contains("transfer coding gzip is not implemented"), "\(answer)")
+            #expect(closed)
+        }
+    }
+
     @Test("a client that half-closes after a complete request still gets the answer; one that half-closes mid-request gets 400")
     func halfClosedClientAnswered() async throws {
         try await withServer { port in
