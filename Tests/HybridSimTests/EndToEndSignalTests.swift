@@ -133,6 +133,22 @@ struct EndToEndSignalTests {
         #expect(bench.standardError.lines.last == "error: \(message)", "\(bench.transcript)")
     }
 
+    @Test("bench relay whose measured relay dies during the run: the error says how many tunnels had opened and what failed by then")
+    func benchMeasuredRelayDies() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relay, url) = try await lab.startRelay()
+        let bench = try lab.start(
+            "bench relay", ["bench", "relay", "--url", url, "--relay-pid", "\(relay.processIdentifier)",
+                            "--tunnels", "20", "--rounds", "2", "--hold", "3"])
+        _ = try await bench.waitForOutput("the hold", in: \.standardError) { lines in lines.contains { $0.contains("holding 20 tunnels") } }
+        relay.signal(SIGKILL)
+        #expect(try await bench.waitForExit(timeout: .seconds(30)) == 1, "\(bench.transcript)")
+        let line = FailureOutput.singleErrorLine(bench)
+        #expect(line.contains("the measured process \(relay.processIdentifier) ended during the run"), "\(line)")
+        #expect(line.contains("by then 20 of 20 tunnel(s) had opened, failures: "), "\(line)")
+    }
+
     @Test("bench relay interrupted stops the relay it started (its own process group: a terminal's Ctrl-C does not reach it)")
     func benchStopsItsRelay() async throws {
         let lab = try EndToEndLab()

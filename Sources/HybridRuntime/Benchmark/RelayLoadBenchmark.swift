@@ -130,14 +130,18 @@ public struct RelayLoadBenchmark: Sendable {
         report.record(openFailures)
         report.tunnelsOpened = opened.count
         report.openSeconds = (ContinuousClock.now - openStart).benchmarkSeconds
-        // A relay gone mid-run (killed) fails the run, after its tunnels are closed.
+        // A relay gone mid-run (killed) fails the run, after its tunnels are closed; the error says
+        // what the run had seen by then (an operator killing one instance wants those counts).
         func sampleRelay() async throws -> ProcessProbe.Sample? {
             do {
                 return try relay?.sample()
             } catch {
                 progress("closing \(opened.count) tunnels…")
                 await close(opened)
-                throw error
+                let failures = report.failures.isEmpty
+                    ? "no failure" : "failures: " + report.failures.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }.joined(separator: ", ")
+                throw ProcessProbe.ProbeError(
+                    description: "\(error); by then \(report.tunnelsOpened) of \(config.tunnels) tunnel(s) had opened, \(failures)")
             }
         }
         report.relayAfterOpen = try await sampleRelay()
@@ -157,13 +161,13 @@ public struct RelayLoadBenchmark: Sendable {
         let results = await rounds(opened)
         let samples = results.samples
         report.roundsSeconds = (ContinuousClock.now - roundsStart).benchmarkSeconds
+        report.record(results.failures)
         report.relayAfterRounds = try await sampleRelay()
         if let generatorBefore, let generatorAfter = try? generator.sample(), report.roundsSeconds > 0 {
             report.generatorCoresUsedDuringRounds = (generatorAfter.cpuSeconds - generatorBefore.cpuSeconds) / report.roundsSeconds
         }
         report.roundTrips = LatencySummary(milliseconds: samples)
         report.messagesRelayed = samples.count * 2
-        report.record(results.failures)
 
         progress("closing \(opened.count) tunnels…")
         let closeStart = ContinuousClock.now
