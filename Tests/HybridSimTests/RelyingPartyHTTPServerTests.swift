@@ -193,6 +193,18 @@ struct RelyingPartyHTTPServerTests {
         }
     }
 
+    @Test("a request whose head arrived but whose body does not finish is answered 408 at the deadline; a partial head is closed silently")
+    func unfinishedBodyTimesOut() async throws {
+        try await withServer { port in
+            let (answer, closed) = try exchange(
+                port: port, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 50\r\n\r\n{\"a\"")
+            #expect(answer.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(answer)")
+            #expect(answer.hasSuffix("the request was not complete within 0.3 s\n") && closed, "\(answer)")
+            let (partial, partialClosed) = try exchange(port: port, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0")
+            #expect(partial.isEmpty && partialClosed, "\(partial)")
+        }
+    }
+
     @Test("JSON bodies: nesting past 32 is refused, a repeated member is refused, numbers beyond Double are refused")
     func jsonLimits() {
         let deep = { (levels: Int) in String(repeating: "[", count: levels) + String(repeating: "]", count: levels) }
