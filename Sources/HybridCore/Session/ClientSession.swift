@@ -53,6 +53,9 @@ public struct ClientSession: Sendable {
     public let qrPayload: QRPayload
     /// Values derived from the QR secret (EID key, tunnel ID).
     package let keys: QRSecretKeys
+    /// `Derive(QR secret, empty, 1, 64)`: the key the phone's advert must authenticate under (what a
+    /// proximity scanner matches adverts with, as ``LinkedClientSession/eidKey`` for a linked session).
+    public var eidKey: [UInt8] { keys.eidKey }
     private let identityKey: P256.KeyAgreement.PrivateKey
     private let advertCipher: AdvertCipher
     private let random: RandomSource

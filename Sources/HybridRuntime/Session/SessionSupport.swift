@@ -109,6 +109,10 @@ public struct TransactionError: Error, Sendable, CustomStringConvertible {
     public var runtimeCode: RuntimeError.Code? { (underlying as? RuntimeError)?.code }
     /// The protocol error code underneath, if the failure came from the protocol core.
     public var hybridCode: HybridError.Code? { (underlying as? HybridError)?.code }
+    /// The WebSocket close code, if the failure was the tunnel closing (``RuntimeError/closeCode``).
+    public var closeCode: WebSocketCloseCode? { (underlying as? RuntimeError)?.closeCode }
+    /// The relay's HTTP status, if it refused the upgrade (``RuntimeError/httpStatus``).
+    public var httpStatus: Int? { (underlying as? RuntimeError)?.httpStatus }
 }
 
 /// The end of a whole transaction (``SessionTimeouts/transaction``): each wait is cut to what is left.
