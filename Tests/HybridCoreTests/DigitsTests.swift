@@ -92,4 +92,17 @@ import Testing
         let url = "FIDO:/16736865"
         #expect(try Digits.decode(url.dropFirst(6)) == [0x61, 0x62, 0xFF])
     }
+
+    @Test("a group out of range or a final group of another width says how groups are written (an encoder without leading zeros breaks both)")
+    func widthRuleNamed() {
+        for (digits, start) in [("999", "digit group 0 is out of range for 1 bytes ("), ("1234", "a final group of 4 digits encodes no whole number of bytes (")] {
+            do {
+                _ = try Digits.decode(digits)
+                Issue.record("\(digits) decoded")
+            } catch {
+                #expect(error.reason.hasPrefix(start), "\(error.reason)")
+                #expect(error.reason.contains("17 digits with leading zeros"), "\(error.reason)")
+            }
+        }
+    }
 }

@@ -8,6 +8,11 @@ public enum Digits {
     private static let chunkDigits = 17
     /// Digits for a partial chunk of n bytes (index n), 0 for impossible sizes.
     private static let partialChunkDigits = [0, 3, 5, 8, 10, 13, 15]
+    /// How groups are written, for the errors: an encoder that drops the leading zeros, or cuts the
+    /// digits another way, breaks it.
+    private static let widthRule =
+        "every 7 bytes are one little-endian number written as 17 digits with leading zeros; a final 1-6 bytes as 3, 5, 8, 10, 13 or 15"
+
 
     /// Encodes bytes as digits.
     public static func encode(_ bytes: [UInt8]) -> String {
@@ -49,14 +54,17 @@ public enum Digits {
                 width = remaining
                 byteCount = n
             } else {
-                throw HybridError(.invalidDigits, "a final group of \(remaining) digits encodes no whole number of bytes")
+                throw HybridError(
+                    .invalidDigits,
+                    "a final group of \(remaining) digits encodes no whole number of bytes (\(Self.widthRule))")
             }
             var value: UInt64 = 0
             for digit in utf8[index..<index + width] {
                 value = value * 10 + UInt64(digit - UInt8(ascii: "0"))  // ≤ 17 digits: no overflow
             }
             guard value >> UInt64(8 * byteCount) == 0 else {
-                throw HybridError(.invalidDigits, "digit group \(index / chunkDigits) is out of range for \(byteCount) bytes")
+                throw HybridError(
+                    .invalidDigits, "digit group \(index / chunkDigits) is out of range for \(byteCount) bytes (\(Self.widthRule))")
             }
             for shift in 0..<byteCount {
                 out.append(UInt8(truncatingIfNeeded: value >> UInt64(8 * shift)))
