@@ -155,6 +155,21 @@ struct DesktopWebServerHostTests {
         #expect(lines.last?.hasPrefix("POST /events: 403 cross-origin request refused") == true, "\(lines)")
     }
 
+    @Test("a request whose head arrived but whose body never finishes gets 408 at the deadline, with the page's headers, and is reported")
+    func unfinishedRequestTimesOut() async throws {
+        let refused = Mutex<[String]>([])
+        let events = DesktopWebEvents(onRefused: { line in refused.withLock { $0.append(line) } })
+        let server = try await DesktopWebServer.start(events: events, port: 0, requestDeadline: .milliseconds(300))
+        let port = server.port
+        defer { Task { await server.stop() } }
+        let exchange = try #require(
+            LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 10\r\n\r\nab", ioTimeout: 5))
+        #expect(exchange.status == 408 && exchange.closed, "\(exchange.response)")
+        #expect(exchange.response.contains("X-Frame-Options: DENY"), "\(exchange.response)")
+        #expect(exchange.response.hasSuffix("the request was not complete within 0.3 s\n"), "\(exchange.response)")
+        #expect(refused.withLock { $0 } == ["GET /: 408 the request was not complete within 0.3 s"], "\(refused.withLock { $0 })")
+    }
+
     @Test("the Host check: loopback names in any case, with the served port; without a port only on port 80")
     func acceptsHost() {
         #expect(LoopbackRequestPolicy.acceptsHost("127.0.0.1:47003", port: 47003))

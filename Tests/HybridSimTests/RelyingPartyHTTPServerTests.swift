@@ -195,7 +195,8 @@ struct RelyingPartyHTTPServerTests {
 
     @Test("a request whose head arrived but whose body does not finish is answered 408 at the deadline; a partial head is closed silently")
     func unfinishedBodyTimesOut() async throws {
-        try await withServer { port in
+        let lines = Mutex<[String]>([])
+        try await withServer(log: { line in lines.withLock { $0.append(line) } }) { port in
             let (answer, closed) = try exchange(
                 port: port, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 50\r\n\r\n{\"a\"")
             #expect(answer.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(answer)")
@@ -203,6 +204,9 @@ struct RelyingPartyHTTPServerTests {
             let (partial, partialClosed) = try exchange(port: port, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0")
             #expect(partial.isEmpty && partialClosed, "\(partial)")
         }
+        // The 408 is logged as what it was; neither it nor the close reads as a request the parser could not read.
+        let logged = lines.withLock { $0 }
+        #expect(logged == ["refused POST /authentication_finalize: 408 the request was not complete within 0.3 s"], "\(logged)")
     }
 
     @Test("JSON bodies: nesting past 32 is refused, a repeated member is refused, numbers beyond Double are refused")

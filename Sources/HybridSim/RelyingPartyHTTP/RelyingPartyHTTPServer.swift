@@ -6,13 +6,15 @@ import NIOPosix
 
 /// `hybrid-sim rp`'s HTTP/1.1 listener (SwiftNIO): hands each complete request to a
 /// ``RelyingPartyService`` and writes its JSON answer, one request per connection
-/// (`Connection: close`). Bodies over 1 MiB are answered with 413.
+/// (`Connection: close`). Bodies over 1 MiB are answered with 413, a transfer coding other than
+/// chunked with 501, a request whose body does not arrive within the deadline with 408.
 public final class RelyingPartyHTTPServer: Sendable {
     /// The largest request body accepted.
     public static let maximumBodyBytes = 1 << 20
     /// The most connections open at once; more get the relay's fixed 503 and are closed.
     public static let maximumConnections = 1024
-    /// How long a connection may take from its start to a complete request before it is closed.
+    /// How long a connection may take from its start to a complete request before it is closed
+    /// (answered `408` first when its head arrived).
     public static let requestDeadline: TimeAmount = .seconds(30)
 
     private let service: RelyingPartyService
@@ -27,7 +29,8 @@ public final class RelyingPartyHTTPServer: Sendable {
     public var port: Int { channel.localAddress?.port ?? 0 }
 
     /// Binds `host:port` (0: a free port) and starts serving; a connection without a complete
-    /// request after `requestDeadline` is closed, and one past `maximumConnections` open gets 503.
+    /// request after `requestDeadline` is closed (with a `408` when its head arrived), and one past
+    /// `maximumConnections` open gets 503.
     ///
     /// - Throws: ``ProgramFailure`` `network` when the port cannot be bound.
     public static func start(
@@ -88,7 +91,9 @@ private final class RequestHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A parser error: NIO's HTTPServerProtocolErrorHandler has already answered 400. Anything
         // else (a reset connection) was answered with nothing. Either way the connection is done.
-        if error is HTTPParserError, !answered, !dispatched {
+        // A parser error after the connection closed is the close itself (the deadline's), not a
+        // request it could not read.
+        if error is HTTPParserError, !answered, !dispatched, context.channel.isActive {
             service.noteRefusal("a request the HTTP parser cannot read: 400 (\(error))")
         }
         answered = true
@@ -96,6 +101,15 @@ private final class RequestHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The request deadline passed: the deadline handler answers (408 after a head) and closes.
+        if let expired = event as? RequestDeadlineHandler.Expired {
+            if expired.sawHead, !answered, !dispatched {
+                let request = head.map { "\($0.method.rawValue) \(Self.request($0, body: []).path)" } ?? "a request"
+                service.noteRefusal("\(request): 408 the request was not complete within \(expired.deadline)")
+            }
+            answered = true
+            return
+        }
         // The client half-closed: a complete request is still answered (the answer then closes the
         // connection); one cut short never will be.
         if case .inputClosed = event as? ChannelEvent, !dispatched, !answered {

@@ -82,6 +82,18 @@ private final class WebRequestHandler: ChannelInboundHandler {
         self.page = Array(page.utf8)
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The request deadline passed with the head in: the deadline handler answers 408; report it.
+        if let expired = event as? RequestDeadlineHandler.Expired {
+            if expired.sawHead, !answered, let head {
+                events.refused("\(head.method.rawValue) \(head.uri): 408 the request was not complete within \(expired.deadline)")
+            }
+            answered = true
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // NIO's HTTPServerProtocolErrorHandler has already answered 400; the connection is done.
         context.close(promise: nil)
