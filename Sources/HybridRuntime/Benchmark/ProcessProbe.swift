@@ -76,6 +76,10 @@ public struct ProcessProbe: Sendable {
         guard fields.count > 17, let user = Double(fields[11]), let system = Double(fields[12]),
             let threads = Int(fields[17])
         else { throw ProbeError(description: "/proc/\(pid)/stat: unexpected layout") }
+        // A killed process stays readable as a zombie until its parent reaps it: it has ended all the same.
+        if fields[0] == "Z" || fields[0] == "X" {
+            throw ProbeError(description: "the measured process \(pid) ended during the run (it is a zombie, not yet reaped)")
+        }
         let ticks = Double(sysconf(Int32(_SC_CLK_TCK)))
 
         var resident = 0
