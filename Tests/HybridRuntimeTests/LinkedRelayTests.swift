@@ -69,7 +69,7 @@ struct LinkedRelayTests {
                 _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
             }
             #expect(early?.httpStatus == 504, "\(String(describing: early))")
-            #expect(early?.description.contains("no phone has listened for this contact ID since the relay started 0 s ago") == true, "\(String(describing: early))")
+            #expect(early?.description.contains("no phone had listened for this contact ID when the request came, 0 s after the relay started") == true, "\(String(describing: early))")
             try await Task.sleep(for: .milliseconds(800))
             let late = await expectRuntimeError(.upgradeRejected) {
                 _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
@@ -78,7 +78,8 @@ struct LinkedRelayTests {
             #expect(relay.statistics.rejectedRequests == [504: 1, 410: 1], "\(relay.statistics.rejectedRequests)")
         }
         // Judged when the request arrives: a grace shorter than the contact wait still counts.
-        configuration.contactGraceAfterStart = .milliseconds(200)
+        configuration.contactGraceAfterStart = .seconds(1)
+        configuration.contactWait = .seconds(2)
         try await withRelay(configuration) { _, endpoint in
             let early = await expectRuntimeError(.upgradeRejected) {
                 _ = try await Self.contact(endpoint, Array("nobody".utf8), header: Self.payload().headerValue)
@@ -86,6 +87,7 @@ struct LinkedRelayTests {
             #expect(early?.httpStatus == 504, "\(String(describing: early))")
         }
         // The grace counts from the relay's start, not from its first linked request.
+        configuration.contactWait = .milliseconds(300)
         configuration.contactGraceAfterStart = .milliseconds(500)
         try await withRelay(configuration) { _, endpoint in
             try await Task.sleep(for: .milliseconds(700))

@@ -13,7 +13,6 @@ public enum Digits {
     private static let widthRule =
         "every 7 bytes are one little-endian number written as 17 digits with leading zeros; a final 1-6 bytes as 3, 5, 8, 10, 13 or 15"
 
-
     /// Encodes bytes as digits.
     public static func encode(_ bytes: [UInt8]) -> String {
         var out = ""

@@ -174,7 +174,7 @@ final class ContactDirectory {
             } else if withinGrace {
                 promise.succeed(.reject(RelayRejection(
                     status: .gatewayTimeout,
-                    reason: "no phone has listened for this contact ID since the relay started \(sinceStart.nanoseconds / 1_000_000_000) s ago (one that listened before may not be back yet)")))
+                    reason: "no phone had listened for this contact ID when the request came, \(sinceStart.nanoseconds / 1_000_000_000) s after the relay started (one that listened before may not be back yet)")))
             } else {
                 promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID unknown")))
             }

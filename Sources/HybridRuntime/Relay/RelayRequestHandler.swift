@@ -34,8 +34,10 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     typealias InboundIn = HTTPServerRequestPart
 
-    /// What a request the parser cannot read gets: `431` for a head beyond llhttp's 80 KiB,
-    /// otherwise `400` with the parser's complaint (NIO's protocol-error handler sends a bare `400`).
+    /// What a request the parser cannot read gets: `431` for a head beyond llhttp's 80 KiB, `400`
+    /// in words for HTTP/2's preface (`.paused`: NIO handles llhttp's other pauses itself) and for a
+    /// request line without a known method, otherwise `400` with the parser's complaint (NIO's
+    /// protocol-error handler sends a bare `400`).
     static func malformedRejection(_ error: HTTPParserError) -> RelayRejection {
         switch error {
         case .headerOverflow:
