@@ -246,12 +246,12 @@ struct RelayLimitTests {
         }
     }
 
-    @Test("an unmasked client frame closes the tunnel with 1002")
+    @Test("an unmasked client frame closes the tunnel with 1002, naming the side that sent it (the other reads the reason too)")
     func unmaskedFrame() async throws {
         try await withRelay { relay, endpoint in
             let ends = try await openTunnel(endpoint)
             try await ends.desktop.sendFrame(opcode: .binary, data: [1, 2, 3], masked: false)
-            await expectBothClosed(ends, with: .protocolError, reasonContains: "masked")
+            await expectBothClosed(ends, with: .protocolError, reasonContains: "the joiner broke the WebSocket protocol: client frames must be masked")
             await ends.close()
             #expect(await eventually { relay.openTunnelCount == 0 })
         }

@@ -249,18 +249,22 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     func errorCaught(context: ChannelHandlerContext, error: Error) {
         guard case .open = state else { return }
+        // The reason goes to both peers: it names the one that broke the protocol, so the other
+        // does not read it as its own fault.
         switch error {
         case is UnmaskedFrameError:
-            tunnel.close(code: .protocolError, reason: "client frames must be masked")
+            tunnel.close(code: .protocolError, reason: "the \(side) broke the WebSocket protocol: client frames must be masked")
         case is ReservedBitsError:
-            tunnel.close(code: .protocolError, reason: "reserved bits set (no extension was negotiated)")
+            tunnel.close(
+                code: .protocolError, reason: "the \(side) broke the WebSocket protocol: reserved bits set (no extension was negotiated)")
         case NIOWebSocketFrameAggregator.Error.tooManyFragments:
             tunnel.close(code: .messageTooBig, reason: "message in more than \(MessageAssembler.maxFragments) fragments")
         case NIOWebSocketError.invalidFrameLength,
             NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge:
             tunnel.close(code: .messageTooBig, reason: "message larger than \(configuration.maxMessageSize) bytes")
         case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error:
-            tunnel.close(code: .protocolError, reason: "WebSocket protocol error: \(error)")
+            tunnel.close(
+                code: .protocolError, reason: "the \(side) broke the WebSocket protocol: \(ClientFrameHandler.describe(error))")
         default:
             // I/O errors: the connection is unusable; channelInactive tells the tunnel.
             tunnel.logger.debug("connection error from the \(side): \(error)")
