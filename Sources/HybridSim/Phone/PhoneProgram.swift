@@ -169,7 +169,7 @@ public enum PhoneProgram {
     }
 
     /// A driver failure in the phone's words.
-    private static func phoneFailure(
+    static func phoneFailure(
         _ error: TransactionError,
         relayURL: String,
         proximity: ProximityEndpoint,
@@ -178,11 +178,19 @@ public enum PhoneProgram {
         if let runtime = error.underlying as? RuntimeError, runtime.code == .timeout,
             error.step == "waiting for the desktop's handshake"
         {
+            // The phone cannot see the desktop join: no handshake is all it knows.
             return ProgramFailure(
                 .timeout,
-                "the desktop did not connect within \(timeout.seconds): is it scanning \(proximity), "
-                    + "and is --rssi at least its --min-rssi? Or did the relay refuse its /cable/connect (the relay's log names the request)?"
+                "no handshake from the desktop within \(timeout.seconds) (it did not connect, or connected and sent nothing): "
+                    + "is it scanning \(proximity), and is --rssi at least its --min-rssi? "
+                    + "Or did the relay refuse its /cable/connect (the relay's log names the request)?"
             )
+        }
+        if let runtime = error.underlying as? RuntimeError, runtime.code == .timeout,
+            error.step == "waiting for the desktop's request"
+        {
+            // The wait for the request is the message timeout (``SessionTimeouts`` above).
+            return ProgramFailure(.timeout, "the desktop sent no request within \(min(Duration.seconds(10), timeout).seconds) after the handshake")
         }
         return ProgramFailure.fromTransaction(error, relayURL: relayURL)
     }
