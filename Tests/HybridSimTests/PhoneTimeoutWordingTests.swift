@@ -26,4 +26,12 @@ struct PhoneTimeoutWordingTests {
         #expect(noRequest.kind == .timeout)
         #expect(noRequest.message == "the desktop sent no request within 10 s after the handshake", "\(noRequest.message)")
     }
+
+    @Test("an account list names each account once with its count, at most 10, so a large store does not make a line of thousands")
+    func accountList() {
+        #expect(PhoneAuthenticator.accountList(["alice", "bob"]) == "alice, bob")
+        #expect(PhoneAuthenticator.accountList(Array(repeating: "fz", count: 159) + ["alice"]) == "fz ×159, alice")
+        let many = (1...25).map { "user\($0)" }
+        #expect(PhoneAuthenticator.accountList(many) == many.prefix(10).joined(separator: ", ") + ", and 15 more name(s)")
+    }
 }

@@ -84,20 +84,33 @@ actor PhoneAuthenticator {
         case refuse(ProgramFailure)
     }
 
+    /// Account names for a message: each name once, with its count when it repeats (`zoe ×3`), the
+    /// first 10 and how many more: a store of many passkeys must not make one line of thousands.
+    static func accountList(_ names: [String]) -> String {
+        var order: [String] = []
+        var counts: [String: Int] = [:]
+        for name in names {
+            if counts[name] == nil { order.append(name) }
+            counts[name, default: 0] += 1
+        }
+        let shown = order.prefix(10).map { counts[$0]! > 1 ? "\($0) ×\(counts[$0]!)" : $0 }
+        return shown.joined(separator: ", ") + (order.count > 10 ? ", and \(order.count - 10) more name(s)" : "")
+    }
+
     private func chooseAccount(for request: GetAssertionRequest) async -> Choice {
         let allowed = Set((request.allowList ?? []).map(\.id))
         let candidates = authenticator.passkeys.filter { passkey in
             passkey.rpID == request.rpId && (allowed.isEmpty || allowed.contains(passkey.credentialID))
         }
         guard !candidates.isEmpty else { return .none }
-        let names = candidates.map { $0.userName ?? Base64URL.encode($0.userID) }
+        let names = Self.accountList(candidates.map { $0.userName ?? Base64URL.encode($0.userID) })
         if let account = configuration.account {
             let matching = candidates.filter { $0.userName == account || $0.userDisplayName == account }
             guard let chosen = matching.max(by: { $0.createdAt < $1.createdAt }) else {
                 return .refuse(
                     ProgramFailure(
                         .refused,
-                        "no passkey for account \(account) @ \(request.rpId) on this phone (accounts: \(names.joined(separator: ", ")))"
+                        "no passkey for account \(account) @ \(request.rpId) on this phone (accounts: \(names))"
                     )
                 )
             }
@@ -108,7 +121,7 @@ actor PhoneAuthenticator {
             return .refuse(
                 ProgramFailure(
                     .refused,
-                    "\(candidates.count) passkeys for \(request.rpId) match (\(names.joined(separator: ", "))); choose one with --account NAME"
+                    "\(candidates.count) passkeys for \(request.rpId) match (\(names)); choose one with --account NAME (the newest of a name is used)"
                 )
             )
         }
