@@ -340,7 +340,7 @@ extension EndToEndLinkedTests {
             lines.contains { $0.contains(#""event":"error""#) }
         }
         let error = try JSONEvents.parse(try #require(lines.first { $0.contains(#""event":"error""#) }))
-        #expect((error["message"] as? String)?.hasSuffix("choose one with --account NAME") == true, "\(error)")
+        #expect((error["message"] as? String)?.hasSuffix("choose one with --account NAME (the newest of a name is used)") == true, "\(error)")
         #expect(error["flow"] as? String == "linked")
         #expect(listener.isRunning, "the listener goes on after a failed transaction")
     }
