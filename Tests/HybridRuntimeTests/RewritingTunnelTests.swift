@@ -1,0 +1,73 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Synchronization
+import Testing
+
+/// `RewritingTunnel`, the public wrapper for tamper tests and transcripts (a library user had to
+/// write one: the harness's own were internal).
+@Suite("RewritingTunnel: see, change or drop each message of one end")
+struct RewritingTunnelTests {
+    static func signIn(
+        wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
+    ) async throws -> ClientDriver.Outcome {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        return try await HybridHarness.transactInMemory(
+            request: authentication.requestBytes, hint: .getAssertion, phone: phone, wrapPhone: wrapPhone, wrapDesktop: wrapDesktop)
+    }
+
+    @Test("unchanged, it records both directions as the ends saw them: the desktop sends handshake, request, shutdown and receives handshake answer, post-handshake, update, response")
+    func recordsBothDirections() async throws {
+        let tap = Mutex<RewritingTunnel?>(nil)
+        let outcome = try await Self.signIn(wrapDesktop: { base in
+            let wrapped = RewritingTunnel(base)
+            tap.withLock { $0 = wrapped }
+            return wrapped
+        })
+        #expect(outcome.response.first == CTAP2StatusCode.ok.rawValue)
+        let desktop = try #require(tap.withLock { $0 })
+        #expect(desktop.sentMessages.count == 3 && desktop.sentMessages.first?.count == 81, "\(desktop.sentMessages.map(\.count))")
+        #expect(desktop.receivedMessages.count == 4 && desktop.receivedMessages.first?.count == 81, "\(desktop.receivedMessages.map(\.count))")
+    }
+
+    @Test("a byte flipped in the post-handshake message the desktop receives is decryptionFailed on the desktop; one flipped in the request the phone receives, on the phone")
+    func flippedBytes() async throws {
+        let flip: RewritingTunnel.Rewrite = { number, message in
+            guard number == 2 else { return message }
+            var changed = message
+            changed[changed.count / 2] ^= 0x01
+            return changed
+        }
+        do {
+            _ = try await Self.signIn(wrapDesktop: { RewritingTunnel($0, received: flip) })
+            Issue.record("a tampered post-handshake message was accepted")
+        } catch let error as TransactionError {
+            #expect(error.side == .desktop && error.hybridCode == .decryptionFailed, "\(error)")
+        }
+        do {
+            _ = try await Self.signIn(wrapPhone: { RewritingTunnel($0, received: flip) })
+            Issue.record("a tampered request was accepted")
+        } catch let error as TransactionError {
+            #expect(error.side == .phone && error.hybridCode == .decryptionFailed, "\(error)")
+        }
+    }
+
+    @Test("the last message dropped is waited for until the timeout; one dropped in a run of encrypted messages makes the next fail to decrypt (its sequence number is taken)")
+    func droppedMessages() async throws {
+        do {
+            _ = try await Self.signIn(wrapPhone: { RewritingTunnel($0, sent: { number, message in number == 4 ? nil : message }) })
+            Issue.record("a sign-in without its response succeeded")
+        } catch let error as TransactionError {
+            #expect(error.runtimeCode == .timeout, "\(error)")
+        }
+        do {
+            _ = try await Self.signIn(wrapPhone: { RewritingTunnel($0, sent: { number, message in number == 2 ? nil : message }) })
+            Issue.record("a sign-in without the post-handshake message succeeded")
+        } catch let error as TransactionError {
+            #expect(error.side == .desktop && error.hybridCode == .decryptionFailed, "\(error)")
+        }
+    }
+}
