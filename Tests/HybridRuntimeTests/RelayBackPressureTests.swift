@@ -186,6 +186,8 @@ struct RelayBackPressureTests {
                 try await ends.phone.sendFrame(opcode: .connectionClose, data: body)
                 let error = await expectRuntimeError(.closed) { _ = try await ends.desktop.receive(timeout: .seconds(3)) }
                 #expect(error?.closeCode == expected, "\(body)")
+                // The other end is told who broke the protocol.
+                #expect(error?.reason.contains("the creator broke the WebSocket protocol: ") == true, "\(String(describing: error))")
                 await ends.close()
             }
             #expect(await eventually { relay.openTunnelCount == 0 })

@@ -10,25 +10,26 @@ enum CloseFrameCheck {
     /// The code and reason to pass on for `body`: an empty body is "no status" (`nil`); a 1-byte
     /// body or a code no endpoint may send becomes 1002 (protocol error); a reason that is not
     /// UTF-8 becomes 1007 (invalid frame payload data). The relay answers the peer with that code
-    /// and closes the other side of the tunnel with it.
-    static func check(_ body: ByteBuffer) -> (code: WebSocketCloseCode?, reason: String) {
+    /// and closes the other side of the tunnel with it. `broken`: the relay replaced what the peer
+    /// sent (the last three cases), rather than passing on the peer's own code and reason.
+    static func check(_ body: ByteBuffer) -> (code: WebSocketCloseCode?, reason: String, broken: Bool) {
         switch body.readableBytes {
         case 0:
-            return (nil, "")
+            return (nil, "", false)
         case 1:
-            return (.protocolError, "close frame body of 1 byte (a code needs 2)")
+            return (.protocolError, "close frame body of 1 byte (a code needs 2)", true)
         default:
             break
         }
         var body = body
-        guard let raw = body.readInteger(as: UInt16.self) else { return (nil, "") }
+        guard let raw = body.readInteger(as: UInt16.self) else { return (nil, "", false) }
         let code = WebSocketCloseCode(rawValue: raw)
-        guard code.isSendable else { return (.protocolError, "invalid close code \(raw)") }
+        guard code.isSendable else { return (.protocolError, "invalid close code \(raw)", true) }
         let reasonBytes = body.readBytes(length: body.readableBytes) ?? []
         guard let reason = String(validating: reasonBytes, as: UTF8.self) else {
-            return (.invalidFramePayloadData, "close reason is not UTF-8")
+            return (.invalidFramePayloadData, "close reason is not UTF-8", true)
         }
-        return (code, reason)
+        return (code, reason, false)
     }
 }
 

@@ -221,7 +221,10 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// The peer started the closing handshake: answer it, close the connection and pass the code on.
     private func receivedClose(context: ChannelHandlerContext, frame: ClientFrame) {
-        let (code, reason) = CloseFrameCheck.check(frame.payload)
+        let (code, peerReason, broken) = CloseFrameCheck.check(frame.payload)
+        // A close frame the relay replaced is passed on naming its sender, as its other protocol
+        // refusals are; a well-formed one is passed on as it came.
+        let reason = broken ? "the \(side) broke the WebSocket protocol: \(peerReason)" : peerReason
         state = .closed
         let echo = CloseFramePayload.encode(code: code, reason: "", allocator: context.channel.allocator)
         let channel = context.channel
