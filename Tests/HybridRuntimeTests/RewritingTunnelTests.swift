@@ -70,4 +70,23 @@ struct RewritingTunnelTests {
             #expect(error.side == .desktop && error.hybridCode == .decryptionFailed, "\(error)")
         }
     }
+
+    @Test("a verified in-memory registration and sign-in can be wrapped too: the phone's transcript of each, and the credentials verify")
+    func verifiedCeremoniesWrapped() async throws {
+        let phone = SimulatedPhone()
+        let taps = Mutex<[RewritingTunnel]>([])
+        let wrap: @Sendable (any TunnelTransport) -> any TunnelTransport = { base in
+            let tap = RewritingTunnel(base)
+            taps.withLock { $0.append(tap) }
+            return tap
+        }
+        let registered = try await HybridHarness.registerInMemory(on: phone, relyingParty: exampleRP, userName: "zoe", wrapPhone: wrap)
+        let signedIn = try await HybridHarness.signInInMemory(
+            on: phone, relyingParty: exampleRP, knownCredentials: [registered], wrapPhone: wrap)
+        #expect(signedIn.credentialId == registered.credentialId && signedIn.signCount == 1)
+        let phoneEnds = taps.withLock { $0 }
+        #expect(phoneEnds.count == 2)
+        // The phone sends the handshake answer, the post-handshake and update messages and the response.
+        #expect(phoneEnds.map { $0.sentMessages.count } == [4, 4], "\(phoneEnds.map { $0.sentMessages.map(\.count) })")
+    }
 }

@@ -132,26 +132,35 @@ extension HybridHarness {
 
     /// ``register(on:relyingParty:userName:userID:options:)`` in memory (``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)``):
     /// registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.
+    /// `wrapPhone`/`wrapDesktop` wrap either end of the tunnel, as for `transactInMemory` (a
+    /// ``RewritingTunnel`` keeps a transcript of a verified ceremony).
     public static func registerInMemory(
         on phone: SimulatedPhone, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
-        timeouts: SessionTimeouts = .fast
+        timeouts: SessionTimeouts = .fast,
+        wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
     ) async throws -> RegisteredCredential {
         let ceremony = registration(relyingParty: relyingParty, userName: userName, userID: userID)
         let outcome = try await transactInMemory(
-            request: ceremony.requestBytes, hint: .makeCredential, phone: phone, timeouts: timeouts)
+            request: ceremony.requestBytes, hint: .makeCredential, phone: phone, timeouts: timeouts,
+            wrapPhone: wrapPhone, wrapDesktop: wrapDesktop)
         return try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
     }
 
     /// ``signIn(on:relyingParty:knownCredentials:allowCredentials:options:)`` in memory: signs in
     /// with a passkey on `phone`, verifies the assertion against `knownCredentials` and returns the
-    /// credential with its new signature counter.
+    /// credential with its new signature counter. `wrapPhone`/`wrapDesktop` as for
+    /// ``registerInMemory(on:relyingParty:userName:userID:timeouts:wrapPhone:wrapDesktop:)``.
     public static func signInInMemory(
         on phone: SimulatedPhone, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
-        allowCredentials: [[UInt8]] = [], timeouts: SessionTimeouts = .fast
+        allowCredentials: [[UInt8]] = [], timeouts: SessionTimeouts = .fast,
+        wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
     ) async throws -> RegisteredCredential {
         let ceremony = authentication(relyingParty: relyingParty, allowCredentials: allowCredentials)
         let outcome = try await transactInMemory(
-            request: ceremony.requestBytes, hint: .getAssertion, phone: phone, timeouts: timeouts)
+            request: ceremony.requestBytes, hint: .getAssertion, phone: phone, timeouts: timeouts,
+            wrapPhone: wrapPhone, wrapDesktop: wrapDesktop)
         return try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential
     }
 }
