@@ -41,18 +41,10 @@ struct PongBudget {
     /// Pongs per second after the burst.
     static let perSecond = 4.0
 
-    private var tokens = PongBudget.burst
-    private var last: NIODeadline?
+    private var bucket = TokenBucket(burst: PongBudget.burst, perSecond: PongBudget.perSecond)
 
     /// Whether a pong may be sent at `now`; takes it from the budget if so.
     mutating func take(now: NIODeadline) -> Bool {
-        if let last {
-            let elapsed = Double((now - last).nanoseconds) / 1e9
-            tokens = min(Self.burst, tokens + max(0, elapsed) * Self.perSecond)
-        }
-        last = now
-        guard tokens >= 1 else { return false }
-        tokens -= 1
-        return true
+        bucket.take(now: now)
     }
 }

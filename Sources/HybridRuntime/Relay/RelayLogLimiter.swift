@@ -11,35 +11,23 @@ package final class RelayLogLimiter {
     /// Lines per second after the burst.
     package static let perSecond = 20.0
 
-    private var tokens = RelayLogLimiter.burst
-    private var last = NIODeadline.now()
+    private var bucket = TokenBucket(burst: RelayLogLimiter.burst, perSecond: RelayLogLimiter.perSecond)
     private var demoted = 0
 
     /// A full budget.
     package init() {}
 
-    private func refill() {
-        let now = NIODeadline.now()
-        let elapsed = Double((now - last).nanoseconds) / 1e9
-        last = now
-        tokens = min(Self.burst, tokens + elapsed * Self.perSecond)
-    }
-
     /// Counts a line over the budget without building it, when it would be demoted to a debug line
     /// that `level` hides; `false` when the line must be logged (through ``info(_:_:)``).
     package func skipsDemoted(at level: Logger.Level) -> Bool {
-        guard level > .debug else { return false }
-        refill()
-        guard tokens < 1 else { return false }
+        guard level > .debug, !bucket.hasToken() else { return false }
         demoted += 1
         return true
     }
 
     /// Logs `message` at info level if the budget allows, otherwise at debug level.
     package func info(_ logger: Logger, _ message: @autoclosure () -> String) {
-        refill()
-        if tokens >= 1 {
-            tokens -= 1
+        if bucket.take() {
             if demoted > 0 {
                 logger.info("\(message()) (\(demoted) earlier info line(s) of this event loop went to debug level: info log rate limit)")
                 demoted = 0

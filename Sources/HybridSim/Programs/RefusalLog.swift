@@ -1,4 +1,5 @@
 import Foundation
+import HybridRuntime
 import Synchronization
 
 /// The lines a loopback server (`rp`, `desktop --web`) writes about requests it refused, within a
@@ -16,8 +17,7 @@ package final class RefusalLog: Sendable {
     package static let lineLimit = 300
 
     private struct State {
-        var tokens = RefusalLog.burst
-        var last = ContinuousClock.now
+        var bucket = TokenBucket(burst: RefusalLog.burst, perSecond: RefusalLog.perSecond)
         var dropped = 0
     }
 
@@ -32,16 +32,10 @@ package final class RefusalLog: Sendable {
     /// Writes `line` (cut to ``lineLimit``) if the budget allows; otherwise counts it.
     package func note(_ line: String) {
         let dropped: Int? = state.withLock { state in
-            let now = ContinuousClock.now
-            let elapsed = now - state.last
-            state.last = now
-            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            state.tokens = min(Self.burst, state.tokens + seconds * Self.perSecond)
-            guard state.tokens >= 1 else {
+            guard state.bucket.take() else {
                 state.dropped += 1
                 return nil
             }
-            state.tokens -= 1
             defer { state.dropped = 0 }
             return state.dropped
         }
