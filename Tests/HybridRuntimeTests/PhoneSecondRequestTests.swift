@@ -18,42 +18,14 @@ struct PhoneSecondRequestTests {
     func requestAfterResponse(_ first: First, _ second: [UInt8]) async throws {
         let account = Account.make("erin")
         let phone = SimulatedPhone(passkeys: [account.passkey])
-        let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
-        var desktop = ClientSession(requestType: first == .getAssertion ? .getAssertion : .makeCredential, timestamp: unixNow())
-        var phoneSession = try AuthenticatorSession(qr: QRPayload(url: desktop.url), getInfo: phone.getInfo)
-        guard case .matched = desktop.receivedAdvert(try phoneSession.tunnelCreated(routingID: [1, 2, 3])) else {
-            Issue.record("the desktop did not match the phone's advert")
-            return
-        }
-        try await desktopEnd.send(desktop.tunnelConnected())
-
         let answers = Mutex<[UInt8]>([])
-        let session = phoneSession
-        let phoneRun = Task {
-            var session = session
-            try await AuthenticatorDriver.converse(
-                session: &session, tunnel: phoneEnd, advertisement: nil, timeouts: .fast,
-                transaction: TransactionDeadline(.seconds(30)), events: { _ in }
-            ) { request in
-                answers.withLock { $0.append(request.first ?? 0) }
-                return phone.respond(to: request, now: unixNow())
-            }
+        var desktop = try await HandDrivenDesktop.start(
+            requestType: first == .getAssertion ? .getAssertion : .makeCredential, getInfo: phone.getInfo
+        ) { request in
+            answers.withLock { $0.append(request.first ?? 0) }
+            return phone.respond(to: request, now: unixNow())
         }
-
-        var ready = false
-        while !ready {
-            for action in try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))) {
-                if case .ready = action { ready = true }
-            }
-        }
-        func exchange(_ request: [UInt8]) async throws -> [UInt8] {
-            try await desktopEnd.send(try desktop.encryptRequest(request))
-            while true {
-                for action in try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))) {
-                    if case .response(let bytes) = action { return bytes }
-                }
-            }
-        }
+        func exchange(_ request: [UInt8]) async throws -> [UInt8] { try await desktop.exchange(request) }
         // A getInfo before the transaction's request is answered and the transaction goes on.
         #expect(try await exchange([0x04]).first == CTAP2StatusCode.ok.rawValue)
         let user = PublicKeyCredentialUserEntity(id: [9, 9], name: "zoe", displayName: "Zoe")
@@ -63,9 +35,9 @@ struct PhoneSecondRequestTests {
         #expect(try await exchange(request).first == CTAP2StatusCode.ok.rawValue)
         let passkeys = phone.passkeys.count
         let again = second == [0x01] ? registration.requestBytes : second == [0x02] ? authentication.requestBytes : second
-        try await desktopEnd.send(try desktop.encryptRequest(again))
+        try await desktop.tunnel.send(try desktop.session.encryptRequest(again))
 
-        let result = await phoneRun.result
+        let result = await desktop.phone.result
         guard case .failure(let error as TransactionError) = result else {
             Issue.record("the phone answered a second request: \(result)")
             return
@@ -80,6 +52,6 @@ struct PhoneSecondRequestTests {
             underlying.reason == "the desktop sent another request (\(names[second[0]]!)) after the response to its \(first.rawValue): "
                 + "a phone answers one makeCredential or getAssertion per transaction; send each in a transaction of its own",
             "\(underlying.reason)")
-        #expect(desktopEnd.receiveIfReady() == nil, "the phone sent something after its response")
+        #expect(desktop.tunnel.receiveIfReady() == nil, "the phone sent something after its response")
     }
 }

@@ -18,49 +18,26 @@ struct PhoneShutdownWhileAnsweringTests {
     func earlyMessage(_ early: Early) async throws {
         let account = Account.make("erin")
         let phone = SimulatedPhone(passkeys: [account.passkey])
-        let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
-        var desktop = ClientSession(requestType: .getAssertion, timestamp: unixNow())
-        var phoneSession = try AuthenticatorSession(qr: QRPayload(url: desktop.url), getInfo: phone.getInfo)
-        guard case .matched = desktop.receivedAdvert(try phoneSession.tunnelCreated(routingID: [1, 2, 3])) else {
-            Issue.record("the desktop did not match the phone's advert")
-            return
-        }
-        try await desktopEnd.send(desktop.tunnelConnected())
-
         // The "user" answers only once the desktop has sent its shutdown.
         let shutdownSent = AsyncStream<Void>.makeStream()
         let answered = Mutex(false)
-        let session = phoneSession
-        let phoneRun = Task {
-            var session = session
-            try await AuthenticatorDriver.converse(
-                session: &session, tunnel: phoneEnd, advertisement: nil, timeouts: .fast,
-                transaction: TransactionDeadline(.seconds(30)), events: { _ in }
-            ) { request in
-                for await _ in shutdownSent.stream {}
-                answered.withLock { $0 = true }
-                return phone.respond(to: request, now: unixNow())
-            }
+        var desktop = try await HandDrivenDesktop.start(requestType: .getAssertion, getInfo: phone.getInfo) { request in
+            for await _ in shutdownSent.stream {}
+            answered.withLock { $0 = true }
+            return phone.respond(to: request, now: unixNow())
         }
 
-        // Handshake, post-handshake and update messages, then the request and at once the shutdown.
-        var ready = false
-        while !ready {
-            for action in try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))) {
-                if case .ready = action { ready = true }
-            }
-        }
         // The update message that always follows the post-handshake message (padding only here) is
         // read too, so that whatever waits for the desktop at the end came after the request.
-        #expect(try desktop.receivedMessage(try await desktopEnd.receive(timeout: .seconds(5))).isEmpty)
+        #expect(try await desktop.receive().isEmpty)
         let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
-        try await desktopEnd.send(try desktop.encryptRequest(authentication.requestBytes))
-        var shutdown = try desktop.encryptShutdown()
+        try await desktop.tunnel.send(try desktop.session.encryptRequest(authentication.requestBytes))
+        var shutdown = try desktop.session.encryptShutdown()
         if early == .tamperedShutdown { shutdown[shutdown.count / 2] ^= 0x01 }
-        try await desktopEnd.send(shutdown)
+        try await desktop.tunnel.send(shutdown)
         shutdownSent.continuation.finish()
 
-        let result = await phoneRun.result
+        let result = await desktop.phone.result
         guard case .failure(let error as TransactionError) = result else {
             Issue.record("the phone did not fail as expected: \(result)")
             return
@@ -75,6 +52,6 @@ struct PhoneShutdownWhileAnsweringTests {
             #expect(underlying.code == .decryptionFailed, "\(underlying)")
         }
         // Nothing reached the desktop after its shutdown: no response is waiting for it.
-        #expect(desktopEnd.receiveIfReady() == nil)
+        #expect(desktop.tunnel.receiveIfReady() == nil)
     }
 }
