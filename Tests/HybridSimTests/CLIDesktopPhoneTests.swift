@@ -117,6 +117,11 @@ struct CLIDesktopPhoneTests {
             // answers instead of "Missing value".
             (["relay", "--idle-timeout", "-1"], "--idle-timeout must be a number of seconds above 0 and at most 86400"),
             (["relay", "--max-pending-upgrades", "-1"], "--max-pending-upgrades must be 0 (no cap) or more"),
+            // 0.0004 s busy-looped before the minimum; the grace cannot be negative or past a day.
+            (["relay", "--status-interval", "0.05"], "--status-interval must be 0.1 to 86400 seconds"),
+            (["relay", "--status-interval", "nan"], "--status-interval must be 0.1 to 86400 seconds"),
+            (["relay", "--contact-grace", "-1"], "--contact-grace must be 0 (none) to 86400 seconds"),
+            (["relay", "--contact-grace", "86401"], "--contact-grace must be 0 (none) to 86400 seconds"),
             (["bench", "--count", "-1"], "--count must be at least 1"),
             (["desktop", "--relay-port", "-1"], "--relay-port must be 0…65535"),
             (["phone", "--listen", "--listen-timeout", "-1"], "--listen-timeout must be more than 0"),
