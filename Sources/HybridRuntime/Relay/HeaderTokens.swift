@@ -5,7 +5,7 @@ extension HTTPHeaders {
     /// `name` (ASCII, any case; `name` given in lower case), in order: the elements NIO's
     /// `headers[canonicalForm: name]` lists, read without building that list or lowering any string
     /// (the relay reads four such headers per request). `body` returns `false` to stop.
-    func forEachToken(named name: String, _ body: (Substring) -> Bool) {
+    package func forEachToken(named name: String, _ body: (Substring) -> Bool) {
         for (field, value) in self where Self.sameName(field, name) {
             // As NIO: split on commas dropping empty pieces, then trim each (a piece of only
             // whitespace stays, as an empty element).

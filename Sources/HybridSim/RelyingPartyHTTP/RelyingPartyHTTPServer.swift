@@ -130,9 +130,12 @@ private final class RequestHandler: ChannelInboundHandler {
             }
             // RFC 9112 §6.1: a transfer coding the server does not understand (anything but
             // chunked: the body would be read as if it were not coded) is 501.
-            let codings = head.headers["Transfer-Encoding"].flatMap { $0.split(separator: ",") }
-                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
-            if let unknown = codings.first(where: { $0 != "chunked" }) {
+            var unknown: Substring?
+            head.headers.forEachToken(named: "transfer-encoding") { coding in
+                if coding.lowercased() != "chunked" { unknown = coding }
+                return unknown == nil
+            }
+            if let unknown {
                 return refuse(context: context, head, 501, "transfer coding \(unknown) is not implemented; only chunked is (RFC 9112 §6.1)")
             }
             if let length = head.headers.first(name: "Content-Length").flatMap(Int.init),
