@@ -101,11 +101,10 @@ private final class RequestHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The request deadline passed: the deadline handler answers (408 after a head) and closes.
+        // The request deadline passed: answer 408 after a head (the deadline handler closes otherwise).
         if let expired = event as? RequestDeadlineHandler.Expired {
             if expired.sawHead, !answered, !dispatched {
-                let request = head.map { "\($0.method.rawValue) \(Self.request($0, body: []).path)" } ?? "a request"
-                service.noteRefusal("\(request): 408 the request was not complete within \(expired.deadline)")
+                return refuse(context: context, head, 408, "the request was not complete within \(expired.deadline)")
             }
             answered = true
             return

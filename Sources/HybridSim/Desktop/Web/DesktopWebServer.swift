@@ -83,10 +83,13 @@ private final class WebRequestHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The request deadline passed with the head in: the deadline handler answers 408; report it.
+        // The request deadline passed with the head in: answer 408 and report it (the deadline
+        // handler closes a connection without a head itself).
         if let expired = event as? RequestDeadlineHandler.Expired {
             if expired.sawHead, !answered, let head {
-                events.refused("\(head.method.rawValue) \(head.uri): 408 the request was not complete within \(expired.deadline)")
+                let reason = "the request was not complete within \(expired.deadline)"
+                events.refused("\(head.method.rawValue) \(head.uri): 408 \(reason)")
+                respond(context, 408, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
             }
             answered = true
             return
