@@ -47,9 +47,9 @@ struct PhoneSecondRequestTests {
         #expect(error.side == .phone && error.step == "waiting for the desktop to end the transaction")
         let underlying = try #require(error.underlying as? HybridError, "\(error)")
         #expect(underlying.code == .unexpectedMessage)
-        let names: [UInt8: String] = [0x01: "command 0x01 (makeCredential)", 0x02: "command 0x02 (getAssertion)", 0x04: "command 0x04"]
+        let names: [UInt8: String] = [0x01: "authenticatorMakeCredential", 0x02: "authenticatorGetAssertion", 0x04: "authenticatorGetInfo"]
         #expect(
-            underlying.reason == "the desktop sent another request (\(names[second[0]]!)) after the response to its \(first.rawValue): "
+            underlying.reason == "the desktop sent another request (\(names[second[0]]!)) after the response to its \(names[first == .makeCredential ? 0x01 : 0x02]!): "
                 + "a phone answers one makeCredential or getAssertion per transaction; send each in a transaction of its own",
             "\(underlying.reason)")
         #expect(desktop.tunnel.receiveIfReady() == nil, "the phone sent something after its response")

@@ -73,7 +73,7 @@ public enum AuthenticatorDriver {
         var timeout = timeouts.handshake
         var answered = false
         // The command of the makeCredential or getAssertion answered: the transaction's one request.
-        var transactionCommand: UInt8? = nil
+        var transactionCommand: CTAP2Command? = nil
         while true {
             let message: [UInt8]
             do {
@@ -134,7 +134,8 @@ public enum AuthenticatorDriver {
                     try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }
                     events(.responseSent(status: response.first ?? 0xFF, ciphertextBytes: ciphertext.count))
                     answered = true
-                    if let command = request.first, Self.transactionCommands.keys.contains(command) { transactionCommand = command }
+                    let command = CTAP2Command(rawValue: request.first ?? 0)
+                    if Self.transactionCommands.contains(command) { transactionCommand = command }
                     phase = "waiting for the desktop to end the transaction"
                 case .shutdown:
                     try await flush()
@@ -151,19 +152,16 @@ public enum AuthenticatorDriver {
         }
     }
 
-    /// The requests that are a transaction's purpose, by command byte: after one of them is
-    /// answered, the phone answers no other request.
-    static let transactionCommands: [UInt8: String] = [0x01: "makeCredential", 0x02: "getAssertion"]
+    /// The requests that are a transaction's purpose: after one of them is answered, the phone
+    /// answers no other request.
+    static let transactionCommands: Set<CTAP2Command> = [.makeCredential, .getAssertion]
 
     /// Why a request after the transaction's makeCredential or getAssertion was answered is refused:
     /// a phone answers one per transaction and then only waits for the end (Chromium's phone ends
     /// the transaction with that response; webauthn-rs: "phones answer one command and hang up").
-    static func secondRequest(_ request: [UInt8], after command: UInt8) -> String {
-        let first = transactionCommands[command] ?? "request"
-        let second = request.first.map { byte in
-            "0x\(Hex.encode([byte]))" + (transactionCommands[byte].map { " (\($0))" } ?? "")
-        } ?? "without a command byte"
-        return "the desktop sent another request (command \(second)) after the response to its \(first): "
+    /// (The sessions refuse a request without a command byte before the driver sees it.)
+    static func secondRequest(_ request: [UInt8], after command: CTAP2Command) -> String {
+        "the desktop sent another request (\(CTAP2Command(rawValue: request.first ?? 0))) after the response to its \(command): "
             + "a phone answers one makeCredential or getAssertion per transaction; send each in a transaction of its own"
     }
 
