@@ -1,4 +1,3 @@
-import CTAP2
 
 /// Why a CTAP2 message, authenticator data, COSE key, attestation or client data was rejected.
 ///

@@ -1,4 +1,3 @@
-import CTAP2
 
 /// Why CBOR input was rejected. Two errors are equal when their ``code`` is; the offset is diagnostic.
 public struct CBORError: CodedError {

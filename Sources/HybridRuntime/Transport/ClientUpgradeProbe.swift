@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import Synchronization
 
 /// Feeds raw bytes, as a relay's answer, to the client's upgrade handler (``ClientUpgradeHandler``:
 /// response head, 101 checks, refusal bodies however framed) on an `EmbeddedChannel`, with no
@@ -32,14 +33,17 @@ package enum ClientUpgradeProbe {
         ) { _, head in
             .rejected(EmbeddedEventLoop().makeSucceededFuture((head.status, "")))  // stands for the installed pipeline
         }
-        var result = Outcome.unresolved
+        // Set on the embedded loop, which runs on this thread; the box only satisfies the checker.
+        let result = Mutex(Outcome.unresolved)
         promise.futureResult.whenComplete { completed in
+            let outcome: Outcome
             switch completed {
-            case .success(.upgraded): result = .upgraded
+            case .success(.upgraded): outcome = .upgraded
             case .success(.rejected(let answer)):
-                result = (try? answer.wait()).map { $0.0 == .switchingProtocols ? .upgraded : .rejected(Int($0.0.code)) } ?? .failed
-            case .failure: result = .failed
+                outcome = (try? answer.wait()).map { $0.0 == .switchingProtocols ? .upgraded : .rejected(Int($0.0.code)) } ?? .failed
+            case .failure: outcome = .failed
             }
+            result.withLock { $0 = outcome }
         }
         do {
             try channel.pipeline.syncOperations.addHandler(handler)
@@ -50,6 +54,6 @@ package enum ClientUpgradeProbe {
         }
         while (try? channel.readOutbound(as: ByteBuffer.self)) != nil {}  // the request it wrote
         _ = try? channel.finish(acceptAlreadyClosed: true)
-        return result
+        return result.withLock { $0 }
     }
 }
