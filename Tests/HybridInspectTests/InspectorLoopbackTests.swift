@@ -66,6 +66,7 @@ struct InspectorLoopbackTests {
     @Test func qrRegistrationAndSignInDecodeCompletely() async throws {
         let (harness, directory, collector, options) = try await Self.lab()
         defer { Task { await harness.shutdown() } }
+        defer { try? FileManager.default.removeItem(at: directory) }
         try await Self.registerAndSignIn(harness, "alice", options)
 
         // Both sides logged the same keys (they derived them independently).
@@ -115,6 +116,7 @@ struct InspectorLoopbackTests {
     @Test func wrongKeysAreSaidNotToMatch() async throws {
         let (harness, directory, collector, options) = try await Self.lab()
         defer { Task { await harness.shutdown() } }
+        defer { try? FileManager.default.removeItem(at: directory) }
         try await Self.registerAndSignIn(harness, "bob", options)
         let recordings = try await Self.recordings(in: directory, count: 2)
         try #require(recordings.count == 2 && collector.desktopKeys.count == 2)
@@ -149,6 +151,7 @@ struct InspectorLoopbackTests {
     @Test func tamperingAndGapsAreFlagged() async throws {
         let (harness, directory, collector, options) = try await Self.lab()
         defer { Task { await harness.shutdown() } }
+        defer { try? FileManager.default.removeItem(at: directory) }
         _ = try await harness.register(on: SimulatedPhone(), relyingParty: exampleRP, userName: "carol", options: options)
         let recording = try #require(try await Self.recordings(in: directory, count: 1).first)
         let keys = collector.desktopKeys
@@ -221,6 +224,7 @@ struct InspectorLoopbackTests {
     @Test func linkedSignInIsDecoded() async throws {
         let (harness, directory, collector, options) = try await Self.lab()
         defer { Task { await harness.shutdown() } }
+        defer { try? FileManager.default.removeItem(at: directory) }
         let phone = LinkedPhone(name: "Pixel")
         let (credential, link) = try await harness.registerAndLink(on: phone, relyingParty: exampleRP, userName: "dave", options: options)
         _ = try await harness.signInLinked(on: phone, link: link, relyingParty: exampleRP, knownCredentials: [credential], options: options)

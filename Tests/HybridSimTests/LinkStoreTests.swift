@@ -79,7 +79,9 @@ import Testing
 
     @Test("links.json: a tunnel domain out of range or naming no tunnel service is a clear error naming the member")
     func tunnelDomainChecked() throws {
-        let path = try directory() + "/links.json"
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/links.json"
         var store = try LinkStore.load(path: path)
         let info = LinkingInfo(
             contactID: [1, 2, 3], pairingID: Array(repeating: 2, count: 8), linkSecret: Array(repeating: 3, count: 32),
