@@ -81,7 +81,12 @@ struct RelayFaultModeTests {
         try await withHarness(configuration) { harness in
             let account = Account.make("alice")
             var rig = SessionRig(relayURL: harness.relayURL, phone: SimulatedPhone(passkeys: [account.passkey]))
-            if fault.shortTimeout { rig.timeouts.message = .milliseconds(1500) }
+            if fault.shortTimeout {
+                // The desktop's timer must end it: the phone's wait starts a relay hop later, but
+                // on a loaded machine two timers that close are run in either order.
+                rig.phoneTimeouts = rig.timeouts
+                rig.timeouts.message = .milliseconds(1500)
+            }
             let outcome = try await rig.run(request: signInRequest(), hint: .getAssertion)
 
             let error = try #require(fault.side == .desktop ? outcome.desktopError() : outcome.phoneError())

@@ -10,13 +10,15 @@ import Testing
 struct RewritingTunnelTests {
     static func signIn(
         wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
-        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
+        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        timeouts: SessionTimeouts = .fast
     ) async throws -> ClientDriver.Outcome {
         let account = Account.make("erin")
         let phone = SimulatedPhone(passkeys: [account.passkey])
         let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
         return try await HybridHarness.transactInMemory(
-            request: authentication.requestBytes, hint: .getAssertion, phone: phone, wrapPhone: wrapPhone, wrapDesktop: wrapDesktop)
+            request: authentication.requestBytes, hint: .getAssertion, phone: phone, timeouts: timeouts, wrapPhone: wrapPhone,
+            wrapDesktop: wrapDesktop)
     }
 
     @Test("unchanged, it records both directions as the ends saw them: the desktop sends handshake, request, shutdown and receives handshake answer, post-handshake, update, response")
@@ -57,8 +59,14 @@ struct RewritingTunnelTests {
 
     @Test("the last message dropped is waited for until the desktop gives up; one dropped in a run of encrypted messages makes the next fail to decrypt (its sequence number is taken)")
     func droppedMessages() async throws {
+        // The desktop waits 2 s for the response, the phone 10 s for the desktop's shutdown after
+        // it: with equal limits the phone could give up first, and the desktop see a closed tunnel.
+        var timeouts = SessionTimeouts.fast
+        timeouts.userAction = .seconds(2)
+        timeouts.message = .seconds(10)
         do {
-            _ = try await Self.signIn(wrapPhone: { RewritingTunnel($0, sent: { number, message in number == 4 ? nil : message }) })
+            _ = try await Self.signIn(
+                wrapPhone: { RewritingTunnel($0, sent: { number, message in number == 4 ? nil : message }) }, timeouts: timeouts)
             Issue.record("a sign-in without its response succeeded")
         } catch let error as TransactionError {
             // The desktop gives up waiting; whichever side's report comes first: its timeout, or

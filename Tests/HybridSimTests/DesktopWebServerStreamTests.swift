@@ -109,8 +109,15 @@ struct DesktopWebServerStreamTests {
         defer { events.finish() }
         let holder = try #require(LoopbackSocket.connect(port: server.port))  // holds the only slot
         defer { close(holder) }
-        try await Task.sleep(for: .milliseconds(50))
-        let refused = try #require(LoopbackSocket.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        // Until the holder is counted (on the server's loop, after the connect returned: no fixed
+        // pause is long enough everywhere); a request served meanwhile asked to be closed.
+        let request = "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n\r\n"
+        let deadline = ContinuousClock.now + .seconds(5)
+        var refused = try #require(LoopbackSocket.exchange(port: server.port, request))
+        while refused.status == 200, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            refused = try #require(LoopbackSocket.exchange(port: server.port, request))
+        }
         #expect(refused.status == 503, "\(refused.response)")
         #expect(refused.response.contains("too many connections"))
         #expect(refused.closed)

@@ -70,6 +70,7 @@ struct EndToEndLinkedTests {
             "listener",
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "3",
              "--listen-timeout", "90", "--json"])
+        try await listener.untilListening()
         for round in 1...3 {
             let signIn = try lab.start(
                 "linked-\(round)",
@@ -102,6 +103,7 @@ struct EndToEndLinkedTests {
             "listener-refusing",
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
              "--listen-timeout", "30"])
+        try await refusing.untilListening()
         var tampered = try LinkStore.load(path: links)
         tampered.links[0].pairingID = tampered.links[0].pairingID.map { $0 ^ 0x5A }
         try tampered.save()
@@ -148,6 +150,7 @@ struct EndToEndLinkedTests {
             "listener-2",
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
              "--listen-timeout", "20"])
+        try await listener2.untilListening()  // with the revoked ID announced
         let revoked = try lab.start(
             "linked-revoked",
             ["desktop", "--request", "ga", "--linked", "HybridSim phone", "--relay", relayURL, "--proximity-port",
@@ -179,6 +182,7 @@ struct EndToEndLinkedTests {
             "listener",
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
              "--listen-timeout", "60"])
+        try await listener.untilListening()
         let signIn = try lab.start(
             "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 0, "\(signIn.transcript)\n\(listener.transcript)")
@@ -300,9 +304,7 @@ extension EndToEndLinkedTests {
              "--listen-timeout", "60"])
         defer { listener.terminate() }
         // Listening before the desktop contacts it, so the desktop's 3 s go to the advert wait.
-        try await listener.waitForOutput("push channel open", timeout: .seconds(10), in: \.standardError) { lines in
-            lines.contains { $0.hasPrefix("push channel open") }
-        }
+        try await listener.untilListening()
         let signIn = try lab.start(
             "linked",
             ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(desktopPort)",
@@ -333,6 +335,7 @@ extension EndToEndLinkedTests {
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "60",
              "--json"])
         defer { listener.terminate() }
+        try await listener.untilListening()
         let signIn = try lab.start(
             "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 4, "\(signIn.transcript)\n\(listener.transcript)")
@@ -399,4 +402,15 @@ private func registerLinked(_ lab: EndToEndLab) async throws -> (relayURL: Strin
 private func linkedFileMode(_ path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}
+
+extension ChildProcess {
+    /// Waits until this `phone --listen` has its push channel open (and so has announced its revoked
+    /// contact IDs): a desktop started before then has only the relay's 3 s contact wait for the
+    /// phone to start up and connect, which a loaded machine can exceed (504, exit 6).
+    func untilListening() async throws {
+        _ = try await waitForOutput("push channel open", timeout: .seconds(20), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("push channel open") }
+        }
+    }
 }

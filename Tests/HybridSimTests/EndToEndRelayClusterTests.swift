@@ -214,7 +214,17 @@ struct EndToEndRelayClusterTests {
         holder.arguments = [directory + "/.lock", "sleep", "20"]
         try holder.run()
         defer { if holder.isRunning { holder.terminate() } }
-        usleep(300_000)
+        // Until the holder has the lock (no fixed pause: a cold machine may take longer to start flock).
+        let held = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < held {
+            let probe = Process()
+            probe.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
+            probe.arguments = ["-n", directory + "/.lock", "true"]
+            try probe.run()
+            probe.waitUntilExit()
+            if probe.terminationStatus != 0 { break }
+            usleep(20_000)
+        }
         for command in [["start", "--instances", "1", "--port", "\(try EndToEndLab.closedPort())"], ["stop"], ["restart", "0"]] {
             let (status, output) = try Self.cluster(command + ["--dir", directory])
             #expect(status == 3, "\(command): \(output)")

@@ -5,7 +5,7 @@ import Testing
 /// opens the page before the phone scans, the page follows the ceremony live, and the DOM it ends with
 /// is checked, for a registration and a sign-in. The sign-in's screenshot is saved (set
 /// `HYBRID_SIM_SCREENSHOT_DIR` to keep it; Docs/web-sign-in.png is one).
-@Suite("End to end: desktop --web in headless Chromium", .serialized, .timeLimit(.minutes(2)))
+@Suite("End to end: desktop --web in headless Chromium", .serialized, .timeLimit(.minutes(5)))
 struct EndToEndWebBrowserTests {
     static let chromium = "/usr/bin/chromium"
 

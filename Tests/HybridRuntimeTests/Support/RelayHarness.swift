@@ -56,23 +56,25 @@ struct TunnelEnds {
 /// Opens `/cable/new` for a fresh tunnel ID: the creator's end, and the `/cable/connect/…` path
 /// that joins that tunnel (with the routing ID the relay assigned).
 func openCreator(
-    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init(), tunnelID: [UInt8] = randomTunnelID()
+    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init(), tunnelID: [UInt8] = randomTunnelID(),
+    timeout: Duration = .seconds(5)
 ) async throws -> (phone: WebSocketTunnel, tunnelID: [UInt8], connectPath: String) {
     let phone = try await WebSocketTunnel.open(
         url: endpoint.url + TunnelServicePath.new(tunnelID: tunnelID).path,
-        timeout: .seconds(5),
+        timeout: timeout,
         options: options
     )
     let routingID = try #require(phone.routingID)
     return (phone, tunnelID, TunnelServicePath.connect(routingID: routingID, tunnelID: tunnelID).path)
 }
 
-/// Opens `/cable/new` then `/cable/connect` for a fresh tunnel ID.
+/// Opens `/cable/new` then `/cable/connect` for a fresh tunnel ID, each upgrade within `timeout`.
 func openTunnel(
-    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init(), tunnelID: [UInt8] = randomTunnelID()
+    _ endpoint: RelayEndpoint, options: WebSocketTunnel.Options = .init(), tunnelID: [UInt8] = randomTunnelID(),
+    timeout: Duration = .seconds(5)
 ) async throws -> TunnelEnds {
-    let creator = try await openCreator(endpoint, options: options, tunnelID: tunnelID)
-    let desktop = try await WebSocketTunnel.open(url: endpoint.url + creator.connectPath, timeout: .seconds(5), options: options)
+    let creator = try await openCreator(endpoint, options: options, tunnelID: tunnelID, timeout: timeout)
+    let desktop = try await WebSocketTunnel.open(url: endpoint.url + creator.connectPath, timeout: timeout, options: options)
     return TunnelEnds(phone: creator.phone, desktop: desktop, tunnelID: creator.tunnelID)
 }
 

@@ -77,6 +77,10 @@ struct SessionRig: Sendable {
     /// Limits for both sides: `.fast` (5 s per wait); a test that expects one wait to end a
     /// transaction shortens that one.
     var timeouts: SessionTimeouts = .fast
+    /// The phone's limits, when they must differ from the desktop's (`nil`: ``timeouts``): a test
+    /// that needs one side's timer to fire first gives the other a longer one, rather than rely on
+    /// which of two equal timers a loaded machine runs first.
+    var phoneTimeouts: SessionTimeouts? = nil
     /// RSSI the phone claims.
     var rssi: Int8 = ProximityDefaults.rssi
     /// Weakest RSSI the desktop accepts.
@@ -131,11 +135,12 @@ struct SessionRig: Sendable {
         let desktop = desktopTransports(desktopBase)
         let phoneSide = phoneTransports(phoneBase)
         let (timeouts, events, phone, outcomeReady) = (self.timeouts, self.events, self.phone, self.outcomeReady)
+        let phoneTimeouts = self.phoneTimeouts ?? timeouts
         let start = ContinuousClock.now
         let outcome = try await bounded(limit, "transaction") {
             async let phoneResult: Result<Void, any Error> = Result {
                 try await AuthenticatorDriver.run(
-                    session: phoneSession, transports: phoneSide, timeouts: timeouts, events: events
+                    session: phoneSession, transports: phoneSide, timeouts: phoneTimeouts, events: events
                 ) { request in phone.respond(to: request, now: unixNow()) }
             }
             async let desktopResult: Result<ClientDriver.Outcome, any Error> = Result {
