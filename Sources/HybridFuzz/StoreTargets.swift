@@ -17,7 +17,10 @@ enum StoreTargets {
 
     static func write(_ input: [UInt8], _ name: String) -> String {
         let path = directory + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(input))
+        // The targets read the input back from this file: one not written would test "missing file".
+        guard FileManager.default.createFile(atPath: path, contents: Data(input)) else {
+            fatalError("the fuzz harness cannot write its input to \(path)")
+        }
         return path
     }
 

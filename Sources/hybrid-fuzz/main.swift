@@ -33,7 +33,9 @@ case "seeds":
                 refused.append("seed \(index) of \(target.name): \(message)")
                 continue
             }
-            FileManager.default.createFile(atPath: directory + "/seed-\(index)", contents: Data(seed))
+            guard FileManager.default.createFile(atPath: directory + "/seed-\(index)", contents: Data(seed)) else {
+                fail("cannot write seed \(index) of \(target.name) to \(directory)")
+            }
         }
     }
     if !refused.isEmpty { fail("seeds breaking an invariant:\n" + refused.joined(separator: "\n")) }
