@@ -55,6 +55,8 @@ extension HybridHarness {
     package struct InMemoryRelay: Sendable {
         /// The routing ID the phone gets for its new tunnel.
         package var routingID: [UInt8] = HybridHarness.inMemoryRoutingID
+        /// The signal strength the desktop reads the advert at.
+        package var rssi: Int8 = ProximityDefaults.rssi
         /// Called with the path the phone opens (`/cable/new/…`).
         package var created: @Sendable (String) -> Void = { _ in }
         /// Called with the path the desktop joins (`/cable/connect/…`).
@@ -65,6 +67,63 @@ extension HybridHarness {
         package var wrapDesktop: @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
 
         package init() {}
+    }
+
+    /// Both drivers' transports for one QR transaction with no sockets (``inMemoryTransports(routingID:rssi:wrapPhone:wrapDesktop:)``).
+    public struct InMemoryTransports: Sendable {
+        /// The phone's: `createTunnel` hands out its end of an ``InMemoryTunnel`` pair with the
+        /// routing ID; `advertise` posts the advert to the desktop (stopping it does nothing).
+        public let phone: AuthenticatorDriver.Transports
+        /// The desktop's: `nextAdvert` waits for the phone's advert (throwing `noNearbyAuthenticator`
+        /// when none comes in time) and reports it with the RSSI; `connect` hands out the other end.
+        public let desktop: ClientDriver.Transports
+    }
+
+    /// The transports ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)``
+    /// gives its two drivers, for a test that builds the sessions and runs
+    /// ``ClientDriver/run(session:request:transports:timeouts:events:outcomeReady:)`` and
+    /// ``AuthenticatorDriver/run(session:transports:timeouts:events:respond:)`` itself (its own
+    /// randomness, clock, responder or events). They serve one transaction: each side's end of the
+    /// tunnel is made once, here.
+    ///
+    /// - Parameters:
+    ///   - routingID: the routing ID the pretend relay hands the phone (it goes into the advert).
+    ///   - rssi: the signal strength the desktop reads the advert at.
+    ///   - wrapPhone: wraps the phone's end of the tunnel (a ``RewritingTunnel``, a recorder).
+    ///   - wrapDesktop: wraps the desktop's end.
+    public static func inMemoryTransports(
+        routingID: [UInt8] = inMemoryRoutingID, rssi: Int8 = ProximityDefaults.rssi,
+        wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
+        wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
+    ) -> InMemoryTransports {
+        var relay = InMemoryRelay()
+        relay.routingID = routingID
+        relay.rssi = rssi
+        relay.wrapPhone = wrapPhone
+        relay.wrapDesktop = wrapDesktop
+        return inMemoryTransports(relay: relay)
+    }
+
+    /// ``inMemoryTransports(routingID:rssi:wrapPhone:wrapDesktop:)`` with the pretend relay's hooks.
+    package static func inMemoryTransports(relay: InMemoryRelay) -> InMemoryTransports {
+        let (phoneEnd, desktopEnd) = InMemoryTunnel.pair()
+        let adverts = AdvertMailbox()
+        let phone = AuthenticatorDriver.Transports(
+            createTunnel: { path, _ in
+                relay.created(path)
+                return (relay.wrapPhone(phoneEnd), relay.routingID)
+            },
+            advertise: { advert in
+                adverts.post(advert)
+                return NoAdvertisement()
+            })
+        let desktop = ClientDriver.Transports(
+            nextAdvert: { timeout in (try await adverts.next(timeout: timeout), relay.rssi, 0) },
+            connect: { path, _, _ in
+                relay.joined(path)
+                return relay.wrapDesktop(desktopEnd)
+            })
+        return InMemoryTransports(phone: phone, desktop: desktop)
     }
 
     /// ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)`` with each
@@ -94,23 +153,8 @@ extension HybridHarness {
         phoneEvents: @escaping @Sendable (SessionEvent) -> Void, desktopEvents: @escaping @Sendable (SessionEvent) -> Void,
         relay: InMemoryRelay, seed: [UInt8]? = nil
     ) throws -> (phone: @Sendable () async throws -> Void, desktop: @Sendable () async throws -> ClientDriver.Outcome) {
-        let (phoneEnd, desktopEnd) = InMemoryTunnel.pair()
-        let adverts = AdvertMailbox()
-        let phoneTransports = AuthenticatorDriver.Transports(
-            createTunnel: { path, _ in
-                relay.created(path)
-                return (relay.wrapPhone(phoneEnd), relay.routingID)
-            },
-            advertise: { advert in
-                adverts.post(advert)
-                return NoAdvertisement()
-            })
-        let desktopTransports = ClientDriver.Transports(
-            nextAdvert: { timeout in (try await adverts.next(timeout: timeout), ProximityDefaults.rssi, 0) },
-            connect: { path, _, _ in
-                relay.joined(path)
-                return relay.wrapDesktop(desktopEnd)
-            })
+        let transports = inMemoryTransports(relay: relay)
+        let (phoneTransports, desktopTransports) = (transports.phone, transports.desktop)
         let fixedTime: UInt64? = seed == nil ? nil : reproducibleTime
         let now: @Sendable () -> UInt64 = { fixedTime ?? UInt64(Date().timeIntervalSince1970) }
         let desktopRandom = seed.map { RandomSource.deterministic(seed: $0 + Array("desktop".utf8)) } ?? .system
