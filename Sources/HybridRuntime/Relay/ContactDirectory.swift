@@ -315,7 +315,7 @@ final class ListenerHandler: ChannelInboundHandler, RemovableChannelHandler {
         case .ping where open:
             // As on a tunnel connection (``RelayPeerHandler``): only while the phone reads what it
             // is sent, and within the pong budget (Docs/RELAY.md, "Back-pressure and caps").
-            guard context.channel.isWritable, pongs.take(now: .now()) else { return }
+            guard context.channel.isWritable, pongs.take(now: context.eventLoop.now) else { return }
             context.writeAndFlush(wrapOutboundOut(WebSocketFrame(fin: true, opcode: .pong, data: frame.unmaskedData)), promise: nil)
         case .connectionClose:
             if open {

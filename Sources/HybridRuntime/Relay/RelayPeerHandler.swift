@@ -207,7 +207,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
             // RFC 6455 §5.5.2 asks for a pong to every ping; the relay deliberately answers only
             // within the pong budget, and never queues one while this peer is not reading
             // (Docs/RELAY.md, "Back-pressure and caps"): a ping flood must not grow memory.
-            guard context.channel.isWritable, pongs.take(now: .now()) else { return }
+            guard context.channel.isWritable, pongs.take(now: context.eventLoop.now) else { return }
             let pong = RelayFrameWriter.frame(opcode: .pong, payload: frame.payload, allocator: context.channel.allocator)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .pong:

@@ -1,5 +1,6 @@
 import Foundation
 import HybridRuntime
+import NIOCore
 import Synchronization
 
 /// The lines a loopback server (`rp`, `desktop --web`) writes about requests it refused, within a
@@ -29,10 +30,11 @@ package final class RefusalLog: Sendable {
         self.write = write
     }
 
-    /// Writes `line` (cut to ``lineLimit``) if the budget allows; otherwise counts it.
-    package func note(_ line: String) {
+    /// Writes `line` (cut to ``lineLimit``) if the budget allows; otherwise counts it. `now` is
+    /// the clock's reading (tests pass their own, so a slow run cannot refill the budget).
+    package func note(_ line: String, now: NIODeadline = .now()) {
         let dropped: Int? = state.withLock { state in
-            guard state.bucket.take() else {
+            guard state.bucket.take(now: now) else {
                 state.dropped += 1
                 return nil
             }
