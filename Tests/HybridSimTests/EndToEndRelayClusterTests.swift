@@ -1,4 +1,5 @@
 import Foundation
+import HybridTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -233,6 +234,34 @@ struct EndToEndRelayClusterTests {
         }
         let (status, output) = try Self.cluster(["status", "--dir", directory])
         #expect(status == 0, "status takes no lock: \(output)")
+    }
+
+    @Test("stop waits for a relay whose --close-timeout is past its usual 10 s (a peer that never answers the close frame): ended, not killed")
+    func longCloseTimeoutWaited() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        let port = try EndToEndLab.closedPort()
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let (started, startOutput) = try Self.cluster(
+            ["start", "--instances", "1", "--workers", "1", "--port", "\(port)", "--dir", directory, "--", "--close-timeout", "11"])
+        try #require(started == 0, "\(startOutput)")
+        // A creator that is upgraded and then reads nothing: the relay's close frame is never answered.
+        let peer = try #require(LoopbackSocket.connect(port: port))
+        defer { close(peer) }
+        let tunnelID = (0..<16).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        #expect(LoopbackSocket.send(peer, """
+            GET /cable/new/\(tunnelID) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+            Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: fido.cable\r\n\r\n
+            """))
+        let answer = LoopbackSocket.receive(peer, until: "\r\n\r\n")
+        try #require(answer.hasPrefix("HTTP/1.1 101"), "\(answer)")
+        let start = ContinuousClock.now
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 0, "\(stopOutput)")
+        #expect(!stopOutput.contains("SIGKILL") && !stopOutput.contains("killed"), "\(stopOutput)")
+        #expect(ContinuousClock.now - start >= .seconds(10), "the relay waited out its close timeout: \(stopOutput)")
     }
 
     @Test("nginx workers whose master was killed: status names them, stop ends them, and a new start can take the port")
