@@ -264,6 +264,28 @@ struct EndToEndRelayClusterTests {
         #expect(ContinuousClock.now - start >= .seconds(10), "the relay waited out its close timeout: \(stopOutput)")
     }
 
+    @Test("too few nginx workers for full instances: start notes it with the --workers that would carry them (from --max-tunnels when given)")
+    func workersNote() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        for (relayFlags, note) in [
+            ([String](), "note: 1 nginx worker(s) take at most 19000 connections, and 2 full instance(s) of 9900 tunnels need 79200 (4 a tunnel): past about 4750 tunnels the proxy refuses connections; --workers 5 or more carries them"),
+            (["--", "--max-tunnels", "2000"], nil),
+        ] {
+            let directory = lab.file("cluster-\(relayFlags.count)")
+            let (started, output) = try Self.cluster(
+                ["start", "--instances", "2", "--workers", "1", "--port", "\(try EndToEndLab.closedPort())", "--dir", directory] + relayFlags)
+            _ = try? Self.cluster(["stop", "--dir", directory])
+            #expect(started == 0, "\(output)")
+            if let note {
+                #expect(output.contains(note), "\(output)")
+            } else {
+                #expect(!output.contains("note:"), "2 × 2,000 tunnels fit one worker: \(output)")
+            }
+        }
+    }
+
     @Test("nginx workers whose master was killed: status names them, stop ends them, and a new start can take the port")
     func orphanedWorkersStopped() throws {
         guard Self.nginxInstalled() else { return }
