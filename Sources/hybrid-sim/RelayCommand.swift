@@ -164,6 +164,12 @@ struct RelayCommand: AsyncParsableCommand {
     var contactGrace = Self.defaults.contactGraceAfterStart.secondsValue
 
     @Option(
+        help: ArgumentHelp(
+            "Keep the contact IDs linked phones listened on and revoked in this file across restarts (created at the first change, mode 0600; one relay per file): after a restart a phone that listened before is still known, so its desktops get 504, not 410, however late (Docs/LINKING.md). (default: in memory only)",
+            valueName: "file"))
+    var contacts: String?
+
+    @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
             "Also print the status line (as SIGUSR1 does) every this many seconds, 0.1 or more. (default: only on SIGUSR1)",
@@ -273,6 +279,19 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record { configuration.recordDirectory = record }
+        // The contact file is read, and locked for this process's life, before anything listens: a
+        // damaged one is bad input (2, the file left as it is); one another relay holds is 1.
+        var contactFile: RelayContactFile?
+        if let contacts {
+            do {
+                contactFile = try RelayContactFile.open(path: contacts)
+            } catch {
+                let kind = error.code == .locked ? ProgramFailure.Kind.failed : .badInput
+                throw failureLine("--contacts: \(error)", kind: kind.rawValue, status: kind.exitCode, json: json)
+            }
+            configuration.contactPersistence = contactFile?.persistence
+        }
+        defer { withExtendedLifetime(contactFile) {} }
         fitConnections(&configuration, logger: logger)
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         let output = RelayStatusOutput(json: json)

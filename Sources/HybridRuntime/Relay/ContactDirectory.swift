@@ -46,10 +46,31 @@ final class ContactDirectory {
 
     /// Most contact IDs remembered as known, and as revoked; past it the oldest is forgotten, so
     /// that a flood of made-up IDs cannot stop the relay from remembering a real phone.
-    static let maxRemembered = 4096
+    static let maxRemembered = RelayContactMemory.capacity
+
+    /// A change not yet handed to the saver is waiting for its timer.
+    private var saveScheduled = false
 
     init(registry: RelayRegistry) {
         self.registry = registry
+        if let memory = registry.configuration.contactPersistence?.initial {
+            for id in memory.known.suffix(Self.maxRemembered) { known.insert(id) }
+            for id in memory.revoked.suffix(Self.maxRemembered) { revoked.insert(id) }
+        }
+    }
+
+    /// What this directory remembers, oldest first.
+    var memory: RelayContactMemory { RelayContactMemory(known: known.ordered, revoked: revoked.ordered) }
+
+    /// The known or revoked IDs changed: saved within a second (changes meanwhile go in the same save).
+    private func remembered() {
+        guard let saver = registry.contactSaver, !saveScheduled else { return }
+        saveScheduled = true
+        registry.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) { [self] in
+            guard self.saveScheduled else { return }
+            self.saveScheduled = false
+            saver.submit(self.memory)
+        }
     }
 
     // MARK: - /cable/listen
@@ -88,6 +109,7 @@ final class ContactDirectory {
     /// Remembers `ids` as revoked (no longer known) and answers the contact requests waiting for them.
     private func recordRevoked(_ ids: [[UInt8]]) {
         for id in ids {
+            if !revoked.contains(id) || known.contains(id) { remembered() }
             revoked.insert(id)
             known.remove(id)
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
@@ -101,6 +123,7 @@ final class ContactDirectory {
             old.sendClose(code: .goingAway, reason: PushChannel.replacedReason)
         }
         listeners[contactID] = handler
+        if !known.contains(contactID) { remembered() }
         known.insert(contactID)
         registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
         for waiter in take(contactID) {
@@ -120,6 +143,7 @@ final class ContactDirectory {
     /// contact ID is revoked (then later contacts for it are answered 410 at once).
     func refused(_ refusal: PushRefusal, contactID: [UInt8]) {
         if refusal.revoked {
+            if !revoked.contains(contactID) || known.contains(contactID) { remembered() }
             revoked.insert(contactID)
             known.remove(contactID)
         }
@@ -252,6 +276,11 @@ final class ContactDirectory {
         }
         for listener in listeners.values { listener.sendClose(code: .goingAway, reason: "relay shutting down") }
         listeners = [:]
+        // A change still waiting for its timer is saved now (the relay waits for the save).
+        if saveScheduled, let saver = registry.contactSaver {
+            saveScheduled = false
+            saver.submit(memory)
+        }
     }
 }
 
@@ -381,4 +410,7 @@ struct RecentIDs {
         guard members.remove(id) != nil, let index = order.firstIndex(of: id) else { return }
         order.remove(at: index)
     }
+
+    /// The members, oldest first.
+    var ordered: [[UInt8]] { Array(order) }
 }

@@ -111,11 +111,17 @@ public struct RelayConfiguration: Sendable {
 
     /// A `/cable/contact` request that arrives within this long after the relay starts, for a
     /// contact ID that no phone has announced, is answered 504 (not listening) at the end of the
-    /// contact wait instead of 410 (unknown): the relay keeps contact IDs in memory only, so
-    /// just after a restart it cannot tell a phone it never knew from one that listened before the
-    /// restart and is not back yet, and a 410 makes the desktop delete its link. Default 10
-    /// minutes; zero answers 410 from the start (Docs/LINKING.md).
+    /// contact wait instead of 410 (unknown): a relay that keeps contact IDs in memory only (no
+    /// ``contactPersistence``, or a memory saved before a phone first listened) cannot tell, just
+    /// after a restart, a phone it never knew from one that listened before the restart and is not
+    /// back yet, and a 410 makes the desktop delete its link. Default 10 minutes; zero answers 410
+    /// from the start (Docs/LINKING.md).
     public var contactGraceAfterStart: Duration = .seconds(600)
+
+    /// Keeps the contact IDs phones listened on and revoked across restarts (`hybrid-sim relay
+    /// --contacts FILE`): the relay starts from its ``RelayContactPersistence/initial`` memory and
+    /// saves every change. `nil` (the default): in memory only, forgotten at exit.
+    public var contactPersistence: RelayContactPersistence? = nil
 
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
     public var maxListeners: Int = 1024

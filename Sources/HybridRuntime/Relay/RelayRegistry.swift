@@ -115,6 +115,8 @@ final class RelayRegistry {
     let statistics: RelayStatisticsBox
     /// Listening phones and contact requests (the linked flow).
     private(set) lazy var directory = ContactDirectory(registry: self)
+    /// Saves the directory's memory (``RelayConfiguration/contactPersistence``), if any.
+    let contactSaver: ContactSaver?
     /// When this shard started: the contact grace counts from here (``ContactDirectory`` is made
     /// at the first linked request, which may come much later).
     let started = NIODeadline.now()
@@ -141,9 +143,11 @@ final class RelayRegistry {
         logger: Logger,
         shardIndex: Int = 0,
         shardCount: Int = 1,
-        admissionCounts: AdmissionCounts = AdmissionCounts()
+        admissionCounts: AdmissionCounts = AdmissionCounts(),
+        contactSaver: ContactSaver? = nil
     ) {
         self.admissionCounts = admissionCounts
+        self.contactSaver = contactSaver
         self.eventLoop = eventLoop
         self.shardIndex = shardIndex
         self.shardCount = shardCount

@@ -75,6 +75,8 @@ public final class TunnelRelay: Sendable {
     private let logger: Logger
     private let statisticsBox = RelayStatisticsBox()
     private let lifecycle = Mutex(Lifecycle.idle)
+    /// Saves the contact memory (``RelayConfiguration/contactPersistence``), if any.
+    private let contactSaver: ContactSaver?
 
     /// Creates a relay; nothing listens until ``start()``.
     ///
@@ -93,6 +95,7 @@ public final class TunnelRelay: Sendable {
         logger: Logger = Logger(label: "hybrid-sim.relay")
     ) {
         self.configuration = configuration
+        self.contactSaver = configuration.contactPersistence.map { ContactSaver(save: $0.save, logger: logger) }
         self.host = LoopbackAddress.unbracketed(host)
         self.port = port
         var loops = Array(group.makeIterator())
@@ -131,7 +134,7 @@ public final class TunnelRelay: Sendable {
                 "relay host \(host) is not a loopback address; the relay binds loopback only"
             )
         }
-        let (configuration, statistics, logger) = (self.configuration, statisticsBox, self.logger)
+        let (configuration, statistics, logger, contactSaver) = (self.configuration, statisticsBox, self.logger, self.contactSaver)
         var registries: [NIOLoopBound<RelayRegistry>] = []
         let admissionCounts = AdmissionCounts()
         for (index, loop) in eventLoops.enumerated() {
@@ -146,7 +149,8 @@ public final class TunnelRelay: Sendable {
                             logger: logger,
                             shardIndex: index,
                             shardCount: count,
-                            admissionCounts: admissionCounts
+                            admissionCounts: admissionCounts,
+                            contactSaver: contactSaver
                         ),
                         eventLoop: loop
                     )
@@ -199,6 +203,8 @@ public final class TunnelRelay: Sendable {
                 registry.eventLoop.flatSubmit { registry.value.shutdown() }
             }
             for shard in drained { try? await shard.get() }
+            // The directory handed its last change over while shutting down.
+            await contactSaver?.flush()
             lifecycle.withLock { $0 = .stopped }
             promise.succeed(())
             logger.info("relay stopped")

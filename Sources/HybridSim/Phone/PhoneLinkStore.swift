@@ -212,7 +212,7 @@ public struct PhoneLinkStore: Sendable {
             let stored = try JSONDecoder().decode(StoredIdentity.self, from: Data(bytes))
             return (PhoneLinkStore(path: path, identity: stored.identity), stored.version)
         } catch let error as DecodingError {
-            throw StoreError(.invalidDocument, path: path, Self.describe(error))
+            throw StoreError(.invalidDocument, path: path, DecodingWords.describe(error))
         } catch {
             throw StoreError(.notJSON, path: path, "\(error)")
         }
@@ -273,19 +273,5 @@ public struct PhoneLinkStore: Sendable {
             }
         }
         return merged
-    }
-
-    private static func describe(_ error: DecodingError) -> String {
-        switch error {
-        case .keyNotFound(let key, _): return "\(key.stringValue): missing"
-        case .typeMismatch(let type, let context):
-            return "\(DecodingWords.path(context.codingPath)): wrong type: \(DecodingWords.kind(type)) is required"
-        case .valueNotFound(let type, let context):
-            return "\(DecodingWords.path(context.codingPath)): null, where \(DecodingWords.kind(type)) is required"
-        case .dataCorrupted(let context):
-            let at = DecodingWords.path(context.codingPath)
-            return at.isEmpty ? context.debugDescription : "\(at): \(context.debugDescription)"
-        @unknown default: return "\(error)"
-        }
     }
 }

@@ -21,4 +21,19 @@ enum DecodingWords {
         if String(describing: type).hasPrefix("Array") { return "an array" }
         return "an object"
     }
+
+    /// A decoding failure as one line: the member path and what was wrong (`identity.name: missing`).
+    static func describe(_ error: DecodingError) -> String {
+        switch error {
+        case .keyNotFound(let key, _): return "\(key.stringValue): missing"
+        case .typeMismatch(let type, let context):
+            return "\(DecodingWords.path(context.codingPath)): wrong type: \(DecodingWords.kind(type)) is required"
+        case .valueNotFound(let type, let context):
+            return "\(DecodingWords.path(context.codingPath)): null, where \(DecodingWords.kind(type)) is required"
+        case .dataCorrupted(let context):
+            let at = DecodingWords.path(context.codingPath)
+            return at.isEmpty ? context.debugDescription : "\(at): \(context.debugDescription)"
+        @unknown default: return "\(error)"
+        }
+    }
 }

@@ -23,10 +23,25 @@ enum StoreLock {
     /// The sidecar lock file of `path`.
     static func lockPath(for path: String) -> String { path + ".lock" }
 
-    /// Runs `body` holding the exclusive lock of the store at `path`; creates the directory if needed.
-    static func withLock<T>(
-        path: String, wait: Duration = defaultWait, _ body: () throws(StoreError) -> T
-    ) throws(StoreError) -> T {
+    /// Takes the exclusive lock of the store at `path` for as long as the returned descriptor stays
+    /// open (a file one process owns for its whole life: a relay's contact memory); fails at once
+    /// when another process holds it.
+    static func hold(path: String) throws(StoreError) -> Int32 {
+        let fd = try openLockFile(for: path)
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            let code = errno
+            close(fd)
+            throw StoreError(
+                .locked, path: path,
+                code == EWOULDBLOCK
+                    ? "another process holds \(lockPath(for: path)) (another relay started with the same file?)"
+                    : "cannot lock \(lockPath(for: path)): \(AtomicFile.systemMessage(code))")
+        }
+        return fd
+    }
+
+    /// Opens (creating it, mode 0600) the lock file of the store at `path`, and the directory.
+    private static func openLockFile(for path: String) throws(StoreError) -> Int32 {
         let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
         try AtomicFile.ensureDirectory(directory, for: path)
         let lockPath = lockPath(for: path)
@@ -39,6 +54,15 @@ enum StoreLock {
                 : AtomicFile.systemMessage(code)
             throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(why)")
         }
+        return fd
+    }
+
+    /// Runs `body` holding the exclusive lock of the store at `path`; creates the directory if needed.
+    static func withLock<T>(
+        path: String, wait: Duration = defaultWait, _ body: () throws(StoreError) -> T
+    ) throws(StoreError) -> T {
+        let fd = try openLockFile(for: path)
+        let lockPath = lockPath(for: path)
         defer { close(fd) }
         let deadline = ContinuousClock.now + wait
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {

@@ -138,9 +138,9 @@ final class EndToEndLab {
 
     // MARK: - Relay
 
-    /// Starts `hybrid-sim relay --port 0` and returns it with its URL.
-    func startRelay() async throws -> (ChildProcess, String) {
-        let relay = try start("relay", ["relay", "--port", "0", "--log-level", "warning"])
+    /// Starts `hybrid-sim relay --port 0` (with `extra` flags) and returns it with its URL.
+    func startRelay(_ extra: [String] = []) async throws -> (ChildProcess, String) {
+        let relay = try start("relay", ["relay", "--port", "0", "--log-level", "warning"] + extra)
         let lines = try await relay.waitForOutput("ready line") { $0.contains { $0.contains("ws://") } }
         let line = try #require(lines.first { $0.contains("ws://") })
         let url = try #require(line.split(separator: " ").first { $0.hasPrefix("ws://") }).description

@@ -1,0 +1,99 @@
+import Logging
+import Synchronization
+
+/// What a relay remembers of linked phones: the contact IDs phones listened on (``known``) and the
+/// ones they revoked (``revoked``), each oldest first. A relay that starts from a memory it saved
+/// before (``RelayContactPersistence``, `hybrid-sim relay --contacts FILE`) answers a contact
+/// request for a phone that listened before the restart, and is not back yet, 504 (not listening:
+/// the desktop keeps its link) however long after the start it comes, and keeps answering 410 for
+/// the IDs phones revoked (Docs/LINKING.md).
+public struct RelayContactMemory: Sendable, Equatable {
+    /// The most IDs of each kind a relay remembers (a flood of made-up listen tokens forgets the
+    /// oldest, Docs/LINKING.md); a longer memory given to a relay keeps its newest.
+    public static let capacity = 4096
+
+    /// Contact IDs a phone listened on, oldest first.
+    public var known: [[UInt8]]
+    /// Contact IDs a phone revoked, oldest first.
+    public var revoked: [[UInt8]]
+
+    /// A memory of these IDs.
+    public init(known: [[UInt8]] = [], revoked: [[UInt8]] = []) {
+        self.known = known
+        self.revoked = revoked
+    }
+}
+
+/// Keeps a relay's ``RelayContactMemory`` across restarts (``RelayConfiguration/contactPersistence``).
+///
+/// The relay starts from ``initial`` and hands ``save`` its whole memory after a change: at most
+/// once a second, off its event loops, one save at a time (a save that fails is logged as a warning
+/// and the next change tries again), and once more when it shuts down (``TunnelRelay/shutdown()``
+/// waits up to 5 s for that save).
+public struct RelayContactPersistence: Sendable {
+    /// The memory the relay starts from.
+    public var initial: RelayContactMemory
+    /// Writes the memory somewhere it survives the process (`RelayContactFile` writes a file).
+    public var save: @Sendable (RelayContactMemory) throws -> Void
+
+    /// Persistence from `initial` through `save`.
+    public init(initial: RelayContactMemory, save: @escaping @Sendable (RelayContactMemory) throws -> Void) {
+        self.initial = initial
+        self.save = save
+    }
+}
+
+/// Runs a relay's contact-memory saves off the event loop, one at a time, newest memory only (a
+/// save that is still running when another change comes is followed by one save of the newest).
+final class ContactSaver: Sendable {
+    private struct State {
+        var pending: RelayContactMemory?
+        var running = false
+    }
+
+    private let save: @Sendable (RelayContactMemory) throws -> Void
+    private let logger: Logger
+    private let state = Mutex(State())
+
+    init(save: @escaping @Sendable (RelayContactMemory) throws -> Void, logger: Logger) {
+        self.save = save
+        self.logger = logger
+    }
+
+    /// Saves `memory` soon (after any save in progress).
+    func submit(_ memory: RelayContactMemory) {
+        let start = state.withLock { state in
+            state.pending = memory
+            guard !state.running else { return false }
+            state.running = true
+            return true
+        }
+        guard start else { return }
+        Task.detached { self.drain() }
+    }
+
+    private func drain() {
+        while let memory = state.withLock({ state -> RelayContactMemory? in
+            guard let next = state.pending else {
+                state.running = false
+                return nil
+            }
+            state.pending = nil
+            return next
+        }) {
+            do {
+                try save(memory)
+            } catch {
+                logger.warning("could not save the relay's contact memory (kept in memory; the next change tries again): \(error)")
+            }
+        }
+    }
+
+    /// Waits until no save is pending or running, at most `limit`.
+    func flush(within limit: Duration = .seconds(5)) async {
+        let deadline = ContinuousClock.now + limit
+        while state.withLock({ $0.running || $0.pending != nil }), ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
+    }
+}

@@ -1,0 +1,115 @@
+import CTAP2
+import Foundation
+import HybridRuntime
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The file behind `hybrid-sim relay --contacts FILE`: the relay's `RelayContactMemory` (the
+/// contact IDs phones listened on and revoked), kept across restarts (Docs/STORES.md):
+///
+/// ```json
+/// {"version": 1, "known": ["<unpadded base64url contact ID>", …], "revoked": […]}
+/// ```
+///
+/// Each list is oldest first; every ID is 32 bytes (the SHA-256 of a phone's listen token). It is
+/// written like the stores (atomically, mode 0600) and read as strictly: a damaged file is an error
+/// naming it and the member, and is never modified. One relay process owns a file for its whole
+/// life (``open(path:)`` holds `FILE.lock` while the value lives), so two relays cannot overwrite each other's memory.
+public final class RelayContactFile: Sendable {
+    /// The only format version this build reads and writes.
+    public static let version = 1
+    /// The size of every contact ID in the file.
+    public static let contactIDSize = 32
+
+    /// The file.
+    public let path: String
+    /// What it held when opened (empty when there was no file).
+    public let memory: RelayContactMemory
+    private let lock: Int32
+
+    /// Reads the file (a missing one is an empty memory, created at the first save) and takes its
+    /// lock for as long as this process runs.
+    ///
+    /// - Throws: ``StoreError``: `locked` when another process holds the file (another relay),
+    ///   `unreadable`, `notJSON`, `invalidDocument`, `unsupportedVersion` or `invalidEntry` (naming
+    ///   the member) for a file that cannot be used; the file is left as it is.
+    public static func open(path: String) throws(StoreError) -> RelayContactFile {
+        let lock = try StoreLock.hold(path: path)
+        do {
+            return RelayContactFile(path: path, memory: try load(path: path), lock: lock)
+        } catch {
+            close(lock)
+            throw error
+        }
+    }
+
+    private init(path: String, memory: RelayContactMemory, lock: Int32) {
+        self.path = path
+        self.memory = memory
+        self.lock = lock
+    }
+
+    /// Gives the lock back (the end of the process does too).
+    deinit { close(lock) }
+
+    /// The persistence a relay configuration takes (`RelayConfiguration.contactPersistence`):
+    /// starts from ``memory`` and saves into this file.
+    public var persistence: RelayContactPersistence {
+        let path = path
+        return RelayContactPersistence(initial: memory) { memory in try Self.save(memory, to: path) }
+    }
+
+    /// The memory stored at `path` (empty when there is no file), without taking the lock.
+    public static func load(path: String) throws(StoreError) -> RelayContactMemory {
+        guard let bytes = try AtomicFile.read(path: path) else { return RelayContactMemory() }
+        struct Document: Decodable {
+            let version: Int
+            let known: [String]?
+            let revoked: [String]?
+        }
+        let document: Document
+        do {
+            document = try JSONDecoder().decode(Document.self, from: Data(bytes))
+        } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                throw StoreError(.notJSON, path: path, "\((context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription)")
+            }
+            throw StoreError(.invalidDocument, path: path, DecodingWords.describe(error))
+        } catch {
+            throw StoreError(.notJSON, path: path, "\(error)")
+        }
+        guard document.version == Self.version else {
+            throw StoreError(.unsupportedVersion, path: path, "version \(document.version): this build reads version \(Self.version)")
+        }
+        func ids(_ key: String, _ list: [String]?) throws(StoreError) -> [[UInt8]] {
+            var out: [[UInt8]] = []
+            for (index, text) in (list ?? []).enumerated() {
+                guard let id = Base64URL.decodeUnpadded(text) else {
+                    throw StoreError(
+                        .invalidEntry, path: path,
+                        "\(key)[\(index)]: not unpadded base64url (\(Base64URL.problem(with: text) ?? "it is padded"))")
+                }
+                guard id.count == Self.contactIDSize else {
+                    throw StoreError(
+                        .invalidEntry, path: path, "\(key)[\(index)]: \(id.count) bytes, where a contact ID is \(Self.contactIDSize)")
+                }
+                out.append(id)
+            }
+            return out
+        }
+        return RelayContactMemory(known: try ids("known", document.known), revoked: try ids("revoked", document.revoked))
+    }
+
+    /// Writes `memory` to `path`: atomically, mode 0600 (the relay holding the file calls it).
+    public static func save(_ memory: RelayContactMemory, to path: String) throws(StoreError) {
+        func list(_ ids: [[UInt8]]) -> String {
+            ids.isEmpty ? "[]" : "[\n    " + ids.map { "\"\(Base64URL.encode($0))\"" }.joined(separator: ",\n    ") + "\n  ]"
+        }
+        let text = "{\n  \"version\": \(Self.version),\n  \"known\": \(list(memory.known)),\n  \"revoked\": \(list(memory.revoked))\n}\n"
+        try AtomicFile.write(Array(text.utf8), to: path)
+    }
+}

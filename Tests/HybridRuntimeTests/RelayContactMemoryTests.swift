@@ -1,0 +1,109 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Synchronization
+import Testing
+
+/// ``RelayConfiguration/contactPersistence``: a relay that remembers the contact IDs phones listened
+/// on and revoked across a restart, so a desktop linked to a phone that is not back yet keeps its
+/// link (504) however late it comes, and a revoked ID stays 410.
+@Suite("Relay: contact memory across restarts", .serialized, .timeLimit(.minutes(1)))
+struct RelayContactMemoryTests {
+    /// The saves a relay made, newest last.
+    final class Saves: Sendable {
+        let all = Mutex<[RelayContactMemory]>([])
+        var last: RelayContactMemory? { all.withLock { $0.last } }
+        func persistence(from initial: RelayContactMemory = RelayContactMemory()) -> RelayContactPersistence {
+            RelayContactPersistence(initial: initial) { memory in self.all.withLock { $0.append(memory) } }
+        }
+    }
+
+    /// No grace: a contact ID the relay does not remember is unknown (410) at once.
+    static func configuration(_ persistence: RelayContactPersistence) -> RelayConfiguration {
+        var configuration = LinkedRelayTests.configuration
+        configuration.contactPersistence = persistence
+        return configuration
+    }
+
+    @Test("a phone's listen and a revocation are saved within about a second; the next relay, started from that memory with no grace, answers the known ID 504 (link kept) and the revoked one 410; an ID in neither is 410 unknown")
+    func rememberedAcrossRestart() async throws {
+        let saves = Saves()
+        let phone = LinkedRelayTests.token("memory-phone")
+        let gone = LinkedRelayTests.token("memory-gone")
+        try await withRelay(Self.configuration(saves.persistence())) { _, endpoint in
+            let listening = try await LinkedRelayTests.listen(endpoint, phone, revoked: [gone.base64URL])
+            #expect(await eventually(timeout: .seconds(5)) { saves.last?.known == [phone.contactID] })
+            #expect(saves.last?.revoked == [gone.contactID])
+            #expect(saves.all.withLock { $0.count } == 1, "one save for the changes of one second")
+            await listening.close()
+        }
+        let memory = try #require(saves.last)
+
+        let next = Saves()
+        try await withRelay(Self.configuration(next.persistence(from: memory))) { relay, endpoint in
+            let notBack = await expectRuntimeError(.upgradeRejected) {
+                _ = try await LinkedRelayTests.contact(endpoint, phone.contactID, header: LinkedRelayTests.payload().headerValue)
+            }
+            #expect(notBack?.httpStatus == 504, "\(String(describing: notBack))")
+            #expect(notBack?.description.contains("the linked phone is not listening") == true, "\(String(describing: notBack))")
+            let revoked = await expectRuntimeError(.upgradeRejected) {
+                _ = try await LinkedRelayTests.contact(endpoint, gone.contactID, header: LinkedRelayTests.payload().headerValue)
+            }
+            #expect(revoked?.httpStatus == 410 && revoked?.description.contains("contact ID revoked") == true, "\(String(describing: revoked))")
+            let stranger = await expectRuntimeError(.upgradeRejected) {
+                _ = try await LinkedRelayTests.contact(endpoint, LinkedRelayTests.token("stranger").contactID, header: LinkedRelayTests.payload().headerValue)
+            }
+            #expect(stranger?.httpStatus == 410 && stranger?.description.contains("contact ID unknown") == true, "\(String(describing: stranger))")
+            #expect(relay.statistics.rejectedRequests == [504: 1, 410: 2], "\(relay.statistics.rejectedRequests)")
+        }
+        #expect(next.all.withLock { $0.isEmpty }, "nothing changed, nothing saved")
+    }
+
+    @Test("a change still waiting for its save when the relay shuts down is saved before shutdown returns; a save that throws is logged and the relay goes on")
+    func savedAtShutdown() async throws {
+        let saves = Saves()
+        let phone = LinkedRelayTests.token("shutdown-phone")
+        let gone = LinkedRelayTests.token("shutdown-gone")
+        let relay = TunnelRelay(configuration: Self.configuration(saves.persistence()))
+        let endpoint = try await relay.start()
+        // The revocation is recorded when the listen request is decided, before its 101.
+        let listening = try await LinkedRelayTests.listen(endpoint, phone, revoked: [gone.base64URL])
+        await relay.shutdown()  // well within the second a save waits for
+        #expect(saves.all.withLock { $0.count } == 1)
+        #expect(saves.last?.revoked == [gone.contactID])
+        await listening.close()
+
+        struct Refused: Error {}
+        let attempts = Atomic<Int>(0)
+        let failing = RelayContactPersistence(initial: RelayContactMemory()) { _ in
+            attempts.add(1, ordering: .relaxed)
+            throw Refused()
+        }
+        try await withRelay(Self.configuration(failing)) { _, endpoint in
+            let first = try await LinkedRelayTests.listen(endpoint, LinkedRelayTests.token("failing-1"))
+            #expect(await eventually(timeout: .seconds(5)) { attempts.load(ordering: .relaxed) == 1 })
+            let second = try await LinkedRelayTests.listen(endpoint, LinkedRelayTests.token("failing-2"))
+            #expect(await eventually(timeout: .seconds(5)) { attempts.load(ordering: .relaxed) == 2 }, "the next change tries again")
+            await first.close()
+            await second.close()
+        }
+    }
+
+    @Test("a memory longer than the relay keeps: the newest IDs of it")
+    func longMemoryKeepsNewest() async throws {
+        let ids = (0..<(RelayContactMemory.capacity + 2)).map { index in
+            LinkedRelayTests.token("long-\(index)").contactID
+        }
+        let saves = Saves()
+        let phone = LinkedRelayTests.token("long-new")
+        try await withRelay(Self.configuration(saves.persistence(from: RelayContactMemory(known: ids)))) { _, endpoint in
+            let listening = try await LinkedRelayTests.listen(endpoint, phone)
+            #expect(await eventually(timeout: .seconds(5)) { saves.last != nil })
+            await listening.close()
+        }
+        let known = try #require(saves.last?.known)
+        #expect(known.count == RelayContactMemory.capacity)
+        #expect(known.last == phone.contactID)
+        #expect(Array(known.dropLast()) == Array(ids.suffix(RelayContactMemory.capacity - 1)))
+    }
+}

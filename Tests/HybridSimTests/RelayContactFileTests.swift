@@ -1,0 +1,27 @@
+import Foundation
+import HybridRuntime
+import HybridSim
+import Testing
+
+/// `RelayContactFile`: the relay's contact memory on disk (Docs/STORES.md).
+@Suite("Relay contact file")
+struct RelayContactFileTests {
+    @Test("round trip of both lists in order, mode 0600; no file is an empty memory; one holder at a time, the lock given back when the value goes")
+    func roundTripAndLock() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("contacts.json")
+        #expect(try RelayContactFile.load(path: path) == RelayContactMemory())
+        let memory = RelayContactMemory(
+            known: [Array(repeating: 1, count: 32), Array(repeating: 2, count: 32)], revoked: [Array(repeating: 3, count: 32)])
+        var holder: RelayContactFile? = try RelayContactFile.open(path: path)
+        #expect(holder?.memory == RelayContactMemory())
+        try holder?.persistence.save(memory)
+        #expect(try RelayContactFile.load(path: path) == memory)
+        #expect(try TemporaryDirectory.mode(path) == 0o600)
+        let second = #expect(throws: StoreError.self) { _ = try RelayContactFile.open(path: path) }
+        #expect(second?.code == .locked && second?.reason.contains("another process holds \(path).lock") == true, "\(String(describing: second))")
+        holder = nil
+        #expect(try RelayContactFile.open(path: path).memory == memory)
+    }
+}
