@@ -176,7 +176,22 @@ struct DesktopCommand: AsyncParsableCommand {
             valueName: "name|any"))
     var linked: String?
 
+    @Flag(help: "List the linked phones in --links (name, when linked, tunnel service) and exit; no network. (default: off)")
+    var listLinks = false
+
+    @Option(
+        help: ArgumentHelp(
+            "Remove the link to this phone (or all links) from --links and exit, with no network: this desktop stops contacting it; the phone keeps its side until it unlinks (phone --unlink).",
+            valueName: "name|all"))
+    var forget: String?
+
     func validate() throws {
+        if listLinks || forget != nil {
+            guard !(listLinks && forget != nil) else { throw ValidationError("--list-links and --forget cannot be combined") }
+            let flag = listLinks ? "--list-links" : "--forget"
+            guard linked == nil, !link, !web else { throw ValidationError("\(flag) runs no ceremony: it cannot be combined with --linked, --link or --web") }
+            return
+        }
         if !web, webPort != nil { throw ValidationError("--web-port needs --web") }
         if relay != nil, relayPort != nil {
             throw ValidationError("--relay-port is for the embedded relay; it cannot be combined with --relay")
@@ -198,6 +213,13 @@ struct DesktopCommand: AsyncParsableCommand {
     var webPort: Int?
 
     func run() async throws {
+        if listLinks || forget != nil {
+            let path = links ?? LinkStore.path(besideRPStore: rpStore ?? RelyingPartyStore.defaultPath())
+            let status = forget.map { DesktopLinksProgram.forget($0, path: path, json: json) }
+                ?? DesktopLinksProgram.list(path: path, json: json)
+            if status != 0 { throw ExitCode(status) }
+            return
+        }
         let configuration = try makeConfiguration()
         let ending = Interruption.failure(json: json || web, flow: configuration.eventFlow)  // --web implies --json
         if web {

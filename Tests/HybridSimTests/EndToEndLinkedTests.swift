@@ -128,7 +128,7 @@ struct EndToEndLinkedTests {
         let unheardLine = FailureOutput.singleErrorLine(unheard)
         #expect(unheardLine.contains("is not listening on \(relayURL)"), "\(unheardLine)")
         #expect(unheardLine.contains("`hybrid-sim phone --listen --relay \(relayURL) --proximity udp://127.0.0.1:\(proximityPort)`")
-                    && unheardLine.hasSuffix("The link is kept."), "\(unheardLine)")
+                    && unheardLine.hasSuffix("The link is kept (for a phone that was wiped or lost, remove it with desktop --forget NAME)."), "\(unheardLine)")
         #expect(try LinkStore.load(path: links).links.count == 1)
         // With a --timeout no longer than the relay's 3 s contact wait the 504 is never heard: the
         // timeout says so (it named only the upgrade, as if the relay were at fault).
@@ -389,7 +389,7 @@ private final class AdvertCorrupter: Sendable {
 
 /// Starts a relay and registers alice by QR code with `--link` through it; returns the relay's URL
 /// and the desktop's links file.
-private func registerLinked(_ lab: EndToEndLab) async throws -> (relayURL: String, links: String) {
+func registerLinked(_ lab: EndToEndLab) async throws -> (relayURL: String, links: String) {
     let (_, relayURL) = try await lab.startRelay()
     let desktop = try await lab.startDesktop(["--request", "mc", "--link", "--relay", relayURL])
     let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])

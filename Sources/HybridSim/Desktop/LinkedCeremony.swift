@@ -90,7 +90,7 @@ extension Run {
                 .network,
                 "the linked phone \"\(stored.name)\" is not listening on \(relay.url): the relay answered 504 Gateway "
                     + "Timeout after its contact wait. Start `hybrid-sim phone --listen --relay \(relay.url) --proximity \(proximity)` on the phone "
-                    + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept.")
+                    + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept (for a phone that was wiped or lost, remove it with desktop --forget NAME).")
         } catch let error as TransactionError
             where (error.underlying as? RuntimeError)?.closeCode == .contactRevoked
         {

@@ -1,0 +1,85 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridRuntime
+
+/// `hybrid-sim desktop --list-links` and `desktop --forget NAME|all`: the desktop's own side of its
+/// links, read and changed with no network (Docs/LINKING.md). The phone keeps its side: forgetting a
+/// link here does not revoke it there (that is `phone --unlink`), it only stops this desktop from
+/// contacting the phone, as removing a phone from Chrome's list does. It is how a link to a phone
+/// that can no longer answer (wiped, lost) is removed when no relay answers 410 for it.
+public enum DesktopLinksProgram {
+    /// Prints every link of `path`, one per line on stdout (`NAME: linked DATE, tunnel service DOMAIN,
+    /// contact ID ABCD…`), or with `json` one `links` event with a `links` array of
+    /// `{name, linkedAt, tunnelDomain}`. No file or no link: nothing on stdout (an empty array with
+    /// `json`) and a line on stderr; exit 0. A store that cannot be read: exit 2.
+    public static func list(path: String, json: Bool, output: ProgramOutput = .standard) -> Int32 {
+        let store: LinkStore
+        do {
+            store = try LinkStore.load(path: path)
+        } catch {
+            return fail(ProgramFailure(.badInput, "\(error)"), json: json, output: output)
+        }
+        if store.links.isEmpty { output.standardError("no linked phone in \(path)") }
+        if json {
+            let entries = store.links.map { link in
+                "{\"name\":\(JSONLine.quote(link.name)),\"linkedAt\":\(link.linkedAt),\"tunnelDomain\":\(link.tunnelDomain)}"
+            }
+            output.standardOutput(JSONLine(event: "links", [("links", .raw("[" + entries.joined(separator: ",") + "]"))]).text)
+            return 0
+        }
+        for link in store.links {
+            output.standardOutput(
+                "\(PeerText.printable(link.name, limit: PeerText.lineLimit)): linked \(date(link.linkedAt)), tunnel service "
+                    + "\(TunnelDomainID(rawValue: link.tunnelDomain)), contact ID "
+                    + Hex.encode(link.contactID.prefix(2), uppercase: true) + "…")
+        }
+        return 0
+    }
+
+    /// Removes the link named `name` (`all`: every link) from `path`, under the store lock; says
+    /// what it removed on stderr (with `json`, a `forgotten` event with the `names`). A name with no
+    /// link is exit 2 naming the links there are; nothing is written then.
+    public static func forget(_ name: String, path: String, json: Bool, output: ProgramOutput = .standard) -> Int32 {
+        var removed: [String] = []
+        var known: [String] = []
+        do {
+            _ = try StoreDocument<LinkStore.Kind>.update(path: path) { links throws(StoreError) -> Bool in
+                known = links.map(\.name)
+                removed = links.filter { name == "all" || $0.name == name }.map(\.name)
+                links.removeAll { name == "all" || $0.name == name }
+                return !removed.isEmpty
+            }
+        } catch {
+            return fail(ProgramFailure(.badInput, "\(error)"), json: json, output: output)
+        }
+        if removed.isEmpty, name != "all" {
+            let names = known.isEmpty ? "none" : known.map { "\"\($0)\"" }.joined(separator: ", ")
+            return fail(
+                ProgramFailure(.badInput, "no linked phone named \"\(name)\" in \(path) (links: \(names))"), json: json,
+                output: output)
+        }
+        output.standardError(
+            removed.isEmpty
+                ? "no linked phone in \(path); nothing to forget"
+                : "forgot \(removed.map { "\"\($0)\"" }.joined(separator: ", ")) (\(path)); the phone keeps its side "
+                    + "until it unlinks (phone --unlink); link again by QR code with --link")
+        if json {
+            let names = removed.map(JSONLine.quote).joined(separator: ",")
+            output.standardOutput(JSONLine(event: "forgotten", [("names", .raw("[" + names + "]"))]).text)
+        }
+        return 0
+    }
+
+    private static func fail(_ failure: ProgramFailure, json: Bool, output: ProgramOutput) -> Int32 {
+        if json { output.standardOutput(JSONLine(event: "error", JSONLine.errorMembers(failure)).text) }
+        output.standardError("error: \(failure.message)")
+        return failure.exitCode
+    }
+
+    private static func date(_ seconds: UInt64) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime]
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(min(seconds, 253_402_300_799))))
+    }
+}

@@ -1,0 +1,37 @@
+import Foundation
+import HybridSim
+import Testing
+
+/// `desktop --list-links` and `desktop --forget NAME|all`: the desktop's side of its links, with no network.
+@Suite("End to end: desktop --list-links and --forget")
+struct EndToEndDesktopLinksTests {
+    @Test("--list-links shows the link (text and --json); --forget NAME removes it with no network, after which --linked has nothing; an unknown name is exit 2 naming the links")
+    func listAndForget() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, links) = try await registerLinked(lab)
+        let listed = try lab.start("list", ["desktop", "--list-links"])
+        #expect(try await listed.waitForExit() == 0, "\(listed.transcript)")
+        let line = try #require(listed.standardOutput.lines.first, "\(listed.transcript)")
+        #expect(line.hasPrefix("HybridSim phone: linked 20") && line.contains(", tunnel service 0 (cable.ua5v.com), contact ID "), "\(line)")
+        let json = try lab.start("list-json", ["desktop", "--list-links", "--json"])
+        #expect(try await json.waitForExit() == 0, "\(json.transcript)")
+        let event = try JSONEvents.parse(try #require(json.standardOutput.lines.first))
+        let entries = try #require(event["links"] as? [[String: Any]], "\(event)")
+        #expect(event["event"] as? String == "links" && entries.count == 1 && entries.first?["name"] as? String == "HybridSim phone")
+        #expect(entries.first?["tunnelDomain"] as? Int == 0 && (entries.first?["linkedAt"] as? Int ?? 0) > 1_700_000_000)
+
+        let unknown = try lab.start("forget-unknown", ["desktop", "--forget", "Pixel"])
+        #expect(try await unknown.waitForExit() == 2, "\(unknown.transcript)")
+        #expect(FailureOutput.singleErrorLine(unknown).hasSuffix("no linked phone named \"Pixel\" in \(links) (links: \"HybridSim phone\")"))
+        #expect(try LinkStore.load(path: links).links.count == 1)
+        let forget = try lab.start("forget", ["desktop", "--forget", "HybridSim phone", "--json"])
+        #expect(try await forget.waitForExit() == 0, "\(forget.transcript)")
+        #expect(forget.standardOutput.lines == [#"{"event":"forgotten","names":["HybridSim phone"]}"#], "\(forget.transcript)")
+        #expect(forget.standardError.lines.contains { $0.hasPrefix("forgot \"HybridSim phone\" (\(links)); the phone keeps its side") })
+        #expect(try LinkStore.load(path: links).links.isEmpty)
+        let nothing = try lab.start("linked-nothing", ["desktop", "--request", "ga", "--linked", "any"])
+        #expect(try await nothing.waitForExit() == 2, "\(nothing.transcript)")
+        #expect(FailureOutput.singleErrorLine(nothing).contains("no linked phone in \(links)"), "\(nothing.transcript)")
+    }
+}
