@@ -90,23 +90,48 @@ struct ClientUpgradeTests {
         "a 101 that fails a check is .handshakeFailed naming it",
         arguments: [
             ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nSec-WebSocket-Accept: AAAA\r\n\r\n", "wrong Sec-WebSocket-Accept (AAAA)"),
-            ("RIGHT_ACCEPT_TWICE", "wrong Sec-WebSocket-Accept"),
+            ("RIGHT_ACCEPT_TWICE", "has 2 Sec-WebSocket-Accept headers"),
+            ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n\r\n", "has no Sec-WebSocket-Accept header"),
+            ("RIGHT_ACCEPT_DEFLATE", "selects the extension permessage-deflate, which was not offered"),
             ("HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: AAAA\r\n\r\n", "does not upgrade to websocket (Upgrade: none)"),
             ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "does not upgrade to websocket (Upgrade: h2c)"),
-            ("SSH-2.0-OpenSSH_9.2\r\n\r\n", "is not HTTP/1.x"),
-            ("HTTP/1.1 1O1 Switching\r\n\r\n", "is not HTTP/1.x"),
-            ("HTTP/1.1 101 Switching Protocols\r\nno colon here\r\n\r\n", "is not HTTP/1.x"),
+            // Not HTTP: refused at its first bytes, with no end of head (the server then stays silent).
+            ("SSH-2.0-OpenSSH_9.2\r\n", "the relay's answer is not HTTP/1.x: it begins \"SSH-2.0-OpenSSH_\"… (is the relay URL a tunnel service?)"),
+            ("\0\0\u{12}\u{4}\0\0\0\0\0", "the relay's answer is not HTTP/1.x: it begins \"\\u{0}\\u{0}"),
+            ("HTTP/1.1 1O1 Switching\r\n\r\n", "is not HTTP/1.x: the status line is not HTTP/1.x with a three-digit status (\"HTTP/1.1 1O1 Switching\")"),
+            ("HTTP/1.1 101 Switching Protocols\r\nno colon here\r\n\r\n", "is not HTTP/1.x: a header line without a colon (\"no colon here\")"),
         ])
     func badSwitch(response: String, reason: String) async throws {
         let server = try await ScriptedHTTPServer.start { request in
-            guard response == "RIGHT_ACCEPT_TWICE" else { return Array(response.utf8) }
+            guard response.hasPrefix("RIGHT_ACCEPT") else { return Array(response.utf8) }
             let key = ScriptedHTTPServer.header("Sec-WebSocket-Key", in: request) ?? ""
             let accept = WebSocketAccept.value(forKey: key)
-            return Array(Self.switching(request, headers: ["Sec-WebSocket-Accept: \(accept)"]).utf8)
+            // switching() adds the right Accept already: once more makes two; or an extension.
+            let extra = response == "RIGHT_ACCEPT_TWICE" ? "Sec-WebSocket-Accept: \(accept)" : "Sec-WebSocket-Extensions: permessage-deflate"
+            return Array(Self.switching(request, headers: [extra]).utf8)
         }
         let error = await expectRuntimeError(.handshakeFailed) { _ = try await open(server) }
         #expect(error?.reason.contains(reason) == true, "\(String(describing: error))")
         await server.stop()
+    }
+
+    @Test("a folded header line (obs-fold) is joined to the one before with a space, as RFC 9112 §5.2 tells a user agent; two Sec-WebSocket-Protocol headers are named as such")
+    func foldedAndRepeatedHeaders() async throws {
+        let folded = try await ScriptedHTTPServer.start { request in
+            let key = ScriptedHTTPServer.header("Sec-WebSocket-Key", in: request) ?? ""
+            return Array(
+                ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                    + "Sec-WebSocket-Accept: \(WebSocketAccept.value(forKey: key))\r\nSec-WebSocket-Protocol:\r\n fido.cable\r\n\r\n").utf8)
+        }
+        let tunnel = try await open(folded)
+        await tunnel.close()
+        await folded.stop()
+        let repeated = try await ScriptedHTTPServer.start { request in
+            Array(Self.switching(request, headers: ["Sec-WebSocket-Protocol: fido.cable"]).utf8)
+        }
+        let error = await expectRuntimeError(.handshakeFailed) { _ = try await open(repeated) }
+        #expect(error?.reason.contains("relay sent 2 Sec-WebSocket-Protocol headers for /cable/connect (fido.cable, fido.cable)") == true, "\(String(describing: error))")
+        await repeated.stop()
     }
 
     @Test("a response head over 16 KiB is .handshakeFailed at once")

@@ -24,4 +24,16 @@ struct RefusalLogTests {
         // Either written (cut) or counted; never written whole.
         #expect(written.withLock { $0 }.allSatisfy { $0.count <= RefusalLog.lineLimit + 200 })
     }
+
+    @Test("a listening phone's ignored pushes share the budget, counted under their own name")
+    func ignoredPushes() {
+        let written = Mutex<[String]>([])
+        let log = RefusalLog(noun: "ignored push(es)") { line in written.withLock { $0.append(line) } }
+        let start = NIODeadline.now()
+        for index in 0..<3000 { log.note("ignored a push: malformed \(index)", now: start) }
+        log.note("ignored a push: malformed again", now: start + .seconds(1))
+        let lines = written.withLock { $0 }
+        #expect(lines.count == Int(RefusalLog.burst) + 1, "3,000 pushes, \(lines.count) lines")
+        #expect(lines.last?.hasSuffix("(and \(3000 - Int(RefusalLog.burst)) more ignored push(es) not shown: at most 2 lines a second)") == true, "\(lines.last ?? "")")
+    }
 }

@@ -27,6 +27,11 @@ public enum PhoneListener {
         public var maxBackoff: Duration = .seconds(1)
         /// Limit of one connection attempt. Default 5 s.
         public var connectTimeout: Duration = .seconds(5)
+        /// How long a push channel must stay open to count as back: one that drops sooner (a
+        /// proxy or relay that accepts and then closes at once) keeps the backoff growing, and is
+        /// reported once, not at every attempt; the open is reported when it has stayed up this
+        /// long. Default 5 s.
+        public var stableAfter: Duration = .seconds(5)
         /// Whether ``listenToken`` is still the phone's, asked before each connection attempt and
         /// each wait for a push (at least every 250 ms while the channel is idle; never while a
         /// push is handled). `false`: the phone revoked it meanwhile (`phone --unlink` in another
@@ -125,6 +130,8 @@ public enum PhoneListener {
         var sending: Task<[ListenToken], Never>?
         defer { sending?.cancel() }
         var backoff = configuration.initialBackoff
+        // The last channel dropped before it had stayed open ``Configuration/stableAfter``.
+        var flapping = false
         while count.map({ answered < $0 }) ?? true {
             try Task.checkCancellation()
             if configuration.isCurrent?() == false { throw ContactRevoked(answered: answered) }
@@ -133,7 +140,7 @@ public enum PhoneListener {
             do {
                 channel = try await WebSocketTunnel.open(
                     url: url, timeout: min(configuration.connectTimeout, remaining()), options: options, logger: logger)
-            } catch let error as RuntimeError where error.code == .upgradeRejected && error.httpStatus != 503 {
+            } catch let error as RuntimeError where error.code == .upgradeRejected && !Self.isPassing(error.httpStatus) {
                 throw error
             } catch {
                 let pause = min(backoff, max(remaining(), .zero))
@@ -142,8 +149,14 @@ public enum PhoneListener {
                 backoff = min(backoff * 2, configuration.maxBackoff)
                 continue
             }
-            backoff = configuration.initialBackoff
-            events(.listening(relayURL: configuration.relayURL))
+            // Reported (and the backoff reset) at once, unless the channels before dropped right
+            // after opening: then once this one has stayed up ``Configuration/stableAfter``.
+            let opened = ContinuousClock.now
+            var reported = !flapping
+            if reported {
+                backoff = configuration.initialBackoff
+                events(.listening(relayURL: configuration.relayURL))
+            }
             if let previous = sending {
                 unsent = await previous.value
                 sending = nil
@@ -157,6 +170,12 @@ public enum PhoneListener {
                 if configuration.isCurrent?() == false {
                     await channel.close()
                     throw ContactRevoked(answered: answered)
+                }
+                if !reported, ContinuousClock.now - opened >= configuration.stableAfter {
+                    reported = true
+                    flapping = false
+                    backoff = configuration.initialBackoff
+                    events(.listening(relayURL: configuration.relayURL))
                 }
                 let message: [UInt8]
                 do {
@@ -177,8 +196,26 @@ public enum PhoneListener {
                     // taking it back would knock that one off in turn, over and over.
                     throw Replaced(answered: answered)
                 } catch {
-                    events(.unreachable(reason: "\(error)", retryIn: configuration.initialBackoff))
-                    try await Task.sleep(for: configuration.initialBackoff)
+                    // A channel that dropped soon after it opened is a relay or proxy that accepts
+                    // and then closes: the backoff grows as for a refused connection, and the drop is
+                    // reported for the first such channel only (not two lines every 100 ms).
+                    let lived = ContinuousClock.now - opened
+                    let pause: Duration
+                    if lived < configuration.stableAfter {
+                        pause = min(backoff, max(remaining(), .zero))
+                        if !flapping {
+                            events(.unreachable(
+                                reason: "\(error) (\(lived.humanReadable) after the push channel opened; reconnecting with backoff, "
+                                    + "reported again once a channel stays open \(configuration.stableAfter.humanReadable))",
+                                retryIn: pause))
+                        }
+                        flapping = true
+                        backoff = min(backoff * 2, configuration.maxBackoff)
+                    } else {
+                        pause = configuration.initialBackoff
+                        events(.unreachable(reason: "\(error)", retryIn: pause))
+                    }
+                    try await Task.sleep(for: pause)
                     break
                 }
                 let push: PushMessage
@@ -206,6 +243,14 @@ public enum PhoneListener {
             await channel.close()
         }
         return answered
+    }
+
+    /// Whether a refused listen request is tried again with backoff: 429 (too many requests) and
+    /// 5xx (a proxy's 502 while a relay instance restarts, a relay shutting down, a timeout) pass;
+    /// other answers (400, 403 the token, 404, 410 revoked) will not change by retrying.
+    static func isPassing(_ status: Int?) -> Bool {
+        guard let status else { return true }
+        return status == 408 || status == 429 || status >= 500
     }
 
     /// Sends each revocation to the relay instance of the revoked contact ID. The listen request

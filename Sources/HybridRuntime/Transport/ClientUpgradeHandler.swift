@@ -147,6 +147,14 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private func readHead(context: ChannelHandlerContext) {
         guard var buffer = received else { return }
+        // Something that is not HTTP (an SSH banner, an HTTP/2 frame, binary) is refused as soon as
+        // its first bytes show it, not when the connection ends or the upgrade timeout passes.
+        guard ResponseHead.canStartStatusLine(buffer.readableBytesView) else {
+            let start = String(decoding: buffer.readableBytesView.prefix(16), as: UTF8.self)
+            return fail(
+                context,
+                "the relay's answer is not HTTP/1.x: it begins \"\(PeerText.printable(start))\"\(buffer.readableBytes > 16 ? "…" : "") (is the relay URL a tunnel service?)")
+        }
         guard let (headLength, bodyStart) = ResponseHead.end(buffer.readableBytesView.prefix(Self.maxHeadSize + 4)) else {
             if buffer.readableBytes > Self.maxHeadSize {
                 fail(context, "the relay's response head is over \(Self.maxHeadSize) bytes")
@@ -156,8 +164,10 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         let headBytes = buffer.readBytes(length: headLength)!
         buffer.moveReaderIndex(forwardBy: bodyStart - headLength)
         received = nil
-        guard let head = ResponseHead.parse(headBytes) else {
-            return fail(context, "the relay's response is not HTTP/1.x")
+        let head: HTTPResponseHead
+        switch ResponseHead.read(headBytes) {
+        case .success(let read): head = read
+        case .failure(let problem): return fail(context, "the relay's response is not HTTP/1.x: \(problem.reason)")
         }
         if head.status.code / 100 == 1, head.status != .switchingProtocols {
             // An interim response (100 Continue, 103 Early Hints): the real one follows (RFC 9110 §15.2).
@@ -174,8 +184,22 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
             return fail(context, "the relay's 101 does not upgrade to websocket (Upgrade: \(got.isEmpty ? "none" : PeerText.printable(got)))")
         }
         let accept = head.headers["Sec-WebSocket-Accept"]
-        guard accept.count == 1, accept[0] == expectedAccept else {
-            return fail(context, "the relay's 101 has a wrong Sec-WebSocket-Accept (\(PeerText.printable(accept.joined(separator: ", "))))")
+        guard !accept.isEmpty else { return fail(context, "the relay's 101 has no Sec-WebSocket-Accept header") }
+        guard accept.count == 1 else {
+            return fail(
+                context,
+                "the relay's 101 has \(accept.count) Sec-WebSocket-Accept headers (\(PeerText.printable(accept.joined(separator: ", ")))); RFC 6455 §4.1 wants exactly one")
+        }
+        guard accept[0] == expectedAccept else {
+            return fail(context, "the relay's 101 has a wrong Sec-WebSocket-Accept (\(PeerText.printable(accept[0])))")
+        }
+        // No extension is offered, so none may be selected (RFC 6455 §4.1: the client fails the
+        // connection); a relay that compressed frames would send ones this client cannot read.
+        let extensions = head.headers["Sec-WebSocket-Extensions"]
+        guard extensions.isEmpty else {
+            return fail(
+                context,
+                "the relay's 101 selects the extension \(PeerText.printable(extensions.joined(separator: ", "))), which was not offered (RFC 6455 §4.1)")
         }
         do {
             let outcome = try install(context.channel, head)

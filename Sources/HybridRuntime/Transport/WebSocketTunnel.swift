@@ -205,6 +205,12 @@ public final class WebSocketTunnel: TunnelTransport {
     private static func validate(_ head: HTTPResponseHead, path: String) throws -> [UInt8]? {
         let endpoint = TunnelServicePath.endpointName(of: path)
         let selected = head.headers["Sec-WebSocket-Protocol"]
+        if selected.count > 1 {
+            throw RuntimeError(
+                .handshakeFailed,
+                "relay sent \(selected.count) Sec-WebSocket-Protocol headers for \(endpoint) (\(PeerText.printable(selected.joined(separator: ", ")))); it must select one, fido.cable"
+            )
+        }
         guard selected == [HybridConstants.webSocketProtocol] else {
             let got = selected.isEmpty ? "none" : PeerText.printable(selected.joined(separator: ", "))
             throw RuntimeError(

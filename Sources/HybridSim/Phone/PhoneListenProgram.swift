@@ -71,6 +71,7 @@ public enum PhoneListenProgram {
         // One state: an outage is narrated once, not every retry, and a timeout can tell a relay
         // that was never reached from a quiet link.
         let relay = Mutex(RelayReach.starting)
+        let ignoredPushes = RefusalLog(noun: "ignored push(es)") { narrator.say($0) }
         let events: @Sendable (PhoneListener.Event) -> Void = { event in
             switch event {
             case .listening(let url):
@@ -92,7 +93,8 @@ public enum PhoneListenProgram {
                 narrator.say("contact request from a linked desktop")
                 narrator.event("contact")
             case .ignored(let reason):
-                narrator.say("ignored a push: \(reason)")
+                // A relay can send any number of them: within a budget, the rest counted.
+                ignoredPushes.note("ignored a push: \(reason)")
             }
         }
         // `phone --unlink` while this runs: the listener notices the new token in the store

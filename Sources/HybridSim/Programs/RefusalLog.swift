@@ -3,8 +3,8 @@ import HybridRuntime
 import NIOCore
 import Synchronization
 
-/// The lines a loopback server (`rp`, `desktop --web`) writes about requests it refused, within a
-/// budget: any page open in the user's browser can send refused requests in a loop, and a line for
+/// The lines a loopback server (`rp`, `desktop --web`) writes about requests it refused (and a
+/// listening phone about the pushes it ignored), within a budget: any page open in the user's browser can send refused requests in a loop, and a line for
 /// each would bury the program's own output (and, written on an event loop, stall it behind a
 /// stderr nobody reads). A burst of ``burst`` lines passes, then ``perSecond`` a second; the ones
 /// over the budget are counted, and the next line that passes says how many were not shown. Each
@@ -24,9 +24,12 @@ package final class RefusalLog: Sendable {
 
     private let state = Mutex(State())
     private let write: @Sendable (String) -> Void
+    private let noun: String
 
-    /// Writes each line that passes with `write`.
-    package init(_ write: @escaping @Sendable (String) -> Void) {
+    /// Writes each line that passes with `write`; `noun` names what the lines are about in the
+    /// count of those not shown ("refused request(s)", "ignored push(es)").
+    package init(noun: String = "refused request(s)", _ write: @escaping @Sendable (String) -> Void) {
+        self.noun = noun
         self.write = write
     }
 
@@ -43,6 +46,6 @@ package final class RefusalLog: Sendable {
         }
         guard let dropped else { return }
         let cut = line.count > Self.lineLimit ? String(line.prefix(Self.lineLimit)) + "…" : line
-        write(dropped > 0 ? "\(cut) (and \(dropped) more refused request(s) not shown: at most \(Int(Self.perSecond)) lines a second)" : cut)
+        write(dropped > 0 ? "\(cut) (and \(dropped) more \(noun) not shown: at most \(Int(Self.perSecond)) lines a second)" : cut)
     }
 }

@@ -1,0 +1,85 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Synchronization
+import Testing
+
+/// How a listening phone rides out a relay that refuses for a while or drops its push channel at
+/// once (a hostile-relay test found it gave up on one 502 and reconnected every 100 ms forever).
+@Suite("Phone listener: retries and backoff", .serialized, .timeLimit(.minutes(1)))
+struct PhoneListenerRetryTests {
+    final class Events: Sendable {
+        let all = Mutex<[String]>([])
+        var handler: @Sendable (PhoneListener.Event) -> Void {
+            { event in
+                let name: String
+                switch event {
+                case .listening: name = "listening"
+                case .unreachable(let reason, _): name = "unreachable: \(reason)"
+                case .pushed: name = "pushed"
+                case .ignored: name = "ignored"
+                }
+                self.all.withLock { $0.append(name) }
+            }
+        }
+    }
+
+    static func listen(_ port: Int, limit: Duration, events: Events) async -> (any Error)? {
+        let configuration = PhoneListener.Configuration(
+            relayURL: "ws://127.0.0.1:\(port)", listenToken: ListenToken(bytes: Array(repeating: 9, count: ListenToken.size))!)
+        do {
+            _ = try await PhoneListener.run(configuration, count: nil, limit: limit, events: events.handler) { _ in .answered }
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    @Test("429, 500, 502, 503 and 504 are tried again with backoff, and the channel opens once the relay accepts; 400, 403, 404 and 410 end the listener at once")
+    func passingAndLastingRefusals() async throws {
+        for status in [429, 500, 502, 503, 504] {
+            let attempts = Atomic<Int>(0)
+            let server = try await ScriptedHTTPServer.start { request in
+                // Two refusals, then a 101 that stays open.
+                guard attempts.add(1, ordering: .relaxed).newValue > 2 else {
+                    return Array("HTTP/1.1 \(status) Nope\r\nContent-Length: 0\r\n\r\n".utf8)
+                }
+                return Array(ScriptedHTTPServer.switching(request).utf8)
+            }
+            let events = Events()
+            let error = await Self.listen(server.port, limit: .seconds(2), events: events)
+            #expect((error as? RuntimeError)?.code == .timeout, "\(status): \(String(describing: error))")
+            let seen = events.all.withLock { $0 }
+            #expect(seen.filter { $0.hasPrefix("unreachable") }.count == 2 && seen.last == "listening", "\(status): \(seen)")
+            await server.stop()
+        }
+        for status in [400, 403, 404, 410] {
+            let server = try await ScriptedHTTPServer.start { _ in Array("HTTP/1.1 \(status) No\r\nContent-Length: 0\r\n\r\n".utf8) }
+            let start = ContinuousClock.now
+            let error = await Self.listen(server.port, limit: .seconds(5), events: Events())
+            #expect((error as? RuntimeError)?.httpStatus == status, "\(status): \(String(describing: error))")
+            #expect(ContinuousClock.now - start < .seconds(2))
+            await server.stop()
+        }
+    }
+
+    @Test("a relay that accepts and at once closes: the backoff grows to its cap (not a reconnect every 100 ms), the drop is reported once, and the open once at the start")
+    func flappingChannelBacksOff() async throws {
+        let attempts = Atomic<Int>(0)
+        let server = try await ScriptedHTTPServer.start(closeAfter: true) { request in
+            attempts.add(1, ordering: .relaxed)
+            return Array(ScriptedHTTPServer.switching(request).utf8)
+        }
+        let events = Events()
+        let error = await Self.listen(server.port, limit: .seconds(3), events: events)
+        #expect((error as? RuntimeError)?.code == .timeout, "\(String(describing: error))")
+        // 100 + 200 + 400 + 800 + 1000 ms of pauses fill 2.5 s: about 6 attempts in 3 s (30 at a fixed 100 ms).
+        let count = attempts.load(ordering: .relaxed)
+        #expect((4...8).contains(count), "\(count) connections in 3 s")
+        let seen = events.all.withLock { $0 }
+        #expect(seen.first == "listening" && seen.filter { $0 == "listening" }.count == 1, "\(seen)")
+        let drops = seen.filter { $0.hasPrefix("unreachable") }
+        #expect(drops.count == 1 && drops[0].contains("after the push channel opened; reconnecting with backoff"), "\(seen)")
+        await server.stop()
+    }
+}
