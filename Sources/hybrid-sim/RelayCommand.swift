@@ -286,6 +286,7 @@ struct RelayCommand: AsyncParsableCommand {
             do {
                 contactFile = try RelayContactFile.open(path: contacts)
             } catch {
+                // Busy (another relay holds it): 1; a file or directory that cannot be used: 2.
                 let kind = error.code == .locked ? ProgramFailure.Kind.failed : .badInput
                 throw failureLine("--contacts: \(error)", kind: kind.rawValue, status: kind.exitCode, json: json)
             }
@@ -333,6 +334,12 @@ struct RelayCommand: AsyncParsableCommand {
         let statistics = relay.statistics
         logger.info("since its start: \(RelayStatusOutput.summary(statistics))")
         output.stopped(statistics, signal: SignalRouter.name(received))
+        // The phones it learned would be forgotten at the next start: not a clean stop.
+        if let problem = relay.contactSaveProblem {
+            throw failureLine(
+                "--contacts: the contact memory is not saved (\(problem)); the next start reads what \(contacts ?? "the file") held before",
+                kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
+        }
     }
 
     /// Raises the open-file limit to the hard one and, if `--max-connections` still does not fit

@@ -35,9 +35,9 @@ struct PhoneListenerRetryTests {
         }
     }
 
-    @Test("429, 500, 502, 503 and 504 are tried again with backoff, and the channel opens once the relay accepts; 400, 403, 404 and 410 end the listener at once")
+    @Test("408, 429, 500, 502, 503 and 504 are tried again with backoff, and the channel opens once the relay accepts; 400, 401, 403, 404 and 410 end the listener at once")
     func passingAndLastingRefusals() async throws {
-        for status in [429, 500, 502, 503, 504] {
+        for status in [408, 429, 500, 502, 503, 504] {
             let attempts = Atomic<Int>(0)
             let server = try await ScriptedHTTPServer.start { request in
                 // Two refusals, then a 101 that stays open.
@@ -53,7 +53,7 @@ struct PhoneListenerRetryTests {
             #expect(seen.filter { $0.hasPrefix("unreachable") }.count == 2 && seen.last == "listening", "\(status): \(seen)")
             await server.stop()
         }
-        for status in [400, 403, 404, 410] {
+        for status in [400, 401, 403, 404, 410] {
             let server = try await ScriptedHTTPServer.start { _ in Array("HTTP/1.1 \(status) No\r\nContent-Length: 0\r\n\r\n".utf8) }
             let start = ContinuousClock.now
             let error = await Self.listen(server.port, limit: .seconds(5), events: Events())

@@ -178,21 +178,29 @@ struct RelayAdmissionTests {
         let loop = MultiThreadedEventLoopGroup.singleton.next()
         let trims = Atomic<Int>(0)
         let open = Atomic<Int>(0)
+        let trimmedAt = Mutex<NIODeadline?>(nil)
         let bound = try await loop.submit {
-            NIOLoopBound(IdleMemoryTrim(delay: .milliseconds(100)) { trims.add(1, ordering: .relaxed) }, eventLoop: loop)
+            NIOLoopBound(
+                IdleMemoryTrim(delay: .milliseconds(100)) {
+                    trimmedAt.withLock { $0 = $0 ?? .now() }
+                    trims.add(1, ordering: .relaxed)
+                }, eventLoop: loop)
         }.get()
         // Each step runs on the loop in one go, so the timer cannot fire in the middle of it however
-        // slow the machine is: what is checked there is "before the delay" for certain.
-        func closed(times: Int = 1, thenOpen: Bool = false) async throws -> Int {
+        // slow the machine is. Returns when the closes happened.
+        func closed(times: Int = 1, thenOpen: Bool = false) async throws -> NIODeadline {
             try await loop.submit {
                 for _ in 0..<times { bound.value.connectionClosed(on: loop) { open.load(ordering: .relaxed) } }
                 if thenOpen { open.store(1, ordering: .relaxed) }
-                return trims.load(ordering: .relaxed)
+                return NIODeadline.now()
             }.get()
         }
-        // Two closes in a row: one trim, after the delay.
-        #expect(try await closed(times: 2) == 0, "not before the delay")
+        // Two closes in a row: one trim, no sooner than the delay after them (a slow machine only
+        // makes the gap longer).
+        let closedAt = try await closed(times: 2)
         #expect(await eventually { trims.load(ordering: .relaxed) == 1 })
+        let gap = try #require(trimmedAt.withLock { $0 }) - closedAt
+        #expect(gap >= .milliseconds(100), "trimmed \(gap.nanoseconds / 1_000_000) ms after the closes")
         try await Task.sleep(for: .milliseconds(300))  // the window in which a second trim would show
         #expect(trims.load(ordering: .relaxed) == 1)
         // A connection opens before the delay is over: no trim.

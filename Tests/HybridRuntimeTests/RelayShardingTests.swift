@@ -24,6 +24,10 @@ struct RelayShardingTests {
         // The linked-phone directory lives on shard 0.
         #expect(route("GET /cable/listen/abc") == .shard(0))
         #expect(route("GET /cable/contact/abc") == .shard(0))
+        // Empty lines before the request line, which NIO's parser skips, are skipped too.
+        #expect(route("\r\n\r\nGET /cable/listen/abc") == .shard(0))
+        #expect(route("\nGET /cable/connect/AA000B/0011") == .shard(1))
+        #expect(route("\r\n") == .needMore)
         // Not enough yet: wait.
         #expect(route("GET /cab") == .needMore)
         #expect(route("GET /cable/connect/AA00") == .needMore)

@@ -128,7 +128,7 @@ struct EndToEndLinkedTests {
         let unheardLine = FailureOutput.singleErrorLine(unheard)
         #expect(unheardLine.contains("is not listening on \(relayURL)"), "\(unheardLine)")
         #expect(unheardLine.contains("`hybrid-sim phone --listen --relay \(relayURL) --proximity udp://127.0.0.1:\(proximityPort)`")
-                    && unheardLine.hasSuffix("The link is kept (for a phone that was wiped or lost, remove it with desktop --forget NAME)."), "\(unheardLine)")
+                    && unheardLine.hasSuffix("The link is kept (for a phone that was wiped or lost, remove it: `hybrid-sim desktop --forget 'HybridSim phone'`)."), "\(unheardLine)")
         #expect(try LinkStore.load(path: links).links.count == 1)
         // With a --timeout no longer than the relay's 3 s contact wait the 504 is never heard: the
         // timeout says so (it named only the upgrade, as if the relay were at fault).
@@ -223,6 +223,7 @@ struct EndToEndLinkedTests {
             "listener",
             ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "90"])
         defer { listener.terminate() }
+        try await listener.untilListening()
         func linkedSignIn(_ name: String) throws -> ChildProcess {
             try lab.start(
                 name, ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])

@@ -1,4 +1,7 @@
 import Foundation
+import HybridCore
+import HybridRuntime
+import HybridSim
 import HybridTestSupport
 import Testing
 
@@ -177,7 +180,7 @@ struct EndToEndRelayClusterTests {
     func usageErrors() throws {
         let (missing, missingOutput) = try Self.cluster(["start", "--instances"])
         #expect(missing == 64 && missingOutput.contains("relay-cluster: --instances needs a value"), "\(missingOutput)")
-        for flag in ["--routing-id-prefix", "--port=5"] {
+        for flag in ["--routing-id-prefix", "--port=5", "--contacts"] {
             let (status, output) = try Self.cluster(["start", "--", "--max-tunnels", "10", flag, "05"])
             #expect(status == 64, "\(output)")
             #expect(output.contains("relay-cluster: \(flag.split(separator: "=")[0]) is set by the script for each instance"), "\(output)")
@@ -284,6 +287,58 @@ struct EndToEndRelayClusterTests {
                 #expect(!output.contains("note:"), "2 × 2,000 tunnels fit one worker: \(output)")
             }
         }
+    }
+
+    @Test("linked phones survive a stop and start (new relay ports): each contact ID still reaches the instance whose contacts file knows it, so a desktop gets 504 (link kept), not 410, with no grace")
+    func contactsSurviveStopAndStart() async throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        let port = try EndToEndLab.closedPort()
+        let proxy = "ws://127.0.0.1:\(port)"
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let start = ["start", "--instances", "4", "--workers", "2", "--port", "\(port)", "--dir", directory, "--", "--contact-grace", "0"]
+        let (started, startOutput) = try Self.cluster(start)
+        try #require(started == 0, "\(startOutput)")
+        // Eight phones listen once, each on the instance its contact ID hashes to.
+        let tokens = (0..<8).map { index in ListenToken(bytes: Array(repeating: UInt8(index + 1), count: ListenToken.size))! }
+        for token in tokens {
+            var options = WebSocketTunnel.Options()
+            options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL)]
+            let channel = try await WebSocketTunnel.open(
+                url: proxy + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
+            await channel.close()
+        }
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        try #require(stopped == 0, "\(stopOutput)")
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasPrefix("contacts-") && $0.hasSuffix(".json") }
+        let remembered = try files.flatMap { try RelayContactFile.load(path: directory + "/" + $0).known }
+        #expect(Set(remembered) == Set(tokens.map(\.contactID)), "every ID in one instance's file: \(files)")
+
+        let (again, againOutput) = try Self.cluster(start)
+        try #require(again == 0, "\(againOutput)")
+        let statuses = await withTaskGroup(of: Int?.self) { group in
+            for token in tokens {
+                group.addTask {
+                    var options = WebSocketTunnel.Options()
+                    let payload = ClientPayload(pairingID: Array(repeating: 7, count: 8), clientNonce: Array(repeating: 9, count: 16), requestType: .getAssertion)
+                    options.extraHeaders = [(HybridConstants.clientPayloadHeader, payload.headerValue)]
+                    do {
+                        let tunnel = try await WebSocketTunnel.open(
+                            url: proxy + TunnelServicePath.contact(contactID: token.contactID).path, timeout: .seconds(10), options: options)
+                        await tunnel.close()
+                        return 101
+                    } catch {
+                        return (error as? RuntimeError)?.httpStatus
+                    }
+                }
+            }
+            var all: [Int?] = []
+            for await status in group { all.append(status) }
+            return all
+        }
+        #expect(statuses == Array(repeating: 504, count: tokens.count), "\(statuses)")
     }
 
     @Test("nginx workers whose master was killed: status names them, stop ends them, and a new start can take the port")

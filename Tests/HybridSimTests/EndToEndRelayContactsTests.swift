@@ -45,7 +45,7 @@ struct EndToEndRelayContactsTests {
         let kept = try lab.start(
             "linked-kept", ["desktop", "--request", "ga", "--linked", "any", "--relay", secondURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await kept.waitForExit(timeout: .seconds(30)) == 6, "\(kept.transcript)")
-        #expect(FailureOutput.singleErrorLine(kept).hasSuffix("The link is kept (for a phone that was wiped or lost, remove it with desktop --forget NAME)."), "\(kept.transcript)")
+        #expect(FailureOutput.singleErrorLine(kept).hasSuffix("The link is kept (for a phone that was wiped or lost, remove it: `hybrid-sim desktop --forget 'HybridSim phone'`)."), "\(kept.transcript)")
         #expect(try LinkStore.load(path: links).links.count == 1)
         second.terminate()
         #expect(try await second.waitForExit() == 0, "\(second.transcript)")
@@ -81,5 +81,33 @@ struct EndToEndRelayContactsTests {
             #expect(relay.standardOutput.text.contains(#""event":"error""#), "\(relay.transcript)")
             #expect(try String(contentsOfFile: contacts, encoding: .utf8) == text)
         }
+    }
+
+    @Test("--contacts in a directory that does not exist: exit 2, nothing created; a save that fails at shutdown: the relay says so and exits 1")
+    func missingDirectoryAndFailedSave() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let missing = lab.file("no-such-dir/contacts.json")
+        let refused = try lab.start("relay-missing", ["relay", "--port", "0", "--contacts", missing])
+        #expect(try await refused.waitForExit() == 2, "\(refused.transcript)")
+        #expect(FailureOutput.singleErrorLine(refused).contains("the directory \(lab.file("no-such-dir")) does not exist"), "\(refused.transcript)")
+        #expect(!FileManager.default.fileExists(atPath: lab.file("no-such-dir")))
+
+        // The file's directory is replaced by a file while the relay runs: the save of a phone's listen fails.
+        let directory = lab.file("contacts-dir")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let (relay, url) = try await lab.startRelay(["--contacts", directory + "/contacts.json"])
+        try FileManager.default.removeItem(atPath: directory)
+        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: directory))
+        let token = ListenToken(bytes: Array(repeating: 5, count: ListenToken.size))!
+        var options = WebSocketTunnel.Options()
+        options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL)]
+        let channel = try await WebSocketTunnel.open(
+            url: url + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
+        await channel.close()
+        relay.terminate()
+        #expect(try await relay.waitForExit() == 1, "\(relay.transcript)")
+        let line = FailureOutput.singleErrorLine(relay)
+        #expect(line.hasPrefix("error: --contacts: the contact memory is not saved ("), "\(line)")
     }
 }

@@ -212,6 +212,9 @@ public enum PhoneListener {
                         flapping = true
                         backoff = min(backoff * 2, configuration.maxBackoff)
                     } else {
+                        // It had stayed up: whatever came before, this is a new outage.
+                        flapping = false
+                        backoff = configuration.initialBackoff
                         pause = configuration.initialBackoff
                         events(.unreachable(reason: "\(error)", retryIn: pause))
                     }
@@ -224,6 +227,13 @@ public enum PhoneListener {
                 } catch {
                     events(.ignored(reason: "\(error)"))
                     continue
+                }
+                // A channel that delivers a push works: it counts as back at once.
+                if !reported {
+                    reported = true
+                    flapping = false
+                    backoff = configuration.initialBackoff
+                    events(.listening(relayURL: configuration.relayURL))
                 }
                 events(.pushed(push))
                 switch await handle(push) {
@@ -245,9 +255,10 @@ public enum PhoneListener {
         return answered
     }
 
-    /// Whether a refused listen request is tried again with backoff: 429 (too many requests) and
-    /// 5xx (a proxy's 502 while a relay instance restarts, a relay shutting down, a timeout) pass;
-    /// other answers (400, 403 the token, 404, 410 revoked) will not change by retrying.
+    /// Whether a refused listen request is tried again with backoff: 408 and 429 (timeout, too many
+    /// requests) and 5xx (a proxy's 502 while a relay instance restarts, a relay shutting down)
+    /// pass; any other answer (400, 403 the token, 404, 410 revoked, 401 from a proxy, …) will not
+    /// change by retrying and ends the listener.
     static func isPassing(_ status: Int?) -> Bool {
         guard let status else { return true }
         return status == 408 || status == 429 || status >= 500

@@ -62,11 +62,12 @@ final class ContactDirectory {
     /// What this directory remembers, oldest first.
     var memory: RelayContactMemory { RelayContactMemory(known: known.ordered, revoked: revoked.ordered) }
 
-    /// The known or revoked IDs changed: saved within a second (changes meanwhile go in the same save).
+    /// The known or revoked IDs, or their order, changed: saved after ``RelayConfiguration/contactSaveDelay``
+    /// (a second; the changes meanwhile go in the same save).
     private func remembered() {
         guard let saver = registry.contactSaver, !saveScheduled else { return }
         saveScheduled = true
-        registry.eventLoop.assumeIsolated().scheduleTask(in: .seconds(1)) { [self] in
+        registry.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(registry.configuration.contactSaveDelay)) { [self] in
             guard self.saveScheduled else { return }
             self.saveScheduled = false
             saver.submit(self.memory)
@@ -109,7 +110,9 @@ final class ContactDirectory {
     /// Remembers `ids` as revoked (no longer known) and answers the contact requests waiting for them.
     private func recordRevoked(_ ids: [[UInt8]]) {
         for id in ids {
-            if !revoked.contains(id) || known.contains(id) { remembered() }
+            // Saved on every change of the memory, order included (a revocation announced again is
+            // the newest again, and the newest are the last a flood of made-up IDs pushes out).
+            remembered()
             revoked.insert(id)
             known.remove(id)
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
@@ -123,7 +126,7 @@ final class ContactDirectory {
             old.sendClose(code: .goingAway, reason: PushChannel.replacedReason)
         }
         listeners[contactID] = handler
-        if !known.contains(contactID) { remembered() }
+        remembered()  // new, or the newest again (see ``recordRevoked(_:)``)
         known.insert(contactID)
         registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
         for waiter in take(contactID) {
@@ -143,7 +146,7 @@ final class ContactDirectory {
     /// contact ID is revoked (then later contacts for it are answered 410 at once).
     func refused(_ refusal: PushRefusal, contactID: [UInt8]) {
         if refusal.revoked {
-            if !revoked.contains(contactID) || known.contains(contactID) { remembered() }
+            remembered()
             revoked.insert(contactID)
             known.remove(contactID)
         }

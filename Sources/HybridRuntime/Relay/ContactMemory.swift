@@ -49,6 +49,8 @@ final class ContactSaver: Sendable {
     private struct State {
         var pending: RelayContactMemory?
         var running = false
+        /// Why the last save failed (`nil`: it succeeded, or none ran).
+        var failure: String?
     }
 
     private let save: @Sendable (RelayContactMemory) throws -> Void
@@ -83,17 +85,25 @@ final class ContactSaver: Sendable {
         }) {
             do {
                 try save(memory)
+                state.withLock { $0.failure = nil }
             } catch {
+                state.withLock { $0.failure = "\(error)" }
                 logger.warning("could not save the relay's contact memory (kept in memory; the next change tries again): \(error)")
             }
         }
     }
 
     /// Waits until no save is pending or running, at most `limit`.
-    func flush(within limit: Duration = .seconds(5)) async {
+    /// - Returns: why the memory is not saved: the last save failed, or one was still pending or
+    ///   running after `limit`; `nil` when it is.
+    func flush(within limit: Duration = .seconds(5)) async -> String? {
         let deadline = ContinuousClock.now + limit
         while state.withLock({ $0.running || $0.pending != nil }), ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(5))
+        }
+        return state.withLock { state in
+            if state.running || state.pending != nil { return "the last save did not finish within \(limit.humanReadable)" }
+            return state.failure
         }
     }
 }

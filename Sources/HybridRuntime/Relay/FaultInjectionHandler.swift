@@ -48,7 +48,8 @@ final class FaultInjectionHandler: ChannelInboundHandler, RemovableChannelHandle
         let faults = registry.configuration.faults
         guard faults.isEnabled else { return }
         // QR flow: the phone created the tunnel (/cable/new); linked flow: the desktop did (/cable/contact).
-        let phoneCreated = !registry.directory.isContactTunnel(tunnel)
+        // Contact tunnels live on the directory's shard only; the others never make a directory.
+        let phoneCreated = registry.shardIndex != RelayShards.directoryShard || !registry.directory.isContactTunnel(tunnel)
         let sender: FaultRecipient = (side == .creator) == phoneCreated ? .phone : .desktop
         let recipient: FaultRecipient = sender == .phone ? .desktop : .phone
         let seed = faults.seed(forTunnel: tunnel.tunnelID)

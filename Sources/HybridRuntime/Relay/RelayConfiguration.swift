@@ -123,6 +123,10 @@ public struct RelayConfiguration: Sendable {
     /// saves every change. `nil` (the default): in memory only, forgotten at exit.
     public var contactPersistence: RelayContactPersistence? = nil
 
+    /// How long a change to the contact memory waits for its save, so that the changes of a burst
+    /// go into one (tests lengthen it to see the save at shutdown alone).
+    package var contactSaveDelay: Duration = .seconds(1)
+
     /// How many phones may listen on `/cable/listen/…` at once; one more is answered 503. Default 1024.
     public var maxListeners: Int = 1024
 

@@ -389,6 +389,10 @@ package final class RelayDispatcher: Sendable {
     /// The shard for a request that starts with `bytes` (see the type's documentation).
     package static func route(_ bytes: ArraySlice<UInt8>, shardCount: Int) -> Route {
         guard shardCount > 1 else { return .any }
+        // NIO's parser skips empty lines before a request line, so they are skipped here too: else
+        // "\r\nGET /cable/listen/…" reached a shard without the linked-phone directory.
+        let bytes = bytes.drop { $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }
+        guard !bytes.isEmpty else { return .needMore }
         let hexLength = 2 * HybridConstants.routingIDSize
         if bytes.starts(with: connectPrefix) {
             let hex = bytes.dropFirst(connectPrefix.count).prefix(hexLength)

@@ -217,6 +217,15 @@ final class RelayRegistry {
         let listenID = path == nil ? TunnelServicePath.listenContactID(parsing: head.uri) : nil
         let checks = RequestChecks(
             originRefusal: configuration.originPolicy.check(head.headers), offersSubprotocol: Self.offersSubprotocol(head.headers))
+        // Linked-phone requests belong to the directory's shard; the dispatcher routes them there by
+        // their request line, so one that reached another shard was written in a form it does not
+        // route (its own directory would answer from a memory of its own).
+        if case .contact? = path, shardIndex != RelayShards.directoryShard {
+            return eventLoop.makeSucceededFuture(Self.misrouted)
+        }
+        if listenID != nil, shardIndex != RelayShards.directoryShard {
+            return eventLoop.makeSucceededFuture(Self.misrouted)
+        }
         if !isShuttingDown, head.method == .GET, checks.offersSubprotocol, checks.originRefusal == nil,
             case .contact(let contactID)? = path
         {
@@ -224,6 +233,11 @@ final class RelayRegistry {
         }
         return eventLoop.makeSucceededFuture(decide(head, path: path, listenID: listenID, checks: checks))
     }
+
+    /// The answer to a listen or contact request that reached a shard other than the directory's.
+    private static let misrouted = UpgradeDecision.reject(RelayRejection(
+        status: .badRequest,
+        reason: "a linked-phone request must start with its request line, GET /cable/listen/… or GET /cable/contact/… in origin form"))
 
     /// What ``decide(_:path:listenID:checks:)`` needs to know of a request's headers.
     private struct RequestChecks {
@@ -348,7 +362,7 @@ final class RelayRegistry {
         if tunnels[tunnel.tunnelID] === tunnel {
             tunnels[tunnel.tunnelID] = nil
         }
-        directory.tunnelClosed(tunnel)
+        if shardIndex == RelayShards.directoryShard { directory.tunnelClosed(tunnel) }
         statistics.releaseTunnel()
         statistics.update {
             $0.tunnelsClosed[code?.rawValue ?? WebSocketCloseCode.noStatusReceived.rawValue, default: 0] += 1
@@ -389,7 +403,7 @@ final class RelayRegistry {
         // No connection waits for an upgrade past this point (those not upgraded are closed
         // below); the close deadlines keep running for the closing handshakes that follow.
         upgradeDeadlines.stop()
-        directory.shutdown()
+        if shardIndex == RelayShards.directoryShard { directory.shutdown() }
         let promise = eventLoop.makePromise(of: Void.self)
         drained = promise
         for tunnel in Array(tunnels.values) {

@@ -77,6 +77,12 @@ public final class TunnelRelay: Sendable {
     private let lifecycle = Mutex(Lifecycle.idle)
     /// Saves the contact memory (``RelayConfiguration/contactPersistence``), if any.
     private let contactSaver: ContactSaver?
+    private let contactSaveFailure = Mutex<String?>(nil)
+
+    /// After ``shutdown()``: why the contact memory (``RelayConfiguration/contactPersistence``) is
+    /// not saved (its last save failed, or did not finish within 5 s); `nil` when it is, or when
+    /// there is none to save.
+    public var contactSaveProblem: String? { contactSaveFailure.withLock { $0 } }
 
     /// Creates a relay; nothing listens until ``start()``.
     ///
@@ -150,7 +156,7 @@ public final class TunnelRelay: Sendable {
                             shardIndex: index,
                             shardCount: count,
                             admissionCounts: admissionCounts,
-                            contactSaver: contactSaver
+                            contactSaver: index == RelayShards.directoryShard ? contactSaver : nil
                         ),
                         eventLoop: loop
                     )
@@ -204,7 +210,11 @@ public final class TunnelRelay: Sendable {
             }
             for shard in drained { try? await shard.get() }
             // The directory handed its last change over while shutting down.
-            await contactSaver?.flush()
+            if let contactSaver {
+                let problem = await contactSaver.flush()
+                contactSaveFailure.withLock { $0 = problem }
+                if let problem { logger.error("the relay's contact memory is not saved: \(problem)") }
+            }
             lifecycle.withLock { $0 = .stopped }
             promise.succeed(())
             logger.info("relay stopped")

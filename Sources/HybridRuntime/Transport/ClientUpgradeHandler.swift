@@ -31,6 +31,8 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
     static let maxHeadSize = 16 * 1024
     /// The largest part of a refusal's body kept.
     static let maxBody = 1024
+    /// The most interim (1xx) responses taken before the answer.
+    static let maxInterimResponses = 16
 
     private enum State {
         /// Collecting the response head.
@@ -48,6 +50,7 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
     private var received: ByteBuffer?
     private var state = State.awaitingHead
     private var requestSent = false
+    private var interimResponses = 0
     /// Why the request cannot be sent (a CR, LF or NUL in the path or a header), if so.
     private let requestError: String?
 
@@ -170,7 +173,12 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         case .failure(let problem): return fail(context, "the relay's response is not HTTP/1.x: \(problem.reason)")
         }
         if head.status.code / 100 == 1, head.status != .switchingProtocols {
-            // An interim response (100 Continue, 103 Early Hints): the real one follows (RFC 9110 §15.2).
+            // An interim response (100 Continue, 103 Early Hints): the real one follows (RFC 9110
+            // §15.2). A few are taken; an endless run of them is a relay that never answers.
+            interimResponses += 1
+            guard interimResponses <= Self.maxInterimResponses else {
+                return fail(context, "the relay sent more than \(Self.maxInterimResponses) interim (1xx) responses before its answer")
+            }
             if buffer.readableBytes > 0 { received = buffer }
             return readHead(context: context)
         }

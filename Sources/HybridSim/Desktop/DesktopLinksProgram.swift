@@ -20,7 +20,10 @@ public enum DesktopLinksProgram {
         } catch {
             return fail(ProgramFailure(.badInput, "\(error)"), json: json, output: output)
         }
-        if store.links.isEmpty { output.standardError("no linked phone in \(path)") }
+        if store.links.isEmpty {
+            // A mistyped path is the likelier mistake than an empty store: say which it is.
+            output.standardError(FileManager.default.fileExists(atPath: path) ? "no linked phone in \(path)" : "no linked phone: \(path) does not exist")
+        }
         if json {
             let entries = store.links.map { link in
                 "{\"name\":\(JSONLine.quote(link.name)),\"linkedAt\":\(link.linkedAt),\"tunnelDomain\":\(link.tunnelDomain)}"
@@ -37,12 +40,22 @@ public enum DesktopLinksProgram {
         return 0
     }
 
-    /// Removes the link named `name` (`all`: every link) from `path`, under the store lock; says
-    /// what it removed on stderr (with `json`, a `forgotten` event with the `names`). A name with no
-    /// link is exit 2 naming the links there are; nothing is written then.
+    /// Removes the link named `name` (`all`: every link; a phone named "all" goes with the others)
+    /// from `path`, under the store lock; says what it removed on stderr (with `json`, a
+    /// `forgotten` event with the `names`). A name with no link is exit 2 naming the links there
+    /// are; nothing is written then, and a file that does not exist is not created.
     public static func forget(_ name: String, path: String, json: Bool, output: ProgramOutput = .standard) -> Int32 {
         var removed: [String] = []
         var known: [String] = []
+        // No file: nothing to take a lock for (which would create its directory and lock file).
+        guard FileManager.default.fileExists(atPath: path) else {
+            if name != "all" {
+                return fail(ProgramFailure(.badInput, "no linked phone named \"\(PeerText.printable(name))\": \(path) does not exist"), json: json, output: output)
+            }
+            output.standardError("no linked phone: \(path) does not exist; nothing to forget")
+            if json { output.standardOutput(JSONLine(event: "forgotten", [("names", .raw("[]"))]).text) }
+            return 0
+        }
         do {
             _ = try StoreDocument<LinkStore.Kind>.update(path: path) { links throws(StoreError) -> Bool in
                 known = links.map(\.name)
@@ -53,16 +66,18 @@ public enum DesktopLinksProgram {
         } catch {
             return fail(ProgramFailure(.badInput, "\(error)"), json: json, output: output)
         }
+        // Names come from phones: printed escaped (a control character cannot repaint the terminal).
+        func quoted(_ names: [String]) -> String { names.map { "\"\(PeerText.printable($0))\"" }.joined(separator: ", ") }
         if removed.isEmpty, name != "all" {
-            let names = known.isEmpty ? "none" : known.map { "\"\($0)\"" }.joined(separator: ", ")
             return fail(
-                ProgramFailure(.badInput, "no linked phone named \"\(name)\" in \(path) (links: \(names))"), json: json,
-                output: output)
+                ProgramFailure(
+                    .badInput, "no linked phone named \"\(PeerText.printable(name))\" in \(path) (links: \(known.isEmpty ? "none" : quoted(known)))"),
+                json: json, output: output)
         }
         output.standardError(
             removed.isEmpty
                 ? "no linked phone in \(path); nothing to forget"
-                : "forgot \(removed.map { "\"\($0)\"" }.joined(separator: ", ")) (\(path)); the phone keeps its side "
+                : "forgot \(quoted(removed)) (\(path)); the phone keeps its side "
                     + "until it unlinks (phone --unlink); link again by QR code with --link")
         if json {
             let names = removed.map(JSONLine.quote).joined(separator: ",")
@@ -81,5 +96,10 @@ public enum DesktopLinksProgram {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(min(seconds, 253_402_300_799))))
+    }
+
+    /// `text` as one shell word: in single quotes, each `'` written `'\''`.
+    static func shellQuoted(_ text: String) -> String {
+        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 }

@@ -90,7 +90,8 @@ extension Run {
                 .network,
                 "the linked phone \"\(stored.name)\" is not listening on \(relay.url): the relay answered 504 Gateway "
                     + "Timeout after its contact wait. Start `hybrid-sim phone --listen --relay \(relay.url) --proximity \(proximity)` on the phone "
-                    + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept (for a phone that was wiped or lost, remove it with desktop --forget NAME).")
+                    + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept (for a phone that was wiped or lost, remove it: "
+                    + "`hybrid-sim desktop --forget \(DesktopLinksProgram.shellQuoted(stored.name))\(Self.storeFlags(configuration))`).")
         } catch let error as TransactionError
             where (error.underlying as? RuntimeError)?.closeCode == .contactRevoked
         {
@@ -175,5 +176,13 @@ extension Run {
         } catch {
             throw ProgramFailure(.linkRevoked, "the link \"\(stored.name)\" is revoked, but \(path) could not be updated: \(error)")
         }
+    }
+
+    /// The flags that name this run's links file, for a command line it prints: `--links` or
+    /// `--rp-store` as given (nothing for the default).
+    static func storeFlags(_ configuration: DesktopConfiguration) -> String {
+        if let links = configuration.linksPath { return " --links " + DesktopLinksProgram.shellQuoted(links) }
+        if let store = configuration.rpStorePath { return " --rp-store " + DesktopLinksProgram.shellQuoted(store) }
+        return ""
     }
 }

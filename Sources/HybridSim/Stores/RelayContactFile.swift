@@ -34,10 +34,18 @@ public final class RelayContactFile: Sendable {
     /// Reads the file (a missing one is an empty memory, created at the first save) and takes its
     /// lock for as long as this process runs.
     ///
-    /// - Throws: ``StoreError``: `locked` when another process holds the file (another relay),
-    ///   `unreadable`, `notJSON`, `invalidDocument`, `unsupportedVersion` or `invalidEntry` (naming
-    ///   the member) for a file that cannot be used; the file is left as it is.
+    /// - Throws: ``StoreError``: `locked` when another process holds the file (another relay);
+    ///   `unreadable` when its directory does not exist or the lock file cannot be opened (nothing
+    ///   is created then), `notJSON`, `invalidDocument`, `unsupportedVersion` or `invalidEntry`
+    ///   (naming the member) for a file that cannot be used; the file is left as it is.
     public static func open(path: String) throws(StoreError) -> RelayContactFile {
+        let directory = (path as NSString).deletingLastPathComponent
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: directory.isEmpty ? "." : directory, isDirectory: &isDirectory),
+            isDirectory.boolValue
+        else {
+            throw StoreError(.unreadable, path: path, "the directory \(directory) does not exist (it is not created: a mistyped path would be)")
+        }
         let lock = try StoreLock.hold(path: path)
         do {
             return RelayContactFile(path: path, memory: try load(path: path), lock: lock)
@@ -59,8 +67,8 @@ public final class RelayContactFile: Sendable {
     /// The persistence a relay configuration takes (`RelayConfiguration.contactPersistence`):
     /// starts from ``memory`` and saves into this file.
     public var persistence: RelayContactPersistence {
-        let path = path
-        return RelayContactPersistence(initial: memory) { memory in try Self.save(memory, to: path) }
+        // The closure holds this value, so the file stays locked as long as a relay may save into it.
+        RelayContactPersistence(initial: memory) { [self] memory in try Self.save(memory, to: self.path) }
     }
 
     /// The memory stored at `path` (empty when there is no file), without taking the lock.

@@ -26,16 +26,22 @@ enum StoreLock {
     /// Takes the exclusive lock of the store at `path` for as long as the returned descriptor stays
     /// open (a file one process owns for its whole life: a relay's contact memory); fails at once
     /// when another process holds it.
+    /// Only a lock another process holds is `locked`; a lock file that cannot be opened or locked
+    /// is `unreadable` (a setup problem, not a busy file).
     static func hold(path: String) throws(StoreError) -> Int32 {
-        let fd = try openLockFile(for: path)
+        let fd: Int32
+        do {
+            fd = try openLockFile(for: path)
+        } catch {
+            throw StoreError(.unreadable, path: path, error.reason)
+        }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             close(fd)
-            throw StoreError(
-                .locked, path: path,
-                code == EWOULDBLOCK
-                    ? "another process holds \(lockPath(for: path)) (another relay started with the same file?)"
-                    : "cannot lock \(lockPath(for: path)): \(AtomicFile.systemMessage(code))")
+            guard code == EWOULDBLOCK else {
+                throw StoreError(.unreadable, path: path, "cannot lock \(lockPath(for: path)): \(AtomicFile.systemMessage(code))")
+            }
+            throw StoreError(.locked, path: path, "another process holds \(lockPath(for: path)) (another relay started with the same file?)")
         }
         return fd
     }
