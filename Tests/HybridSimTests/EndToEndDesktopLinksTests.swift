@@ -35,3 +35,31 @@ struct EndToEndDesktopLinksTests {
         #expect(FailureOutput.singleErrorLine(nothing).contains("no linked phone in \(links)"), "\(nothing.transcript)")
     }
 }
+
+/// A listening phone frozen while `phone --unlink` runs (SIGSTOP), with a desktop contacting it
+/// meanwhile: on waking it refuses that push as revoked, so the desktop removes the link (exit 8)
+/// instead of waiting out its timeout and keeping a revoked link (a soak found it 4 times in 6).
+@Suite("End to end: a push for a contact ID revoked while the phone was frozen")
+struct EndToEndFrozenUnlinkTests {
+    @Test("frozen listener, --unlink, a linked sign-in, then SIGCONT: the desktop gets 4410 (exit 8) and removes the link")
+    func frozenWhileUnlinked() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, links) = try await registerLinked(lab)
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        let listener = try lab.start(
+            "listener",
+            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "60"])
+        defer { listener.terminate() }
+        try await listener.untilListening()
+        listener.signal(SIGSTOP)
+        let unlink = try lab.start("unlink", ["phone", "--unlink"])
+        #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
+        let signIn = try lab.start(
+            "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)", "--timeout", "20"])
+        try await Task.sleep(for: .milliseconds(1500))  // the relay has pushed it to the frozen phone
+        listener.signal(SIGCONT)
+        #expect(try await signIn.waitForExit(timeout: .seconds(30)) == 8, "\(signIn.transcript)\n\(listener.transcript)")
+        #expect(try LinkStore.load(path: links).links.isEmpty, "\(signIn.transcript)")
+    }
+}

@@ -80,7 +80,7 @@ struct EndToEndLinkedTests {
                     "\(signIn.transcript)")
             #expect(!signIn.standardOutput.text.contains("FIDO:/"), "no QR code in a linked sign-in")
             // The contact's 101 comes before the phone judged it: not "tunnel connected" yet.
-            #expect(signIn.standardError.lines.contains("tunnel connected (the relay reached the linked phone; waiting for it to answer)"),
+            #expect(signIn.standardError.lines.contains("tunnel connected (the relay pushed the contact to the linked phone; waiting for it to join and answer)"),
                     "\(signIn.transcript)")
             let credential = try #require(try RelyingPartyStore.load(path: lab.relyingPartyStore).credentials.first)
             #expect(credential.credentialId == registered.credentialId)

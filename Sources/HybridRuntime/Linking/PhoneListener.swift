@@ -168,6 +168,7 @@ public enum PhoneListener {
             }
             while count.map({ answered < $0 }) ?? true {
                 if configuration.isCurrent?() == false {
+                    await refuseUnread(on: channel)
                     await channel.close()
                     throw ContactRevoked(answered: answered)
                 }
@@ -253,6 +254,19 @@ public enum PhoneListener {
             await channel.close()
         }
         return answered
+    }
+
+    /// Refuses, as revoked, the pushes already on their way for a token the phone has just revoked
+    /// (a phone frozen while `phone --unlink` ran finds them when it wakes): the relay closes those
+    /// desktops' tunnels with 4410, and they remove the link, instead of waiting out their timeout.
+    /// Reads for at most 200 ms.
+    private static func refuseUnread(on channel: WebSocketTunnel) async {
+        let end = ContinuousClock.now + .milliseconds(200)
+        while ContinuousClock.now < end {
+            guard let message = try? await channel.receive(timeout: end - ContinuousClock.now) else { return }
+            guard let push = try? PushMessage(bytes: message) else { continue }
+            try? await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: "contact ID revoked", revoked: true).encoded)
+        }
     }
 
     /// Whether a refused listen request is tried again with backoff: 408 and 429 (timeout, too many

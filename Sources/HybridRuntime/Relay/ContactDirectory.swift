@@ -125,6 +125,9 @@ final class ContactDirectory {
         if let old = listeners[contactID], old !== handler {
             old.sendClose(code: .goingAway, reason: PushChannel.replacedReason)
         }
+        // A push the phone never joined went to a listener that is gone: its desktop hears so now,
+        // and the phone, listening again, is not "busy" with it (409) until that tunnel times out.
+        closeUnjoined(contactID, reason: "the linked phone's push channel was replaced before it joined the tunnel (the push is lost)")
         listeners[contactID] = handler
         remembered()  // new, or the newest again (see ``recordRevoked(_:)``)
         known.insert(contactID)
@@ -137,9 +140,24 @@ final class ContactDirectory {
         }
     }
 
-    /// A listener went away.
+    /// A listener went away. A push it had not acted on (its tunnel still has no joiner) is given
+    /// the contact wait to be joined anyway (a phone whose channel dropped while it joins), then its
+    /// tunnel is closed: the desktop is told, and the phone is free for the next desktop.
     func detach(_ handler: ListenerHandler, contactID: [UInt8]) {
-        if listeners[contactID] === handler { listeners[contactID] = nil }
+        guard listeners[contactID] === handler else { return }
+        listeners[contactID] = nil
+        guard let tunnel = active[contactID], !tunnel.isClosed, tunnel.joinerSlotIsFree else { return }
+        registry.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(registry.configuration.contactWait)) { [self] in
+            guard self.active[contactID] === tunnel, self.listeners[contactID] == nil else { return }
+            self.closeUnjoined(contactID, reason: "the linked phone's push channel closed before it joined the tunnel")
+        }
+    }
+
+    /// Closes the contact tunnel of `contactID` if no phone has joined it.
+    private func closeUnjoined(_ contactID: [UInt8], reason: String) {
+        guard let tunnel = active[contactID], !tunnel.isClosed, tunnel.joinerSlotIsFree else { return }
+        active[contactID] = nil
+        tunnel.close(code: .goingAway, reason: reason)
     }
 
     /// The phone refused a push: close that tunnel with 1008 and its reason, or with 4410 when the

@@ -97,9 +97,4 @@ public enum DesktopLinksProgram {
         formatter.formatOptions = [.withInternetDateTime]
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(min(seconds, 253_402_300_799))))
     }
-
-    /// `text` as one shell word: in single quotes, each `'` written `'\''`.
-    static func shellQuoted(_ text: String) -> String {
-        "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
-    }
 }

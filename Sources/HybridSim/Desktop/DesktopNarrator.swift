@@ -37,7 +37,7 @@ struct DesktopNarrator: Sendable {
             // A linked contact's 101 comes when the relay hands the request to the phone's push
             // channel, before the phone has judged it: it may still refuse (revoked, 4410).
             // "tunnel connected" is a progress line of the external contract: kept, with the detail.
-            say(flow == "linked" ? "tunnel connected (the relay reached the linked phone; waiting for it to answer)" : "tunnel connected")
+            say(flow == "linked" ? "tunnel connected (the relay pushed the contact to the linked phone; waiting for it to join and answer)" : "tunnel connected")
             self.event("connected")
         case .authenticatorReady:
             say("handshake done")

@@ -91,7 +91,7 @@ extension Run {
                 "the linked phone \"\(stored.name)\" is not listening on \(relay.url): the relay answered 504 Gateway "
                     + "Timeout after its contact wait. Start `hybrid-sim phone --listen --relay \(relay.url) --proximity \(proximity)` on the phone "
                     + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept (for a phone that was wiped or lost, remove it: "
-                    + "`hybrid-sim desktop --forget \(DesktopLinksProgram.shellQuoted(stored.name))\(Self.storeFlags(configuration))`).")
+                    + "`hybrid-sim desktop --forget \(Self.shellWord(stored.name))\(Self.storeFlags(configuration))`).")
         } catch let error as TransactionError
             where (error.underlying as? RuntimeError)?.closeCode == .contactRevoked
         {
@@ -144,7 +144,9 @@ extension Run {
                 throw ProgramFailure(
                     .timeout,
                     "the linked phone did not come near within \(timeout.seconds): "
-                        + Self.explain(runtime.proximityStatistics, proximity: proximity, session: "this link"))
+                        + Self.explain(runtime.proximityStatistics, proximity: proximity, session: "this link")
+                        + ((runtime.proximityStatistics?.received ?? 0) == 0
+                            ? "; or it took the contact and never answered it (a phone stopped or frozen meanwhile)" : ""))
             }
             let failure = ProgramFailure.fromTransaction(error, relayURL: relayURL)
             let contactWait = RelayConfiguration().contactWait
@@ -181,8 +183,8 @@ extension Run {
     /// The flags that name this run's links file, for a command line it prints: `--links` or
     /// `--rp-store` as given (nothing for the default).
     static func storeFlags(_ configuration: DesktopConfiguration) -> String {
-        if let links = configuration.linksPath { return " --links " + DesktopLinksProgram.shellQuoted(links) }
-        if let store = configuration.rpStorePath { return " --rp-store " + DesktopLinksProgram.shellQuoted(store) }
+        if let links = configuration.linksPath { return " --links " + Self.shellWord(links) }
+        if let store = configuration.rpStorePath { return " --rp-store " + Self.shellWord(store) }
         return ""
     }
 }

@@ -1,0 +1,49 @@
+import CTAP2
+import HybridCore
+import HybridRuntime
+import Testing
+
+/// A push that no phone joins because its listener went away (killed, restarted, frozen while it
+/// unlinked): the desktop is told and the phone is not left "busy" (409) until the tunnel times out.
+/// A soak of a long-running linked phone found both (a 60 s 409 after a listener restart).
+@Suite("Relay: pushes whose listener went away", .serialized, .timeLimit(.minutes(1)))
+struct LinkedRelayOrphanTests {
+    @Test("the listener closes before joining: after the contact wait the desktop's tunnel closes with 1001 and why, and the next contact for the phone is not 409")
+    func listenerGoneBeforeJoining() async throws {
+        try await withRelay(LinkedRelayTests.configuration) { _, endpoint in
+            let token = LinkedRelayTests.token("orphan-gone")
+            let listener = try await LinkedRelayTests.listen(endpoint, token)
+            let desktop = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            _ = try await listener.receive(timeout: .seconds(2))  // the push, never acted on
+            await listener.close()
+            let start = ContinuousClock.now
+            let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
+            #expect(error?.closeCode == .goingAway, "\(String(describing: error))")
+            #expect(error?.reason.contains("the linked phone's push channel closed before it joined the tunnel") == true, "\(String(describing: error))")
+            #expect(ContinuousClock.now - start < .seconds(3))
+            let back = try await LinkedRelayTests.listen(endpoint, token)
+            let next = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            await next.close()
+            await back.close()
+        }
+    }
+
+    @Test("a new listener for the same contact ID (a restarted phone) ends the unjoined push's tunnel at once, and the phone takes the next contact (not 409)")
+    func listenerReplacedBeforeJoining() async throws {
+        var configuration = LinkedRelayTests.configuration
+        configuration.contactWait = .seconds(30)  // only the replacement can end it in time
+        try await withRelay(configuration) { _, endpoint in
+            let token = LinkedRelayTests.token("orphan-replaced")
+            let frozen = try await LinkedRelayTests.listen(endpoint, token)
+            let desktop = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            let restarted = try await LinkedRelayTests.listen(endpoint, token)
+            let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
+            #expect(error?.closeCode == .goingAway, "\(String(describing: error))")
+            #expect(error?.reason.contains("the linked phone's push channel was replaced before it joined the tunnel") == true, "\(String(describing: error))")
+            let next = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            await next.close()
+            await restarted.close()
+            await frozen.close()
+        }
+    }
+}
