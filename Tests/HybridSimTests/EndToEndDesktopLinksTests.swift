@@ -47,11 +47,8 @@ struct EndToEndFrozenUnlinkTests {
         defer { lab.tearDown() }
         let (relayURL, links) = try await registerLinked(lab)
         let proximityPort = try EndToEndLab.closedPort(udp: true)
-        let listener = try lab.start(
-            "listener",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "60"])
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort, ["--listen-timeout", "60"])
         defer { listener.terminate() }
-        try await listener.untilListening()
         listener.signal(SIGSTOP)
         let unlink = try lab.start("unlink", ["phone", "--unlink"])
         #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")

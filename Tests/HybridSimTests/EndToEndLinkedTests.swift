@@ -66,11 +66,7 @@ struct EndToEndLinkedTests {
 
         // 2. The phone listens; three desktops sign in through the link, no QR code.
         let proximityPort = try EndToEndLab.closedPort(udp: true)
-        let listener = try lab.start(
-            "listener",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "3",
-             "--listen-timeout", "90", "--json"])
-        try await listener.untilListening()
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort, ["--count", "3", "--listen-timeout", "90", "--json"])
         for round in 1...3 {
             let signIn = try lab.start(
                 "linked-\(round)",
@@ -99,11 +95,7 @@ struct EndToEndLinkedTests {
 
         // 2b. A link whose pairing ID the phone never handed out: the phone refuses (exit 4), the
         // specific reason reaches the desktop, and the links file is not touched.
-        let refusing = try lab.start(
-            "listener-refusing",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
-             "--listen-timeout", "30"])
-        try await refusing.untilListening()
+        let refusing = try await lab.startListener("listener-refusing", relayURL: relayURL, proximityPort: proximityPort, ["--count", "1", "--listen-timeout", "30"])
         var tampered = try LinkStore.load(path: links)
         tampered.links[0].pairingID = tampered.links[0].pairingID.map { $0 ^ 0x5A }
         try tampered.save()
@@ -146,11 +138,7 @@ struct EndToEndLinkedTests {
         // 3. Unlink; the listening phone announces the revoked ID; the desktop gets 410 and exits 8.
         let unlink = try lab.start("unlink", ["phone", "--unlink"])
         #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
-        let listener2 = try lab.start(
-            "listener-2",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
-             "--listen-timeout", "20"])
-        try await listener2.untilListening()  // with the revoked ID announced
+        let listener2 = try await lab.startListener("listener-2", relayURL: relayURL, proximityPort: proximityPort, ["--count", "1", "--listen-timeout", "20"])  // with the revoked ID announced
         let revoked = try lab.start(
             "linked-revoked",
             ["desktop", "--request", "ga", "--linked", "HybridSim phone", "--relay", relayURL, "--proximity-port",
@@ -178,11 +166,7 @@ struct EndToEndLinkedTests {
         let (relayURL, links) = try await registerLinked(lab)
         // The phone listens once, so this relay knows it (a contact while it is away: 504, link kept).
         let proximityPort = try EndToEndLab.closedPort(udp: true)
-        let listener = try lab.start(
-            "listener",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
-             "--listen-timeout", "60"])
-        try await listener.untilListening()
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort, ["--count", "1", "--listen-timeout", "60"])
         let signIn = try lab.start(
             "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 0, "\(signIn.transcript)\n\(listener.transcript)")
@@ -219,11 +203,8 @@ struct EndToEndLinkedTests {
         let linkBytes = try Data(contentsOf: URL(fileURLWithPath: links))
 
         let proximityPort = try EndToEndLab.closedPort(udp: true)
-        let listener = try lab.start(
-            "listener",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "90"])
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort, ["--listen-timeout", "90"])
         defer { listener.terminate() }
-        try await listener.untilListening()
         func linkedSignIn(_ name: String) throws -> ChildProcess {
             try lab.start(
                 name, ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
@@ -331,12 +312,8 @@ extension EndToEndLinkedTests {
         #expect(try await scan.waitForExit() == 0, "\(scan.transcript)")
 
         let proximityPort = try EndToEndLab.closedPort(udp: true)
-        let listener = try lab.start(
-            "listener",
-            ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--listen-timeout", "60",
-             "--json"])
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort, ["--listen-timeout", "60", "--json"])
         defer { listener.terminate() }
-        try await listener.untilListening()
         let signIn = try lab.start(
             "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 4, "\(signIn.transcript)\n\(listener.transcript)")
@@ -403,6 +380,16 @@ func registerLinked(_ lab: EndToEndLab) async throws -> (relayURL: String, links
 private func linkedFileMode(_ path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
+}
+
+extension EndToEndLab {
+    /// Starts `phone --listen --relay RELAY --proximity udp://127.0.0.1:PORT EXTRA` and returns once
+    /// its push channel is open (``ChildProcess/untilListening()``).
+    func startListener(_ name: String, relayURL: String, proximityPort: Int, _ extra: [String] = []) async throws -> ChildProcess {
+        let listener = try start(name, ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)"] + extra)
+        try await listener.untilListening()
+        return listener
+    }
 }
 
 extension ChildProcess {

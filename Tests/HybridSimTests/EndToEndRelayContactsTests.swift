@@ -21,11 +21,7 @@ struct EndToEndRelayContactsTests {
         #expect(try await desktop.process.waitForExit() == 0, "\(desktop.process.transcript)\n\(phone.transcript)")
         #expect(try await phone.waitForExit() == 0, "\(phone.transcript)")
         let proximityPort = try EndToEndLab.closedPort(udp: true)
-        let listener = try lab.start(
-            "listener",
-            ["phone", "--listen", "--relay", firstURL, "--proximity", "udp://127.0.0.1:\(proximityPort)", "--count", "1",
-             "--listen-timeout", "60"])
-        try await listener.untilListening()
+        let listener = try await lab.startListener("listener", relayURL: firstURL, proximityPort: proximityPort, ["--count", "1", "--listen-timeout", "60"])
         let signIn = try lab.start(
             "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", firstURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 0, "\(signIn.transcript)\n\(listener.transcript)")
