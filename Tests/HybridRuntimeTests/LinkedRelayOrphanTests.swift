@@ -15,12 +15,14 @@ struct LinkedRelayOrphanTests {
             let listener = try await LinkedRelayTests.listen(endpoint, token)
             let desktop = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
             _ = try await listener.receive(timeout: .seconds(2))  // the push, never acted on
-            await listener.close()
             let start = ContinuousClock.now
+            await listener.close()
             let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
             #expect(error?.closeCode == .goingAway, "\(String(describing: error))")
             #expect(error?.reason.contains("the linked phone's push channel closed before it joined the tunnel") == true, "\(String(describing: error))")
-            #expect(ContinuousClock.now - start < .seconds(3))
+            // Not at once: the phone had the contact wait (300 ms here) to join anyway.
+            let waited = ContinuousClock.now - start
+            #expect(waited >= .milliseconds(250) && waited < .seconds(3), "\(waited)")
             let back = try await LinkedRelayTests.listen(endpoint, token)
             let next = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
             await next.close()
@@ -43,6 +45,22 @@ struct LinkedRelayOrphanTests {
             let next = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
             await next.close()
             await restarted.close()
+            await frozen.close()
+        }
+    }
+
+    @Test("a phone that comes back under a new contact ID, announcing the old one revoked (restarted after it unlinked while frozen): the old push's desktop gets 4410 at once")
+    func revokedBeforeJoining() async throws {
+        var configuration = LinkedRelayTests.configuration
+        configuration.contactWait = .seconds(30)  // only the revocation can end it in time
+        try await withRelay(configuration) { _, endpoint in
+            let old = LinkedRelayTests.token("orphan-old")
+            let frozen = try await LinkedRelayTests.listen(endpoint, old)
+            let desktop = try await LinkedRelayTests.contact(endpoint, old.contactID, header: LinkedRelayTests.payload().headerValue)
+            let fresh = try await LinkedRelayTests.listen(endpoint, LinkedRelayTests.token("orphan-new"), revoked: [old.base64URL])
+            let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
+            #expect(error?.closeCode == .contactRevoked, "\(String(describing: error))")
+            await fresh.close()
             await frozen.close()
         }
     }

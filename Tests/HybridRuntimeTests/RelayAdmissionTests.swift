@@ -190,9 +190,10 @@ struct RelayAdmissionTests {
         // slow the machine is. Returns when the closes happened.
         func closed(times: Int = 1, thenOpen: Bool = false) async throws -> NIODeadline {
             try await loop.submit {
+                let before = NIODeadline.now()  // the timer is scheduled after this
                 for _ in 0..<times { bound.value.connectionClosed(on: loop) { open.load(ordering: .relaxed) } }
                 if thenOpen { open.store(1, ordering: .relaxed) }
-                return NIODeadline.now()
+                return before
             }.get()
         }
         // Two closes in a row: one trim, no sooner than the delay after them (a slow machine only

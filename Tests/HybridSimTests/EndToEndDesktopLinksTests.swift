@@ -50,6 +50,7 @@ struct EndToEndFrozenUnlinkTests {
         let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort, ["--listen-timeout", "60"])
         defer { listener.terminate() }
         listener.signal(SIGSTOP)
+        defer { listener.signal(SIGCONT) }  // a stopped process would not end on the SIGTERM of the teardown
         let unlink = try lab.start("unlink", ["phone", "--unlink"])
         #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
         let signIn = try lab.start(

@@ -168,7 +168,7 @@ public enum PhoneListener {
             }
             while count.map({ answered < $0 }) ?? true {
                 if configuration.isCurrent?() == false {
-                    await refuseUnread(on: channel)
+                    await refuseUnread(on: channel, events: events)
                     await channel.close()
                     throw ContactRevoked(answered: answered)
                 }
@@ -229,17 +229,18 @@ public enum PhoneListener {
                     events(.ignored(reason: "\(error)"))
                     continue
                 }
-                // A channel that delivers a push works: it counts as back at once.
-                if !reported {
-                    reported = true
-                    flapping = false
-                    backoff = configuration.initialBackoff
-                    events(.listening(relayURL: configuration.relayURL))
-                }
                 events(.pushed(push))
                 switch await handle(push) {
                 case .answered:
                     answered += 1
+                    // A channel that brought a push the phone answered works: back at once (a relay
+                    // that sends one push and closes does not reset the backoff).
+                    if !reported {
+                        reported = true
+                        flapping = false
+                        backoff = configuration.initialBackoff
+                        events(.listening(relayURL: configuration.relayURL))
+                    }
                 case .refused(let reason):
                     try? await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: reason).encoded)
                 case .failed:
@@ -260,11 +261,12 @@ public enum PhoneListener {
     /// (a phone frozen while `phone --unlink` ran finds them when it wakes): the relay closes those
     /// desktops' tunnels with 4410, and they remove the link, instead of waiting out their timeout.
     /// Reads for at most 200 ms.
-    private static func refuseUnread(on channel: WebSocketTunnel) async {
+    private static func refuseUnread(on channel: WebSocketTunnel, events: @Sendable (Event) -> Void) async {
         let end = ContinuousClock.now + .milliseconds(200)
         while ContinuousClock.now < end {
             guard let message = try? await channel.receive(timeout: end - ContinuousClock.now) else { return }
             guard let push = try? PushMessage(bytes: message) else { continue }
+            events(.ignored(reason: "a contact for the contact ID just revoked: refused as revoked (its desktop removes the link)"))
             try? await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: "contact ID revoked", revoked: true).encoded)
         }
     }

@@ -116,6 +116,12 @@ final class ContactDirectory {
             revoked.insert(id)
             known.remove(id)
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
+            // A push for it that no phone joined (its phone was frozen or restarted when it
+            // unlinked): the desktop hears now that the link is revoked, as from a refusal.
+            if let tunnel = active[id], !tunnel.isClosed, tunnel.joinerSlotIsFree {
+                active[id] = nil
+                tunnel.close(code: .contactRevoked, reason: "contact ID revoked by the phone")
+            }
         }
     }
 

@@ -32,8 +32,9 @@ import Synchronization
 /// line), like a connection that does not finish its request in time. Connections beyond ``RelayConfiguration/maxConnections`` (counted from accept)
 /// are handed over at once and answered 503 there, unread.
 package final class RelayDispatcher: Sendable {
-    /// How many bytes of a request the dispatcher looks at: enough for `GET /cable/connect/RRRRRR`.
-    package static let peekLength = 26
+    /// How many bytes of a request the dispatcher looks at: enough for `GET /cable/connect/RRRRRR`
+    /// (26) after up to 8 bytes of empty lines, which NIO's parser skips and ``route(_:shardCount:)`` too.
+    package static let peekLength = 34
 
     private let listener: CInt
     private let shards: RelayShards
@@ -257,6 +258,11 @@ package final class RelayDispatcher: Sendable {
         }
         let shard: Int
         switch Self.route(peek[0..<count], shardCount: shardCount) {
+        case .needMore where count == Self.peekLength:
+            // All it will ever see and still undecided (more empty lines than the window holds):
+            // any shard, which answers it (linked-phone requests there get their 400).
+            shard = backlog.nextShard
+            backlog.nextShard = (backlog.nextShard + 1) % shardCount
         case .needMore:
             let looks = min(state.partialLooks, 7)
             backlog.pending[fd]?.partialLooks = looks + 1

@@ -220,11 +220,9 @@ final class RelayRegistry {
         // Linked-phone requests belong to the directory's shard; the dispatcher routes them there by
         // their request line, so one that reached another shard was written in a form it does not
         // route (its own directory would answer from a memory of its own).
-        if case .contact? = path, shardIndex != RelayShards.directoryShard {
-            return eventLoop.makeSucceededFuture(Self.misrouted)
-        }
-        if listenID != nil, shardIndex != RelayShards.directoryShard {
-            return eventLoop.makeSucceededFuture(Self.misrouted)
+        if !isShuttingDown, head.method == .GET, shardIndex != RelayShards.directoryShard {
+            if case .contact? = path { return eventLoop.makeSucceededFuture(Self.misrouted) }
+            if listenID != nil { return eventLoop.makeSucceededFuture(Self.misrouted) }
         }
         if !isShuttingDown, head.method == .GET, checks.offersSubprotocol, checks.originRefusal == nil,
             case .contact(let contactID)? = path
@@ -237,7 +235,7 @@ final class RelayRegistry {
     /// The answer to a listen or contact request that reached a shard other than the directory's.
     private static let misrouted = UpgradeDecision.reject(RelayRejection(
         status: .badRequest,
-        reason: "a linked-phone request must start with its request line, GET /cable/listen/… or GET /cable/contact/… in origin form"))
+        reason: "a linked-phone request must start with its request line, GET /cable/listen/… or GET /cable/contact/… (at most 8 bytes of empty lines before it)"))
 
     /// What ``decide(_:path:listenID:checks:)`` needs to know of a request's headers.
     private struct RequestChecks {

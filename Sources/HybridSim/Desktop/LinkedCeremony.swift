@@ -91,7 +91,7 @@ extension Run {
                 "the linked phone \"\(stored.name)\" is not listening on \(relay.url): the relay answered 504 Gateway "
                     + "Timeout after its contact wait. Start `hybrid-sim phone --listen --relay \(relay.url) --proximity \(proximity)` on the phone "
                     + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept (for a phone that was wiped or lost, remove it: "
-                    + "`hybrid-sim desktop --forget \(Self.shellWord(stored.name))\(Self.storeFlags(configuration))`).")
+                    + "\(Self.forgetCommand(stored.name, configuration))).")
         } catch let error as TransactionError
             where (error.underlying as? RuntimeError)?.closeCode == .contactRevoked
         {
@@ -178,6 +178,17 @@ extension Run {
         } catch {
             throw ProgramFailure(.linkRevoked, "the link \"\(stored.name)\" is revoked, but \(path) could not be updated: \(error)")
         }
+    }
+
+    /// The command that removes the link `name`: `hybrid-sim desktop --forget 'NAME'` with this run's
+    /// store flags; for a name the command cannot carry safely (`all`, which means every link, or one
+    /// with control characters), where to look it up instead.
+    static func forgetCommand(_ name: String, _ configuration: DesktopConfiguration) -> String {
+        let flags = storeFlags(configuration)
+        if name == "all" || name.unicodeScalars.contains(where: { $0.properties.generalCategory == .control || $0.properties.generalCategory == .format }) {
+            return "`hybrid-sim desktop --forget NAME\(flags)` with the name `hybrid-sim desktop --list-links\(flags)` shows"
+        }
+        return "`hybrid-sim desktop --forget \(shellWord(name))\(flags)`"
     }
 
     /// The flags that name this run's links file, for a command line it prints: `--links` or
