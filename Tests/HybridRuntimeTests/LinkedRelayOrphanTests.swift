@@ -30,14 +30,26 @@ struct LinkedRelayOrphanTests {
         }
     }
 
-    @Test("a new listener for the same contact ID (a restarted phone) ends the unjoined push's tunnel at once, and the phone takes the next contact (not 409)")
-    func listenerReplacedBeforeJoining() async throws {
+    /// A relay with a 30 s contact wait (only what a test does can end the push in time), a phone
+    /// listening on `name`'s contact ID and a desktop whose contact was pushed to it and not joined.
+    private func withUnjoinedPush(
+        _ name: String,
+        _ body: (RelayEndpoint, ListenToken, WebSocketTunnel) async throws -> Void
+    ) async throws {
         var configuration = LinkedRelayTests.configuration
-        configuration.contactWait = .seconds(30)  // only the replacement can end it in time
+        configuration.contactWait = .seconds(30)
         try await withRelay(configuration) { _, endpoint in
-            let token = LinkedRelayTests.token("orphan-replaced")
+            let token = LinkedRelayTests.token(name)
             let frozen = try await LinkedRelayTests.listen(endpoint, token)
             let desktop = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            try await body(endpoint, token, desktop)
+            await frozen.close()
+        }
+    }
+
+    @Test("a new listener for the same contact ID (a restarted phone) ends the unjoined push's tunnel at once, and the phone takes the next contact (not 409)")
+    func listenerReplacedBeforeJoining() async throws {
+        try await withUnjoinedPush("orphan-replaced") { endpoint, token, desktop in
             let restarted = try await LinkedRelayTests.listen(endpoint, token)
             let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
             #expect(error?.closeCode == .goingAway, "\(String(describing: error))")
@@ -45,23 +57,16 @@ struct LinkedRelayOrphanTests {
             let next = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
             await next.close()
             await restarted.close()
-            await frozen.close()
         }
     }
 
     @Test("a phone that comes back under a new contact ID, announcing the old one revoked (restarted after it unlinked while frozen): the old push's desktop gets 4410 at once")
     func revokedBeforeJoining() async throws {
-        var configuration = LinkedRelayTests.configuration
-        configuration.contactWait = .seconds(30)  // only the revocation can end it in time
-        try await withRelay(configuration) { _, endpoint in
-            let old = LinkedRelayTests.token("orphan-old")
-            let frozen = try await LinkedRelayTests.listen(endpoint, old)
-            let desktop = try await LinkedRelayTests.contact(endpoint, old.contactID, header: LinkedRelayTests.payload().headerValue)
+        try await withUnjoinedPush("orphan-old") { endpoint, old, desktop in
             let fresh = try await LinkedRelayTests.listen(endpoint, LinkedRelayTests.token("orphan-new"), revoked: [old.base64URL])
             let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
             #expect(error?.closeCode == .contactRevoked, "\(String(describing: error))")
             await fresh.close()
-            await frozen.close()
         }
     }
 }
