@@ -35,5 +35,13 @@ struct RefusalLogTests {
         let lines = written.withLock { $0 }
         #expect(lines.count == Int(RefusalLog.burst) + 1, "3,000 pushes, \(lines.count) lines")
         #expect(lines.last?.hasSuffix("(and \(3000 - Int(RefusalLog.burst)) more ignored push(es) not shown: at most 2 lines a second)") == true, "\(lines.last ?? "")")
+        // A flood with nothing after it: flush says how many at the end, once.
+        for index in 0..<100 { log.note("ignored a push: malformed \(index)", now: start + .seconds(1)) }
+        log.flush()
+        log.flush()
+        let after = written.withLock { $0 }
+        // The second token of that second went to the first of the 100; 99 were counted.
+        #expect(after.last == "99 more ignored push(es) not shown (at most 2 lines a second)", "\(after.last ?? "")")
+        #expect(after.count == lines.count + 2, "\(after.suffix(3))")
     }
 }

@@ -72,6 +72,7 @@ public enum PhoneListenProgram {
         // that was never reached from a quiet link.
         let relay = Mutex(RelayReach.starting)
         let ignoredPushes = RefusalLog(noun: "ignored push(es)") { narrator.say($0) }
+        defer { ignoredPushes.flush() }  // however listening ends: the pushes over the budget counted
         let events: @Sendable (PhoneListener.Event) -> Void = { event in
             switch event {
             case .listening(let url):

@@ -48,4 +48,15 @@ package final class RefusalLog: Sendable {
         let cut = line.count > Self.lineLimit ? String(line.prefix(Self.lineLimit)) + "…" : line
         write(dropped > 0 ? "\(cut) (and \(dropped) more \(noun) not shown: at most \(Int(Self.perSecond)) lines a second)" : cut)
     }
+
+    /// Writes the count of the lines not shown since the last one written, if any (a program ending,
+    /// whose last lines were over the budget, says how many there were).
+    package func flush() {
+        let dropped = state.withLock { state in
+            defer { state.dropped = 0 }
+            return state.dropped
+        }
+        guard dropped > 0 else { return }
+        write("\(dropped) more \(noun) not shown (at most \(Int(Self.perSecond)) lines a second)")
+    }
 }
