@@ -97,7 +97,7 @@ struct ClientUpgradeTests {
             ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "does not upgrade to websocket (Upgrade: h2c)"),
             // Not HTTP: refused at its first bytes, with no end of head (the server then stays silent).
             ("SSH-2.0-OpenSSH_9.2\r\n", "the relay's answer is not HTTP/1.x: it begins \"SSH-2.0-OpenSSH_\"… (is the relay URL a tunnel service?)"),
-            ("\0\0\u{12}\u{4}\0\0\0\0\0", "the relay's answer is not HTTP/1.x: it begins \"\\u{0}\\u{0}"),
+            ("\0\0\u{12}\u{4}\0\0\0\0\0", "the relay's answer is not HTTP/1.x: it begins \"\\x00\\x00\\x12\\x04"),
             ("HTTP/1.1 1O1 Switching\r\n\r\n", "is not HTTP/1.x: the status line is not HTTP/1.x with a three-digit status (\"HTTP/1.1 1O1 Switching\")"),
             ("HTTP/1.1 101 Switching Protocols\r\nno colon here\r\n\r\n", "is not HTTP/1.x: a header line without a colon (\"no colon here\")"),
         ])

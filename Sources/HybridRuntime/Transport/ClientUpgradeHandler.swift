@@ -1,3 +1,4 @@
+import CTAP2
 import Crypto
 import Foundation
 import HybridCore
@@ -153,10 +154,13 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         // Something that is not HTTP (an SSH banner, an HTTP/2 frame, binary) is refused as soon as
         // its first bytes show it, not when the connection ends or the upgrade timeout passes.
         guard ResponseHead.canStartStatusLine(buffer.readableBytesView) else {
-            let start = String(decoding: buffer.readableBytesView.prefix(16), as: UTF8.self)
+            // Printable ASCII as it is, any other byte as \xNN (binary would otherwise show as U+FFFD).
+            let start = buffer.readableBytesView.prefix(16).map { byte in
+                (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\") ? String(UnicodeScalar(byte)) : "\\x" + Hex.encode([byte], uppercase: true)
+            }.joined()
             return fail(
                 context,
-                "the relay's answer is not HTTP/1.x: it begins \"\(PeerText.printable(start))\"\(buffer.readableBytes > 16 ? "…" : "") (is the relay URL a tunnel service?)")
+                "the relay's answer is not HTTP/1.x: it begins \"\(start)\"\(buffer.readableBytes > 16 ? "…" : "") (is the relay URL a tunnel service?)")
         }
         guard let (headLength, bodyStart) = ResponseHead.end(buffer.readableBytesView.prefix(Self.maxHeadSize + 4)) else {
             if buffer.readableBytes > Self.maxHeadSize {
@@ -170,7 +174,7 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         let head: HTTPResponseHead
         switch ResponseHead.read(headBytes) {
         case .success(let read): head = read
-        case .failure(let problem): return fail(context, "the relay's response is not HTTP/1.x: \(problem.reason)")
+        case .failure(let problem): return fail(context, "the relay's answer is not HTTP/1.x: \(problem.reason)")
         }
         if head.status.code / 100 == 1, head.status != .switchingProtocols {
             // An interim response (100 Continue, 103 Early Hints): the real one follows (RFC 9110
