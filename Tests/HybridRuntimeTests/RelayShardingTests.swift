@@ -101,4 +101,26 @@ struct RelayShardingTests {
         await relay.shutdown()
         try await group.shutdownGracefully()
     }
+
+    @Test("a listen request behind more empty lines than the dispatcher looks at is handed to some shard at once (not left to the upgrade timeout); on a shard without the directory it is 400, never answered from a second directory")
+    func linkedRequestPastTheWindow() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+        let relay = TunnelRelay(group: group)
+        let endpoint = try await relay.start()
+        let request = String(repeating: "\r\n", count: 10) + "GET /cable/listen/AAAA HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            + "Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+            + "Sec-WebSocket-Version: 13\r\nSec-WebSocket-Protocol: fido.cable\r\n\r\n"
+        var answers: [String] = []
+        // Round robin over two shards: among three, at least one reaches shard 1.
+        for _ in 0..<3 {
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(request)
+            #expect(await raw.waitForClose(timeout: .seconds(3)), "answered, not held for the 10 s upgrade timeout")
+            answers.append(String(decoding: raw.received, as: UTF8.self))
+        }
+        #expect(answers.allSatisfy { $0.hasPrefix("HTTP/1.1 400") }, "\(answers)")
+        #expect(answers.contains { $0.contains("a linked-phone request must start with its request line") }, "\(answers)")
+        await relay.shutdown()
+        try await group.shutdownGracefully()
+    }
 }

@@ -149,14 +149,16 @@ public enum PhoneListener {
                 backoff = min(backoff * 2, configuration.maxBackoff)
                 continue
             }
-            // Reported (and the backoff reset) at once, unless the channels before dropped right
-            // after opening: then once this one has stayed up ``Configuration/stableAfter``.
+            // The channel counts as back (reported, the backoff reset) at once, unless the channels
+            // before dropped right after opening: then once this one has stayed up
+            // ``Configuration/stableAfter`` or brought a push the phone answered.
             let opened = ContinuousClock.now
-            var reported = !flapping
-            if reported {
+            func back() {
+                flapping = false
                 backoff = configuration.initialBackoff
                 events(.listening(relayURL: configuration.relayURL))
             }
+            if !flapping { back() }
             if let previous = sending {
                 unsent = await previous.value
                 sending = nil
@@ -172,12 +174,7 @@ public enum PhoneListener {
                     await channel.close()
                     throw ContactRevoked(answered: answered)
                 }
-                if !reported, ContinuousClock.now - opened >= configuration.stableAfter {
-                    reported = true
-                    flapping = false
-                    backoff = configuration.initialBackoff
-                    events(.listening(relayURL: configuration.relayURL))
-                }
+                if flapping, ContinuousClock.now - opened >= configuration.stableAfter { back() }
                 let message: [UInt8]
                 do {
                     // Short slices, so cancelling the task stops the listener promptly.
@@ -233,14 +230,9 @@ public enum PhoneListener {
                 switch await handle(push) {
                 case .answered:
                     answered += 1
-                    // A channel that brought a push the phone answered works: back at once (a relay
-                    // that sends one push and closes does not reset the backoff).
-                    if !reported {
-                        reported = true
-                        flapping = false
-                        backoff = configuration.initialBackoff
-                        events(.listening(relayURL: configuration.relayURL))
-                    }
+                    // A channel that brought a push the phone answered works (a relay that sends one
+                    // push and closes does not reset the backoff).
+                    if flapping { back() }
                 case .refused(let reason):
                     try? await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: reason).encoded)
                 case .failed:

@@ -220,9 +220,10 @@ final class RelayRegistry {
         // Linked-phone requests belong to the directory's shard; the dispatcher routes them there by
         // their request line, so one that reached another shard was written in a form it does not
         // route (its own directory would answer from a memory of its own).
-        if !isShuttingDown, head.method == .GET, shardIndex != RelayShards.directoryShard {
-            if case .contact? = path { return eventLoop.makeSucceededFuture(Self.misrouted) }
-            if listenID != nil { return eventLoop.makeSucceededFuture(Self.misrouted) }
+        var linked = listenID != nil
+        if case .contact? = path { linked = true }
+        if linked, !isShuttingDown, head.method == .GET, shardIndex != RelayShards.directoryShard {
+            return eventLoop.makeSucceededFuture(Self.misrouted)
         }
         if !isShuttingDown, head.method == .GET, checks.offersSubprotocol, checks.originRefusal == nil,
             case .contact(let contactID)? = path
