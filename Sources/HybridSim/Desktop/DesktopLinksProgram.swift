@@ -45,8 +45,6 @@ public enum DesktopLinksProgram {
     /// `forgotten` event with the `names`). A name with no link is exit 2 naming the links there
     /// are; nothing is written then, and a file that does not exist is not created.
     public static func forget(_ name: String, path: String, json: Bool, output: ProgramOutput = .standard) -> Int32 {
-        var removed: [String] = []
-        var known: [String] = []
         // No file: nothing to take a lock for (which would create its directory and lock file).
         guard FileManager.default.fileExists(atPath: path) else {
             if name != "all" {
@@ -56,13 +54,9 @@ public enum DesktopLinksProgram {
             if json { output.standardOutput(JSONLine(event: "forgotten", [("names", .raw("[]"))]).text) }
             return 0
         }
+        let removed: [String], known: [String]
         do {
-            _ = try StoreDocument<LinkStore.Kind>.update(path: path) { links throws(StoreError) -> Bool in
-                known = links.map(\.name)
-                removed = links.filter { name == "all" || $0.name == name }.map(\.name)
-                links.removeAll { name == "all" || $0.name == name }
-                return !removed.isEmpty
-            }
+            (removed, known) = try LinkStore.remove(path: path) { name == "all" || $0.name == name }
         } catch {
             return fail(ProgramFailure(.badInput, "\(error)"), json: json, output: output)
         }

@@ -146,14 +146,21 @@ public struct LinkStore: Sendable {
     /// with a newer link meanwhile), under the store lock. Returns whether a link was removed.
     @discardableResult
     public static func remove(name: String, contactID: [UInt8], path: String) throws(StoreError) -> Bool {
-        var removed = false
+        try !remove(path: path) { $0.name == name && $0.contactID == contactID }.removed.isEmpty
+    }
+
+    /// Removes the links `matching` picks, under the store lock (the file is written only when one
+    /// was removed). Returns the names removed and the names the file held before.
+    public static func remove(
+        path: String, matching: (StoredLink) -> Bool
+    ) throws(StoreError) -> (removed: [String], before: [String]) {
+        var result: (removed: [String], before: [String]) = ([], [])
         _ = try StoreDocument<Kind>.update(path: path) { links throws(StoreError) -> Bool in
-            let before = links.count
-            links.removeAll { $0.name == name && $0.contactID == contactID }
-            removed = links.count != before
-            return removed
+            result = (links.filter(matching).map(\.name), links.map(\.name))
+            links.removeAll(where: matching)
+            return !result.removed.isEmpty
         }
-        return removed
+        return result
     }
 
     /// Appends `link`, first removing any link with its public key (the same phone linked again);
