@@ -4,8 +4,9 @@ import HybridRuntime
 import Testing
 
 /// A push that no phone joins because its listener went away (killed, restarted, frozen while it
-/// unlinked): the desktop is told and the phone is not left "busy" (409) until the tunnel times out.
-/// A soak of a long-running linked phone found both (a 60 s 409 after a listener restart).
+/// unlinked): the phone gets it again when it listens again, or the desktop is told, and the phone
+/// is not left "busy" (409) until the tunnel times out. A soak of a long-running linked phone found
+/// a 60 s 409 after a listener restart.
 @Suite("Relay: pushes whose listener went away", .serialized, .timeLimit(.minutes(1)))
 struct LinkedRelayOrphanTests {
     @Test("the listener closes before joining: after the contact wait the desktop's tunnel closes with 1001 and why, and the next contact for the phone is not 409")
@@ -47,16 +48,51 @@ struct LinkedRelayOrphanTests {
         }
     }
 
-    @Test("a new listener for the same contact ID (a restarted phone) ends the unjoined push's tunnel at once, and the phone takes the next contact (not 409)")
+    @Test("a new listener for the same contact ID (a restarted phone, an FCM-style client reconnecting) gets the unjoined push again, joins with it, and the desktop gets its answer")
     func listenerReplacedBeforeJoining() async throws {
         try await withUnjoinedPush("orphan-replaced") { endpoint, token, desktop in
             let restarted = try await LinkedRelayTests.listen(endpoint, token)
+            let bytes = try await restarted.receive(timeout: .seconds(5))
+            let push = try PushMessage(bytes: bytes)
+            try await desktop.send([1, 2, 3])
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.connect(routingID: push.routingID, tunnelID: push.tunnelID).path, timeout: .seconds(5))
+            #expect(try await phone.receive(timeout: .seconds(5)) == [1, 2, 3])
+            try await phone.send([4])
+            #expect(try await desktop.receive(timeout: .seconds(5)) == [4])
+            await phone.close()
+            await desktop.close()
+            // Joined: a listener after that gets nothing again, and the next desktop gets through (not 409).
+            let later = try await LinkedRelayTests.listen(endpoint, token)
+            await expectRuntimeError(.timeout) { _ = try await later.receive(timeout: .milliseconds(300)) }
+            let next = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            #expect(try PushMessage(bytes: try await later.receive(timeout: .seconds(5))).tunnelID != push.tunnelID)
+            await next.close()
+            await later.close()
+            await restarted.close()
+        }
+    }
+
+    @Test("a push is sent to at most 3 listeners: a fourth listen without a join closes the desktop's tunnel with 1001 and why, and the phone takes the next contact (not 409)")
+    func redeliveryIsBounded() async throws {
+        try await withUnjoinedPush("orphan-bounded") { endpoint, token, desktop in
+            var pushes: [[UInt8]] = [], replaced: [WebSocketTunnel] = []
+            for _ in 0..<2 {
+                let again = try await LinkedRelayTests.listen(endpoint, token)
+                pushes.append(try await again.receive(timeout: .seconds(5)))
+                replaced.append(again)
+            }
+            #expect(pushes.count == 2 && pushes[0] == pushes[1])
+            let fourth = try await LinkedRelayTests.listen(endpoint, token)
             let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
             #expect(error?.closeCode == .goingAway, "\(String(describing: error))")
-            #expect(error?.reason.contains("the linked phone's push channel was replaced before it joined the tunnel") == true, "\(String(describing: error))")
+            #expect(error?.reason.contains("the linked phone listened again 3 times and never joined the tunnel") == true, "\(String(describing: error))")
+            await expectRuntimeError(.timeout) { _ = try await fourth.receive(timeout: .milliseconds(300)) }
             let next = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            #expect(try PushMessage(bytes: try await fourth.receive(timeout: .seconds(5))).clientPayload.count > 0)
             await next.close()
-            await restarted.close()
+            await fourth.close()
+            for channel in replaced { await channel.close() }
         }
     }
 

@@ -21,4 +21,14 @@ import Testing
         ids.insert([7])
         #expect(ids.contains([7]) && ids.count == 3)
     }
+
+    @Test("endsWith: the newest members in order; not a prefix, not another order, not more than the members")
+    func endsWith() {
+        var ids = RecentIDs(capacity: 4)
+        for id in [[1], [2], [3]] as [[UInt8]] { ids.insert(id) }
+        #expect(ids.endsWith([]) && ids.endsWith([[3]]) && ids.endsWith([[2], [3]]) && ids.endsWith([[1], [2], [3]]))
+        #expect(!ids.endsWith([[2]]) && !ids.endsWith([[3], [2]]) && !ids.endsWith([[0], [1], [2], [3]]))
+        ids.insert([2])
+        #expect(ids.endsWith([[1], [3], [2]]))
+    }
 }

@@ -62,6 +62,29 @@ struct RelayContactMemoryTests {
         #expect(next.all.withLock { $0.isEmpty }, "nothing changed, nothing saved")
     }
 
+    @Test("a phone listening again with the same revocations changes nothing and is not saved again; another phone's listen is")
+    func unchangedListenIsNotSaved() async throws {
+        let saves = Saves()
+        let phone = LinkedRelayTests.token("same-phone")
+        let gone = [LinkedRelayTests.token("same-gone-1").base64URL, LinkedRelayTests.token("same-gone-2").base64URL]
+        try await withRelay(Self.configuration(saves.persistence(), saveDelay: .milliseconds(50))) { _, endpoint in
+            let first = try await LinkedRelayTests.listen(endpoint, phone, revoked: gone)
+            #expect(await eventually(timeout: .seconds(10)) { saves.last?.known == [phone.contactID] })
+            #expect(saves.last?.revoked.count == 2)
+            let count = saves.all.withLock { $0.count }
+            for _ in 0..<3 {
+                let again = try await LinkedRelayTests.listen(endpoint, phone, revoked: gone)
+                await again.close()
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(saves.all.withLock { $0.count } == count, "listening again with nothing new saved again")
+            let other = try await LinkedRelayTests.listen(endpoint, LinkedRelayTests.token("same-other"))
+            #expect(await eventually(timeout: .seconds(10)) { saves.last?.known.count == 2 })
+            await other.close()
+            await first.close()
+        }
+    }
+
     @Test("a change still waiting for its save when the relay shuts down is saved before shutdown returns; a save that throws is logged and the relay goes on")
     func savedAtShutdown() async throws {
         let saves = Saves()
@@ -91,9 +114,31 @@ struct RelayContactMemoryTests {
         let second = try await LinkedRelayTests.listen(failingEndpoint, LinkedRelayTests.token("failing-2"))
         #expect(await eventually(timeout: .seconds(5)) { attempts.load(ordering: .relaxed) == 2 }, "the next change tries again")
         await failingRelay.shutdown()
+        #expect(attempts.load(ordering: .relaxed) == 3, "the shutdown tries a failed save again")
         #expect(failingRelay.contactSaveProblem?.contains("Refused") == true, "\(String(describing: failingRelay.contactSaveProblem))")
         await first.close()
         await second.close()
+    }
+
+    @Test("a save that failed with nothing changed since is made again at shutdown: the disk that had no room has it now, and the relay reports no problem")
+    func failedSaveRetriedAtShutdown() async throws {
+        struct Full: Error {}
+        let saved = Mutex<[RelayContactMemory]>([])
+        let attempts = Atomic<Int>(0)
+        let flaky = RelayContactPersistence(initial: RelayContactMemory()) { memory in
+            guard attempts.add(1, ordering: .relaxed).newValue > 1 else { throw Full() }
+            saved.withLock { $0.append(memory) }
+        }
+        let relay = TunnelRelay(configuration: Self.configuration(flaky, saveDelay: .milliseconds(50)))
+        let endpoint = try await relay.start()
+        let phone = LinkedRelayTests.token("flaky-phone")
+        let listening = try await LinkedRelayTests.listen(endpoint, phone)
+        #expect(await eventually(timeout: .seconds(5)) { attempts.load(ordering: .relaxed) == 1 })
+        await relay.shutdown()
+        #expect(attempts.load(ordering: .relaxed) == 2)
+        #expect(saved.withLock { $0.last?.known } == [phone.contactID])
+        #expect(relay.contactSaveProblem == nil, "\(String(describing: relay.contactSaveProblem))")
+        await listening.close()
     }
 
     @Test("a memory longer than the relay keeps: the newest IDs of it")

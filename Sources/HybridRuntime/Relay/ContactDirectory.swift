@@ -41,8 +41,24 @@ final class ContactDirectory {
         }
     }
     private var nextWaiterID = 0
-    /// The tunnel of each contact in progress, by contact ID (one desktop at a time per phone).
-    private var active: [[UInt8]: RelayTunnel] = [:]
+    /// A contact in progress: the desktop's tunnel and the push its phone was sent.
+    private struct Contact {
+        let tunnel: RelayTunnel
+        /// The encoded ``PushMessage``, sent again to a listener that replaces the one it went to.
+        let push: [UInt8]
+        /// How many listeners it was sent to.
+        var deliveries = 1
+
+        /// Whether the phone has not joined the tunnel (and the desktop is still there).
+        var isUnjoined: Bool { !tunnel.isClosed && tunnel.joinerSlotIsFree }
+    }
+    /// The contact in progress, by contact ID (one desktop at a time per phone).
+    private var active: [[UInt8]: Contact] = [:]
+
+    /// Most listeners one push goes to: a phone that listens again before it joined gets it again
+    /// (restarted, or its channel dropped while the push was on its way), at most this many times
+    /// in all, so a phone that fails on it every time (and restarts) is not sent it forever.
+    static let maxDeliveries = 3
 
     /// Most contact IDs remembered as known, and as revoked; past it the oldest is forgotten, so
     /// that a flood of made-up IDs cannot stop the relay from remembering a real phone.
@@ -109,6 +125,9 @@ final class ContactDirectory {
 
     /// Remembers `ids` as revoked (no longer known) and answers the contact requests waiting for them.
     private func recordRevoked(_ ids: [[UInt8]]) {
+        // A phone announces its revoked tokens on every listen: when they are the newest revoked
+        // IDs already, in this order, nothing changes (and nothing is saved again).
+        if revoked.endsWith(ids), !ids.contains(where: known.contains) { return }
         for id in ids {
             // Saved on every change of the memory, order included (a revocation announced again is
             // the newest again, and the newest are the last a flood of made-up IDs pushes out).
@@ -118,25 +137,41 @@ final class ContactDirectory {
             for waiter in take(id) { waiter.promise.succeed(.reject(RelayRejection(status: .gone, reason: "contact ID revoked"))) }
             // A push for it that no phone joined (its phone was frozen or restarted when it
             // unlinked): the desktop hears now that the link is revoked, as from a refusal.
-            if let tunnel = active[id], !tunnel.isClosed, tunnel.joinerSlotIsFree {
+            if let contact = active[id], contact.isUnjoined {
                 active[id] = nil
-                tunnel.close(code: .contactRevoked, reason: "contact ID revoked by the phone")
+                contact.tunnel.close(code: .contactRevoked, reason: "contact ID revoked by the phone")
             }
         }
     }
 
-    /// A listener's WebSocket is up: it replaces an older listener for the same ID, and contact
-    /// requests waiting for it are answered.
+    /// A listener's WebSocket is up: it replaces an older listener for the same ID, gets the push
+    /// the phone has not joined yet, and contact requests waiting for it are answered.
     func attach(_ handler: ListenerHandler, contactID: [UInt8]) {
         if let old = listeners[contactID], old !== handler {
             old.sendClose(code: .goingAway, reason: PushChannel.replacedReason)
         }
-        // A push the phone never joined went to a listener that is gone: its desktop hears so now,
-        // and the phone, listening again, is not "busy" with it (409) until that tunnel times out.
-        closeUnjoined(contactID, reason: "the linked phone's push channel was replaced before it joined the tunnel (the push is lost)")
         listeners[contactID] = handler
-        remembered()  // new, or the newest again (see ``recordRevoked(_:)``)
-        known.insert(contactID)
+        // A push the phone has not joined went to a listener that is gone or going (the phone
+        // restarted, or its channel dropped and it reconnected): it is sent again on this channel,
+        // as FCM delivers again a message its client had not acknowledged, so the desktop still
+        // waiting gets its answer, and the phone is not left "busy" with it (409).
+        if var contact = active[contactID], contact.isUnjoined {
+            if contact.deliveries < Self.maxDeliveries {
+                contact.deliveries += 1
+                active[contactID] = contact
+                handler.deliver(contact.push)
+                registry.logLimiter.info(
+                    contact.tunnel.logger, "contact for \(Hex.redactedPrefix(contactID)) pushed again: its phone listens again and has not joined")
+            } else {
+                closeUnjoined(
+                    contactID,
+                    reason: "the linked phone listened again \(contact.deliveries) times and never joined the tunnel")
+            }
+        }
+        if !known.endsWith([contactID]) {
+            remembered()  // new, or the newest again (see ``recordRevoked(_:)``)
+            known.insert(contactID)
+        }
         registry.logLimiter.info(registry.logger, "phone listening for contact \(Hex.redactedPrefix(contactID))")
         for waiter in take(contactID) {
             // NIO marks a closing channel inactive a loop turn before its close future completes:
@@ -152,18 +187,19 @@ final class ContactDirectory {
     func detach(_ handler: ListenerHandler, contactID: [UInt8]) {
         guard listeners[contactID] === handler else { return }
         listeners[contactID] = nil
-        guard let tunnel = active[contactID], !tunnel.isClosed, tunnel.joinerSlotIsFree else { return }
+        guard let contact = active[contactID], contact.isUnjoined else { return }
+        let tunnel = contact.tunnel
         registry.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(registry.configuration.contactWait)) { [self] in
-            guard self.active[contactID] === tunnel, self.listeners[contactID] == nil else { return }
+            guard self.active[contactID]?.tunnel === tunnel, self.listeners[contactID] == nil else { return }
             self.closeUnjoined(contactID, reason: "the linked phone's push channel closed before it joined the tunnel")
         }
     }
 
     /// Closes the contact tunnel of `contactID` if no phone has joined it.
     private func closeUnjoined(_ contactID: [UInt8], reason: String) {
-        guard let tunnel = active[contactID], !tunnel.isClosed, tunnel.joinerSlotIsFree else { return }
+        guard let contact = active[contactID], contact.isUnjoined else { return }
         active[contactID] = nil
-        tunnel.close(code: .goingAway, reason: reason)
+        contact.tunnel.close(code: .goingAway, reason: reason)
     }
 
     /// The phone refused a push: close that tunnel with 1008 and its reason, or with 4410 when the
@@ -174,7 +210,7 @@ final class ContactDirectory {
             revoked.insert(contactID)
             known.remove(contactID)
         }
-        guard let tunnel = active[contactID], tunnel.tunnelID == refusal.tunnelID else { return }
+        guard let tunnel = active[contactID]?.tunnel, tunnel.tunnelID == refusal.tunnelID else { return }
         if refusal.revoked {
             tunnel.close(code: .contactRevoked, reason: "contact ID revoked by the phone")
         } else {
@@ -253,7 +289,7 @@ final class ContactDirectory {
 
     /// Opens a tunnel for the desktop (creator side) and pushes its IDs to the phone.
     private func route(_ contactID: [UInt8], payload: [UInt8], to listener: ListenerHandler) -> UpgradeDecision {
-        if let busy = active[contactID], !busy.isClosed {
+        if let busy = active[contactID], !busy.tunnel.isClosed {
             return .reject(RelayRejection(status: .conflict, reason: "the linked phone is busy with another desktop's contact request"))
         }
         // A push channel whose phone does not read would hold every push in the relay's memory:
@@ -270,8 +306,9 @@ final class ContactDirectory {
         case .listen:
             preconditionFailure("openTunnel never answers listen")
         case .accept(let headers, let tunnel, let side):
-            active[contactID] = tunnel
-            listener.deliver(PushMessage(tunnelID: tunnelID, routingID: tunnel.routingID, clientPayload: payload).encoded)
+            let push = PushMessage(tunnelID: tunnelID, routingID: tunnel.routingID, clientPayload: payload).encoded
+            active[contactID] = Contact(tunnel: tunnel, push: push)
+            listener.deliver(push)
             registry.logLimiter.info(tunnel.logger, "contact for \(Hex.redactedPrefix(contactID)) pushed to its phone")
             return .accept(headers, tunnel, side)
         }
@@ -280,12 +317,12 @@ final class ContactDirectory {
     /// Whether `tunnel` was opened by a desktop's contact request (the linked flow, where the
     /// desktop is the tunnel's creator and the phone its joiner).
     func isContactTunnel(_ tunnel: RelayTunnel) -> Bool {
-        active.values.contains { $0 === tunnel }
+        active.values.contains { $0.tunnel === tunnel }
     }
 
     /// A tunnel closed: forget it as a contact in progress.
     func tunnelClosed(_ tunnel: RelayTunnel) {
-        for (id, candidate) in active where candidate === tunnel { active[id] = nil }
+        for (id, candidate) in active where candidate.tunnel === tunnel { active[id] = nil }
     }
 
     private func take(_ contactID: [UInt8]) -> [Waiter] {
@@ -303,8 +340,9 @@ final class ContactDirectory {
         }
         for listener in listeners.values { listener.sendClose(code: .goingAway, reason: "relay shutting down") }
         listeners = [:]
-        // A change still waiting for its timer is saved now (the relay waits for the save).
-        if saveScheduled, let saver = registry.contactSaver {
+        // A change still waiting for its timer is saved now (the relay waits for the save), and so
+        // is a memory whose last save failed (the disk may have room again).
+        if let saver = registry.contactSaver, saveScheduled || saver.lastSaveFailed {
             saveScheduled = false
             saver.submit(memory)
         }
@@ -440,4 +478,11 @@ struct RecentIDs {
 
     /// The members, oldest first.
     var ordered: [[UInt8]] { Array(order) }
+
+    /// Whether `ids` are the newest members, in this order (the last of them the newest): inserting
+    /// them again would change nothing.
+    func endsWith(_ ids: [[UInt8]]) -> Bool {
+        guard ids.count <= order.count else { return false }
+        return zip(order.suffix(ids.count), ids).allSatisfy { $0 == $1 }
+    }
 }

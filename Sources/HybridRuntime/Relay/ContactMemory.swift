@@ -29,7 +29,8 @@ public struct RelayContactMemory: Sendable, Equatable {
 /// The relay starts from ``initial`` and hands ``save`` its whole memory after a change: at most
 /// once a second, off its event loops, one save at a time (a save that fails is logged as a warning
 /// and the next change tries again), and once more when it shuts down (``TunnelRelay/shutdown()``
-/// waits up to 5 s for that save).
+/// waits up to 5 s for that save; it is made when something changed since the last save or the
+/// last save failed).
 public struct RelayContactPersistence: Sendable {
     /// The memory the relay starts from.
     public var initial: RelayContactMemory
@@ -92,6 +93,9 @@ final class ContactSaver: Sendable {
             }
         }
     }
+
+    /// Whether the last save failed (the memory on disk is older than the relay's).
+    var lastSaveFailed: Bool { state.withLock { $0.failure != nil } }
 
     /// Waits until no save is pending or running, at most `limit`.
     /// - Returns: why the memory is not saved: the last save failed, or one was still pending or
