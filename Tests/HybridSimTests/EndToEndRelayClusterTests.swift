@@ -341,6 +341,34 @@ struct EndToEndRelayClusterTests {
         #expect(statuses == Array(repeating: 504, count: tokens.count), "\(statuses)")
     }
 
+    @Test("a relay that cannot save its contact file when it stops: stop repeats its error and exits 1 (the relays are not the script's children: its exit status was not seen)")
+    func stopReportsRelayError() async throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        let port = try EndToEndLab.closedPort()
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let (started, startOutput) = try Self.cluster(["start", "--instances", "1", "--workers", "1", "--port", "\(port)", "--dir", directory])
+        try #require(started == 0, "\(startOutput)")
+        // The file becomes a directory with something in it: no save can rename over it.
+        let file = directory + "/contacts-0.json"
+        try? FileManager.default.removeItem(atPath: file)
+        try FileManager.default.createDirectory(atPath: file + "/blocked", withIntermediateDirectories: true)
+        let token = ListenToken(bytes: Array(repeating: 42, count: ListenToken.size))!
+        var options = WebSocketTunnel.Options()
+        options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL)]
+        let channel = try await WebSocketTunnel.open(
+            url: "ws://127.0.0.1:\(port)" + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
+        await channel.close()
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 1, "\(stopOutput)")
+        #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping (in \(directory)/relay-0.err):"), "\(stopOutput)")
+        #expect(stopOutput.contains("--contacts: the contact memory is not saved"), "\(stopOutput)")
+        #expect(stopOutput.contains("relay-cluster: a relay reported an error while stopping (above)"), "\(stopOutput)")
+        #expect(stopOutput.contains("relay-cluster: stopped"), "everything stopped all the same: \(stopOutput)")
+    }
+
     @Test("nginx workers whose master was killed: status names them, stop ends them, and a new start can take the port")
     func orphanedWorkersStopped() throws {
         guard Self.nginxInstalled() else { return }
