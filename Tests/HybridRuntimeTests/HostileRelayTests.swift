@@ -81,6 +81,16 @@ struct HostileRelayTests {
         await server.stop()
     }
 
+    @Test("a routing ID header sent twice is refused, even with the same value twice (as Chromium does), and the message counts them")
+    func routingHeaderDoubled() async throws {
+        let server = try await ScriptedHTTPServer.start { request in
+            Array(ScriptedHTTPServer.switching(request, headers: ["X-caBLE-Routing-ID: 0A0B0C", "X-caBLE-Routing-ID: 0A0B0C"]).utf8)
+        }
+        let error = await expectRuntimeError(.handshakeFailed) { _ = try await open(server, path: Self.newPath) }
+        #expect(error?.reason == "relay sent 2 X-caBLE-Routing-ID headers (0A0B0C, 0A0B0C); exactly one is allowed, as Chromium requires")
+        await server.stop()
+    }
+
     @Test("a refusal's first body line with an escape sequence is quoted escaped")
     func refusalBodyEscaped() async throws {
         let body = "full\u{1B}[2Jnow"

@@ -220,8 +220,14 @@ public final class WebSocketTunnel: TunnelTransport {
         }
         let routing = head.headers[HybridConstants.routingIDHeader]
         guard !routing.isEmpty else { return nil }
-        guard routing.count == 1,
-            let bytes = Hex.decode(routing[0].trimmingSpaces, byteCount: HybridConstants.routingIDSize)
+        // Chromium fails on a doubled header too, identical values or not (Docs/PROTOCOL-TOLERANCE.md).
+        guard routing.count == 1 else {
+            throw RuntimeError(
+                .handshakeFailed,
+                "relay sent \(routing.count) X-caBLE-Routing-ID headers (\(PeerText.printable(routing.joined(separator: ", ")))); exactly one is allowed, as Chromium requires"
+            )
+        }
+        guard let bytes = Hex.decode(routing[0].trimmingSpaces, byteCount: HybridConstants.routingIDSize)
         else {
             throw RuntimeError(
                 .handshakeFailed,
