@@ -39,6 +39,37 @@ struct EndToEndLinkedTests {
                 "\(listener.transcript)")
     }
 
+    @Test("phone --listen whose open push channel drops (the relay stopped) says the channel was lost, not that the relay was unreachable")
+    func listenChannelLost() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relay, relayURL) = try await lab.startRelay()
+        let listener = try lab.start("listener", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "20"])
+        defer { listener.terminate() }
+        try await listener.untilListening()
+        relay.terminate()
+        let lines = try await listener.waitForOutput("push channel lost", timeout: .seconds(15), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("push channel lost (") }
+        }
+        #expect(!lines.contains { $0.hasPrefix("relay unreachable") }, "\(lines)")
+    }
+
+    @Test("phone --listen whose relay answers 503 says the relay refused the push channel for now (it answered), and retries")
+    func listenRefusedForNow() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let server = try #require(FixedAnswerServer(answer: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nfull"))
+        defer { server.stop() }
+        let listener = try lab.start("listener", ["phone", "--listen", "--relay", "ws://127.0.0.1:\(server.port)", "--listen-timeout", "1"])
+        #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
+        #expect(listener.standardError.lines.contains { $0.hasPrefix("relay refused the push channel for now (relay rejected /cable/listen: 503") && $0.contains("503") },
+                "\(listener.transcript)")
+        #expect(!listener.standardError.lines.contains { $0.hasPrefix("relay unreachable") }, "\(listener.transcript)")
+        #expect(FailureOutput.singleErrorLine(listener).hasPrefix(
+            "error: listening for contact requests timed out after 1 s, and the relay at ws://127.0.0.1:\(server.port) never accepted the push channel (relay rejected /cable/listen: 503"),
+                "\(listener.transcript)")
+    }
+
     @Test("register with --link, three --linked sign-ins, --unlink, then 410 / exit 8 / link gone")
     func linkSignInUnlink() async throws {
         let lab = try EndToEndLab()
@@ -400,5 +431,48 @@ extension ChildProcess {
         _ = try await waitForOutput("push channel open", timeout: .seconds(20), in: \.standardError) { lines in
             lines.contains { $0.hasPrefix("push channel open") }
         }
+    }
+}
+
+
+/// A loopback TCP server that answers every connection with the same bytes and closes it.
+private final class FixedAnswerServer: @unchecked Sendable {
+    let port: Int
+    private let socket: Int32
+
+    init?(answer: String) {
+        let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { address in
+                bind(fd, address, length) == 0 && listen(fd, 16) == 0 && getsockname(fd, address, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            return nil
+        }
+        socket = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+        let bytes = Array(answer.utf8)
+        Thread.detachNewThread {
+            while true {
+                let client = accept(fd, nil, nil)
+                guard client >= 0 else { return }  // the listening socket was shut down
+                var request = [UInt8](repeating: 0, count: 4096)
+                _ = read(client, &request, request.count)
+                _ = bytes.withUnsafeBytes { write(client, $0.baseAddress, $0.count) }
+                close(client)
+            }
+        }
+    }
+
+    func stop() {
+        shutdown(socket, Int32(SHUT_RDWR))
+        close(socket)
     }
 }

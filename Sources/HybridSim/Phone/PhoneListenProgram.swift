@@ -80,16 +80,23 @@ public enum PhoneListenProgram {
                 narrator.say("push channel open on \(url)")
                 narrator.event("listening", [("relay", .string(url))])
             case .unreachable(let reason, let retry):
-                let first = relay.withLock { state in
+                let previous = relay.withLock { state in
                     defer { state = .failing(reason, everReached: state.everReached) }
-                    if case .failing = state { return false }
-                    return true
+                    return state
                 }
-                if first {
-                    narrator.event("unreachable", [("reason", .string(reason))])
-                    narrator.say(
-                        "relay unreachable (\(reason)); retrying after \(retry.seconds), backing off to once a second, until it is back")
+                if case .failing = previous { return }
+                narrator.event("unreachable", [("reason", .string(reason))])
+                // Said as it happened: an open channel that dropped, a relay that answered with a
+                // status to try again after (408, 429, 5xx), or one that could not be reached.
+                let what: String
+                if case .reached = previous {
+                    what = "push channel lost"
+                } else if reason.hasPrefix("relay rejected ") {
+                    what = "relay refused the push channel for now"
+                } else {
+                    what = "relay unreachable"
                 }
+                narrator.say("\(what) (\(reason)); retrying after \(retry.seconds), backing off to once a second, until it is back")
             case .pushed:
                 narrator.say("contact request from a linked desktop")
                 narrator.event("contact")
@@ -129,7 +136,8 @@ public enum PhoneListenProgram {
                 // A limit that passed without the relay ever answering is a wrong address or a relay
                 // that is down, not a quiet link: say so.
                 guard case .failing(let reason, everReached: false) = relay.withLock({ $0 }) else { throw error }
-                throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) was never reached (\(reason))")
+                let never = reason.hasPrefix("relay rejected ") ? "never accepted the push channel" : "was never reached"
+                throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) \(never) (\(reason))")
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
                 guard let reloaded = try PhoneLinkStore.load(path: linkStorePath).identity, reloaded.contactID != contactID
