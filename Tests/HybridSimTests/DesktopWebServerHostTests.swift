@@ -170,6 +170,25 @@ struct DesktopWebServerHostTests {
         #expect(refused.withLock { $0 } == ["GET /: 408 the request was not complete within 0.3 s"], "\(refused.withLock { $0 })")
     }
 
+    @Test("a partial head gets 408 at the deadline and an over-long header 431, with the page's headers, each reported")
+    func partialAndOverlongHeads() async throws {
+        let refused = Mutex<[String]>([])
+        let events = DesktopWebEvents(onRefused: { line in refused.withLock { $0.append(line) } })
+        let server = try await DesktopWebServer.start(events: events, port: 0, requestDeadline: .milliseconds(300))
+        let port = server.port
+        defer { Task { await server.stop() } }
+        let partial = try #require(LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127", ioTimeout: 5))
+        #expect(partial.status == 408 && partial.closed, "\(partial.response)")
+        #expect(partial.response.contains("X-Frame-Options: DENY"), "\(partial.response)")
+        let long = String(repeating: "a", count: 90 * 1024)
+        let header = try #require(LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Big: \(long)\r\n\r\n", ioTimeout: 5))
+        #expect(header.status == 431 && header.closed, "\(header.response.prefix(200))")
+        #expect(refused.withLock { $0 } == [
+            "a request head cut short: 408 the request was not complete within 0.3 s",
+            "a request the HTTP parser cannot read: 431 the request's header fields are over 80 KiB",
+        ], "\(refused.withLock { $0 })")
+    }
+
     @Test("the Host check: loopback names in any case, with the served port; without a port only on port 80")
     func acceptsHost() {
         #expect(LoopbackRequestPolicy.acceptsHost("127.0.0.1:47003", port: 47003))

@@ -212,7 +212,7 @@ struct RelyingPartyHTTPServerTests {
         }
     }
 
-    @Test("a request whose head arrived but whose body does not finish is answered 408 at the deadline; a partial head is closed silently")
+    @Test("a request whose head or body does not finish is answered 408 at the deadline (a partial head too, RFC 9110 §15.5.9); a connection that sent nothing is closed silently")
     func unfinishedBodyTimesOut() async throws {
         let lines = Mutex<[String]>([])
         try await withServer(log: { line in lines.withLock { $0.append(line) } }) { port in
@@ -221,11 +221,36 @@ struct RelyingPartyHTTPServerTests {
             #expect(answer.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(answer)")
             #expect(answer.hasSuffix(#"{"error":"the request was not complete within 0.3 s","verified":false}"#) && closed, "\(answer)")
             let (partial, partialClosed) = try exchange(port: port, "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0")
-            #expect(partial.isEmpty && partialClosed, "\(partial)")
+            #expect(partial.hasPrefix("HTTP/1.1 408 Request Timeout\r\n") && partialClosed, "\(partial)")
+            #expect(partial.hasSuffix("\r\n\r\nthe request was not complete within 0.3 s\n"), "\(partial)")
+            let (nothing, nothingClosed) = try exchange(port: port, "")
+            #expect(nothing.isEmpty && nothingClosed, "\(nothing)")
         }
-        // The 408 is logged as what it was; neither it nor the close reads as a request the parser could not read.
+        // Each 408 is logged as what it was; neither reads as a request the parser could not read.
         let logged = lines.withLock { $0 }
-        #expect(logged == ["refused POST /authentication_finalize: 408 the request was not complete within 0.3 s"], "\(logged)")
+        #expect(logged == [
+            "refused POST /authentication_finalize: 408 the request was not complete within 0.3 s",
+            "refused a request head cut short: 408 the request was not complete within 0.3 s",
+        ], "\(logged)")
+    }
+
+    @Test("a head over NIO's 80 KiB limit: 414 when the request line is, 431 when the header fields are; other parser errors 400; each logged")
+    func overlongHeadsNamed() async throws {
+        let lines = Mutex<[String]>([])
+        try await withServer(log: { line in lines.withLock { $0.append(line) } }) { port in
+            let long = String(repeating: "a", count: 90 * 1024)
+            let (uri, uriClosed) = try exchange(port: port, "GET /\(long) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+            #expect(uri.hasPrefix("HTTP/1.1 414 URI Too Long\r\n") && uriClosed, "\(uri.prefix(200))")
+            #expect(uri.hasSuffix("\r\n\r\nthe request line is over 80 KiB\n"), "\(uri.prefix(200))")
+            let (header, headerClosed) = try exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Big: \(long)\r\n\r\n")
+            #expect(header.hasPrefix("HTTP/1.1 431 Request Header Fields Too Large\r\n") && headerClosed, "\(header.prefix(200))")
+            let (garbage, _) = try exchange(port: port, "GET / HTTP/1.1\r\nHo st: x\r\n\r\n")
+            #expect(garbage.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(garbage)")
+            #expect(garbage.contains("the HTTP parser cannot read the request"), "\(garbage)")
+        }
+        let logged = lines.withLock { $0 }
+        #expect(logged.count == 3 && logged.first == "refused a request the HTTP parser cannot read: 414 the request line is over 80 KiB"
+                && logged.dropFirst().first == "refused a request the HTTP parser cannot read: 431 the request's header fields are over 80 KiB", "\(logged)")
     }
 
     @Test("JSON bodies: nesting past 32 is refused, a repeated member is refused, numbers beyond Double are refused")

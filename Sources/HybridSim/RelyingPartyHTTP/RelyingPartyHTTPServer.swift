@@ -7,14 +7,15 @@ import NIOPosix
 /// `hybrid-sim rp`'s HTTP/1.1 listener (SwiftNIO): hands each complete request to a
 /// ``RelyingPartyService`` and writes its JSON answer, one request per connection
 /// (`Connection: close`). Bodies over 1 MiB are answered with 413, a transfer coding other than
-/// chunked with 501, a request whose body does not arrive within the deadline with 408.
+/// chunked with 501, a request whose head or body does not arrive within the deadline with 408, a
+/// head over NIO's 80 KiB limit with 414 (the request line) or 431 (the header fields).
 public final class RelyingPartyHTTPServer: Sendable {
     /// The largest request body accepted.
     public static let maximumBodyBytes = 1 << 20
     /// The most connections open at once; more get the relay's fixed 503 and are closed.
     public static let maximumConnections = 1024
     /// How long a connection may take from its start to a complete request before it is closed
-    /// (answered `408` first when its head arrived).
+    /// (answered `408` first when any of its head arrived).
     public static let requestDeadline: TimeAmount = .seconds(30)
 
     private let service: RelyingPartyService
@@ -29,7 +30,7 @@ public final class RelyingPartyHTTPServer: Sendable {
     public var port: Int { channel.localAddress?.port ?? 0 }
 
     /// Binds `host:port` (0: a free port) and starts serving; a connection without a complete
-    /// request after `requestDeadline` is closed (with a `408` when its head arrived), and one past
+    /// request after `requestDeadline` is closed (with a `408` when any of its head arrived), and one past
     /// `maximumConnections` open gets 503.
     ///
     /// - Throws: ``ProgramFailure`` `network` when the port cannot be bound.
@@ -45,8 +46,7 @@ public final class RelyingPartyHTTPServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(deadline: requestDeadline))
+                    try channel.pipeline.syncOperations.configureLocalHTTPServer(requestDeadline: requestDeadline)
                     try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service))
                 }
             }
@@ -72,7 +72,7 @@ public final class RelyingPartyHTTPServer: Sendable {
 /// Collects one request and answers it. One request per connection (`Connection: close`), within
 /// ``RelyingPartyHTTPServer/requestDeadline`` of the connection's start; a body over the limit is
 /// refused as soon as it is known to be, and a request the parser cannot read ends the connection
-/// after NIO's 400.
+/// after a 400, 414 or 431 (``RequestHeadWatch``).
 private final class RequestHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
@@ -89,22 +89,34 @@ private final class RequestHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A parser error: NIO's HTTPServerProtocolErrorHandler has already answered 400. Anything
-        // else (a reset connection) was answered with nothing. Either way the connection is done.
-        // A parser error after the connection closed is the close itself (the deadline's), not a
-        // request it could not read.
-        if error is HTTPParserError, !answered, !dispatched, context.channel.isActive {
-            service.noteRefusal("a request the HTTP parser cannot read: 400 (\(error))")
+        // A parser error is answered (400, or 414/431 for an over-long head) through the raw-byte
+        // watch, which closes after it; anything else (a reset connection) gets nothing. A parser
+        // error after the connection closed is the close itself (the deadline's), not a request
+        // it could not read.
+        if let error = error as? HTTPParserError, !answered, !dispatched, context.channel.isActive,
+            let watch = context.pipeline.syncOperations.requestHeadWatch
+        {
+            let (status, reason) = watch.refusal(for: error)
+            service.noteRefusal("a request the HTTP parser cannot read: \(status) \(reason)")
+            answered = true
+            return watch.answer(status, reason)
         }
         answered = true
         context.close(promise: nil)
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The request deadline passed: answer 408 after a head (the deadline handler closes otherwise).
+        // The request deadline passed: 408 after a head, and after part of one (through the
+        // raw-byte watch: no request was decoded); a connection that sent nothing is closed.
         if let expired = event as? RequestDeadlineHandler.Expired {
-            if expired.sawHead, !answered, !dispatched {
-                return refuse(context: context, head, 408, "the request was not complete within \(expired.deadline)")
+            if !answered, !dispatched {
+                let reason = "the request was not complete within \(expired.deadline)"
+                if expired.sawHead { return refuse(context: context, head, 408, reason) }
+                if let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes {
+                    service.noteRefusal("a request head cut short: 408 \(reason)")
+                    answered = true
+                    return watch.answer(408, reason)
+                }
             }
             answered = true
             return

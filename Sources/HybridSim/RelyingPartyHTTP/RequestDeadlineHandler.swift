@@ -4,9 +4,9 @@ import NIOHTTP1
 /// Ends a connection whose request is not complete within `deadline` of the connection's start: a
 /// client that sends its request slowly, or not at all, does not hold the connection. It tells the
 /// handler behind it (``Expired``), which answers one whose head arrived with `408 Request Timeout`
-/// (RFC 9110 §15.5.9) in its own form and logs it; one that sent no whole head, or that nobody
-/// answered, is closed without a word (the relay answers 408 to a partial head too; these servers
-/// cannot see one behind NIO's parser). It sits after NIO's HTTP server pipeline and stops its timer
+/// (RFC 9110 §15.5.9) in its own form and logs it, and one with part of a head through the
+/// ``RequestHeadWatch`` (as the relay does); one that sent nothing, or that nobody answered, is
+/// closed without a word. It sits after NIO's HTTP server pipeline and stops its timer
 /// at the request's end, or once a response has begun (an answer decided from the head while the
 /// body is still coming), so a response is never cut or followed by a second one, and one that
 /// lasts (`desktop --web`'s `/events` stream) is not cut. Used by `hybrid-sim rp` and `desktop --web`.

@@ -48,8 +48,7 @@ package final class DesktopWebServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
-                    try channel.pipeline.syncOperations.configureHTTPServerPipeline(withErrorHandling: true)
-                    try channel.pipeline.syncOperations.addHandler(RequestDeadlineHandler(deadline: requestDeadline))
+                    try channel.pipeline.syncOperations.configureLocalHTTPServer(requestDeadline: requestDeadline)
                     try channel.pipeline.syncOperations.addHandler(WebRequestHandler(events: events, page: page))
                 }
             }
@@ -83,13 +82,17 @@ private final class WebRequestHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The request deadline passed with the head in: answer 408 and report it (the deadline
-        // handler closes a connection without a head itself).
+        // The request deadline passed: 408 after a head, and after part of one (through the
+        // raw-byte watch: no request was decoded), each reported; a connection that sent nothing
+        // is closed by the deadline handler.
         if let expired = event as? RequestDeadlineHandler.Expired {
+            let reason = "the request was not complete within \(expired.deadline)"
             if expired.sawHead, !answered, let head {
-                let reason = "the request was not complete within \(expired.deadline)"
                 events.refused("\(head.method.rawValue) \(head.uri): 408 \(reason)")
                 respond(context, 408, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
+            } else if !expired.sawHead, !answered, let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes {
+                events.refused("a request head cut short: 408 \(reason)")
+                watch.answer(408, reason, headers: Self.pageHeaders)
             }
             answered = true
             return
@@ -98,7 +101,17 @@ private final class WebRequestHandler: ChannelInboundHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // NIO's HTTPServerProtocolErrorHandler has already answered 400; the connection is done.
+        // A request the parser cannot read: 400, or 414/431 for an over-long head, through the
+        // raw-byte watch, which closes after it; the connection is done either way.
+        if let error = error as? HTTPParserError, !answered, context.channel.isActive,
+            let watch = context.pipeline.syncOperations.requestHeadWatch
+        {
+            let (status, reason) = watch.refusal(for: error)
+            events.refused("a request the HTTP parser cannot read: \(status) \(reason)")
+            answered = true
+            return watch.answer(status, reason, headers: Self.pageHeaders)
+        }
+        answered = true
         context.close(promise: nil)
     }
 
@@ -137,14 +150,17 @@ private final class WebRequestHandler: ChannelInboundHandler {
         }
     }
 
+    /// On every answer but the event stream: not cached, and another site's page may not frame
+    /// this one (clickjacking a ceremony's page).
+    private static let pageHeaders = [
+        ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"), ("Content-Security-Policy", "frame-ancestors 'none'"),
+    ]
+
     private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8]) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: type)
         headers.add(name: "Content-Length", value: String(body.count))
-        headers.add(name: "Cache-Control", value: "no-store")
-        // Another site's page may not frame this one (clickjacking a ceremony's page).
-        headers.add(name: "X-Frame-Options", value: "DENY")
-        headers.add(name: "Content-Security-Policy", value: "frame-ancestors 'none'")
+        headers.add(contentsOf: Self.pageHeaders)
         headers.add(name: "Connection", value: "close")
         if status == 405 { headers.add(name: "Allow", value: "GET") }  // RFC 9110 §15.5.6
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: headers))), promise: nil)

@@ -1,0 +1,91 @@
+import NIOCore
+import NIOHTTP1
+
+/// The first handler of `hybrid-sim rp`'s and `desktop --web`'s pipelines, in front of NIO's HTTP
+/// decoder: it sees the raw bytes, so these servers can answer what the decoder never turns into a
+/// request part. A head that does not arrive whole within the request deadline is answered
+/// `408 Request Timeout` (RFC 9110 §15.5.9; the relay does the same), and a head the parser refuses
+/// gets a status for its fault instead of NIO's `400` for every parser error: `414 URI Too Long`
+/// when the request line alone is over NIO's 80 KiB limit, `431 Request Header Fields Too Large`
+/// (RFC 6585 §5) when the header fields are, `400` for the rest. The answer is written here in raw
+/// bytes, below the HTTP encoder, since no request was decoded for a response to answer.
+final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    /// What the HTTP encoder writes; passed on as it is.
+    typealias OutboundIn = IOData
+    typealias OutboundOut = IOData
+
+    /// Some byte of a request arrived.
+    private(set) var sawBytes = false
+    /// The request line ended (a line feed arrived).
+    private(set) var requestLineEnded = false
+    /// The bytes before the request line's line feed (so far, while it has not ended).
+    private(set) var requestLineBytes = 0
+    /// NIO's limit on a head's URL and on its header fields.
+    static let headLimit = 80 * 1024
+    /// A refusal was written here, or a response from the handlers behind began: nothing more is
+    /// written here.
+    private(set) var answered = false
+    private var context: ChannelHandlerContext?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if !requestLineEnded {
+            let bytes = unwrapInboundIn(data).readableBytesView
+            if !bytes.isEmpty { sawBytes = true }
+            if let end = bytes.firstIndex(of: UInt8(ascii: "\n")) {
+                requestLineEnded = true
+                requestLineBytes += end - bytes.startIndex
+            } else {
+                requestLineBytes += bytes.count
+            }
+        }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        answered = true  // a response is on its way (an event stream, a 413): never a second one
+        context.write(data, promise: promise)
+    }
+
+    /// The status and reason for a request the parser refused with `error`.
+    func refusal(for error: HTTPParserError) -> (status: Int, reason: String) {
+        guard error == .headerOverflow else { return (400, "the HTTP parser cannot read the request (\(error))") }
+        return requestLineBytes > Self.headLimit
+            ? (414, "the request line is over 80 KiB")
+            : (431, "the request's header fields are over 80 KiB")
+    }
+
+    /// Answers `status` with `reason` (one line of text) and `extra` header fields, and closes the
+    /// connection once it is sent, unless a response was already written (then it just closes it).
+    func answer(_ status: Int, _ reason: String, headers extra: [(String, String)] = []) {
+        guard let context else { return }
+        guard !answered else { return context.close(promise: nil) }
+        answered = true
+        let phrase = HTTPResponseStatus(statusCode: status).reasonPhrase
+        let body = reason + "\n"
+        let fields = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", "\(body.utf8.count)")] + extra
+            + [("Connection", "close")]
+        let head = "HTTP/1.1 \(status) \(phrase)\r\n" + fields.map { "\($0): \($1)\r\n" }.joined() + "\r\n"
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(context.channel.allocator.buffer(string: head + body))))
+            .whenComplete { _ in channel.close(promise: nil) }
+    }
+}
+
+extension ChannelPipeline.SynchronousOperations {
+    /// The pipeline of `rp` and `desktop --web` up to their request handler: ``RequestHeadWatch``,
+    /// NIO's HTTP server handlers (without its error handler: the request handler answers a parser
+    /// error through the watch) and the ``RequestDeadlineHandler``.
+    func configureLocalHTTPServer(requestDeadline: TimeAmount) throws {
+        try addHandler(RequestHeadWatch())
+        try configureHTTPServerPipeline(withErrorHandling: false)
+        try addHandler(RequestDeadlineHandler(deadline: requestDeadline))
+    }
+
+    /// The connection's ``RequestHeadWatch``.
+    var requestHeadWatch: RequestHeadWatch? { try? handler(type: RequestHeadWatch.self) }
+}
