@@ -26,6 +26,9 @@ struct DemoCommand: AsyncParsableCommand {
     @Flag(help: "Also tell the whole demo on a local web page (its address is printed first).")
     var web = false
 
+    @Flag(help: "Standard output: one JSON event per line (qr, credential for each ceremony, then result or error) instead of the QR code and the credentials as printed; the narration stays on standard error.")
+    var json = false
+
     @Option(parsing: .unconditional, help: ArgumentHelp("Port of the --web page on 127.0.0.1; 0 picks a free one.", valueName: "n"))
     var webPort = 0
 
@@ -55,6 +58,7 @@ struct DemoCommand: AsyncParsableCommand {
         guard (0...3600).contains(webWait) else { throw ValidationError("--web-wait must be 0...3600 seconds") }
         if !web, webPort != 0 { throw ValidationError("--web-port needs --web") }
         if !web, webWait != 0 { throw ValidationError("--web-wait needs --web") }
+        if web, json { throw ValidationError("--json and --web cannot be combined (the page is built from the demo's plain output)") }
     }
 
     func run() async throws {
@@ -63,7 +67,8 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.user = user
         configuration.timeout = .seconds(timeout)
         configuration.home = home
-        Interruption.endOnSignals(DemoProgram.signalEnding)
+        configuration.json = json
+        Interruption.endOnSignals(DemoProgram.signalEnding(json: json))
         let code =
             web
             ? await DemoWebProgram.main(

@@ -105,6 +105,7 @@ struct CLIDesktopPhoneTests {
             (["desktop", "--web-port", "8080"], "--web-port needs --web"),
             (["demo", "--web-wait", "5"], "--web-wait needs --web"),
             (["demo", "--web-linger", "5"], "--web-linger needs --web"),
+            (["demo", "--web", "--json"], "--json and --web cannot be combined (the page is built from the demo's plain output)"),
             (["demo", "--web", "--web-wait", "3601"], "--web-wait must be 0...3600 seconds"),
             (["demo", "--web", "--web-wait", "-1"], "--web-wait must be 0...3600 seconds"),
             (["bench", "hostile", "--url", "ws://10.1.1.1:1"], "--url must be an IPv4 loopback relay (attackers connect from 127.0.0.2…254)\nUsage: hybrid-sim bench hostile"),

@@ -83,8 +83,8 @@ extension DemoProgram {
                 output.standardError("error: linked sign-in \(round) failed (desktop \(status.map { "\($0)" } ?? "timed out"))")
                 return status?.demoStatus ?? 3
             }
-            say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(result.joined(separator: "\n").utf8.count) bytes):")
-            for line in result { output.standardOutput(line) }
+            say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(result.joined(separator: "\n").utf8.count) bytes)\(configuration.json ? "" : ":")")
+            printCredential(result, step: "linked sign-in \(round)", json: configuration.json, output: output)
         }
         let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
         await phoneLines.value

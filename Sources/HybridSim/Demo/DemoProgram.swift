@@ -25,6 +25,10 @@ public enum DemoProgram {
         public var timeout: Duration = .seconds(60)
         /// Where the stores go; a fresh temporary directory when `nil`.
         public var home: String?
+        /// Standard output carries one JSON event per line (`qr`, `credential`, then `result` or
+        /// `error`) instead of the QR art, the `FIDO:/` URL and the credentials as the desktop
+        /// printed them; the narration stays on standard error (`hybrid-sim demo --json`).
+        public var json = false
 
         /// A configuration for `executable`.
         public init(executable: String) { self.executable = executable }
@@ -37,11 +41,13 @@ public enum DemoProgram {
     /// the desktop and phone it started are stopped (they would otherwise outlive it by up to a
     /// step's timeout), its temporary directory, which holds private keys, is removed, and one
     /// `error: demo interrupted by SIGNAL` line ends it, exit 130 or 143.
-    package static func signalEnding(_ signal: String, _ status: Int32) -> Interruption.Ending {
-        let stopped = RunningChildren.stopAll(within: .seconds(3)).count
-        if let home = temporaryHome.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: home) }
-        let children = stopped == 0 ? "" : "; stopped the \(stopped == 1 ? "program" : "\(stopped) programs") it had started"
-        return Interruption.ending("demo interrupted by \(signal)\(children)", status: status, json: false)
+    package static func signalEnding(json: Bool) -> @Sendable (String, Int32) -> Interruption.Ending {
+        { signal, status in
+            let stopped = RunningChildren.stopAll(within: .seconds(3)).count
+            if let home = temporaryHome.withLock({ $0 }) { try? FileManager.default.removeItem(atPath: home) }
+            let children = stopped == 0 ? "" : "; stopped the \(stopped == 1 ? "program" : "\(stopped) programs") it had started"
+            return Interruption.ending("demo interrupted by \(signal)\(children)", status: status, json: json)
+        }
     }
 
     /// Runs the demo; returns the process exit code (0 when both ceremonies verified).
@@ -49,12 +55,44 @@ public enum DemoProgram {
         // The demo's own final `error:` line claims the ending first (``Interruption/beginEnding()``):
         // a signal's ending stops the children, which the demo would otherwise report as a
         // second failure line after the signal's.
+        let lastError = Mutex<String?>(nil)
         let output = ProgramOutput(
             standardOutput: given.standardOutput,
             standardError: { line in
-                if line.hasPrefix("error: ") { Interruption.beginEnding() }
+                if line.hasPrefix("error: ") {
+                    Interruption.beginEnding()
+                    lastError.withLock { $0 = String(line.dropFirst("error: ".count)) }
+                }
                 given.standardError(line)
             })
+        let status = await run(configuration, output: output)
+        if configuration.json {
+            // The ending as an event too, as `desktop --json` and `phone --json` end.
+            let event =
+                status == 0
+                ? JSONLine(event: "result", [("ceremonies", .int(3))])
+                : JSONLine(event: "error", JSONLine.errorMembers(
+                    kind: ProgramFailure.Kind.allCases.first { $0.exitCode == status }?.rawValue ?? ProgramFailure.Kind.failed.rawValue,
+                    exitCode: status, message: lastError.withLock { $0 } ?? "the demo failed"))
+            given.standardOutput(event.text)
+        }
+        return status
+    }
+
+    /// What the demo's standard output gets for the credential the desktop printed (`lines`, its
+    /// pretty-printed JSON): the lines, or with ``Configuration/json`` one `credential` event
+    /// holding the same JSON on one line (a JSON string has no line break, so the lines joined
+    /// without their indentation are the same document).
+    static func printCredential(_ lines: [String], step: String, json: Bool, output: ProgramOutput) {
+        guard json else {
+            for line in lines { output.standardOutput(line) }
+            return
+        }
+        let compact = lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined()
+        output.standardOutput(JSONLine(event: "credential", [("step", .string(step)), ("credential", .raw(compact))]).text)
+    }
+
+    private static func run(_ configuration: Configuration, output: ProgramOutput) async -> Int32 {
         let say: @Sendable (String, String) -> Void = { who, line in output.standardError(who.padding(toLength: 8, withPad: " ", startingAt: 0) + "│ " + line) }
         let home: String
         if let configured = configuration.home {
@@ -74,7 +112,7 @@ public enum DemoProgram {
             return 1
         }
         // The temporary stores hold private keys: they go when the demo ends (`--home` keeps them),
-        // by a signal too (``signalEnding(_:_:)``).
+        // by a signal too (``signalEnding(json:)``).
         if configuration.home == nil { temporaryHome.withLock { $0 = home } }
         defer {
             if configuration.home == nil {
@@ -147,12 +185,14 @@ public enum DemoProgram {
         while url == nil || proximity == nil, ContinuousClock.now < deadline, let line = await iterator.next() {
             switch line {
             case .standardOutput(let text):
+                // The terminal art as it comes and then the URL; with --json one `qr` event.
                 if text.hasPrefix("FIDO:/") {
                     url = text
-                    output.standardOutput(text)
+                    output.standardOutput(
+                        configuration.json ? JSONLine(event: "qr", [("step", .string("registration")), ("url", .string(text))]).text : text)
                 } else if url == nil {
                     art.append(text)
-                    output.standardOutput(text)
+                    if !configuration.json { output.standardOutput(text) }
                 }
             case .standardError(let text):
                 say("desktop", text)
@@ -221,8 +261,8 @@ public enum DemoProgram {
             return desktopStatus?.demoStatus ?? 3
         }
         let json = resultLines.joined(separator: "\n")
-        say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(json.utf8.count) bytes):")
-        for line in resultLines { output.standardOutput(line) }
+        say("demo", "the desktop printed the WebAuthn PublicKeyCredential JSON (\(json.utf8.count) bytes)\(configuration.json ? "" : ":")")
+        printCredential(resultLines, step: "registration", json: configuration.json, output: output)
         return 0
     }
 }
