@@ -23,5 +23,12 @@ struct RelayContactFileTests {
         #expect(second?.code == .locked && second?.reason.contains("another process holds \(path).lock") == true, "\(String(describing: second))")
         holder = nil
         #expect(try RelayContactFile.open(path: path).memory == memory)
+        // An empty list, and the text any JSON reader takes.
+        let oneSided = RelayContactMemory(known: [], revoked: [Array(repeating: 0xFB, count: 32)])
+        try RelayContactFile.save(oneSided, to: path)
+        #expect(try RelayContactFile.load(path: path) == oneSided)
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        #expect(object?["version"] as? Int == 1 && (object?["known"] as? [Any])?.isEmpty == true
+                && object?["revoked"] as? [String] == ["-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_s"], "\(String(describing: object))")
     }
 }

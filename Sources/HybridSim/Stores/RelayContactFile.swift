@@ -114,6 +114,9 @@ public final class RelayContactFile: Sendable {
 
     /// Writes `memory` to `path`: atomically, mode 0600 (the relay holding the file calls it).
     public static func save(_ memory: RelayContactMemory, to path: String) throws(StoreError) {
+        // Written out by hand rather than through an encoder: the members in this order, one ID a
+        // line (a diff of two saves reads), and base64url needs no escaping in a JSON string;
+        // `RelayContactFileTests` reads every save back through the strict reader.
         func list(_ ids: [[UInt8]]) -> String {
             ids.isEmpty ? "[]" : "[\n    " + ids.map { "\"\(Base64URL.encode($0))\"" }.joined(separator: ",\n    ") + "\n  ]"
         }
