@@ -117,6 +117,24 @@ import Testing
             (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x09: 5]), "transports"),
             (CBOR.encode([1: ["FIDO_2_2"], 3: .bytes([UInt8](repeating: 0, count: 16))]), "name no CTAP2 version Chromium knows"),
             (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 4: ["makeCredUvNotRqd": 1]]), "makeCredUvNotRqd"),
+            // Chromium's extension rules: credBlob needs credProtect and 0x0F (at least 32), 0x0F needs credBlob,
+            // large blobs one way only; 0x0B-0x0D of their types.
+            (CBOR.encode([1: ["FIDO_2_1"], 2: ["credBlob"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0F: 32]),
+             "the credBlob extension is offered without credProtect"),
+            (CBOR.encode([1: ["FIDO_2_1"], 2: ["credBlob", "credProtect"], 3: .bytes([UInt8](repeating: 0, count: 16))]),
+             "the credBlob extension is offered without 0x0F (maxCredBlobLength)"),
+            (CBOR.encode([1: ["FIDO_2_1"], 2: ["credBlob", "credProtect"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0F: 31]),
+             "0x0F (maxCredBlobLength) is 31; CTAP 2.1 asks for at least 32"),
+            (CBOR.encode([1: ["FIDO_2_1"], 2: ["credBlob", "credProtect"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0F: "32"]),
+             "0x0F (maxCredBlobLength): expected an unsigned integer"),
+            (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0F: 32]),
+             "0x0F (maxCredBlobLength) is 32 without the credBlob extension"),
+            (CBOR.encode([1: ["FIDO_2_1"], 2: ["largeBlob", "largeBlobKey"], 3: .bytes([UInt8](repeating: 0, count: 16)),
+                          4: ["rk": true, "largeBlobs": true]]),
+             "large blobs are offered both ways"),
+            (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0B: -1]), "0x0B (maxSerializedLargeBlobArray): expected an unsigned integer"),
+            (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0C: 0]), "0x0C (forcePINChange): expected a boolean"),
+            (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0D: true]), "0x0D (minPINLength): expected an unsigned integer"),
             // Not canonical: aaguid (3) before versions (1).
             ([0xA2, 0x03, 0x50] + [UInt8](repeating: 0, count: 16) + [0x01, 0x81, 0x68] + Array("FIDO_2_0".utf8), "canonical"),
         ] as [([UInt8], String)])
@@ -132,7 +150,10 @@ import Testing
     @Test("a getInfo with unknown versions, options, algorithm types and members beside a known FIDO_2_x is accepted, as Chromium skips them")
     func getInfoUnknownsAccepted() throws {
         let getInfo = CBOR.encode([
-            1: ["FIDO_2_3", "U2F_V2", "FIDO_2_1"], 3: .bytes([UInt8](repeating: 7, count: 16)), 0x0F: 3, 0x20: "future",
+            1: ["FIDO_2_3", "U2F_V2", "FIDO_2_1"], 3: .bytes([UInt8](repeating: 7, count: 16)), 0x11: 3, 0x20: "future",
+            // The extension rules met: credBlob with credProtect and 0x0F; large blobs by the extension only.
+            2: ["credBlob", "credProtect", "largeBlob", "largeBlobKey", "future-ext"], 0x0F: 32,
+            0x0B: 1024, 0x0C: false, 0x0D: 4,
             // Options Chromium does not read as booleans, or not at all; a non-text key.
             4: .map(["rk": true, "defaultCredProtect": 2, "custom": 5, 7: true, "largeBlobs": false]),
             // Algorithms of another type (no alg needed), and one beyond 32 bits: skipped.

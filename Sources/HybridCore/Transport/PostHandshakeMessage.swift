@@ -96,14 +96,19 @@ public struct PostHandshakeMessage: Sendable, Hashable {
     /// cached value): canonical CBOR; a map with `versions` (text, none repeated) and a 16-byte
     /// `aaguid`; the members it reads of their types (`AuthenticatorGetInfoResponse` read the
     /// Chromium way, which skips what Chromium skips); `pinUvAuthProtocols` when `clientPin` or `pinUvAuthToken` is
-    /// offered; `largeBlobs` only with `rk`. It must name a CTAP2 version Chromium knows
+    /// offered; `largeBlobs` only with `rk`; the `credBlob` extension only with `credProtect` and
+    /// with 0x0F (`maxCredBlobLength`, at least 32), and 0x0F only with it; large blobs one way,
+    /// not both the `largeBlob` extension and `largeBlobs` with `largeBlobKey`; 0x0B and 0x0D
+    /// unsigned, 0x0C a boolean. It must name a CTAP2 version Chromium knows
     /// (``ctap2Versions``): Chromium would otherwise fall back to U2F, which hybrid does not carry.
-    /// A subset of Chromium's rules: ones about extensions it knows (`credBlob` without
-    /// `credProtect`, …) are not checked.
     public static func checkGetInfo(_ getInfo: [UInt8]) throws(HybridError) {
         let info: AuthenticatorGetInfoResponse
+        let members: [CBORValue: CBORValue]
         do {
-            info = try AuthenticatorGetInfoResponse(cbor: try CBOR.decode(getInfo), reading: .chromium)
+            let decoded = try CBOR.decode(getInfo)
+            info = try AuthenticatorGetInfoResponse(cbor: decoded, reading: .chromium)
+            guard case .map(let map) = decoded else { preconditionFailure("a getInfo response decodes from a map") }
+            members = map
         } catch {
             throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo) is not an authenticatorGetInfo response: \(error)")
         }
@@ -126,9 +131,56 @@ public struct PostHandshakeMessage: Sendable, Hashable {
         if options["largeBlobs"] != nil, options["rk"] != true {
             throw HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo): largeBlobs is offered without rk")
         }
+        try checkExtensionRules(info, members: members, options: options)
+    }
+
+    /// Chromium's rules about the extensions it knows and the members it reads beyond the modelled
+    /// ones (`ReadCTAPGetInfoResponse`).
+    private static func checkExtensionRules(
+        _ info: AuthenticatorGetInfoResponse, members: [CBORValue: CBORValue], options: [String: Bool]
+    ) throws(HybridError) {
+        func refuse(_ problem: String) -> HybridError { HybridError(.invalidPostHandshakeMessage, "key 1 (getInfo): \(problem)") }
+        let extensions = Set(info.extensions ?? [])
+        let credBlob = extensions.contains("credBlob")
+        if credBlob, !extensions.contains("credProtect") {
+            throw refuse("the credBlob extension is offered without credProtect")
+        }
+        switch members[0x0F] {
+        case nil where credBlob:
+            throw refuse("the credBlob extension is offered without 0x0F (maxCredBlobLength)")
+        case let length? where !credBlob:
+            throw refuse("0x0F (maxCredBlobLength) is \(length) without the credBlob extension")
+        case .unsigned(let length)? where length < 32:
+            throw refuse("0x0F (maxCredBlobLength) is \(length); CTAP 2.1 asks for at least 32")
+        case let length? where !length.isUnsigned:
+            throw refuse("0x0F (maxCredBlobLength): expected an unsigned integer, found \(length)")
+        default:
+            break
+        }
+        if options["largeBlobs"] == true, extensions.contains("largeBlobKey"), extensions.contains("largeBlob") {
+            throw refuse("large blobs are offered both ways: the largeBlob extension, and largeBlobs with largeBlobKey")
+        }
+        for (key, name, wantsBool) in [(0x0B, "maxSerializedLargeBlobArray", false), (0x0C, "forcePINChange", true), (0x0D, "minPINLength", false)] {
+            guard let value = members[.unsigned(UInt64(key))] else { continue }
+            if wantsBool ? !value.isBool : !value.isUnsigned {
+                throw refuse("0x0\(String(key, radix: 16, uppercase: true)) (\(name)): expected \(wantsBool ? "a boolean" : "an unsigned integer"), found \(value)")
+            }
+        }
     }
 
     /// The CTAP2 versions Chromium's desktop knows in a getInfo (`ConvertStringToCtap2Version`;
     /// CTAP 2.2 defines no version string of its own: its authenticators report `FIDO_2_1`).
     public static let ctap2Versions: Set<String> = ["FIDO_2_0", "FIDO_2_1"]
+}
+
+extension CBORValue {
+    fileprivate var isUnsigned: Bool {
+        if case .unsigned = self { return true }
+        return false
+    }
+
+    fileprivate var isBool: Bool {
+        if case .bool = self { return true }
+        return false
+    }
 }
