@@ -105,4 +105,65 @@ struct LinkedRelayOrphanTests {
             await fresh.close()
         }
     }
+
+    @Test("a push sent again to a listener that then goes too gets the whole contact wait from that listener's close, not what was left of the first one's")
+    func redeliveredPushGetsItsOwnWait() async throws {
+        var configuration = LinkedRelayTests.configuration
+        configuration.contactWait = .seconds(1)
+        try await withRelay(configuration) { _, endpoint in
+            let token = LinkedRelayTests.token("orphan-wait")
+            let first = try await LinkedRelayTests.listen(endpoint, token)
+            let desktop = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            _ = try await first.receive(timeout: .seconds(2))
+            await first.close()  // its detach starts a 1 s wait
+            try await Task.sleep(for: .milliseconds(300))
+            let second = try await LinkedRelayTests.listen(endpoint, token)
+            _ = try await second.receive(timeout: .seconds(2))  // the push again
+            try await Task.sleep(for: .milliseconds(300))
+            let secondGone = ContinuousClock.now
+            await second.close()
+            let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
+            #expect(error?.reason.contains("closed before it joined the tunnel") == true, "\(String(describing: error))")
+            let waited = ContinuousClock.now - secondGone
+            #expect(waited >= .milliseconds(900), "closed \(waited) after the second listener went: the first one's timer cut it short")
+        }
+    }
+
+    @Test("a revocation announced again still ends the unjoined push of that ID with 4410 (the 'nothing changed' shortcut skips only the save)")
+    func revocationAnnouncedAgainEndsThePush() async throws {
+        try await withUnjoinedPush("orphan-again") { endpoint, old, desktop in
+            // The phone marks the ID revoked by refusing another push (its tunnel ID does not match
+            // this one), so the ID is already the newest revoked one when the phone listens again.
+            let listener = try await LinkedRelayTests.listen(endpoint, old)
+            _ = try await listener.receive(timeout: .seconds(2))  // the push, sent again
+            try await listener.send(PushRefusal(tunnelID: Array(repeating: 9, count: 16), reason: "contact ID revoked", revoked: true).encoded)
+            await expectRuntimeError(.timeout) { _ = try await desktop.receive(timeout: .milliseconds(300)) }
+            let fresh = try await LinkedRelayTests.listen(endpoint, LinkedRelayTests.token("orphan-again-new"), revoked: [old.base64URL])
+            let error = await expectRuntimeError(.closed) { _ = try await desktop.receive(timeout: .seconds(5)) }
+            #expect(error?.closeCode == .contactRevoked, "\(String(describing: error))")
+            await fresh.close()
+            await listener.close()
+        }
+    }
+
+    @Test("a refusal of a push the phone has already joined (it got the push twice) does not end the transaction")
+    func refusalAfterJoinIgnored() async throws {
+        try await withRelay(LinkedRelayTests.configuration) { _, endpoint in
+            let token = LinkedRelayTests.token("orphan-joined")
+            let listener = try await LinkedRelayTests.listen(endpoint, token)
+            let desktop = try await LinkedRelayTests.contact(endpoint, token.contactID, header: LinkedRelayTests.payload().headerValue)
+            let push = try PushMessage(bytes: try await listener.receive(timeout: .seconds(2)))
+            let phone = try await WebSocketTunnel.open(
+                url: endpoint.url + TunnelServicePath.connect(routingID: push.routingID, tunnelID: push.tunnelID).path, timeout: .seconds(5))
+            try await listener.send(PushRefusal(tunnelID: push.tunnelID, reason: "replayed client payload").encoded)
+            try await Task.sleep(for: .milliseconds(200))
+            try await desktop.send([1])
+            #expect(try await phone.receive(timeout: .seconds(5)) == [1])
+            try await phone.send([2])
+            #expect(try await desktop.receive(timeout: .seconds(5)) == [2])
+            await phone.close()
+            await desktop.close()
+            await listener.close()
+        }
+    }
 }

@@ -28,14 +28,18 @@ struct RecentMemoryTests {
         #expect((950..<1_050).allSatisfy { memory[$0] == $0 * 2 })
     }
 
-    @Test("the listener's seen nonces: a nonce is refused the second time, and again after 4,095 others")
+    @Test("the listener's seen nonces: another tunnel with a seen nonce is a replay, the same tunnel the relay's resend (answered or not); kept for the last 4,096")
     func seenNonces() {
         let seen = SeenNonces()
-        #expect(seen.insert([1]))
-        #expect(!seen.insert([1]))
-        for n in 0..<(SeenNonces.capacity - 1) { #expect(seen.insert([2, UInt8(n & 0xFF), UInt8(n >> 8)])) }
-        #expect(!seen.insert([1]), "still among the last 4,096")
-        #expect(seen.insert([3]))
-        #expect(seen.insert([1]), "the oldest, forgotten")
+        let tunnel: [UInt8] = [7], other: [UInt8] = [8]
+        #expect(seen.see([1], tunnelID: tunnel) == .new)
+        #expect(seen.see([1], tunnelID: tunnel) == .again(answered: false))
+        #expect(seen.see([1], tunnelID: other) == .replayed)
+        seen.answered([1])
+        #expect(seen.see([1], tunnelID: tunnel) == .again(answered: true))
+        for n in 0..<(SeenNonces.capacity - 1) { #expect(seen.see([2, UInt8(n & 0xFF), UInt8(n >> 8)], tunnelID: tunnel) == .new) }
+        #expect(seen.see([1], tunnelID: other) == .replayed, "still among the last 4,096")
+        #expect(seen.see([3], tunnelID: tunnel) == .new)
+        #expect(seen.see([1], tunnelID: other) == .new, "the oldest, forgotten")
     }
 }

@@ -127,7 +127,8 @@ final class ContactDirectory {
     private func recordRevoked(_ ids: [[UInt8]]) {
         // A phone announces its revoked tokens on every listen: when they are the newest revoked
         // IDs already, in this order, nothing changes (and nothing is saved again).
-        if revoked.endsWith(ids), !ids.contains(where: known.contains) { return }
+        // (A contact waiting for one of them, or its unjoined push, is still answered below.)
+        if revoked.endsWith(ids), !ids.contains(where: { known.contains($0) || active[$0] != nil || waiters[$0] != nil }) { return }
         for id in ids {
             // Saved on every change of the memory, order included (a revocation announced again is
             // the newest again, and the newest are the last a flood of made-up IDs pushes out).
@@ -188,9 +189,13 @@ final class ContactDirectory {
         guard listeners[contactID] === handler else { return }
         listeners[contactID] = nil
         guard let contact = active[contactID], contact.isUnjoined else { return }
-        let tunnel = contact.tunnel
+        let tunnel = contact.tunnel, deliveries = contact.deliveries
         registry.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(registry.configuration.contactWait)) { [self] in
-            guard self.active[contactID]?.tunnel === tunnel, self.listeners[contactID] == nil else { return }
+            // Not if the push went to another listener meanwhile: that one's own detach gives it
+            // the whole wait.
+            guard let now = self.active[contactID], now.tunnel === tunnel, now.deliveries == deliveries,
+                self.listeners[contactID] == nil
+            else { return }
             self.closeUnjoined(contactID, reason: "the linked phone's push channel closed before it joined the tunnel")
         }
     }
@@ -210,7 +215,10 @@ final class ContactDirectory {
             revoked.insert(contactID)
             known.remove(contactID)
         }
-        guard let tunnel = active[contactID]?.tunnel, tunnel.tunnelID == refusal.tunnelID else { return }
+        // A refusal of a push the phone has joined meanwhile (it got the push twice and answered
+        // one) does not end the transaction.
+        guard let contact = active[contactID], contact.tunnel.tunnelID == refusal.tunnelID, contact.isUnjoined else { return }
+        let tunnel = contact.tunnel
         if refusal.revoked {
             tunnel.close(code: .contactRevoked, reason: "contact ID revoked by the phone")
         } else {

@@ -89,7 +89,7 @@ final class ContactSaver: Sendable {
                 state.withLock { $0.failure = nil }
             } catch {
                 state.withLock { $0.failure = "\(error)" }
-                logger.warning("could not save the relay's contact memory (kept in memory; the next change tries again): \(error)")
+                logger.warning("could not save the relay's contact memory (kept in memory; the next change, or the shutdown, tries again): \(error)")
             }
         }
     }

@@ -181,7 +181,17 @@ public enum PhoneListenProgram {
             return .revoked
         }
         guard identity.pairingIDs.contains(payload.pairingID) else { return refuse("unknown pairing ID") }
-        guard seen.insert(payload.clientNonce) else { return refuse("replayed client payload") }
+        switch seen.see(payload.clientNonce, tunnelID: push.tunnelID) {
+        case .new:
+            break
+        case .replayed:
+            return refuse("replayed client payload")
+        case .again(answered: true):
+            narrator.say("ignored a contact request the relay sent again: this phone answered it already")
+            return .failed("the relay sent an answered contact request again")
+        case .again(answered: false):
+            narrator.say("the relay sent this contact request again (the first try did not reach its tunnel): trying again")
+        }
 
         let store: PasskeyStore
         do {
@@ -231,6 +241,7 @@ public enum PhoneListenProgram {
         case .registered(let created): (passkey, name) = (created, "registered")
         case .signedIn(let used): (passkey, name) = (used, "signedIn")
         }
+        seen.answered(payload.clientNonce)
         narrator.say("answered the linked desktop (\(name) \(passkey.label))")
         narrator.event("answered", [("outcome", .string(name)), ("rpId", .string(passkey.rpID)),
                                     ("signCount", .int(Int(passkey.signCount)))])
@@ -339,14 +350,46 @@ private enum RelayReach: Sendable {
     }
 }
 
-/// Client nonces already answered by this listener (a replayed client payload is refused).
+/// Client nonces this listener took, with the tunnel each came for: a replayed client payload (a
+/// nonce seen before, for another tunnel) is refused; the same push sent again by the relay (a
+/// phone that listened again before it joined gets it again) is tried again, or ignored once
+/// answered.
 final class SeenNonces: Sendable {
     /// Remembers at most this many.
     static let capacity = 4096
-    private let nonces = Mutex(RecentMemory<[UInt8], Void>(capacity: capacity))
 
-    /// `false` when `nonce` was seen before.
-    func insert(_ nonce: [UInt8]) -> Bool {
-        nonces.withLock { $0.remember(nonce, ()) }
+    /// What a push's nonce was to this listener.
+    enum Sighting: Equatable {
+        /// Never seen: now remembered.
+        case new
+        /// Seen for the same tunnel: the relay sent the push again.
+        case again(answered: Bool)
+        /// Seen for another tunnel.
+        case replayed
+    }
+
+    private struct Taken {
+        let tunnelID: [UInt8]
+        var answered = false
+    }
+
+    private let nonces = Mutex(RecentMemory<[UInt8], Taken>(capacity: capacity))
+
+    /// Looks `nonce` up for a push to `tunnelID`, remembering it when it is new.
+    func see(_ nonce: [UInt8], tunnelID: [UInt8]) -> Sighting {
+        nonces.withLock { memory in
+            if let taken = memory[nonce] { return taken.tunnelID == tunnelID ? .again(answered: taken.answered) : .replayed }
+            memory.remember(nonce, Taken(tunnelID: tunnelID))
+            return .new
+        }
+    }
+
+    /// The transaction of `nonce` was answered.
+    func answered(_ nonce: [UInt8]) {
+        nonces.withLock { memory in
+            guard var taken = memory[nonce] else { return }
+            taken.answered = true
+            memory.remember(nonce, taken)
+        }
     }
 }
