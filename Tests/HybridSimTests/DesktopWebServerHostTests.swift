@@ -185,7 +185,7 @@ struct DesktopWebServerHostTests {
         #expect(header.status == 431 && header.closed, "\(header.response.prefix(200))")
         #expect(refused.withLock { $0 } == [
             "a request head cut short: 408 the request was not complete within 0.3 s",
-            "a request the HTTP parser cannot read: 431 the request's header fields are over 80 KiB",
+            "a request the HTTP parser cannot read: 431 the request head is over 80 KiB",
         ], "\(refused.withLock { $0 })")
     }
 

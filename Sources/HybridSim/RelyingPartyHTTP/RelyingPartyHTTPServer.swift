@@ -99,7 +99,7 @@ private final class RequestHandler: ChannelInboundHandler {
             let (status, reason) = watch.refusal(for: error)
             service.noteRefusal("a request the HTTP parser cannot read: \(status) \(reason)")
             answered = true
-            return watch.answer(status, reason)
+            return watch.answer(status, reason, body: Self.jsonError(reason))
         }
         answered = true
         context.close(promise: nil)
@@ -115,7 +115,7 @@ private final class RequestHandler: ChannelInboundHandler {
                 if let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes {
                     service.noteRefusal("a request head cut short: 408 \(reason)")
                     answered = true
-                    return watch.answer(408, reason)
+                    return watch.answer(408, reason, body: Self.jsonError(reason))
                 }
             }
             answered = true
@@ -213,6 +213,11 @@ private final class RequestHandler: ChannelInboundHandler {
         self.head = nil
         body = []
         refuse(context: context, head, 413, "the body is larger than 1 MiB")
+    }
+
+    /// The body of ``RelyingPartyHTTPResponse/error(_:_:)`` for an answer the head watch writes.
+    private static func jsonError(_ reason: String) -> (type: String, bytes: [UInt8]) {
+        ("application/json", Array(RelyingPartyHTTPResponse.error(0, reason).body.data))
     }
 
     /// Answers a request refused before the service saw it, and logs it as the service logs its own.

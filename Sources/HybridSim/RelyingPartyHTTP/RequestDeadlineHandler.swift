@@ -43,8 +43,11 @@ final class RequestDeadlineHandler: ChannelDuplexHandler {
             handler.timer = nil
             guard !handler.responseStarted, context.channel.isActive else { return }
             context.fireUserInboundEventTriggered(Expired(sawHead: handler.sawHead, deadline: seconds))
-            // Answered behind (the 408 passed back through `write`), which closes after it; else close now.
-            if !handler.responseStarted { context.close(promise: nil) }
+            // Answered behind (the 408 passed back through `write`, or the head watch wrote one
+            // below the encoder), which closes after it; else close now.
+            if !handler.responseStarted, context.pipeline.syncOperations.requestHeadWatch?.answered != true {
+                context.close(promise: nil)
+            }
         }
     }
 

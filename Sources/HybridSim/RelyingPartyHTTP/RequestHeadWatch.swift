@@ -7,7 +7,8 @@ import NIOHTTP1
 /// `408 Request Timeout` (RFC 9110 §15.5.9; the relay does the same), and a head the parser refuses
 /// gets a status for its fault instead of NIO's `400` for every parser error: `414 URI Too Long`
 /// when the request line alone is over NIO's 80 KiB limit, `431 Request Header Fields Too Large`
-/// (RFC 6585 §5) when the header fields are, `400` for the rest. The answer is written here in raw
+/// (RFC 6585 §5) when the head is over it otherwise (NIO counts the target and the header fields
+/// together), `400` for the rest. The answer is written here in raw
 /// bytes, below the HTTP encoder, since no request was decoded for a response to answer.
 final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -24,8 +25,8 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     private(set) var requestLineBytes = 0
     /// NIO's limit on a head's URL and on its header fields.
     static let headLimit = 80 * 1024
-    /// A refusal was written here, or a response from the handlers behind began: nothing more is
-    /// written here.
+    /// A refusal was written here, or a final response from the handlers behind began (a `100
+    /// Continue` is not one): nothing more is written here.
     private(set) var answered = false
     private var context: ChannelHandlerContext?
 
@@ -36,19 +37,33 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
         if !requestLineEnded {
             let bytes = unwrapInboundIn(data).readableBytesView
             if !bytes.isEmpty { sawBytes = true }
-            if let end = bytes.firstIndex(of: UInt8(ascii: "\n")) {
-                requestLineEnded = true
-                requestLineBytes += end - bytes.startIndex
-            } else {
-                requestLineBytes += bytes.count
+            // Empty lines before the request line are skipped, as the parser skips them.
+            for byte in bytes {
+                if byte == UInt8(ascii: "\n") {
+                    if requestLineBytes > 0 {
+                        requestLineEnded = true
+                        break
+                    }
+                } else if byte != UInt8(ascii: "\r") || requestLineBytes > 0 {
+                    requestLineBytes += 1
+                }
             }
         }
         context.fireChannelRead(data)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        answered = true  // a response is on its way (an event stream, a 413): never a second one
+        // A final response is on its way (an event stream, a 413): never a second one. The encoder
+        // writes a head in one buffer, so an interim one is known by its status's first digit.
+        if !answered, !Self.isInterimHead(unwrapOutboundIn(data)) { answered = true }
         context.write(data, promise: promise)
+    }
+
+    /// Whether `data` starts an interim (1xx) response head: `HTTP/1.x 1`.
+    private static func isInterimHead(_ data: IOData) -> Bool {
+        guard case .byteBuffer(let buffer) = data, buffer.readableBytes > 9 else { return false }
+        let bytes = buffer.readableBytesView
+        return bytes.starts(with: "HTTP/1.".utf8) && bytes[bytes.startIndex + 9] == UInt8(ascii: "1")
     }
 
     /// The status and reason for a request the parser refused with `error`.
@@ -56,22 +71,28 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
         guard error == .headerOverflow else { return (400, "the HTTP parser cannot read the request (\(error))") }
         return requestLineBytes > Self.headLimit
             ? (414, "the request line is over 80 KiB")
-            : (431, "the request's header fields are over 80 KiB")
+            : (431, "the request head is over 80 KiB")
     }
 
-    /// Answers `status` with `reason` (one line of text) and `extra` header fields, and closes the
-    /// connection once it is sent, unless a response was already written (then it just closes it).
-    func answer(_ status: Int, _ reason: String, headers extra: [(String, String)] = []) {
+    /// Answers `status` with `body` (`reason` as one line of text when `nil`) and `extra` header
+    /// fields, and closes the connection once it is sent, unless a response was already written
+    /// (then it just closes it).
+    func answer(
+        _ status: Int, _ reason: String, body: (type: String, bytes: [UInt8])? = nil, headers extra: [(String, String)] = []
+    ) {
         guard let context else { return }
         guard !answered else { return context.close(promise: nil) }
         answered = true
         let phrase = HTTPResponseStatus(statusCode: status).reasonPhrase
-        let body = reason + "\n"
-        let fields = [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", "\(body.utf8.count)")] + extra
+        let body = body ?? ("text/plain; charset=utf-8", Array((reason + "\n").utf8))
+        let fields = [("Content-Type", body.type), ("Content-Length", "\(body.bytes.count)")] + extra
             + [("Connection", "close")]
         let head = "HTTP/1.1 \(status) \(phrase)\r\n" + fields.map { "\($0): \($1)\r\n" }.joined() + "\r\n"
         let channel = context.channel
-        context.writeAndFlush(wrapOutboundOut(.byteBuffer(context.channel.allocator.buffer(string: head + body))))
+        var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.bytes.count)
+        buffer.writeString(head)
+        buffer.writeBytes(body.bytes)
+        context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)))
             .whenComplete { _ in channel.close(promise: nil) }
     }
 }
