@@ -363,10 +363,37 @@ struct EndToEndRelayClusterTests {
         await channel.close()
         let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
         #expect(stopped == 1, "\(stopOutput)")
-        #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping (in \(directory)/relay-0.err):"), "\(stopOutput)")
+        #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping (its stderr, \(directory)/relay-0.err):"), "\(stopOutput)")
         #expect(stopOutput.contains("--contacts: the contact memory is not saved"), "\(stopOutput)")
         #expect(stopOutput.contains("relay-cluster: a relay reported an error while stopping (above)"), "\(stopOutput)")
         #expect(stopOutput.contains("relay-cluster: stopped"), "everything stopped all the same: \(stopOutput)")
+    }
+
+    @Test("a relay's stderr file moved away (rotated) while it runs: stop still repeats the error it wrote while stopping (read from the relay's stderr itself, not the path)")
+    func stopReportsErrorAfterRotation() async throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        let port = try EndToEndLab.closedPort()
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let (started, startOutput) = try Self.cluster(["start", "--instances", "1", "--workers", "1", "--port", "\(port)", "--dir", directory])
+        try #require(started == 0, "\(startOutput)")
+        let file = directory + "/contacts-0.json"
+        try? FileManager.default.removeItem(atPath: file)
+        try FileManager.default.createDirectory(atPath: file + "/blocked", withIntermediateDirectories: true)
+        let token = ListenToken(bytes: Array(repeating: 43, count: ListenToken.size))!
+        var options = WebSocketTunnel.Options()
+        options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL)]
+        let channel = try await WebSocketTunnel.open(
+            url: "ws://127.0.0.1:\(port)" + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
+        await channel.close()
+        try FileManager.default.moveItem(atPath: directory + "/relay-0.err", toPath: directory + "/relay-0.err.1")
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 1, "\(stopOutput)")
+        #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping"), "\(stopOutput)")
+        #expect(stopOutput.contains("--contacts: the contact memory is not saved"), "\(stopOutput)")
+        #expect(stopOutput.contains("relay-cluster: stopped"), "\(stopOutput)")
     }
 
     @Test("nginx workers whose master was killed: status names them, stop ends them, and a new start can take the port")
