@@ -113,6 +113,7 @@ import Testing
             (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 4: ["clientPin": false]]), "without 0x06 (pinUvAuthProtocols)"),
             (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 4: ["largeBlobs": true]]), "largeBlobs is offered without rk"),
             (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 4: ["defaultCredProtect": 1]]), "expected 2 or 3"),
+            (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 4: ["defaultCredProtect": true]]), "expected 2 or 3"),
             (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x0A: [["alg": -7]]]), "type"),
             (CBOR.encode([1: ["FIDO_2_1"], 3: .bytes([UInt8](repeating: 0, count: 16)), 0x09: 5]), "transports"),
             (CBOR.encode([1: ["FIDO_2_2"], 3: .bytes([UInt8](repeating: 0, count: 16))]), "name no CTAP2 version Chromium knows"),

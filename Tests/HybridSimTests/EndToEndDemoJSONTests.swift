@@ -1,6 +1,10 @@
 import Foundation
 import Testing
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// `hybrid-sim demo --json`: standard output is one JSON event per line (a script reads the QR URL,
 /// each ceremony's credential and the ending), the narration stays on standard error.
 @Suite("End to end: demo --json")
@@ -37,5 +41,21 @@ struct EndToEndDemoJSONTests {
         #expect(last["event"] as? String == "error" && last["kind"] as? String == "badInput" && last["exitCode"] as? Int == 2, "\(last)")
         #expect(last["message"] as? String == "registration failed: the phone exited 2 (its error is above), so the demo stopped the desktop", "\(last)")
         #expect(!events.contains { $0["event"] as? String == "credential" }, "\(events)")
+    }
+
+    @Test("a demo --json ended by SIGINT while its desktop waits: the events so far, then error with kind interrupted, exit 130")
+    func interrupted() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let demo = try lab.start("demo", ["demo", "--json", "--home", lab.file("demo"), "--timeout", "30"])
+        _ = try await demo.waitForOutput("the desktop waiting", in: \.standardError) { lines in
+            lines.contains { $0.contains("desktop │ waiting for a nearby phone") }
+        }
+        demo.signal(SIGINT)
+        #expect(try await demo.waitForExit(timeout: .seconds(10)) == 130, "\(demo.transcript)")
+        let events = try JSONEvents.all(demo)
+        let last = try #require(events.last, "\(demo.transcript)")
+        #expect(last["event"] as? String == "error" && last["kind"] as? String == "interrupted" && last["exitCode"] as? Int == 130, "\(events)")
+        #expect(events.first?["event"] as? String == "qr", "\(events)")
     }
 }

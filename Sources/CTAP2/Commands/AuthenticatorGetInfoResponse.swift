@@ -136,12 +136,15 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
         var options: [String: Bool] = [:]
         for (key, entry) in entries {
             guard case .text(let name) = key else { continue }
-            if case .bool(let flag) = entry {
+            // Checked before the booleans: Chromium refuses a boolean there too.
+            if name == "defaultCredProtect" {
+                guard entry == .unsigned(2) || entry == .unsigned(3) else {
+                    throw CTAP2Error(.invalidValue, "\(path) \"defaultCredProtect\": expected 2 or 3, found \(entry)")
+                }
+            } else if case .bool(let flag) = entry {
                 options[name] = flag
             } else if booleanOptions.contains(name) {
                 throw CTAP2Error(.wrongType, "\(path) \"\(name)\": expected a boolean, found \(entry.kindName)")
-            } else if name == "defaultCredProtect", entry != .unsigned(2), entry != .unsigned(3) {
-                throw CTAP2Error(.invalidValue, "\(path) \"defaultCredProtect\": expected 2 or 3, found \(entry)")
             }
         }
         return options

@@ -72,11 +72,18 @@ public enum DemoProgram {
                 status == 0
                 ? JSONLine(event: "result", [("ceremonies", .int(3))])
                 : JSONLine(event: "error", JSONLine.errorMembers(
-                    kind: ProgramFailure.Kind.allCases.first { $0.exitCode == status }?.rawValue ?? ProgramFailure.Kind.failed.rawValue,
-                    exitCode: status, message: lastError.withLock { $0 } ?? "the demo failed"))
+                    kind: Self.kind(ofStatus: status), exitCode: status, message: lastError.withLock { $0 } ?? "the demo failed"))
             given.standardOutput(event.text)
         }
         return status
+    }
+
+    /// The `kind` of the demo's `error` event for exit `status` (the failing child's): the kind of
+    /// that status in the exit-code table, `interrupted` for a child ended by a signal's status
+    /// (128 + N), `failed` for any other.
+    static func kind(ofStatus status: Int32) -> String {
+        if let kind = ProgramFailure.Kind.allCases.first(where: { $0.exitCode == status }) { return kind.rawValue }
+        return status > 128 && status < 160 ? "interrupted" : ProgramFailure.Kind.failed.rawValue
     }
 
     /// What the demo's standard output gets for the credential the desktop printed (`lines`, its
@@ -89,7 +96,11 @@ public enum DemoProgram {
             return
         }
         let compact = lines.map { $0.trimmingCharacters(in: .whitespaces) }.joined()
-        output.standardOutput(JSONLine(event: "credential", [("step", .string(step)), ("credential", .raw(compact))]).text)
+        // Only a JSON object goes in as it is; anything else the desktop printed is a string, so the
+        // line stays JSON.
+        let isObject = (try? JSONSerialization.jsonObject(with: Data(compact.utf8))) is [String: Any]
+        let credential: JSONLine.Value = isObject ? .raw(compact) : .string(lines.joined(separator: "\n"))
+        output.standardOutput(JSONLine(event: "credential", [("step", .string(step)), ("credential", credential)]).text)
     }
 
     private static func run(_ configuration: Configuration, output: ProgramOutput) async -> Int32 {
