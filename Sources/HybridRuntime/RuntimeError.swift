@@ -122,6 +122,11 @@ extension RuntimeError {
         RuntimeError(.timeout, "\(operation) timed out after \(duration.humanReadable)")
     }
 
+    /// How the text of an `.upgradeRejected` error begins ("relay rejected /cable/listen: 503 …"),
+    /// for a caller that only has the text (an event's reason) and must tell a relay that answered
+    /// from one that could not be reached.
+    public static let rejectedPrefix = "relay rejected "
+
     /// The relay refused the upgrade of `path` with `status`; `detail` is the response body if any.
     /// The reason phrase and the body are the relay's text: control characters are escaped.
     /// A body that is an HTML page (`<html>…`) is not a relay's text (a relay answers `text/plain`):
@@ -134,7 +139,7 @@ extension RuntimeError {
             ? TunnelServicePath.explainProxy(status: status)
             : detail.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
                 ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
-        var text = "relay rejected \(endpoint): \(status) \(PeerText.printable(statusText))"
+        var text = "\(rejectedPrefix)\(endpoint): \(status) \(PeerText.printable(statusText))"
         if let explanation { text += " (\(explanation))" }
         return RuntimeError(.upgradeRejected, text, httpStatus: status)
     }

@@ -91,7 +91,7 @@ public enum PhoneListenProgram {
                 let what: String
                 if case .reached = previous {
                     what = "push channel lost"
-                } else if reason.hasPrefix("relay rejected ") {
+                } else if reason.hasPrefix(RuntimeError.rejectedPrefix) {
                     what = "relay refused the push channel for now"
                 } else {
                     what = "relay unreachable"
@@ -136,7 +136,7 @@ public enum PhoneListenProgram {
                 // A limit that passed without the relay ever answering is a wrong address or a relay
                 // that is down, not a quiet link: say so.
                 guard case .failing(let reason, everReached: false) = relay.withLock({ $0 }) else { throw error }
-                let never = reason.hasPrefix("relay rejected ") ? "never accepted the push channel" : "was never reached"
+                let never = reason.hasPrefix(RuntimeError.rejectedPrefix) ? "never accepted the push channel" : "was never reached"
                 throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) \(never) (\(reason))")
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
