@@ -63,24 +63,29 @@ final class ChildProcess: Sendable {
                 if !rest.isEmpty { continuation.yield(wrap(String(decoding: rest, as: UTF8.self))) }
             }
             flushes.append(flush)
-            pipe.fileHandleForReading.readabilityHandler = { handle in
-                let data = handle.availableData
-                if data.isEmpty {
-                    handle.readabilityHandler = nil
-                    flush()
-                    if open.withLock({ count -> Int in count -= 1; return count }) == 0 { continuation.finish() }
-                    return
-                }
-                let complete = buffer.withLock { bytes -> [[UInt8]] in
-                    bytes += data
-                    var lines: [[UInt8]] = []
-                    while let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) {
-                        lines.append(Array(bytes[..<newline]))
-                        bytes.removeSubrange(...newline)
+            // A blocking read loop on a thread of its own instead of `readabilityHandler`: no
+            // libdispatch read source (epoll muxnote) exists for the pipe, so there is none to tear
+            // down while the descriptor closes.
+            let handle = pipe.fileHandleForReading
+            Thread.detachNewThread {
+                var chunk = [UInt8](repeating: 0, count: 4096)
+                while true {
+                    let count = chunk.withUnsafeMutableBytes { read(handle.fileDescriptor, $0.baseAddress, $0.count) }
+                    if count < 0, errno == EINTR { continue }
+                    guard count > 0 else { break }
+                    let complete = buffer.withLock { bytes -> [[UInt8]] in
+                        bytes += chunk[..<count]
+                        var lines: [[UInt8]] = []
+                        while let newline = bytes.firstIndex(of: UInt8(ascii: "\n")) {
+                            lines.append(Array(bytes[..<newline]))
+                            bytes.removeSubrange(...newline)
+                        }
+                        return lines
                     }
-                    return lines
+                    for line in complete { continuation.yield(wrap(String(decoding: line, as: UTF8.self))) }
                 }
-                for line in complete { continuation.yield(wrap(String(decoding: line, as: UTF8.self))) }
+                flush()
+                if open.withLock({ count -> Int in count -= 1; return count }) == 0 { continuation.finish() }
             }
         }
         let status = exitStatus
@@ -89,11 +94,11 @@ final class ChildProcess: Sendable {
             let ending: Ending = finished.terminationReason == .uncaughtSignal
                 ? .killed(signal: finished.terminationStatus) : .exited(finished.terminationStatus)
             status.value.withLock { $0 = ending }
-            // Every wait is bounded: if a pipe never reports its end after the child exited (its write
-            // end inherited by another process, or a lost readability event), the lines end 2 s later.
+            // Every wait is bounded: if a pipe never reaches its end after the child exited (its write
+            // end inherited by another process), the lines end 2 s later (its reading thread stays
+            // blocked until that process closes it; what it reads then is dropped).
             DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(2)) {
                 guard open.withLock({ $0 > 0 }) else { return }
-                for pipe in [out, err] { pipe.fileHandleForReading.readabilityHandler = nil }
                 for flush in flushAll { flush() }
                 continuation.finish()
             }
