@@ -31,14 +31,18 @@ struct RelayCLITests {
         process.standardOutput = stdout
         process.standardError = FileHandle.nullDevice
         let output = LockedBox("")
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let text = String(decoding: handle.availableData, as: UTF8.self)
-            output.update { $0 += text }
+        // A blocking reader on a thread of its own, not `readabilityHandler`, whose libdispatch
+        // source races its teardown (Docs/ROBUSTNESS.md, ThreadSanitizer) and which, never cleared
+        // at end of file, was called over and over with nothing to read.
+        let reader = stdout.fileHandleForReading
+        Thread.detachNewThread {
+            while case let data = reader.availableData, !data.isEmpty {
+                output.update { $0 += String(decoding: data, as: UTF8.self) }
+            }
         }
         try process.run()
         defer {
             if process.isRunning { process.terminate() }
-            stdout.fileHandleForReading.readabilityHandler = nil
         }
         #expect(await eventually(timeout: .seconds(10)) { output.value.contains("\n") })
         let lines = output.value.split(separator: "\n")
