@@ -117,7 +117,7 @@ let package = Package(
         /// libFuzzer's driver entry point, weakly referenced so builds without libFuzzer still link.
         .target(name: "CHybridFuzz"),
         /// One fuzz target per parser, each checking its invariant; shared by `hybrid-fuzz` and the tests.
-        .target(name: "HybridFuzz", dependencies: ["CTAP2", "HybridCore", "HybridRuntime", "HybridSim"]),
+        .target(name: "HybridFuzz", dependencies: ["CTAP2", "HybridCore", "HybridRuntime", "HybridSim", "HybridInspect"]),
         /// `hybrid-fuzz TARGET [libFuzzer flags]` (`Scripts/fuzz` links libFuzzer into it).
         .executableTarget(name: "hybrid-fuzz", dependencies: ["HybridFuzz", "CHybridFuzz"]),
 

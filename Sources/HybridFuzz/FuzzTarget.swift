@@ -48,7 +48,8 @@ package enum FuzzTargets {
     /// All targets, in the order `Scripts/fuzz all` runs them.
     package static let all: [FuzzTarget] =
         QRTargets.all + CTAP2Targets.all + HandshakeTargets.all + TransportTargets.all + RuntimeTargets.all
-        + StoreTargets.all + WebAuthnJSONTargets.all
+        + StoreTargets.all + WebAuthnJSONTargets.all + LinkingTargets.all + LinkStoreTargets.all + InspectTargets.all
+        + RelyingPartyTargets.all
 
     /// The target called `name`, if any.
     package static func named(_ name: String) -> FuzzTarget? {

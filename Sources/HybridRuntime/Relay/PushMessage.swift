@@ -111,7 +111,7 @@ public enum PushChannel {
     public static let replacedReason = "replaced by a newer listener for the same contact ID"
 
     /// The listen token of a listen request, or `nil` unless the header is there once and is a token.
-    static func listenToken(headerValues: [String]) -> ListenToken? {
+    package static func listenToken(headerValues: [String]) -> ListenToken? {
         guard headerValues.count == 1 else { return nil }
         return ListenToken(base64URL: Substring(headerValues[0]).trimmingSpacesForPush)
     }
@@ -119,7 +119,7 @@ public enum PushChannel {
     /// The contact IDs of the revoked tokens a listen request announces, or `nil` when the header
     /// is malformed or too long. The length is checked before anything is split, so a huge header
     /// costs no parsing.
-    static func revoked(headerValues: [String]) -> [[UInt8]]? {
+    package static func revoked(headerValues: [String]) -> [[UInt8]]? {
         let characters = headerValues.reduce(0) { $0 + $1.utf8.count }
         guard characters <= maxRevoked * (ListenToken.encodedLength + 2) else { return nil }
         let items = headerValues.flatMap { $0.split(separator: ",") }.map { $0.trimmingSpacesForPush }

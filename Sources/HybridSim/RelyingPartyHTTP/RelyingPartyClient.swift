@@ -295,7 +295,7 @@ public final class RelyingPartyClient: Sendable {
     /// The relying party's answer for a message line: trimmed, at most 400 characters, and with
     /// every character that could end or disguise the line escaped (`PeerText.printable`), so an
     /// error page of many lines, or a body with terminal escapes, stays one `error:` line.
-    static func shorten(_ body: [UInt8]) -> String {
+    package static func shorten(_ body: [UInt8]) -> String {
         let text = String(decoding: body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
         return PeerText.printable(text, limit: 400)
     }
