@@ -123,14 +123,15 @@ public enum SequenceDiagram {
     /// escapes as `\u{XX}` (XML 1.0 allows no C0 control but tab and line breaks, not even as
     /// an entity, so a raw one made the file unreadable).
     static func escape(_ text: String) -> String {
+        // By scalar: "<" followed by a combining mark is one Character that is not "<".
         var out = ""
-        for c in visible(text) {
-            switch c {
+        for scalar in visible(text).unicodeScalars {
+            switch scalar {
             case "&": out += "&amp;"
             case "<": out += "&lt;"
             case ">": out += "&gt;"
             case "\"": out += "&quot;"
-            default: out.append(c)
+            default: out.unicodeScalars.append(scalar)
             }
         }
         return out

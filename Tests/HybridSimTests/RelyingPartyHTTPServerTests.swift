@@ -277,6 +277,14 @@ struct RelyingPartyHTTPServerTests {
         let deep = { (levels: Int) in String(repeating: "[", count: levels) + String(repeating: "]", count: levels) }
         #expect(JSONValue.parse(Array(deep(JSONValue.maxDepth).utf8)) != nil)
         #expect(JSONValue.parse(Array(deep(JSONValue.maxDepth + 1).utf8)) == nil)
+        // One name in two Unicode spellings (the Kelvin sign and K; é composed and decomposed) is a repeat.
+        #expect(JSONValue.parse(Array("{\"publicKey\":1,\"public\u{212A}ey\":2}".utf8)) == nil)
+        #expect(JSONValue.parse(Array("{\"caf\u{E9}\":1,\"cafe\u{301}\":2}".utf8)) == nil)
+        #expect {
+            try JSONValue.read(Array("{\"a\u{212A}\":1,\"aK\":2}".utf8))
+        } throws: { error in
+            "\(error)".contains("member \"aK\" is repeated in another Unicode spelling of the same name")
+        }
         #expect(JSONValue.parse(Array(#"{"a":1,"a":2}"#.utf8)) == nil)
         #expect(JSONValue.parse(Array("[1e400]".utf8)) == nil)
         #expect(JSONValue.parse(Array(#"{"a":[1.5,true,null,"x\u00e9"]}"#.utf8)) == .object(["a": .array([.number(1.5), .bool(true), .null, .string("xé")])]))

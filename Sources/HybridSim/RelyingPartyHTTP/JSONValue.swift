@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import HybridRuntime
 
 /// Any JSON value, for profile templates and the bodies relying-party servers send and expect.
 public enum JSONValue: Sendable, Hashable, Codable {
@@ -62,37 +63,47 @@ public enum JSONValue: Sendable, Hashable, Codable {
     }
 
     /// ``parse(_:)``, saying why not: the reader's complaint with its offset (`subject` begins it:
-    /// "not JSON: duplicate member \"rpId\" at offset 40"), or a number beyond `Double`.
+    /// "not JSON: duplicate member \"rpId\" at offset 40"), a number beyond `Double`, or two member
+    /// names that are one text in two Unicode spellings.
     static func read(_ bytes: some Collection<UInt8>, subject: String = "JSON") throws(CTAP2Error) -> JSONValue {
         let value = try JSONReader.parse(bytes, maxDepth: maxDepth, subject: subject)
-        guard let json = JSONValue(reading: value) else {
-            throw CTAP2Error(.invalidJSON, "\(subject): a number beyond what a double holds")
+        do {
+            return try JSONValue(reading: value)
+        } catch {
+            throw CTAP2Error(.invalidJSON, "\(subject): \(error.problem)")
         }
-        return json
     }
 
-    /// The reader's value as a `JSONValue`; `nil` for a number `Double` cannot hold.
-    private init?(reading value: JSONReader.Value) {
+    /// Why the reader's value is no `JSONValue`.
+    private struct Unrepresentable: Error {
+        let problem: String
+    }
+
+    /// The reader's value as a `JSONValue`.
+    private init(reading value: JSONReader.Value) throws(Unrepresentable) {
         switch value {
         case .null: self = .null
         case .bool(let flag): self = .bool(flag)
         case .string(let text): self = .string(text)
         case .number(let text):
-            guard let number = Double(text), number.isFinite else { return nil }
+            guard let number = Double(text), number.isFinite else { throw Unrepresentable(problem: "a number beyond what a double holds") }
             self = .number(number)
         case .array(let elements):
             var array: [JSONValue] = []
             array.reserveCapacity(elements.count)
-            for element in elements {
-                guard let converted = JSONValue(reading: element) else { return nil }
-                array.append(converted)
-            }
+            for element in elements { array.append(try JSONValue(reading: element)) }
             self = .array(array)
         case .object(let members):
             var object: [String: JSONValue] = [:]
             for member in members {
-                guard let converted = JSONValue(reading: member.value) else { return nil }
-                object[member.name] = converted
+                // The reader tells repeated names apart by their bytes; Swift's strings compare by
+                // canonical equivalence ("é" composed and decomposed, the Kelvin sign and "K"), so
+                // two such names would become one here, the last winning, and a reader that keeps
+                // the first (JSONDecoder) would see the other: refused, as a repeat.
+                guard object.updateValue(try JSONValue(reading: member.value), forKey: member.name) == nil else {
+                    throw Unrepresentable(
+                        problem: "member \"\(PeerText.printable(member.name, limit: 64))\" is repeated in another Unicode spelling of the same name")
+                }
             }
             self = .object(object)
         }
