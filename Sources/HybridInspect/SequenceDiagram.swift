@@ -40,7 +40,7 @@ public enum SequenceDiagram {
         var out = ""
         for scalar in text.unicodeScalars {
             switch scalar.value {
-            case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069:
+            case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069:
                 out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             default:
                 out.unicodeScalars.append(scalar)

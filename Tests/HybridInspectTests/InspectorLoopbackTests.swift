@@ -201,14 +201,17 @@ struct InspectorLoopbackTests {
         // A close reason a peer chose, with a terminal escape and a line break: escaped in the text
         // (one line, nothing repainted) and in the SVG (which must stay well-formed XML).
         var hostile = recording
-        hostile.entries.append(.init(nanoseconds: 1, event: .closed(code: 4001, reason: "\u{1B}[2J\u{7}\nerror: forged line")))
+        hostile.entries.append(.init(nanoseconds: 1, event: .closed(code: 4001, reason: "\u{1B}[2J\u{7}\nerror: forged line\u{200F}\u{61C}<\u{301}")))
         let inspected = Inspector.inspect(hostile, keyLog: keys)
         let text = SequenceDiagram.text(inspected)
         #expect(!text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, "\(text)")
         #expect(!text.split(separator: "\n").contains { $0.hasPrefix("error: forged") }, "\(text)")
-        #expect(text.contains("\\u{1B}[2J\\u{7}\\u{A}error: forged line"), "\(text)")
+        #expect(text.contains("\\u{1B}[2J\\u{7}\\u{A}error: forged line\\u{200F}\\u{61C}"), "\(text)")
         let svg = SequenceDiagram.svg(inspected)
         #expect(!svg.unicodeScalars.contains { $0.value < 0x20 && $0 != "\n" }, "no control character in the SVG")
+        // Bidi marks are shown, not obeyed; '<' with a combining mark is still markup to escape.
+        #expect(!svg.unicodeScalars.contains { $0.value == 0x200F || $0.value == 0x61C }, "no bidi mark in the SVG")
+        #expect(svg.contains("&lt;\u{301}"), "the '<' escaped although a combining mark follows it")
 
         // The update message dropped: the response arrives with sequence 2 where 1 was expected.
         var gapped = recording
