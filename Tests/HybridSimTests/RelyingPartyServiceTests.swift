@@ -234,6 +234,9 @@ struct RelyingPartyServiceTests {
             (#"{"name": "x", "summary": "", "registration": {"options": {"method": "GET", "path": "/a?u={username}"}, "verify": {"method": "POST", "path": "/b"}, "success": {"status": [200]}}}"#, "unknown placeholder {username}"),
             (#"{"name": "x", "summary": ""}"#, "neither registration nor authentication"),
             (#"{"name": "x", "summary": "", "optionsShape": "wrapped", "registration": {"options": {"method": "GET", "path": "/a"}, "verify": {"method": "POST", "path": "/b"}, "success": {"status": [200]}}}"#, "optionsShape"),
+            // The strict reader's rules, before any decoding.
+            (#"{"name": "x", "name": "y", "summary": ""}"#, "not JSON: duplicate member \"name\""),
+            (#"{"name": "x", "summary": "", "extras": "# + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}", "not JSON"),
         ])
     func profileMistakes(json: String, mention: String) throws {
         #expect {

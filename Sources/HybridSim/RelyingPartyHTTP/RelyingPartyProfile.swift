@@ -103,6 +103,13 @@ public struct RelyingPartyProfile: Sendable, Hashable, Codable {
 
     /// Decodes and checks a profile document.
     public static func parse(_ data: Data, source: String) throws(ProgramFailure) -> RelyingPartyProfile {
+        // The strict reader first, as for options: a repeated member, nesting past 32 (which
+        // `Decodable` would take seconds over) or bytes that are not UTF-8 are named, not decoded.
+        do {
+            _ = try JSONValue.read(JSONValue.withoutByteOrderMark(data), subject: "not JSON")
+        } catch {
+            throw ProgramFailure(.badInput, "\(source) is not a relying-party profile: \(error.reason)")
+        }
         let profile: RelyingPartyProfile
         do {
             profile = try WebAuthnJSONCoding.decode(RelyingPartyProfile.self, from: data)
