@@ -32,6 +32,7 @@ struct EndToEndLinkedTests {
         let events = try listener.standardOutput.lines.map(JSONEvents.parse)
         #expect(events.map { $0["event"] as? String } == ["unreachable", "error"], "one unreachable event per outage: \(events)")
         #expect((events.first?["reason"] as? String)?.contains("connection refused") == true, "\(events)")
+        #expect(events.first?["cause"] as? String == "unreachable", "\(events)")
         let line = FailureOutput.singleErrorLine(listener)
         #expect(line.hasPrefix("error: listening for contact requests timed out after 1 s, and the relay at \(relayURL) was never reached ("),
                 "\(line)")
@@ -44,7 +45,7 @@ struct EndToEndLinkedTests {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let (relay, relayURL) = try await lab.startRelay()
-        let listener = try lab.start("listener", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "20"])
+        let listener = try lab.start("listener", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "20", "--json"])
         defer { listener.terminate() }
         try await listener.untilListening()
         relay.terminate()
@@ -52,6 +53,8 @@ struct EndToEndLinkedTests {
             lines.contains { $0.hasPrefix("push channel lost (") }
         }
         #expect(!lines.contains { $0.hasPrefix("relay unreachable") }, "\(lines)")
+        let events = try listener.standardOutput.lines.map(JSONEvents.parse)
+        #expect(events.contains { $0["event"] as? String == "unreachable" && $0["cause"] as? String == "lost" }, "\(events)")
     }
 
     @Test("phone --listen whose relay answers 503 says the relay refused the push channel for now (it answered), and retries")
@@ -60,11 +63,13 @@ struct EndToEndLinkedTests {
         defer { lab.tearDown() }
         let server = try #require(FixedAnswerServer(answer: "HTTP/1.1 503 Service Unavailable\r\nContent-Length: 4\r\n\r\nfull"))
         defer { server.stop() }
-        let listener = try lab.start("listener", ["phone", "--listen", "--relay", "ws://127.0.0.1:\(server.port)", "--listen-timeout", "1"])
+        let listener = try lab.start("listener", ["phone", "--listen", "--relay", "ws://127.0.0.1:\(server.port)", "--listen-timeout", "1", "--json"])
         #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
         #expect(listener.standardError.lines.contains { $0.hasPrefix("relay refused the push channel for now (relay rejected /cable/listen: 503") && $0.contains("503") },
                 "\(listener.transcript)")
         #expect(!listener.standardError.lines.contains { $0.hasPrefix("relay unreachable") }, "\(listener.transcript)")
+        let events = try listener.standardOutput.lines.map(JSONEvents.parse)
+        #expect(events.first?["event"] as? String == "unreachable" && events.first?["cause"] as? String == "refused", "\(events)")
         #expect(FailureOutput.singleErrorLine(listener).hasPrefix(
             "error: listening for contact requests timed out after 1 s, and the relay at ws://127.0.0.1:\(server.port) never accepted the push channel (relay rejected /cable/listen: 503"),
                 "\(listener.transcript)")

@@ -85,17 +85,17 @@ public enum PhoneListenProgram {
                     return state
                 }
                 if case .failing = previous { return }
-                narrator.event("unreachable", [("reason", .string(reason))])
                 // Said as it happened: an open channel that dropped, a relay that answered with a
                 // status to try again after (408, 429, 5xx), or one that could not be reached.
-                let what: String
+                let (cause, what): (String, String)
                 if case .reached = previous {
-                    what = "push channel lost"
+                    (cause, what) = ("lost", "push channel lost")
                 } else if reason.hasPrefix(RuntimeError.rejectedPrefix) {
-                    what = "relay refused the push channel for now"
+                    (cause, what) = ("refused", "relay refused the push channel for now")
                 } else {
-                    what = "relay unreachable"
+                    (cause, what) = ("unreachable", "relay unreachable")
                 }
+                narrator.event("unreachable", [("cause", .string(cause)), ("reason", .string(reason))])
                 narrator.say("\(what) (\(reason)); retrying after \(retry.seconds), backing off to once a second, until it is back")
             case .pushed:
                 narrator.say("contact request from a linked desktop")
