@@ -40,6 +40,7 @@ struct EndToEndDemoJSONTests {
         let last = try #require(events.last, "\(demo.transcript)")
         #expect(last["event"] as? String == "error" && last["kind"] as? String == "badInput" && last["exitCode"] as? Int == 2, "\(last)")
         #expect(last["message"] as? String == "registration failed: the phone exited 2 (its error is above), so the demo stopped the desktop", "\(last)")
+        #expect((last["childError"] as? String)?.hasPrefix("cannot use the passkey store") == true, "the phone's own error: \(last)")
         #expect(!events.contains { $0["event"] as? String == "credential" }, "\(events)")
     }
 

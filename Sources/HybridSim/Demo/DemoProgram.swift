@@ -55,25 +55,30 @@ public enum DemoProgram {
         // The demo's own final `error:` line claims the ending first (``Interruption/beginEnding()``):
         // a signal's ending stops the children, which the demo would otherwise report as a
         // second failure line after the signal's.
-        let lastError = Mutex<String?>(nil)
+        // The demo's own last error line, and the first error line a child printed (narrated as
+        // "phone   │ error: …": the failure's cause; a child the demo then stopped prints its own
+        // "interrupted by SIGTERM" after it), for the `error` event of --json.
+        let lastError = Mutex<(demo: String?, child: String?)>((nil, nil))
         let output = ProgramOutput(
             standardOutput: given.standardOutput,
             standardError: { line in
                 if line.hasPrefix("error: ") {
                     Interruption.beginEnding()
-                    lastError.withLock { $0 = String(line.dropFirst("error: ".count)) }
+                    lastError.withLock { $0.demo = String(line.dropFirst("error: ".count)) }
+                } else if let range = line.range(of: "│ error: ") {
+                    lastError.withLock { $0.child = $0.child ?? String(line[range.upperBound...]) }
                 }
                 given.standardError(line)
             })
         let status = await run(configuration, output: output)
         if configuration.json {
-            // The ending as an event too, as `desktop --json` and `phone --json` end.
-            let event =
-                status == 0
-                ? JSONLine(event: "result", [("ceremonies", .int(3))])
-                : JSONLine(event: "error", JSONLine.errorMembers(
-                    kind: Self.kind(ofStatus: status), exitCode: status, message: lastError.withLock { $0 } ?? "the demo failed"))
-            given.standardOutput(event.text)
+            // The ending as an event too, as `desktop --json` and `phone --json` end, with the
+            // failing child's own error when it printed one (the message says "its error is above").
+            let errors = lastError.withLock { $0 }
+            var members = JSONLine.errorMembers(
+                kind: Self.kind(ofStatus: status), exitCode: status, message: errors.demo ?? "the demo failed")
+            if let child = errors.child { members.append(("childError", .string(child))) }
+            given.standardOutput((status == 0 ? JSONLine(event: "result", [("ceremonies", .int(3))]) : JSONLine(event: "error", members)).text)
         }
         return status
     }
