@@ -59,4 +59,19 @@ struct EndToEndDemoJSONTests {
         #expect(last["event"] as? String == "error" && last["kind"] as? String == "interrupted" && last["exitCode"] as? Int == 130, "\(events)")
         #expect(events.first?["event"] as? String == "qr", "\(events)")
     }
+
+    @Test("a demo whose desktop fails before its QR code (a damaged relying-party store): the desktop's own status and error, not a guess (exit 2, not 1)")
+    func desktopFailsEarly() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let home = lab.file("demo")
+        try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true)
+        try "[\n".write(toFile: home + "/rp-credentials.json", atomically: true, encoding: .utf8)
+        let demo = try lab.start("demo", ["demo", "--json", "--home", home, "--timeout", "30"])
+        #expect(try await demo.waitForExit(timeout: .seconds(40)) == 2, "\(demo.transcript)")
+        let last = try #require(try JSONEvents.all(demo).last, "\(demo.transcript)")
+        #expect(last["kind"] as? String == "badInput" && last["exitCode"] as? Int == 2, "\(last)")
+        #expect(last["message"] as? String == "registration failed: the desktop exited 2 (its error is above) before it printed its QR code", "\(last)")
+        #expect((last["childError"] as? String)?.hasPrefix("cannot use the relying-party store") == true, "\(last)")
+    }
 }

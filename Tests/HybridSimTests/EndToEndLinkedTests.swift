@@ -45,14 +45,17 @@ struct EndToEndLinkedTests {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let (relay, relayURL) = try await lab.startRelay()
-        let listener = try lab.start("listener", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "20", "--json"])
+        let listener = try lab.start("listener", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "4", "--json"])
         defer { listener.terminate() }
         try await listener.untilListening()
         relay.terminate()
-        let lines = try await listener.waitForOutput("push channel lost", timeout: .seconds(15), in: \.standardError) { lines in
-            lines.contains { $0.hasPrefix("push channel lost (") }
-        }
+        #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
+        let lines = listener.standardError.lines
+        #expect(lines.contains { $0.hasPrefix("push channel lost (") }, "\(lines)")
         #expect(!lines.contains { $0.hasPrefix("relay unreachable") }, "\(lines)")
+        // The limit found it trying to get the channel back: said so, not only "timed out".
+        #expect(FailureOutput.singleErrorLine(listener).hasPrefix(
+            "error: listening for contact requests timed out after 4 s; the push channel to \(relayURL) was down at the end ("), "\(lines)")
         let events = try listener.standardOutput.lines.map(JSONEvents.parse)
         #expect(events.contains { $0["event"] as? String == "unreachable" && $0["cause"] as? String == "lost" }, "\(events)")
     }

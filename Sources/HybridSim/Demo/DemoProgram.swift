@@ -218,9 +218,16 @@ public enum DemoProgram {
             }
         }
         guard let url, let proximity else {
+            // The desktop ended (a damaged store, a port in use) or printed neither within the step's
+            // time: its own status and error, not a guess.
+            let ended = desktop.status == nil && ContinuousClock.now < deadline ? await desktop.waitForExit(timeout: .seconds(5)) : desktop.status
+            if let ended, !ended.isSuccess {
+                output.standardError("error: \(request == "mc" ? "registration" : "sign-in") failed: the desktop \(DemoProgram.explained(ended)) before it printed its QR code")
+                return ended.demoStatus
+            }
             desktop.terminate()
-            output.standardError("error: the desktop did not print its QR code and proximity port")
-            return 1
+            output.standardError("error: the desktop did not print its QR code and proximity port within \(configuration.timeout.seconds)")
+            return ended == nil ? 3 : 1
         }
         let capture = URL(fileURLWithPath: home).appendingPathComponent("qr-\(request).txt")
         do {

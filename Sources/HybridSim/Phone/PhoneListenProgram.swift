@@ -135,7 +135,11 @@ public enum PhoneListenProgram {
             } catch let error as RuntimeError where error.code == .timeout {
                 // A limit that passed without the relay ever answering is a wrong address or a relay
                 // that is down, not a quiet link: say so.
-                guard case .failing(let reason, everReached: false) = relay.withLock({ $0 }) else { throw error }
+                guard case .failing(let reason, let everReached) = relay.withLock({ $0 }) else { throw error }
+                guard !everReached else {
+                    // A channel that was open, and lost: the limit found the phone trying to get it back.
+                    throw ProgramFailure(.timeout, "\(error.reason); the push channel to \(relayURL) was down at the end (\(reason))")
+                }
                 let never = reason.hasPrefix(RuntimeError.rejectedPrefix) ? "never accepted the push channel" : "was never reached"
                 throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) \(never) (\(reason))")
             } catch let revoked as PhoneListener.ContactRevoked {
