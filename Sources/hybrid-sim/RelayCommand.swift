@@ -337,7 +337,7 @@ struct RelayCommand: AsyncParsableCommand {
         // The phones it learned would be forgotten at the next start: not a clean stop.
         if let problem = relay.contactSaveProblem {
             throw failureLine(
-                "--contacts: the contact memory is not saved (\(problem)); the next start reads what \(contacts ?? "the file") held before",
+                "--contacts: the contact memory is not saved (\(problem)); the next start reads \(contacts ?? "the file") as it is now",
                 kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
         }
     }

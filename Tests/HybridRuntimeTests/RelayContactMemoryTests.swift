@@ -59,7 +59,7 @@ struct RelayContactMemoryTests {
             #expect(stranger?.httpStatus == 410 && stranger?.description.contains("contact ID unknown") == true, "\(String(describing: stranger))")
             #expect(relay.statistics.rejectedRequests == [504: 1, 410: 2], "\(relay.statistics.rejectedRequests)")
         }
-        #expect(next.all.withLock { $0.isEmpty }, "nothing changed, nothing saved")
+        #expect(next.all.withLock { $0 } == [memory], "nothing changed while it ran; saved once, at its shutdown, as it was")
     }
 
     @Test("a phone listening again with the same revocations changes nothing and is not saved again; another phone's listen is")
@@ -118,6 +118,19 @@ struct RelayContactMemoryTests {
         #expect(failingRelay.contactSaveProblem?.contains("Refused") == true, "\(String(describing: failingRelay.contactSaveProblem))")
         await first.close()
         await second.close()
+    }
+
+    @Test("the memory is saved at every shutdown, changed or not (a file removed or replaced since the last save is noticed then)")
+    func savedAtEveryShutdown() async throws {
+        let saves = Saves()
+        let relay = TunnelRelay(configuration: Self.configuration(saves.persistence(), saveDelay: .milliseconds(50)))
+        let endpoint = try await relay.start()
+        let phone = LinkedRelayTests.token("every-shutdown")
+        let listening = try await LinkedRelayTests.listen(endpoint, phone)
+        #expect(await eventually(timeout: .seconds(5)) { saves.all.withLock { $0.count } == 1 })
+        await relay.shutdown()
+        #expect(saves.all.withLock { $0.count } == 2 && saves.last?.known == [phone.contactID])
+        await listening.close()
     }
 
     @Test("a save that failed with nothing changed since is made again at shutdown: the disk that had no room has it now, and the relay reports no problem")

@@ -184,7 +184,7 @@ struct DesktopWebServerHostTests {
         let header = try #require(LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Big: \(long)\r\n\r\n", ioTimeout: 5))
         #expect(header.status == 431 && header.closed, "\(header.response.prefix(200))")
         #expect(refused.withLock { $0 } == [
-            "a request head cut short: 408 the request was not complete within 0.3 s",
+            "an incomplete request head: 408 the request was not complete within 0.3 s",
             "a request the HTTP parser cannot read: 431 the request head is over 80 KiB",
         ], "\(refused.withLock { $0 })")
     }

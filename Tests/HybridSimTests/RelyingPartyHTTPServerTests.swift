@@ -230,7 +230,7 @@ struct RelyingPartyHTTPServerTests {
         let logged = lines.withLock { $0 }
         #expect(logged == [
             "refused POST /authentication_finalize: 408 the request was not complete within 0.3 s",
-            "refused a request head cut short: 408 the request was not complete within 0.3 s",
+            "refused an incomplete request head: 408 the request was not complete within 0.3 s",
         ], "\(logged)")
     }
 
@@ -259,6 +259,15 @@ struct RelyingPartyHTTPServerTests {
         let logged = lines.withLock { $0 }
         #expect(logged.count == 5 && logged.first == "refused a request the HTTP parser cannot read: 414 the request line is over 80 KiB"
                 && logged.dropFirst(3).first == "refused a request the HTTP parser cannot read: 431 the request head is over 80 KiB", "\(logged)")
+    }
+
+    @Test("a 404 quotes at most 200 characters of the path it did not know")
+    func unknownPathCut() async throws {
+        try await withServer { port in
+            let (answer, _) = try exchange(port: port, "GET /\(String(repeating: "a", count: 5_000)) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")
+            #expect(answer.hasPrefix("HTTP/1.1 404"), "\(answer.prefix(200))")
+            #expect(answer.count < 1_000 && answer.contains("a…"), "\(answer.count) characters: \(answer.prefix(300))")
+        }
     }
 
     @Test("after a 100 Continue, a body the parser cannot read still gets its 400 (the interim answer is not the response)")

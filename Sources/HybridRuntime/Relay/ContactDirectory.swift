@@ -348,9 +348,10 @@ final class ContactDirectory {
         }
         for listener in listeners.values { listener.sendClose(code: .goingAway, reason: "relay shutting down") }
         listeners = [:]
-        // A change still waiting for its timer is saved now (the relay waits for the save), and so
-        // is a memory whose last save failed (the disk may have room again).
-        if let saver = registry.contactSaver, saveScheduled || saver.lastSaveFailed {
+        // Saved at every shutdown (the relay waits for it): a change still waiting for its timer,
+        // a memory whose last save failed (the disk may have room again), and one whose file was
+        // removed or replaced since, which only a save notices.
+        if let saver = registry.contactSaver {
             saveScheduled = false
             saver.submit(memory)
         }

@@ -29,8 +29,7 @@ public struct RelayContactMemory: Sendable, Equatable {
 /// The relay starts from ``initial`` and hands ``save`` its whole memory after a change: at most
 /// once a second, off its event loops, one save at a time (a save that fails is logged as a warning
 /// and the next change tries again), and once more when it shuts down (``TunnelRelay/shutdown()``
-/// waits up to 5 s for that save; it is made when something changed since the last save or the
-/// last save failed).
+/// waits up to 5 s for that save).
 public struct RelayContactPersistence: Sendable {
     /// The memory the relay starts from.
     public var initial: RelayContactMemory

@@ -113,7 +113,7 @@ private final class RequestHandler: ChannelInboundHandler {
                 let reason = "the request was not complete within \(expired.deadline)"
                 if expired.sawHead { return refuse(context: context, head, 408, reason) }
                 if let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes {
-                    service.noteRefusal("a request head cut short: 408 \(reason)")
+                    service.noteRefusal("an incomplete request head: 408 \(reason)")
                     answered = true
                     return watch.answer(408, reason, body: Self.jsonError(reason))
                 }

@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridRuntime
 
 /// One HTTP request as the relying-party server sees it.
 public struct RelyingPartyHTTPRequest: Sendable {
@@ -146,7 +147,8 @@ public actor RelyingPartyService {
             response.headers.append(("Allow", methods.joined(separator: ", ")))
             return response
         }
-        return .error(404, "no endpoint \(request.method) \(request.path) in the \(profile.name) profile")
+        // The path as the client sent it, cut: a body is no place for 80 KiB of it.
+        return .error(404, "no endpoint \(request.method) \(PeerText.printable(request.path, limit: 200)) in the \(profile.name) profile")
     }
 
     /// Whether the request's method and path name one of the profile's endpoints, whose answer

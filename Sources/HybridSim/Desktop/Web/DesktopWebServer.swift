@@ -91,7 +91,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
                 events.refused("\(head.method.rawValue) \(head.uri): 408 \(reason)")
                 respond(context, 408, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
             } else if !expired.sawHead, !answered, let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes {
-                events.refused("a request head cut short: 408 \(reason)")
+                events.refused("an incomplete request head: 408 \(reason)")
                 watch.answer(408, reason, headers: Self.pageHeaders)
             }
             answered = true
