@@ -1,3 +1,5 @@
+import HybridCore
+
 /// Draws an ``Inspection`` as a sequence diagram: desktop on the left, phone on the right, one
 /// arrow per recorded message with its time, size and meaning, the decoded contents beneath it and
 /// anomalies marked `!`. ``text(_:)`` is for the terminal, ``svg(_:)`` for documents and browsers.
@@ -34,15 +36,14 @@ public enum SequenceDiagram {
         return out.map(visible).joined(separator: "\n") + "\n"
     }
 
-    /// `text` with every character that could break or disguise a line (C0 and C1 controls, DEL,
-    /// line and paragraph separators, bidirectional overrides and isolates) written as `\u{XX}`.
+    /// `text` with every character that could break or disguise a line (`isHiddenInPeerText`, the
+    /// set `PeerText` escapes in messages) written as `\u{XX}`.
     static func visible(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
-            switch scalar.value {
-            case 0x00...0x1F, 0x7F...0x9F, 0x2028, 0x2029, 0x200E, 0x200F, 0x061C, 0x202A...0x202E, 0x2066...0x2069:
+            if scalar.isHiddenInPeerText {
                 out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-            default:
+            } else {
                 out.unicodeScalars.append(scalar)
             }
         }

@@ -1,3 +1,5 @@
+import HybridCore
+
 /// Text a peer chose (a close reason, a header value, a response body, an `Origin`), made safe to
 /// put into a message line (``printable(_:limit:)``) or a log line (``loggable(_:)``).
 ///
@@ -60,13 +62,6 @@ package enum PeerText {
     }
 
     /// Whether `scalar` is a control character, a line or paragraph separator, or a bidirectional
-    /// formatting character.
-    static func isHidden(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
-        case 0x00...0x1F, 0x7F...0x9F: return true  // C0, DEL, C1
-        case 0x2028, 0x2029: return true  // line and paragraph separators
-        case 0x200E, 0x200F, 0x202A...0x202E, 0x2066...0x2069, 0x061C: return true  // bidi marks, embeddings, overrides, isolates
-        default: return false
-        }
-    }
+    /// formatting character (``Unicode/Scalar/isHiddenInPeerText``, shared with `inspect`).
+    static func isHidden(_ scalar: Unicode.Scalar) -> Bool { scalar.isHiddenInPeerText }
 }
