@@ -1,3 +1,4 @@
+import CTAP2
 import HybridCore
 
 /// Text a peer chose (a close reason, a header value, a response body, an `Origin`), made safe to
@@ -35,6 +36,15 @@ package enum PeerText {
     /// as it is: escaping it too would double every escape made at the source.
     package static func printable(_ text: some StringProtocol, limit: Int = defaultLimit) -> String {
         escaped(text, limit: limit) { scalar in isHidden(scalar) ? escape(scalar) : nil }
+    }
+
+    /// Bytes a peer sent that need not be text (the start of an answer that is not HTTP, a header
+    /// line): printable ASCII as it is, any other byte as `\xNN` (decoded as UTF-8, binary would
+    /// show as U+FFFD). At most `limit` bytes, then "…".
+    package static func printable(bytes: some Collection<UInt8>, limit: Int) -> String {
+        bytes.prefix(limit).map { byte in
+            (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\") ? String(UnicodeScalar(byte)) : "\\x" + Hex.encode([byte], uppercase: true)
+        }.joined() + (bytes.count > limit ? "…" : "")
     }
 
     /// The first `limit` scalars of `text`, each as `replacement` gives it (`nil`: as it is), with

@@ -96,10 +96,12 @@ struct ClientUpgradeTests {
             ("HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Accept: AAAA\r\n\r\n", "does not upgrade to websocket (Upgrade: none)"),
             ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: h2c\r\n\r\n", "does not upgrade to websocket (Upgrade: h2c)"),
             // Not HTTP: refused at its first bytes, with no end of head (the server then stays silent).
-            ("SSH-2.0-OpenSSH_9.2\r\n", "the relay's answer is not HTTP/1.x: it begins \"SSH-2.0-OpenSSH_\"… (is the relay URL a tunnel service?)"),
+            ("SSH-2.0-OpenSSH_9.2\r\n", "the relay's answer is not HTTP/1.x: it begins \"SSH-2.0-OpenSSH_…\" (is the relay URL a tunnel service?)"),
             ("\0\0\u{12}\u{4}\0\0\0\0\0", "the relay's answer is not HTTP/1.x: it begins \"\\x00\\x00\\x12\\x04"),
             ("HTTP/1.1 1O1 Switching\r\n\r\n", "is not HTTP/1.x: the status line is not HTTP/1.x with a three-digit status (\"HTTP/1.1 1O1 Switching\")"),
             ("HTTP/1.1 101 Switching Protocols\r\nno colon here\r\n\r\n", "is not HTTP/1.x: a header line without a colon (\"no colon here\")"),
+            // Bytes of a head line that are not printable ASCII: \xNN, as at the answer's start.
+            ("HTTP/1.1 101 Switching Protocols\r\n\u{1}\u{7F}bad\r\n\r\n", "a header line without a colon (\"\\x01\\x7Fbad\")"),
         ])
     func badSwitch(response: String, reason: String) async throws {
         let server = try await ScriptedHTTPServer.start { request in

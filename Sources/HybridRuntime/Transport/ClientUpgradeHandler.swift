@@ -154,13 +154,9 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         // Something that is not HTTP (an SSH banner, an HTTP/2 frame, binary) is refused as soon as
         // its first bytes show it, not when the connection ends or the upgrade timeout passes.
         guard ResponseHead.canStartStatusLine(buffer.readableBytesView) else {
-            // Printable ASCII as it is, any other byte as \xNN (binary would otherwise show as U+FFFD).
-            let start = buffer.readableBytesView.prefix(16).map { byte in
-                (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\") ? String(UnicodeScalar(byte)) : "\\x" + Hex.encode([byte], uppercase: true)
-            }.joined()
             return fail(
                 context,
-                "the relay's answer is not HTTP/1.x: it begins \"\(start)\"\(buffer.readableBytes > 16 ? "…" : "") (is the relay URL a tunnel service?)")
+                "the relay's answer is not HTTP/1.x: it begins \"\(PeerText.printable(bytes: buffer.readableBytesView, limit: 16))\" (is the relay URL a tunnel service?)")
         }
         guard let (headLength, bodyStart) = ResponseHead.end(buffer.readableBytesView.prefix(Self.maxHeadSize + 4)) else {
             if buffer.readableBytes > Self.maxHeadSize {

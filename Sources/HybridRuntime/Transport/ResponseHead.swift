@@ -53,9 +53,7 @@ package enum ResponseHead {
     static func read(_ bytes: [UInt8]) -> Result<HTTPResponseHead, Problem> {
         let (cr, lf, space, tab, colon) = (UInt8(ascii: "\r"), UInt8(ascii: "\n"), UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: ":"))
         let isDigit = { (byte: UInt8) in (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) }
-        func quoted(_ line: some Collection<UInt8>) -> String {
-            "\"" + PeerText.printable(String(decoding: line.prefix(40), as: UTF8.self)) + (line.count > 40 ? "…" : "") + "\""
-        }
+        func quoted(_ line: some Collection<UInt8>) -> String { "\"" + PeerText.printable(bytes: line, limit: 40) + "\"" }
         var lines = bytes.split(separator: lf, omittingEmptySubsequences: false).map { $0.last == cr ? $0.dropLast() : $0 }
         while lines.last?.isEmpty == true { lines.removeLast() }
         // "HTTP/1.x SSS reason"
