@@ -93,13 +93,10 @@ private final class RequestHandler: ChannelInboundHandler {
         // watch, which closes after it; anything else (a reset connection) gets nothing. A parser
         // error after the connection closed is the close itself (the deadline's), not a request
         // it could not read.
-        if let error = error as? HTTPParserError, !answered, !dispatched, context.channel.isActive,
-            let watch = context.pipeline.syncOperations.requestHeadWatch
-        {
-            let (status, reason) = watch.refusal(for: error)
-            service.noteRefusal("a request the HTTP parser cannot read: \(status) \(reason)")
+        if !answered, !dispatched, let line = RequestHeadWatch.answerParserError(error, in: context, body: Self.jsonError) {
+            service.noteRefusal(line)
             answered = true
-            return watch.answer(status, reason, body: Self.jsonError(reason))
+            return
         }
         answered = true
         context.close(promise: nil)
@@ -112,10 +109,8 @@ private final class RequestHandler: ChannelInboundHandler {
             if !answered, !dispatched {
                 let reason = "the request was not complete within \(expired.deadline)"
                 if expired.sawHead { return refuse(context: context, head, 408, reason) }
-                if let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes {
-                    service.noteRefusal("an incomplete request head: 408 \(reason)")
-                    answered = true
-                    return watch.answer(408, reason, body: Self.jsonError(reason))
+                if let line = RequestHeadWatch.answerIncompleteHead(reason, in: context, body: Self.jsonError) {
+                    service.noteRefusal(line)
                 }
             }
             answered = true

@@ -97,6 +97,35 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     }
 }
 
+extension RequestHeadWatch {
+    /// The body of an answer for a refusal's reason (`nil`: the reason as one line of text).
+    typealias Body = (String) -> (type: String, bytes: [UInt8])?
+
+    /// Answers `error`, when it is the HTTP parser's and the connection is still open, through the
+    /// connection's watch (400, 414 or 431); returns the line to log, `nil` when it answered nothing.
+    /// For the last handler of `rp` and `desktop --web`, which sees the parser's errors.
+    static func answerParserError(
+        _ error: any Error, in context: ChannelHandlerContext, body: Body = { _ in nil }, headers: [(String, String)] = []
+    ) -> String? {
+        guard let error = error as? HTTPParserError, context.channel.isActive,
+            let watch = context.pipeline.syncOperations.requestHeadWatch
+        else { return nil }
+        let (status, reason) = watch.refusal(for: error)
+        watch.answer(status, reason, body: body(reason), headers: headers)
+        return "a request the HTTP parser cannot read: \(status) \(reason)"
+    }
+
+    /// Answers 408 with `reason` when part of a request head arrived but no whole head (the
+    /// deadline passed); returns the line to log, `nil` when nothing arrived.
+    static func answerIncompleteHead(
+        _ reason: String, in context: ChannelHandlerContext, body: Body = { _ in nil }, headers: [(String, String)] = []
+    ) -> String? {
+        guard let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes else { return nil }
+        watch.answer(408, reason, body: body(reason), headers: headers)
+        return "an incomplete request head: 408 \(reason)"
+    }
+}
+
 extension ChannelPipeline.SynchronousOperations {
     /// The pipeline of `rp` and `desktop --web` up to their request handler: ``RequestHeadWatch``,
     /// NIO's HTTP server handlers (without its error handler: the request handler answers a parser

@@ -90,9 +90,10 @@ private final class WebRequestHandler: ChannelInboundHandler {
             if expired.sawHead, !answered, let head {
                 events.refused("\(head.method.rawValue) \(head.uri): 408 \(reason)")
                 respond(context, 408, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
-            } else if !expired.sawHead, !answered, let watch = context.pipeline.syncOperations.requestHeadWatch, watch.sawBytes {
-                events.refused("an incomplete request head: 408 \(reason)")
-                watch.answer(408, reason, headers: Self.pageHeaders)
+            } else if !expired.sawHead, !answered,
+                let line = RequestHeadWatch.answerIncompleteHead(reason, in: context, headers: Self.pageHeaders)
+            {
+                events.refused(line)
             }
             answered = true
             return
@@ -103,13 +104,10 @@ private final class WebRequestHandler: ChannelInboundHandler {
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A request the parser cannot read: 400, or 414/431 for an over-long head, through the
         // raw-byte watch, which closes after it; the connection is done either way.
-        if let error = error as? HTTPParserError, !answered, context.channel.isActive,
-            let watch = context.pipeline.syncOperations.requestHeadWatch
-        {
-            let (status, reason) = watch.refusal(for: error)
-            events.refused("a request the HTTP parser cannot read: \(status) \(reason)")
+        if !answered, let line = RequestHeadWatch.answerParserError(error, in: context, headers: Self.pageHeaders) {
+            events.refused(line)
             answered = true
-            return watch.answer(status, reason, headers: Self.pageHeaders)
+            return  // the watch closes once its answer is out
         }
         answered = true
         context.close(promise: nil)
