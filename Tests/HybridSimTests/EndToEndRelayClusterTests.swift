@@ -341,9 +341,10 @@ struct EndToEndRelayClusterTests {
         #expect(statuses == Array(repeating: 504, count: tokens.count), "\(statuses)")
     }
 
-    @Test("a relay that cannot save its contact file when it stops: stop repeats its error and exits 1 (the relays are not the script's children: its exit status was not seen)")
-    func stopReportsRelayError() async throws {
-        guard Self.nginxInstalled() else { return }
+    /// A one-instance cluster in a fresh directory whose relay has a change to save (a phone
+    /// listened once) and cannot save it: a directory with something in it stands where its contact
+    /// file was, and no save can rename over it. `body` gets the cluster's directory.
+    private func withUnsavableContacts(_ body: (String) throws -> Void) async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let directory = lab.file("cluster")
@@ -351,7 +352,6 @@ struct EndToEndRelayClusterTests {
         defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
         let (started, startOutput) = try Self.cluster(["start", "--instances", "1", "--workers", "1", "--port", "\(port)", "--dir", directory])
         try #require(started == 0, "\(startOutput)")
-        // The file becomes a directory with something in it: no save can rename over it.
         let file = directory + "/contacts-0.json"
         try? FileManager.default.removeItem(atPath: file)
         try FileManager.default.createDirectory(atPath: file + "/blocked", withIntermediateDirectories: true)
@@ -361,39 +361,45 @@ struct EndToEndRelayClusterTests {
         let channel = try await WebSocketTunnel.open(
             url: "ws://127.0.0.1:\(port)" + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
         await channel.close()
-        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
-        #expect(stopped == 1, "\(stopOutput)")
-        #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping (its stderr, \(directory)/relay-0.err):"), "\(stopOutput)")
-        #expect(stopOutput.contains("--contacts: the contact memory is not saved"), "\(stopOutput)")
-        #expect(stopOutput.contains("relay-cluster: a relay reported an error while stopping (above)"), "\(stopOutput)")
-        #expect(stopOutput.contains("relay-cluster: stopped"), "everything stopped all the same: \(stopOutput)")
+        try body(directory)
+    }
+
+    @Test("a relay that cannot save its contact file when it stops: stop repeats its error and exits 1 (the relays are not the script's children: its exit status was not seen)")
+    func stopReportsRelayError() async throws {
+        guard Self.nginxInstalled() else { return }
+        try await withUnsavableContacts { directory in
+            let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+            #expect(stopped == 1, "\(stopOutput)")
+            #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping (its stderr, \(directory)/relay-0.err):"), "\(stopOutput)")
+            #expect(stopOutput.contains("--contacts: the contact memory is not saved"), "\(stopOutput)")
+            #expect(stopOutput.contains("relay-cluster: a relay reported an error while stopping (above)"), "\(stopOutput)")
+            #expect(stopOutput.contains("relay-cluster: stopped"), "everything stopped all the same: \(stopOutput)")
+        }
     }
 
     @Test("a relay's stderr file moved away (rotated) while it runs: stop still repeats the error it wrote while stopping (read from the relay's stderr itself, not the path)")
     func stopReportsErrorAfterRotation() async throws {
         guard Self.nginxInstalled() else { return }
-        let lab = try EndToEndLab()
-        defer { lab.tearDown() }
-        let directory = lab.file("cluster")
-        let port = try EndToEndLab.closedPort()
-        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
-        let (started, startOutput) = try Self.cluster(["start", "--instances", "1", "--workers", "1", "--port", "\(port)", "--dir", directory])
-        try #require(started == 0, "\(startOutput)")
-        let file = directory + "/contacts-0.json"
-        try? FileManager.default.removeItem(atPath: file)
-        try FileManager.default.createDirectory(atPath: file + "/blocked", withIntermediateDirectories: true)
-        let token = ListenToken(bytes: Array(repeating: 43, count: ListenToken.size))!
-        var options = WebSocketTunnel.Options()
-        options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL)]
-        let channel = try await WebSocketTunnel.open(
-            url: "ws://127.0.0.1:\(port)" + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
-        await channel.close()
-        try FileManager.default.moveItem(atPath: directory + "/relay-0.err", toPath: directory + "/relay-0.err.1")
-        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
-        #expect(stopped == 1, "\(stopOutput)")
-        #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping"), "\(stopOutput)")
-        #expect(stopOutput.contains("--contacts: the contact memory is not saved"), "\(stopOutput)")
-        #expect(stopOutput.contains("relay-cluster: stopped"), "\(stopOutput)")
+        try await withUnsavableContacts { directory in
+            try FileManager.default.moveItem(atPath: directory + "/relay-0.err", toPath: directory + "/relay-0.err.1")
+            let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+            #expect(stopped == 1, "\(stopOutput)")
+            #expect(stopOutput.contains("relay-cluster: relay-0 wrote while stopping"), "\(stopOutput)")
+            #expect(stopOutput.contains("--contacts: the contact memory is not saved"), "\(stopOutput)")
+            #expect(stopOutput.contains("relay-cluster: stopped"), "\(stopOutput)")
+        }
+    }
+
+    @Test("restart repeats what the relay wrote while stopping and restarts it anyway (here it cannot start again: its contact file is a directory, exit 1 saying so)")
+    func restartReportsRelayError() async throws {
+        guard Self.nginxInstalled() else { return }
+        try await withUnsavableContacts { directory in
+            let (restarted, output) = try Self.cluster(["restart", "0", "--dir", directory])
+            #expect(output.contains("relay-cluster: relay-0 wrote while stopping"), "\(output)")
+            #expect(output.contains("--contacts: the contact memory is not saved"), "\(output)")
+            #expect(output.contains("relay-cluster: restarting it anyway"), "\(output)")
+            #expect(restarted == 1 && output.contains("relay-cluster: relay 0 did not start again"), "\(output)")
+        }
     }
 
     @Test("nginx workers whose master was killed: status names them, stop ends them, and a new start can take the port")
