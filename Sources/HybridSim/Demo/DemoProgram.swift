@@ -55,9 +55,9 @@ public enum DemoProgram {
         // The demo's own final `error:` line claims the ending first (``Interruption/beginEnding()``):
         // a signal's ending stops the children, which the demo would otherwise report as a
         // second failure line after the signal's.
-        // The demo's own last error line, and the first error line a child printed (narrated as
-        // "phone   │ error: …": the failure's cause; a child the demo then stopped prints its own
-        // "interrupted by SIGTERM" after it), for the `error` event of --json.
+        // The demo's own last error line, and the first error line a child printed (the failure's
+        // cause; a child the demo then stopped prints its own "interrupted by SIGTERM" after it),
+        // for the `error` event of --json.
         let lastError = Mutex<(demo: String?, child: String?)>((nil, nil))
         let output = ProgramOutput(
             standardOutput: given.standardOutput,
@@ -65,12 +65,12 @@ public enum DemoProgram {
                 if line.hasPrefix("error: ") {
                     Interruption.beginEnding()
                     lastError.withLock { $0.demo = String(line.dropFirst("error: ".count)) }
-                } else if let range = line.range(of: "│ error: ") {
-                    lastError.withLock { $0.child = $0.child ?? String(line[range.upperBound...]) }
                 }
                 given.standardError(line)
             })
-        let status = await run(configuration, output: output)
+        let status = await run(configuration, output: output) { error in
+            lastError.withLock { $0.child = $0.child ?? error }
+        }
         if configuration.json {
             // The ending as an event too, as `desktop --json` and `phone --json` end, with the
             // failing child's own error when it printed one (the message says "its error is above").
@@ -108,8 +108,14 @@ public enum DemoProgram {
         output.standardOutput(JSONLine(event: "credential", [("step", .string(step)), ("credential", credential)]).text)
     }
 
-    private static func run(_ configuration: Configuration, output: ProgramOutput) async -> Int32 {
-        let say: @Sendable (String, String) -> Void = { who, line in output.standardError(who.padding(toLength: 8, withPad: " ", startingAt: 0) + "│ " + line) }
+    /// The demo itself; `childError` hears each error line a child printed (`error: …`).
+    private static func run(
+        _ configuration: Configuration, output: ProgramOutput, childError: @escaping @Sendable (String) -> Void
+    ) async -> Int32 {
+        let say: @Sendable (String, String) -> Void = { who, line in
+            if who != "demo", line.hasPrefix("error: ") { childError(String(line.dropFirst("error: ".count))) }
+            output.standardError(who.padding(toLength: 8, withPad: " ", startingAt: 0) + "│ " + line)
+        }
         let home: String
         if let configured = configuration.home {
             home = configured
