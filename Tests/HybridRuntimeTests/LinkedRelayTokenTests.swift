@@ -139,6 +139,56 @@ extension LinkedRelayTests {
         }
     }
 
+    @Test("a listener replaced while it was not reading (frozen, or in a transaction) stops at the queued close: the pushes that waited for it went to the newer listener and are not handled twice")
+    func replacedListenerSkipsQueuedPushes() async throws {
+        try await withRelay(Self.configuration) { _, endpoint in
+            let configuration = PhoneListener.Configuration(relayURL: endpoint.url, listenToken: Self.token("frozen, then woke"))
+            let firstHandled = Mutex<[[UInt8]]>([]), secondHandled = Mutex<[[UInt8]]>([])
+            let release = AsyncStream<Void>.makeStream()
+            let first = Task {
+                try await PhoneListener.run(configuration, count: nil, limit: .seconds(10)) { push in
+                    firstHandled.withLock { $0.append(push.tunnelID) }
+                    // Busy with the first push (as a frozen process): what comes meanwhile waits.
+                    for await _ in release.stream { break }
+                    return .failed("held by the test")
+                }
+            }
+            defer { first.cancel() }
+            let one = try await Self.contact(endpoint, configuration.contactID, header: Self.payload().headerValue)
+            #expect(await eventually { firstHandled.withLock { $0.count } == 1 }, "the first push reached the first listener")
+            // That desktop gives up; the next one's push waits, unread, in the busy listener's channel
+            // (the relay has one contact request per phone at a time: 409 until the first is gone).
+            await one.close()
+            var waiting: WebSocketTunnel?
+            for _ in 0..<100 where waiting == nil {
+                waiting = try? await Self.contact(endpoint, configuration.contactID, header: Self.payload().headerValue)
+                if waiting == nil { try await Task.sleep(for: .milliseconds(20)) }
+            }
+            let two = try #require(waiting, "a second desktop reached the phone")
+            // The newer listener takes the contact ID; the relay sends it the push nobody joined.
+            let second = Task {
+                try await PhoneListener.run(configuration, count: 1, limit: .seconds(10)) { push in
+                    secondHandled.withLock { $0.append(push.tunnelID) }
+                    return .answered
+                }
+            }
+            #expect(try await second.value == 1)
+            // The relay closed the replaced channel before it sent the pushes again; give that close
+            // time to reach the first listener's inbox (loopback: well within this).
+            try await Task.sleep(for: .milliseconds(200))
+            release.continuation.finish()
+            let ended: Result<Int, any Error> = await first.result
+            guard case .failure(let error as PhoneListener.Replaced) = ended else {
+                Issue.record("the replaced listener did not stop with Replaced: \(ended)")
+                return
+            }
+            #expect(error.answered == 0)
+            #expect(firstHandled.withLock { $0.count } == 1, "the push that waited in the replaced channel was not handled")
+            #expect(secondHandled.withLock { $0.count } == 1)
+            await two.close()
+        }
+    }
+
     @Test("a listener whose token the phone revoked meanwhile (isCurrent false) closes its channel and throws ContactRevoked while idle")
     func listenerNoticesItsRevokedToken() async throws {
         try await withRelay(Self.configuration) { relay, endpoint in

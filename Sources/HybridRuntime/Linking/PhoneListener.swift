@@ -187,9 +187,7 @@ public enum PhoneListener {
                     if remaining() > .zero { continue }
                     await channel.close()
                     throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero)
-                } catch let error as RuntimeError
-                    where error.closeCode == .goingAway && error.reason.hasSuffix(PushChannel.replacedReason)
-                {
+                } catch let error as RuntimeError where Self.isReplacement(error) {
                     // Another listener holds this contact ID now (the same store listened twice):
                     // taking it back would knock that one off in turn, over and over.
                     throw Replaced(answered: answered)
@@ -219,6 +217,10 @@ public enum PhoneListener {
                     try await Task.sleep(for: pause)
                     break
                 }
+                // Pushes that waited in this channel while the phone did not read (a process frozen,
+                // a long transaction) after a newer listener replaced it: the relay sent the ones
+                // nobody joined to that listener, which may have answered them already.
+                if let ended = channel.endedWith, Self.isReplacement(ended) { throw Replaced(answered: answered) }
                 let push: PushMessage
                 do {
                     push = try PushMessage(bytes: message)
@@ -261,6 +263,11 @@ public enum PhoneListener {
             events(.ignored(reason: "a contact for the contact ID just revoked: refused as revoked (its desktop removes the link)"))
             try? await channel.send(PushRefusal(tunnelID: push.tunnelID, reason: "contact ID revoked", revoked: true).encoded)
         }
+    }
+
+    /// Whether `error` is the relay's close of a listener that a newer one replaced.
+    static func isReplacement(_ error: RuntimeError) -> Bool {
+        error.closeCode == .goingAway && error.reason.hasSuffix(PushChannel.replacedReason)
     }
 
     /// Whether a refused listen request is tried again with backoff: 408 and 429 (timeout, too many

@@ -291,6 +291,11 @@ public final class WebSocketTunnel: TunnelTransport {
     /// Messages received but not yet returned by ``receive(timeout:)``.
     public var pendingMessageCount: Int { inbox.pendingCount }
 
+    /// How the tunnel ended, once it has (the peer's close or the connection lost): what
+    /// ``receive(timeout:)`` throws after the ``pendingMessageCount`` messages already here; `nil`
+    /// while it is open.
+    package var endedWith: RuntimeError? { inbox.terminalError }
+
     /// Returns once a ``receive(timeout:)`` is waiting (or the tunnel has ended): a hand-off for
     /// tests that need a receive to be pending before they act.
     func receiveIsWaiting() async { await inbox.readerIsWaiting() }
