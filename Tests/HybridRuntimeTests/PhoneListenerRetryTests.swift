@@ -15,7 +15,7 @@ struct PhoneListenerRetryTests {
                 let name: String
                 switch event {
                 case .listening: name = "listening"
-                case .unreachable(let reason, _): name = "unreachable: \(reason)"
+                case .unreachable(let reason, _, let cause): name = "unreachable (\(cause)): \(reason)"
                 case .pushed: name = "pushed"
                 case .ignored: name = "ignored"
                 }
@@ -24,9 +24,10 @@ struct PhoneListenerRetryTests {
         }
     }
 
-    static func listen(_ port: Int, limit: Duration, events: Events) async -> (any Error)? {
-        let configuration = PhoneListener.Configuration(
+    static func listen(_ port: Int, limit: Duration, connectTimeout: Duration = .seconds(5), events: Events) async -> (any Error)? {
+        var configuration = PhoneListener.Configuration(
             relayURL: "ws://127.0.0.1:\(port)", listenToken: ListenToken(bytes: Array(repeating: 9, count: ListenToken.size))!)
+        configuration.connectTimeout = connectTimeout
         do {
             _ = try await PhoneListener.run(configuration, count: nil, limit: limit, events: events.handler) { _ in .answered }
             return nil
@@ -50,7 +51,7 @@ struct PhoneListenerRetryTests {
             let error = await Self.listen(server.port, limit: .seconds(2), events: events)
             #expect((error as? RuntimeError)?.code == .timeout, "\(status): \(String(describing: error))")
             let seen = events.all.withLock { $0 }
-            #expect(seen.filter { $0.hasPrefix("unreachable") }.count == 2 && seen.last == "listening", "\(status): \(seen)")
+            #expect(seen.filter { $0.hasPrefix("unreachable (refused)") }.count == 2 && seen.last == "listening", "\(status): \(seen)")
             await server.stop()
         }
         for status in [400, 401, 403, 404, 410] {
@@ -61,6 +62,36 @@ struct PhoneListenerRetryTests {
             #expect(ContinuousClock.now - start < .seconds(2))
             await server.stop()
         }
+    }
+
+    @Test("the unreachable event names the way the channel failed: no connection, a relay that took it and never answered the upgrade, an upgrade answered wrongly, a refusal for now")
+    func outageCauses() async throws {
+        let closed = try await ScriptedHTTPServer.start { _ in [] }
+        let closedPort = closed.port
+        await closed.stop()
+        let cases: [(PhoneListener.Outage, @Sendable (String) -> [UInt8])] = [
+            (.unanswered, { _ in [] }),
+            (.broken, { _ in Array("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n".utf8) }),
+            (.broken, { _ in Array("SSH-2.0-OpenSSH_9.6\r\n".utf8) }),
+            (.refused, { _ in Array("HTTP/1.1 503 Busy\r\nContent-Length: 0\r\n\r\n".utf8) }),
+        ]
+        var outcomes: [(PhoneListener.Outage, [String])] = []
+        let events = Events()
+        _ = await Self.listen(closedPort, limit: .milliseconds(500), events: events)
+        outcomes.append((.unreachable, events.all.withLock { $0 }))
+        for (cause, respond) in cases {
+            let server = try await ScriptedHTTPServer.start(respond)
+            let events = Events()
+            _ = await Self.listen(server.port, limit: .milliseconds(800), connectTimeout: .milliseconds(300), events: events)
+            outcomes.append((cause, events.all.withLock { $0 }))
+            await server.stop()
+        }
+        for (cause, seen) in outcomes {
+            #expect(seen.first?.hasPrefix("unreachable (\(cause)): ") == true, "\(cause): \(seen)")
+            // Every retry failed the same way, and says so.
+            #expect(seen.allSatisfy { $0.hasPrefix("unreachable (\(cause))") }, "\(cause): \(seen)")
+        }
+        #expect(outcomes[1].1.first?.contains("WebSocket upgrade of /cable/listen timed out after 300 ms") == true, "\(outcomes)")
     }
 
     @Test("a relay that accepts and at once closes: the backoff grows to its cap (not a reconnect every 100 ms), the drop is reported once, and the open once at the start")
@@ -80,6 +111,7 @@ struct PhoneListenerRetryTests {
         #expect(seen.first == "listening" && seen.filter { $0 == "listening" }.count == 1, "\(seen)")
         let drops = seen.filter { $0.hasPrefix("unreachable") }
         #expect(drops.count == 1 && drops[0].contains("after the push channel opened; reconnecting with backoff"), "\(seen)")
+        #expect(drops.first?.hasPrefix("unreachable (lost): ") == true, "\(seen)")
         await server.stop()
     }
 }

@@ -78,6 +78,29 @@ struct EndToEndLinkedTests {
                 "\(listener.transcript)")
     }
 
+    @Test("phone --listen whose relay takes the connection and never answers, or answers as something else, says that, not that it was unreachable")
+    func listenUnansweredOrBroken() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        for (answer, line, never, cause) in [
+            (nil, "relay took the connection but did not answer the push channel's upgrade (", "never answered the push channel's upgrade (", "unanswered"),
+            ("SSH-2.0-OpenSSH_9.6\r\n", "relay answered the push channel's upgrade, but not as a tunnel service (",
+             "never answered the push channel's upgrade as a tunnel service (", "broken"),
+        ] as [(String?, String, String, String)] {
+            let server = try #require(FixedAnswerServer(answer: answer))
+            defer { server.stop() }
+            let relayURL = "ws://127.0.0.1:\(server.port)"
+            let listener = try lab.start("listener-\(cause)", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "1", "--json"])
+            #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
+            #expect(listener.standardError.lines.contains { $0.hasPrefix(line) }, "\(listener.transcript)")
+            #expect(!listener.standardError.lines.contains { $0.hasPrefix("relay unreachable") }, "\(listener.transcript)")
+            let events = try listener.standardOutput.lines.map(JSONEvents.parse)
+            #expect(events.first?["event"] as? String == "unreachable" && events.first?["cause"] as? String == cause, "\(events)")
+            #expect(FailureOutput.singleErrorLine(listener).hasPrefix(
+                "error: listening for contact requests timed out after 1 s, and the relay at \(relayURL) \(never)"), "\(listener.transcript)")
+        }
+    }
+
     @Test("register with --link, three --linked sign-ins, --unlink, then 410 / exit 8 / link gone")
     func linkSignInUnlink() async throws {
         let lab = try EndToEndLab()
@@ -443,12 +466,13 @@ extension ChildProcess {
 }
 
 
-/// A loopback TCP server that answers every connection with the same bytes and closes it.
+/// A loopback TCP server that answers every connection with the same bytes and closes it; with no
+/// answer, one that never accepts (the kernel completes the connection; nobody reads or answers).
 private final class FixedAnswerServer: @unchecked Sendable {
     let port: Int
     private let socket: Int32
 
-    init?(answer: String) {
+    init?(answer: String?) {
         let fd = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return nil }
         var address = sockaddr_in()
@@ -466,6 +490,7 @@ private final class FixedAnswerServer: @unchecked Sendable {
         }
         socket = fd
         port = Int(UInt16(bigEndian: address.sin_port))
+        guard let answer else { return }
         let bytes = Array(answer.utf8)
         Thread.detachNewThread {
             while true {

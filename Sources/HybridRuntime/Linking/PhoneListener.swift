@@ -55,12 +55,44 @@ public enum PhoneListener {
     public enum Event: Sendable {
         /// The push channel is open.
         case listening(relayURL: String)
-        /// The push channel dropped or could not be opened; the next attempt follows after `retryIn`.
-        case unreachable(reason: String, retryIn: Duration)
+        /// The push channel dropped or could not be opened (`cause` says which way); the next
+        /// attempt follows after `retryIn`.
+        case unreachable(reason: String, retryIn: Duration, cause: Outage)
         /// A push arrived.
         case pushed(PushMessage)
         /// A malformed push was ignored.
         case ignored(reason: String)
+    }
+
+    /// Why the push channel is not open, as an ``Event/unreachable(reason:retryIn:cause:)`` tells it.
+    /// Every cause is tried again with backoff.
+    public enum Outage: String, Sendable, CaseIterable {
+        /// No connection: refused, no route, or the TCP connect timed out.
+        case unreachable
+        /// The relay took the TCP connection and did not answer the upgrade within
+        /// ``Configuration/connectTimeout`` (a relay that hangs, a port that accepts and says nothing).
+        case unanswered
+        /// The relay answered the upgrade, but not as a tunnel service does (not HTTP, a 101
+        /// without `fido.cable`, a malformed header): ``RuntimeError/Code/handshakeFailed``.
+        case broken
+        /// The relay refused the channel for now: 408, 429 or a 5xx (any other refusal ends the listener).
+        case refused
+        /// An open push channel dropped.
+        case lost
+
+        /// The outage a failed ``WebSocketTunnel/open(url:timeout:options:group:logger:)`` means.
+        init(opening error: any Error) {
+            guard let error = error as? RuntimeError else {
+                self = .unreachable
+                return
+            }
+            switch error.code {
+            case .upgradeRejected: self = .refused
+            case .handshakeFailed: self = .broken
+            case .timeout where WebSocketTunnel.isUpgradeTimeout(error): self = .unanswered
+            default: self = .unreachable
+            }
+        }
     }
 
     /// How the handler dealt with a push.
@@ -144,7 +176,7 @@ public enum PhoneListener {
                 throw error
             } catch {
                 let pause = min(backoff, max(remaining(), .zero))
-                events(.unreachable(reason: "\(error)", retryIn: pause))
+                events(.unreachable(reason: "\(error)", retryIn: pause, cause: Outage(opening: error)))
                 try await Task.sleep(for: pause)
                 backoff = min(backoff * 2, configuration.maxBackoff)
                 continue
@@ -203,7 +235,7 @@ public enum PhoneListener {
                             events(.unreachable(
                                 reason: "\(error) (\(lived.humanReadable) after the push channel opened; reconnecting with backoff, "
                                     + "reported again once a channel stays open \(configuration.stableAfter.humanReadable))",
-                                retryIn: pause))
+                                retryIn: pause, cause: .lost))
                         }
                         flapping = true
                         backoff = min(backoff * 2, configuration.maxBackoff)
@@ -212,7 +244,7 @@ public enum PhoneListener {
                         flapping = false
                         backoff = configuration.initialBackoff
                         pause = configuration.initialBackoff
-                        events(.unreachable(reason: "\(error)", retryIn: pause))
+                        events(.unreachable(reason: "\(error)", retryIn: pause, cause: .lost))
                     }
                     try await Task.sleep(for: pause)
                     break

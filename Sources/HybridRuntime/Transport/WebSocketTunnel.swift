@@ -190,7 +190,7 @@ public final class WebSocketTunnel: TunnelTransport {
             try? await channel.close().get()
             if ContinuousClock.now - start >= timeout {
                 throw RuntimeError.timeout(
-                    "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path))",
+                    "\(upgradeOperation)\(TunnelServicePath.endpointName(of: path))",
                     after: timeout
                 )
             }
@@ -199,6 +199,14 @@ public final class WebSocketTunnel: TunnelTransport {
                 "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path)) failed: \(RuntimeError.systemReason(error))"
             )
         }
+    }
+
+    private static let upgradeOperation = "WebSocket upgrade of "
+
+    /// Whether `error` is ``open(url:timeout:options:group:logger:)``'s timeout of a relay that
+    /// took the TCP connection and did not answer the upgrade (not of a connect that timed out).
+    package static func isUpgradeTimeout(_ error: RuntimeError) -> Bool {
+        error.code == .timeout && error.reason.hasPrefix(upgradeOperation)
     }
 
     /// The 101 must select `fido.cable`; a routing ID header, if present, must be exactly one 6-hex value.

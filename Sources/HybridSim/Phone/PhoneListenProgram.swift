@@ -79,24 +79,17 @@ public enum PhoneListenProgram {
                 relay.withLock { $0 = .reached }
                 narrator.say("push channel open on \(url)")
                 narrator.event("listening", [("relay", .string(url))])
-            case .unreachable(let reason, let retry):
+            case .unreachable(let reason, let retry, let cause):
                 let previous = relay.withLock { state in
-                    defer { state = .failing(reason, everReached: state.everReached) }
+                    defer { state = .failing(reason, cause, everReached: state.everReached) }
                     return state
                 }
                 if case .failing = previous { return }
                 // Said as it happened: an open channel that dropped, a relay that answered with a
-                // status to try again after (408, 429, 5xx), or one that could not be reached.
-                let (cause, what): (String, String)
-                if case .reached = previous {
-                    (cause, what) = ("lost", "push channel lost")
-                } else if reason.hasPrefix(RuntimeError.rejectedPrefix) {
-                    (cause, what) = ("refused", "relay refused the push channel for now")
-                } else {
-                    (cause, what) = ("unreachable", "relay unreachable")
-                }
-                narrator.event("unreachable", [("cause", .string(cause)), ("reason", .string(reason))])
-                narrator.say("\(what) (\(reason)); retrying after \(retry.seconds), backing off to once a second, until it is back")
+                // status to try again after (408, 429, 5xx), one that answered wrongly or not at all,
+                // or one that could not be reached.
+                narrator.event("unreachable", [("cause", .string(cause.rawValue)), ("reason", .string(reason))])
+                narrator.say("\(Self.outageLine(cause)) (\(reason)); retrying after \(retry.seconds), backing off to once a second, until it is back")
             case .pushed:
                 narrator.say("contact request from a linked desktop")
                 narrator.event("contact")
@@ -135,13 +128,12 @@ public enum PhoneListenProgram {
             } catch let error as RuntimeError where error.code == .timeout {
                 // A limit that passed without the relay ever answering is a wrong address or a relay
                 // that is down, not a quiet link: say so.
-                guard case .failing(let reason, let everReached) = relay.withLock({ $0 }) else { throw error }
+                guard case .failing(let reason, let cause, let everReached) = relay.withLock({ $0 }) else { throw error }
                 guard !everReached else {
                     // A channel that was open, and lost: the limit found the phone trying to get it back.
                     throw ProgramFailure(.timeout, "\(error.reason); the push channel to \(relayURL) was down at the end (\(reason))")
                 }
-                let never = reason.hasPrefix(RuntimeError.rejectedPrefix) ? "never accepted the push channel" : "was never reached"
-                throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) \(never) (\(reason))")
+                throw ProgramFailure(.timeout, "\(error.reason), and the relay at \(relayURL) \(Self.neverLine(cause)) (\(reason))")
             } catch let revoked as PhoneListener.ContactRevoked {
                 answered += revoked.answered
                 guard let reloaded = try PhoneLinkStore.load(path: linkStorePath).identity, reloaded.contactID != contactID
@@ -156,6 +148,27 @@ public enum PhoneListenProgram {
         Interruption.beginEnding()
         narrator.say("answered \(answered) contact request(s); done")
         narrator.event("result", resultMembers(answered: answered))
+    }
+
+    /// The narration of an outage, as it begins.
+    static func outageLine(_ cause: PhoneListener.Outage) -> String {
+        switch cause {
+        case .unreachable: return "relay unreachable"
+        case .unanswered: return "relay took the connection but did not answer the push channel's upgrade"
+        case .broken: return "relay answered the push channel's upgrade, but not as a tunnel service"
+        case .refused: return "relay refused the push channel for now"
+        case .lost: return "push channel lost"
+        }
+    }
+
+    /// What a listen that timed out without ever opening its channel says of the relay.
+    static func neverLine(_ cause: PhoneListener.Outage) -> String {
+        switch cause {
+        case .unreachable, .lost: return "was never reached"
+        case .unanswered: return "never answered the push channel's upgrade"
+        case .broken: return "never answered the push channel's upgrade as a tunnel service"
+        case .refused: return "never accepted the push channel"
+        }
     }
 
     /// Checks one push and runs the linked transaction.
@@ -342,14 +355,14 @@ private enum RelayReach: Sendable {
     case starting
     /// The push channel is open.
     case reached
-    /// The last attempt failed (or the channel dropped) for `reason`.
-    case failing(String, everReached: Bool)
+    /// The last attempt failed (or the channel dropped) for `reason`, as `cause` says.
+    case failing(String, PhoneListener.Outage, everReached: Bool)
 
     var everReached: Bool {
         switch self {
         case .starting: return false
         case .reached: return true
-        case .failing(_, let everReached): return everReached
+        case .failing(_, _, let everReached): return everReached
         }
     }
 }
