@@ -78,4 +78,18 @@ import Testing
             #expect(throws: HybridError(.invalidLinkingInfo, "")) { _ = try LinkedClientSession(link: link, requestType: .getAssertion) }
         }
     }
+
+    @Test("a fixed client nonce of another length than 16 bytes is an invalidLength error, not a trap")
+    func wrongNonceLength() throws {
+        let link = LinkedClientSession.Link(
+            contactID: [1], pairingID: Array(1...8), linkSecret: Array(repeating: 0, count: 32),
+            authenticatorPublicKey: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation))
+        for nonce in [[], Array(repeating: UInt8(1), count: 15), Array(repeating: 1, count: 17)] {
+            let error = #expect(throws: HybridError.self) {
+                _ = try LinkedClientSession(link: link, requestType: .getAssertion, clientNonce: nonce)
+            }
+            #expect(error?.code == .invalidLength && error?.reason == "client nonce is \(nonce.count) bytes, expected 16")
+        }
+        _ = try LinkedClientSession(link: link, requestType: .getAssertion, clientNonce: Array(repeating: 1, count: 16))
+    }
 }

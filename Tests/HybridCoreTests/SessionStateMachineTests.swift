@@ -213,6 +213,35 @@ import Testing
         #expect(try run() == run())
     }
 
+    @Test("tunnelCreated: a routing ID other than 3 bytes or a fixed nonce other than 10 is an invalidLength error, not a trap")
+    func tunnelCreatedChecksLengths() throws {
+        let client = ClientSession(requestType: .getAssertion, timestamp: 1_700_000_000)
+        let qr = try QRPayload(url: client.url)
+        for (routingID, nonce, reason) in [
+            ([1, 2] as [UInt8], nil as [UInt8]?, "routing ID is 2 bytes, expected 3"),
+            ([1, 2, 3], Array(repeating: 0, count: 9), "connection nonce is 9 bytes, expected 10"),
+            ([1, 2, 3], Array(repeating: 0, count: 11), "connection nonce is 11 bytes, expected 10"),
+        ] {
+            var phone = try AuthenticatorSession(qr: qr, getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
+            let error = #expect(throws: HybridError.self) { _ = try phone.tunnelCreated(routingID: routingID, nonce: nonce) }
+            #expect(error?.code == .invalidLength && error?.reason == reason, "\(String(describing: error))")
+        }
+    }
+
+    @Test("a RandomSource whose generator repeats itself (all zeros) or returns short draws traps saying so, instead of drawing keys forever or failing later")
+    func faultyGeneratorTraps() async {
+        let zeros = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RandomSource { Array(repeating: 0, count: $0) }.keyAgreementKey()
+        }
+        let zerosSaid = String(decoding: zeros?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(zerosSaid.contains("16 draws of 32 bytes in a row were not a valid P-256 private key"), "\(zerosSaid)")
+        let short = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RandomSource { _ in [1, 2, 3] }.bytes(16)
+        }
+        let shortSaid = String(decoding: short?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(shortSaid.contains("the generator returned 3 bytes for a draw of 16"), "\(shortSaid)")
+    }
+
     @Test func tamperedHandshakeClosesTheSession() throws {
         var client = ClientSession(requestType: .getAssertion, timestamp: 1)
         var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))

@@ -85,7 +85,8 @@ public struct TunnelRecording: Sendable, Hashable {
     /// What happened, in order; the last entry is `.closed`.
     public var entries: [Entry]
 
-    /// Creates a recording.
+    /// Creates a recording. Traps unless `tunnelID` is 16 bytes and `routingID` 3 (a recording
+    /// read from a file is checked by ``init(decoding:)`` instead, which throws).
     public init(startMilliseconds: UInt64, flow: Flow, tunnelID: [UInt8], routingID: [UInt8], entries: [Entry]) {
         precondition(tunnelID.count == 16 && routingID.count == 3, "tunnel ID is 16 bytes, routing ID 3")
         self.startMilliseconds = startMilliseconds

@@ -5,12 +5,12 @@ import Crypto
 /// state machine: it performs no I/O and returns what its driver must do.
 ///
 /// ```
-/// init(qr:)            → newTunnelPath             driver opens /cable/new/…, learns the routing ID
-/// tunnelCreated(_:)    → 20-byte advert            driver advertises it until the handshake is done
-/// receivedMessage(_:)  → [.send(msg2), .send(post-handshake), .send(update), .handshakeComplete]
-///                      → [.request(cmd ‖ CBOR)]    driver asks its authenticator
-/// encryptResponse(_:)  → ciphertext                driver sends it
-/// receivedMessage(_:)  → [.shutdown]               driver closes
+/// init(qr:getInfo:…)                → newTunnelPath     driver opens /cable/new/…, learns the routing ID
+/// tunnelCreated(routingID:nonce:)   → 20-byte advert    driver advertises it until the handshake is done
+/// receivedMessage(_:) (Noise msg 1) → [.send(msg2), .handshakeComplete, .send(post-handshake), .send(update)]
+/// receivedMessage(_:)               → [.request(cmd ‖ CBOR)]    driver asks its authenticator
+/// encryptResponse(_:)               → ciphertext        driver sends it
+/// receivedMessage(_:)               → [.shutdown]       driver closes
 /// ```
 /// Mirrors the Chromium phone (`v2_authenticator.cc`, QR path, protocol revision 1, Chromium padding
 /// of the update message).
@@ -103,12 +103,22 @@ public struct AuthenticatorSession: Sendable {
     public var newTunnelPath: String { TunnelServicePath.new(tunnelID: keys.tunnelID).path }
 
     /// The tunnel exists and the service assigned `routingID`: returns the 20-byte advert.
+    ///
+    /// - Parameters:
+    ///   - routingID: the 3-byte routing ID from the service's `X-caBLE-Routing-ID`.
+    ///   - nonce: fixes the 10-byte connection nonce (vectors); otherwise drawn.
+    /// - Throws: ``HybridError/Code/invalidLength`` for a routing ID other than 3 bytes or a nonce
+    ///   other than 10.
     public mutating func tunnelCreated(routingID: [UInt8], nonce: [UInt8]? = nil) throws(HybridError) -> [UInt8] {
         guard case .creatingTunnel = state else { preconditionFailure("tunnelCreated(routingID:) called twice") }
         guard routingID.count == HybridConstants.routingIDSize else {
             throw HybridError(.invalidLength, "routing ID is \(routingID.count) bytes, expected 3")
         }
-        let eid = EID(nonce: nonce ?? random.bytes(HybridConstants.nonceSize), routingID: routingID, domain: domain)
+        let nonce = nonce ?? random.bytes(HybridConstants.nonceSize)
+        guard nonce.count == HybridConstants.nonceSize else {
+            throw HybridError(.invalidLength, "connection nonce is \(nonce.count) bytes, expected \(HybridConstants.nonceSize)")
+        }
+        let eid = EID(nonce: nonce, routingID: routingID, domain: domain)
         state = .waitingForHandshake(psk: derivePSK(secret: qrPayload.secret, eidPlaintext: eid.bytes))
         return AdvertCipher(eidKey: keys.eidKey).encrypt(plaintext: eid.bytes)
     }

@@ -71,7 +71,8 @@ public struct ClientSession: Sendable {
     ///   - supportsLinking: QR key 4; `nil` omits it.
     ///   - random: the source of the keys, the Noise ephemeral key and the padding.
     ///   - identityKey: fixes the desktop's identity key, whose public half is QR key 0 (vectors).
-    ///   - qrSecret: fixes the 16-byte QR secret, QR key 1 (vectors).
+    ///   - qrSecret: fixes the 16-byte QR secret, QR key 1 (vectors); another length traps (a
+    ///     value the caller chose, as ``EID/init(nonce:routingID:domain:)``'s sizes).
     public init(
         requestType: QRPayload.RequestType, timestamp: UInt64, supportsLinking: Bool? = false,
         random: RandomSource = .system,

@@ -90,7 +90,8 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
     ///   - random: the source of the nonce, the Noise ephemeral key and the padding.
     ///   - clientNonce: fixes the 16-byte nonce (vectors); otherwise drawn from `random`.
     ///   - handshakeEphemeralKey: fixes the Noise ephemeral key (vectors); otherwise drawn from `random`.
-    /// - Throws: ``HybridError/Code/invalidLinkingInfo`` when the stored link is malformed.
+    /// - Throws: ``HybridError/Code/invalidLinkingInfo`` when the stored link is malformed;
+    ///   ``HybridError/Code/invalidLength`` for a `clientNonce` other than 16 bytes.
     public init(
         link: Link, requestType: QRPayload.RequestType, random: RandomSource = .system,
         clientNonce: [UInt8]? = nil, handshakeEphemeralKey: P256.KeyAgreement.PrivateKey? = nil
@@ -104,7 +105,9 @@ public struct LinkedClientSession: Sendable, ClientTransaction {
             throw HybridError(.invalidLinkingInfo, "stored link's public key is not a valid P-256 point")
         }
         let nonce = clientNonce ?? random.bytes(ClientPayload.nonceSize)
-        precondition(nonce.count == ClientPayload.nonceSize, "client nonce must be 16 bytes")
+        guard nonce.count == ClientPayload.nonceSize else {
+            throw HybridError(.invalidLength, "client nonce is \(nonce.count) bytes, expected \(ClientPayload.nonceSize)")
+        }
         self.link = link
         self.payload = ClientPayload(pairingID: link.pairingID, clientNonce: nonce, requestType: requestType)
         self.eidKey = derive(secret: link.linkSecret, salt: nonce, type: .eidKey, count: HybridConstants.eidKeySize)

@@ -98,6 +98,7 @@ public struct RelayConfiguration: Sendable {
     /// Several relay instances behind one proxy each get their own prefix, so the proxy can send
     /// `/cable/connect/{routing ID}/…` to the instance that owns the tunnel by looking at the path
     /// alone (Docs/RELAY.md, "Scaling out"). A connect whose routing ID lacks the prefix is 404.
+    /// Setting 3 or more bytes traps (`hybrid-sim relay --routing-id-prefix` checks its input first).
     public var routingIDPrefix: [UInt8] = [] {
         didSet { precondition(routingIDPrefix.count < HybridConstants.routingIDSize, "routing ID prefix of 0 to 2 bytes") }
     }
