@@ -65,4 +65,18 @@ import Testing
     @Test func systemVaries() {
         #expect(RandomSource.system.bytes(32) != RandomSource.system.bytes(32))
     }
+
+    @Test("a RandomSource whose generator repeats itself (all zeros) or returns short draws traps saying so, instead of drawing keys forever or failing later")
+    func faultyGeneratorTraps() async {
+        let zeros = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RandomSource { Array(repeating: 0, count: $0) }.keyAgreementKey()
+        }
+        let zerosSaid = String(decoding: zeros?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(zerosSaid.contains("16 draws of 32 bytes in a row were not a valid P-256 private key"), "\(zerosSaid)")
+        let short = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = RandomSource { _ in [1, 2, 3] }.bytes(16)
+        }
+        let shortSaid = String(decoding: short?.standardErrorContent ?? [], as: UTF8.self)
+        #expect(shortSaid.contains("the generator returned 3 bytes for a draw of 16"), "\(shortSaid)")
+    }
 }

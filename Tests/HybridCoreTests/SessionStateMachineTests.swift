@@ -228,20 +228,6 @@ import Testing
         }
     }
 
-    @Test("a RandomSource whose generator repeats itself (all zeros) or returns short draws traps saying so, instead of drawing keys forever or failing later")
-    func faultyGeneratorTraps() async {
-        let zeros = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = RandomSource { Array(repeating: 0, count: $0) }.keyAgreementKey()
-        }
-        let zerosSaid = String(decoding: zeros?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(zerosSaid.contains("16 draws of 32 bytes in a row were not a valid P-256 private key"), "\(zerosSaid)")
-        let short = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            _ = RandomSource { _ in [1, 2, 3] }.bytes(16)
-        }
-        let shortSaid = String(decoding: short?.standardErrorContent ?? [], as: UTF8.self)
-        #expect(shortSaid.contains("the generator returned 3 bytes for a draw of 16"), "\(shortSaid)")
-    }
-
     @Test func tamperedHandshakeClosesTheSession() throws {
         var client = ClientSession(requestType: .getAssertion, timestamp: 1)
         var phone = try AuthenticatorSession(qr: QRPayload(url: client.url), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))

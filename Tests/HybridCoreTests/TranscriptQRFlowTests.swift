@@ -2,6 +2,7 @@ import CTAP2
 import Crypto
 import HybridCore
 import HybridTestSupport
+import Synchronization
 import Testing
 
 /// Reproduces every byte of `Vectors/transcript_qr_flow.json` by driving the two session state
@@ -79,6 +80,33 @@ import Testing
         let shutdown = try client.encryptShutdown()
         #expect(Hex.encode(shutdown) == messages[4].ciphertext)
         #expect(try phone.receivedMessage(shutdown) == [.shutdown])
+    }
+
+    /// What Docs/VECTORS.md tells an outside implementer the public API reaches: the EID key, the
+    /// tunnel ID, the EID plaintext, and the handshake hash and traffic keys through `keyLog`.
+    @Test func publicAccessorsReachTheDerivedValues() throws {
+        var client = try makeClient()
+        let logged = Mutex<[SessionKeys]>([])
+        client.keyLog = { keys in logged.withLock { $0.append(keys) } }
+        #expect(Hex.encode(client.eidKey) == t.derived.eid_key_64)
+        var phone = try AuthenticatorSession(
+            qr: QRPayload(url: client.url), getInfo: hex(t.post_handshake.getinfo_cbor),
+            handshakeEphemeralKey: try keyAgreementKey(t.inputs.phone_ephemeral_private_scalar))
+        phone.keyLog = { keys in logged.withLock { $0.append(keys) } }
+        #expect(phone.newTunnelPath == "/cable/new/" + t.derived.tunnel_id_16.uppercased())
+        let advert = try phone.tunnelCreated(routingID: hex(t.inputs.routing_id), nonce: hex(t.inputs.eid_nonce))
+        guard case .matched(let eid, _) = client.receivedAdvert(advert) else {
+            Issue.record("the phone's advert did not match")
+            return
+        }
+        #expect(Hex.encode(eid.bytes) == t.advert.eid_plaintext_16)
+        let msg1 = client.tunnelConnected(ephemeralKey: try keyAgreementKey(t.inputs.desktop_ephemeral_private_scalar))
+        for case .send(let message) in try phone.receivedMessage(msg1) { _ = try client.receivedMessage(message) }
+        let keys = logged.withLock { $0 }
+        #expect(keys.count == 2 && keys[0] == keys[1], "both sides logged the same keys")
+        #expect(keys.first.map { Hex.encode($0.handshakeHash) } == t.noise.handshake_hash)
+        #expect(keys.first.map { Hex.encode($0.initiatorToResponder) } == t.noise.k1_desktop_write_phone_read)
+        #expect(keys.first.map { Hex.encode($0.responderToInitiator) } == t.noise.k2_phone_write_desktop_read)
     }
 
     /// Handshake hash and traffic keys straight from the Noise layer.
