@@ -101,6 +101,36 @@ import Testing
         }
     }
 
+    @Test("links.json edited to hold two links with one public key is refused when read, naming both (a save would keep only one)")
+    func twoLinksForOnePhone() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/links.json"
+        let key = P256.KeyAgreement.PrivateKey().publicKey.x963Representation.map { $0 }
+        func link(_ name: String, _ contact: UInt8) -> StoredLink {
+            StoredLink(
+                LinkingInfo(
+                    contactID: [contact], pairingID: Array(repeating: 2, count: 8), linkSecret: Array(repeating: 3, count: 32),
+                    authenticatorPublicKey: key, name: name, handshakeSignature: Array(repeating: 4, count: 32)),
+                tunnelDomain: 0, linkedAt: UInt64(contact))
+        }
+        var store = LinkStore(path: path)
+        store.upsert(link("Pixel", 1))
+        try store.save()
+        // The hand edit: the same entry again under another name.
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
+        var links = try #require(object["links"] as? [[String: Any]])
+        var copy = links[0]
+        copy["name"] = "Pixel at work"
+        links.append(copy)
+        object["links"] = links
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
+        let error = #expect(throws: StoreError.self) { _ = try LinkStore.load(path: path) }
+        #expect(error?.code == .invalidEntry)
+        #expect(error.map { "\($0)".contains("links[1]: duplicate publicKey (same as links[0]): two links for one phone") } == true,
+                "\(String(describing: error))")
+    }
+
     @Test("phone-link.json: created identity round trips; unlink revokes the contact ID; a damaged file is a clear error")
     func phoneIdentity() throws {
         let dir = try directory()

@@ -211,6 +211,11 @@ public struct LinkStore: Sendable {
         static let unsignedIntegerMembers: [String: UInt64] = [
             "tunnelDomain": UInt64(UInt16.max), "linkedAt": UInt64.max,
         ]
+        /// One link per phone: ``upsert(_:)`` replaces a link with the same public key, so a file
+        /// edited to hold two would lose one at the next save; it is refused when read instead.
+        static func alsoUnique(_ entry: StoredLink) -> (member: String, value: [UInt8], why: String)? {
+            ("publicKey", entry.publicKey, "two links for one phone; a phone has one link (remove one)")
+        }
         /// Two records with one name (``save()`` and ``upsert(_:)`` never pass such a pair here; the
         /// store kind needs an answer): the newer record wins.
         static func merged(mine: StoredLink, disk: StoredLink) -> StoredLink {
