@@ -148,6 +148,22 @@ final class ChildProcess: Sendable {
         process.terminate()
         return true
     }
+
+    /// Stops the child at `deadline` unless the task is cancelled first: SIGTERM, then SIGKILL 2 s
+    /// later if it still runs. Its pipes close as it ends, so a read of ``lines`` cannot outlast
+    /// `deadline` (plus those 2 s, and the 2 s after an exit that a pipe held by another process
+    /// gets), however silent the child. The task's value: whether it stopped the child.
+    func stop(at deadline: ContinuousClock.Instant) -> Task<Bool, Never> {
+        let process = self.process
+        return Task {
+            do { try await Task.sleep(until: deadline) } catch { return false }
+            guard process.isRunning else { return false }
+            process.terminate()
+            try? await Task.sleep(for: .seconds(2))
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            return true
+        }
+    }
 }
 
 /// The exit status, shared with the termination handler.

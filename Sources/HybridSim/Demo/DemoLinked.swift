@@ -62,11 +62,21 @@ extension DemoProgram {
             // last sign-in, the desktop would wait for it until its timeout, so it is stopped too.
             let phoneWatch = phone.watch(stopping: desktop) { ending in !ending.isSuccess || round < 2 }
             var result: [String] = []
+            // As in the QR ceremonies: a desktop that outlives all its own waits is stopped.
+            let limit = configuration.timeout * 2 + .seconds(30)
+            let hung = desktop.stop(at: .now + limit)
             for await line in desktop.lines {
                 switch line {
                 case .standardOutput(let text): result.append(text)
                 case .standardError(let text): say("desktop", text)
                 }
+            }
+            hung.cancel()
+            if await hung.value {
+                phoneWatch.cancel()
+                phone.terminate()
+                output.standardError("error: linked sign-in \(round) failed: the desktop did not finish within \(limit.seconds); the demo stopped it")
+                return 3
             }
             let status = await desktop.waitForExit(timeout: configuration.timeout)
             phoneWatch.cancel()

@@ -204,7 +204,9 @@ public enum DemoProgram {
         var resultLines: [String] = []
         var iterator = desktop.lines.makeAsyncIterator()
         let deadline = ContinuousClock.now + configuration.timeout
-        while url == nil || proximity == nil, ContinuousClock.now < deadline, let line = await iterator.next() {
+        // A desktop that says nothing and does not end is stopped at the step's limit.
+        let overdue = desktop.stop(at: deadline)
+        while url == nil || proximity == nil, let line = await iterator.next() {
             switch line {
             case .standardOutput(let text):
                 // The terminal art as it comes and then the URL; with --json one `qr` event.
@@ -223,17 +225,19 @@ public enum DemoProgram {
                 }
             }
         }
-        guard let url, let proximity else {
+        overdue.cancel()
+        let stoppedLate = await overdue.value
+        guard let url, let proximity, !stoppedLate else {
             // The desktop ended (a damaged store, a port in use) or printed neither within the step's
             // time: its own status and error, not a guess.
-            let ended = desktop.status == nil && ContinuousClock.now < deadline ? await desktop.waitForExit(timeout: .seconds(5)) : desktop.status
-            if let ended, !ended.isSuccess {
+            let ended = desktop.status == nil && !stoppedLate ? await desktop.waitForExit(timeout: .seconds(5)) : desktop.status
+            if let ended, !ended.isSuccess, !stoppedLate {
                 output.standardError("error: \(request == "mc" ? "registration" : "sign-in") failed: the desktop \(DemoProgram.explained(ended)) before it printed its QR code")
                 return ended.demoStatus
             }
             desktop.terminate()
             output.standardError("error: the desktop did not print its QR code and proximity port within \(configuration.timeout.seconds)")
-            return ended == nil ? 3 : 1
+            return ended == nil || stoppedLate ? 3 : 1
         }
         let capture = URL(fileURLWithPath: home).appendingPathComponent("qr-\(request).txt")
         do {
@@ -266,17 +270,27 @@ public enum DemoProgram {
         // A phone that fails (no relay, a refused QR code) ends the ceremony: the desktop would
         // otherwise wait for it until its timeout.
         let phoneWatch = phone.watch(stopping: desktop) { !$0.isSuccess }
+        // The desktop bounds its own waits (the phone's advert, then its answer, each within the
+        // timeout; its connections within 10 s): one that outlives them all is stopped.
+        let limit = configuration.timeout * 2 + .seconds(30)
+        let hung = desktop.stop(at: .now + limit)
         while let line = await iterator.next() {
             switch line {
             case .standardOutput(let text): resultLines.append(text)
             case .standardError(let text): say("desktop", text)
             }
         }
+        hung.cancel()
+        let stoppedHung = await hung.value
         let desktopStatus = await desktop.waitForExit(timeout: configuration.timeout)
         phoneWatch.cancel()
         let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
         await phoneLines.value
         let ceremony = request == "mc" ? "registration" : "sign-in"
+        if stoppedHung {
+            output.standardError("error: \(ceremony) failed: the desktop did not finish within \(limit.seconds); the demo stopped it")
+            return 3
+        }
         if let phoneEnded = await phoneWatch.value, phoneEnded.stoppedOther {
             output.standardError(
                 "error: \(ceremony) failed: the phone \(DemoProgram.explained(phoneEnded.status)), so the demo stopped the desktop")
