@@ -307,7 +307,7 @@ struct EndToEndFailureTests {
         }
     }
 
-    @Test("options whose RP ID a browser would not accept as written (upper case, non-ASCII): exit 2 saying how to write it, not a message contradicting itself")
+    @Test("options whose RP ID a browser would not accept as written (upper case, non-ASCII; a URL or a port): exit 2 saying how to write it, not a message contradicting itself")
     func rpIdAsWritten() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
@@ -317,6 +317,19 @@ struct EndToEndFailureTests {
             _ = try await FailureOutput.expect(
                 lab, ["desktop", "--options", file, "--relay-port", "0", "--proximity-port", "0"], status: 2,
                 line: "error: RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case (and punycode for other letters); write it \(rpId.lowercased()) (in punycode, xn--…, if it has non-ASCII letters), or give the page's --origin")
+        }
+        // A URL or a port is not a host name: said of the member, not an origin made from it ("https://https://…").
+        let user = #""user": {"id": "AQID", "name": "alice"}, "pubKeyCredParams": []"#
+        for (request, json, member) in [
+            ("mc", #"{"challenge": "AQIDBA", "rp": {"id": "https://example.com"}, \#(user)}"#, #"rp.id "https://example.com""#),
+            ("ga", #"{"publicKey": {"challenge": "AQIDBA", "rpId": "example.com:443"}}"#, #"publicKey.rpId "example.com:443""#),
+        ] {
+            let file = lab.file("options-\(request).json")
+            try json.write(toFile: file, atomically: true, encoding: .utf8)
+            let kind = request == "mc" ? "PublicKeyCredentialCreationOptionsJSON (--request mc)" : "PublicKeyCredentialRequestOptionsJSON (--request ga)"
+            _ = try await FailureOutput.expect(
+                lab, ["desktop", "--request", request, "--options", file, "--relay-port", "0", "--proximity-port", "0"], status: 2,
+                line: "error: \(file) is not valid \(kind): invalid value: \(member) is not a host name such as example.com (an RP ID is a domain: no scheme, port or path)")
         }
     }
 

@@ -81,7 +81,7 @@ public struct DesktopConfiguration: Sendable {
     /// - Throws: ``ProgramFailure`` of kind ``ProgramFailure/Kind/badInput``.
     public func validate() throws(ProgramFailure) {
         func bad(_ message: String) -> ProgramFailure { ProgramFailure(.badInput, message) }
-        if let rpId, !Self.isPlausibleHost(rpId) {
+        if let rpId, !WebOrigin.isPlausibleHost(rpId) {
             throw bad("--rp-id \(rpId) is not a host name such as example.com")
         }
         if let origin, WebOrigin.normalized(origin) != origin {
@@ -121,11 +121,5 @@ public struct DesktopConfiguration: Sendable {
                 )
             }
         }
-    }
-
-    /// Letters, digits, dots and hyphens (a DNS name or an IPv4 address).
-    static func isPlausibleHost(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 253 && !text.hasPrefix(".") && !text.hasSuffix(".")
-            && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" }
     }
 }

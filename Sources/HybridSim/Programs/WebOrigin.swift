@@ -28,6 +28,14 @@ package enum WebOrigin {
         URLComponents(string: origin).flatMap(asciiHost)
     }
 
+    /// Whether `text` could be a host name: letters, digits, dots and hyphens (a DNS name or an IPv4
+    /// address), so not a URL (`https://example.com`) or a host with a port (`example.com:443`).
+    /// Upper case and non-ASCII letters pass: the RP ID checks say how to write those.
+    package static func isPlausibleHost(_ text: String) -> Bool {
+        !text.isEmpty && text.utf8.count <= 253 && !text.hasPrefix(".") && !text.hasSuffix(".")
+            && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" }
+    }
+
     /// `encodedHost` (`host` decodes punycode to Unicode), lower-cased; `nil` with a percent escape.
     private static func asciiHost(_ components: URLComponents) -> String? {
         guard let host = components.encodedHost?.lowercased(), !host.contains("%") else { return nil }

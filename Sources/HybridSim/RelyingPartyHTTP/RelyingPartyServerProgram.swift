@@ -31,7 +31,7 @@ public enum RelyingPartyServerProgram {
     /// - Throws: ``ProgramFailure`` `badInput`; `hybrid-sim rp` reports these as usage errors (64).
     public static func checked(_ configuration: Configuration) throws(ProgramFailure) -> String {
         guard (0...65535).contains(configuration.port) else { throw ProgramFailure(.badInput, "--port must be 0…65535") }
-        guard DesktopConfiguration.isPlausibleHost(configuration.rpId) else {
+        guard WebOrigin.isPlausibleHost(configuration.rpId) else {
             throw ProgramFailure(.badInput, "--rp-id \(configuration.rpId) is not a host name such as example.com")
         }
         let origin: String

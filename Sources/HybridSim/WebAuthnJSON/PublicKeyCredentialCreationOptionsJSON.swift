@@ -65,12 +65,16 @@ public struct PublicKeyCredentialCreationOptionsJSON: Hashable, Sendable, Codabl
     }
 
     /// Checks what decoding alone does not.
-    public func validate() throws(WebAuthnJSONError) {
+    public func validate() throws(WebAuthnJSONError) { try validate(at: "") }
+
+    /// Checks what decoding alone does not; messages name members with `path` before them
+    /// (`publicKey.` for options inside a wrapper).
+    func validate(at path: String) throws(WebAuthnJSONError) {
         guard !challenge.bytes.isEmpty else {
-            throw WebAuthnJSONError(.missingChallenge, "\"challenge\" is empty")
+            throw WebAuthnJSONError(.missingChallenge, "\"\(path)challenge\" is empty")
         }
         guard (1...64).contains(user.id.bytes.count) else {
-            throw WebAuthnJSONError(.invalidValue, "user.id must be 1…64 bytes, found \(user.id.bytes.count)")
+            throw WebAuthnJSONError(.invalidValue, "\(path)user.id must be 1…64 bytes, found \(user.id.bytes.count)")
         }
         guard offersES256 else {
             let offered = pubKeyCredParams.map { "\($0.type) \(COSEAlgorithmIdentifier(rawValue: $0.alg))" }
@@ -78,8 +82,8 @@ public struct PublicKeyCredentialCreationOptionsJSON: Hashable, Sendable, Codabl
                 .noES256,
                 "the relying party offers [\(offered.joined(separator: ", "))]; the phone only makes ES256 (-7) keys")
         }
-        if let rpId = rp.id, rpId.isEmpty {
-            throw WebAuthnJSONError(.invalidValue, "rp.id is empty")
+        if let rpId = rp.id {
+            try WebAuthnOrigin.checkRpId(rpId, member: "\(path)rp.id")
         }
     }
 

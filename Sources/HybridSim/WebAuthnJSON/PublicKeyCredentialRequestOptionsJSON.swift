@@ -45,15 +45,19 @@ public struct PublicKeyCredentialRequestOptionsJSON: Hashable, Sendable, Codable
     }
 
     /// Checks what decoding alone does not.
-    public func validate() throws(WebAuthnJSONError) {
+    public func validate() throws(WebAuthnJSONError) { try validate(at: "") }
+
+    /// Checks what decoding alone does not; messages name members with `path` before them
+    /// (`publicKey.` for options inside a wrapper).
+    func validate(at path: String) throws(WebAuthnJSONError) {
         guard !challenge.bytes.isEmpty else {
-            throw WebAuthnJSONError(.missingChallenge, "\"challenge\" is empty")
+            throw WebAuthnJSONError(.missingChallenge, "\"\(path)challenge\" is empty")
         }
-        if let rpId, rpId.isEmpty {
-            throw WebAuthnJSONError(.invalidValue, "rpId is empty")
+        if let rpId {
+            try WebAuthnOrigin.checkRpId(rpId, member: "\(path)rpId")
         }
         for (index, descriptor) in (allowCredentials ?? []).enumerated() where descriptor.id.bytes.isEmpty {
-            throw WebAuthnJSONError(.invalidValue, "allowCredentials[\(index)].id is empty")
+            throw WebAuthnJSONError(.invalidValue, "\(path)allowCredentials[\(index)].id is empty")
         }
         // WebAuthn §5.1.4.2: descriptors of other types are skipped, and an authenticator whose
         // list is then empty is not asked at all; the list did not ask for "any passkey".
@@ -61,7 +65,7 @@ public struct PublicKeyCredentialRequestOptionsJSON: Hashable, Sendable, Codable
             let types = Set(given.map(\.type)).sorted().map { "\"\($0)\"" }.joined(separator: ", ")
             throw WebAuthnJSONError(
                 .invalidValue,
-                "allowCredentials names no \"public-key\" credential (only \(types)): a browser skips them all and asks no authenticator")
+                "\(path)allowCredentials names no \"public-key\" credential (only \(types)): a browser skips them all and asks no authenticator")
         }
     }
 

@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridRuntime
 
 /// What a browser does with options before it talks CTAP2 (WebAuthn L3 §5.1.3, §5.1.4; CTAP 2.2
 /// §6.1, §6.2), and the relying-party configuration that checks the answer.
@@ -84,5 +85,18 @@ enum WebAuthnOrigin {
     /// The host of an origin such as `https://example.com:8443` (the origin itself if it has none).
     static func host(of origin: String) -> String {
         URLComponents(string: origin)?.host ?? origin
+    }
+
+    /// Checks an RP ID written in options (`member`: where, e.g. `publicKey.rp.id`): not empty, and
+    /// a host name, not a URL or a host with a port. A browser's `create()`/`get()` refuses such an
+    /// RP ID (`SecurityError`), and the origin made from it would not be one.
+    static func checkRpId(_ rpId: String, member: String) throws(WebAuthnJSONError) {
+        guard !rpId.isEmpty else { throw WebAuthnJSONError(.invalidValue, "\(member) is empty") }
+        guard WebOrigin.isPlausibleHost(rpId) else {
+            throw WebAuthnJSONError(
+                .invalidValue,
+                "\(member) \"\(PeerText.printable(rpId, limit: 100))\" is not a host name such as example.com "
+                    + "(an RP ID is a domain: no scheme, port or path)")
+        }
     }
 }

@@ -27,6 +27,15 @@ public enum WebAuthnOptionsShape: String, Sendable, Hashable, CaseIterable, Coda
         case .forgeRock: return "ForgeRock WebAuthn callback metadata"
         }
     }
+
+    /// What goes before an options member's name to give its path in the document: `publicKey.`
+    /// or `options.` in a wrapper, nothing for bare options (and ForgeRock's, which are converted).
+    var memberPath: String {
+        switch self {
+        case .bare, .forgeRock: return ""
+        case .publicKey, .options: return "\(rawValue)."
+        }
+    }
 }
 
 /// How `user.id` is written in creation options.
@@ -124,7 +133,7 @@ enum WebAuthnOptionsDocument {
         // ForgeRock's user handle is already the UTF-8 of its userId text.
         let rewritten = truncatingTimeout(
             shape == .forgeRock
-                ? inner : try rewriteUserId(inner, encoding: userIdEncoding, path: shape == .bare ? "" : "\(shape.rawValue).")
+                ? inner : try rewriteUserId(inner, encoding: userIdEncoding, path: shape.memberPath)
         )
         let document: [String: Any] = shape == .bare || shape == .forgeRock ? rewritten : [shape.rawValue: rewritten]
         let bytes: Data
@@ -223,7 +232,7 @@ extension PublicKeyCredentialCreationOptionsJSON {
         document json: some Collection<UInt8>, userIdEncoding: UserIdEncoding = .base64url
     ) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<Self> {
         let parsed = try WebAuthnOptionsDocument.parse(json, as: Self.self, userIdEncoding: userIdEncoding)
-        try parsed.options.validate()
+        try parsed.options.validate(at: parsed.shape.memberPath)
         return parsed
     }
 }
@@ -235,7 +244,7 @@ extension PublicKeyCredentialRequestOptionsJSON {
     /// - Throws: ``WebAuthnJSONError`` naming the member with its path in the document.
     public static func parse(document json: some Collection<UInt8>) throws(WebAuthnJSONError) -> ParsedWebAuthnOptions<Self> {
         let parsed = try WebAuthnOptionsDocument.parse(json, as: Self.self, userIdEncoding: .base64url)
-        try parsed.options.validate()
+        try parsed.options.validate(at: parsed.shape.memberPath)
         return parsed
     }
 }
