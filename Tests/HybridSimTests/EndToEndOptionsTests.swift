@@ -171,7 +171,7 @@ struct EndToEndOptionsTests {
         )
     }
 
-    @Test("py_webauthn sign-in options allow only credentials the phone lacks: both refuse, exit 4")
+    @Test("py_webauthn sign-in options allow only credentials the phone lacks: both refuse, exit 4, saying none of the allowed ones is there (not that it has none)")
     func allowListWithoutMatch() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
@@ -183,12 +183,13 @@ struct EndToEndOptionsTests {
         #expect(try await phone.waitForExit() == 4, "\(phone.transcript)")
         #expect(
             FailureOutput.singleErrorLine(signIn.process)
-                == "error: the phone has no passkey for example.com (CTAP2_ERR_NO_CREDENTIALS)"
-        )
-        // It holds one for example.com, just not an allowed one: said so.
+                == "error: none of the 2 credential(s) the relying party allows is on the phone for example.com (CTAP2_ERR_NO_CREDENTIALS)",
+            "\(signIn.process.transcript)")
+        // It holds one for example.com, just not an allowed one: said so, on the refused line too.
+        let reason = "none of this phone's 1 passkey(s) for example.com is among the 2 credential(s) the relying party allows"
+        #expect(FailureOutput.singleErrorLine(phone).hasPrefix("error: \(reason)"), "\(phone.transcript)")
         #expect(
-            FailureOutput.singleErrorLine(phone).hasPrefix(
-                "error: none of this phone's 1 passkey(s) for example.com is among the "),
+            phone.standardError.lines.contains { $0.hasSuffix("refused: \(reason) (answered CTAP2_ERR_NO_CREDENTIALS)") },
             "\(phone.transcript)")
     }
 }

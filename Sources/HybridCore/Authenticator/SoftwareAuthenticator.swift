@@ -141,6 +141,13 @@ public struct SoftwareAuthenticator: Sendable {
             passkey.rpID == request.rpId && (allowed.map { $0.isEmpty || $0.contains(passkey.credentialID) } ?? true)
         }
         guard !candidates.isEmpty else {
+            let forSite = passkeys.filter { $0.rpID == request.rpId }.count
+            if let allowList = request.allowList, !allowList.isEmpty, forSite > 0 {
+                // Not "no passkey": the phone has some for the site, just none the relying party named.
+                return refuse(
+                    .noCredentials,
+                    "none of this phone's \(forSite) passkey(s) for \(request.rpId) is among the \(allowList.count) credential(s) the relying party allows")
+            }
             return refuse(.noCredentials, "no passkey for \(request.rpId) on this phone")
         }
         if policy.deny { return refuse(.operationDenied, "the user refused to sign in") }

@@ -328,7 +328,8 @@ struct DesktopCeremony: Sendable {
                 notes: notes)
 
         case .authentication:
-            let response = try Self.payload(bytes, as: GetAssertionResponse.self, command: "getAssertion", rpId: rpId)
+            let response = try Self.payload(
+                bytes, as: GetAssertionResponse.self, command: "getAssertion", rpId: rpId, allowed: allowCredentialIds.count)
             let allowList = allowCredentialIds
             let fallbackId = allowList.count == 1 ? allowList[0] : nil
             let json: AuthenticationResponseJSON
@@ -388,17 +389,20 @@ struct DesktopCeremony: Sendable {
         _ bytes: [UInt8],
         as type: T.Type,
         command: String,
-        rpId: String
+        rpId: String,
+        allowed: Int
     ) throws(ProgramFailure) -> T {
-        try answer(command: command, rpId: rpId) { () throws(Ceremony.Failure) in
+        try answer(command: command, rpId: rpId, allowed: allowed) { () throws(Ceremony.Failure) in
             try Ceremony.payload(bytes, as: T.self, what: command)
         }
     }
 
     /// Runs `read` (a ``Ceremony`` reading of the phone's answer), its failure in the program's
-    /// terms: a refusal by status, or a protocol error (exit 7).
+    /// terms: a refusal by status, or a protocol error (exit 7). `allowed` is the number of
+    /// credentials the request's allow list names (0: a discoverable sign-in, or a registration):
+    /// with one, "no credentials" means none of those is on the phone, not that it has none for the site.
     private static func answer<T>(
-        command: String, rpId: String, _ read: () throws(Ceremony.Failure) -> T
+        command: String, rpId: String, allowed: Int = 0, _ read: () throws(Ceremony.Failure) -> T
     ) throws(ProgramFailure) -> T {
         do {
             return try read()
@@ -407,6 +411,9 @@ struct DesktopCeremony: Sendable {
                 throw ProgramFailure(.protocolError, error.reason)
             }
             switch status {
+            case .noCredentials where allowed > 0:
+                throw ProgramFailure(
+                    .refused, "none of the \(allowed) credential(s) the relying party allows is on the phone for \(rpId) (\(status.name))")
             case .noCredentials:
                 throw ProgramFailure(.refused, "the phone has no passkey for \(rpId) (\(status.name))")
             case .credentialExcluded:
