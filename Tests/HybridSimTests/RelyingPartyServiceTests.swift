@@ -246,4 +246,21 @@ struct RelyingPartyServiceTests {
         }
         #expect(throws: ProgramFailure.self) { try RelyingPartyProfile.load("no-such-profile") }
     }
+
+    @Test(
+        "a profile's enumeration member with a value it does not have lists the allowed values, exit 2 (not \"Cannot initialize … from invalid String value\")",
+        arguments: [
+            ("optionsShape", "weird", "bare, publicKey, options, forgeRock"),
+            ("userIdEncoding", "hex", "base64url, utf8"),
+        ])
+    func profileEnumerationValues(member: String, value: String, allowed: String) {
+        let json = #"{"name": "x", "summary": "", "\#(member)": "\#(value)", "registration": {"options": {"method": "GET", "path": "/a"}, "verify": {"method": "POST", "path": "/b"}, "success": {"status": [200]}}}"#
+        #expect {
+            try RelyingPartyProfile.parse(Data(json.utf8), source: "p.json")
+        } throws: { error in
+            let failure = error as? ProgramFailure
+            return failure?.exitCode == 2
+                && failure?.message == "p.json is not a relying-party profile: invalid value: \(member): \"\(value)\" is not one of \(allowed)"
+        }
+    }
 }

@@ -1,3 +1,5 @@
+import HybridRuntime
+
 /// How a `Decodable` failure is told to people, the same way for options documents and stores:
 /// where (`passkeys[2].privateKey`) and what JSON kind was wanted ("a string", "a whole number").
 enum DecodingWords {
@@ -20,6 +22,22 @@ enum DecodingWords {
         if type is any BinaryFloatingPoint.Type { return "a number" }
         if String(describing: type).hasPrefix("Array") { return "an array" }
         return "an object"
+    }
+
+    /// Reads a string enumeration's value; one it does not have is refused in words that list the
+    /// allowed ones (`"weird" is not one of bare, publicKey, options, forgeRock`), where the
+    /// synthesized decoder says "Cannot initialize WebAuthnOptionsShape from invalid String value weird".
+    static func enumeration<T: RawRepresentable & CaseIterable>(
+        _ type: T.Type, from decoder: any Decoder
+    ) throws -> T where T.RawValue == String {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let value = T(rawValue: text) else {
+            let allowed = T.allCases.map(\.rawValue).joined(separator: ", ")
+            throw DecodingError.dataCorruptedError(
+                in: container, debugDescription: "\"\(PeerText.printable(text, limit: 40))\" is not one of \(allowed)")
+        }
+        return value
     }
 
     /// A decoding failure as one line: the member path and what was wrong (`identity.name: missing`).

@@ -28,6 +28,9 @@ public enum WebAuthnOptionsShape: String, Sendable, Hashable, CaseIterable, Coda
         }
     }
 
+    /// Reads a value, refusing an unknown one with the allowed ones listed (a profile's `optionsShape`).
+    public init(from decoder: any Decoder) throws { self = try DecodingWords.enumeration(Self.self, from: decoder) }
+
     /// What goes before an options member's name to give its path in the document: `publicKey.`
     /// or `options.` in a wrapper, nothing for bare options (and ForgeRock's, which are converted).
     var memberPath: String {
@@ -46,6 +49,9 @@ public enum UserIdEncoding: String, Sendable, Hashable, CaseIterable, Codable {
     /// `user.id` with `.data(using: .utf8)`) and ForgeRock (the JS SDK uses the characters of the
     /// base64 text as the handle).
     case utf8
+
+    /// Reads a value, refusing an unknown one with the allowed ones listed (a profile's `userIdEncoding`).
+    public init(from decoder: any Decoder) throws { self = try DecodingWords.enumeration(Self.self, from: decoder) }
 }
 
 /// Options read from a relying party's document, with the shape that was recognised.
