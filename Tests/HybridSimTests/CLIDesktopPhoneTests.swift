@@ -292,7 +292,15 @@ struct CLIDesktopPhoneTests {
         let rsaOnly = lab.file("rs256-only.json")
         try #"{"publicKey":{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.org","name":"Example"},"user":{"id":"AQID","name":"alice","displayName":"Alice"},"pubKeyCredParams":[{"type":"public-key","alg":-257}]}}"#
             .write(toFile: rsaOnly, atomically: true, encoding: .utf8)
+        // ES256 only under another type than "public-key": skipped as a browser skips it, said so.
+        let foreignType = lab.file("foreign-type.json")
+        try #"{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.com"},"user":{"id":"AQID","name":"alice"},"pubKeyCredParams":[{"type":"foo","alg":-7}]}"#
+            .write(toFile: foreignType, atomically: true, encoding: .utf8)
         for (arguments, message) in [
+            (
+                ["--request", "mc", "--options", foreignType],
+                #"error: \#(foreignType) is not valid PublicKeyCredentialCreationOptionsJSON (--request mc): no ES256 in pubKeyCredParams: pubKeyCredParams[0].type "foo" is not "public-key", and a browser skips such entries (WebAuthn §5.1.3), so no public-key entry is left; the phone only makes public-key ES256 (-7) keys"#
+            ),
             (["--options", plainUserId], "holds registration options (rp, user, pubKeyCredParams"),
             (["--options", rsaOnly], "error: \(rsaOnly) holds registration options (rp, user, pubKeyCredParams: "),
             (["--request", "mc", "--options", rsaOnly], "no ES256 in pubKeyCredParams"),

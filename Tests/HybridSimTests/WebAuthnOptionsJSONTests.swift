@@ -104,7 +104,12 @@ struct WebAuthnOptionsJSONTests {
             ),
             (
                 #"{"rp":{},\#(user),"challenge":"AAAA","pubKeyCredParams":[{"type":"other","alg":-7}]}"#, WebAuthnJSONError(.noES256),
-                "other"
+                #"pubKeyCredParams[0].type "other" is not "public-key", and a browser skips such entries (WebAuthn §5.1.3), so no public-key entry is left"#
+            ),
+            (
+                #"{"rp":{},\#(user),"challenge":"AAAA","pubKeyCredParams":[{"type":"other","alg":-7},{"type":"x","alg":-7},{"type":"public-key","alg":-257}]}"#,
+                WebAuthnJSONError(.noES256),
+                #"pubKeyCredParams[0].type "other" is not "public-key" (nor are the types of 1 more), and a browser skips such entries (WebAuthn §5.1.3), so the public-key entries left offer [RS256 (-257)]"#
             ),
             (#"{"rp":{},\#(user),"challenge":"AAAA"}"#, WebAuthnJSONError(.missingMember), "pubKeyCredParams"),
             (#"{"rp":{},"user":{"id":"AAAA"},"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.missingMember), "user.name"),

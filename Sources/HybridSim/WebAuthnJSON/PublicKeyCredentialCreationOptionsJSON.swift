@@ -1,4 +1,5 @@
 import CTAP2
+import HybridRuntime
 
 /// `PublicKeyCredentialCreationOptionsJSON` (WebAuthn L3 §5.1.1, as `PublicKeyCredential.parseCreationOptionsFromJSON`
 /// reads it): what a relying party's server sends to start a registration. py_webauthn's
@@ -76,15 +77,35 @@ public struct PublicKeyCredentialCreationOptionsJSON: Hashable, Sendable, Codabl
         guard (1...64).contains(user.id.bytes.count) else {
             throw WebAuthnJSONError(.invalidValue, "\(path)user.id must be 1…64 bytes, found \(user.id.bytes.count)")
         }
-        guard offersES256 else {
-            let offered = pubKeyCredParams.map { "\($0.type) \(COSEAlgorithmIdentifier(rawValue: $0.alg))" }
-            throw WebAuthnJSONError(
-                .noES256,
-                "the relying party offers [\(offered.joined(separator: ", "))]; the phone only makes ES256 (-7) keys")
-        }
+        guard offersES256 else { throw noES256(at: path) }
         if let rpId = rp.id {
             try WebAuthnOrigin.checkRpId(rpId, member: "\(path)rp.id")
         }
+    }
+
+    /// Why no ES256 is offered. Entries of a type other than `public-key` are skipped, as a browser
+    /// skips them (WebAuthn L3 §5.1.3 step 10), so they are named as skipped, not listed among the
+    /// offers (`[foo ES256 (-7)]` read as if ES256 were offered).
+    private func noES256(at path: String) -> WebAuthnJSONError {
+        let skipped = pubKeyCredParams.indices.filter { pubKeyCredParams[$0].type != "public-key" }
+        let offered = pubKeyCredParams.filter { $0.type == "public-key" }.map {
+            "\(COSEAlgorithmIdentifier(rawValue: $0.alg))"
+        }
+        guard let first = skipped.first else {
+            let offers = pubKeyCredParams.map { "\($0.type) \(COSEAlgorithmIdentifier(rawValue: $0.alg))" }
+            return WebAuthnJSONError(
+                .noES256,
+                "the relying party offers [\(offers.joined(separator: ", "))]; the phone only makes ES256 (-7) keys")
+        }
+        let type = PeerText.printable(pubKeyCredParams[first].type, limit: 40)
+        let others = skipped.count > 1 ? " (nor are the types of \(skipped.count - 1) more)" : ""
+        let left =
+            offered.isEmpty
+            ? "no public-key entry is left" : "the public-key entries left offer [\(offered.joined(separator: ", "))]"
+        return WebAuthnJSONError(
+            .noES256,
+            "\(path)pubKeyCredParams[\(first)].type \"\(type)\" is not \"public-key\"\(others), and a browser skips "
+                + "such entries (WebAuthn §5.1.3), so \(left); the phone only makes public-key ES256 (-7) keys")
     }
 
     /// The parameters in effect: `pubKeyCredParams`, or ES256 and RS256 when it is empty.
