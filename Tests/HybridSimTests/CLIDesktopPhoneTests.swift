@@ -296,7 +296,15 @@ struct CLIDesktopPhoneTests {
         let foreignType = lab.file("foreign-type.json")
         try #"{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.com"},"user":{"id":"AQID","name":"alice"},"pubKeyCredParams":[{"type":"foo","alg":-7}]}"#
             .write(toFile: foreignType, atomically: true, encoding: .utf8)
+        // Valid options inside an envelope no relying-party library sends: not guessed at, its members named.
+        let envelope = lab.file("envelope.json")
+        let registrationText = try String(contentsOf: URL(fileURLWithPath: registrationOptions), encoding: .utf8)
+        try #"{"status":"ok","data":\#(registrationText)}"#.write(toFile: envelope, atomically: true, encoding: .utf8)
         for (arguments, message) in [
+            (
+                ["--request", "mc", "--options", envelope],
+                #"error: \#(envelope) is not valid PublicKeyCredentialCreationOptionsJSON (--request mc): not WebAuthn options: the document is neither bare options (no challenge, rp, user, rpId or allowCredentials at its top level) nor a recognised wrapper ({"publicKey": …}, {"options": …}, ForgeRock callbacks or their data); its top-level members are "data", "status""#
+            ),
             (
                 ["--request", "mc", "--options", foreignType],
                 #"error: \#(foreignType) is not valid PublicKeyCredentialCreationOptionsJSON (--request mc): no ES256 in pubKeyCredParams: pubKeyCredParams[0].type "foo" is not "public-key", and a browser skips such entries (WebAuthn §5.1.3), so no public-key entry is left; the phone only makes public-key ES256 (-7) keys"#

@@ -176,6 +176,30 @@ struct WebAuthnOptionsShapeTests {
         }
     }
 
+    @Test("an envelope that is not a known wrapper is refused with its member names (escaped, at most 10), not read as options missing rp")
+    func unrecognisedEnvelope() throws {
+        let options = #"{"challenge": "AQID", "rpId": "example.com"}"#
+        let names = (1...11).map { "m\($0)" }.map { #""\#($0)": 0"# }.joined(separator: ", ")
+        for (json, members) in [
+            (#"{"status": "ok", "data": \#(options)}"#, #"its top-level members are "data", "status""#),
+            (#"{"a\u001b[2J": \#(options)}"#, #"its top-level members are "a\u{1B}[2J""#),
+            ("{\(names)}", #"its top-level members are "m1", "m10", "m11", "m2", "m3", "m4", "m5", "m6", "m7", "m8", and 1 more"#),
+            ("{}", "it has no members"),
+        ] {
+            #expect {
+                try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(json.utf8))
+            } throws: { error in
+                (error as? WebAuthnJSONError)?.code == .unrecognisedDocument
+                    && "\(error)".hasPrefix("not WebAuthn options: the document is neither bare options")
+                    && "\(error)".hasSuffix(members)
+            }
+        }
+        // One options member is enough to be read as (bad) bare options: decoding names what is missing.
+        #expect(throws: WebAuthnJSONError(.missingMember)) {
+            try PublicKeyCredentialCreationOptionsJSON.parse(document: Array(#"{"rp": {}, "data": {}}"#.utf8))
+        }
+    }
+
     @Test("unknown members are ignored at every level, as browsers do")
     func unknownMembers() throws {
         let json = Array(#"{"publicKey": {"challenge": "AQID", "rpId": "example.com", "futureMember": {"x": 1}}, "signal": {}, "mediation": "silent"}"#.utf8)

@@ -10,6 +10,9 @@ public struct WebAuthnJSONError: CodedError {
 
         /// The input is not JSON, or not a JSON object.
         case invalidJSON
+        /// The object is neither options (none of their members at its top level) nor a wrapper
+        /// ``WebAuthnOptionsShape`` knows, e.g. `{"status": "ok", "data": {…}}`.
+        case unrecognisedDocument
         /// The options have no `challenge` (or an empty one).
         case missingChallenge
         /// A required member is absent.
@@ -57,6 +60,7 @@ public struct WebAuthnJSONError: CodedError {
     private var summary: String {
         switch code {
         case .invalidJSON: return "invalid JSON"
+        case .unrecognisedDocument: return "not WebAuthn options"
         case .missingChallenge: return "missing challenge"
         case .missingMember: return "missing member"
         case .wrongType: return "wrong type"

@@ -1,5 +1,6 @@
 import CTAP2
 import Foundation
+import HybridRuntime
 
 /// How an options document from a relying party's server was shaped.
 public enum WebAuthnOptionsShape: String, Sendable, Hashable, CaseIterable, Codable {
@@ -68,7 +69,8 @@ public struct ParsedWebAuthnOptions<Options: Sendable>: Sendable {
 /// Reads the options shapes relying-party servers actually send (``WebAuthnOptionsShape``).
 ///
 /// Recognition: a top-level `challenge` means bare options; otherwise an object-valued `publicKey`
-/// or `options` member is the wrapper. Errors name the member with its full path
+/// or `options` member is the wrapper; an object with neither and none of the options' own members
+/// (a server's `{"status", "data"}` envelope) is refused with its member names, not guessed at. Errors name the member with its full path
 /// (`publicKey.user.id`). Unknown members are ignored at every level, as browsers do.
 enum WebAuthnOptionsDocument {
     /// The package's strict reader first (``JSONValue/parse(_:)``'s rules): options come from a
@@ -182,7 +184,18 @@ enum WebAuthnOptionsDocument {
         return present.contains("pubKeyCredParams") || (present.contains("rp") && present.contains("user")) ? present : []
     }
 
+    /// Members only WebAuthn options have (creation or request options): a top-level object with
+    /// one of them is read as bare options, and decoding names what else is missing.
+    static let optionsMembers: Set<String> = [
+        "challenge", "rp", "user", "pubKeyCredParams", "excludeCredentials", "authenticatorSelection", "attestation",
+        "rpId", "allowCredentials", "userVerification",
+    ]
+
     /// The shape of a top-level object.
+    ///
+    /// - Throws: `wrongType` for a wrapper member that is not an object; `unrecognisedDocument` for
+    ///   an object with no options member and no wrapper (a server's own envelope such as
+    ///   `{"status", "data"}`, which is not guessed at), naming its members.
     static func recognise(_ object: [String: Any]) throws(WebAuthnJSONError) -> WebAuthnOptionsShape {
         if object["challenge"] != nil { return .bare }
         for shape in [WebAuthnOptionsShape.publicKey, .options] {
@@ -191,6 +204,17 @@ enum WebAuthnOptionsDocument {
                 throw WebAuthnJSONError(.wrongType, "\(shape.rawValue) must be an object")
             }
             return shape
+        }
+        guard object.keys.contains(where: optionsMembers.contains) else {
+            let names = object.keys.sorted()
+            let shown = names.prefix(10).map { "\"\(PeerText.printable($0, limit: 40))\"" }.joined(separator: ", ")
+            let members =
+                names.isEmpty
+                ? "it has no members" : "its top-level members are \(shown)\(names.count > 10 ? ", and \(names.count - 10) more" : "")"
+            throw WebAuthnJSONError(
+                .unrecognisedDocument,
+                "the document is neither bare options (no challenge, rp, user, rpId or allowCredentials at its top level) "
+                    + "nor a recognised wrapper ({\"publicKey\": …}, {\"options\": …}, ForgeRock callbacks or their data); \(members)")
         }
         return .bare  // decoding then names what is missing
     }
