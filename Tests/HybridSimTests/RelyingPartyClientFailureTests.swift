@@ -173,22 +173,32 @@ struct RelyingPartyClientFailureTests {
         #expect(error?.message.contains("cannot reach") == false, "\(error?.message ?? "")")
     }
 
-    @Test("a 200 without the success rule's member says what the rule wanted: not JSON, no member, not true; a UTF-8 byte-order mark is dropped")
+    @Test("a 200 without the success rule's member says what the rule wanted: not JSON, no member, not true; a UTF-8 byte-order mark is dropped; a 201 where the rule wants 200 names the rule's status")
     func verdictSaysWhy() async throws {
-        for (body, why) in [
-            ("OK", "the profile's success rule wants a JSON body with \"verified\": true; this body is not JSON"),
-            (#"{"status":"ok"}"#, "the profile's success rule wants \"verified\": true; the body has no \"verified\" member"),
-            (#"{"verified":"yes"}"#, "the profile's success rule wants \"verified\": true; the body has \"verified\" but not true"),
-            (#"{"verified":true}"#, nil),
-            ("\u{FEFF}" + #"{"verified":true}"#, nil),
+        for (statusLine, body, why) in [
+            ("200 OK", "OK", "the profile's success rule wants a JSON body with \"verified\": true; this body is not JSON"),
+            ("200 OK", #"{"status":"ok"}"#, "the profile's success rule wants \"verified\": true; the body has no \"verified\" member"),
+            ("200 OK", #"{"verified":"yes"}"#, "the profile's success rule wants \"verified\": true; the body has \"verified\" but not true"),
+            ("200 OK", #"{"verified":true}"#, nil),
+            ("200 OK", "\u{FEFF}" + #"{"verified":true}"#, nil),
+            ("201 Created", #"{"verified": true}"#, "the profile's success rule wants HTTP status 200, not 201"),
+            // An error status says why itself.
+            ("400 Bad Request", #"{"error": "bad signature"}"#, nil),
         ] {
-            let server = try Self.answering("HTTP/1.1 200 OK\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
+            let server = try Self.answering("HTTP/1.1 \(statusLine)\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n\(body)")
             defer { server.stop() }
             let client = try RelyingPartyClient(
                 baseURL: "http://127.0.0.1:\(server.port)", profile: try RelyingPartyProfile.load("simplewebauthn"), environment: [:])
             let verdict = try await client.submit(
                 try client.profile.ceremony(registration: true), values: ["credential": .object([:]), "user": .string("carol")])
-            #expect(verdict.accepted == (why == nil) && verdict.why == why, "\(body): \(verdict)")
+            #expect(verdict.accepted == (why == nil && statusLine.hasPrefix("200")) && verdict.why == why, "\(body): \(verdict)")
+            if statusLine.hasPrefix("201") {
+                let failure = DesktopRelyingPartyLink.failure(verdict, what: "registration", source: "POST /verify-registration")
+                #expect(failure.exitCode == 5)
+                #expect(
+                    failure.message
+                        == #"the relying party rejected the registration (POST /verify-registration answered HTTP 201): {"verified": true} (the profile's success rule wants HTTP status 200, not 201)"#)
+            }
         }
     }
 
@@ -202,5 +212,6 @@ struct RelyingPartyClientFailureTests {
             .init(accepted: false, status: 502, body: "Bad Gateway"), what: "sign-in", source: "POST /v")
         #expect(crashed.kind == .failed && crashed.exitCode == 1)
         #expect(crashed.message == "the relying party failed while verifying the sign-in (POST /v answered HTTP 502): Bad Gateway")
+        #expect(RelyingPartyClient.either([200]) == "200" && RelyingPartyClient.either([200, 201, 204]) == "200, 201 or 204")
     }
 }

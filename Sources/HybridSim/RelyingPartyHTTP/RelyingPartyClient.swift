@@ -17,8 +17,9 @@ public final class RelyingPartyClient: Sendable {
         public var status: Int
         /// The body, as text (shortened for messages).
         public var body: String
-        /// Why a status the success rule allows was not a success (the member it names is missing
-        /// or not `true`); `nil` otherwise.
+        /// Why the answer was not a success when it does not say so itself: a status the rule allows
+        /// without the member it names being `true`, or a status below 400 the rule does not list
+        /// (a 201 where it wants 200); `nil` otherwise.
         public var why: String? = nil
     }
 
@@ -113,6 +114,11 @@ public final class RelyingPartyClient: Sendable {
         let (status, body, _) = try await call(ceremony.verify, values: values)
         var accepted = ceremony.success.status.contains(status)
         var why: String?
+        if !accepted, status < 400 {
+            // Not an error status, so the answer alone does not say why it is no success (a 201
+            // where the rule lists 200): the rule does.
+            why = "the profile's success rule wants HTTP status \(Self.either(ceremony.success.status)), not \(status)"
+        }
         if accepted, let member = ceremony.success.member {
             // A browser's response.json() drops a UTF-8 byte-order mark; so does this.
             let value = JSONValue.parse(JSONValue.withoutByteOrderMark(body))
@@ -124,6 +130,13 @@ public final class RelyingPartyClient: Sendable {
             }
         }
         return Verdict(accepted: accepted, status: status, body: Self.shorten(body), why: why)
+    }
+
+    /// "200", "200 or 201", "200, 201 or 204".
+    static func either(_ statuses: [Int]) -> String {
+        let names = statuses.map(String.init)
+        guard let last = names.last, names.count > 1 else { return names.first ?? "" }
+        return names.dropLast().joined(separator: ", ") + " or " + last
     }
 
     /// The URL an endpoint is called at, with placeholders filled in.
