@@ -35,7 +35,7 @@ extension HybridHarness {
     ///     ECDSA signature (an assertion, a packed attestation): swift-crypto's signatures are
     ///     randomized, so check those by verifying them.
     public static func transactInMemory(
-        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts = .fast,
+        request: [UInt8], hint: QRPayload.RequestType, phone: some HarnessAuthenticator, timeouts: SessionTimeouts = .fast,
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in },
         wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
         wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
@@ -131,7 +131,7 @@ extension HybridHarness {
     /// side's failure: both sides run to their end (neither is cancelled when the other fails) and
     /// both results come back.
     package static func transactInMemoryBothSides(
-        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts,
+        request: [UInt8], hint: QRPayload.RequestType, phone: some HarnessAuthenticator, timeouts: SessionTimeouts,
         phoneEvents: @escaping @Sendable (SessionEvent) -> Void, desktopEvents: @escaping @Sendable (SessionEvent) -> Void,
         relay: InMemoryRelay
     ) async throws -> (desktop: Result<ClientDriver.Outcome, any Error>, phone: Result<Void, any Error>) {
@@ -149,7 +149,7 @@ extension HybridHarness {
 
     /// Both sides of an in-memory transaction, wired to each other and ready to run.
     private static func inMemorySides(
-        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, timeouts: SessionTimeouts,
+        request: [UInt8], hint: QRPayload.RequestType, phone: some HarnessAuthenticator, timeouts: SessionTimeouts,
         phoneEvents: @escaping @Sendable (SessionEvent) -> Void, desktopEvents: @escaping @Sendable (SessionEvent) -> Void,
         relay: InMemoryRelay, seed: [UInt8]? = nil
     ) throws -> (phone: @Sendable () async throws -> Void, desktop: @Sendable () async throws -> ClientDriver.Outcome) {
@@ -165,7 +165,7 @@ extension HybridHarness {
             phone: {
                 try await AuthenticatorDriver.run(
                     session: phoneSession, transports: phoneTransports, timeouts: timeouts, events: phoneEvents
-                ) { request in phone.respond(to: request, now: now()) }
+                ) { request in await phone.respond(to: request, now: now()) }
             },
             desktop: {
                 try await ClientDriver.run(
@@ -179,7 +179,7 @@ extension HybridHarness {
     /// `wrapPhone`/`wrapDesktop` wrap either end of the tunnel, as for `transactInMemory` (a
     /// ``RewritingTunnel`` keeps a transcript of a verified ceremony).
     public static func registerInMemory(
-        on phone: SimulatedPhone, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
+        on phone: some HarnessAuthenticator, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
         timeouts: SessionTimeouts = .fast,
         wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
         wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }
@@ -196,7 +196,7 @@ extension HybridHarness {
     /// credential with its new signature counter. `wrapPhone`/`wrapDesktop` as for
     /// ``registerInMemory(on:relyingParty:userName:userID:timeouts:wrapPhone:wrapDesktop:)``.
     public static func signInInMemory(
-        on phone: SimulatedPhone, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
+        on phone: some HarnessAuthenticator, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
         allowCredentials: [[UInt8]] = [], timeouts: SessionTimeouts = .fast,
         wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
         wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 }

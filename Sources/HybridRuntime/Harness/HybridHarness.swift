@@ -116,7 +116,7 @@ public final class HybridHarness: Sendable {
     /// With `linking`, the QR code says the desktop can link and the phone sends that identity's
     /// signed linking information (``ClientDriver/Outcome/linking``, verified).
     public func transact(
-        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions = .init(),
+        request: [UInt8], hint: QRPayload.RequestType, phone: some HarnessAuthenticator, options: TransactionOptions = .init(),
         linking: AuthenticatorSession.LinkingIdentity? = nil
     ) async throws -> ClientDriver.Outcome {
         try await transact(request: request, hint: hint, phone: phone, options: options, linking: linking) { $0 }
@@ -126,7 +126,7 @@ public final class HybridHarness: Sendable {
     /// as soon as the desktop has the response (before the closing handshakes) and returns what
     /// `finish` returned, or throws what it threw, once both sides finished.
     func transact<Value: Sendable>(
-        request: [UInt8], hint: QRPayload.RequestType, phone: SimulatedPhone, options: TransactionOptions,
+        request: [UInt8], hint: QRPayload.RequestType, phone: some HarnessAuthenticator, options: TransactionOptions,
         linking: AuthenticatorSession.LinkingIdentity? = nil,
         finish: @escaping @Sendable (ClientDriver.Outcome) throws -> Value
     ) async throws -> Value {
@@ -160,7 +160,7 @@ public final class HybridHarness: Sendable {
                         advertInterval: ProximityDefaults.advertInterval, group: group, logger: logger, hub: hub),
                     timeouts: options.timeouts, events: options.events
                 ) { request in
-                    phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970))
+                    await phone.respond(to: request, now: UInt64(Date().timeIntervalSince1970))
                 }
             },
             desktop: {
@@ -205,7 +205,7 @@ public final class HybridHarness: Sendable {
 
     /// Registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.
     public func register(
-        on phone: SimulatedPhone, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
+        on phone: some HarnessAuthenticator, relyingParty: RelyingParty, userName: String, userID: [UInt8]? = nil,
         options: TransactionOptions = .init()
     ) async throws -> RegisteredCredential {
         let ceremony = Self.registration(relyingParty: relyingParty, userName: userName, userID: userID)
@@ -220,7 +220,7 @@ public final class HybridHarness: Sendable {
     /// Signs in with a passkey on `phone` and verifies the assertion as `relyingParty` against
     /// `knownCredentials`; returns the credential with its new signature counter.
     public func signIn(
-        on phone: SimulatedPhone, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
+        on phone: some HarnessAuthenticator, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
         allowCredentials: [[UInt8]] = [], options: TransactionOptions = .init()
     ) async throws -> RegisteredCredential {
         let ceremony = Self.authentication(relyingParty: relyingParty, allowCredentials: allowCredentials)

@@ -38,3 +38,19 @@ public final class SimulatedPhone: Sendable {
         return response
     }
 }
+
+/// What the harness needs from the phone's authenticator: its getInfo and an answer to each CTAP2
+/// request. ``SimulatedPhone`` is one; conform your own authenticator logic to run it through
+/// ``HybridHarness/register(on:relyingParty:userName:userID:options:)``,
+/// ``HybridHarness/signIn(on:relyingParty:knownCredentials:allowCredentials:options:)``,
+/// ``HybridHarness/transact(request:hint:phone:options:linking:)`` and their in-memory forms,
+/// with HybridSim's desktop, relay and relying party around it.
+public protocol HarnessAuthenticator: Sendable {
+    /// The authenticatorGetInfo response CBOR, which the post-handshake message carries.
+    var getInfo: [UInt8] { get }
+    /// Answers one CTAP2 request (command byte ‖ CBOR) with status byte ‖ CBOR; `now` is the
+    /// harness's clock, seconds since the Unix epoch.
+    func respond(to request: [UInt8], now: UInt64) async -> [UInt8]
+}
+
+extension SimulatedPhone: HarnessAuthenticator {}
