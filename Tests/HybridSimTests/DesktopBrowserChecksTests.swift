@@ -1,6 +1,7 @@
 import CTAP2
 import HybridCore
 @testable import HybridSim
+import Synchronization
 import Testing
 
 /// What the desktop checks as the browser would, before the relying party sees the answer.
@@ -36,5 +37,30 @@ struct DesktopBrowserChecksTests {
                 && failure.message.hasPrefix("the phone's makeCredential response is malformed: the credential public key in its authenticator data is not CTAP2 canonical CBOR")
         }
         #expect(untouched.credentials.isEmpty)
+    }
+
+    /// Okta's options wrapper with a `user.id` that parses as base64url: read that way (never
+    /// guessed), but the note points at `--user-id-encoding utf8`, which Okta's own sample uses;
+    /// not when the encoding was chosen.
+    @Test("Okta's {\"options\": …} registration read with the default user.id encoding gets a note pointing at --user-id-encoding utf8; a chosen encoding gets none")
+    func oktaUserIDNote() throws {
+        let document = DesktopCeremony.OptionsDocument(bytes: try OptionsFixtures.bytes("okta-registration-options.json"), source: "okta.json")
+        for (encoding, noted) in [(nil, true), (UserIdEncoding.utf8, false), (.base64url, false)] as [(UserIdEncoding?, Bool)] {
+            var configuration = DesktopConfiguration()
+            configuration.request = .makeCredential
+            configuration.environment = [:]
+            configuration.userIdEncoding = encoding
+            let store = RelyingPartyStore(path: "/nonexistent/rp-credentials.json", credentials: [])
+            let ceremony = try DesktopCeremony(
+                configuration: configuration, store: store, challenge: [UInt8](repeating: 5, count: 32), document: document)
+            let lines = Mutex<[String]>([])
+            let narrator = DesktopNarrator(
+                output: ProgramOutput(standardOutput: { _ in }, standardError: { line in lines.withLock { $0.append(line) } }), json: false)
+            DesktopRelyingPartyLink.describeShape(of: ceremony, userIdEncodingGiven: encoding != nil, narrator: narrator)
+            let said = lines.withLock { $0 }
+            let note = said.first { $0.contains("is Okta's shape; user.id was read as base64url") }
+            #expect((note != nil) == noted, "\(String(describing: encoding)): \(said)")
+            if let note { #expect(note.hasSuffix("give --user-id-encoding utf8 to do the same"), "\(note)") }
+        }
     }
 }

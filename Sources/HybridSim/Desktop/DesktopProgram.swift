@@ -99,7 +99,7 @@ struct Run {
             challenge: RandomSource.system.bytes(32),
             document: try await link?.fetchOptions(narrator: narrator)
         )
-        DesktopRelyingPartyLink.describeShape(of: ceremony, narrator: narrator)
+        DesktopRelyingPartyLink.describeShape(of: ceremony, userIdEncodingGiven: effective.userIdEncoding != nil, narrator: narrator)
         if ceremony.requestType == .getAssertion, !ceremony.foreign, store.credentials(rpId: ceremony.rpId).isEmpty {
             narrator.say(
                 "note: \(storePath) has no credential for \(ceremony.rpId) yet; register first with --request mc"

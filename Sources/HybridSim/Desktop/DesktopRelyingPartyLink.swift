@@ -112,12 +112,19 @@ extension DesktopRelyingPartyLink {
         return try await fetchOptions()
     }
 
-    /// Says which shape foreign options had, and what of them was ignored.
-    static func describeShape(of ceremony: DesktopCeremony, narrator: DesktopNarrator) {
+    /// Says which shape foreign options had, and what of them was ignored; `userIdEncodingGiven`:
+    /// whether `--user-id-encoding` (or the profile) chose how `user.id` is read.
+    static func describeShape(of ceremony: DesktopCeremony, userIdEncodingGiven: Bool, narrator: DesktopNarrator) {
         guard let (shape, ignored) = ceremony.optionsShape else { return }
         let extra = ignored.isEmpty ? "" : " (ignored beside it: \(ignored.joined(separator: ", ")))"
         narrator.say("options: recognised \(shape.summary)\(extra)")
         narrator.event("options", [("shape", .string(shape.rawValue))])
+        if shape == .options, !userIdEncodingGiven, case .registration(let creation) = ceremony.options {
+            // Okta's shape. Its user.id read as base64url parsed, but Okta's own sample reads the
+            // text's characters: never guessed, only pointed out.
+            narrator.say(
+                "note: {\"options\": …} is Okta's shape; user.id was read as base64url (\(creation.user.id.bytes.count) bytes), while Okta's iOS sample uses the UTF-8 of its text: give --user-id-encoding utf8 to do the same")
+        }
         if case .registration(let creation) = ceremony.options, creation.authenticatorSelection?.authenticatorAttachment == "platform" {
             // Chrome offers only its own platform authenticator for these; a phone is cross-platform.
             narrator.say(
