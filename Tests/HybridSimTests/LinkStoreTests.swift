@@ -101,34 +101,39 @@ import Testing
         }
     }
 
-    @Test("links.json edited to hold two links with one public key is refused when read, naming both (a save would keep only one)")
+    @Test("links.json holding two links of one phone (a hand edit, an older save): both load and are chosen by name, save() keeps both, a new link of that phone replaces both")
     func twoLinksForOnePhone() throws {
         let dir = try directory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
         let path = dir + "/links.json"
         let key = P256.KeyAgreement.PrivateKey().publicKey.x963Representation.map { $0 }
-        func link(_ name: String, _ contact: UInt8) -> StoredLink {
+        func link(_ name: String, _ contact: UInt8, key: [UInt8] = key) -> StoredLink {
             StoredLink(
                 LinkingInfo(
                     contactID: [contact], pairingID: Array(repeating: 2, count: 8), linkSecret: Array(repeating: 3, count: 32),
                     authenticatorPublicKey: key, name: name, handshakeSignature: Array(repeating: 4, count: 32)),
                 tunnelDomain: 0, linkedAt: UInt64(contact))
         }
-        var store = LinkStore(path: path)
-        store.upsert(link("Pixel", 1))
-        try store.save()
-        // The hand edit: the same entry again under another name.
+        try LinkStore.upsert(link("Pixel", 1), path: path)
+        // The hand edit: the same phone's entry again under another name and contact ID.
         var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any])
         var links = try #require(object["links"] as? [[String: Any]])
         var copy = links[0]
         copy["name"] = "Pixel at work"
+        copy["contactId"] = "Ag"
         links.append(copy)
         object["links"] = links
         try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: path))
-        let error = #expect(throws: StoreError.self) { _ = try LinkStore.load(path: path) }
-        #expect(error?.code == .invalidEntry)
-        #expect(error.map { "\($0)".contains("links[1]: duplicate publicKey (same as links[0]): two links for one phone") } == true,
-                "\(String(describing: error))")
+        var store = try LinkStore.load(path: path)
+        #expect(store.links.map(\.name) == ["Pixel", "Pixel at work"])
+        #expect(try store.select("Pixel at work").contactID == [2])
+        // A save of what was loaded (plus another phone's link) writes every link it holds.
+        store.upsert(link("Galaxy", 3, key: P256.KeyAgreement.PrivateKey().publicKey.x963Representation.map { $0 }))
+        try store.save()
+        #expect(try LinkStore.load(path: path).links.map(\.name) == ["Pixel", "Pixel at work", "Galaxy"])
+        // That phone linked again: its new link replaces both old ones.
+        #expect(try LinkStore.upsert(link("Pixel 9", 4), path: path) == "Pixel 9")
+        #expect(try LinkStore.load(path: path).links.map(\.name) == ["Galaxy", "Pixel 9"])
     }
 
     @Test("phone-link.json: created identity round trips; unlink revokes the contact ID; a damaged file is a clear error")

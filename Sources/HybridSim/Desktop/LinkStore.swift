@@ -113,15 +113,18 @@ public struct LinkStore: Sendable {
         LinkStore(path: path, links: try StoreDocument<Kind>.load(path: path) ?? [])
     }
 
-    /// Writes atomically with mode 0600, merged under the store lock with what is on disk now: a link
-    /// only on disk is kept, and each of these links is stored over it by ``upsert(_:)``'s rules (it
-    /// replaces the disk's link with its public key; a name another phone's link holds there gets a
-    /// counter), so saving never leaves two links for one phone.
+    /// Writes atomically with mode 0600, merged under the store lock with what is on disk now: the
+    /// disk's links of phones this store holds no link of are kept, and these links replace the
+    /// disk's links of their phones (same public key), each under its own name or, when another
+    /// phone's link kept from the disk has it, "NAME (1)", … as in ``upsert(_:)``. Every link held
+    /// here is written: two links of one phone (a hand edit, or a file written before saves merged
+    /// by public key) stay two rather than one silently replacing the other.
     public func save() throws(StoreError) {
         let links = self.links
         _ = try StoreDocument<Kind>.update(path: path) { disk throws(StoreError) -> Bool in
-            var merged = LinkStore(path: path, links: disk)
-            for link in links { merged.upsert(link) }
+            let phones = Set(links.map(\.publicKey))
+            var merged = LinkStore(path: path, links: disk.filter { !phones.contains($0.publicKey) })
+            for link in links { merged.insert(link) }
             disk = merged.links
             return true
         }
@@ -170,6 +173,12 @@ public struct LinkStore: Sendable {
     @discardableResult
     public mutating func upsert(_ link: StoredLink) -> String {
         links.removeAll { $0.publicKey == link.publicKey }
+        return insert(link)
+    }
+
+    /// Appends `link` under its name, or the first free "NAME (1)", "NAME (2)", … when a link
+    /// here has it. Returns the name it was stored under.
+    private mutating func insert(_ link: StoredLink) -> String {
         var stored = link
         var counter = 0
         while links.contains(where: { $0.name == stored.name }) {
@@ -211,11 +220,6 @@ public struct LinkStore: Sendable {
         static let unsignedIntegerMembers: [String: UInt64] = [
             "tunnelDomain": UInt64(UInt16.max), "linkedAt": UInt64.max,
         ]
-        /// One link per phone: ``upsert(_:)`` replaces a link with the same public key, so a file
-        /// edited to hold two would lose one at the next save; it is refused when read instead.
-        static func alsoUnique(_ entry: StoredLink) -> (member: String, value: [UInt8], why: String)? {
-            ("publicKey", entry.publicKey, "two links for one phone; a phone has one link (remove one)")
-        }
         /// Two records with one name (``save()`` and ``upsert(_:)`` never pass such a pair here; the
         /// store kind needs an answer): the newer record wins.
         static func merged(mine: StoredLink, disk: StoredLink) -> StoredLink {

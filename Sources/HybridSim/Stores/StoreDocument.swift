@@ -21,9 +21,6 @@ protocol StoreKind {
     /// The unsigned integer members and their largest values (`["signCount": 4294967295]`), so that a
     /// number out of range, which the decoder reports without a location, is named.
     static var unsignedIntegerMembers: [String: UInt64] { get }
-    /// A second member that must be unique among entries, its value, and why (a links file holds
-    /// one link per phone public key), or `nil` for none.
-    static func alsoUnique(_ entry: Entry) -> (member: String, value: [UInt8], why: String)?
 }
 
 extension StoreKind {
@@ -31,8 +28,6 @@ extension StoreKind {
     static func problem(in entry: Entry) -> (member: String, problem: String)? { nil }
     /// None named.
     static var unsignedIntegerMembers: [String: UInt64] { [:] }
-    /// None.
-    static func alsoUnique(_ entry: Entry) -> (member: String, value: [UInt8], why: String)? { nil }
 }
 
 /// Reading and writing store files `{"version": 1, "<entriesKey>": [entry, …]}` (`Docs/STORES.md`).
@@ -185,11 +180,9 @@ enum StoreDocument<Kind: StoreKind> {
         try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path, simulatingCrash: crash)
     }
 
-    /// Each entry passes ``StoreKind/problem(in:)`` and no two share an ID (nor the value of
-    /// ``StoreKind/alsoUnique(_:)``), so what is saved loads again.
+    /// Each entry passes ``StoreKind/problem(in:)`` and no two share an ID, so what is saved loads again.
     private static func checkEntries(_ entries: [Kind.Entry], path: String) throws(StoreError) {
         var seen: [[UInt8]: Int] = [:]
-        var seenAlso: [[UInt8]: Int] = [:]
         for (index, entry) in entries.enumerated() {
             if let found = Kind.problem(in: entry) {
                 throw StoreError(
@@ -203,14 +196,6 @@ enum StoreDocument<Kind: StoreKind> {
                 )
             }
             seen[id] = index
-            if let also = Kind.alsoUnique(entry) {
-                if let first = seenAlso[also.value] {
-                    throw StoreError(
-                        .invalidEntry, path: path,
-                        "\(Kind.entriesKey)[\(index)]: duplicate \(also.member) (same as \(Kind.entriesKey)[\(first)]): \(also.why)")
-                }
-                seenAlso[also.value] = index
-            }
         }
     }
 
