@@ -69,8 +69,9 @@ public enum PhoneListener {
     public enum Outage: String, Sendable, CaseIterable {
         /// No connection: refused, no route, or the TCP connect timed out.
         case unreachable
-        /// The relay took the TCP connection and did not answer the upgrade within
-        /// ``Configuration/connectTimeout`` (a relay that hangs, a port that accepts and says nothing).
+        /// The relay took the TCP connection and did not answer the upgrade: nothing within
+        /// ``Configuration/connectTimeout`` (a relay that hangs, a port that accepts and says
+        /// nothing), or the connection closed before an answer (a proxy with no backend).
         case unanswered
         /// The relay answered the upgrade, but not as a tunnel service does (not HTTP, a 101
         /// without `fido.cable`, a malformed header): ``RuntimeError/Code/handshakeFailed``.
@@ -86,10 +87,13 @@ public enum PhoneListener {
                 self = .unreachable
                 return
             }
+            if WebSocketTunnel.isUnansweredUpgrade(error) {
+                self = .unanswered
+                return
+            }
             switch error.code {
             case .upgradeRejected: self = .refused
             case .handshakeFailed: self = .broken
-            case .timeout where WebSocketTunnel.isUpgradeTimeout(error): self = .unanswered
             default: self = .unreachable
             }
         }
@@ -172,7 +176,10 @@ public enum PhoneListener {
             do {
                 channel = try await WebSocketTunnel.open(
                     url: url, timeout: min(configuration.connectTimeout, remaining()), options: options, logger: logger)
-            } catch let error as RuntimeError where error.code == .upgradeRejected && !Self.isPassing(error.httpStatus) {
+            } catch let error as RuntimeError
+                where (error.code == .upgradeRejected && !Self.isPassing(error.httpStatus)) || error.code == .invalidAddress
+            {
+                // An answer retrying will not change, or an address that is not one.
                 throw error
             } catch {
                 let pause = min(backoff, max(remaining(), .zero))

@@ -203,10 +203,13 @@ public final class WebSocketTunnel: TunnelTransport {
 
     private static let upgradeOperation = "WebSocket upgrade of "
 
-    /// Whether `error` is ``open(url:timeout:options:group:logger:)``'s timeout of a relay that
-    /// took the TCP connection and did not answer the upgrade (not of a connect that timed out).
-    package static func isUpgradeTimeout(_ error: RuntimeError) -> Bool {
-        error.code == .timeout && error.reason.hasPrefix(upgradeOperation)
+    /// Whether `error` is ``open(url:timeout:options:group:logger:)``'s failure of a relay that took
+    /// the TCP connection and gave no answer to the upgrade: none within the timeout (not a connect
+    /// that timed out), or the connection closed or reset before a whole response head came. Both
+    /// are the two errors above named after the upgrade; an answer that came and was wrong is a
+    /// `.handshakeFailed` that says what was wrong.
+    package static func isUnansweredUpgrade(_ error: RuntimeError) -> Bool {
+        (error.code == .timeout || error.code == .handshakeFailed) && error.reason.hasPrefix(upgradeOperation)
     }
 
     /// The 101 must select `fido.cable`; a routing ID header, if present, must be exactly one 6-hex value.
