@@ -112,15 +112,31 @@ final class ChildProcess: Sendable {
     /// How the child ended, once it has.
     var status: Ending? { exitStatus.value.withLock { $0 } }
 
-    /// Waits up to `timeout` for the child to exit; kills it and returns `nil` on timeout.
+    /// Waits up to `timeout` for the child to exit; on timeout stops it (``end()``: SIGTERM, then
+    /// SIGKILL) and returns `nil`.
     func waitForExit(timeout: Duration) async -> Ending? {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             if let status { return status }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        terminate()
+        await end()
         return nil
+    }
+
+    /// Stops the child: SIGTERM, and SIGKILL if it still runs 2 s later (a hung program, or one
+    /// that ignores SIGTERM), so its pipes close and a read of ``lines`` ends. The 2 s are given
+    /// in full even when the calling task is cancelled. Returns whether the child was running.
+    @discardableResult
+    func end() async -> Bool {
+        guard terminate() else { return false }
+        let process = self.process
+        await Task.detached {
+            let deadline = ContinuousClock.now + .seconds(2)
+            while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        }.value
+        return true
     }
 
     /// Watches this child and stops `other` (SIGTERM) as soon as this one exits with a status
@@ -149,19 +165,14 @@ final class ChildProcess: Sendable {
         return true
     }
 
-    /// Stops the child at `deadline` unless the task is cancelled first: SIGTERM, then SIGKILL 2 s
-    /// later if it still runs. Its pipes close as it ends, so a read of ``lines`` cannot outlast
-    /// `deadline` (plus those 2 s, and the 2 s after an exit that a pipe held by another process
-    /// gets), however silent the child. The task's value: whether it stopped the child.
+    /// Stops the child (``end()``) at `deadline` unless the task is cancelled first. Its pipes
+    /// close as it ends, so a read of ``lines`` cannot outlast `deadline` (plus ``end()``'s 2 s,
+    /// and the 2 s after an exit that a pipe held by another process gets), however silent the
+    /// child. The task's value: whether it stopped the child.
     func stop(at deadline: ContinuousClock.Instant) -> Task<Bool, Never> {
-        let process = self.process
-        return Task {
+        Task {
             do { try await Task.sleep(until: deadline) } catch { return false }
-            guard process.isRunning else { return false }
-            process.terminate()
-            try? await Task.sleep(for: .seconds(2))
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-            return true
+            return await end()
         }
     }
 }

@@ -63,7 +63,7 @@ extension DemoProgram {
             let phoneWatch = phone.watch(stopping: desktop) { ending in !ending.isSuccess || round < 2 }
             var result: [String] = []
             // As in the QR ceremonies: a desktop that outlives all its own waits is stopped.
-            let limit = configuration.timeout * 2 + .seconds(30)
+            let limit = configuration.timeout * 3 + configuration.hangGrace
             let hung = desktop.stop(at: .now + limit)
             for await line in desktop.lines {
                 switch line {
@@ -74,7 +74,7 @@ extension DemoProgram {
             hung.cancel()
             if await hung.value {
                 phoneWatch.cancel()
-                phone.terminate()
+                await phone.end()
                 output.standardError("error: linked sign-in \(round) failed: the desktop did not finish within \(limit.seconds); the demo stopped it")
                 return 3
             }

@@ -23,6 +23,9 @@ public enum DemoProgram {
         public var user = "alice"
         /// Limit for each step (each child process).
         public var timeout: Duration = .seconds(60)
+        /// Beyond three times ``timeout``, how long a desktop that printed its QR code may run
+        /// before the demo stops it as hung (its own waits end well before; tests shorten it).
+        package var hangGrace: Duration = .seconds(60)
         /// Where the stores go; a fresh temporary directory when `nil`.
         public var home: String?
         /// Standard output carries one JSON event per line (`qr`, `credential`, then `result` or
@@ -271,8 +274,9 @@ public enum DemoProgram {
         // otherwise wait for it until its timeout.
         let phoneWatch = phone.watch(stopping: desktop) { !$0.isSuccess }
         // The desktop bounds its own waits (the phone's advert, then its answer, each within the
-        // timeout; its connections within 10 s): one that outlives them all is stopped.
-        let limit = configuration.timeout * 2 + .seconds(30)
+        // timeout; its connections and messages within 10 s each): one that outlives them all,
+        // with a margin, is stopped.
+        let limit = configuration.timeout * 3 + configuration.hangGrace
         let hung = desktop.stop(at: .now + limit)
         while let line = await iterator.next() {
             switch line {
@@ -281,16 +285,18 @@ public enum DemoProgram {
             }
         }
         hung.cancel()
-        let stoppedHung = await hung.value
+        let ceremony = request == "mc" ? "registration" : "sign-in"
+        if await hung.value {
+            phoneWatch.cancel()
+            await phone.end()
+            await phoneLines.value
+            output.standardError("error: \(ceremony) failed: the desktop did not finish within \(limit.seconds); the demo stopped it")
+            return 3
+        }
         let desktopStatus = await desktop.waitForExit(timeout: configuration.timeout)
         phoneWatch.cancel()
         let phoneStatus = await phone.waitForExit(timeout: .seconds(10))
         await phoneLines.value
-        let ceremony = request == "mc" ? "registration" : "sign-in"
-        if stoppedHung {
-            output.standardError("error: \(ceremony) failed: the desktop did not finish within \(limit.seconds); the demo stopped it")
-            return 3
-        }
         if let phoneEnded = await phoneWatch.value, phoneEnded.stoppedOther {
             output.standardError(
                 "error: \(ceremony) failed: the phone \(DemoProgram.explained(phoneEnded.status)), so the demo stopped the desktop")
