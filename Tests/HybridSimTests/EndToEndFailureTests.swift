@@ -329,7 +329,7 @@ struct EndToEndFailureTests {
             let kind = request == "mc" ? "PublicKeyCredentialCreationOptionsJSON (--request mc)" : "PublicKeyCredentialRequestOptionsJSON (--request ga)"
             _ = try await FailureOutput.expect(
                 lab, ["desktop", "--request", request, "--options", file, "--relay-port", "0", "--proximity-port", "0"], status: 2,
-                line: "error: \(file) is not valid \(kind): invalid value: \(member) is not a host name such as example.com (an RP ID is a domain: no scheme, port or path)")
+                line: "error: \(file) is not valid \(kind): invalid value: \(member) is not a host name such as example.com: it holds \":\" (an RP ID is a domain: no scheme, port, user or path)")
         }
     }
 

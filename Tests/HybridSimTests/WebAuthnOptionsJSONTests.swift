@@ -123,6 +123,10 @@ struct WebAuthnOptionsJSONTests {
             (#"[1,2]"#, WebAuthnJSONError(.invalidJSON), "object"),
             (#"{"rp":"#, WebAuthnJSONError(.invalidJSON), "end of file"),
             (#"{"rp":{},\#(user),"challenge":"AAAA",\#(params),"timeout":1e20}"#, WebAuthnJSONError(.invalidValue), "out of range"),
+            (#"{"rp":{"id":"alice@example.com"},\#(user),"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.invalidValue), #"it holds "@""#),
+            (#"{"rp":{"id":"example.com/login"},\#(user),"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.invalidValue), #"it holds "/""#),
+            (#"{"rp":{"id":"example .com"},\#(user),"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.invalidValue), "it holds a space"),
+            (#"{"rp":{"id":"example.com\t"},\#(user),"challenge":"AAAA",\#(params)}"#, WebAuthnJSONError(.invalidValue), "it holds U+9"),
         ]
         for (json, expected, mention) in cases {
             do {
@@ -133,6 +137,16 @@ struct WebAuthnOptionsJSONTests {
                 #expect(error.description.contains(mention), "\(error.description) should mention \(mention)")
                 #expect(!error.description.contains("\n"))
             }
+        }
+    }
+
+    @Test("an RP ID a host may be written as passes the options' own check: a trailing dot, an underscore, upper case, an IDN")
+    func rpIdHostForms() throws {
+        for rpId in ["example.com.", "my_app.corp.example", "Example.COM", "bücher.example", "xn--bcher-kva.example", "localhost"] {
+            let json = #"{"rp":{"id":"\#(rpId)"},"user":{"id":"dXNlcg","name":"alice"},"challenge":"AAAA","pubKeyCredParams":[]}"#
+            #expect(throws: Never.self, "\(rpId)") { _ = try PublicKeyCredentialCreationOptionsJSON.parse(Array(json.utf8)) }
+            let request = #"{"rpId":"\#(rpId)","challenge":"AAAA"}"#
+            #expect(throws: Never.self, "\(rpId)") { _ = try PublicKeyCredentialRequestOptionsJSON.parse(Array(request.utf8)) }
         }
     }
 

@@ -88,15 +88,20 @@ enum WebAuthnOrigin {
     }
 
     /// Checks an RP ID written in options (`member`: where, e.g. `publicKey.rp.id`): not empty, and
-    /// a host name, not a URL or a host with a port. A browser's `create()`/`get()` refuses such an
-    /// RP ID (`SecurityError`), and the origin made from it would not be one.
+    /// not a URL or a host with a port or user: a character a host name cannot hold (`:`, `/`, `@`,
+    /// `?`, `#`, `\`, a space or control character) is refused, named, since the origin made
+    /// from it would not be one (a browser's `create()`/`get()` refuses such an RP ID). Anything a
+    /// host may hold passes here (upper case, an IDN, a trailing dot, `_`); the RP ID rules after
+    /// say how to write the first two.
     static func checkRpId(_ rpId: String, member: String) throws(WebAuthnJSONError) {
         guard !rpId.isEmpty else { throw WebAuthnJSONError(.invalidValue, "\(member) is empty") }
-        guard WebOrigin.isPlausibleHost(rpId) else {
+        if let bad = rpId.unicodeScalars.first(where: { ":/@?#\\".unicodeScalars.contains($0) || $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
+            let what = bad == " " ? "a space" : bad.value < 0x20 || bad.value == 0x7F || bad.properties.isWhitespace
+                ? "U+\(String(bad.value, radix: 16, uppercase: true))" : "\"\(bad)\""
             throw WebAuthnJSONError(
                 .invalidValue,
-                "\(member) \"\(PeerText.printable(rpId, limit: 100))\" is not a host name such as example.com "
-                    + "(an RP ID is a domain: no scheme, port or path)")
+                "\(member) \"\(PeerText.printable(rpId, limit: 100))\" is not a host name such as example.com: it holds \(what) "
+                    + "(an RP ID is a domain: no scheme, port, user or path)")
         }
     }
 }
