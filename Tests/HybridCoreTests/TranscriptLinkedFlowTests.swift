@@ -2,6 +2,7 @@ import CTAP2
 import Crypto
 import HybridCore
 import HybridTestSupport
+import Synchronization
 import Testing
 
 /// Reproduces `Vectors/transcript_linked_flow.json`: the linking information a phone sends at the
@@ -118,5 +119,38 @@ import Testing
         #expect(Hex.encode(try desktop.decrypt(hex(message.ciphertext))) == message.plaintext)
         var fromVector = Crypter(readKey: hex(t.noise.k2_phone_write_desktop_read), writeKey: hex(t.noise.k1_desktop_write_phone_read))
         #expect(Hex.encode(try fromVector.decrypt(hex(message.ciphertext))) == message.plaintext)
+    }
+
+    /// What Docs/VECTORS.md tells an outside implementer the public API reaches in the linked flow:
+    /// the paired secret, the EID key, and the handshake hash and traffic keys through `keyLog`.
+    @Test func publicAccessorsReachTheDerivedValues() throws {
+        let a = t.linking_info_in_qr_flow, i = t.inputs
+        #expect(Hex.encode(LinkingInfo.pairedSecret(
+            rootSecret: hex(a.phone_root_secret), contactID: hex(a.contact_id), pairingID: hex(a.pairing_id_8))) == a.paired_secret)
+        let phoneIdentity = try keyAgreementKey(i.phone_identity_private_scalar)
+        let link = LinkedClientSession.Link(
+            contactID: hex(i.contact_id), pairingID: hex(i.pairing_id_8), linkSecret: hex(i.paired_secret),
+            authenticatorPublicKey: Array(phoneIdentity.publicKey.x963Representation))
+        var desktop = try LinkedClientSession(
+            link: link, requestType: .getAssertion, clientNonce: hex(i.client_nonce_16),
+            handshakeEphemeralKey: try keyAgreementKey(i.desktop_ephemeral_private_scalar))
+        #expect(Hex.encode(desktop.eidKey) == t.derived.eid_key)
+        let logged = Mutex<[SessionKeys]>([])
+        desktop.keyLog = { keys in logged.withLock { $0.append(keys) } }
+        var phone = try LinkedAuthenticatorSession(
+            payload: desktop.payload, tunnelID: hex(i.tunnel_id_from_service), routingID: hex(i.routing_id_from_service),
+            identityKey: phoneIdentity, linkSecret: hex(i.paired_secret), getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor),
+            eidPlaintext: hex(i.eid_plaintext_16), handshakeEphemeralKey: try keyAgreementKey(i.phone_ephemeral_private_scalar))
+        phone.keyLog = { keys in logged.withLock { $0.append(keys) } }
+        guard case .matched = desktop.receivedAdvert(phone.advert()) else {
+            Issue.record("the phone's advert did not match")
+            return
+        }
+        for case .send(let message) in try phone.receivedMessage(desktop.startHandshake()) { _ = try desktop.receivedMessage(message) }
+        let keys = logged.withLock { $0 }
+        #expect(keys.count == 2 && keys[0] == keys[1], "both sides logged the same keys")
+        #expect(keys.first.map { Hex.encode($0.handshakeHash) } == t.noise.handshake_hash)
+        #expect(keys.first.map { Hex.encode($0.initiatorToResponder) } == t.noise.k1_desktop_write_phone_read)
+        #expect(keys.first.map { Hex.encode($0.responderToInitiator) } == t.noise.k2_phone_write_desktop_read)
     }
 }
