@@ -62,11 +62,14 @@ struct PyWebAuthnVerificationTests {
         }
         #expect(credential["type"] as? String == "public-key")
         if fixture.hasPrefix("forgerock") {
-            // The value for ForgeRock's webAuthnOutcome callback: clientDataJSON::signed bytes::id.
+            // The value for ForgeRock's webAuthnOutcome callback: the fixture's node supports a JSON
+            // response, so {"authenticatorAttachment", "legacyData": clientDataJSON::signed bytes::id}.
             let line = try #require(
                 desktop.process.standardError.lines.first { $0.hasPrefix("ForgeRock webAuthnOutcome") })
             let outcome = String(try #require(line.split(separator: ": ", maxSplits: 1).last))
-            let parts = outcome.components(separatedBy: "::")
+            let wrapped = try #require(try JSONSerialization.jsonObject(with: Data(outcome.utf8)) as? [String: String], "\(outcome)")
+            #expect(wrapped["authenticatorAttachment"] == "cross-platform")
+            let parts = try #require(wrapped["legacyData"], "\(outcome)").components(separatedBy: "::")
             #expect(parts.count == 3)
             let response = try #require(credential["response"] as? [String: Any])
             let clientDataText = try #require(response["clientDataJSON"] as? String)

@@ -66,6 +66,10 @@ struct WebAuthnOptionsShapeTests {
         #expect(request.options.allowCredentialIds == [[1, 255, 127, 128]])
         #expect(request.options.rpId == "example.com")
         #expect(request.options.effectiveUserVerification == "required")
+        // A timeout written as a string of digits, as the metadata's other option members are, is
+        // the number, not dropped (which left the 120 s default).
+        let stringTimeout = Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "timeout": "45000"}"#.utf8)
+        #expect(try PublicKeyCredentialRequestOptionsJSON.parse(document: stringTimeout).options.timeout == 45_000)
 
         #expect(throws: WebAuthnJSONError(.missingChallenge)) {
             try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"_action": "webauthn_authentication"}"#.utf8))
@@ -74,6 +78,17 @@ struct WebAuthnOptionsShapeTests {
             try PublicKeyCredentialRequestOptionsJSON.parse(
                 document: Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "_allowCredentials": [{"id": "AQ"}]}"#.utf8))
         }
+    }
+
+    @Test("ForgeRock's webAuthnOutcome: the legacy string, wrapped as {authenticatorAttachment, legacyData} when the metadata says supportsJsonResponse")
+    func forgeRockJSONResponse() throws {
+        let callbacks = try OptionsFixtures.bytes("forgerock-registration-callbacks.json")
+        #expect(ForgeRockMetadata.supportsJSONResponse(callbacks))
+        #expect(!ForgeRockMetadata.supportsJSONResponse(Array(#"{"_action": "webauthn_authentication", "challenge": "AQID"}"#.utf8)))
+        #expect(!ForgeRockMetadata.supportsJSONResponse(Array(#"{"_action": "webauthn_authentication", "supportsJsonResponse": "true"}"#.utf8)))
+        let wrapped = ForgeRockMetadata.jsonOutcome(legacy: #"{"type":"webauthn.get"}::1,-2::3::id"#)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(wrapped.utf8)) as? [String: String])
+        #expect(object == ["authenticatorAttachment": "cross-platform", "legacyData": #"{"type":"webauthn.get"}::1,-2::3::id"#])
     }
 
     @Test(

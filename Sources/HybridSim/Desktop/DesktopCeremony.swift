@@ -38,6 +38,8 @@ struct DesktopCeremony: Sendable {
     let optionsShape: (shape: WebAuthnOptionsShape, ignored: [String])?
     /// The origin was made from the RP ID (`https://<RP ID>`), not given with `--origin`.
     let originDerived: Bool
+    /// ForgeRock metadata said `supportsJsonResponse`: its `webAuthnOutcome` is the JSON object.
+    let forgeRockJSONResponse: Bool
 
     /// An options document from a relying party: a file's or an HTTP answer's bytes.
     struct OptionsDocument: Sendable {
@@ -82,9 +84,11 @@ struct DesktopCeremony: Sendable {
                 document, request: configuration.request, userIdEncoding: configuration.userIdEncoding ?? .base64url)
             options = parsed.options
             optionsShape = (parsed.shape, parsed.ignored)
+            forgeRockJSONResponse = parsed.shape == .forgeRock && ForgeRockMetadata.supportsJSONResponse(document.bytes)
             foreign = true
         } else {
             optionsShape = nil
+            forgeRockJSONResponse = false
             options = try Self.builtInOptions(
                 configuration: configuration,
                 rpId: fallbackRpId,

@@ -141,8 +141,9 @@ extension DesktopRelyingPartyLink {
     /// hidden-value callback, on stderr and as a `forgeRockOutcome` event.
     static func describeOutcome(_ result: DesktopResult, of ceremony: DesktopCeremony, narrator: DesktopNarrator) {
         guard ceremony.optionsShape?.shape == .forgeRock,
-            let outcome = ForgeRockMetadata.outcome(credentialJSON: result.credentialJSON)
+            let legacy = ForgeRockMetadata.outcome(credentialJSON: result.credentialJSON)
         else { return }
+        let outcome = ceremony.forgeRockJSONResponse ? ForgeRockMetadata.jsonOutcome(legacy: legacy) : legacy
         narrator.say("ForgeRock webAuthnOutcome (the HiddenValueCallback's value): \(outcome)")
         narrator.event("forgeRockOutcome", [("value", .string(outcome))])
     }

@@ -24,7 +24,13 @@ enum ForgeRockMetadata {
             throw WebAuthnJSONError(.missingChallenge, "the ForgeRock metadata has no base64 \"challenge\"")
         }
         var options: [String: Any] = ["challenge": Base64URL.encode(challenge)]
-        if let timeout = data["timeout"] as? Int { options["timeout"] = timeout }
+        // A number, as the SDK's metadata types have it; the digits of one in a string (the
+        // metadata's other option members are strings) are read as that number, not dropped.
+        if let text = data["timeout"] as? String, let number = Double(text.trimmingCharacters(in: .whitespaces)) {
+            options["timeout"] = number
+        } else if let timeout = data["timeout"] {
+            options["timeout"] = timeout
+        }
         let rpId = (data["_relyingPartyId"] as? String) ?? (data["relyingPartyId"] as? String).flatMap(plainHost)
         switch action {
         case "webauthn_registration":
@@ -63,6 +69,22 @@ enum ForgeRockMetadata {
             throw WebAuthnJSONError(.invalidValue, "ForgeRock _action \(action) is neither webauthn_registration nor webauthn_authentication")
         }
         return options
+    }
+
+    /// Whether the ForgeRock metadata in `document` (callbacks or their `data`) says
+    /// `supportsJsonResponse`: the node then takes the outcome as ``jsonOutcome(legacy:)``.
+    static func supportsJSONResponse(_ document: [UInt8]) -> Bool {
+        guard let object = (try? JSONSerialization.jsonObject(with: Data(document))) as? [String: Any],
+            let data = metadata(in: object)
+        else { return false }
+        return data["supportsJsonResponse"] as? Bool == true
+    }
+
+    /// The outcome for a node that supports a JSON response, as ForgeRock's SDKs send it:
+    /// `{"authenticatorAttachment": "cross-platform", "legacyData": <the legacy outcome>}` (a phone
+    /// over hybrid is a cross-platform authenticator).
+    static func jsonOutcome(legacy: String) -> String {
+        JSONValue.object(["authenticatorAttachment": .string("cross-platform"), "legacyData": .string(legacy)]).text
     }
 
     /// The metadata object: `object` itself, or the `data` output of the `MetadataCallback` in a
