@@ -46,8 +46,38 @@ package enum FileWriter {
         return fd
     }
 
+    /// The descriptor of this process that `path` names, if it names one: `/dev/stdout`,
+    /// `/dev/stderr`, `/dev/stdin`, `/dev/fd/N`, `/proc/self/fd/N` (or `/proc/PID/fd/N` with this
+    /// process's ID), directly or through a chain of symbolic links (at most 8). A shell's
+    /// redirection (`> out.svg`) makes such a path lead to a regular file; what is written to it
+    /// belongs in that stream, and the path itself (a link in `/dev`) must never be replaced.
+    package static func ownDescriptor(_ path: String) -> Int32? {
+        let prefixes = ["/dev/fd/", "/proc/self/fd/", "/proc/\(getpid())/fd/"]
+        var candidate = path
+        for _ in 0..<8 {
+            switch candidate {
+            case "/dev/stdin": return 0
+            case "/dev/stdout": return 1
+            case "/dev/stderr": return 2
+            default: break
+            }
+            for prefix in prefixes where candidate.hasPrefix(prefix) {
+                if let number = Int32(candidate.dropFirst(prefix.count)), number >= 0 { return number }
+                return nil
+            }
+            var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            let count = readlink(candidate, &buffer, buffer.count - 1)
+            guard count > 0 else { return nil }
+            let target = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+            candidate = target.hasPrefix("/") ? target : split(candidate).directory + "/" + target
+        }
+        return nil
+    }
+
     /// Writes output that holds a secret to `path`.
     ///
+    /// - One of this process's own descriptors (``ownDescriptor(_:)``: `/dev/stdout` redirected
+    ///   to a file, `/dev/fd/3`): written through that descriptor, where the stream is.
     /// - A regular file, or none yet: replaced by a new file of mode 0600, whatever the umask,
     ///   written under a temporary name and renamed into place, so a reader never sees half of it
     ///   and a symbolic link planted at `path` is replaced, not followed. The directory must exist.
@@ -58,6 +88,11 @@ package enum FileWriter {
     ///
     /// - Throws: ``FileFailure``.
     package static func replacePrivately(_ path: String, with bytes: [UInt8]) throws(FileFailure) {
+        if let own = ownDescriptor(path) {
+            // Text written to the stream before goes first (`print` buffers standard output).
+            fflush(nil)
+            return try writeAll(bytes, to: own)
+        }
         var target = stat()
         if stat(path, &target) == 0 {
             switch target.st_mode & S_IFMT {

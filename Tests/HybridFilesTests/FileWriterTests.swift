@@ -53,6 +53,30 @@ struct FileWriterTests {
         }
     }
 
+    @Test("a path that names one of this process's descriptors (/dev/stdout redirected to a file, /dev/fd/N, a link to /proc/self/fd/N) is written through it; the link is left a link")
+    func ownDescriptor() async throws {
+        try await withDirectory { directory in
+            // The shape of `--svg /dev/stdout > out.svg`: a link (as /dev/stdout is) to this
+            // process's descriptor, which leads to a regular file the shell opened.
+            let output = directory + "/out.svg"
+            let fd = open(output, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            #expect(fd >= 0)
+            defer { close(fd) }
+            let link = directory + "/stdout"
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/proc/self/fd/\(fd)")
+            #expect(FileWriter.ownDescriptor(link) == fd)
+            #expect(FileWriter.ownDescriptor("/dev/fd/\(fd)") == fd)
+            #expect(FileWriter.ownDescriptor("/dev/stdout") == 1)
+            #expect(FileWriter.ownDescriptor(output) == nil)
+            try FileWriter.replacePrivately(link, with: Array("first ".utf8))
+            try FileWriter.replacePrivately("/dev/fd/\(fd)", with: Array("second".utf8))
+            #expect(try String(contentsOfFile: output, encoding: .utf8) == "first second", "written where the stream is, in order")
+            #expect(try FileManager.default.attributesOfItem(atPath: link)[.type] as? FileAttributeType == .typeSymbolicLink)
+            #expect(try mode(output) == 0o644, "the shell's file keeps its mode")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["out.svg", "stdout"], "no temporary")
+        }
+    }
+
     @Test("a directory, a missing directory and a file in place of a directory are refused by name")
     func refusals() async throws {
         try await withDirectory { directory in

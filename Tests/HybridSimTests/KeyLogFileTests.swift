@@ -56,6 +56,18 @@ struct KeyLogFileTests {
         try FileManager.default.createSymbolicLink(atPath: device, withDestinationPath: "/dev/null")
         try KeyLogFile(path: device).hook(keys)
 
+        // A link to one of this process's descriptors (`--keylog /dev/stderr` with stderr redirected
+        // to a file): the user's own stream, used, and its mode left.
+        let redirected = directory.file("stderr.txt")
+        let stream = open(redirected, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        try #require(stream >= 0)
+        defer { close(stream) }
+        let ownLink = directory.file("stderr")
+        try FileManager.default.createSymbolicLink(atPath: ownLink, withDestinationPath: "/proc/self/fd/\(stream)")
+        try KeyLogFile(path: ownLink).hook(keys)
+        #expect(try String(contentsOfFile: redirected, encoding: .utf8) == keys.keyLogLine + "\n")
+        #expect(try FileManager.default.attributesOfItem(atPath: redirected)[.posixPermissions] as? Int == 0o644)
+
         // The file checked at start replaced by a link to someone's file before a line is appended:
         // the line is not written through it.
         let file = directory.file("later.log")
