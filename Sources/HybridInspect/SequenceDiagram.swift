@@ -80,7 +80,14 @@ public enum SequenceDiagram {
         let left = 150
         let right = 830
         let lineHeight = 15
-        var y = 96
+        // The header, as the terminal's: the session, the keys, and the QR code when one was given.
+        var header = [
+            "\(inspection.flow) session, \(inspection.pattern), tunnel \(inspection.tunnelID), routing ID \(inspection.routingID)",
+            "keys: \(inspection.keyDetail)",
+        ]
+        if !inspection.qr.isEmpty { header += ["QR code:"] + inspection.qr.map { "  " + $0 } }
+        let top = 16 * (header.count - 2)
+        var y = 96 + top
         var body: [String] = []
         for message in inspection.messages {
             let rightwards = message.from == "desktop"
@@ -90,9 +97,9 @@ public enum SequenceDiagram {
             body.append("<text x=\"\((left + right) / 2)\" y=\"\(y - 6)\" class=\"m\" text-anchor=\"middle\" fill=\"\(color)\">\(escape(message.title)) (\(message.bytes) B)</text>")
             body.append("<line x1=\"\(x1)\" y1=\"\(y)\" x2=\"\(x2)\" y2=\"\(y)\" stroke=\"\(color)\" stroke-width=\"1.5\" marker-end=\"url(#\(message.anomalies.isEmpty ? "a" : "r"))\"/>")
             y += lineHeight
-            for line in detailLines(message).prefix(14) {
+            for line in svgLines(detailLines(message)) {
                 let klass = line.hasPrefix("!") ? "w" : "d"
-                body.append("<text x=\"\(left + 12)\" y=\"\(y)\" class=\"\(klass)\">\(escape(String(line.prefix(110))))</text>")
+                body.append("<text x=\"\(left + 12)\" y=\"\(y)\" class=\"\(klass)\">\(escape(line))</text>")
                 y += lineHeight - 2
             }
             y += 26
@@ -100,24 +107,58 @@ public enum SequenceDiagram {
         let anomalies = inspection.allAnomalies
         body.append("<text x=\"20\" y=\"\(y)\" class=\"d\">\(escape(inspection.closure))</text>")
         y += lineHeight
-        body.append("<text x=\"20\" y=\"\(y)\" class=\"\(anomalies.isEmpty ? "d" : "w")\">\(anomalies.isEmpty ? "no anomalies" : "\(anomalies.count) anomalies (see the terminal output)")</text>")
+        let summary = anomalies.isEmpty ? "no anomalies" : "\(anomalies.count) anomal\(anomalies.count == 1 ? "y" : "ies") (marked ! above)"
+        body.append("<text x=\"20\" y=\"\(y)\" class=\"\(anomalies.isEmpty ? "d" : "w")\">\(summary)</text>")
         let height = y + 20
         var out: [String] = []
-        out.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"monospace\">")
-        out.append("<style>.h{font-size:15px;font-weight:bold}.m{font-size:13px}.t{font-size:11px;fill:#555}.d{font-size:11px;fill:#333}.w{font-size:11px;fill:#b00020}</style>")
+        // xml:space and white-space:pre keep the indentation that shows nesting (getInfo's keys).
+        out.append("<svg xmlns=\"http://www.w3.org/2000/svg\" xml:space=\"preserve\" width=\"\(width)\" height=\"\(height)\" viewBox=\"0 0 \(width) \(height)\" font-family=\"monospace\">")
+        out.append("<style>text{white-space:pre}.h{font-size:15px;font-weight:bold}.m{font-size:13px}.t{font-size:11px;fill:#555}.d{font-size:11px;fill:#333}.w{font-size:11px;fill:#b00020}</style>")
         out.append("<defs>" + [("a", "#1f4e79"), ("r", "#b00020")].map { id, color in
             "<marker id=\"\(id)\" markerWidth=\"10\" markerHeight=\"8\" refX=\"9\" refY=\"4\" orient=\"auto\"><path d=\"M0,0 L10,4 L0,8 z\" fill=\"\(color)\"/></marker>"
         }.joined() + "</defs>")
         out.append("<rect width=\"100%\" height=\"100%\" fill=\"white\"/>")
-        out.append("<text x=\"20\" y=\"22\" class=\"d\">\(escape("\(inspection.flow) session, \(inspection.pattern), routing ID \(inspection.routingID)"))</text>")
-        out.append("<text x=\"20\" y=\"38\" class=\"d\">\(escape("keys: \(inspection.keyDetail)"))</text>")
-        out.append("<text x=\"\(left)\" y=\"66\" class=\"h\" text-anchor=\"middle\">desktop</text>")
-        out.append("<text x=\"\(right)\" y=\"66\" class=\"h\" text-anchor=\"middle\">phone</text>")
-        out.append("<line x1=\"\(left)\" y1=\"72\" x2=\"\(left)\" y2=\"\(y - lineHeight - 10)\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>")
-        out.append("<line x1=\"\(right)\" y1=\"72\" x2=\"\(right)\" y2=\"\(y - lineHeight - 10)\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>")
+        for (index, line) in header.enumerated() {
+            out.append("<text x=\"20\" y=\"\(22 + 16 * index)\" class=\"d\">\(escape(line))</text>")
+        }
+        out.append("<text x=\"\(left)\" y=\"\(66 + top)\" class=\"h\" text-anchor=\"middle\">desktop</text>")
+        out.append("<text x=\"\(right)\" y=\"\(66 + top)\" class=\"h\" text-anchor=\"middle\">phone</text>")
+        out.append("<line x1=\"\(left)\" y1=\"\(72 + top)\" x2=\"\(left)\" y2=\"\(y - lineHeight - 10)\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>")
+        out.append("<line x1=\"\(right)\" y1=\"\(72 + top)\" x2=\"\(right)\" y2=\"\(y - lineHeight - 10)\" stroke=\"#999\" stroke-dasharray=\"4 3\"/>")
         out += body
         out.append("</svg>")
         return out.joined(separator: "\n") + "\n"
+    }
+
+    /// Characters of a detail line that fit between the lifelines at 11 px monospace.
+    static let svgColumns = 100
+    /// Detail lines drawn under one arrow, before "… N more lines".
+    static let svgLinesPerMessage = 24
+
+    /// A message's detail lines as the SVG draws them: a line longer than ``svgColumns`` goes on
+    /// under it, indented (nothing is cut); at most ``svgLinesPerMessage`` lines, then one saying
+    /// how many more the terminal output shows, except the anomaly lines (`!`), drawn always.
+    static func svgLines(_ lines: [String]) -> [String] {
+        var wrapped: [String] = []
+        for line in lines {
+            var rest = Substring(line)
+            var first = true
+            repeat {
+                let width = first ? svgColumns : svgColumns - 4
+                let piece = rest.prefix(width)
+                let isAnomaly = line.hasPrefix("!")
+                // A continuation of an anomaly line is drawn as one too.
+                wrapped.append(first ? String(piece) : (isAnomaly ? "!   " : "    ") + piece)
+                rest = rest.dropFirst(piece.count)
+                first = false
+            } while !rest.isEmpty
+        }
+        guard wrapped.count > svgLinesPerMessage else { return wrapped }
+        var kept = Array(wrapped.prefix(svgLinesPerMessage))
+        let anomalies = wrapped.dropFirst(svgLinesPerMessage).filter { $0.hasPrefix("!") }
+        let omitted = wrapped.count - svgLinesPerMessage - anomalies.count
+        if omitted > 0 { kept.append("… \(omitted) more line\(omitted == 1 ? "" : "s") (the terminal output shows them)") }
+        return kept + anomalies
     }
 
     /// `text` for SVG character data: markup characters as entities, and what ``visible(_:)``
