@@ -19,11 +19,20 @@ public enum Inspector {
     /// Inspects `recording`; `keyLog` is the parsed key log (`nil`: none given), `qrURL` the
     /// session's `FIDO:/` URL if known.
     public static func inspect(_ recording: TunnelRecording, keyLog: [SessionKeys]? = nil, qrURL: String? = nil) -> Inspection {
-        var walk = Walk(recording: recording, keyLog: keyLog)
-        for (index, message) in recording.messages.enumerated() {
-            walk.process(index: index, nanoseconds: message.nanoseconds, direction: message.direction, bytes: message.bytes)
+        // A shared key log holds each session twice (desktop and phone) and may hold a damaged
+        // copy: when the first entry for this handshake does not decrypt, the next different one
+        // for it is tried, and the first that fits is the session's.
+        var walk = self.walk(recording, keyLog: keyLog, excluding: [])
+        var tried: Set<Int> = []
+        while walk.keyStatus == .mismatch, let used = walk.usedEntry {
+            tried.insert(used)
+            let next = self.walk(recording, keyLog: keyLog, excluding: tried)
+            guard next.usedEntry != nil else { break }
+            if next.keyStatus != .mismatch {
+                walk = next
+                break
+            }
         }
-        walk.finish()
         var closure = "the recording has no closing record"
         for entry in recording.entries {
             if case .closed(let code, let reason) = entry.event {
@@ -38,6 +47,16 @@ public enum Inspector {
             routingID: Hex.encode(recording.routingID, uppercase: true), startMilliseconds: recording.startMilliseconds,
             keys: walk.keyStatus, keyDetail: walk.keyDetail, qr: qr, messages: walk.messages, closure: closure,
             anomalies: anomalies)
+    }
+
+    /// One pass over the messages, matching the handshake to a key-log entry not in `excluding`.
+    private static func walk(_ recording: TunnelRecording, keyLog: [SessionKeys]?, excluding: Set<Int>) -> Walk {
+        var walk = Walk(recording: recording, keyLog: keyLog, excluding: excluding)
+        for (index, message) in recording.messages.enumerated() {
+            walk.process(index: index, nanoseconds: message.nanoseconds, direction: message.direction, bytes: message.bytes)
+        }
+        walk.finish()
+        return walk
     }
 
     static func qrLines(_ url: String, recording: TunnelRecording, anomalies: inout [String]) -> [String] {
@@ -70,6 +89,10 @@ public enum Inspector {
 private struct Walk {
     let recording: TunnelRecording
     let keyLog: [SessionKeys]?
+    /// Key-log entries tried already for this handshake (they did not decrypt it).
+    let excluding: Set<Int>
+    /// The key-log entry matched to the handshake, if any.
+    var usedEntry: Int?
     let fromDesktop: TunnelRecording.Direction
     let patternName: String
     var keyStatus: Inspection.KeyStatus
@@ -90,9 +113,10 @@ private struct Walk {
     var shutdownSeen = false
     var responses = 0
 
-    init(recording: TunnelRecording, keyLog: [SessionKeys]?) {
+    init(recording: TunnelRecording, keyLog: [SessionKeys]?, excluding: Set<Int>) {
         self.recording = recording
         self.keyLog = keyLog
+        self.excluding = excluding
         fromDesktop = recording.flow == .qr ? .joinerToCreator : .creatorToJoiner
         let pattern: NoiseHandshake.Pattern = recording.flow == .qr ? .knpsk0 : .nkpsk0
         patternName = String(decoding: pattern.protocolName.dropLast(), as: UTF8.self)
@@ -142,7 +166,13 @@ private struct Walk {
         }
         guard isDesktop, let keyLog, bytes.count >= 65 else { return }
         let ephemeral = Array(bytes.prefix(65))
-        if let found = keyLog.firstIndex(where: { $0.initiatorEphemeral == ephemeral }) {
+        // The first entry for this ephemeral key not tried yet that differs from those tried (an
+        // identical copy would fail the same way).
+        let triedKeys = excluding.map { keyLog[$0] }
+        if let found = keyLog.indices.first(where: { index in
+            keyLog[index].initiatorEphemeral == ephemeral && !excluding.contains(index) && !triedKeys.contains(keyLog[index])
+        }) {
+            usedEntry = found
             keys = keyLog[found]
             keyStatus = .matched
             keyDetail = "key log entry \(found + 1) of \(keyLog.count) is this session's (handshake hash \(Hex.encode(keyLog[found].handshakeHash.prefix(8)))…)"

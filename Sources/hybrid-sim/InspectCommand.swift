@@ -65,6 +65,11 @@ struct InspectCommand: ParsableCommand {
             } catch {
                 fail("\(keylog): \(error.reason)")
             }
+            // An empty key log is one no session wrote to yet; a file with text and not one key
+            // line is another file (a recording given as --keylog, a TLS key log alone).
+            if keys?.isEmpty == true, !text.allSatisfy({ $0.isWhitespace }) {
+                fail("\(keylog) holds no \(SessionKeys.keyLogLabel) line: not a key log written by --keylog (lines with other labels are skipped)")
+            }
         }
         if let qr {
             do {

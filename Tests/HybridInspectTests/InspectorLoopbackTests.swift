@@ -146,6 +146,16 @@ struct InspectorLoopbackTests {
         #expect(wrong.keys == .mismatch)
         #expect(wrong.keyDetail.contains("authenticates none of its transport messages"), "\(wrong.keyDetail)")
         #expect(wrong.messages.allSatisfy { $0.plaintextBytes == nil })
+
+        // A shared key log with a damaged copy of this session's entry before the right one (and an
+        // identical copy of the damaged one, as desktop and phone both log): the right one is used.
+        let shared = [collector.desktopKeys[0], forged, forged, collector.desktopKeys[1]]
+        let found = Inspector.inspect(recordings[1], keyLog: shared)
+        #expect(found.keys == .matched, "\(found.keyDetail)")
+        #expect(found.keyDetail.hasPrefix("key log entry 4 of 4 is this session's"), "\(found.keyDetail)")
+        #expect(found.allAnomalies.isEmpty, "\(found.allAnomalies)")
+        // Only damaged copies: still said not to match.
+        #expect(Inspector.inspect(recordings[1], keyLog: [forged, forged]).keys == .mismatch)
     }
 
     @Test func tamperingAndGapsAreFlagged() async throws {

@@ -94,6 +94,7 @@ struct RecordingFormatTests {
         // Tabs (and runs of them) separate fields as spaces do: such a line is read, not skipped.
         let tabbed = line.replacingOccurrences(of: " ", with: "\t") + "\n" + line.replacingOccurrences(of: " ", with: " \t ")
         #expect(try SessionKeys.parseKeyLog(tabbed) == [keys, keys])
+        #expect(try SessionKeys.parseKeyLog("\u{FEFF}" + line) == [keys], "a byte-order mark does not hide the first line")
         #expect(throws: HybridError.self) { try SessionKeys.parseKeyLog("HYBRID_SESSION_KEYS 00 11") }
         do {
             _ = try SessionKeys.parseKeyLog("\n" + String(line.dropLast(2)))

@@ -76,6 +76,17 @@ struct EndToEndInspectTests {
             } == true, "\(wrong.transcript)")
         #expect(!wrong.standardOutput.text.contains("CTAP request"))
 
+        // The recording itself given as the key log: not a key log, exit 2 saying so (it was
+        // "0 entries … the keys don't match", exit 1).
+        let notKeys = try lab.start("inspect-not-keys", ["inspect", recording, "--keylog", recording])
+        #expect(try await notKeys.waitForExit() == 2, "\(notKeys.transcript)")
+        #expect(notKeys.standardError.text.contains("holds no HYBRID_SESSION_KEYS line: not a key log written by --keylog"), "\(notKeys.transcript)")
+        // A key log an editor saved with a byte-order mark: its first line is still read.
+        let marked = lab.file("bom-keys.log")
+        try ("\u{FEFF}" + String(contentsOfFile: desktopKeys, encoding: .utf8)).write(toFile: marked, atomically: true, encoding: .utf8)
+        let bom = try lab.start("inspect-bom", ["inspect", recording, "--keylog", marked])
+        #expect(try await bom.waitForExit() == 0, "\(bom.transcript)")
+
         // A truncated copy: exit 2 with the reader's specific reason.
         let bytes = try Data(contentsOf: URL(fileURLWithPath: recording))
         let truncated = lab.file("truncated.hsrec")

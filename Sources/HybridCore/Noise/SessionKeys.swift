@@ -40,6 +40,8 @@ public struct SessionKeys: Sendable, Hashable {
     /// our label but the wrong shape is an error naming its line number.
     public static func parseKeyLog(_ text: String) throws(HybridError) -> [SessionKeys] {
         var result: [SessionKeys] = []
+        // A byte-order mark an editor put first would hide the first line's label.
+        let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
             let line = raw.trimmingCharacters(in: " \t")
             guard !line.isEmpty, !line.hasPrefix("#") else { continue }
