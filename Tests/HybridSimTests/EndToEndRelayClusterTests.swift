@@ -106,6 +106,32 @@ struct EndToEndRelayClusterTests {
         }
     }
 
+    @Test("after a burst that filled every instance, the next /cable/new requests reach them again (nginx used to keep answering 502 'no live upstreams' until a probe tunnel closed)")
+    func fullInstancesComeBack() async throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let port = try EndToEndLab.closedPort()
+        let directory = lab.file("cluster")
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let (status, output) = try Self.cluster(
+            ["start", "--instances", "2", "--workers", "2", "--port", "\(port)", "--dir", directory, "--", "--max-tunnels", "20"])
+        try #require(status == 0, "\(output)")
+        let proxy = "ws://127.0.0.1:\(port)"
+        func bench(_ tunnels: Int) async throws -> [String: Int] {
+            let run = try lab.start("bench-\(tunnels)", ["bench", "relay", "--url", proxy, "--tunnels", "\(tunnels)", "--rounds", "1", "--json"])
+            _ = try await run.waitForExit(timeout: .seconds(60))
+            let report = try #require(
+                JSONSerialization.jsonObject(with: Data(run.standardOutput.text.utf8)) as? [String: Any], "\(run.transcript)")
+            return report["failures"] as? [String: Int] ?? [:]
+        }
+        // 60 tunnels for 40 places: the instances fill and refuse (503), nginx runs out of them.
+        #expect(!(try await bench(60)).isEmpty, "the burst was meant to overflow")
+        try await Task.sleep(for: .seconds(2))  // past nginx's old 1 s fail_timeout; the tunnels are closed
+        let after = try await bench(30)
+        #expect(after.isEmpty, "30 tunnels into two empty instances of 20: \(after)")
+    }
+
     @Test("a running cluster survives a second start (exit 3) and a usage error (exit 64); restart 0 keeps its port and prefix; a sign-in works after it")
     func runningClusterKeptAndRestarted() async throws {
         guard Self.nginxInstalled() else { return }
