@@ -60,20 +60,27 @@ struct EndToEndRelayClusterTests {
         try String(contentsOfFile: "\(directory)/relay-\(index).pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
+    /// Starts two instances behind two nginx workers on a free proxy port, in `lab`'s directory
+    /// `cluster`, with `relayFlags` after `--`; a start that fails is stopped and fails the test.
+    /// The caller stops the cluster.
+    private static func startTwo(in lab: EndToEndLab, relayFlags: [String]) throws -> (directory: String, proxy: String, output: String) {
+        let port = try EndToEndLab.closedPort()
+        let directory = lab.file("cluster")
+        let (status, output) = try cluster(
+            ["start", "--instances", "2", "--workers", "2", "--port", "\(port)", "--dir", directory, "--"] + relayFlags)
+        if status != 0 { _ = try? cluster(["stop", "--dir", directory]) }
+        try #require(status == 0, "\(output)")
+        return (directory, "ws://127.0.0.1:\(port)", output)
+    }
+
     @Test("bench relay and a QR registration and sign-in through the proxy; stop leaves nothing running")
     func clusterRoutesByRoutingID() async throws {
         guard Self.nginxInstalled() else { return }
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let port = try EndToEndLab.closedPort()
-        let directory = lab.file("cluster")
-        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }  // before start: a failed start stops too
-        let (status, output) = try Self.cluster(
-            ["start", "--instances", "2", "--workers", "2", "--port", "\(port)", "--dir", directory, "--",
-             "--max-messages-per-peer", "1000"])
-        try #require(status == 0, "\(output)")
+        let (directory, proxy, output) = try Self.startTwo(in: lab, relayFlags: ["--max-messages-per-peer", "1000"])
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
         #expect(output.contains("relay 0 (routing IDs 00…") && output.contains("relay 1 (routing IDs 01…"), "\(output)")
-        let proxy = "ws://127.0.0.1:\(port)"
         #expect(output.contains("ready on \(proxy)"), "\(output)")
         let pids = try (0..<2).map { try Self.pid(ofInstance: $0, in: directory) }
 
@@ -111,13 +118,8 @@ struct EndToEndRelayClusterTests {
         guard Self.nginxInstalled() else { return }
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let port = try EndToEndLab.closedPort()
-        let directory = lab.file("cluster")
+        let (directory, proxy, _) = try Self.startTwo(in: lab, relayFlags: ["--max-tunnels", "20"])
         defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
-        let (status, output) = try Self.cluster(
-            ["start", "--instances", "2", "--workers", "2", "--port", "\(port)", "--dir", directory, "--", "--max-tunnels", "20"])
-        try #require(status == 0, "\(output)")
-        let proxy = "ws://127.0.0.1:\(port)"
         func bench(_ tunnels: Int) async throws -> [String: Int] {
             let run = try lab.start("bench-\(tunnels)", ["bench", "relay", "--url", proxy, "--tunnels", "\(tunnels)", "--rounds", "1", "--json"])
             _ = try await run.waitForExit(timeout: .seconds(60))
