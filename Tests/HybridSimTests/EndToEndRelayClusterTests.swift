@@ -170,8 +170,11 @@ struct EndToEndRelayClusterTests {
         let second = try Self.pid(ofInstance: 0, in: directory)
         #expect(second != first, "\(restartOutput)")
         #expect(restartOutput.contains("restarted on ws://127.0.0.1:\(relayPort)"), "\(restartOutput)")
-        let (_, statusOutput) = try Self.cluster(["status", "--dir", directory])
-        #expect(statusOutput.contains("pid \(second)"), "\(statusOutput)")
+        let (statusCode, statusOutput) = try Self.cluster(["status", "--dir", directory])
+        #expect(statusCode == 0 && statusOutput.contains("pid \(second)"), "all up: \(statusOutput)")
+        // The run before the restart keeps its output: both runs' listening lines are there.
+        let printed = try String(contentsOfFile: directory + "/relay-0.out", encoding: .utf8)
+        #expect(printed.components(separatedBy: "ws://127.0.0.1:\(relayPort)").count - 1 == 2, "\(printed)")
 
         // The proxy still routes to it: a QR registration through the proxy.
         let proxy = "ws://127.0.0.1:\(port)"
@@ -264,7 +267,20 @@ struct EndToEndRelayClusterTests {
             #expect(!output.contains("relay-cluster: relay "), "nothing started: \(output)")
         }
         let (status, output) = try Self.cluster(["status", "--dir", directory])
-        #expect(status == 0, "status takes no lock: \(output)")
+        #expect(status == 2 && output.contains("not running (no cluster in"), "status takes no lock (and finds no cluster: 2): \(output)")
+    }
+
+    @Test("status names a pid file whose pid is now another program's (not 'gone'), and exits 1: a part of the cluster is down")
+    func statusOfAStalePidFile() throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        // This test process: alive, and not a relay of the cluster.
+        try "\(getpid())\n".write(toFile: directory + "/relay-0.pid", atomically: true, encoding: .utf8)
+        let (status, output) = try Self.cluster(["status", "--dir", directory])
+        #expect(status == 1, "\(output)")
+        #expect(output.contains("relay-0: not running (pid \(getpid()) is another program now, not this cluster's relay"), "\(output)")
     }
 
     @Test("stop waits for a relay whose --close-timeout is past its usual 10 s (a peer that never answers the close frame): ended, not killed")
@@ -445,8 +461,8 @@ struct EndToEndRelayClusterTests {
             .trimmingCharacters(in: .whitespacesAndNewlines)))
         #expect(kill(master, SIGKILL) == 0)
         usleep(300_000)
-        let (_, status) = try Self.cluster(["status", "--dir", directory])
-        #expect(status.contains("nginx: master gone, 2 orphaned workers still serving"), "\(status)")
+        let (statusCode, status) = try Self.cluster(["status", "--dir", directory])
+        #expect(statusCode == 1 && status.contains("nginx: master gone, 2 orphaned workers still serving"), "a part is down: 1, \(status)")
         let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
         #expect(stopped == 0 && stopOutput.contains("nginx worker (pid"), "\(stopOutput)")
         let (restarted, restartOutput) = try Self.cluster(
