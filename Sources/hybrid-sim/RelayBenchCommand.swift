@@ -91,6 +91,10 @@ struct RelayBenchCommand: AsyncParsableCommand {
             } catch {
                 throw ValidationError("--url \(url): \(error)")
             }
+            // The bench opens /cable/new/… and /cable/connect/… itself: a path given would be ignored.
+            if let path = URLComponents(string: url)?.path, !path.isEmpty, path != "/" {
+                throw ValidationError("--url \(url) has a path: give the relay's base URL, ws://HOST:PORT (the bench adds /cable/…)")
+            }
         }
     }
 

@@ -172,7 +172,7 @@ struct RelayCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "Also print the status line (as SIGUSR1 does) every this many seconds, 0.1 or more. (default: only on SIGUSR1)",
+            "Also print the status line (as SIGUSR1 does) every this many seconds, 0.1 to 86400. (default: only on SIGUSR1)",
             valueName: "seconds"))
     var statusInterval: Double?
 
@@ -245,6 +245,9 @@ struct RelayCommand: AsyncParsableCommand {
         if let bad = allowOrigins.first(where: { $0.isEmpty || $0.contains(where: \.isWhitespace) }) {
             throw ValidationError("--allow-origin '\(bad)': give an origin as a browser sends it (https://example.com) or *")
         }
+        for origin in allowOrigins where origin != "*" {
+            _ = try Self.allowedOrigin(origin)
+        }
         _ = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if routingIDPrefix != nil, routingPrefixBytes == nil {
             throw ValidationError("--routing-id-prefix must be 2 or 4 hex digits (1 or 2 of the routing ID's 3 bytes)")
@@ -256,6 +259,24 @@ struct RelayCommand: AsyncParsableCommand {
                 throw ValidationError("--record \(record): not an existing directory")
             }
         }
+    }
+
+    /// An `--allow-origin` value as the `Origin` header a browser sends it: an http(s) origin is
+    /// serialized (`https://ci.example.org/` and `https://ci.example.org:443` are
+    /// `https://ci.example.org`, which is what arrives); another scheme (`chrome-extension://…`) is
+    /// kept as given. A host without a scheme, or an http(s) URL with a path, query or user, never
+    /// arrives as an Origin: refused, saying what to give.
+    static func allowedOrigin(_ value: String) throws -> String {
+        if let origin = WebOrigin.normalized(value) { return origin }
+        guard let scheme = URLComponents(string: value)?.scheme?.lowercased(), value.contains("://") else {
+            throw ValidationError(
+                "--allow-origin '\(value)' has no scheme, and a browser's Origin always has one: give https://\(value) (or http://…)")
+        }
+        if scheme == "http" || scheme == "https" {
+            throw ValidationError(
+                "--allow-origin '\(value)' is not an origin a browser sends (scheme://host[:port], no path, query or user): give it as https://example.com")
+        }
+        return value
     }
 
     func run() async throws {
@@ -275,7 +296,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.maxPendingUpgrades = maxPendingUpgrades
         configuration.maxConnectionsPerSource = maxConnectionsPerSource
         configuration.maxWaitingTunnelsPerSource = maxWaitingTunnelsPerSource
-        configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
+        configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(try allowOrigins.map { $0 == "*" ? $0 : try Self.allowedOrigin($0) }))
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record { configuration.recordDirectory = record }

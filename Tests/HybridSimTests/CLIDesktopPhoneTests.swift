@@ -95,6 +95,9 @@ struct CLIDesktopPhoneTests {
             (["relay", "--routing-id-prefix", "0A1B2C"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--routing-id-prefix", "zz"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--allow-origin", ""], "--allow-origin '': give an origin as a browser sends it"),
+            (["relay", "--allow-origin", "ci.example.org"], "--allow-origin 'ci.example.org' has no scheme, and a browser's Origin always has one: give https://ci.example.org"),
+            (["relay", "--allow-origin", "https://ci.example.org/login"], "--allow-origin 'https://ci.example.org/login' is not an origin a browser sends"),
+            (["bench", "relay", "--url", "ws://127.0.0.1:47001/cable"], "--url ws://127.0.0.1:47001/cable has a path: give the relay's base URL"),
             (["bench", "relay", "--relay-pid", "12,x"], "--relay-pid must be one or more process IDs"),
             (["bench", "relay", "--tunnels", "0"], "--tunnels must be 1...9900"),
             (["bench", "relay", "--tunnels", "9901"], "--tunnels must be 1...9900"),
@@ -142,6 +145,8 @@ struct CLIDesktopPhoneTests {
             (["phone", "--unlink", "--attestation", "packed"], "--attestation and --keylog apply to transactions; --unlink runs none"),
             (["phone", "--unlink", "--keylog", "/tmp/k.log"], "--attestation and --keylog apply to transactions; --unlink runs none"),
             (["phone", "--unlink", "--relay", "http://x"], "--relay http://x must look like ws://127.0.0.1:47001"),
+            (["phone", "--unlink", "--relay", "wss://127.0.0.1:47001"], "--relay wss://127.0.0.1:47001: wss:// (TLS) is not supported, the relay is a loopback simulator"),
+            (["phone", "--unlink", "--relay", "ws://127.0.0.1:47001/cable"], "--relay ws://127.0.0.1:47001/cable has a path: give the relay's base URL"),
             // --listen's transactions take the QR flow's checks (they were not checked before).
             (["phone", "--listen", "--timeout", "-1"], "--timeout must be more than 0 and at most 3600 seconds"),
             (["phone", "--listen", "--rssi", "30"], "--rssi must be -127…20 dBm"),

@@ -5,6 +5,14 @@ import HybridRuntime
 package enum ProgramChecks {
     /// `ws://HOST:PORT` on loopback, nothing after the port but an optional `/`.
     package static func relayURL(_ url: String) throws(ProgramFailure) {
+        if url.lowercased().hasPrefix("wss://") {
+            throw ProgramFailure(
+                .badInput, "--relay \(url): wss:// (TLS) is not supported, the relay is a loopback simulator; give ws://127.0.0.1:PORT")
+        }
+        if let components = URLComponents(string: url), url.hasPrefix("ws://"), !components.path.isEmpty, components.path != "/" {
+            throw ProgramFailure(
+                .badInput, "--relay \(url) has a path: give the relay's base URL, ws://HOST:PORT (the programs add /cable/…)")
+        }
         guard url.hasPrefix("ws://"), let components = URLComponents(string: url), let host = components.host,
             !host.isEmpty, let port = components.port, (1...65535).contains(port),
             components.path.isEmpty || components.path == "/", components.query == nil
