@@ -350,6 +350,18 @@ struct RelayCommand: AsyncParsableCommand {
         // The status handler stays through the shutdown: a SIGUSR1 then still only asks for status.
         let received = await signals.wait()
         periodic?.cancel()
+        // A second signal while the tunnels close (a peer that never answers the close frame holds
+        // the shutdown for --close-timeout): the operator wants out now, as a second Ctrl-C does.
+        let remembersContacts = contacts != nil
+        signals.onRepeat { [relay, json] number in
+            let open = relay.statistics.openConnections
+            let status = 128 + number
+            let lost = remembersContacts ? "; the contact memory may not be saved" : ""
+            let exit = failureLine(
+                "received \(SignalRouter.name(number)) again while \(open) connection(s) close: stopped at once, their peers see the connection drop\(lost)",
+                kind: "interrupted", status: status, json: json)
+            Foundation.exit(exit.rawValue)
+        }
         logger.info("received \(SignalRouter.name(received)), shutting down")
         await relay.shutdown()
         let statistics = relay.statistics
@@ -404,20 +416,36 @@ final class TerminationSignals {
     func wait() async -> Int32 {
         await withCheckedContinuation { state.register($0) }
     }
+
+    /// What a signal after the first does (by default nothing: the first one's shutdown goes on).
+    func onRepeat(_ handler: @escaping @Sendable (Int32) -> Void) {
+        state.repeated(handler)
+    }
 }
 
-/// The first signal received and the task waiting for it.
+/// The first signal received, the task waiting for it, and what a later one does.
 final class SignalState: Sendable {
-    private let state = Mutex<(received: Int32?, waiter: CheckedContinuation<Int32, Never>?)>((nil, nil))
+    private struct State {
+        var received: Int32?
+        var waiter: CheckedContinuation<Int32, Never>?
+        var onRepeat: (@Sendable (Int32) -> Void)?
+    }
+
+    private let state = Mutex(State())
 
     func fire(_ number: Int32) {
-        let waiter: CheckedContinuation<Int32, Never>? = state.withLock { state in
-            guard state.received == nil else { return nil }
+        let (waiter, again): (CheckedContinuation<Int32, Never>?, (@Sendable (Int32) -> Void)?) = state.withLock { state in
+            guard state.received == nil else { return (nil, state.onRepeat) }
             state.received = number
             defer { state.waiter = nil }
-            return state.waiter
+            return (state.waiter, nil)
         }
         waiter?.resume(returning: number)
+        again?(number)
+    }
+
+    func repeated(_ handler: @escaping @Sendable (Int32) -> Void) {
+        state.withLock { $0.onRepeat = handler }
     }
 
     func register(_ continuation: CheckedContinuation<Int32, Never>) {
