@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HybridCore
+import HybridFiles
 import HybridQR
 
 /// `hybrid-sim qr`: show a `FIDO:/` QR code (terminal, PNG, SVG) or scan one back.
@@ -130,6 +131,12 @@ extension QRCommand {
                 return
             }
             let result = try QRScanner.scanFIDO(fileAt: file)
+            if result.otherCodes > 0 {
+                // As phone --scan says it: the code printed is one of several.
+                StandardStream.errorLine(
+                    "note: \(file) holds \(result.otherCodes + 1) different FIDO:/ codes; printed the lowest in a terminal capture "
+                        + "(the newest), the first decoded in an image")
+            }
             try printResult(decode ? result.payloadJSON : result.url)
         }
     }

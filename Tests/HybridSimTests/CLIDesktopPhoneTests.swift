@@ -239,6 +239,26 @@ struct CLIDesktopPhoneTests {
                 "it read the piped code: \(phone.transcript)")
     }
 
+    @Test("qr scan of a capture holding two different FIDO:/ codes prints the newest and says there were two, as phone --scan does")
+    func scanTwoCodes() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let urls = [ClientSession(requestType: .makeCredential, timestamp: 1).url, ClientSession(requestType: .getAssertion, timestamp: 2).url]
+        var capture = ""
+        for url in urls {
+            let show = try lab.start("show", ["qr", "show", url])
+            #expect(try await show.waitForExit() == 0, "\(show.transcript)")
+            capture += show.standardOutput.text + "log line\n"
+        }
+        let file = lab.file("two.txt")
+        try capture.write(toFile: file, atomically: true, encoding: .utf8)
+        let scan = try lab.start("scan", ["qr", "scan", file])
+        #expect(try await scan.waitForExit() == 0, "\(scan.transcript)")
+        #expect(scan.standardOutput.lines == [urls[1]], "\(scan.transcript)")
+        #expect(scan.standardError.lines == ["note: \(file) holds 2 different FIDO:/ codes; printed the lowest in a terminal capture (the newest), the first decoded in an image"],
+                "\(scan.transcript)")
+    }
+
     @Test("bench --json says how it ran: loops, executor, start time and units beside the machine")
     func benchJSONDescribesItself() async throws {
         let (status, process, lab) = try await run(["bench", "--count", "2", "--warmup", "0", "--json"], timeout: .seconds(60))
