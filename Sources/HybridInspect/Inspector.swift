@@ -110,6 +110,8 @@ private struct Walk {
     /// that this direction's logged key is not the session's (``finish()`` decides).
     var unexplained: [Bool: [Int]] = [true: [], false: []]
     var lastCommand: UInt8?
+    /// A desktop transport message did not authenticate (its request, if it was one, is unknown).
+    var desktopUnread = false
     var shutdownSeen = false
     var responses = 0
 
@@ -202,6 +204,7 @@ private struct Walk {
         }
         guard let (sequence, padded) = opened else {
             message.title = "encrypted transport message that does not authenticate"
+            if isDesktop { desktopUnread = true }
             if decryptedBy[isDesktop] == 0 {
                 unexplained[isDesktop, default: []].append(messages.count)  // this message's index once appended
             } else {
@@ -318,7 +321,8 @@ private struct Walk {
             return
         }
         message.title = "CTAP response: \(CTAP2StatusCode(rawValue: status))"
-        if lastCommand == nil { message.anomalies.append("a response without a request") }
+        // A request that could not be read is flagged where it is; its response is no second anomaly.
+        if lastCommand == nil, !desktopUnread { message.anomalies.append("a response without a request") }
         let schema: CBORAnnotation.Schema =
             lastCommand == CTAP2Command.makeCredential.rawValue ? .makeCredentialResponse
             : lastCommand == CTAP2Command.getAssertion.rawValue ? .getAssertionResponse

@@ -179,6 +179,21 @@ struct InspectorLoopbackTests {
         #expect(badTag.keys == .matched)
         #expect(badTag.allAnomalies.contains { $0.contains("bad tag") })
 
+        // The request altered (the desktop's first transport message): flagged there; its response
+        // is not a second anomaly ("a response without a request"), only a knock-on of the first.
+        var request = recording
+        let requestIndex = try #require(request.entries.firstIndex { entry in
+            if case .message(.joinerToCreator, let bytes) = entry.event { return bytes.count != HybridConstants.handshakeMessageSize }
+            return false
+        })
+        if case .message(let direction, var bytes) = request.entries[requestIndex].event {
+            bytes[12] ^= 0x01
+            request.entries[requestIndex].event = .message(direction, bytes)
+        }
+        let unread = Inspector.inspect(request, keyLog: keys)
+        #expect(unread.messages.contains { $0.title == "encrypted transport message that does not authenticate" }, "\(unread.messages.map(\.title))")
+        #expect(!unread.allAnomalies.contains("a response without a request"), "\(unread.allAnomalies)")
+
         // A flipped bit in the phone's first transport message (the post-handshake message, what
         // `relay --fault corrupt@to-desktop#2` hits): its later messages authenticate, so the key
         // is right and that one was altered, not "the keys don't match".
