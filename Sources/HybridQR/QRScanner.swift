@@ -88,7 +88,7 @@ public enum QRScanner {
             if text.prefix(512).contains("<svg") {
                 throw QRError(.notAnImage, "\(source): SVG cannot be scanned; use a PNG (qr show --png)")
             }
-            return try decodeAll(text: text)
+            return try decodeAll(text: text, source: source)
         case nil:
             let what = bytes.isEmpty ? "it is empty" : "it is neither PNG, PGM nor UTF-8 text"
             throw QRError(.notAnImage, "\(source): \(what)")
@@ -103,7 +103,10 @@ public enum QRScanner {
     /// Rasterizes terminal art and decodes every run of it that holds a symbol, the lowest run
     /// first: a capture of a terminal that showed several codes (a registration, then a sign-in)
     /// has the newest at the bottom. Each text once; at most ``maximumArtRuns`` runs.
-    static func decodeAll(text: String) throws(QRError) -> [String] {
+    ///
+    /// - Throws: ``QRError/Code/noQRCode`` when no run decodes, saying how many lines of art there
+    ///   were and what usually cuts a code short (`source` names the input).
+    static func decodeAll(text: String, source: String = "text") throws(QRError) -> [String] {
         let clean = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         var found: [String] = []
         for run in try TerminalArtReader.candidatesByRunNewestFirst(in: clean).prefix(maximumArtRuns) {
@@ -115,7 +118,13 @@ public enum QRScanner {
                 break
             }
         }
-        return found
+        guard found.isEmpty else { return found }
+        let artLines = clean.split(whereSeparator: \.isNewline).filter { line in line.contains { "▀▄█".contains($0) } }.count
+        throw QRError(
+            .noQRCode,
+            "no QR symbol could be decoded in \(source): its \(artLines) line(s) of QR art hold no complete code. Part of it may be "
+                + "missing: a capture of the visible window only (tmux capture-pane -p without -S -, when the code scrolled up), "
+                + "or lines a narrow terminal wrapped; a desktop's --qr-png file avoids both")
     }
 
     /// `texts` unless it is empty, in which case ``QRError/Code/noQRCode``.

@@ -20,6 +20,17 @@ struct CaptureTests {
         #expect(scan.payload.requestType == .makeCredential)
     }
 
+    @Test("a capture that lost the top of the code (the visible window only, the code scrolled up) says how many art lines it found and what cuts a code short")
+    func partialCodeSaysWhy() throws {
+        let lines = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL)).split(separator: "\n", omittingEmptySubsequences: false)
+        let bottom = lines.dropFirst(lines.count / 2).joined(separator: "\n")
+        let art = bottom.split(separator: "\n").filter { $0.contains { "▀▄█".contains($0) } }.count
+        let error = #expect(throws: QRError.self) { _ = try QRScanner.scanFIDO(text: "$ hybrid-sim desktop\n" + bottom + "\nwaiting…\n") }
+        #expect(error?.code == .noQRCode)
+        #expect(error?.reason.contains("its \(art) line(s) of QR art hold no complete code") == true, "\(String(describing: error))")
+        #expect(error?.reason.contains("tmux capture-pane -p without -S -") == true, "\(String(describing: error))")
+    }
+
     @Test("a capture of a reused terminal (a registration code, then a sign-in code, log lines around them): the lowest, newest code is read and the other counted")
     func severalCodesNewestWins() throws {
         func art(_ url: String, inverted: Bool = false) throws -> String {

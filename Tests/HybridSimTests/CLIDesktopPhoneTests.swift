@@ -297,6 +297,19 @@ struct CLIDesktopPhoneTests {
             #expect(try await phone.waitForExit(timeout: .seconds(10)) == 2, "\(phone.transcript)")
             #expect(FailureOutput.singleErrorLine(phone).hasPrefix(message), "\(phone.transcript)")
         }
+        // A paste cut short says so.
+        let cut = try lab.start("phone", ["phone", "--qr", "FIDO:/123"])
+        #expect(try await cut.waitForExit(timeout: .seconds(10)) == 2, "\(cut.transcript)")
+        #expect(FailureOutput.singleErrorLine(cut).hasSuffix("(3 digits after FIDO:/, where a desktop's code has about 170: was the paste cut short?)"),
+                "\(cut.transcript)")
+        // A URL a terminal wrapped (line breaks and an indent between its digits) is read: the phone
+        // goes on to the relay (none here: exit 6), not a bad URL.
+        let url = ClientSession(requestType: .getAssertion, timestamp: 1).url
+        let wrapped = String(url.prefix(50)) + "\n  " + String(url.dropFirst(50).prefix(60)) + "\r\n" + String(url.dropFirst(110))
+        let relayPort = try EndToEndLab.closedPort()
+        let phone = try lab.start("phone", ["phone", "--qr", wrapped, "--relay", "ws://127.0.0.1:\(relayPort)", "--timeout", "5"])
+        #expect(try await phone.waitForExit(timeout: .seconds(20)) == 6, "\(phone.transcript)")
+        #expect(!phone.standardError.text.contains("not a valid FIDO:/ URL"), "\(phone.transcript)")
     }
 
     @Test("a bad options file is bad input (exit 2), before any QR code is shown")

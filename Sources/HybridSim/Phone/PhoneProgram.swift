@@ -147,11 +147,17 @@ public enum PhoneProgram {
     ) throws(ProgramFailure) -> (String, QRPayload) {
         switch source {
         case .url(let text):
-            let url = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            // A URL pasted from a terminal that wrapped it holds line breaks (and an indent) between
+            // its digits: a FIDO:/ URL holds no space, so every white space is dropped.
+            let url = String(text.unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init))
             do {
                 return (url, try QRPayload(url: url))
             } catch {
-                throw ProgramFailure(.badInput, "--qr is not a valid FIDO:/ URL: \(error.reason)")
+                let digits = url.hasPrefix("FIDO:/") ? url.dropFirst(6).count : 0
+                // A desktop's code holds about 170 digits; far fewer is a paste cut short.
+                let hint = url.hasPrefix("FIDO:/") && digits < 120
+                    ? " (\(digits) digits after FIDO:/, where a desktop's code has about 170: was the paste cut short?)" : ""
+                throw ProgramFailure(.badInput, "--qr is not a valid FIDO:/ URL: \(error.reason)\(hint)")
             }
         case .file(let path):
             do {
