@@ -57,4 +57,29 @@ struct EndToEndRelayCLITests {
         #expect(relay.standardError.lines.last == "error: received SIGINT again while 1 connection(s) close: stopped at once, their peers see the connection drop",
                 "\(relay.transcript)")
     }
+
+    @Test("a relay left running on the default port: the desktop moves its own, the phone run without --relay opens its tunnel on the old one, and the desktop's 404 says so and what to give the phone")
+    func strayRelayOnTheDefaultPort() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        // The stray relay holds 47001; if something else already does, the premise holds as it is.
+        let stray = try? await lab.startRelay(["--port", "47001"])
+        defer { stray?.0.terminate() }
+        let desktop = try lab.start("desktop", ["desktop", "--request", "mc", "--proximity-port", "0", "--timeout", "10"])
+        let errors = try await desktop.waitForOutput("phone command line", in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("phone command:") }
+        }
+        let output = try await desktop.waitForOutput("FIDO:/ line") { $0.contains { $0.hasPrefix("FIDO:/") } }
+        let command = try #require(errors.first { $0.hasPrefix("phone command:") })
+        let proximity = try #require(EndToEndLab.word(after: "--proximity ", in: command))
+        let ownRelay = try #require(EndToEndLab.word(after: "--relay ", in: command))
+        try #require(ownRelay != "ws://127.0.0.1:47001", "the desktop moved off the taken port: \(desktop.transcript)")
+        // As the README's two-terminal steps run it: no --relay, so the default, the stray one.
+        let phone = try lab.start("phone", ["phone", "--qr", try #require(output.first { $0.hasPrefix("FIDO:/") }), "--proximity", proximity, "--timeout", "5"])
+        defer { phone.terminate() }
+        #expect(try await desktop.waitForExit(timeout: .seconds(20)) == 6, "\(desktop.transcript)")
+        #expect(FailureOutput.singleErrorLine(desktop).hasSuffix(
+            "; the phone opened its tunnel on another relay (one still running on ws://127.0.0.1:47001?): give it --relay \(ownRelay)"),
+                "\(desktop.transcript)")
+    }
 }

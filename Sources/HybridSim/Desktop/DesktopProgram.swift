@@ -287,7 +287,15 @@ struct Run {
                         + (relayDown ? "; and nothing accepts connections at the relay \(relayURL), so no phone could open its tunnel (is --relay right?)" : "")
                 )
             }
-            throw ProgramFailure.fromTransaction(error, relayURL: relayURL)
+            var failure = ProgramFailure.fromTransaction(error, relayURL: relayURL)
+            if case .embedded(port: nil) = configuration.relay, relayURL != ProgramDefaults.relayURL,
+                let runtime = error.underlying as? RuntimeError, runtime.code == .upgradeRejected, runtime.httpStatus == 404
+            {
+                // The advert matched, so the phone opened its tunnel, and on another relay than this
+                // one: most often one left running on the default port this desktop moved away from.
+                failure.message += "; the phone opened its tunnel on another relay (one still running on \(ProgramDefaults.relayURL)?): give it --relay \(relayURL)"
+            }
+            throw failure
         }
     }
 
