@@ -22,6 +22,8 @@ struct MisbehaviourTests {
         var elapsed: Duration
         /// What the phone printed (standard output and error, in order).
         var phoneOutput: String
+        /// What the desktop printed on standard error (its narration).
+        var desktopNarration: [String] = []
         /// Whether the desktop's links file exists afterwards.
         var linksStored = false
 
@@ -45,7 +47,8 @@ struct MisbehaviourTests {
         desktop.request = .makeCredential
         desktop.misbehave = desktopMisbehaviour
         desktop.link = link
-        let silent = ProgramOutput.discarding
+        let desktopLines = Mutex<[String]>([])
+        let silent = ProgramOutput(standardOutput: { _ in }, standardError: { line in desktopLines.withLock { $0.append(line) } })
         let phoneLines = Mutex<[String]>([])
         let phoneOutput = ProgramOutput(
             standardOutput: { line in phoneLines.withLock { $0.append(line) } },
@@ -86,7 +89,8 @@ struct MisbehaviourTests {
         let links = FileManager.default.fileExists(atPath: home + "/links.json")
         return Ends(
             desktop: d, phone: p, elapsed: ContinuousClock.now - start,
-            phoneOutput: phoneLines.withLock { $0.joined(separator: "\n") }, linksStored: links)
+            phoneOutput: phoneLines.withLock { $0.joined(separator: "\n") }, desktopNarration: desktopLines.withLock { $0 },
+            linksStored: links)
     }
 
     // MARK: - A misbehaving phone, our desktop
@@ -100,6 +104,10 @@ struct MisbehaviourTests {
         #expect(failure.message.hasPrefix("no nearby authenticator within 5 s:"), "\(failure)")
         #expect(failure.message.hasSuffix(" not for this QR code"), "\(failure)")
         #expect(!failure.message.contains("too far"), "every advert was refused by its key, not its RSSI")
+        // Said when the first such advert came, not only at the timeout.
+        #expect(ends.desktopNarration.contains {
+            $0.hasPrefix("note: a phone is advertising, but not for this QR code (an old capture scanned again, or another desktop's code?)")
+        }, "\(ends.desktopNarration)")
         #expect(ends.phoneFailure != nil, "the phone loses its tunnel with the desktop's relay")
     }
 

@@ -266,6 +266,20 @@ struct Run {
             transports = misbehave.wrap(transports)
             request = misbehave.request(request)
         }
+        // A phone advertising for another QR code (an old capture scanned again, another desktop's)
+        // is said when its first advert arrives, not only when the wait times out.
+        let otherCode = Task { [scanner] in
+            while (try? await Task.sleep(for: .milliseconds(200))) != nil {
+                let seen = scanner.statistics
+                guard seen.matched == 0 else { return }
+                if seen.notOurs > 0 {
+                    narrator.say(
+                        "note: a phone is advertising, but not for this QR code (an old capture scanned again, or another desktop's code?); still waiting for this one")
+                    return
+                }
+            }
+        }
+        defer { otherCode.cancel() }
         do {
             return try await ClientDriver.run(
                 session: session,
