@@ -24,7 +24,7 @@ struct EndToEndFailureTests {
         #expect(try await phone.waitForExit() == 4, "\(phone.transcript)")
         #expect(
             FailureOutput.singleErrorLine(desktop.process)
-                == "error: the phone refused the makeCredential request: CTAP2_ERR_OPERATION_DENIED"
+                == "error: the phone refused the makeCredential request: CTAP2_ERR_OPERATION_DENIED (the user said no)"
         )
         #expect(
             FailureOutput.singleErrorLine(phone)

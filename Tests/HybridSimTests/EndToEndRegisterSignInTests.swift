@@ -214,7 +214,16 @@ struct EndToEndRegisterSignInTests {
             phoneError.contains("2 passkeys for example.com match (alice, bob); choose one with --account NAME"),
             "\(phoneError)"
         )
-        #expect(FailureOutput.singleErrorLine(ambiguous.process).contains("CTAP2_ERR_OPERATION_DENIED"))
+        #expect(FailureOutput.singleErrorLine(ambiguous.process).hasSuffix(
+            "CTAP2_ERR_OPERATION_DENIED (the user said no, or chose no account: the phone's output says which)"))
+
+        // --deny with several accounts: the user refuses, whichever it would be; no account choice.
+        let denied = try await lab.startDesktop(["--timeout", "10"])
+        let denying = try lab.startPhone(for: denied, ["--qr", denied.url, "--deny"])
+        #expect(try await denying.waitForExit() == 4, "\(denying.transcript)")
+        #expect(try await denied.process.waitForExit() == 4, "\(denied.process.transcript)")
+        #expect(FailureOutput.singleErrorLine(denying) == "error: refused the getAssertion request from example.com (--deny): answered CTAP2_ERR_OPERATION_DENIED",
+                "\(denying.transcript)")
 
         // On a terminal the phone asks; an answer that names no account is asked again, not a refusal.
         let asked = try await lab.startDesktop([])

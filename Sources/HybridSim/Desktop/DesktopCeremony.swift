@@ -423,6 +423,10 @@ struct DesktopCeremony: Sendable {
             case .credentialExcluded:
                 throw ProgramFailure(
                     .refused, "the phone already holds one of the excluded credentials for \(rpId) (\(status.name))")
+            case .operationDenied:
+                // A sign-in is also denied when the phone's user picked no account among several.
+                let why = command == "getAssertion" ? "the user said no, or chose no account: the phone's output says which" : "the user said no"
+                throw ProgramFailure(.refused, "the phone refused the \(command) request: \(status.name) (\(why))")
             default:
                 throw ProgramFailure(.refused, "the phone refused the \(command) request: \(status.name)")
             }

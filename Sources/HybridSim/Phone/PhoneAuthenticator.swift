@@ -35,6 +35,9 @@ actor PhoneAuthenticator {
             command = "makeCredential"
             let user = request.user.name ?? Base64URL.encode(request.user.id)
             narrator.say("registration request from \(request.rp.id) for \(user)")
+        case .getAssertion where configuration.deny:
+            // The user refuses, whichever account it would have been: no choice to make, no prompt.
+            command = "getAssertion"
         case .getAssertion(let request):
             command = "getAssertion"
             switch await chooseAccount(for: request) {
@@ -42,11 +45,7 @@ actor PhoneAuthenticator {
                 break
             case .chosen(let passkey):
                 policy.selectAccount = { candidates in candidates.first { $0.credentialID == passkey.credentialID } }
-                if !configuration.deny {
-                    narrator.say(
-                        "signing in to \(request.rpId) as \(passkey.userName ?? Base64URL.encode(passkey.userID))"
-                    )
-                }
+                narrator.say("signing in to \(request.rpId) as \(passkey.userName ?? Base64URL.encode(passkey.userID))")
             case .refuse(let failure):
                 self.failure = failure
                 return CTAP2Response.error(.operationDenied).encode()
