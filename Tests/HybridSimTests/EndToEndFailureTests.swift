@@ -201,6 +201,7 @@ struct EndToEndFailureTests {
         #expect(try await phone.waitForExit(timeout: .seconds(10)) == 2, "\(phone.transcript)")
         let error = FailureOutput.singleErrorLine(phone)
         #expect(error.hasPrefix("error: cannot use the passkey store: \(store): not JSON"), "\(error)")
+        #expect(error.hasSuffix(" (the file is left as it is: fix it, or move it aside to start a new one)"), "\(error)")
         #expect(!phone.standardError.text.contains("relay"), "failed before the network")
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: store))) == damaged, "the file is untouched")
     }

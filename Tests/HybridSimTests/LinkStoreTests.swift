@@ -29,6 +29,8 @@ import Testing
         var store = try LinkStore.load(path: path)
         #expect(store.links.isEmpty)
         #expect(throws: ProgramFailure.self) { try store.select("any") }
+        let none = #expect(throws: ProgramFailure.self) { try store.select("bob") }
+        #expect(none?.message == "no linked phone named \"bob\" in \(path) (links: none; a registration with --link makes one)")
         #expect(store.upsert(StoredLink(info("Pixel", 1), tunnelDomain: 0, linkedAt: 5)) == "Pixel")
         // The same phone (public key) linked again, even under another name: it replaces its old link.
         #expect(store.upsert(StoredLink(info("Pixel 8", 2), tunnelDomain: 0, linkedAt: 6)) == "Pixel 8")

@@ -87,7 +87,7 @@ struct Run {
         do {
             store = try RelyingPartyStore.load(path: storePath)
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the relying-party store: \(error)")
+            throw ProgramFailure(.badInput, "cannot use the relying-party store: \(error)\(error.advice)")
         }
         // `--rp-url`: the options come from the relying party's server.
         let link = configuration.rpURL == nil ? nil : try DesktopRelyingPartyLink(configuration: configuration)

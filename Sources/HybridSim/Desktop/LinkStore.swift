@@ -205,7 +205,8 @@ public struct LinkStore: Sendable {
         }
         guard let link = links.first(where: { $0.name == name }) else {
             let names = links.isEmpty ? "none" : links.map { "\"\($0.name)\"" }.joined(separator: ", ")
-            throw ProgramFailure(.badInput, "no linked phone named \"\(name)\" in \(path) (links: \(names))")
+            let how = links.isEmpty ? "; a registration with --link makes one" : ""
+            throw ProgramFailure(.badInput, "no linked phone named \"\(name)\" in \(path) (links: \(names)\(how))")
         }
         return link
     }

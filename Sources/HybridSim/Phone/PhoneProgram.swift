@@ -70,7 +70,7 @@ public enum PhoneProgram {
         do {
             store = try PasskeyStore.load(path: storePath)
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)")
+            throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)\(error.advice)")
         }
         let proximity = try ProximityEndpoint(parsing: configuration.proximityURL)
 

@@ -47,6 +47,18 @@ public struct StoreError: CodedError {
     /// One line: `<path>: <summary>: <reason>`.
     public var description: String { "\(path): \(summary): \(reason)" }
 
+    /// What a person can do about a file whose content cannot be used (not JSON, not a store, an
+    /// unknown version, a bad entry), to follow ``description`` in a program's error line; empty
+    /// for the other codes, whose reason says it.
+    var advice: String {
+        switch code {
+        case .notJSON, .invalidDocument, .unsupportedVersion, .invalidEntry:
+            return " (the file is left as it is: fix it, or move it aside to start a new one)"
+        case .unreadable, .directoryFailed, .writeFailed, .locked:
+            return ""
+        }
+    }
+
     private var summary: String {
         switch code {
         case .unreadable: return "cannot read the store"
