@@ -16,15 +16,22 @@ public enum Inspector {
     /// undecryptable (to tell a gap from a bad tag).
     static let gapSearch: UInt32 = 8
 
+    /// How many different key-log entries for one handshake are tried before the keys are said
+    /// not to match.
+    static let maxEntriesTried = 16
+
     /// Inspects `recording`; `keyLog` is the parsed key log (`nil`: none given), `qrURL` the
     /// session's `FIDO:/` URL if known.
     public static func inspect(_ recording: TunnelRecording, keyLog: [SessionKeys]? = nil, qrURL: String? = nil) -> Inspection {
         // A shared key log holds each session twice (desktop and phone) and may hold a damaged
         // copy: when the first entry for this handshake does not decrypt, the next different one
         // for it is tried, and the first that fits is the session's.
+        // At most ``maxEntriesTried`` different entries: a key log of thousands of forged lines for
+        // one handshake is not walked thousands of times.
         var walk = self.walk(recording, keyLog: keyLog, excluding: [])
         var tried: Set<Int> = []
-        while walk.keyStatus == .mismatch, let used = walk.usedEntry {
+        var current = walk
+        while current.keyStatus == .mismatch, let used = current.usedEntry, tried.count < maxEntriesTried {
             tried.insert(used)
             let next = self.walk(recording, keyLog: keyLog, excluding: tried)
             guard next.usedEntry != nil else { break }
@@ -32,6 +39,7 @@ public enum Inspector {
                 walk = next
                 break
             }
+            current = next
         }
         var closure = "the recording has no closing record"
         for entry in recording.entries {
@@ -170,7 +178,7 @@ private struct Walk {
         let ephemeral = Array(bytes.prefix(65))
         // The first entry for this ephemeral key not tried yet that differs from those tried (an
         // identical copy would fail the same way).
-        let triedKeys = excluding.map { keyLog[$0] }
+        let triedKeys = Set(excluding.map { keyLog[$0] })
         if let found = keyLog.indices.first(where: { index in
             keyLog[index].initiatorEphemeral == ephemeral && !excluding.contains(index) && !triedKeys.contains(keyLog[index])
         }) {

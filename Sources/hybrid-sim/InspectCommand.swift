@@ -67,7 +67,11 @@ struct InspectCommand: ParsableCommand {
             }
             // An empty key log is one no session wrote to yet; a file with text and not one key
             // line is another file (a recording given as --keylog, a TLS key log alone).
-            if keys?.isEmpty == true, !text.allSatisfy({ $0.isWhitespace }) {
+            let meaningful = text.split(whereSeparator: \.isNewline).contains { line in
+                let trimmed = line.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "\u{FEFF}", with: "")
+                return !trimmed.isEmpty && !trimmed.hasPrefix("#")
+            }
+            if keys?.isEmpty == true, meaningful {
                 fail("\(keylog) holds no \(SessionKeys.keyLogLabel) line: not a key log written by --keylog (lines with other labels are skipped)")
             }
         }

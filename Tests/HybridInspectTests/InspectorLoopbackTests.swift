@@ -154,8 +154,19 @@ struct InspectorLoopbackTests {
         #expect(found.keys == .matched, "\(found.keyDetail)")
         #expect(found.keyDetail.hasPrefix("key log entry 4 of 4 is this session's"), "\(found.keyDetail)")
         #expect(found.allAnomalies.isEmpty, "\(found.allAnomalies)")
-        // Only damaged copies: still said not to match.
+        // Only damaged copies: still said not to match; two different ones too (it looped forever),
+        // and a thousand different ones end after a bounded number of tries.
         #expect(Inspector.inspect(recordings[1], keyLog: [forged, forged]).keys == .mismatch)
+        var otherForged = forged
+        otherForged.initiatorToResponder[1] ^= 1
+        #expect(Inspector.inspect(recordings[1], keyLog: [forged, otherForged]).keys == .mismatch)
+        let many = (0..<1000).map { index -> SessionKeys in
+            var keys = forged
+            keys.responderToInitiator[2] = UInt8(index & 0xFF)
+            keys.responderToInitiator[3] = UInt8(index >> 8)
+            return keys
+        }
+        #expect(Inspector.inspect(recordings[1], keyLog: many).keys == .mismatch)
     }
 
     @Test func tamperingAndGapsAreFlagged() async throws {

@@ -81,6 +81,11 @@ struct EndToEndInspectTests {
         let notKeys = try lab.start("inspect-not-keys", ["inspect", recording, "--keylog", recording])
         #expect(try await notKeys.waitForExit() == 2, "\(notKeys.transcript)")
         #expect(notKeys.standardError.text.contains("holds no HYBRID_SESSION_KEYS line: not a key log written by --keylog"), "\(notKeys.transcript)")
+        // Comments alone are a key log with no entry yet, not another file: exit 1, the keys don't match.
+        let comments = lab.file("comments.log")
+        try "# keys of the lab\n\n".write(toFile: comments, atomically: true, encoding: .utf8)
+        let commented = try lab.start("inspect-comments", ["inspect", recording, "--keylog", comments])
+        #expect(try await commented.waitForExit() == 1, "\(commented.transcript)")
         // A key log an editor saved with a byte-order mark: its first line is still read.
         let marked = lab.file("bom-keys.log")
         try ("\u{FEFF}" + String(contentsOfFile: desktopKeys, encoding: .utf8)).write(toFile: marked, atomically: true, encoding: .utf8)
