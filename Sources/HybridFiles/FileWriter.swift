@@ -53,16 +53,26 @@ package enum FileWriter {
     /// belongs in that stream, and the path itself (a link in `/dev`) must never be replaced.
     package static func ownDescriptor(_ path: String) -> Int32? {
         let prefixes = ["/dev/fd/", "/proc/self/fd/", "/proc/\(getpid())/fd/"]
+        /// An open descriptor of a file, pipe or device: what a shell hands a program. Not a socket,
+        /// an epoll or event descriptor of the program's own (`/dev/fd/7` could name SwiftNIO's).
+        func usable(_ number: Int32) -> Int32? {
+            var status = stat()
+            guard fstat(number, &status) == 0 else { return nil }
+            switch status.st_mode & S_IFMT {
+            case S_IFREG, S_IFIFO, S_IFCHR: return number
+            default: return nil
+            }
+        }
         var candidate = path
         for _ in 0..<8 {
             switch candidate {
-            case "/dev/stdin": return 0
-            case "/dev/stdout": return 1
-            case "/dev/stderr": return 2
+            case "/dev/stdin": return usable(0)
+            case "/dev/stdout": return usable(1)
+            case "/dev/stderr": return usable(2)
             default: break
             }
             for prefix in prefixes where candidate.hasPrefix(prefix) {
-                if let number = Int32(candidate.dropFirst(prefix.count)), number >= 0 { return number }
+                if let number = Int32(candidate.dropFirst(prefix.count)), number >= 0 { return usable(number) }
                 return nil
             }
             var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

@@ -59,13 +59,16 @@ struct KeyLogFileTests {
         // A link to one of this process's descriptors (`--keylog /dev/stderr` with stderr redirected
         // to a file): the user's own stream, used, and its mode left.
         let redirected = directory.file("stderr.txt")
-        let stream = open(redirected, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        // Opened as `2> file` opens it (O_TRUNC, no O_APPEND): a line written through a reopened
+        // path was overwritten by the stream's next write.
+        let stream = open(redirected, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
         try #require(stream >= 0)
         defer { close(stream) }
         let ownLink = directory.file("stderr")
         try FileManager.default.createSymbolicLink(atPath: ownLink, withDestinationPath: "/proc/self/fd/\(stream)")
         try KeyLogFile(path: ownLink).hook(keys)
-        #expect(try String(contentsOfFile: redirected, encoding: .utf8) == keys.keyLogLine + "\n")
+        _ = "a later line\n".withCString { write(stream, $0, strlen($0)) }
+        #expect(try String(contentsOfFile: redirected, encoding: .utf8) == keys.keyLogLine + "\na later line\n")
         #expect(try FileManager.default.attributesOfItem(atPath: redirected)[.posixPermissions] as? Int == 0o644)
 
         // The file checked at start replaced by a link to someone's file before a line is appended:

@@ -15,6 +15,11 @@ struct KeyLogFile: Sendable {
     /// not become a link to someone's file), except the link to a pipe or device accepted at start
     /// (`/dev/stderr`).
     private let appendFlags: Int32
+    /// The program's own descriptor the path names (`--keylog /dev/stderr` with stderr redirected):
+    /// lines go through it, sharing its offset with what the program writes there. Reopening the
+    /// path would give a description of its own, and a line written through it is overwritten by
+    /// the stream's next write when the shell opened the file without O_APPEND (`2> keys.log`).
+    private let ownDescriptor: Int32?
 
     /// Checks that `path` can be opened for appending, so a bad path fails before the ceremony, and
     /// sets a regular file's mode to 0600: an existing file that others could read would leak the
@@ -22,6 +27,7 @@ struct KeyLogFile: Sendable {
     /// is not the key log's to change (`/dev/null` made 0600 would break every other user's programs).
     init(path: String) throws(ProgramFailure) {
         self.path = path
+        self.ownDescriptor = FileWriter.ownDescriptor(path)
         let isLink = FileReader.isSymbolicLink(path)
         self.appendFlags = isLink ? O_WRONLY | O_APPEND : O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW
         let fd: Int32
@@ -53,9 +59,17 @@ struct KeyLogFile: Sendable {
     /// The session's key-log hook: appends one line per completed handshake. A write failure is
     /// reported on stderr and does not stop the ceremony.
     var hook: @Sendable (SessionKeys) -> Void {
-        let (path, flags) = (self.path, appendFlags)
+        let (path, flags, own) = (self.path, appendFlags, ownDescriptor)
         return { keys in
             let line = Array((keys.keyLogLine + "\n").utf8)
+            if let own {
+                let written = line.withUnsafeBytes { write(own, $0.baseAddress, $0.count) }
+                if written != line.count {
+                    StandardStream.errorLine(
+                        "note: could not append to the key log \(path) (\(written < 0 ? String(cString: strerror(errno)).lowercased() : "a short write")); this session's keys are not recorded")
+                }
+                return
+            }
             let fd = (try? FileWriter.openForWriting(path, flags: flags, blocking: false)) ?? -1
             // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
             // the file do not interleave. Non-blocking: a pipe whose reader left is a warning, not a hang.
