@@ -263,11 +263,13 @@ struct RelayCommand: AsyncParsableCommand {
 
     /// An `--allow-origin` value as the `Origin` header a browser sends it: an http(s) origin is
     /// serialized (`https://ci.example.org/` and `https://ci.example.org:443` are
-    /// `https://ci.example.org`, which is what arrives); another scheme (`chrome-extension://…`) is
-    /// kept as given. A host without a scheme, or an http(s) URL with a path, query or user, never
+    /// `https://ci.example.org`, which is what arrives); another scheme (`chrome-extension://…`) and
+    /// `null` (a file:// page, a sandboxed frame) are kept as given. A host without a scheme, or an http(s) URL with a path, query or user, never
     /// arrives as an Origin: refused, saying what to give.
     static func allowedOrigin(_ value: String) throws -> String {
         if let origin = WebOrigin.normalized(value) { return origin }
+        // What a browser sends for a file:// page or a sandboxed frame.
+        if value.lowercased() == "null" { return "null" }
         guard let scheme = URLComponents(string: value)?.scheme?.lowercased(), value.contains("://") else {
             throw ValidationError(
                 "--allow-origin '\(value)' has no scheme, and a browser's Origin always has one: give https://\(value) (or http://…)")
@@ -347,11 +349,9 @@ struct RelayCommand: AsyncParsableCommand {
                 while (try? await Task.sleep(for: interval)) != nil { output.status(relay.statistics) }
             }
         }
-        // The status handler stays through the shutdown: a SIGUSR1 then still only asks for status.
-        let received = await signals.wait()
-        periodic?.cancel()
         // A second signal while the tunnels close (a peer that never answers the close frame holds
         // the shutdown for --close-timeout): the operator wants out now, as a second Ctrl-C does.
+        // Set before the first arrives, so none is missed; `_exit`, as the line is written already.
         let remembersContacts = contacts != nil
         signals.onRepeat { [relay, json] number in
             let open = relay.statistics.openConnections
@@ -360,8 +360,11 @@ struct RelayCommand: AsyncParsableCommand {
             let exit = failureLine(
                 "received \(SignalRouter.name(number)) again while \(open) connection(s) close: stopped at once, their peers see the connection drop\(lost)",
                 kind: "interrupted", status: status, json: json)
-            Foundation.exit(exit.rawValue)
+            _exit(exit.rawValue)
         }
+        // The status handler stays through the shutdown: a SIGUSR1 then still only asks for status.
+        let received = await signals.wait()
+        periodic?.cancel()
         logger.info("received \(SignalRouter.name(received)), shutting down")
         await relay.shutdown()
         let statistics = relay.statistics
