@@ -219,6 +219,8 @@ struct EndToEndFailureTests {
                 "error: cannot use the relying-party store: \(lab.relyingPartyStore): unsupported store version"
             )
         )
+        #expect(FailureOutput.singleErrorLine(desktop).hasSuffix(
+            "(the file is left as it is: use the hybrid-sim that wrote it, or move it aside to start a new one)"), "\(desktop.transcript)")
         #expect(desktop.standardOutput.text.isEmpty, "no QR code")
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: lab.relyingPartyStore))) == damaged)
     }
@@ -268,7 +270,7 @@ struct EndToEndFailureTests {
             (["--qr-png", lab.file("")], "error: cannot write --qr-png \(lab.file("")): it is a directory"),
             (
                 ["--request", "mc", "--link", "--links", links],
-                "error: cannot use the links file: \(links): not a store document: \"links\" is not an array"
+                "error: cannot use the links file: \(links): not a store document: \"links\" is not an array (the file is left as it is: fix it, or move it aside to start a new one)"
             ),
         ] {
             let desktop = try await FailureOutput.expect(

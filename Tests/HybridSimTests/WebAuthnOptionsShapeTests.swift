@@ -70,6 +70,11 @@ struct WebAuthnOptionsShapeTests {
         // the number, not dropped (which left the 120 s default).
         let stringTimeout = Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "timeout": "45000"}"#.utf8)
         #expect(try PublicKeyCredentialRequestOptionsJSON.parse(document: stringTimeout).options.timeout == 45_000)
+        // Text that is not digits ("nan", "soon") is no timeout: left out, not a refusal.
+        for text in ["nan", "soon", "0x1p4", "-5"] {
+            let odd = Array(#"{"_action": "webauthn_authentication", "challenge": "AQID", "timeout": "\#(text)"}"#.utf8)
+            #expect(try PublicKeyCredentialRequestOptionsJSON.parse(document: odd).options.timeout == nil, "\(text)")
+        }
 
         #expect(throws: WebAuthnJSONError(.missingChallenge)) {
             try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"_action": "webauthn_authentication"}"#.utf8))

@@ -272,23 +272,29 @@ struct Run {
             while (try? await Task.sleep(for: .milliseconds(200))) != nil {
                 let seen = scanner.statistics
                 guard seen.matched == 0 else { return }
-                if seen.notOurs > 0 {
+                if seen.notOurs > 0, !Task.isCancelled {
                     narrator.say(
                         "note: a phone is advertising, but not for this QR code (an old capture scanned again, or another desktop's code?); still waiting for this one")
                     return
                 }
             }
         }
-        defer { otherCode.cancel() }
+        defer { otherCode.cancel() }  // any other way out
         do {
-            return try await ClientDriver.run(
+            let outcome = try await ClientDriver.run(
                 session: session,
                 request: request,
                 transports: transports,
                 timeouts: timeouts,
                 events: { narrator.session($0) }
             )
+            // Ended before the result is told: no note after it.
+            otherCode.cancel()
+            await otherCode.value
+            return outcome
         } catch let error as TransactionError {
+            otherCode.cancel()
+            await otherCode.value
             if let runtime = error.underlying as? RuntimeError, runtime.code == .noNearbyAuthenticator {
                 // A phone advertises only once it has its tunnel: with nothing at the relay's
                 // address, the relay is the likelier culprit than the phone.

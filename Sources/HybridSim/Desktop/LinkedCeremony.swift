@@ -167,7 +167,7 @@ extension Run {
         do {
             return try LinkStore.load(path: path)
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the links file: \(error)")
+            throw ProgramFailure(.badInput, "cannot use the links file: \(error)\(error.advice)")
         }
     }
 

@@ -214,7 +214,7 @@ public enum PhoneListenProgram {
         do {
             store = try PasskeyStore.load(path: passkeyPath)
         } catch {
-            return refuse("cannot use the passkey store: \(error)")
+            return refuse("cannot use the passkey store: \(error)\(error.advice)")
         }
         var session: LinkedAuthenticatorSession
         do {

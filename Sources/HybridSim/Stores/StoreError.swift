@@ -52,8 +52,11 @@ public struct StoreError: CodedError {
     /// for the other codes, whose reason says it.
     var advice: String {
         switch code {
-        case .notJSON, .invalidDocument, .unsupportedVersion, .invalidEntry:
+        case .notJSON, .invalidDocument, .invalidEntry:
             return " (the file is left as it is: fix it, or move it aside to start a new one)"
+        case .unsupportedVersion:
+            // Most likely a newer build's file: moving it aside would lose what it holds.
+            return " (the file is left as it is: use the hybrid-sim that wrote it, or move it aside to start a new one)"
         case .unreadable, .directoryFailed, .writeFailed, .locked:
             return ""
         }

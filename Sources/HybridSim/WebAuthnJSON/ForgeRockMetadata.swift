@@ -26,9 +26,12 @@ enum ForgeRockMetadata {
         var options: [String: Any] = ["challenge": Base64URL.encode(challenge)]
         // A number, as the SDK's metadata types have it; the digits of one in a string (the
         // metadata's other option members are strings) are read as that number, not dropped.
-        if let text = data["timeout"] as? String, let number = Double(text.trimmingCharacters(in: .whitespaces)) {
-            options["timeout"] = number
-        } else if let timeout = data["timeout"] {
+        if let text = data["timeout"] as? String {
+            let digits = text.trimmingCharacters(in: .whitespaces)
+            if !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let number = Double(digits) {
+                options["timeout"] = number
+            }  // other text is no timeout: left out, as before (the wait is the default)
+        } else if let timeout = data["timeout"] as? Int {
             options["timeout"] = timeout
         }
         let rpId = (data["_relyingPartyId"] as? String) ?? (data["relyingPartyId"] as? String).flatMap(plainHost)
