@@ -260,6 +260,24 @@ import Testing
         #expect(captured.contains { $0.0 == "err" && $0.1.hasSuffix("nothing to revoke") })
     }
 
+    @Test("--unlink with an identity no desktop was ever linked to: the contact ID is rotated and the line says no desktop is affected; once linked, it says linked desktops get 410")
+    func unlinkNeverLinked() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-unlink-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent(PhoneLinkStore.fileName).path
+        var identity = PhoneLinkStore.Identity()
+        try PhoneLinkStore(path: path, identity: identity).save()
+        let (status, lines) = await Self.unlink(in: directory)
+        #expect(status == 0)
+        #expect(lines.contains { $0.0 == "err" && $0.1.hasSuffix("no desktop had been linked to this phone, so none is affected") }, "\(lines)")
+        identity = try #require(try PhoneLinkStore.load(path: path).identity)
+        _ = identity.newLink()
+        try PhoneLinkStore(path: path, identity: identity).save()
+        let (_, linked) = await Self.unlink(in: directory)
+        #expect(linked.contains { $0.0 == "err" && $0.1.hasSuffix("from then on every desktop linked to this phone gets 410") }, "\(linked)")
+    }
+
     @Test("--unlink on a version-1 store: the note says the links made before end; the new contact ID, which no desktop holds, is not revoked")
     func unlinkUpgradesVersion1() async throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-unlink-\(UUID().uuidString)")

@@ -311,6 +311,7 @@ public enum PhoneListenProgram {
                 }
                 return 0
             }
+            let linkedBefore = !identity.pairingIDs.isEmpty
             identity.rotateContactID()
             store.identity = identity
             do {
@@ -321,9 +322,11 @@ public enum PhoneListenProgram {
             // The relay learns of the revocation from this phone only (as a tunnel service learns
             // from its push service that a registration is gone): say when, not "from now on".
             output.standardError(
-                "revoked the contact ID (\(store.path)): the relay learns it from this phone's --listen (a running "
-                    + "one switches to the new contact ID within a second and announces the old one; a new one "
-                    + "announces it at once); from then on every desktop linked to this phone gets 410")
+                linkedBefore
+                    ? "revoked the contact ID (\(store.path)): the relay learns it from this phone's --listen (a running "
+                        + "one switches to the new contact ID within a second and announces the old one; a new one "
+                        + "announces it at once); from then on every desktop linked to this phone gets 410"
+                    : "revoked the contact ID (\(store.path)); no desktop had been linked to this phone, so none is affected")
             var members: [(String, JSONLine.Value)] = [("flow", .string("linked")), ("revoked", .int(identity.revokedContactIDs.count))]
             if let tellingRelay, let revoked = identity.revokedTokens.last {
                 let relayURL = ProgramChecks.trimmedRelayURL(tellingRelay)
