@@ -97,7 +97,8 @@ public enum SequenceDiagram {
             body.append("<text x=\"\((left + right) / 2)\" y=\"\(y - 6)\" class=\"m\" text-anchor=\"middle\" fill=\"\(color)\">\(escape(message.title)) (\(message.bytes) B)</text>")
             body.append("<line x1=\"\(x1)\" y1=\"\(y)\" x2=\"\(x2)\" y2=\"\(y)\" stroke=\"\(color)\" stroke-width=\"1.5\" marker-end=\"url(#\(message.anomalies.isEmpty ? "a" : "r"))\"/>")
             y += lineHeight
-            for line in svgLines(detailLines(message)) {
+            // Escaped for display first (`\u{XX}` is longer than the character), then wrapped.
+            for line in svgLines(detailLines(message).map(visible)) {
                 let klass = line.hasPrefix("!") ? "w" : "d"
                 body.append("<text x=\"\(left + 12)\" y=\"\(y)\" class=\"\(klass)\">\(escape(line))</text>")
                 y += lineHeight - 2
@@ -157,7 +158,7 @@ public enum SequenceDiagram {
         var kept = Array(wrapped.prefix(svgLinesPerMessage))
         let anomalies = wrapped.dropFirst(svgLinesPerMessage).filter { $0.hasPrefix("!") }
         let omitted = wrapped.count - svgLinesPerMessage - anomalies.count
-        if omitted > 0 { kept.append("… \(omitted) more line\(omitted == 1 ? "" : "s") (the terminal output shows them)") }
+        if omitted > 0 { kept.append("… \(omitted) more line\(omitted == 1 ? "" : "s") here (the terminal output shows them all)") }
         return kept + anomalies
     }
 
