@@ -167,7 +167,15 @@ struct DesktopWebServerHostTests {
         #expect(exchange.status == 408 && exchange.closed, "\(exchange.response)")
         #expect(exchange.response.contains("X-Frame-Options: DENY"), "\(exchange.response)")
         #expect(exchange.response.hasSuffix("the request was not complete within 0.3 s\n"), "\(exchange.response)")
+        try await Self.waitForReports(refused, count: 1)
         #expect(refused.withLock { $0 } == ["GET /: 408 the request was not complete within 0.3 s"], "\(refused.withLock { $0 })")
+    }
+
+    /// Waits (at most 5 s) until `count` refusals are reported: the report comes after the answer
+    /// is written, so a check right after the answer could run before it (it did, under load).
+    static func waitForReports(_ reports: borrowing Mutex<[String]>, count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while reports.withLock({ $0.count }) < count, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
     }
 
     @Test("a partial head gets 408 at the deadline and an over-long header 431, with the page's headers, each reported")
@@ -183,6 +191,7 @@ struct DesktopWebServerHostTests {
         let long = String(repeating: "a", count: 90 * 1024)
         let header = try #require(LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Big: \(long)\r\n\r\n", ioTimeout: 5))
         #expect(header.status == 431 && header.closed, "\(header.response.prefix(200))")
+        try await Self.waitForReports(refused, count: 2)
         #expect(refused.withLock { $0 } == [
             "an incomplete request head: 408 the request was not complete within 0.3 s",
             "a request the HTTP parser cannot read: 431 the request head is over 80 KiB",
