@@ -58,6 +58,10 @@ public struct RuntimeError: CodedError {
     public var closeCode: WebSocketCloseCode?
     /// The scanner's counters at the time of a ``Code/noNearbyAuthenticator`` timeout.
     public var proximityStatistics: ProximityStatistics?
+    /// A WebSocket upgrade the relay took the TCP connection for and never answered: no response
+    /// head within the timeout, or the connection closed before one (`WebSocketTunnel.open`'s
+    /// `.timeout` and `.handshakeFailed` of that kind; an answer that came and was wrong is not one).
+    package var unansweredUpgrade = false
 
     /// An error of `code` with no reason, the value tests match thrown errors against.
     public init(_ code: Code) { self.init(code, "") }
@@ -122,10 +126,6 @@ extension RuntimeError {
         RuntimeError(.timeout, "\(operation) timed out after \(duration.humanReadable)")
     }
 
-    /// How the text of an `.upgradeRejected` error begins ("relay rejected /cable/listen: 503 …"),
-    /// for a caller that only has the text (an event's reason) and must tell a relay that answered
-    /// from one that could not be reached.
-    public static let rejectedPrefix = "relay rejected "
 
     /// The relay refused the upgrade of `path` with `status`; `detail` is the response body if any.
     /// The reason phrase and the body are the relay's text: control characters are escaped.
@@ -139,7 +139,7 @@ extension RuntimeError {
             ? TunnelServicePath.explainProxy(status: status)
             : detail.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
                 ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
-        var text = "\(rejectedPrefix)\(endpoint): \(status) \(PeerText.printable(statusText))"
+        var text = "relay rejected \(endpoint): \(status) \(PeerText.printable(statusText))"
         if let explanation { text += " (\(explanation))" }
         return RuntimeError(.upgradeRejected, text, httpStatus: status)
     }

@@ -87,7 +87,7 @@ public enum PhoneListener {
                 self = .unreachable
                 return
             }
-            if WebSocketTunnel.isUnansweredUpgrade(error) {
+            if error.unansweredUpgrade {
                 self = .unanswered
                 return
             }

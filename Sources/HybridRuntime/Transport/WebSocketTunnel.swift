@@ -188,28 +188,17 @@ public final class WebSocketTunnel: TunnelTransport {
             throw error
         } catch {
             try? await channel.close().get()
-            if ContinuousClock.now - start >= timeout {
-                throw RuntimeError.timeout(
-                    "\(upgradeOperation)\(TunnelServicePath.endpointName(of: path))",
-                    after: timeout
-                )
-            }
-            throw RuntimeError(
-                .handshakeFailed,
-                "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path)) failed: \(RuntimeError.systemReason(error))"
-            )
+            // No response head came (none in time, or the connection closed first): an answer that
+            // came and was wrong is a RuntimeError caught above.
+            var unanswered =
+                ContinuousClock.now - start >= timeout
+                ? RuntimeError.timeout("WebSocket upgrade of \(TunnelServicePath.endpointName(of: path))", after: timeout)
+                : RuntimeError(
+                    .handshakeFailed,
+                    "WebSocket upgrade of \(TunnelServicePath.endpointName(of: path)) failed: \(RuntimeError.systemReason(error))")
+            unanswered.unansweredUpgrade = true
+            throw unanswered
         }
-    }
-
-    private static let upgradeOperation = "WebSocket upgrade of "
-
-    /// Whether `error` is ``open(url:timeout:options:group:logger:)``'s failure of a relay that took
-    /// the TCP connection and gave no answer to the upgrade: none within the timeout (not a connect
-    /// that timed out), or the connection closed or reset before a whole response head came. Both
-    /// are the two errors above named after the upgrade; an answer that came and was wrong is a
-    /// `.handshakeFailed` that says what was wrong.
-    package static func isUnansweredUpgrade(_ error: RuntimeError) -> Bool {
-        (error.code == .timeout || error.code == .handshakeFailed) && error.reason.hasPrefix(upgradeOperation)
     }
 
     /// The 101 must select `fido.cable`; a routing ID header, if present, must be exactly one 6-hex value.
