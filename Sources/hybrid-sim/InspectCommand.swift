@@ -60,20 +60,16 @@ struct InspectCommand: ParsableCommand {
             } catch {
                 fail("cannot read \(keylog): \(error.reason)")
             }
+            let read: (entries: [SessionKeys], otherLines: Int)
             do {
-                keys = try SessionKeys.parseKeyLog(text)
+                read = try SessionKeys.readKeyLog(text)
             } catch {
                 fail("\(keylog): \(error.reason)")
             }
-            // An empty key log is one no session wrote to yet; a file with text and not one key
-            // line is another file (a recording given as --keylog, a TLS key log alone).
-            let meaningful = text.split(whereSeparator: \.isNewline).contains { line in
-                let trimmed = line.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "\u{FEFF}", with: "")
-                return !trimmed.isEmpty && !trimmed.hasPrefix("#")
-            }
-            if keys?.isEmpty == true, meaningful {
+            if read.entries.isEmpty, read.otherLines > 0 {
                 fail("\(keylog) holds no \(SessionKeys.keyLogLabel) line: not a key log written by --keylog (lines with other labels are skipped)")
             }
+            keys = read.entries
         }
         if let qr {
             do {

@@ -95,6 +95,11 @@ struct RecordingFormatTests {
         let tabbed = line.replacingOccurrences(of: " ", with: "\t") + "\n" + line.replacingOccurrences(of: " ", with: " \t ")
         #expect(try SessionKeys.parseKeyLog(tabbed) == [keys, keys])
         #expect(try SessionKeys.parseKeyLog("\u{FEFF}" + line) == [keys], "a byte-order mark does not hide the first line")
+        // Lines of another label are counted (a file with only those is another file); comments and
+        // blank lines are not.
+        #expect(try SessionKeys.readKeyLog(text).otherLines == 1)
+        #expect(try SessionKeys.readKeyLog("# only a comment\n\n").otherLines == 0)
+        #expect(try SessionKeys.readKeyLog("HSREC\u{1}\u{2} binary\n").otherLines == 1)
         #expect(throws: HybridError.self) { try SessionKeys.parseKeyLog("HYBRID_SESSION_KEYS 00 11") }
         do {
             _ = try SessionKeys.parseKeyLog("\n" + String(line.dropLast(2)))

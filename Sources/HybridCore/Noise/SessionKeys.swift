@@ -39,7 +39,15 @@ public struct SessionKeys: Sendable, Hashable {
     /// lines and lines starting with `#` are skipped, and so are lines with another label (a file shared with other tools); a line with
     /// our label but the wrong shape is an error naming its line number.
     public static func parseKeyLog(_ text: String) throws(HybridError) -> [SessionKeys] {
+        try readKeyLog(text).entries
+    }
+
+    /// ``parseKeyLog(_:)``, with the number of lines it skipped for another label: a file with
+    /// such lines and no entry is another file (a recording given as a key log, a TLS key log),
+    /// where an empty or commented one is a key log no session wrote to yet.
+    public static func readKeyLog(_ text: String) throws(HybridError) -> (entries: [SessionKeys], otherLines: Int) {
         var result: [SessionKeys] = []
+        var otherLines = 0
         // A byte-order mark an editor put first would hide the first line's label.
         let text = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: \.isNewline).enumerated() {
@@ -48,7 +56,10 @@ public struct SessionKeys: Sendable, Hashable {
             // Fields are separated by runs of spaces or tabs (a log copied through an editor or a
             // spreadsheet may carry tabs): a tab-separated line is read, not skipped as another label's.
             let fields = line.split(omittingEmptySubsequences: true, whereSeparator: { $0 == " " || $0 == "\t" }).map(String.init)
-            guard fields.first == keyLogLabel else { continue }
+            guard fields.first == keyLogLabel else {
+                otherLines += 1
+                continue
+            }
             let sizes = [65, 32, 32, 32]
             guard fields.count == 5 else {
                 throw HybridError(.invalidLength, "key log line \(index + 1): \(fields.count - 1) fields after \(keyLogLabel), expected 4")
@@ -63,7 +74,7 @@ public struct SessionKeys: Sendable, Hashable {
             result.append(SessionKeys(initiatorEphemeral: values[0], handshakeHash: values[1],
                                       initiatorToResponder: values[2], responderToInitiator: values[3]))
         }
-        return result
+        return (result, otherLines)
     }
 }
 
