@@ -88,9 +88,13 @@ struct WebAuthnOptionsShapeTests {
     @Test("ForgeRock's webAuthnOutcome: the legacy string, wrapped as {authenticatorAttachment, legacyData} when the metadata says supportsJsonResponse")
     func forgeRockJSONResponse() throws {
         let callbacks = try OptionsFixtures.bytes("forgerock-registration-callbacks.json")
-        #expect(ForgeRockMetadata.supportsJSONResponse(callbacks))
-        #expect(!ForgeRockMetadata.supportsJSONResponse(Array(#"{"_action": "webauthn_authentication", "challenge": "AQID"}"#.utf8)))
-        #expect(!ForgeRockMetadata.supportsJSONResponse(Array(#"{"_action": "webauthn_authentication", "supportsJsonResponse": "true"}"#.utf8)))
+        #expect(try PublicKeyCredentialCreationOptionsJSON.parse(document: callbacks).forgeRockJSONResponse)
+        for (data, says) in [(#""supportsJsonResponse": true"#, true), ("", false), (#""supportsJsonResponse": "true""#, false)] {
+            let signIn = Array(#"{"_action": "webauthn_authentication", "challenge": "AQID"\#(data.isEmpty ? "" : ", " + data)}"#.utf8)
+            #expect(try PublicKeyCredentialRequestOptionsJSON.parse(document: signIn).forgeRockJSONResponse == says, "\(data)")
+        }
+        // A wrapper that is not ForgeRock's never says it.
+        #expect(try !PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"publicKey": {"challenge": "AQID"}, "supportsJsonResponse": true}"#.utf8)).forgeRockJSONResponse)
         let wrapped = ForgeRockMetadata.jsonOutcome(legacy: #"{"type":"webauthn.get"}::1,-2::3::id"#)
         let object = try #require(try JSONSerialization.jsonObject(with: Data(wrapped.utf8)) as? [String: String])
         #expect(object == ["authenticatorAttachment": "cross-platform", "legacyData": #"{"type":"webauthn.get"}::1,-2::3::id"#])

@@ -84,7 +84,7 @@ struct DesktopCeremony: Sendable {
                 document, request: configuration.request, userIdEncoding: configuration.userIdEncoding ?? .base64url)
             options = parsed.options
             optionsShape = (parsed.shape, parsed.ignored)
-            forgeRockJSONResponse = parsed.shape == .forgeRock && ForgeRockMetadata.supportsJSONResponse(document.bytes)
+            forgeRockJSONResponse = parsed.forgeRockJSONResponse
             foreign = true
         } else {
             optionsShape = nil
@@ -213,14 +213,14 @@ struct DesktopCeremony: Sendable {
     /// Reads options in any shape relying parties send (bare, `publicKey` or `options` wrapper).
     private static func parseOptions(
         _ document: OptionsDocument, request: QRPayload.RequestType, userIdEncoding: UserIdEncoding
-    ) throws(ProgramFailure) -> (options: Options, shape: WebAuthnOptionsShape, ignored: [String]) {
+    ) throws(ProgramFailure) -> (options: Options, shape: WebAuthnOptionsShape, ignored: [String], forgeRockJSONResponse: Bool) {
         let path = document.source
         let bytes = document.bytes
         do {
             switch request {
             case .makeCredential:
                 let parsed = try PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: userIdEncoding)
-                return (.registration(parsed.options), parsed.shape, parsed.ignoredSiblings)
+                return (.registration(parsed.options), parsed.shape, parsed.ignoredSiblings, parsed.forgeRockJSONResponse)
             case .getAssertion:
                 // Registration options hold every member sign-in options need, so they would run as
                 // a sign-in with their rp, user and key types silently dropped: the --request is wrong.
@@ -233,7 +233,7 @@ struct DesktopCeremony: Sendable {
                             + "not sign-in options: give --request mc to register with them")
                 }
                 let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
-                return (.authentication(parsed.options), parsed.shape, parsed.ignoredSiblings)
+                return (.authentication(parsed.options), parsed.shape, parsed.ignoredSiblings, parsed.forgeRockJSONResponse)
             }
         } catch let failure as ProgramFailure {
             throw failure

@@ -27,10 +27,11 @@ enum ForgeRockMetadata {
         // A number, as the SDK's metadata types have it; the digits of one in a string (the
         // metadata's other option members are strings) are read as that number, not dropped.
         if let text = data["timeout"] as? String {
+            // Other text is no timeout: left out, as before (the wait is the default).
             let digits = text.trimmingCharacters(in: .whitespaces)
-            if !digits.isEmpty, digits.allSatisfy(\.isASCII), digits.allSatisfy(\.isNumber), let number = Double(digits) {
+            if !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let number = Double(digits) {
                 options["timeout"] = number
-            }  // other text is no timeout: left out, as before (the wait is the default)
+            }
         } else if let timeout = data["timeout"] as? Int {
             options["timeout"] = timeout
         }
@@ -74,13 +75,10 @@ enum ForgeRockMetadata {
         return options
     }
 
-    /// Whether the ForgeRock metadata in `document` (callbacks or their `data`) says
+    /// Whether the ForgeRock metadata in `object` (callbacks or their `data`) says
     /// `supportsJsonResponse`: the node then takes the outcome as ``jsonOutcome(legacy:)``.
-    static func supportsJSONResponse(_ document: [UInt8]) -> Bool {
-        guard let object = (try? JSONSerialization.jsonObject(with: Data(document))) as? [String: Any],
-            let data = metadata(in: object)
-        else { return false }
-        return data["supportsJsonResponse"] as? Bool == true
+    static func supportsJSONResponse(_ object: [String: Any]) -> Bool {
+        metadata(in: object)?["supportsJsonResponse"] as? Bool == true
     }
 
     /// The outcome for a node that supports a JSON response, as ForgeRock's SDKs send it:

@@ -64,6 +64,9 @@ public struct ParsedWebAuthnOptions<Options: Sendable>: Sendable {
     /// Members next to the options that a browser would act on but this client ignores
     /// (e.g. `mediation` in a `publicKey` wrapper), for a note.
     public var ignoredSiblings: [String]
+    /// ForgeRock metadata that says `supportsJsonResponse`: the tree takes the outcome as JSON
+    /// (`ForgeRockMetadata.jsonOutcome(legacy:)`).
+    public var forgeRockJSONResponse = false
 }
 
 /// Reads the options shapes relying-party servers actually send (``WebAuthnOptionsShape``).
@@ -157,7 +160,9 @@ enum WebAuthnOptionsDocument {
         case .options: options = try WebAuthnJSONCoding.decode(OptionsEnvelope<T>.self, from: bytes).options
         }
         let siblings = shape == .publicKey ? object.keys.filter { $0 != "publicKey" }.sorted() : []
-        return ParsedWebAuthnOptions(options: options, shape: shape, ignoredSiblings: siblings)
+        return ParsedWebAuthnOptions(
+            options: options, shape: shape, ignoredSiblings: siblings,
+            forgeRockJSONResponse: shape == .forgeRock && ForgeRockMetadata.supportsJSONResponse(object))
     }
 
     /// The registration-only members (`rp`, `user`, `pubKeyCredParams`) the document's options
