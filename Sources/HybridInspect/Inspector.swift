@@ -28,19 +28,15 @@ public enum Inspector {
         // for it is tried, and the first that fits is the session's.
         // At most ``maxEntriesTried`` different entries: a key log of thousands of forged lines for
         // one handshake is not walked thousands of times.
-        var walk = self.walk(recording, keyLog: keyLog, excluding: [])
+        let first = self.walk(recording, keyLog: keyLog, excluding: [])
+        var walk = first
         var tried: Set<Int> = []
-        var current = walk
-        while current.keyStatus == .mismatch, let used = current.usedEntry, tried.count < maxEntriesTried {
+        // The first walk is what is shown unless another entry decrypts the session.
+        while walk.keyStatus == .mismatch, let used = walk.usedEntry, tried.count < maxEntriesTried {
             tried.insert(used)
-            let next = self.walk(recording, keyLog: keyLog, excluding: tried)
-            guard next.usedEntry != nil else { break }
-            if next.keyStatus != .mismatch {
-                walk = next
-                break
-            }
-            current = next
+            walk = self.walk(recording, keyLog: keyLog, excluding: tried)
         }
+        if walk.keyStatus == .mismatch || walk.usedEntry == nil { walk = first }
         var closure = "the recording has no closing record"
         for entry in recording.entries {
             if case .closed(let code, let reason) = entry.event {

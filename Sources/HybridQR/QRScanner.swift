@@ -109,7 +109,8 @@ public enum QRScanner {
     static func decodeAll(text: String, source: String = "text") throws(QRError) -> [String] {
         let clean = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         var found: [String] = []
-        for run in try TerminalArtReader.candidatesByRunNewestFirst(in: clean).prefix(maximumArtRuns) {
+        let runs = try TerminalArtReader.candidatesByRunNewestFirst(in: clean)
+        for run in runs.prefix(maximumArtRuns) {
             for candidate in run {
                 guard let image = candidate.image() else { continue }
                 let texts = try ZbarDecoder.decodeOnce(image)
@@ -119,7 +120,8 @@ public enum QRScanner {
             }
         }
         guard found.isEmpty else { return found }
-        let artLines = clean.split(whereSeparator: \.isNewline).filter { line in line.contains { "▀▄█".contains($0) } }.count
+        // The reader's own art lines (two module rows each), not a second idea of what art is.
+        let artLines = runs.reduce(0) { $0 + ($1.first?.grid.rows.count ?? 0) / 2 }
         throw QRError(
             .noQRCode,
             "no QR symbol could be decoded in \(source): its \(artLines) line(s) of QR art hold no complete code. Part of it may be "

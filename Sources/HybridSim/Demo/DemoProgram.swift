@@ -231,16 +231,21 @@ public enum DemoProgram {
         overdue.cancel()
         let stoppedLate = await overdue.value
         guard let url, let proximity, !stoppedLate else {
-            // The desktop ended (a damaged store, a port in use) or printed neither within the step's
-            // time: its own status and error, not a guess.
-            let ended = desktop.status == nil && !stoppedLate ? await desktop.waitForExit(timeout: .seconds(5)) : desktop.status
-            if let ended, !ended.isSuccess, !stoppedLate {
+            let notPrinted = "error: the desktop did not print its QR code and proximity port within \(configuration.timeout.seconds)"
+            if stoppedLate {
+                output.standardError(notPrinted)
+                return 3
+            }
+            // The desktop ended (a damaged store, a port in use) before printing both: its own
+            // status and error, not a guess.
+            let ended = if let status = desktop.status { status } else { await desktop.waitForExit(timeout: .seconds(5)) }
+            if let ended, !ended.isSuccess {
                 output.standardError("error: \(request == "mc" ? "registration" : "sign-in") failed: the desktop \(DemoProgram.explained(ended)) before it printed its QR code")
                 return ended.demoStatus
             }
             desktop.terminate()
-            output.standardError("error: the desktop did not print its QR code and proximity port within \(configuration.timeout.seconds)")
-            return ended == nil || stoppedLate ? 3 : 1
+            output.standardError(notPrinted)
+            return ended == nil ? 3 : 1
         }
         let capture = URL(fileURLWithPath: home).appendingPathComponent("qr-\(request).txt")
         do {

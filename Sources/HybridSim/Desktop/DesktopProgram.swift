@@ -280,6 +280,11 @@ struct Run {
             }
         }
         defer { otherCode.cancel() }  // any other way out
+        /// Ends the watcher before the result or the error is told, so no note follows it.
+        func endWatcher() async {
+            otherCode.cancel()
+            await otherCode.value
+        }
         do {
             let outcome = try await ClientDriver.run(
                 session: session,
@@ -288,13 +293,10 @@ struct Run {
                 timeouts: timeouts,
                 events: { narrator.session($0) }
             )
-            // Ended before the result is told: no note after it.
-            otherCode.cancel()
-            await otherCode.value
+            await endWatcher()
             return outcome
         } catch let error as TransactionError {
-            otherCode.cancel()
-            await otherCode.value
+            await endWatcher()
             if let runtime = error.underlying as? RuntimeError, runtime.code == .noNearbyAuthenticator {
                 // A phone advertises only once it has its tunnel: with nothing at the relay's
                 // address, the relay is the likelier culprit than the phone.
