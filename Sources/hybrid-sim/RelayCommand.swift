@@ -213,7 +213,7 @@ struct RelayCommand: AsyncParsableCommand {
         return Hex.decode(text, byteCount: 1) ?? Hex.decode(text, byteCount: 2)
     }
 
-    func validate() throws {
+    mutating func validate() throws {
         guard (0...65535).contains(port) else { throw ValidationError("--port must be 0…65535") }
         for (name, value) in [
             ("--tunnel-lifetime", tunnelLifetime), ("--idle-timeout", idleTimeout),
@@ -245,9 +245,8 @@ struct RelayCommand: AsyncParsableCommand {
         if let bad = allowOrigins.first(where: { $0.isEmpty || $0.contains(where: \.isWhitespace) }) {
             throw ValidationError("--allow-origin '\(bad)': give an origin as a browser sends it (https://example.com) or *")
         }
-        for origin in allowOrigins where origin != "*" {
-            _ = try Self.allowedOrigin(origin)
-        }
+        // As the Origin header a browser sends them, once: run() takes them as they are then.
+        allowOrigins = try allowOrigins.map { $0 == "*" ? $0 : try Self.allowedOrigin($0) }
         _ = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if routingIDPrefix != nil, routingPrefixBytes == nil {
             throw ValidationError("--routing-id-prefix must be 2 or 4 hex digits (1 or 2 of the routing ID's 3 bytes)")
@@ -298,7 +297,7 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.maxPendingUpgrades = maxPendingUpgrades
         configuration.maxConnectionsPerSource = maxConnectionsPerSource
         configuration.maxWaitingTunnelsPerSource = maxWaitingTunnelsPerSource
-        configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(try allowOrigins.map { $0 == "*" ? $0 : try Self.allowedOrigin($0) }))
+        configuration.originPolicy = RelayOriginPolicy(allowedOrigins: Set(allowOrigins))
         configuration.routingIDPrefix = routingPrefixBytes ?? []
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record { configuration.recordDirectory = record }

@@ -44,7 +44,7 @@ struct KeyLogFile: Sendable {
         guard status.st_mode & S_IFMT == S_IFREG else { return }
         // `/dev/stderr` redirected to a file (`2> keys.log`): the user's own stream, which the
         // shell opened; neither someone else's file nor ours to change the mode of.
-        if FileWriter.ownDescriptor(path) != nil { return }
+        if ownDescriptor != nil { return }
         if isLink {
             // A link in a shared directory (/tmp) could send the keys into someone's file and make
             // it 0600; a link to a pipe or device (/dev/stderr) is fine, and is returned above.

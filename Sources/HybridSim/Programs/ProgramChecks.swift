@@ -9,13 +9,13 @@ package enum ProgramChecks {
             throw ProgramFailure(
                 .badInput, "--relay \(url): wss:// (TLS) is not supported, the relay is a loopback simulator; give ws://127.0.0.1:PORT")
         }
-        if let components = URLComponents(string: url), url.hasPrefix("ws://"), !components.path.isEmpty, components.path != "/" {
+        let components = URLComponents(string: url)
+        if url.hasPrefix("ws://"), let path = components?.path, !path.isEmpty, path != "/" {
             throw ProgramFailure(
                 .badInput, "--relay \(url) has a path: give the relay's base URL, ws://HOST:PORT (the programs add /cable/…)")
         }
-        guard url.hasPrefix("ws://"), let components = URLComponents(string: url), let host = components.host,
-            !host.isEmpty, let port = components.port, (1...65535).contains(port),
-            components.path.isEmpty || components.path == "/", components.query == nil
+        guard url.hasPrefix("ws://"), let components, let host = components.host,
+            !host.isEmpty, let port = components.port, (1...65535).contains(port), components.query == nil
         else {
             throw ProgramFailure(.badInput, "--relay \(url) must look like \(ProgramDefaults.relayURL)")
         }

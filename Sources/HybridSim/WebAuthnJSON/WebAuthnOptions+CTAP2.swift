@@ -95,9 +95,10 @@ enum WebAuthnOrigin {
     /// say how to write the first two.
     static func checkRpId(_ rpId: String, member: String) throws(WebAuthnJSONError) {
         guard !rpId.isEmpty else { throw WebAuthnJSONError(.invalidValue, "\(member) is empty") }
-        if let bad = rpId.unicodeScalars.first(where: { ":/@?#\\".unicodeScalars.contains($0) || $0.properties.isWhitespace || $0.value < 0x20 || $0.value == 0x7F }) {
-            let what = bad == " " ? "a space" : bad.value < 0x20 || bad.value == 0x7F || bad.properties.isWhitespace
-                ? "U+\(String(bad.value, radix: 16, uppercase: true))" : "\"\(bad)\""
+        // White space and what could hide in text (controls, bidi marks) are named by code point.
+        func unseen(_ scalar: Unicode.Scalar) -> Bool { scalar.properties.isWhitespace || scalar.isHiddenInPeerText }
+        if let bad = rpId.unicodeScalars.first(where: { ":/@?#\\".unicodeScalars.contains($0) || unseen($0) }) {
+            let what = bad == " " ? "a space" : unseen(bad) ? "U+\(String(bad.value, radix: 16, uppercase: true))" : "\"\(bad)\""
             throw WebAuthnJSONError(
                 .invalidValue,
                 "\(member) \"\(PeerText.printable(rpId, limit: 100))\" is not a host name such as example.com: it holds \(what) "
