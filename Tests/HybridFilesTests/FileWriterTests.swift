@@ -68,6 +68,12 @@ struct FileWriterTests {
             #expect(FileWriter.ownDescriptor("/dev/fd/\(fd)") == fd)
             #expect(FileWriter.ownDescriptor("/dev/stdout") == 1)
             #expect(FileWriter.ownDescriptor(output) == nil)
+            // A socket (as SwiftNIO's are) or a descriptor not open is not a stream to write into.
+            var pair: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)
+            defer { close(pair[0]); close(pair[1]) }
+            #expect(FileWriter.ownDescriptor("/dev/fd/\(pair[0])") == nil)
+            #expect(FileWriter.ownDescriptor("/proc/self/fd/987654") == nil)
             try FileWriter.replacePrivately(link, with: Array("first ".utf8))
             try FileWriter.replacePrivately("/dev/fd/\(fd)", with: Array("second".utf8))
             #expect(try String(contentsOfFile: output, encoding: .utf8) == "first second", "written where the stream is, in order")

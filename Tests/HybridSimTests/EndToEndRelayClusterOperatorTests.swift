@@ -20,6 +20,14 @@ extension EndToEndRelayClusterTests {
             ["start", "--instances", "1", "--port", "\(try EndToEndLab.closedPort())", "--dir", directory], binary: old)
         #expect(status == 1 && output.contains("is older than this script (its relay has no --contacts)"), "\(output)")
         #expect(!output.contains("relay 0"), "nothing started: \(output)")
+        // One whose --help fails (another program, a binary for another machine) is said to be that.
+        let broken = lab.file("broken-hybrid-sim")
+        try "#!/bin/sh\necho 'cannot execute binary file' >&2\nexit 126\n".write(toFile: broken, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: broken)
+        let (failed, failedOutput) = try Self.cluster(
+            ["start", "--instances", "1", "--port", "\(try EndToEndLab.closedPort())", "--dir", lab.file("cluster-2")], binary: broken)
+        #expect(failed == 1 && failedOutput.contains("relay --help failed (is it a hybrid-sim binary for this machine?): cannot execute binary file"),
+                "\(failedOutput)")
     }
 
     @Test("status names a pid file whose pid is now another program's (not 'gone'), and exits 1: a part of the cluster is down")
