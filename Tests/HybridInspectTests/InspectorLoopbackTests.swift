@@ -169,6 +169,24 @@ struct InspectorLoopbackTests {
         #expect(Inspector.inspect(recordings[1], keyLog: many).keys == .mismatch)
     }
 
+    /// `recording` with one bit of a transport message flipped: the first (or, with `last`, the
+    /// last) message in `direction` after the handshake, at `byte`, by `mask`.
+    static func flipping(
+        _ recording: TunnelRecording, _ direction: TunnelRecording.Direction, last: Bool = false, byte: Int, mask: UInt8
+    ) throws -> TunnelRecording {
+        func isTransport(_ entry: TunnelRecording.Entry) -> Bool {
+            if case .message(let way, let bytes) = entry.event { return way == direction && bytes.count != HybridConstants.handshakeMessageSize }
+            return false
+        }
+        var changed = recording
+        let index = try #require(last ? changed.entries.lastIndex(where: isTransport) : changed.entries.firstIndex(where: isTransport))
+        if case .message(let way, var bytes) = changed.entries[index].event {
+            bytes[byte] ^= mask
+            changed.entries[index].event = .message(way, bytes)
+        }
+        return changed
+    }
+
     @Test func tamperingAndGapsAreFlagged() async throws {
         let (harness, directory, collector, options) = try await Self.lab()
         defer { Task { await harness.shutdown() } }
@@ -178,29 +196,14 @@ struct InspectorLoopbackTests {
         let keys = collector.desktopKeys
 
         // A flipped bit in the CTAP response ciphertext: a bad tag on that message only.
-        var tampered = recording
-        let responseIndex = try #require(tampered.entries.lastIndex { entry in
-            if case .message(.creatorToJoiner, _) = entry.event { return true } else { return false }
-        })
-        if case .message(let direction, var bytes) = tampered.entries[responseIndex].event {
-            bytes[10] ^= 0x01
-            tampered.entries[responseIndex].event = .message(direction, bytes)
-        }
+        let tampered = try Self.flipping(recording, .creatorToJoiner, last: true, byte: 10, mask: 0x01)
         let badTag = Inspector.inspect(tampered, keyLog: keys)
         #expect(badTag.keys == .matched)
         #expect(badTag.allAnomalies.contains { $0.contains("bad tag") })
 
         // The request altered (the desktop's first transport message): flagged there; its response
         // is not a second anomaly ("a response without a request"), only a knock-on of the first.
-        var request = recording
-        let requestIndex = try #require(request.entries.firstIndex { entry in
-            if case .message(.joinerToCreator, let bytes) = entry.event { return bytes.count != HybridConstants.handshakeMessageSize }
-            return false
-        })
-        if case .message(let direction, var bytes) = request.entries[requestIndex].event {
-            bytes[12] ^= 0x01
-            request.entries[requestIndex].event = .message(direction, bytes)
-        }
+        let request = try Self.flipping(recording, .joinerToCreator, byte: 12, mask: 0x01)
         let unread = Inspector.inspect(request, keyLog: keys)
         #expect(unread.messages.contains { $0.title == "encrypted transport message that does not authenticate" }, "\(unread.messages.map(\.title))")
         #expect(!unread.allAnomalies.contains("a response without a request"), "\(unread.allAnomalies)")
@@ -208,15 +211,7 @@ struct InspectorLoopbackTests {
         // A flipped bit in the phone's first transport message (the post-handshake message, what
         // `relay --fault corrupt@to-desktop#2` hits): its later messages authenticate, so the key
         // is right and that one was altered, not "the keys don't match".
-        var first = recording
-        let firstIndex = try #require(first.entries.firstIndex { entry in
-            if case .message(.creatorToJoiner, let bytes) = entry.event { return bytes.count != HybridConstants.handshakeMessageSize }
-            return false
-        })
-        if case .message(let direction, var bytes) = first.entries[firstIndex].event {
-            bytes[20] ^= 0x80
-            first.entries[firstIndex].event = .message(direction, bytes)
-        }
+        let first = try Self.flipping(recording, .creatorToJoiner, byte: 20, mask: 0x80)
         let altered = Inspector.inspect(first, keyLog: keys)
         #expect(altered.keys == .matched, "\(altered.keyDetail)")
         let alteredMessage = try #require(altered.messages.first { $0.from == "phone" && $0.sequence == 0 })
