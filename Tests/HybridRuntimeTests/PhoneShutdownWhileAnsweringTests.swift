@@ -4,25 +4,32 @@ import HybridCore
 import Synchronization
 import Testing
 
-/// A desktop that ends the transaction (kShutdown) while the phone is still answering its request,
-/// as Chrome's desktop does when the user cancels: Chromium's phone sends no response and reports
-/// the end (`v2_authenticator.cc`, `EOF_WHILE_PROCESSING`). HybridSim's phone used to send the
-/// response into the ended transaction and report success.
+/// A desktop that ends the transaction (kShutdown) or leaves while the phone is still answering its
+/// request (its user deciding), as Chrome's desktop does when the user cancels: Chromium's phone
+/// sends no response and reports the end (`v2_authenticator.cc`, `EOF_WHILE_PROCESSING`). HybridSim's
+/// phone used to send the response into the ended transaction and report success; then it noticed
+/// only once its user had answered (and had signed, and counted, for nothing). Now the question is
+/// withdrawn (the responder cancelled) as soon as the desktop's message or close arrives.
 @Suite("Phone: the desktop ends the transaction while the request is being answered", .timeLimit(.minutes(1)))
 struct PhoneShutdownWhileAnsweringTests {
-    /// What the desktop sends while the phone answers: its shutdown, or the same message with one
-    /// byte flipped (it does not decrypt, so the phone fails on that message instead).
-    enum Early: CaseIterable { case shutdown, tamperedShutdown }
+    /// What the desktop does while the phone answers: sends its shutdown, the same message with one
+    /// byte flipped (it does not decrypt, so the phone fails on that message instead), or closes.
+    enum Early: CaseIterable { case shutdown, tamperedShutdown, close }
 
-    @Test("a message that arrives while the phone answers is read before the response goes out: a shutdown ends the transaction, a tampered one fails it; no response either way", arguments: Early.allCases)
+    @Test("what the desktop sends or does while the phone's user decides is read at once: a shutdown ends the transaction, a tampered one fails it, a close ends it; the question is withdrawn and no response goes out", arguments: Early.allCases)
     func earlyMessage(_ early: Early) async throws {
         let account = Account.make("erin")
         let phone = SimulatedPhone(passkeys: [account.passkey])
-        // The "user" answers only once the desktop has sent its shutdown.
-        let shutdownSent = AsyncStream<Void>.makeStream()
+        // The "user" never answers: only the question's withdrawal (the task cancelled) ends the wait.
+        let asked = AsyncStream<Void>.makeStream()
+        let withdrawn = AsyncStream<Void>.makeStream()
         let answered = Mutex(false)
         var desktop = try await HandDrivenDesktop.start(requestType: .getAssertion, getInfo: phone.getInfo) { request in
-            for await _ in shutdownSent.stream {}
+            asked.continuation.finish()
+            let (never, _) = AsyncStream<Void>.makeStream()
+            for await _ in never {}
+            withdrawn.continuation.finish()
+            guard !Task.isCancelled else { return [CTAP2StatusCode.operationDenied.rawValue] }
             answered.withLock { $0 = true }
             return phone.respond(to: request, now: unixNow())
         }
@@ -32,26 +39,40 @@ struct PhoneShutdownWhileAnsweringTests {
         #expect(try await desktop.receive().isEmpty)
         let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
         try await desktop.tunnel.send(try desktop.session.encryptRequest(authentication.requestBytes))
-        var shutdown = try desktop.session.encryptShutdown()
-        if early == .tamperedShutdown { shutdown[shutdown.count / 2] ^= 0x01 }
-        try await desktop.tunnel.send(shutdown)
-        shutdownSent.continuation.finish()
+        for await _ in asked.stream {}
+        switch early {
+        case .shutdown, .tamperedShutdown:
+            var shutdown = try desktop.session.encryptShutdown()
+            if early == .tamperedShutdown { shutdown[shutdown.count / 2] ^= 0x01 }
+            try await desktop.tunnel.send(shutdown)
+        case .close:
+            await desktop.tunnel.close(code: .goingAway, reason: "the desktop left")
+        }
 
         let result = await desktop.phone.result
         guard case .failure(let error as TransactionError) = result else {
             Issue.record("the phone did not fail as expected: \(result)")
             return
         }
-        #expect(answered.withLock { $0 }, "the responder ran to its end")
+        // The phone's deadline for its user (5 s) did not end it: the desktop's move did.
         #expect(error.side == .phone && error.step == "answering the request")
-        let underlying = try #require(error.underlying as? HybridError, "\(error)")
         switch early {
         case .shutdown:
+            let underlying = try #require(error.underlying as? HybridError, "\(error)")
             #expect(underlying.reason == "the desktop ended the transaction while the request was being answered; the response was not sent")
         case .tamperedShutdown:
+            let underlying = try #require(error.underlying as? HybridError, "\(error)")
             #expect(underlying.code == .decryptionFailed, "\(underlying)")
+        case .close:
+            let underlying = try #require(error.underlying as? RuntimeError, "\(error)")
+            #expect(underlying.code == .closed && underlying.closeCode == .goingAway, "\(underlying)")
         }
-        // Nothing reached the desktop after its shutdown: no response is waiting for it.
-        #expect(desktop.tunnel.receiveIfReady() == nil)
+        // The question was withdrawn, and nothing was signed.
+        for await _ in withdrawn.stream {}
+        #expect(!answered.withLock { $0 })
+        if early != .close {
+            // Nothing reached the desktop after its shutdown: no response is waiting for it.
+            #expect(desktop.tunnel.receiveIfReady() == nil)
+        }
     }
 }

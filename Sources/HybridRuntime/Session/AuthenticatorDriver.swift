@@ -126,7 +126,14 @@ public enum AuthenticatorDriver {
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
                     let response = try await step(.phone, "answering the request") {
                         try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
-                            try await answer(request, within: limit, respond: respond)
+                            let pending = PendingResponse(to: request, within: limit, respond: respond)
+                            defer { pending.cancel() }
+                            // While the user decides, what the desktop sends is read as it comes:
+                            // its shutdown or its leaving withdraws the question at once.
+                            while case .incoming? = await pending.next(watching: tunnel) {
+                                try await Self.checkStillWanted(&session, tunnel: tunnel)
+                            }
+                            return try pending.response()
                         }
                     }
                     try Self.checkNotEnded(&session, tunnel: tunnel)
@@ -174,79 +181,153 @@ public enum AuthenticatorDriver {
         _ session: inout Session, tunnel: any TunnelTransport
     ) throws {
         while let early = tunnel.receiveIfReady() {
-            let actions: [AuthenticatorSession.Action]
-            do {
-                actions = try session.receivedMessage(early)
-            } catch {
-                throw TransactionError(side: .phone, step: "answering the request", underlying: error)
-            }
-            if actions.contains(where: { if case .shutdown = $0 { true } else { false } }) {
-                throw TransactionError(
-                    side: .phone, step: "answering the request",
-                    underlying: HybridError(
-                        .unexpectedMessage, "the desktop ended the transaction while the request was being answered; the response was not sent"))
-            }
+            try read(early, into: &session)
         }
     }
 
-    /// Runs the responder with a deadline. On timeout the responder's task is cancelled and the
-    /// driver moves on at once (an uncooperative responder cannot hold the phone open).
+    /// Runs the responder with a deadline, watching nothing else: on timeout the responder's task is
+    /// cancelled and the call returns at once (an uncooperative responder cannot hold the phone open).
     package static func answer(_ request: [UInt8], within limit: Duration, respond: @escaping Responder) async throws -> [UInt8] {
-        let race = ResponderRace()
-        return try await withCheckedThrowingContinuation { continuation in
-            race.arm(continuation)
-            let expired: @Sendable () -> Void = {
-                race.finish(.failure(RuntimeError.timeout("waiting for the user to answer the request", after: limit)))
-            }
-            // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the
-            // deadline is a timer on that loop; elsewhere, a sleeping task.
-            let deadline = DeadlineTimer.arm(after: limit, on: MultiThreadedEventLoopGroup.currentEventLoop, expired)
-            race.track(timer: deadline, work: Task {
-                let response = await respond(request)
-                race.finish(.success(response))
-            })
+        let pending = PendingResponse(to: request, within: limit, respond: respond)
+        defer { pending.cancel() }
+        _ = await pending.next(watching: nil)
+        return try pending.response()
+    }
+
+    /// ``checkNotEnded(_:tunnel:)`` once the tunnel said something arrived while the user decides:
+    /// when no message is there, the tunnel has ended (the desktop or the relay closed it), and the
+    /// request is no longer wanted either.
+    static func checkStillWanted<Session: AuthenticatorTransaction>(
+        _ session: inout Session, tunnel: any TunnelTransport
+    ) async throws {
+        var read = false
+        while let early = tunnel.receiveIfReady() {
+            try Self.read(early, into: &session)
+            read = true
+        }
+        guard !read else { return }
+        do {
+            // Returns at once: the end (thrown), or a message that came just now.
+            let message = try await tunnel.receive(timeout: .milliseconds(1))
+            try Self.read(message, into: &session)
+        } catch let error as RuntimeError where error.code == .timeout {
+            // Nothing after all (a wrapper that dropped what arrived): the user goes on deciding.
+        }
+    }
+
+    /// One message that came while the request was being answered, through the session.
+    private static func read<Session: AuthenticatorTransaction>(_ early: [UInt8], into session: inout Session) throws {
+        let actions: [AuthenticatorSession.Action]
+        do {
+            actions = try session.receivedMessage(early)
+        } catch {
+            throw TransactionError(side: .phone, step: "answering the request", underlying: error)
+        }
+        if actions.contains(where: { if case .shutdown = $0 { true } else { false } }) {
+            throw TransactionError(
+                side: .phone, step: "answering the request",
+                underlying: HybridError(
+                    .unexpectedMessage, "the desktop ended the transaction while the request was being answered; the response was not sent"))
         }
     }
 }
 
-/// Resumes a continuation exactly once, with whichever of the responder and its timer finishes first.
-private final class ResponderRace: Sendable {
+/// The responder at work on one request, with its deadline: the driver waits for its response, the
+/// deadline, or (between them) for something from the desktop. On the deadline or ``cancel()`` the
+/// responder's task is cancelled and the driver moves on at once (an uncooperative responder cannot
+/// hold the phone open).
+private final class PendingResponse: Sendable {
+    enum Event { case incoming }
+
     private struct State {
-        var continuation: CheckedContinuation<[UInt8], any Error>?
-        var timer: DeadlineTimer?
+        var response: [UInt8]?
+        var expired: RuntimeError?
+        var waiter: CheckedContinuation<Event?, Never>?
+        var watcher: Task<Void, Never>?
         var work: Task<Void, Never>?
-        var finished = false
+        var timer: DeadlineTimer?
+        var cancelled = false
     }
     private let state = Mutex(State())
 
-    func arm(_ continuation: CheckedContinuation<[UInt8], any Error>) {
-        state.withLock { $0.continuation = continuation }
-    }
-
-    /// Remembers the timer and the responder's task so the loser is cancelled (at once, if the race
-    /// is already over).
-    func track(timer: DeadlineTimer, work: Task<Void, Never>) {
-        let over = state.withLock { state -> Bool in
+    init(to request: [UInt8], within limit: Duration, respond: @escaping AuthenticatorDriver.Responder) {
+        // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the deadline
+        // is a timer on that loop; elsewhere, a sleeping task.
+        let timer = DeadlineTimer.arm(after: limit, on: MultiThreadedEventLoopGroup.currentEventLoop) { [weak self] in
+            self?.settle { $0.expired = RuntimeError.timeout("waiting for the user to answer the request", after: limit) }
+        }
+        let work = Task { [weak self] in
+            let response = await respond(request)
+            self?.settle { $0.response = response }
+        }
+        let late = state.withLock { state -> Bool in
             state.timer = timer
             state.work = work
-            return state.finished
+            return state.cancelled
         }
-        if over { cancelAll() }
+        if late { cancel() }
     }
 
-    /// Resumes the continuation with `result` unless the other side already did, then cancels both tasks.
-    func finish(_ result: Result<[UInt8], any Error>) {
-        let continuation = state.withLock { state -> CheckedContinuation<[UInt8], any Error>? in
-            state.finished = true
-            return state.continuation.take()
+    /// Waits for the response or the deadline (`nil`), or for `tunnel` to have something to read
+    /// (``Event/incoming``).
+    func next(watching tunnel: (any TunnelTransport)?) async -> Event? {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Event?, Never>) in
+            let now = state.withLock { state -> Bool in
+                if state.response != nil || state.expired != nil { return true }
+                state.waiter = continuation
+                guard let tunnel else { return false }
+                state.watcher = Task { [weak self] in
+                    await tunnel.awaitIncoming()
+                    guard !Task.isCancelled else { return }
+                    self?.wake(with: .incoming)
+                }
+                return false
+            }
+            if now { continuation.resume(returning: nil) }
         }
-        continuation?.resume(with: result)
-        cancelAll()
     }
 
-    private func cancelAll() {
-        let (timer, work) = state.withLock { ($0.timer, $0.work) }
+    /// The response, once ``next(watching:)`` returned `nil`; throws the deadline's timeout.
+    func response() throws -> [UInt8] {
+        try state.withLock { state in
+            if let response = state.response { return response }
+            throw state.expired ?? RuntimeError(.invalidState, "no response yet")
+        }
+    }
+
+    /// Cancels the responder, the deadline and the watcher. Idempotent.
+    func cancel() {
+        let (timer, work, watcher) = state.withLock { state in
+            state.cancelled = true
+            return (state.timer, state.work, state.watcher)
+        }
         timer?.cancel()
         work?.cancel()
+        watcher?.cancel()
+    }
+
+    /// Records the response or the deadline (the first of them) and wakes the driver.
+    private func settle(_ change: (inout State) -> Void) {
+        let (waiter, watcher, timer, work) = state.withLock { state in
+            guard state.response == nil, state.expired == nil else {
+                return (nil as CheckedContinuation<Event?, Never>?, nil as Task<Void, Never>?, nil as DeadlineTimer?, nil as Task<Void, Never>?)
+            }
+            change(&state)
+            let waiter = state.waiter
+            state.waiter = nil
+            return (waiter, state.watcher.take(), state.timer, state.expired != nil ? state.work : nil)
+        }
+        watcher?.cancel()
+        timer?.cancel()
+        work?.cancel()
+        waiter?.resume(returning: nil)
+    }
+
+    private func wake(with event: Event) {
+        let waiter = state.withLock { state in
+            state.watcher = nil
+            return state.waiter.take()
+        }
+        waiter?.resume(returning: event)
     }
 }

@@ -44,6 +44,9 @@ public final class InMemoryTunnel: TunnelTransport {
     /// The next message from the other end if it is already here; `nil` otherwise.
     public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
 
+    /// Returns once a message or the end is waiting to be read, or the calling task is cancelled.
+    public func awaitIncoming() async { await inbox.awaitInput() }
+
     /// Closes with 1000 (normal closure).
     public func close() async {
         await close(code: .normalClosure, reason: "")

@@ -20,6 +20,8 @@ final class MessageInbox<Element: Sendable>: Sendable {
         var nextWaiterID: UInt64 = 0
         /// Callers of ``readerIsWaiting()``, resumed when a reader starts waiting or the inbox finishes.
         var readerWatchers: [CheckedContinuation<Void, Never>] = []
+        /// Callers of ``awaitInput()``, by id, resumed when an item arrives or the inbox finishes.
+        var inputWatchers: [UInt64: CheckedContinuation<Void, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -33,6 +35,7 @@ final class MessageInbox<Element: Sendable>: Sendable {
 
     /// Adds an item; dropped silently once the inbox is finished.
     func push(_ item: Element) {
+        var watchers: [UInt64: CheckedContinuation<Void, Never>] = [:]
         let waiter: Waiter? = state.withLock { state in
             guard state.terminal == nil else { return nil }
             if let waiter = state.waiter {
@@ -40,8 +43,10 @@ final class MessageInbox<Element: Sendable>: Sendable {
                 return waiter
             }
             state.items.append(item)
+            if !state.inputWatchers.isEmpty { swap(&watchers, &state.inputWatchers) }
             return nil
         }
+        for watcher in watchers.values { watcher.resume() }
         if let waiter {
             waiter.timer.cancel()
             waiter.continuation.resume(returning: item)
@@ -53,8 +58,9 @@ final class MessageInbox<Element: Sendable>: Sendable {
         let (waiter, watchers): (Waiter?, [CheckedContinuation<Void, Never>]) = state.withLock { state in
             guard state.terminal == nil else { return (nil, []) }
             state.terminal = error
-            let watchers = state.readerWatchers
+            let watchers = state.readerWatchers + state.inputWatchers.values
             state.readerWatchers = []
+            state.inputWatchers = [:]
             guard state.items.isEmpty, let waiter = state.waiter else { return (nil, watchers) }
             state.waiter = nil
             return (waiter, watchers)
@@ -86,6 +92,27 @@ final class MessageInbox<Element: Sendable>: Sendable {
                 return false
             }
             if now { continuation.resume() }
+        }
+    }
+
+    /// Returns once an item is waiting to be read or the inbox is finished (at once if either is
+    /// so), without reading anything; or once the calling task is cancelled.
+    func awaitInput() async {
+        let id: UInt64 = state.withLock { state in
+            state.nextWaiterID &+= 1
+            return state.nextWaiterID
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                let now: Bool = state.withLock { state in
+                    if !state.items.isEmpty || state.terminal != nil || Task.isCancelled { return true }
+                    state.inputWatchers[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.inputWatchers.removeValue(forKey: id) }?.resume()
         }
     }
 

@@ -11,7 +11,7 @@ import Synchronization
 /// 3 the shutdown. A rewrite returns the bytes to pass on, or `nil` to drop the message (the other
 /// end then waits for it until its timeout).
 ///
-/// It passes ``receiveIfReady()`` and ``close(code:reason:)`` on, as a wrapper must, and sends a
+/// It passes ``receiveIfReady()``, ``awaitIncoming()`` and ``close(code:reason:)`` on, as a wrapper must, and sends a
 /// batch (``send(contentsOf:)``) as a batch.
 public final class RewritingTunnel: TunnelTransport {
     /// Given a message's number (from 1, per direction) and its bytes, the bytes to pass on, or
@@ -71,6 +71,8 @@ public final class RewritingTunnel: TunnelTransport {
         }
         return nil
     }
+
+    public func awaitIncoming() async { await base.awaitIncoming() }
 
     public func close(code: WebSocketCloseCode, reason: String) async {
         await base.close(code: code, reason: reason)

@@ -29,6 +29,13 @@ public protocol TunnelTransport: Sendable {
     /// another transport must pass it on (there is deliberately no default, as for `close`).
     func receiveIfReady() -> [UInt8]?
 
+    /// Returns once a message or the tunnel's end is waiting to be read (at once if one is), without
+    /// reading it; or once the calling task is cancelled. While its user decides, the phone's driver
+    /// awaits it, so that a desktop that ended the transaction or left withdraws the question at
+    /// once instead of after the user answered (``AuthenticatorDriver``). The default, for a
+    /// transport that cannot tell, returns only when cancelled; a wrapper should pass it on.
+    func awaitIncoming() async
+
     /// Closes this end with `code` and `reason`; the other end then sees `.closed` with them.
     /// Idempotent, never throws. The drivers close with 1000 after a transaction and with 1011
     /// after a failure, so the other end does not take a failure for an orderly end: a wrapper
@@ -50,6 +57,17 @@ extension TunnelTransport {
         var reason = "the \(side) ended the transaction after an error"
         if let failure = error as? TransactionError { reason += " (\(failure.step))" }
         await close(code: TransactionError.failureCloseCode, reason: reason)
+    }
+
+    /// Waits until the calling task is cancelled: a transport that cannot tell when something
+    /// arrived never interrupts the phone's user.
+    public func awaitIncoming() async {
+        let (cancelled, signal) = AsyncStream<Never>.makeStream()
+        await withTaskCancellationHandler {
+            for await _ in cancelled {}
+        } onCancel: {
+            signal.finish()
+        }
     }
 
     /// Sends the messages one by one with ``send(_:)``.

@@ -261,6 +261,9 @@ public final class WebSocketTunnel: TunnelTransport {
     /// The next message if it has already arrived; `nil` otherwise.
     public func receiveIfReady() -> [UInt8]? { inbox.nextIfReady() }
 
+    /// Returns once a message or the end is waiting to be read, or the calling task is cancelled.
+    public func awaitIncoming() async { await inbox.awaitInput() }
+
     /// Closes normally (1000).
     public func close() async {
         await close(code: .normalClosure)

@@ -207,6 +207,8 @@ final class TamperingTunnel: TunnelTransport {
 
     func receiveIfReady() -> [UInt8]? { base.receiveIfReady() }
 
+    func awaitIncoming() async { await base.awaitIncoming() }
+
     func close(code: WebSocketCloseCode, reason: String) async {
         await base.close(code: code, reason: reason)
     }
