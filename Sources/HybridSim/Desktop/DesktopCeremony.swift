@@ -427,6 +427,9 @@ struct DesktopCeremony: Sendable {
                 // A sign-in is also denied when the phone's user picked no account among several.
                 let why = command == "getAssertion" ? "the user said no, or chose no account: the phone's output says which" : "the user said no"
                 throw ProgramFailure(.refused, "the phone refused the \(command) request: \(status.name) (\(why))")
+            case .userActionTimeout:
+                throw ProgramFailure(
+                    .timeout, "the phone's user did not answer the \(command) request in time (\(status.name))")
             default:
                 throw ProgramFailure(.refused, "the phone refused the \(command) request: \(status.name)")
             }

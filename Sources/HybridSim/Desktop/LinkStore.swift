@@ -178,6 +178,7 @@ public struct LinkStore: Sendable {
 
     /// Appends `link` under its name, or the first free "NAME (1)", "NAME (2)", … when a link
     /// here has it. Returns the name it was stored under.
+    @discardableResult
     private mutating func insert(_ link: StoredLink) -> String {
         var stored = link
         var counter = 0

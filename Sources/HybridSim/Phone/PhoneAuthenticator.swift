@@ -46,8 +46,13 @@ actor PhoneAuthenticator {
             case .chosen(let passkey):
                 policy.selectAccount = { candidates in candidates.first { $0.credentialID == passkey.credentialID } }
                 narrator.say("signing in to \(request.rpId) as \(passkey.userName ?? Base64URL.encode(passkey.userID))")
-            case .refuse(let failure):
+            case .refuse(let failure, let status):
                 self.failure = failure
+                return CTAP2Response.error(status).encode()
+            case .withdrawn:
+                // The driver ended the wait (the desktop left or ended the transaction, or its
+                // deadline passed) and reports why; nothing is signed or sent.
+                narrator.say("the question is withdrawn: the transaction ended while the user was choosing")
                 return CTAP2Response.error(.operationDenied).encode()
             }
         default:
@@ -80,7 +85,16 @@ actor PhoneAuthenticator {
         /// Nothing to choose (no or one matching passkey, no `--account`).
         case none
         case chosen(Passkey)
-        case refuse(ProgramFailure)
+        case refuse(ProgramFailure, CTAP2StatusCode = .operationDenied)
+        /// The wait for the user was cancelled: the transaction is over.
+        case withdrawn
+    }
+
+    /// How long the user has to choose, of the phone's `timeout` for the user's decision: a margin
+    /// short (2 s, or a tenth of a shorter timeout), so that the refusal reaches a desktop that
+    /// waits the same `--timeout` for the answer before it gives up.
+    static func choiceLimit(_ timeout: Duration) -> Duration {
+        timeout - min(.seconds(2), timeout / 10)
     }
 
     /// Account names for a message: each name once, with its count when it repeats (`zoe ×3`), the
@@ -124,12 +138,21 @@ actor PhoneAuthenticator {
                 )
             )
         }
-        guard let chosen = await chooser(request.rpId, candidates),
-            candidates.contains(where: { $0.credentialID == chosen.credentialID })
-        else {
+        let limit = Self.choiceLimit(configuration.timeout)
+        switch await AccountQuestion.ask(chooser, rpId: request.rpId, accounts: candidates, within: limit) {
+        case .answered(let chosen?) where candidates.contains(where: { $0.credentialID == chosen.credentialID }):
+            return .chosen(chosen)
+        case .answered:
             return .refuse(ProgramFailure(.refused, "no account chosen for \(request.rpId)"))
+        case .timedOut:
+            return .refuse(
+                ProgramFailure(
+                    .timeout,
+                    "no account chosen for \(request.rpId) within \(limit.seconds); answered \(CTAP2StatusCode.userActionTimeout.name)"),
+                .userActionTimeout)
+        case .withdrawn:
+            return .withdrawn
         }
-        return .chosen(chosen)
     }
 
     /// Answers `request` from the store as it is on disk now, under the store lock, and saves a

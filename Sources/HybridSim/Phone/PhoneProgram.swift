@@ -218,10 +218,12 @@ public enum PhoneProgram {
                     "  \(index + 1)) \(passkey.userName ?? Base64URL.encode(passkey.userID))\(display)"
                 )
             }
+            // A line typed before the question answers nothing.
+            TerminalLines.shared.discardTyped()
             output.standardError("sign in as which one? [1-\(accounts.count), empty to cancel]")
             // An answer that names none is asked again (three tries), not taken for a refusal.
             for attempt in 1...3 {
-                guard let answer = await readLine(timeout: timeout)?.trimmingCharacters(in: .whitespaces), !answer.isEmpty
+                guard let answer = await TerminalLines.shared.next(timeout: timeout)?.trimmingCharacters(in: .whitespaces), !answer.isEmpty
                 else {
                     return nil
                 }
@@ -235,36 +237,5 @@ public enum PhoneProgram {
             }
             return nil
         }
-    }
-
-    /// One line from standard input, or `nil` at end of input or after `timeout`.
-    private static func readLine(timeout: Duration) async -> String? {
-        let waiter = LineWaiter()
-        return await withCheckedContinuation { continuation in
-            waiter.set(continuation)
-            // readLine blocks: a thread of its own, abandoned if the timer wins.
-            Thread.detachNewThread { waiter.finish(Swift.readLine(strippingNewline: true)) }
-            Task {
-                try? await Task.sleep(for: timeout)
-                waiter.finish(nil)
-            }
-        }
-    }
-}
-
-/// Resumes a continuation once, with whichever answer comes first.
-private final class LineWaiter: Sendable {
-    private let continuation = Mutex<CheckedContinuation<String?, Never>?>(nil)
-
-    func set(_ value: CheckedContinuation<String?, Never>) {
-        continuation.withLock { $0 = value }
-    }
-
-    func finish(_ value: String?) {
-        let waiting = continuation.withLock { stored in
-            defer { stored = nil }
-            return stored
-        }
-        waiting?.resume(returning: value)
     }
 }

@@ -1,0 +1,76 @@
+import Foundation
+@testable import HybridSim
+import Synchronization
+import Testing
+
+/// The terminal's lines for the phone's questions: one reader for the process, so a question that
+/// timed out leaves nothing behind to swallow the next answer (as a thread per question did, which
+/// in `phone --listen` lost the first line typed for the next question).
+@Suite("Phone: answers read from the terminal", .timeLimit(.minutes(1)))
+struct TerminalLinesTests {
+    /// Lines a test types: `read` blocks until one is typed or the input ends.
+    final class Keyboard: Sendable {
+        private let typed = Mutex<[String?]>([])
+        private let available = DispatchSemaphore(value: 0)
+        /// How many lines the reader took.
+        let taken = Mutex(0)
+
+        func type(_ line: String?) {
+            typed.withLock { $0.append(line) }
+            available.signal()
+        }
+
+        func read() -> String? {
+            available.wait()
+            taken.withLock { $0 += 1 }
+            return typed.withLock { $0.removeFirst() }
+        }
+
+        /// Waits (a condition poll with a deadline) until the reader took `count` lines.
+        func waitUntilTaken(_ count: Int) async throws {
+            let deadline = ContinuousClock.now + .seconds(10)
+            while taken.withLock({ $0 }) < count, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(5))
+            }
+            #expect(taken.withLock { $0 } >= count)
+        }
+    }
+
+    @Test("a question that timed out leaves no reader behind: the next question gets the next line")
+    func timedOutQuestionDoesNotSwallowTheNextAnswer() async throws {
+        let keyboard = Keyboard()
+        let lines = TerminalLines(read: keyboard.read)
+        #expect(await lines.next(timeout: .milliseconds(50)) == nil)
+        lines.discardTyped()
+        async let answer = lines.next(timeout: .seconds(10))
+        keyboard.type("2")
+        #expect(await answer == "2")
+    }
+
+    @Test("a line typed while nothing is asked is dropped before the next question")
+    func lineTypedBetweenQuestionsIsDropped() async throws {
+        let keyboard = Keyboard()
+        let lines = TerminalLines(read: keyboard.read)
+        #expect(await lines.next(timeout: .milliseconds(10)) == nil)  // starts the reader
+        keyboard.type("1")
+        try await keyboard.waitUntilTaken(1)
+        lines.discardTyped()
+        async let answer = lines.next(timeout: .seconds(10))
+        keyboard.type("3")
+        #expect(await answer == "3")
+    }
+
+    @Test("a withdrawn question (its task cancelled) ends at once, and the end of input ends every later one")
+    func cancelledAndEnded() async throws {
+        let keyboard = Keyboard()
+        let lines = TerminalLines(read: keyboard.read)
+        let asking = Task { await lines.next(timeout: .seconds(30)) }
+        asking.cancel()
+        #expect(await asking.value == nil)
+        keyboard.type(nil)
+        try await keyboard.waitUntilTaken(1)
+        let started = ContinuousClock.now
+        #expect(await lines.next(timeout: .seconds(30)) == nil)
+        #expect(ContinuousClock.now - started < .seconds(10), "the end of input answers at once")
+    }
+}
