@@ -47,6 +47,15 @@ struct HostileRelayTests {
             (frame(0x2, [1, 2, 3], rsv1: true), "the relay set a reserved bit of a frame, but no extension was negotiated (RFC 6455 §5.2)"),
             (frame(0x5, [1]), "the relay sent a frame with opcode 5, which RFC 6455 does not define"),
             (frame(0x0, [1]), "WebSocket protocol error from the relay: a continuation frame with no message to continue"),
+            // Fragments are checked one by one, before SwiftNIO's aggregator joins them.
+            (
+                frame(0x2, [1, 2], fin: false, mask: [9, 8, 7, 6]) + frame(0x0, [3], mask: [1, 2, 3, 4]),
+                "the relay sent a masked frame; a server never masks its frames (RFC 6455 §5.1)"
+            ),
+            (
+                frame(0x2, [1, 2], fin: false) + frame(0x0, [3], rsv1: true),
+                "the relay set a reserved bit of a frame, but no extension was negotiated (RFC 6455 §5.2)"
+            ),
         ])
     func framesNoServerSends(bytes: [UInt8], reason: String) async throws {
         let server = try await ScriptedHTTPServer.start { request in Array(ScriptedHTTPServer.switching(request).utf8) + bytes }

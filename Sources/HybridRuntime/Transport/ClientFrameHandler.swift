@@ -25,6 +25,10 @@ final class ClientFrameHandler: ChannelInboundHandler {
     private var context: ChannelHandlerContext?
     private var state = State.open
     private var closeTimer: Scheduled<Void>?
+    private var pongs = PongBudget()
+
+    /// Messages received and not yet read that end the tunnel when one more arrives.
+    static let maxUnreadMessages = 32
 
     init(inbox: MessageInbox<[UInt8]>, eventLoop: EventLoop, maxMessageSize: Int, closeTimeout: Duration) {
         self.inbox = inbox
@@ -117,16 +121,24 @@ final class ClientFrameHandler: ChannelInboundHandler {
         case .open:
             break
         }
-        // An unfragmented frame arrives as the relay sent it (the aggregator passes it through).
-        if let violation = Self.framingViolation(frame) {
-            return fail(context: context, .protocolViolation, violation, closeCode: .protocolError)
-        }
+        // Every frame was checked as the relay sent it (``ServerFrameCheck``, before the aggregator).
         switch frame.opcode {
         case .binary:
+            // The caBLE peers exchange a handful of messages at a time; a relay that sends more than
+            // the phone or desktop has read is flooding it, and the inbox must not grow without end.
+            guard inbox.pendingCount < Self.maxUnreadMessages else {
+                return fail(
+                    context: context, .protocolViolation,
+                    "the relay sent more than \(Self.maxUnreadMessages) messages that were not read yet", closeCode: .policyViolation)
+            }
             inbox.push(Array(frame.unmaskedData.readableBytesView))
         case .text:
             fail(context: context, .protocolViolation, "the relay sent a text frame; tunnel messages are binary", closeCode: .unsupportedData)
         case .ping:
+            // As the relay does (Docs/RELAY.md, "Back-pressure and caps"): pongs within a budget, and
+            // none queued while the relay is not reading, so a ping flood cannot grow memory
+            // (RFC 6455 §5.5.3 lets an endpoint answer only the latest of several pings).
+            guard context.channel.isWritable, pongs.take(now: context.eventLoop.now) else { return }
             let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .fresh(), data: frame.unmaskedData)
             context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
         case .pong:
@@ -163,6 +175,8 @@ final class ClientFrameHandler: ChannelInboundHandler {
             fail(
                 context: context, .messageTooLarge,
                 "the relay sent a message in more than \(MessageAssembler.maxFragments) fragments", closeCode: .messageTooBig)
+        case let violation as ServerFrameCheck.Violation:
+            fail(context: context, .protocolViolation, violation.reason, closeCode: .protocolError)
         case NIOWebSocketError.invalidFrameLength, NIOWebSocketFrameAggregator.Error.accumulatedFrameSizeIsTooLarge:
             fail(context: context, .messageTooLarge, "the relay sent a message larger than \(maxMessageSize) bytes", closeCode: .messageTooBig)
         case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error:
@@ -189,7 +203,28 @@ extension WebSocketMaskingKey {
     }
 }
 
-extension ClientFrameHandler {
+/// Checks every frame from the relay as it was sent, fragments included, before SwiftNIO's
+/// aggregator joins them: a frame no server may send (masked, a reserved bit set) is dropped and
+/// reported to ``ClientFrameHandler`` as a ``Violation``.
+final class ServerFrameCheck: ChannelInboundHandler {
+    typealias InboundIn = WebSocketFrame
+    typealias InboundOut = WebSocketFrame
+
+    struct Violation: Error {
+        var reason: String
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let frame = unwrapInboundIn(data)
+        if let violation = Self.framingViolation(frame) {
+            context.fireErrorCaught(Violation(reason: violation))
+            return
+        }
+        context.fireChannelRead(data)
+    }
+}
+
+extension ServerFrameCheck {
     /// What is wrong with a frame no server may send (RFC 6455 §5.1, §5.2), or `nil`.
     static func framingViolation(_ frame: WebSocketFrame) -> String? {
         if frame.maskKey != nil {
@@ -200,7 +235,9 @@ extension ClientFrameHandler {
         }
         return nil
     }
+}
 
+extension ClientFrameHandler {
     /// SwiftNIO's WebSocket decoding errors in words.
     static func describe(_ error: any Error) -> String {
         switch error {

@@ -50,6 +50,7 @@ extension WebSocketTunnel {
             try channel.pipeline.syncOperations.addHandlers(
                 ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxMessage)),
                 WebSocketFrameEncoder(),
+                ServerFrameCheck(),
                 NIOWebSocketFrameAggregator(
                     minNonFinalFragmentSize: 0,
                     maxAccumulatedFrameCount: MessageAssembler.maxFragments,
