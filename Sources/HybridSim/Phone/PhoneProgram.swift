@@ -196,7 +196,7 @@ public enum PhoneProgram {
             error.step == "waiting for the desktop's request"
         {
             // The wait for the request is the message timeout (``SessionTimeouts`` above).
-            return ProgramFailure(.timeout, "the desktop sent no request within \(min(Duration.seconds(10), timeout).seconds) after the handshake")
+            return ProgramFailure(.timeout, "the desktop sent no request within \(min(Duration.seconds(10), timeout).seconds) after the handshake (or the relay did not pass it on)")
         }
         return ProgramFailure.fromTransaction(error, relayURL: relayURL)
     }
