@@ -292,4 +292,15 @@ import Testing
         #expect(throws: HybridError(.sequenceExhausted)) { try maxed.encrypt([]) }
         #expect(throws: HybridError(.sequenceExhausted)) { try maxed.decrypt(final) }
     }
+
+    @Test("ClientSession.encryptedSize(ofRequest:) is the length encryptRequest produces, across the padding boundaries")
+    func encryptedSizeMatchesEncryption() throws {
+        let key = [UInt8](repeating: 7, count: 32)
+        var crypter = Crypter(readKey: key, writeKey: key)
+        for count in Array(0...130) + [65_470, 65_471, 65_503, 65_504, 111_152] {
+            let request = [UInt8](repeating: 0xA5, count: count)
+            let encrypted = try crypter.encrypt(Frame(type: .ctap, payload: request).bytes)
+            #expect(ClientSession.encryptedSize(ofRequest: request) == encrypted.count, "request of \(count) bytes")
+        }
+    }
 }

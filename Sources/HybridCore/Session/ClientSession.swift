@@ -170,6 +170,12 @@ public struct ClientSession: Sendable {
         }
     }
 
+    /// The size on the wire of `request` (command byte ‖ CBOR) once ``encryptRequest(_:)`` made it a
+    /// `kCTAP` frame (type byte, padding, tag): what the tunnel service must carry in one message.
+    public static func encryptedSize(ofRequest request: [UInt8]) -> Int {
+        Crypter.ciphertextLength(plaintext: Frame(type: .ctap, payload: request).bytes.count)
+    }
+
     /// Encrypts a CTAP2 request (command byte ‖ CBOR) as a `kCTAP` frame. Call after `.ready`, one
     /// request at a time.
     public mutating func encryptRequest(_ request: [UInt8]) throws(HybridError) -> [UInt8] {

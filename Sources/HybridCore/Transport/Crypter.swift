@@ -72,6 +72,13 @@ package struct Crypter: Sendable {
         return message
     }
 
+    /// The length on the wire of a `plaintext`-byte message: padded to the next multiple of 32
+    /// above it, then the 16-byte tag.
+    package static func ciphertextLength(plaintext: Int) -> Int {
+        let granularity = HybridConstants.paddingGranularity
+        return (plaintext + 1 + granularity - 1) / granularity * granularity + 16
+    }
+
     /// Appends zeros and a count byte so the length is the next multiple of 32 above `message.count`.
     package static func pad(_ message: [UInt8]) -> [UInt8] {
         let granularity = HybridConstants.paddingGranularity

@@ -134,6 +134,7 @@ struct Run {
             }
         }
 
+        try checkRequestFits(ceremony)
         let relay = try await startRelay(timeout: ceremony.timeout)
         let scanner: ProximityScanner<[UInt8]>
         let proximity: ProximityEndpoint
@@ -411,6 +412,33 @@ struct Run {
     }
 
     // MARK: - Relay and scanner
+
+    /// A request a relay cannot carry in one message is refused before the QR code is shown when
+    /// the relay is the embedded one (its limit is known), and noted otherwise: the relay would
+    /// close the tunnel with 1009 only once the phone had scanned the code and answered the handshake.
+    func checkRequestFits(_ ceremony: DesktopCeremony) throws(ProgramFailure) {
+        let request = ceremony.requestBytes
+        let size = ClientSession.encryptedSize(ofRequest: request)
+        let limit = RelayConfiguration().maxMessageSize
+        guard size > limit else { return }
+        let listed: String
+        switch ceremony.options {
+        case .registration(let options): listed = "\(options.excludeCredentials?.count ?? 0) excludeCredentials"
+        case .authentication: listed = "\(ceremony.allowCredentialIds.count) allowCredentials"
+        }
+        let what =
+            "the \(ceremony.requestType == .makeCredential ? "makeCredential" : "getAssertion") request is \(size) bytes "
+            + "encrypted (\(request.count) of CTAP2, with \(listed))"
+        switch configuration.relay {
+        case .embedded:
+            throw ProgramFailure(
+                .badInput, "\(what), more than the embedded relay carries in one message (\(limit) bytes): list fewer credentials")
+        case .external(let url):
+            narrator.say(
+                "note: \(what); hybrid-sim relay carries at most \(limit) bytes a message unless started with a larger "
+                    + "--max-message-size, so the relay at \(ProgramChecks.trimmedRelayURL(url)) may close the tunnel with 1009")
+        }
+    }
 
     /// The relay in use: its URL and, when embedded, the running relay.
     struct RelayInUse {

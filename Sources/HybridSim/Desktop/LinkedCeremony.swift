@@ -41,6 +41,7 @@ extension Run {
         }
         session.keyLog = try KeyLogFile.hook(path: configuration.keyLogPath)
         narrator.say("relying party: \(ceremony.summary)")
+        try checkRequestFits(ceremony)
         let relay = try await startRelay(timeout: ceremony.timeout)
         let scanner: ProximityScanner<[UInt8]>
         let proximity: ProximityEndpoint
