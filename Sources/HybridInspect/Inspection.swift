@@ -40,6 +40,32 @@ public struct Inspection: Sendable, Hashable, Codable {
         public var details: [String]
         /// What is wrong with this message.
         public var anomalies: [String]
+        /// The decrypted message's payload in hex, when decrypted: a CTAP request's command byte or a
+        /// response's status byte, then its CBOR; the post-handshake message's CBOR. Not given for a
+        /// message holding a link secret (an update message, a post-handshake message with linking).
+        public var payload: String?
+        /// The payload's CBOR, decoded (after the command or status byte), for tools (``DecodedCBOR``;
+        /// a link secret shown as its byte count only).
+        public var cbor: DecodedCBOR?
+
+        /// One message; `payload` and `cbor` are set once it is decrypted and decoded.
+        public init(
+            index: Int, milliseconds: Double, from: String, to: String, bytes: Int, sequence: Int?, plaintextBytes: Int?,
+            title: String, details: [String], anomalies: [String], payload: String? = nil, cbor: DecodedCBOR? = nil
+        ) {
+            self.index = index
+            self.milliseconds = milliseconds
+            self.from = from
+            self.to = to
+            self.bytes = bytes
+            self.sequence = sequence
+            self.plaintextBytes = plaintextBytes
+            self.title = title
+            self.details = details
+            self.anomalies = anomalies
+            self.payload = payload
+            self.cbor = cbor
+        }
     }
 
     /// "QR" or "linked".

@@ -261,6 +261,10 @@ private struct Walk {
             message.anomalies.append("not a CBOR item (a revision-0 phone?)")
             return
         }
+        // The getInfo response nested as bytes is shown decoded; linking information (a phone that
+        // sends it here) keeps its secret.
+        message.cbor = DecodedCBOR(value).changing(1) { $0.withNestedCBOR() }.changing(2) { $0.changing(3) { $0.hidden() } }
+        if value.mapValue?[2] == nil { message.payload = Hex.encode(plaintext) }
         do {
             _ = try PostHandshakeMessage.parse(plaintext)
         } catch {
@@ -289,6 +293,7 @@ private struct Walk {
         }
         switch frame.type {
         case .shutdown:
+            message.payload = Hex.encode(frame.payload)
             message.title = "shutdown"
             if !isDesktop { message.anomalies.append("a shutdown from the phone (only desktops send one; Chromium fails)") }
             if !frame.payload.isEmpty { message.anomalies.append("shutdown with \(frame.payload.count) payload bytes") }
@@ -310,6 +315,7 @@ private struct Walk {
             return
         }
         lastCommand = command
+        message.payload = Hex.encode(payload)
         message.title = "CTAP request: \(CTAP2Command(rawValue: command))"
         let schema: CBORAnnotation.Schema =
             command == CTAP2Command.makeCredential.rawValue ? .makeCredentialRequest
@@ -324,6 +330,7 @@ private struct Walk {
             message.anomalies.append("CTAP response without a status byte")
             return
         }
+        message.payload = Hex.encode(payload)
         message.title = "CTAP response: \(CTAP2StatusCode(rawValue: status))"
         // A request that could not be read is flagged where it is; its response is no second anomaly.
         if lastCommand == nil, !desktopUnread { message.anomalies.append("a response without a request") }
@@ -337,7 +344,9 @@ private struct Walk {
     func cbor(_ message: inout Inspection.Message, _ bytes: [UInt8], schema: CBORAnnotation.Schema) {
         guard !bytes.isEmpty else { return }
         do {
-            message.details += CBORAnnotation.lines(try CBOR.decode(bytes), schema: schema)
+            let value = try CBOR.decode(bytes)
+            message.details += CBORAnnotation.lines(value, schema: schema)
+            message.cbor = DecodedCBOR(value)
         } catch {
             message.anomalies.append("the CBOR does not decode: \(error)")
         }
@@ -352,6 +361,9 @@ private struct Walk {
         } catch {
             message.anomalies.append("a Chromium desktop closes on it: \(error.reason)")
             return
+        }
+        if let value = try? CBOR.decode(payload) {
+            message.cbor = DecodedCBOR(value).changing(1) { $0.changing(3) { $0.hidden() } }
         }
         if let value = try? CBOR.decode(payload), let padding = value.mapValue?[0]?.bytesValue {
             message.details.append("0 (padding): \(padding.count) zero bytes\(padding.contains { $0 != 0 } ? " (not all zero)" : "")")

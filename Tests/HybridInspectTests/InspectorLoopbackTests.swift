@@ -281,5 +281,97 @@ struct InspectorLoopbackTests {
         #expect(update.details.contains("  5 (name): \"Pixel\""))
         #expect(update.details.contains("  3 (linkSecret): 32 secret bytes (not shown)"))
         #expect(!update.details.joined().contains(Hex.encode(link.linkSecret)))
+        // The JSON form: the linking map decoded, its secret a count, and no payload hex to find it in.
+        #expect(update.payload == nil)
+        guard case .map(let members) = update.cbor, case .map(let linking) = members["1"] else {
+            Issue.record("the update message's cbor is not a map with a linking map: \(String(describing: update.cbor))")
+            return
+        }
+        #expect(linking["3"] == .secret(32))
+        #expect(linking["5"] == .text("Pixel"))
+        let json = String(decoding: try JSONEncoder().encode(registration), as: UTF8.self)
+        #expect(!json.contains(Hex.encode(link.linkSecret)))
+    }
+
+    @Test("inspect --json: the decrypted payloads in hex and their CBOR decoded, for tools; the JSON reads back the same")
+    func structuredMessages() async throws {
+        let (harness, directory, collector, options) = try await Self.lab()
+        defer { Task { await harness.shutdown() } }
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await Self.registerAndSignIn(harness, "erin", options)
+        let recordings = try await Self.recordings(in: directory, count: 2)
+        try #require(recordings.count == 2)
+        let signIn = Inspector.inspect(recordings[1], keyLog: collector.desktopKeys)
+
+        let request = try #require(Self.message("CTAP request: authenticatorGetAssertion", in: signIn))
+        #expect(request.payload?.hasPrefix("02") == true, "the command byte, then the CBOR")
+        #expect(request.payload.map { $0.count / 2 } == request.plaintextBytes.map { $0 - 1 }, "the payload is the frame after its type byte")
+        guard case .map(let asked) = request.cbor else {
+            Issue.record("no decoded request: \(String(describing: request.cbor))")
+            return
+        }
+        #expect(asked["1"] == .text("example.com"))
+        guard case .bytes(let clientDataHash, nil) = asked["2"] else {
+            Issue.record("clientDataHash is not a byte string: \(String(describing: asked["2"]))")
+            return
+        }
+        #expect(clientDataHash.count == 32)
+
+        let response = try #require(Self.message("CTAP response: CTAP2_OK (0x00)", in: signIn))
+        #expect(response.payload?.hasPrefix("00") == true)
+        guard case .map(let answered) = response.cbor, case .bytes(let authData, _) = answered["2"] else {
+            Issue.record("no authData in the decoded response: \(String(describing: response.cbor))")
+            return
+        }
+        #expect(authData.count == 37 && authData[32] == 0x1D, "rpIdHash, flags UP UV BE BS, signCount")
+
+        // The post-handshake message's getInfo bytes are shown decoded beside their hex.
+        guard case .map(let postHandshake) = signIn.messages[2].cbor, case .bytes(_, let getInfo?) = postHandshake["1"],
+            case .map(let info) = getInfo
+        else {
+            Issue.record("no nested getInfo: \(String(describing: signIn.messages[2].cbor))")
+            return
+        }
+        guard case .array(let versions) = info["1"] else {
+            Issue.record("getInfo has no versions: \(info)")
+            return
+        }
+        #expect(versions.contains(.text("FIDO_2_0")), "\(versions)")
+
+        // The JSON members as a tool reads them, and the whole document read back unchanged.
+        let data = try JSONEncoder().encode(signIn)
+        let object = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+        let messages = try #require(object["messages"] as? [[String: Any]])
+        let requestJSON = try #require(messages.first { ($0["title"] as? String) == request.title })
+        let cbor = try #require(requestJSON["cbor"] as? [String: Any])
+        #expect(cbor["1"] as? String == "example.com")
+        #expect((cbor["2"] as? [String: Any])?["bytes"] as? String == Hex.encode(clientDataHash))
+        #expect(try JSONDecoder().decode(Inspection.self, from: data) == signIn)
+    }
+
+    @Test("DecodedCBOR: every CBOR kind in JSON and back, integers at the 64-bit edges")
+    func decodedCBORForms() throws {
+        let value: CBORValue = .map([
+            1: .unsigned(.max), 2: .negative(.max), 3: -5, "text": "x", 4: .bytes([1, 2]), 5: [true, .null, .undefined],
+        ])
+        let decoded = DecodedCBOR(value)
+        guard case .map(let members) = decoded else {
+            Issue.record("not a map: \(decoded)")
+            return
+        }
+        #expect(members["1"] == .bigInteger("18446744073709551615"))
+        #expect(members["2"] == .bigInteger("-18446744073709551616"))
+        #expect(members["3"] == .integer(-5))
+        #expect(members["text"] == .text("x"))
+        #expect(members["4"] == .bytes([1, 2], nested: nil))
+        let json = String(decoding: try Self.sortedEncoder.encode(decoded), as: UTF8.self)
+        #expect(json == #"{"1":{"integer":"18446744073709551615"},"2":{"integer":"-18446744073709551616"},"3":-5,"4":{"bytes":"0102"},"5":[true,null,{"undefined":true}],"text":"x"}"#)
+        #expect(try JSONDecoder().decode(DecodedCBOR.self, from: Data(json.utf8)) == decoded)
+    }
+
+    static var sortedEncoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return encoder
     }
 }
