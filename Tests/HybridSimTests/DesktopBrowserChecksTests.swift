@@ -63,4 +63,59 @@ struct DesktopBrowserChecksTests {
             if let note { #expect(note.hasSuffix("give --user-id-encoding utf8 to do the same"), "\(note)") }
         }
     }
+
+    /// CTAP 2.2 §6.2.2: a getAssertion response may leave out its credential only when the request
+    /// allowed exactly one. Otherwise the browser fails it (exit 7), and the message says the rule.
+    @Test("an assertion without its credential: the one allowed credential is reported; with several allowed, or none, exit 7 naming the rule")
+    func assertionWithoutCredential() throws {
+        var authenticator = SoftwareAuthenticator(random: .deterministic(seed: Array("desktop no credential".utf8)))
+        var store = RelyingPartyStore(path: "/nonexistent/rp-credentials.json", credentials: [])
+        var registration = DesktopConfiguration()
+        registration.request = .makeCredential
+        registration.userName = "alice"
+        registration.environment = [:]
+        for _ in 0..<2 {
+            let ceremony = try DesktopCeremony(configuration: registration, store: store, challenge: [UInt8](repeating: 5, count: 32))
+            let (bytes, _) = authenticator.handle(ceremony.requestBytes, policy: .init(), now: 0)
+            _ = try ceremony.finish(response: bytes, store: &store, now: 0)
+        }
+        #expect(store.credentials.count == 2)
+
+        // The store's two credentials for alice (username-first; the phone holds the second, which
+        // replaced the first), the phone's alone, none (discoverable).
+        for (user, keep, expected) in [
+            ("alice", 2, " (a phone may leave it out only when the request allows exactly one credential; it allowed 2)"),
+            ("alice", 1, nil),
+            (nil, 2, " (a phone may leave it out only when the request allows exactly one credential; this was a discoverable sign-in)"),
+        ] as [(String?, Int, String?)] {
+            var signIn = DesktopConfiguration()
+            signIn.request = .getAssertion
+            signIn.userName = user
+            signIn.environment = [:]
+            var scoped = store
+            if keep == 1 { scoped.credentials.removeFirst() }  // the record of the passkey the phone replaced
+            let ceremony = try DesktopCeremony(configuration: signIn, store: scoped, challenge: [UInt8](repeating: 6, count: 32))
+            var phone = authenticator
+            var policy = SoftwareAuthenticator.Policy()
+            policy.selectAccount = { candidates in candidates.first }  // two of alice's match: take one
+            let (bytes, _) = phone.handle(ceremony.requestBytes, policy: policy, now: 0)
+            #expect(bytes.first == 0x00, "the phone signed")
+            var map = try #require(CBOR.decode(Array(bytes.dropFirst())).mapValue)
+            #expect(map[1] != nil)
+            map[1] = nil
+            var scratch = scoped
+            if let expected {
+                #expect {
+                    try ceremony.finish(response: [0x00] + CBOR.encode(.map(map)), store: &scratch, now: 0)
+                } throws: { error in
+                    guard let failure = error as? ProgramFailure else { return false }
+                    return failure.exitCode == 7
+                        && failure.message == "the phone's assertion is unusable: credential mismatch: the assertion names no credential" + expected
+                }
+            } else {
+                let result = try ceremony.finish(response: [0x00] + CBOR.encode(.map(map)), store: &scratch, now: 0)
+                #expect(result.credentialId == scoped.credentials[0].credentialId)
+            }
+        }
+    }
 }

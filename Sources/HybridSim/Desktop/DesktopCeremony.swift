@@ -344,7 +344,14 @@ struct DesktopCeremony: Sendable {
                     credentialId: fallbackId
                 )
             } catch {
-                throw ProgramFailure(.protocolError, "the phone's assertion is unusable: \(error)")
+                // CTAP 2.2 §6.2.2: the credential may be left out only when the allow list had exactly one.
+                let why =
+                    response.credential == nil
+                    ? allowList.isEmpty
+                        ? " (a phone may leave it out only when the request allows exactly one credential; this was a discoverable sign-in)"
+                        : " (a phone may leave it out only when the request allows exactly one credential; it allowed \(allowList.count))"
+                    : ""
+                throw ProgramFailure(.protocolError, "the phone's assertion is unusable: \(error)\(why)")
             }
             let credentialId = json.rawId.bytes
             let stored = store.credentials.first { $0.credentialId == credentialId && $0.rpId == rpId }
