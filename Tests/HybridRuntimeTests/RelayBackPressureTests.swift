@@ -187,7 +187,7 @@ struct RelayBackPressureTests {
                 let error = await expectRuntimeError(.closed) { _ = try await ends.desktop.receive(timeout: .seconds(3)) }
                 #expect(error?.closeCode == expected, "\(body)")
                 // The other end is told who broke the protocol.
-                #expect(error?.reason.contains("the creator broke the WebSocket protocol: ") == true, "\(String(describing: error))")
+                #expect(error?.reason.contains("the phone (creator) broke the WebSocket protocol: ") == true, "\(String(describing: error))")
                 await ends.close()
             }
             #expect(await eventually { relay.openTunnelCount == 0 })

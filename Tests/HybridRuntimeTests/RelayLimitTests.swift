@@ -1,5 +1,5 @@
 import HybridCore
-import HybridRuntime
+@testable import HybridRuntime
 import Synchronization
 import Testing
 
@@ -129,7 +129,7 @@ struct RelayLimitTests {
             let error = await expectRuntimeError(.closed) { _ = try await phone.receive(timeout: .seconds(2)) }
             #expect(error?.closeCode == .policyViolation)
             #expect(
-                error?.description.contains("more than 100 bytes from the creator before the joiner joined (caBLE peers send at most an 81-byte handshake)")
+                error?.description.contains("more than 100 bytes from the phone (creator) before the desktop (joiner) joined")
                     == true, "\(String(describing: error))")
             #expect(relay.statistics.messagesRelayed == 0 && relay.statistics.bytesRelayed == 0, "never delivered: not relayed")
             #expect(observed.load(ordering: .relaxed) == 2, "the refused message reached no hook (observer, recorder)")
@@ -251,9 +251,17 @@ struct RelayLimitTests {
         try await withRelay { relay, endpoint in
             let ends = try await openTunnel(endpoint)
             try await ends.desktop.sendFrame(opcode: .binary, data: [1, 2, 3], masked: false)
-            await expectBothClosed(ends, with: .protocolError, reasonContains: "the joiner broke the WebSocket protocol: client frames must be masked")
+            await expectBothClosed(ends, with: .protocolError, reasonContains: "the desktop (joiner) broke the WebSocket protocol: client frames must be masked")
             await ends.close()
             #expect(await eventually { relay.openTunnelCount == 0 })
         }
+    }
+
+    @Test("close reasons name the device with the relay's word for its side: the phone creates a QR tunnel, the desktop a linked one")
+    func sideNames() {
+        #expect(RelayTunnel.name(.creator, flow: .qr) == "the phone (creator)")
+        #expect(RelayTunnel.name(.joiner, flow: .qr) == "the desktop (joiner)")
+        #expect(RelayTunnel.name(.creator, flow: .linked) == "the desktop (creator)")
+        #expect(RelayTunnel.name(.joiner, flow: .linked) == "the phone (joiner)")
     }
 }

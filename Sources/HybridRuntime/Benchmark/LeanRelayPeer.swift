@@ -265,7 +265,7 @@ final class LeanRelayPeer: ChannelInboundHandler, @unchecked Sendable {
                 context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: HostileWire.frame(.close, echo))), promise: nil)
             }
             // Worded as the runtime's client words it, with the relay's reason ("more than 16
-            // messages from the joiner"), so both generators report a close alike.
+            // messages from the desktop (joiner)"), so both generators report a close alike.
             end(RuntimeError.closed(code ?? WebSocketCloseCode(rawValue: 1005), reason))
         default:
             fail(context, RuntimeError(.protocolViolation, "unexpected frame (opcode \(opcode), fin \(fin))"))

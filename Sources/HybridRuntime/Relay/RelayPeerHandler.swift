@@ -224,7 +224,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         let (code, peerReason, broken) = CloseFrameCheck.check(frame.payload)
         // A close frame the relay replaced is passed on naming its sender, as its other protocol
         // refusals are; a well-formed one is passed on as it came.
-        let reason = broken ? "the \(side) broke the WebSocket protocol: \(peerReason)" : peerReason
+        let reason = broken ? "\(tunnel.name(side)) broke the WebSocket protocol: \(peerReason)" : peerReason
         state = .closed
         let echo = CloseFramePayload.encode(code: code, reason: "", allocator: context.channel.allocator)
         let channel = context.channel
@@ -256,10 +256,10 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         // does not read it as its own fault.
         switch error {
         case is UnmaskedFrameError:
-            tunnel.close(code: .protocolError, reason: "the \(side) broke the WebSocket protocol: client frames must be masked")
+            tunnel.close(code: .protocolError, reason: "\(tunnel.name(side)) broke the WebSocket protocol: client frames must be masked")
         case is ReservedBitsError:
             tunnel.close(
-                code: .protocolError, reason: "the \(side) broke the WebSocket protocol: reserved bits set (no extension was negotiated)")
+                code: .protocolError, reason: "\(tunnel.name(side)) broke the WebSocket protocol: reserved bits set (no extension was negotiated)")
         case NIOWebSocketFrameAggregator.Error.tooManyFragments:
             tunnel.close(code: .messageTooBig, reason: "message in more than \(MessageAssembler.maxFragments) fragments")
         case NIOWebSocketError.invalidFrameLength,
@@ -267,7 +267,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
             tunnel.close(code: .messageTooBig, reason: "message larger than \(configuration.maxMessageSize) bytes")
         case is NIOWebSocketError, is NIOWebSocketFrameAggregator.Error:
             tunnel.close(
-                code: .protocolError, reason: "the \(side) broke the WebSocket protocol: \(ClientFrameHandler.describe(error))")
+                code: .protocolError, reason: "\(tunnel.name(side)) broke the WebSocket protocol: \(ClientFrameHandler.describe(error))")
         default:
             // I/O errors: the connection is unusable; channelInactive tells the tunnel.
             tunnel.logger.debug("connection error from the \(side): \(error)")

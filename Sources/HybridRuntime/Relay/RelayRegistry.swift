@@ -312,6 +312,7 @@ final class RelayRegistry {
         let tunnel = RelayTunnel(
             tunnelID: tunnelID,
             routingID: routingID,
+            flow: flow,
             registry: self,
             eventLoop: eventLoop
         )

@@ -1,4 +1,5 @@
 import CTAP2
+import HybridCore
 import Logging
 import NIOCore
 
@@ -87,17 +88,34 @@ final class RelayTunnel {
     /// Why the tunnel was closed, once it is.
     private(set) var closure: (code: WebSocketCloseCode?, reason: String)?
 
+    /// A QR tunnel (`/cable/new`: the phone creates it) or a linked one (`/cable/contact`: the desktop does).
+    let flow: TunnelRecording.Flow
+
     init(
         tunnelID: [UInt8],
         routingID: [UInt8],
+        flow: TunnelRecording.Flow = .qr,
         registry: RelayRegistry,
         eventLoop: EventLoop
     ) {
         self.tunnelID = tunnelID
+        self.flow = flow
         self.routingID = routingID
         self.registry = registry
         self.eventLoop = eventLoop
         self.lastActivity = registry.configuration.clock.now()
+    }
+
+    /// `side` in close reasons, which both peers read: the device with the relay's word for it
+    /// ("the phone (creator)"), so that a desktop's or phone's error line names who did it.
+    func name(_ side: TunnelSide) -> String { Self.name(side, flow: flow) }
+
+    /// `side` of a tunnel of `flow` in close reasons: in a QR tunnel the phone creates and the
+    /// desktop joins; in a linked one (`/cable/contact`) the other way round.
+    static func name(_ side: TunnelSide, flow: TunnelRecording.Flow) -> String {
+        let phoneCreates = flow == .qr
+        let device = (side == .creator) == phoneCreates ? "phone" : "desktop"
+        return "the \(device) (\(side))"
     }
 
     /// The state of `side`'s slot.
@@ -167,7 +185,7 @@ final class RelayTunnel {
             logger.debug("joiner left before its upgrade completed; tunnel open for another join")
         case .creator:
             creatorSlot = .gone
-            close(code: .goingAway, reason: "creator disconnected")
+            close(code: .goingAway, reason: "\(name(.creator)) disconnected")
         }
     }
 
@@ -222,7 +240,7 @@ final class RelayTunnel {
         guard count <= configuration.maxMessagesPerPeer else {
             close(
                 code: .policyViolation,
-                reason: "more than \(configuration.maxMessagesPerPeer) messages from the \(side)"
+                reason: "more than \(configuration.maxMessagesPerPeer) messages from \(name(side))"
             )
             return
         }
@@ -238,8 +256,9 @@ final class RelayTunnel {
             guard bytesBeforeJoin <= configuration.maxBytesBeforeJoin else {
                 close(
                     code: .policyViolation,
-                    reason: "more than \(configuration.maxBytesBeforeJoin) bytes from the \(side) before the \(side.other) joined "
-                        + "(caBLE peers send at most an 81-byte handshake)")
+                    // Within a close reason's 123 bytes; Docs/RELAY.md says why (a caBLE peer sends
+                    // at most its 81-byte handshake message before the other side joins).
+                    reason: "more than \(configuration.maxBytesBeforeJoin) bytes from \(name(side)) before \(name(side.other)) joined")
                 return
             }
         case .attached, .gone:
@@ -298,7 +317,7 @@ final class RelayTunnel {
     /// `side`'s connection ended without a close frame.
     func peerDisconnected(_ side: TunnelSide) {
         self[slot: side] = .gone
-        close(code: .goingAway, reason: "the \(side) disconnected")
+        close(code: .goingAway, reason: "\(name(side)) disconnected")
     }
 
     /// Closes the tunnel: every attached peer gets a close frame with `code` (`nil`: empty close
