@@ -75,4 +75,69 @@ struct PhoneShutdownWhileAnsweringTests {
             #expect(desktop.tunnel.receiveIfReady() == nil)
         }
     }
+
+    /// The phone's end, holding back one message until ``release()``: what the desktop sends after
+    /// it is queued by then, as a shutdown in the same write as the request is on a real socket.
+    final class HeldMessageTunnel: TunnelTransport {
+        let base: InMemoryTunnel
+        private let held: Int
+        private let received = Mutex(0)
+        private let gate = AsyncStream<Void>.makeStream()
+
+        init(_ base: InMemoryTunnel, holding number: Int) {
+            self.base = base
+            self.held = number
+        }
+
+        func release() { gate.continuation.finish() }
+
+        func send(_ message: [UInt8]) async throws { try await base.send(message) }
+        func receive(timeout: Duration) async throws -> [UInt8] {
+            let message = try await base.receive(timeout: timeout)
+            let number = received.withLock { count in
+                count += 1
+                return count
+            }
+            if number == held { for await _ in gate.stream {} }
+            return message
+        }
+        func receiveIfReady() -> [UInt8]? { base.receiveIfReady() }
+        func awaitIncoming() async { await base.awaitIncoming() }
+        func close(code: WebSocketCloseCode, reason: String) async { await base.close(code: code, reason: reason) }
+    }
+
+    @Test("a shutdown that came with the request ends the transaction before the request is answered: nothing is signed")
+    func shutdownWithTheRequest() async throws {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        let asked = Mutex(false)
+        let held = Mutex<HeldMessageTunnel?>(nil)
+        // Message 1 is the handshake, 2 the request.
+        var desktop = try await HandDrivenDesktop.start(
+            requestType: .getAssertion, getInfo: phone.getInfo,
+            phoneTunnel: { end in
+                let tunnel = HeldMessageTunnel(end, holding: 2)
+                held.withLock { $0 = tunnel }
+                return tunnel
+            }
+        ) { request in
+            asked.withLock { $0 = true }
+            return phone.respond(to: request, now: unixNow())
+        }
+        #expect(try await desktop.receive().isEmpty)
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        try await desktop.tunnel.send(contentsOf: [
+            try desktop.session.encryptRequest(authentication.requestBytes), try desktop.session.encryptShutdown(),
+        ])
+        try #require(held.withLock { $0 }).release()
+
+        let result = await desktop.phone.result
+        guard case .failure(let error as TransactionError) = result else {
+            Issue.record("the phone did not fail as expected: \(result)")
+            return
+        }
+        let underlying = try #require(error.underlying as? HybridError, "\(error)")
+        #expect(underlying.reason == "the desktop ended the transaction while the request was being answered; the response was not sent")
+        #expect(!asked.withLock { $0 }, "the responder was never asked")
+    }
 }

@@ -124,6 +124,9 @@ public enum AuthenticatorDriver {
                             underlying: HybridError(.unexpectedMessage, Self.secondRequest(request, after: transactionCommand)))
                     }
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
+                    // A shutdown that came with the request (in the same write) ends the transaction
+                    // before anything is signed or stored.
+                    try Self.checkNotEnded(&session, tunnel: tunnel)
                     let response = try await step(.phone, "answering the request") {
                         try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
                             let pending = PendingResponse(to: request, within: limit, respond: respond)

@@ -25,8 +25,12 @@ actor PhoneAuthenticator {
         self.narrator = narrator
     }
 
+    /// The command byte of every request answered, in order.
+    private(set) var commands: [UInt8] = []
+
     /// Answers one request (command ‖ CBOR) with status ‖ CBOR.
     func respond(_ request: [UInt8]) async -> [UInt8] {
+        commands.append(request.first ?? 0)
         var policy = SoftwareAuthenticator.Policy(deny: configuration.deny, attestation: configuration.attestation)
         let decoded = try? CTAP2Request(bytes: request)
         var command = "CTAP2"
@@ -64,11 +68,15 @@ actor PhoneAuthenticator {
         }
         switch outcome {
         case .registered(let passkey):
+            // The transaction's request succeeded: a refusal of an earlier, preliminary command
+            // (an unknown one) is not the outcome.
+            failure = nil
             self.outcome = .registered(passkey)
             let attestation =
                 configuration.attestation == .none ? "" : " (\(configuration.attestation.rawValue) attestation)"
             narrator.say("registered a passkey for \(passkey.label)\(attestation), saved in \(store.path)")
         case .signedIn(let passkey):
+            failure = nil
             self.outcome = .signedIn(passkey)
             narrator.say("signed the assertion for \(passkey.label) (signCount \(passkey.signCount))")
         case .refused(let status, let reason):

@@ -120,7 +120,11 @@ public enum PhoneProgram {
         }
         if let failure = await authenticator.failure { throw failure }
         guard let outcome = await authenticator.outcome else {
-            throw ProgramFailure(.failed, "the desktop ended the transaction without a registration or sign-in")
+            let asked = await authenticator.commands.map { "\(CTAP2Command(rawValue: $0))" }
+            throw ProgramFailure(
+                .failed,
+                "the desktop ended the transaction without a registration or sign-in"
+                    + (asked.isEmpty ? "" : " (it asked only for \(asked.joined(separator: ", ")); nothing was saved)"))
         }
         Interruption.beginEnding()
         narrator.say("done")

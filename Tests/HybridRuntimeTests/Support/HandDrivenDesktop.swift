@@ -15,7 +15,9 @@ struct HandDrivenDesktop {
     let phone: Task<Void, any Error>
 
     static func start(
-        requestType: QRPayload.RequestType, getInfo: [UInt8], respond: @escaping AuthenticatorDriver.Responder
+        requestType: QRPayload.RequestType, getInfo: [UInt8],
+        phoneTunnel: (InMemoryTunnel) -> any TunnelTransport = { $0 },
+        respond: @escaping AuthenticatorDriver.Responder
     ) async throws -> HandDrivenDesktop {
         let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
         var desktop = ClientSession(requestType: requestType, timestamp: unixNow())
@@ -25,10 +27,11 @@ struct HandDrivenDesktop {
         }
         try await desktopEnd.send(desktop.tunnelConnected())
         let session = phoneSession
+        let phoneTransport = phoneTunnel(phoneEnd)
         let phone = Task {
             var session = session
             try await AuthenticatorDriver.converse(
-                session: &session, tunnel: phoneEnd, advertisement: nil, timeouts: .fast,
+                session: &session, tunnel: phoneTransport, advertisement: nil, timeouts: .fast,
                 transaction: TransactionDeadline(.seconds(30)), events: { _ in }, respond: respond)
         }
         var driven = HandDrivenDesktop(session: desktop, tunnel: desktopEnd, phone: phone)
