@@ -263,14 +263,28 @@ private struct Walk {
         }
         // The getInfo response nested as bytes is shown decoded; linking information (a phone that
         // sends it here) keeps its secret.
-        message.cbor = DecodedCBOR(value).changing(1) { $0.withNestedCBOR() }.changing(2) { $0.changing(3) { $0.hidden() } }
-        if value.mapValue?[2] == nil { message.payload = Hex.encode(plaintext) }
+        let linking = value.mapValue?[2]
+        message.cbor = DecodedCBOR(value).changing(1) { $0.withNestedCBOR() }.changing(2) { decoded in
+            // A map keeps its fields but the secret; anything else at key 2 might hold one whole.
+            guard let linking, linking.mapValue == nil else { return decoded.changing(3) { $0.hidden() } }
+            return .secret(CBOR.encode(linking).count)
+        }
+        if linking == nil { message.payload = Hex.encode(plaintext) }
         do {
             _ = try PostHandshakeMessage.parse(plaintext)
         } catch {
             message.anomalies.append("the desktop refuses it (Chromium's rules, Docs/PROTOCOL-TOLERANCE.md): \(error.reason)")
         }
         for line in CBORAnnotation.lines(value, schema: .postHandshake) {
+            if line.hasPrefix("2 (linking)"), let linking {
+                if linking.mapValue != nil {
+                    message.details.append("2 (linking):")
+                    message.details += Self.linkingLines(linking)
+                } else {
+                    message.details.append("2 (linking): \(CBOR.encode(linking).count) bytes, not a linking map (not shown)")
+                }
+                continue
+            }
             guard line.hasPrefix("1 (getInfo)") else {
                 message.details.append(line)
                 continue
@@ -373,14 +387,21 @@ private struct Walk {
             return
         }
         message.details.append("1 (linking):")
-        message.details += CBORAnnotation.lines(linking, schema: .linking).map { line in
-            line.hasPrefix("3 (linkSecret)") ? "  3 (linkSecret): 32 secret bytes (not shown)" : "  " + line
-        }
+        message.details += Self.linkingLines(linking)
         if (try? LinkingInfo(cbor: linking)) == nil {
             message.anomalies.append("the linking map is invalid (a Chromium desktop closes the tunnel)")
         }
         if recording.flow == .linked {
             message.details.append("(linking information in a linked session is ignored)")
+        }
+    }
+
+    /// A linking map's lines, indented, its link secret by size only.
+    static func linkingLines(_ linking: CBORValue) -> [String] {
+        CBORAnnotation.lines(linking, schema: .linking).map { line in
+            guard line.hasPrefix("3 (linkSecret)") else { return "  " + line }
+            let count = linking.mapValue?[3]?.bytesValue?.count ?? CBOR.encode(linking.mapValue?[3] ?? .null).count
+            return "  3 (linkSecret): \(count) secret bytes (not shown)"
         }
     }
 

@@ -1,4 +1,5 @@
 import CTAP2
+import Crypto
 import Foundation
 import HybridCore
 import HybridInspect
@@ -373,5 +374,48 @@ struct InspectorLoopbackTests {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         return encoder
+    }
+
+    /// A phone that sends its linking information in the post-handshake message (key 2), as some do,
+    /// in a recording made by hand: the link secret is in neither the text nor the JSON, not even
+    /// in part, whether key 2 holds a linking map or bytes.
+    @Test("linking information in the post-handshake message: the link secret appears nowhere in the inspection, not even 8 bytes of it", arguments: [true, false])
+    func postHandshakeLinkingIsHidden(asMap: Bool) throws {
+        let secret = (0..<32).map { UInt8(0xA0 &+ $0) }
+        let linking: CBORValue = [
+            1: .bytes([UInt8](repeating: 1, count: 16)), 2: .bytes([UInt8](repeating: 2, count: 16)), 3: .bytes(secret),
+            4: .bytes([UInt8](repeating: 4, count: 65)), 5: "Pixel", 6: .bytes([UInt8](repeating: 6, count: 32)),
+        ]
+        let getInfo = CBOR.encode(SoftwareAuthenticator.getInfo.cbor)
+        let postHandshake = CBOR.encode([1: .bytes(getInfo), 2: asMap ? linking : .bytes(CBOR.encode(linking)), 3: ["cable"]])
+        let desktopKey = P256.KeyAgreement.PrivateKey().publicKey.x963Representation
+        let phoneKey = P256.KeyAgreement.PrivateKey().publicKey.x963Representation
+        let keys = SessionKeys(
+            initiatorEphemeral: Array(desktopKey), handshakeHash: [UInt8](repeating: 9, count: 32),
+            initiatorToResponder: [UInt8](repeating: 7, count: 32), responderToInitiator: [UInt8](repeating: 8, count: 32))
+        var phone = Crypter(readKey: keys.initiatorToResponder, writeKey: keys.responderToInitiator)
+        let recording = TunnelRecording(
+            startMilliseconds: 0, flow: .qr, tunnelID: [UInt8](repeating: 3, count: 16), routingID: [1, 2, 3],
+            entries: [
+                .init(nanoseconds: 1, event: .message(.joinerToCreator, Array(desktopKey) + [UInt8](repeating: 0, count: 16))),
+                .init(nanoseconds: 2, event: .message(.creatorToJoiner, Array(phoneKey) + [UInt8](repeating: 0, count: 16))),
+                .init(nanoseconds: 3, event: .message(.creatorToJoiner, try phone.encrypt(postHandshake))),
+            ])
+        let inspection = Inspector.inspect(recording, keyLog: [keys])
+        let message = try #require(inspection.messages.last)
+        #expect(message.title == "post-handshake message")
+        #expect(message.payload == nil)
+        let text = SequenceDiagram.text(inspection) + message.details.joined(separator: "\n")
+        let json = String(decoding: try JSONEncoder().encode(inspection), as: UTF8.self)
+        for start in 0...(secret.count - 8) {
+            let piece = Hex.encode(Array(secret[start..<(start + 8)]))
+            #expect(!text.contains(piece) && !json.contains(piece), "8 bytes of the secret from \(start) are shown")
+        }
+        if asMap {
+            #expect(message.details.contains("  3 (linkSecret): 32 secret bytes (not shown)"), "\(message.details)")
+            #expect(message.details.contains("  5 (name): \"Pixel\""), "\(message.details)")
+        } else {
+            #expect(message.details.contains { $0.hasPrefix("2 (linking): ") && $0.hasSuffix("bytes, not a linking map (not shown)") })
+        }
     }
 }
