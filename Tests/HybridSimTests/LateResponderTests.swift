@@ -60,9 +60,11 @@ struct LateResponderTests {
 
     @Test("the user does not choose an account in time: the phone answers CTAP2_ERR_USER_ACTION_TIMEOUT before a desktop with the same timeout gives up; both sides time out, and the question is withdrawn")
     func unansweredChoiceIsAUserActionTimeout() async throws {
-        let rig = try await Rig.start(desktopTimeout: .seconds(3))
+        // Both 5 s, as with the CLI's shared default: the phone's margin is 0.5 s.
+        let rig = try await Rig.start(desktopTimeout: .seconds(5))
         defer { try? FileManager.default.removeItem(atPath: rig.home) }
         var phone = rig.phone
+        phone.timeout = .seconds(5)
         let withdrawn = Mutex(false)
         phone.chooseAccount = { _, _ in
             // A person who never answers: the wait ends only when the question is withdrawn.
@@ -76,7 +78,7 @@ struct LateResponderTests {
         }
         #expect(failure?.kind == .timeout)
         #expect(
-            failure?.message == "no account chosen for example.com within 2.7 s; answered CTAP2_ERR_USER_ACTION_TIMEOUT",
+            failure?.message == "no account chosen for example.com within 4.5 s; answered CTAP2_ERR_USER_ACTION_TIMEOUT",
             "\(String(describing: failure))")
         let desktopFailure = await rig.desktop.value
         #expect(desktopFailure?.kind == .timeout)

@@ -53,11 +53,22 @@ struct TerminalLinesTests {
         let lines = TerminalLines(read: keyboard.read)
         #expect(await lines.next(timeout: .milliseconds(10)) == nil)  // starts the reader
         keyboard.type("1")
-        try await keyboard.waitUntilTaken(1)
+        // Wait (a condition poll with a deadline) until the reader holds the line.
+        let deadline = ContinuousClock.now + .seconds(10)
+        while lines.bufferedCount < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
+        #expect(lines.bufferedCount == 1)
         lines.discardTyped()
         async let answer = lines.next(timeout: .seconds(10))
         keyboard.type("3")
         #expect(await answer == "3")
+    }
+
+    @Test("discarding what was typed flushes the terminal too: before the first question nothing reads it")
+    func discardFlushesTheTerminal() {
+        let flushed = Mutex(0)
+        let lines = TerminalLines(read: { nil }, flush: { flushed.withLock { $0 += 1 } })
+        lines.discardTyped()
+        #expect(flushed.withLock { $0 } == 1)
     }
 
     @Test("a withdrawn question (its task cancelled) ends at once, and the end of input ends every later one")
