@@ -44,6 +44,13 @@ struct RelayFloodClientTests {
         channel.embeddedEventLoop.advanceTime(by: .seconds(60))
         channel.isWritable = false
         for _ in 0..<1_000 { try Self.ping(channel) }
+        try channel.writeInbound(WebSocketFrame(fin: true, opcode: .ping, data: channel.allocator.buffer(bytes: [9, 9])))
+        #expect(try Self.pongsWritten(channel) == 0)
+        // Once it reads again, the latest ping alone is answered (RFC 6455 §5.5.3).
+        channel.isWritable = true
+        channel.pipeline.fireChannelWritabilityChanged()
+        let pong = try #require(try channel.readOutbound(as: WebSocketFrame.self))
+        #expect(pong.opcode == .pong && Array(pong.data.readableBytesView) == [9, 9])
         #expect(try Self.pongsWritten(channel) == 0)
         #expect(inbox.terminalError == nil, "pings alone do not end the tunnel")
         _ = try? channel.finish()

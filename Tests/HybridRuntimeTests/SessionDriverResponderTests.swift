@@ -61,4 +61,22 @@ import Testing
         #expect(error.code == .timeout)
         #expect(ContinuousClock.now - start < .seconds(10))
     }
+
+    @Test func aCancelledDriverStopsWaitingForItsResponderAtOnce() async throws {
+        // A harness shutting down, or an app embedding the phone, cancels the driver's task while
+        // the user still decides: the wait ends then, not at the 30 s deadline.
+        let asked = AsyncStream<Void>.makeStream()
+        let waiting = Task {
+            try await AuthenticatorDriver.answer([0x02], within: .seconds(30)) { _ in
+                asked.continuation.finish()
+                try? await Task.sleep(for: .seconds(30))  // the user still deciding, not a synchronisation
+                return [0x00]
+            }
+        }
+        for await _ in asked.stream {}
+        let start = ContinuousClock.now
+        waiting.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await waiting.value }
+        #expect(ContinuousClock.now - start < .seconds(10))
+    }
 }

@@ -11,11 +11,11 @@ import Testing
 @Suite("Desktop: a request too big for the relay", .timeLimit(.minutes(1)))
 struct DesktopRequestSizeTests {
     /// Registration options excluding `count` credentials of 16 bytes.
-    private static func options(excluding count: Int) throws -> String {
+    private static func options(excluding count: Int, displayName: String = "Zed") throws -> String {
         func id() -> String { Base64URL.encode(RandomSource.system.bytes(16)) }
         let document: [String: Any] = [
             "rp": ["id": "example.com", "name": "Example"],
-            "user": ["id": id(), "name": "zed", "displayName": "Zed"],
+            "user": ["id": id(), "name": "zed", "displayName": displayName],
             "challenge": Base64URL.encode(RandomSource.system.bytes(32)),
             "pubKeyCredParams": [["type": "public-key", "alg": -7]],
             "excludeCredentials": (0..<count).map { _ in ["type": "public-key", "id": id()] },
@@ -81,5 +81,22 @@ struct DesktopRequestSizeTests {
                 #expect(note == nil)
             }
         }
+    }
+
+    @Test("a request too big without any credential list is told to shorten the options, not to list fewer credentials")
+    func bigWithoutAList() async throws {
+        let path = try Self.options(excluding: 0, displayName: String(repeating: "z", count: 70_000))
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-big-\(UUID().uuidString)").path
+        defer {
+            try? FileManager.default.removeItem(atPath: path)
+            try? FileManager.default.removeItem(atPath: home)
+        }
+        var desktop = Self.configuration(options: path, home: home)
+        desktop.relay = .embedded(port: 0)
+        let failure = await #expect(throws: ProgramFailure.self) {
+            _ = try await DesktopProgram.run(desktop, output: .discarding) { _ in }
+        }
+        #expect(failure?.kind == .badInput)
+        #expect(failure?.message.hasSuffix("with 0 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): shorten the options (names, extensions)") == true, "\(String(describing: failure))")
     }
 }

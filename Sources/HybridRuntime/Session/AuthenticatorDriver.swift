@@ -244,7 +244,8 @@ private final class PendingResponse: Sendable {
 
     private struct State {
         var response: [UInt8]?
-        var expired: RuntimeError?
+        /// The deadline's timeout, or the driver's cancellation.
+        var expired: (any Error)?
         var waiter: CheckedContinuation<Event?, Never>?
         var watcher: Task<Void, Never>?
         var work: Task<Void, Never>?
@@ -274,9 +275,19 @@ private final class PendingResponse: Sendable {
     /// Waits for the response or the deadline (`nil`), or for `tunnel` to have something to read
     /// (``Event/incoming``).
     func next(watching tunnel: (any TunnelTransport)?) async -> Event? {
+        // A cancelled driver (a harness shutting down, an app embedding the phone) stops waiting
+        // for its user at once.
+        await withTaskCancellationHandler {
+            await wait(watching: tunnel)
+        } onCancel: {
+            settle { $0.expired = CancellationError() }
+        }
+    }
+
+    private func wait(watching tunnel: (any TunnelTransport)?) async -> Event? {
         await withCheckedContinuation { (continuation: CheckedContinuation<Event?, Never>) in
             let now = state.withLock { state -> Bool in
-                if state.response != nil || state.expired != nil { return true }
+                if state.response != nil || state.expired != nil || Task.isCancelled { return true }
                 state.waiter = continuation
                 guard let tunnel else { return false }
                 state.watcher = Task { [weak self] in
@@ -290,11 +301,12 @@ private final class PendingResponse: Sendable {
         }
     }
 
-    /// The response, once ``next(watching:)`` returned `nil`; throws the deadline's timeout.
+    /// The response, once ``next(watching:)`` returned `nil`; throws the deadline's timeout, or
+    /// `CancellationError` when the driver was cancelled.
     func response() throws -> [UInt8] {
         try state.withLock { state in
             if let response = state.response { return response }
-            throw state.expired ?? RuntimeError(.invalidState, "no response yet")
+            throw state.expired ?? (Task.isCancelled ? CancellationError() : RuntimeError(.invalidState, "no response yet"))
         }
     }
 

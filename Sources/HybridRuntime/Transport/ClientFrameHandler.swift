@@ -26,6 +26,8 @@ final class ClientFrameHandler: ChannelInboundHandler {
     private var state = State.open
     private var closeTimer: Scheduled<Void>?
     private var pongs = PongBudget()
+    /// The payload of the latest ping not answered (over the budget, or the relay not reading).
+    private var unansweredPing: ByteBuffer?
 
     /// Messages received and not yet read that end the tunnel when one more arrives.
     static let maxUnreadMessages = 32
@@ -138,9 +140,15 @@ final class ClientFrameHandler: ChannelInboundHandler {
             // As the relay does (Docs/RELAY.md, "Back-pressure and caps"): pongs within a budget, and
             // none queued while the relay is not reading, so a ping flood cannot grow memory
             // (RFC 6455 §5.5.3 lets an endpoint answer only the latest of several pings).
-            guard context.channel.isWritable, pongs.take(now: context.eventLoop.now) else { return }
-            let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .fresh(), data: frame.unmaskedData)
-            context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
+            // The latest ping not answered is kept (125 bytes at most) and answered once the relay
+            // reads again, so a keepalive that came while a big message was being written still
+            // gets its pong.
+            guard context.channel.isWritable, pongs.take(now: context.eventLoop.now) else {
+                unansweredPing = frame.unmaskedData
+                return
+            }
+            unansweredPing = nil
+            pong(frame.unmaskedData, context: context)
         case .pong:
             break
         case .connectionClose:
@@ -160,6 +168,19 @@ final class ClientFrameHandler: ChannelInboundHandler {
                 "the relay sent a frame with opcode \(UInt8(webSocketOpcode: frame.opcode)), which RFC 6455 does not define",
                 closeCode: .protocolError)
         }
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if case .open = state, context.channel.isWritable, let payload = unansweredPing, pongs.take(now: context.eventLoop.now) {
+            unansweredPing = nil
+            pong(payload, context: context)
+        }
+        context.fireChannelWritabilityChanged()
+    }
+
+    private func pong(_ payload: ByteBuffer, context: ChannelHandlerContext) {
+        let pong = WebSocketFrame(fin: true, opcode: .pong, maskKey: .fresh(), data: payload)
+        context.writeAndFlush(wrapOutboundOut(pong), promise: nil)
     }
 
     func channelInactive(context: ChannelHandlerContext) {

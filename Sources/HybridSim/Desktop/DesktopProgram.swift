@@ -421,18 +421,20 @@ struct Run {
         let size = ClientSession.encryptedSize(ofRequest: request)
         let limit = RelayConfiguration().maxMessageSize
         guard size > limit else { return }
-        let listed: String
+        let (count, list): (Int, String)
         switch ceremony.options {
-        case .registration(let options): listed = "\(options.excludeCredentials?.count ?? 0) excludeCredentials"
-        case .authentication: listed = "\(ceremony.allowCredentialIds.count) allowCredentials"
+        case .registration(let options): (count, list) = (options.excludeCredentials?.count ?? 0, "excludeCredentials")
+        case .authentication: (count, list) = (ceremony.allowCredentialIds.count, "allowCredentials")
         }
+        let listed = "\(count) \(list)"
+        let advice = count > 0 ? "list fewer credentials" : "shorten the options (names, extensions)"
         let what =
             "the \(ceremony.requestType == .makeCredential ? "makeCredential" : "getAssertion") request is \(size) bytes "
             + "encrypted (\(request.count) of CTAP2, with \(listed))"
         switch configuration.relay {
         case .embedded:
             throw ProgramFailure(
-                .badInput, "\(what), more than the embedded relay carries in one message (\(limit) bytes): list fewer credentials")
+                .badInput, "\(what), more than the embedded relay carries in one message (\(limit) bytes): \(advice)")
         case .external(let url):
             narrator.say(
                 "note: \(what); hybrid-sim relay carries at most \(limit) bytes a message unless started with a larger "
