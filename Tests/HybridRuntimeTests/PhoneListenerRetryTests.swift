@@ -24,10 +24,16 @@ struct PhoneListenerRetryTests {
         }
     }
 
-    static func listen(_ port: Int, limit: Duration, connectTimeout: Duration = .seconds(5), events: Events) async -> (any Error)? {
+    static func listen(
+        _ port: Int, limit: Duration, connectTimeout: Duration = .seconds(5), keepalive: Duration? = nil, events: Events
+    ) async -> (any Error)? {
         var configuration = PhoneListener.Configuration(
             relayURL: "ws://127.0.0.1:\(port)", listenToken: ListenToken(bytes: Array(repeating: 9, count: ListenToken.size))!)
         configuration.connectTimeout = connectTimeout
+        if let keepalive {
+            configuration.keepaliveAfter = keepalive
+            configuration.keepaliveAnswer = keepalive
+        }
         do {
             _ = try await PhoneListener.run(configuration, count: nil, limit: limit, events: events.handler) { _ in .answered }
             return nil
@@ -121,5 +127,32 @@ struct PhoneListenerRetryTests {
         #expect(drops.count == 1 && drops[0].contains("after the push channel opened; reconnecting with backoff"), "\(seen)")
         #expect(drops.first?.hasPrefix("unreachable (lost): ") == true, "\(seen)")
         await server.stop()
+    }
+
+    @Test("a push channel that goes silent without closing (a NAT entry dropped) gets a ping, and is opened again when nothing answers it")
+    func silentChannelIsNoticed() async throws {
+        // A 101, then nothing at all: no pong, no close.
+        let server = try await ScriptedHTTPServer.start { request in Array(ScriptedHTTPServer.switching(request).utf8) }
+        let events = Events()
+        let error = await Self.listen(server.port, limit: .seconds(3), keepalive: .milliseconds(300), events: events)
+        #expect((error as? RuntimeError)?.code == .timeout, "\(String(describing: error))")
+        let seen = events.all.withLock { $0 }
+        #expect(
+            seen.contains { $0.hasPrefix("unreachable (lost): the push channel went silent: nothing from the relay for ") },
+            "\(seen)")
+        #expect(server.receivedRequests.count >= 2, "the channel was opened again: \(server.receivedRequests.count) request(s)")
+        #expect(server.receivedAfterRequests.first == 0x89, "a ping (FIN, opcode 9) went out")
+        await server.stop()
+    }
+
+    @Test("a push channel whose relay answers the pings stays open, however long it is idle")
+    func answeredPingsKeepTheChannel() async throws {
+        try await withRelay { _, endpoint in
+            let events = Events()
+            let port = try #require(Int(endpoint.url.split(separator: ":").last ?? ""))
+            let error = await Self.listen(port, limit: .seconds(2), keepalive: .milliseconds(200), events: events)
+            #expect((error as? RuntimeError)?.code == .timeout, "\(String(describing: error))")
+            #expect(events.all.withLock { $0 } == ["listening"])
+        }
     }
 }

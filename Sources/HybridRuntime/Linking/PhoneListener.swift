@@ -39,6 +39,12 @@ public enum PhoneListener {
         /// channel and throws ``PhoneListener/ContactRevoked``, and the caller listens again under
         /// the new token, announcing this one as revoked. `nil`: never asked.
         public var isCurrent: (@Sendable () -> Bool)?
+        /// A push channel the relay has sent nothing on for this long gets a ping; default 30 s.
+        public var keepaliveAfter: Duration = .seconds(30)
+        /// A channel still silent this long after its ping is taken as lost (a connection a NAT or a
+        /// proxy dropped without closing it, which would otherwise leave the phone deaf for good)
+        /// and opened again; default 10 s.
+        public var keepaliveAnswer: Duration = .seconds(10)
 
         /// Listen at `relayURL` for the contact ID of `listenToken`.
         public init(relayURL: String, listenToken: ListenToken, revoked: [ListenToken] = []) {
@@ -207,6 +213,34 @@ public enum PhoneListener {
                 let tokens = unsent, relayURL = configuration.relayURL
                 sending = Task { await sendRevocations(tokens, relayURL: relayURL, within: .seconds(2), logger: logger) }
             }
+            /// Reports a channel that dropped (or went silent) and waits before the next attempt.
+            func lost(_ error: any Error) async throws {
+                // A channel that dropped soon after it opened is a relay or proxy that accepts
+                // and then closes: the backoff grows as for a refused connection, and the drop is
+                // reported for the first such channel only (not two lines every 100 ms).
+                let lived = ContinuousClock.now - opened
+                let pause: Duration
+                if lived < configuration.stableAfter {
+                    pause = min(backoff, max(remaining(), .zero))
+                    if !flapping {
+                        events(.unreachable(
+                            reason: "\(error) (\(lived.humanReadable) after the push channel opened; reconnecting with backoff, "
+                                + "reported again once a channel stays open \(configuration.stableAfter.humanReadable))",
+                            retryIn: pause, cause: .lost))
+                    }
+                    flapping = true
+                    backoff = min(backoff * 2, configuration.maxBackoff)
+                } else {
+                    // It had stayed up: whatever came before, this is a new outage.
+                    flapping = false
+                    backoff = configuration.initialBackoff
+                    pause = configuration.initialBackoff
+                    events(.unreachable(reason: "\(error)", retryIn: pause, cause: .lost))
+                }
+                try await Task.sleep(for: pause)
+            }
+            // When the keepalive ping went out, while no answer has come.
+            var pingSent: ContinuousClock.Instant?
             while count.map({ answered < $0 }) ?? true {
                 if configuration.isCurrent?() == false {
                     await refuseUnread(on: channel, events: events)
@@ -223,37 +257,35 @@ public enum PhoneListener {
                         await channel.close()
                         throw CancellationError()
                     }
-                    if remaining() > .zero { continue }
-                    await channel.close()
-                    throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero)
+                    guard remaining() > .zero else {
+                        await channel.close()
+                        throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero)
+                    }
+                    let silence = channel.silence
+                    if let sent = pingSent, silence < ContinuousClock.now - sent {
+                        pingSent = nil  // heard since the ping: alive
+                    }
+                    guard let sent = pingSent else {
+                        if silence >= configuration.keepaliveAfter {
+                            pingSent = .now
+                            try? await channel.ping()
+                        }
+                        continue
+                    }
+                    if ContinuousClock.now - sent < configuration.keepaliveAnswer { continue }
+                    // Gone without a word: no close handshake to wait for.
+                    await channel.abort()
+                    try await lost(RuntimeError(
+                        .timeout,
+                        "the push channel went silent: nothing from the relay for \(silence.humanReadable), not even the answer to a ping "
+                            + "(a connection a NAT or proxy dropped without closing it?)"))
+                    break
                 } catch let error as RuntimeError where Self.isReplacement(error) {
                     // Another listener holds this contact ID now (the same store listened twice):
                     // taking it back would knock that one off in turn, over and over.
                     throw Replaced(answered: answered)
                 } catch {
-                    // A channel that dropped soon after it opened is a relay or proxy that accepts
-                    // and then closes: the backoff grows as for a refused connection, and the drop is
-                    // reported for the first such channel only (not two lines every 100 ms).
-                    let lived = ContinuousClock.now - opened
-                    let pause: Duration
-                    if lived < configuration.stableAfter {
-                        pause = min(backoff, max(remaining(), .zero))
-                        if !flapping {
-                            events(.unreachable(
-                                reason: "\(error) (\(lived.humanReadable) after the push channel opened; reconnecting with backoff, "
-                                    + "reported again once a channel stays open \(configuration.stableAfter.humanReadable))",
-                                retryIn: pause, cause: .lost))
-                        }
-                        flapping = true
-                        backoff = min(backoff * 2, configuration.maxBackoff)
-                    } else {
-                        // It had stayed up: whatever came before, this is a new outage.
-                        flapping = false
-                        backoff = configuration.initialBackoff
-                        pause = configuration.initialBackoff
-                        events(.unreachable(reason: "\(error)", retryIn: pause, cause: .lost))
-                    }
-                    try await Task.sleep(for: pause)
+                    try await lost(error)
                     break
                 }
                 // Pushes that waited in this channel while the phone did not read (a process frozen,

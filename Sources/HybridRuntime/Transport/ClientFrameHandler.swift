@@ -111,6 +111,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let frame = unwrapInboundIn(data)
+        inbox.heard()
         switch state {
         case .closed:
             return

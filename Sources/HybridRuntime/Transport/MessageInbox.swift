@@ -26,6 +26,8 @@ final class MessageInbox<Element: Sendable>: Sendable {
 
     private let state = Mutex(State())
     private let timerLoop: EventLoop?
+    /// When the other end was last heard from (``heard()``), in `NIODeadline` uptime nanoseconds.
+    private let lastHeard = Atomic<UInt64>(NIODeadline.now().uptimeNanoseconds)
 
     /// An empty inbox; receive timeouts run on `timerLoop` when given (a WebSocket tunnel passes a
     /// loop of its group), otherwise on a sleeping task.
@@ -70,6 +72,16 @@ final class MessageInbox<Element: Sendable>: Sendable {
             waiter.timer.cancel()
             waiter.continuation.resume(throwing: error)
         }
+    }
+
+    /// Notes that the other end sent something (any frame, a pong included).
+    func heard() {
+        lastHeard.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
+    }
+
+    /// How long since the other end was last heard from (or since the inbox was made).
+    var silence: Duration {
+        .nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds &- lastHeard.load(ordering: .relaxed)))
     }
 
     /// The terminal error, once finished.

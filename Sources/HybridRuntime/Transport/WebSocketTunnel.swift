@@ -286,9 +286,24 @@ public final class WebSocketTunnel: TunnelTransport {
         timer.cancel()
     }
 
+    /// Closes the socket at once, without a closing handshake: for a connection known dead, whose
+    /// answer to a close frame would never come.
+    package func abort() async {
+        try? await channel.close().get()
+    }
+
     /// Test hook: writes one raw frame (e.g. a text frame or a fragment) to the relay.
     package func sendFrame(opcode: WebSocketOpcode, data: [UInt8], fin: Bool = true, masked: Bool = true) async throws {
         try await write(opcode: opcode, data: data, fin: fin, masked: masked)
+    }
+
+    /// How long since the relay last sent anything (a message, a ping, a pong): a connection that
+    /// stays silent after a ``ping()`` is gone without having said so (a NAT entry dropped).
+    package var silence: Duration { inbox.silence }
+
+    /// Sends a ping (empty); the relay's pong counts as hearing from it (``silence``).
+    package func ping() async throws {
+        try await write(opcode: .ping, data: [], fin: true, masked: true)
     }
 
     /// Messages received but not yet returned by ``receive(timeout:)``.
