@@ -8,7 +8,10 @@ import Synchronization
 /// (pending upgrades 503, connections per source address 429). The response is written as soon as
 /// the connection is active, then the write side is shut down (FIN) and what the client still sends
 /// is discarded until it closes; a timer drops the connection after the close timeout whatever the
-/// client does.
+/// client does. While more than ``Lingering/crowd`` refused connections wait so (a burst at the
+/// open-file limit, where each holds a descriptor the next accept needs), a new one is dropped
+/// ``Lingering/crowdedLinger`` after its answer instead: a burst of 400 silent clients at a
+/// 256-descriptor limit got 503s at 20 a second, most of them none before they gave up.
 /// `hybrid-sim rp` and `desktop --web` answer their own connections past their caps with it too (``ConnectionCap``).
 package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannelHandler {
     package typealias InboundIn = ByteBuffer
@@ -24,14 +27,36 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
     }
 
+    /// The refused connections of a process still waiting for their clients to close.
+    package final class Lingering: Sendable {
+        /// Past this many waiting, a new refusal waits only ``crowdedLinger``.
+        package static let crowd = 16
+        package static let crowdedLinger = Duration.milliseconds(100)
+        /// The process's count (every server in it refuses through it).
+        package static let shared = Lingering()
+
+        private let count = Atomic<Int>(0)
+
+        package init() {}
+
+        /// Counts one more; whether there were already more than ``crowd``.
+        func enter() -> Bool { count.add(1, ordering: .relaxed).newValue > Self.crowd }
+        func leave() { count.subtract(1, ordering: .relaxed) }
+        /// Refused connections waiting now.
+        package var waiting: Int { count.load(ordering: .relaxed) }
+    }
+
     private let response: String
     private let closeTimeout: Duration
+    private let lingering: Lingering
     private var answered = false
+    private var counted = false
     private var timer: Scheduled<Void>?
 
-    package init(response: String = OverCapacityHandler.response, closeTimeout: Duration) {
+    package init(response: String = OverCapacityHandler.response, closeTimeout: Duration, lingering: Lingering = .shared) {
         self.response = response
         self.closeTimeout = closeTimeout
+        self.lingering = lingering
     }
 
     package func handlerAdded(context: ChannelHandlerContext) {
@@ -46,8 +71,10 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
     private func answer(context: ChannelHandlerContext) {
         guard !answered else { return }
         answered = true
+        counted = true
+        let crowded = lingering.enter()
         let channel = context.channel
-        timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(closeTimeout)) {
+        timer = context.eventLoop.assumeIsolated().scheduleTask(in: TimeAmount(crowded ? min(closeTimeout, Lingering.crowdedLinger) : closeTimeout)) {
             channel.close(promise: nil)
         }
         let buffer = channel.allocator.buffer(string: response)
@@ -65,7 +92,18 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
 
     package func channelInactive(context: ChannelHandlerContext) {
         timer?.cancel()
+        leave()
         context.fireChannelInactive()
+    }
+
+    package func handlerRemoved(context: ChannelHandlerContext) {
+        leave()
+    }
+
+    private func leave() {
+        guard counted else { return }
+        counted = false
+        lingering.leave()
     }
 
     package func errorCaught(context: ChannelHandlerContext, error: Error) {
