@@ -25,14 +25,15 @@ struct PhoneListenerRetryTests {
     }
 
     static func listen(
-        _ port: Int, limit: Duration, connectTimeout: Duration = .seconds(5), keepalive: Duration? = nil, events: Events
+        _ port: Int, limit: Duration, connectTimeout: Duration = .seconds(5), keepalive: (after: Duration, answer: Duration)? = nil,
+        events: Events
     ) async -> (any Error)? {
         var configuration = PhoneListener.Configuration(
             relayURL: "ws://127.0.0.1:\(port)", listenToken: ListenToken(bytes: Array(repeating: 9, count: ListenToken.size))!)
         configuration.connectTimeout = connectTimeout
         if let keepalive {
-            configuration.keepaliveAfter = keepalive
-            configuration.keepaliveAnswer = keepalive
+            configuration.keepaliveAfter = keepalive.after
+            configuration.keepaliveAnswer = keepalive.answer
         }
         do {
             _ = try await PhoneListener.run(configuration, count: nil, limit: limit, events: events.handler) { _ in .answered }
@@ -134,7 +135,7 @@ struct PhoneListenerRetryTests {
         // A 101, then nothing at all: no pong, no close.
         let server = try await ScriptedHTTPServer.start { request in Array(ScriptedHTTPServer.switching(request).utf8) }
         let events = Events()
-        let error = await Self.listen(server.port, limit: .seconds(3), keepalive: .milliseconds(300), events: events)
+        let error = await Self.listen(server.port, limit: .seconds(3), keepalive: (.milliseconds(300), .milliseconds(300)), events: events)
         #expect((error as? RuntimeError)?.code == .timeout, "\(String(describing: error))")
         let seen = events.all.withLock { $0 }
         #expect(
@@ -150,7 +151,9 @@ struct PhoneListenerRetryTests {
         try await withRelay { _, endpoint in
             let events = Events()
             let port = try #require(Int(endpoint.url.split(separator: ":").last ?? ""))
-            let error = await Self.listen(port, limit: .seconds(2), keepalive: .milliseconds(200), events: events)
+            // A ping every quarter second or so, each with 2 s for its pong (not a race with the
+            // listener's 250 ms slices on a loaded machine); a ping with no pong would be a loss.
+            let error = await Self.listen(port, limit: .seconds(4), keepalive: (.milliseconds(200), .seconds(2)), events: events)
             #expect((error as? RuntimeError)?.code == .timeout, "\(String(describing: error))")
             #expect(events.all.withLock { $0 } == ["listening"])
         }

@@ -1,5 +1,6 @@
 import CTAP2
 import HybridCore
+import NIOCore
 import Logging
 
 /// Keeps a linked phone reachable: holds its push channel (`/cable/listen/{contact ID}`, proven with
@@ -239,8 +240,10 @@ public enum PhoneListener {
                 }
                 try await Task.sleep(for: pause)
             }
-            // When the keepalive ping went out, while no answer has come.
-            var pingSent: ContinuousClock.Instant?
+            // When the keepalive ping went out (NIO's clock, as the last-heard time), while no
+            // answer has come; and when the keepalive was last looked at.
+            var pingSent: NIODeadline?
+            var lastCheck = NIODeadline.now()
             while count.map({ answered < $0 }) ?? true {
                 if configuration.isCurrent?() == false {
                     await refuseUnread(on: channel, events: events)
@@ -261,18 +264,25 @@ public enum PhoneListener {
                         await channel.close()
                         throw RuntimeError.timeout("listening for contact requests", after: limit ?? .zero)
                     }
-                    let silence = channel.silence
-                    if let sent = pingSent, silence < ContinuousClock.now - sent {
+                    let now = NIODeadline.now()
+                    defer { lastCheck = now }
+                    if let sent = pingSent, channel.lastHeard > sent {
                         pingSent = nil  // heard since the ping: alive
                     }
+                    if pingSent != nil, now - lastCheck > .seconds(1) {
+                        // This process did not run for a while (frozen, starved): the answer may be
+                        // in the socket unread. Ask again rather than judge.
+                        pingSent = nil
+                    }
                     guard let sent = pingSent else {
-                        if silence >= configuration.keepaliveAfter {
-                            pingSent = .now
+                        if channel.silence >= configuration.keepaliveAfter {
+                            pingSent = now
                             try? await channel.ping()
                         }
                         continue
                     }
-                    if ContinuousClock.now - sent < configuration.keepaliveAnswer { continue }
+                    if now - sent < TimeAmount(configuration.keepaliveAnswer) { continue }
+                    let silence = channel.silence
                     // Gone without a word: no close handshake to wait for.
                     await channel.abort()
                     try await lost(RuntimeError(

@@ -79,9 +79,15 @@ final class MessageInbox<Element: Sendable>: Sendable {
         lastHeard.store(NIODeadline.now().uptimeNanoseconds, ordering: .relaxed)
     }
 
-    /// How long since the other end was last heard from (or since the inbox was made).
+    /// When the other end was last heard from (or the inbox was made).
+    var lastHeardAt: NIODeadline { .uptimeNanoseconds(lastHeard.load(ordering: .relaxed)) }
+
+    /// How long since the other end was last heard from (or since the inbox was made). The time is
+    /// read after the last-heard value, and a later one stored meanwhile counts as now.
     var silence: Duration {
-        .nanoseconds(Int64(NIODeadline.now().uptimeNanoseconds &- lastHeard.load(ordering: .relaxed)))
+        let last = lastHeard.load(ordering: .relaxed)
+        let now = NIODeadline.now().uptimeNanoseconds
+        return .nanoseconds(Int64(clamping: now > last ? now - last : 0))
     }
 
     /// The terminal error, once finished.

@@ -301,6 +301,9 @@ public final class WebSocketTunnel: TunnelTransport {
     /// stays silent after a ``ping()`` is gone without having said so (a NAT entry dropped).
     package var silence: Duration { inbox.silence }
 
+    /// When the relay last sent anything (NIO's clock).
+    package var lastHeard: NIODeadline { inbox.lastHeardAt }
+
     /// Sends a ping (empty); the relay's pong counts as hearing from it (``silence``).
     package func ping() async throws {
         try await write(opcode: .ping, data: [], fin: true, masked: true)
