@@ -15,7 +15,7 @@ struct OverCapacityLingerTests {
         let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(OverCapacityHandler(closeTimeout: .seconds(5), lingering: lingering))
+                    try channel.pipeline.syncOperations.addHandler(OverCapacityHandler(closeTimeout: .seconds(8), lingering: lingering))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -28,13 +28,13 @@ struct OverCapacityLingerTests {
             clients.append(fd)
             #expect(LoopbackSocket.receive(fd, until: "\r\n\r\n").hasPrefix("HTTP/1.1 503 Service Unavailable"))
         }
-        // Condition polls with deadlines: the 17th is dropped after 100 ms, the first 16 after 5 s.
-        let deadline = ContinuousClock.now + .seconds(3)
+        // Condition polls with deadlines: the 17th is dropped after 100 ms, the first 16 after 8 s.
+        let deadline = ContinuousClock.now + .seconds(6)
         while lingering.waiting > OverCapacityHandler.Lingering.crowd, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
         }
         #expect(lingering.waiting == OverCapacityHandler.Lingering.crowd)
-        let end = ContinuousClock.now + .seconds(10)
+        let end = ContinuousClock.now + .seconds(20)
         while lingering.waiting > 0, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(50)) }
         #expect(lingering.waiting == 0)
         try await server.close().get()

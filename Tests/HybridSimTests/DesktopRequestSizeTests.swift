@@ -52,7 +52,7 @@ struct DesktopRequestSizeTests {
         #expect(failure?.kind == .badInput)
         #expect(
             failure?.message
-                == "the makeCredential request is 111184 bytes encrypted (111152 of CTAP2, with 3000 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): list fewer credentials",
+                == "the makeCredential request is 111184 bytes encrypted (111152 of CTAP2, with 3000 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): list fewer credentials, or shorten the options (names, extensions)",
             "\(String(describing: failure))")
         #expect(!shown.withLock { $0 }, "no QR code was shown")
     }

@@ -8,7 +8,7 @@ import Testing
 /// `hybrid-sim relay`, the phone reads what other desktops do differently within the protocol's
 /// tolerance, and names what they do wrong with the documented exit status. Skipped without
 /// python3 and `cryptography` (Scripts/install-deps installs them; CI runs these tests).
-@Suite("End to end: an independent desktop written from the docs (processes)", .serialized, .timeLimit(.minutes(3)))
+@Suite("End to end: an independent desktop written from the docs (processes)", .serialized, .timeLimit(.minutes(5)))
 struct EndToEndIndependentDesktopTests {
     static let script = OptionsFixtures.directory.appendingPathComponent("independent_desktop.py").path
     static let vectors = EndToEndIndependentPhoneTests.vectors

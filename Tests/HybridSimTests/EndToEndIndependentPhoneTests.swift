@@ -9,7 +9,7 @@ import Testing
 /// protocol's tolerance and names what it does wrong, is checked here; its self test checks the
 /// published Vectors/ with a second implementation. Skipped without python3 and `cryptography`
 /// (Scripts/install-deps installs them; CI runs these tests).
-@Suite("End to end: an independent phone written from the docs (processes)", .serialized, .timeLimit(.minutes(3)))
+@Suite("End to end: an independent phone written from the docs (processes)", .serialized, .timeLimit(.minutes(5)))
 struct EndToEndIndependentPhoneTests {
     static let script = OptionsFixtures.directory.appendingPathComponent("independent_phone.py").path
     static let vectors = OptionsFixtures.directory

@@ -41,34 +41,19 @@ struct TerminalLinesTests {
         let keyboard = Keyboard()
         let lines = TerminalLines(read: keyboard.read)
         #expect(await lines.next(timeout: .milliseconds(50)) == nil)
-        lines.discardTyped()
         async let answer = lines.next(timeout: .seconds(10))
         keyboard.type("2")
         #expect(await answer == "2")
     }
 
-    @Test("a line typed while nothing is asked is dropped before the next question")
-    func lineTypedBetweenQuestionsIsDropped() async throws {
+    @Test("lines typed ahead answer the next questions in order, as a script feeding a terminal does")
+    func typedAheadAnswers() async throws {
         let keyboard = Keyboard()
         let lines = TerminalLines(read: keyboard.read)
-        #expect(await lines.next(timeout: .milliseconds(10)) == nil)  // starts the reader
-        keyboard.type("1")
-        // Wait (a condition poll with a deadline) until the reader holds the line.
-        let deadline = ContinuousClock.now + .seconds(10)
-        while lines.bufferedCount < 1, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(5)) }
-        #expect(lines.bufferedCount == 1)
-        lines.discardTyped()
-        async let answer = lines.next(timeout: .seconds(10))
-        keyboard.type("3")
-        #expect(await answer == "3")
-    }
-
-    @Test("discarding what was typed flushes the terminal too: before the first question nothing reads it")
-    func discardFlushesTheTerminal() {
-        let flushed = Mutex(0)
-        let lines = TerminalLines(read: { nil }, flush: { flushed.withLock { $0 += 1 } })
-        lines.discardTyped()
-        #expect(flushed.withLock { $0 } == 1)
+        keyboard.type("zed")
+        keyboard.type("2")
+        #expect(await lines.next(timeout: .seconds(10)) == "zed")
+        #expect(await lines.next(timeout: .seconds(10)) == "2")
     }
 
     @Test("a withdrawn question (its task cancelled) ends at once, and the end of input ends every later one")

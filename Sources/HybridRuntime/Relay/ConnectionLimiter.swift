@@ -8,7 +8,7 @@ import Synchronization
 /// (pending upgrades 503, connections per source address 429). The response is written as soon as
 /// the connection is active, then the write side is shut down (FIN) and what the client still sends
 /// is discarded until it closes; a timer drops the connection after the close timeout whatever the
-/// client does. While more than ``Lingering/crowd`` refused connections wait so (a burst at the
+/// client does. While ``Lingering/crowd`` refused connections already wait so (a burst at the
 /// open-file limit, where each holds a descriptor the next accept needs), a new one is dropped
 /// ``Lingering/crowdedLinger`` after its answer instead: a burst of 400 silent clients at a
 /// 256-descriptor limit got 503s at 20 a second, most of them none before they gave up.
@@ -29,7 +29,7 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
 
     /// The refused connections of a process still waiting for their clients to close.
     package final class Lingering: Sendable {
-        /// Past this many waiting, a new refusal waits only ``crowdedLinger``.
+        /// With this many already waiting, a new refusal waits only ``crowdedLinger``.
         package static let crowd = 16
         package static let crowdedLinger = Duration.milliseconds(100)
         /// The process's count (every server in it refuses through it).
@@ -39,7 +39,7 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
 
         package init() {}
 
-        /// Counts one more; whether there were already more than ``crowd``.
+        /// Counts one more; whether ``crowd`` or more were already waiting.
         func enter() -> Bool { count.add(1, ordering: .relaxed).newValue > Self.crowd }
         func leave() { count.subtract(1, ordering: .relaxed) }
         /// Refused connections waiting now.

@@ -26,7 +26,7 @@ final class ClientFrameHandler: ChannelInboundHandler {
     private var state = State.open
     private var closeTimer: Scheduled<Void>?
     private var pongs = PongBudget()
-    /// The payload of the latest ping not answered (over the budget, or the relay not reading).
+    /// The payload of the latest ping that came while the relay was not reading.
     private var unansweredPing: ByteBuffer?
 
     /// Messages received and not yet read that end the tunnel when one more arrives.
@@ -141,13 +141,15 @@ final class ClientFrameHandler: ChannelInboundHandler {
             // As the relay does (Docs/RELAY.md, "Back-pressure and caps"): pongs within a budget, and
             // none queued while the relay is not reading, so a ping flood cannot grow memory
             // (RFC 6455 §5.5.3 lets an endpoint answer only the latest of several pings).
-            // The latest ping not answered is kept (125 bytes at most) and answered once the relay
-            // reads again, so a keepalive that came while a big message was being written still
-            // gets its pong.
-            guard context.channel.isWritable, pongs.take(now: context.eventLoop.now) else {
-                unansweredPing = frame.unmaskedData
+            // The latest ping that came while the relay was not reading is kept (125 bytes at most,
+            // copied out of the read buffer) and answered once it reads again, so a keepalive that
+            // came while a big message was being written still gets its pong. One over the budget
+            // is not answered; the next within it is.
+            guard context.channel.isWritable else {
+                unansweredPing = context.channel.allocator.buffer(buffer: frame.unmaskedData)
                 return
             }
+            guard pongs.take(now: context.eventLoop.now) else { return }
             unansweredPing = nil
             pong(frame.unmaskedData, context: context)
         case .pong:

@@ -222,8 +222,6 @@ public enum PhoneProgram {
                     "  \(index + 1)) \(passkey.userName ?? Base64URL.encode(passkey.userID))\(display)"
                 )
             }
-            // A line typed before the question answers nothing.
-            TerminalLines.shared.discardTyped()
             output.standardError("sign in as which one? [1-\(accounts.count), empty to cancel]")
             // An answer that names none is asked again (three tries), not taken for a refusal.
             for attempt in 1...3 {

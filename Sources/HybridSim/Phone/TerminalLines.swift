@@ -6,14 +6,13 @@ import Synchronization
 /// One thread reads standard input for the life of the process (`readLine` blocks, and a blocked
 /// read cannot be taken back): a question that timed out or was withdrawn leaves no reader behind
 /// to swallow the answer to the next one, as a thread per question would in `phone --listen`.
-/// Lines typed while nothing is asked are dropped by ``discardTyped()`` before the next question.
+/// Lines typed ahead answer the next question, as for any terminal program: a script can feed its
+/// answers through a pseudo-terminal before the question is asked.
 final class TerminalLines: Sendable {
-    static let shared = TerminalLines(read: { Swift.readLine(strippingNewline: true) }, flush: { _ = tcflush(STDIN_FILENO, TCIFLUSH) })
+    static let shared = TerminalLines { Swift.readLine(strippingNewline: true) }
 
     /// Reads one line, blocking (`nil`: the end of input).
     private let read: @Sendable () -> String?
-    /// Drops what was typed and not read yet (the terminal's input queue).
-    private let flush: @Sendable () -> Void
 
     private struct Waiter {
         var id: UInt64
@@ -31,22 +30,10 @@ final class TerminalLines: Sendable {
     }
     private let state = Mutex(State())
 
-    /// Lines from `read`, called on a thread of their own from the first ``next(timeout:)``;
-    /// `flush` drops input not read yet.
-    init(read: @escaping @Sendable () -> String?, flush: @escaping @Sendable () -> Void = {}) {
+    /// Lines from `read`, called on a thread of their own from the first ``next(timeout:)``.
+    init(read: @escaping @Sendable () -> String?) {
         self.read = read
-        self.flush = flush
     }
-
-    /// Drops the lines typed so far and not taken: those the reader holds, and those still in the
-    /// terminal (before the first question nothing reads them).
-    func discardTyped() {
-        flush()
-        state.withLock { $0.lines.removeAll() }
-    }
-
-    /// Lines read and not taken yet.
-    var bufferedCount: Int { state.withLock { $0.lines.count } }
 
     /// The next line (without its line break), or `nil` at the end of input, after `timeout`, or
     /// when the calling task is cancelled. One caller at a time.
