@@ -248,11 +248,17 @@ private final class PendingResponse: Sendable {
         var expired: (any Error)?
         var waiter: CheckedContinuation<Event?, Never>?
         var watcher: Task<Void, Never>?
+        /// Starts the watcher: only a responder still busy after ``watchAfter`` (a person
+        /// deciding) needs one, so an answer that comes at once costs no task.
+        var watchTimer: DeadlineTimer?
         var work: Task<Void, Never>?
         var timer: DeadlineTimer?
         var cancelled = false
     }
     private let state = Mutex(State())
+
+    /// How long the responder may take before the tunnel is watched.
+    static let watchAfter = Duration.milliseconds(20)
 
     init(to request: [UInt8], within limit: Duration, respond: @escaping AuthenticatorDriver.Responder) {
         // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the deadline
@@ -290,14 +296,24 @@ private final class PendingResponse: Sendable {
                 if state.response != nil || state.expired != nil || Task.isCancelled { return true }
                 state.waiter = continuation
                 guard let tunnel else { return false }
-                state.watcher = Task { [weak self] in
-                    await tunnel.awaitIncoming()
-                    guard !Task.isCancelled else { return }
-                    self?.wake(with: .incoming)
+                state.watchTimer = DeadlineTimer.arm(after: Self.watchAfter, on: MultiThreadedEventLoopGroup.currentEventLoop) {
+                    [weak self] in self?.watch(tunnel)
                 }
                 return false
             }
             if now { continuation.resume(returning: nil) }
+        }
+    }
+
+    /// Starts watching `tunnel` if the driver still waits.
+    private func watch(_ tunnel: any TunnelTransport) {
+        state.withLock { state in
+            guard state.waiter != nil, state.watcher == nil else { return }
+            state.watcher = Task { [weak self] in
+                await tunnel.awaitIncoming()
+                guard !Task.isCancelled else { return }
+                self?.wake(with: .incoming)
+            }
         }
     }
 
@@ -312,27 +328,32 @@ private final class PendingResponse: Sendable {
 
     /// Cancels the responder, the deadline and the watcher. Idempotent.
     func cancel() {
-        let (timer, work, watcher) = state.withLock { state in
+        let (timer, work, watcher, watchTimer) = state.withLock { state in
             state.cancelled = true
-            return (state.timer, state.work, state.watcher)
+            return (state.timer, state.work, state.watcher, state.watchTimer)
         }
         timer?.cancel()
         work?.cancel()
         watcher?.cancel()
+        watchTimer?.cancel()
     }
 
     /// Records the response or the deadline (the first of them) and wakes the driver.
     private func settle(_ change: (inout State) -> Void) {
-        let (waiter, watcher, timer, work) = state.withLock { state in
+        let (waiter, watcher, timer, work, watchTimer) = state.withLock { state in
             guard state.response == nil, state.expired == nil else {
-                return (nil as CheckedContinuation<Event?, Never>?, nil as Task<Void, Never>?, nil as DeadlineTimer?, nil as Task<Void, Never>?)
+                return (
+                    nil as CheckedContinuation<Event?, Never>?, nil as Task<Void, Never>?, nil as DeadlineTimer?,
+                    nil as Task<Void, Never>?, nil as DeadlineTimer?
+                )
             }
             change(&state)
             let waiter = state.waiter
             state.waiter = nil
-            return (waiter, state.watcher.take(), state.timer, state.expired != nil ? state.work : nil)
+            return (waiter, state.watcher.take(), state.timer, state.expired != nil ? state.work : nil, state.watchTimer.take())
         }
         watcher?.cancel()
+        watchTimer?.cancel()
         timer?.cancel()
         work?.cancel()
         waiter?.resume(returning: nil)
@@ -341,6 +362,7 @@ private final class PendingResponse: Sendable {
     private func wake(with event: Event) {
         let waiter = state.withLock { state in
             state.watcher = nil
+            state.watchTimer = nil
             return state.waiter.take()
         }
         waiter?.resume(returning: event)
