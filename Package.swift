@@ -53,8 +53,8 @@ let package = Package(
         // MARK: Files the user names (POSIX, no dependencies)
 
         /// Whole-file reads with a size cap and a quiet limit for pipes, shared by QR input, option
-        /// files, recordings and the stores.
-        .target(name: "HybridFiles"),
+        /// files, recordings and the stores; child processes started with posix_spawn.
+        .target(name: "HybridFiles", dependencies: ["CHybridLinux"]),
 
         // MARK: QR codes (libqrencode + libzbar)
 
@@ -157,6 +157,7 @@ let package = Package(
             name: "HybridSimTests",
             dependencies: [
                 "HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridSimTestSupport", "HybridRuntime",
+                "HybridFiles",
             ],
             exclude: ["Fixtures"]
         ),

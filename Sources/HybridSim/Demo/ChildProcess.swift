@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import Synchronization
 
 /// A child process whose stdout and stderr arrive as lines, with a bounded wait for its exit.
@@ -10,7 +11,7 @@ final class ChildProcess: Sendable {
         case standardError(String)
     }
 
-    private let process: Process
+    private let process: ChildSpawn
     private let exitStatus = StatusBox()
 
     /// How a child ended: with an exit status, or killed by a signal (which Foundation reports as
@@ -44,15 +45,8 @@ final class ChildProcess: Sendable {
 
     /// Starts `executable` with `arguments` and `environment` added to this process's environment.
     init(executable: String, arguments: [String], environment: [String: String]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { _, new in new }
-        process.standardInput = FileHandle.nullDevice
         let out = Pipe()
         let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
         let (stream, continuation) = AsyncStream<Line>.makeStream()
         let open = Mutex(2)
         var flushes: [@Sendable () -> Void] = []
@@ -90,9 +84,12 @@ final class ChildProcess: Sendable {
         }
         let status = exitStatus
         let flushAll = flushes
-        process.terminationHandler = { finished in
-            let ending: Ending = finished.terminationReason == .uncaughtSignal
-                ? .killed(signal: finished.terminationStatus) : .exited(finished.terminationStatus)
+        let ended: @Sendable (ChildSpawn.Ending) -> Void = { end in
+            let ending: Ending
+            switch end {
+            case .exited(let code): ending = .exited(code)
+            case .killed(let signal): ending = .killed(signal: signal)
+            }
             status.value.withLock { $0 = ending }
             // Every wait is bounded: if a pipe never reaches its end after the child exited (its write
             // end inherited by another process), the lines end 2 s later (its reading thread stays
@@ -103,10 +100,21 @@ final class ChildProcess: Sendable {
                 continuation.finish()
             }
         }
+        // Stopped with the demo when a signal ends it. Started with posix_spawn, not Foundation's
+        // Process (`ChildSpawn` says why); the pipes' child ends are closed here once it runs.
+        defer {
+            try? out.fileHandleForWriting.close()
+            try? err.fileHandleForWriting.close()
+        }
+        let process = try RunningChildren.spawn {
+            try ChildSpawn(
+                executable: executable, arguments: arguments,
+                environment: ProcessInfo.processInfo.environment.merging(environment) { _, new in new },
+                input: nil, output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        }
+        process.onEnd(ended)
         self.process = process
         self.lines = stream
-        // Stopped with the demo when a signal ends it.
-        try RunningChildren.run(process)
     }
 
     /// How the child ended, once it has.
@@ -134,7 +142,7 @@ final class ChildProcess: Sendable {
         await Task.detached {
             let deadline = ContinuousClock.now + .seconds(2)
             while process.isRunning, ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(20)) }
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            process.signal(SIGKILL)
         }.value
         return true
     }
@@ -161,7 +169,7 @@ final class ChildProcess: Sendable {
     @discardableResult
     func terminate() -> Bool {
         guard process.isRunning else { return false }
-        process.terminate()
+        process.signal(SIGTERM)
         return true
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import Synchronization
 
 #if canImport(Glibc)
@@ -29,6 +30,20 @@ package enum RunningChildren {
             try process.run()
             state.pids.insert(process.processIdentifier)
         }
+    }
+
+    /// Starts a child with `start`, registered until it ends, as ``run(_:)`` does for a `Process`.
+    package static func spawn(_ start: () throws -> ChildSpawn) throws -> ChildSpawn {
+        let child = try state.withLock { state in
+            guard !state.stopping else { throw CancellationError() }
+            let child = try start()
+            state.pids.insert(child.pid)
+            return child
+        }
+        // Outside the lock: a child that has already ended is unregistered at once, on this thread.
+        let pid = child.pid
+        child.onEnd { _ in state.withLock { _ = $0.pids.remove(pid) } }
+        return child
     }
 
     /// Sends SIGTERM to every child still running (each ends with its own final line) and waits

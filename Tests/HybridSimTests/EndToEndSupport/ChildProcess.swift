@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import Synchronization
 import Testing
 
@@ -64,7 +65,9 @@ final class SharedText: Sendable {
 /// wait, and a kill on every way out (``terminate()`` is idempotent; call it in `defer`).
 final class ChildProcess {
     let name: String
-    private let process: Process
+    /// Started with posix_spawn rather than Foundation's `Process`, whose `run()` can crash on
+    /// Linux (`ChildSpawn` says why): these tests start hundreds of children.
+    private let process: ChildSpawn
     let standardOutput = SharedText()
     let standardError = SharedText()
 
@@ -90,33 +93,38 @@ final class ChildProcess {
         executable: URL? = nil, standardInput: Input = .none
     ) throws {
         self.name = name
-        let process = Process()
-        process.executableURL = try executable ?? HybridSimBinary.url()
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["HYBRID_SIM_HOME"] = home
         for (key, value) in extraEnvironment { environment[key] = value }
-        process.environment = environment
-        var pipedBytes: (Pipe, [UInt8])?
+        // `/usr/bin/env` as the executable looks its first argument up in PATH, as Process did.
+        let path = try (executable ?? HybridSimBinary.url()).path
+        var input: FileHandle?
+        var inputPipe: Pipe?
+        var pipedBytes: [UInt8]?
         switch standardInput {
-        case .none: process.standardInput = FileHandle.nullDevice
-        case .file(let path): process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
+        case .none: break
+        case .file(let file): input = try FileHandle(forReadingFrom: URL(fileURLWithPath: file))
         case .piped(let bytes):
-            let pipe = Pipe()
-            process.standardInput = pipe
-            pipedBytes = (pipe, bytes)
+            inputPipe = Pipe()
+            pipedBytes = bytes
         case .held:
-            let pipe = Pipe()
-            process.standardInput = pipe
-            heldInput = pipe.fileHandleForWriting
+            inputPipe = Pipe()
+            heldInput = inputPipe?.fileHandleForWriting
         }
         let out = Pipe()
         let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        self.process = process
-        try process.run()
-        if let (pipe, bytes) = pipedBytes {
+        defer {
+            // The child's ends, ours to close once it runs (or failed to start).
+            try? out.fileHandleForWriting.close()
+            try? err.fileHandleForWriting.close()
+            try? inputPipe?.fileHandleForReading.close()
+            try? input?.close()
+        }
+        process = try ChildSpawn(
+            executable: path, arguments: arguments, environment: environment,
+            input: inputPipe?.fileHandleForReading.fileDescriptor ?? input?.fileDescriptor,
+            output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        if let pipe = inputPipe, let bytes = pipedBytes {
             try pipe.fileHandleForWriting.write(contentsOf: Data(bytes))
             try pipe.fileHandleForWriting.close()
         }
@@ -140,15 +148,18 @@ final class ChildProcess {
 
     /// Whether the process ended by a signal's default action (``waitForExit(timeout:)`` then
     /// returns the signal's number).
-    var endedBySignal: Bool { !process.isRunning && process.terminationReason == .uncaughtSignal }
+    var endedBySignal: Bool {
+        if case .killed = process.ended { return true }
+        return false
+    }
 
     /// The child's process ID.
-    var processIdentifier: Int32 { process.processIdentifier }
+    var processIdentifier: Int32 { process.pid }
 
     /// The IDs of this child's own children whose command line contains `argument` (read from
     /// `/proc`; Linux).
     func children(withArgument argument: String) -> [Int32] {
-        let parent = process.processIdentifier
+        let parent = process.pid
         let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
         return entries.compactMap { Int32($0) }.filter { pid in
             guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
@@ -203,19 +214,22 @@ final class ChildProcess {
         while !(standardOutput.isClosed && standardError.isClosed), ContinuousClock.now < drained {
             try await Task.sleep(for: .milliseconds(10))
         }
-        return process.terminationStatus
+        switch process.ended {
+        case .exited(let status): return status
+        case .killed(let signal): return signal
+        case nil: return -1
+        }
     }
 
     /// Sends `number` (e.g. SIGINT) to the process.
     func signal(_ number: Int32) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, number)
+        process.signal(number)
     }
 
     /// SIGTERM, then SIGKILL if it is still running after 1 s. Idempotent.
     func terminate() {
         guard process.isRunning else { return }
-        let pid = process.processIdentifier
+        let pid = process.pid
         kill(pid, SIGTERM)
         let deadline = Date().addingTimeInterval(1)
         while process.isRunning, Date() < deadline { usleep(10_000) }
