@@ -15,8 +15,9 @@ struct PhoneCommand: AsyncParsableCommand {
             the terminal art), opens a tunnel at the relay, advertises to the desktop's proximity \
             scanner, answers its makeCredential or getAssertion with the passkeys in --store (saving new \
             and updated ones) and exits 0 once the desktop has closed the transaction. Progress goes to \
-            stderr. Exit status: 0 answered, 1 other failure, 2 bad input (QR code, store), 3 the \
-            desktop did not connect in time or no account was chosen in time, 4 refused (--deny, no passkey, no account chosen), \
+            stderr. Exit status: 0 answered, 1 other failure, 2 bad input (QR code, store), 3 timeout \
+            (the desktop did not connect or send its request in time, no account was chosen in time, --listen-timeout), \
+            4 refused (--deny, no passkey, no account chosen), \
             6 relay or network, 7 protocol error, 64 bad command line, 130/143 interrupted (SIGINT/SIGTERM; a --listen phone exits 0). --listen instead answers \
             desktops that contact this phone through a link (no QR code); --unlink revokes every \
             link (Docs/LINKING.md). See Docs/CLI.md.

@@ -52,7 +52,7 @@ struct DesktopRequestSizeTests {
         #expect(failure?.kind == .badInput)
         #expect(
             failure?.message
-                == "the makeCredential request is 111184 bytes encrypted (111152 of CTAP2, with 3000 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): list fewer credentials, or shorten the options (names, extensions)",
+                == "the makeCredential request is 111184 bytes encrypted (111152 of CTAP2, with 3000 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): list fewer credentials, or shorten the options (user and relying-party names, display names)",
             "\(String(describing: failure))")
         #expect(!shown.withLock { $0 }, "no QR code was shown")
     }
@@ -97,6 +97,6 @@ struct DesktopRequestSizeTests {
             _ = try await DesktopProgram.run(desktop, output: .discarding) { _ in }
         }
         #expect(failure?.kind == .badInput)
-        #expect(failure?.message.hasSuffix("with 0 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): shorten the options (names, extensions)") == true, "\(String(describing: failure))")
+        #expect(failure?.message.hasSuffix("with 0 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): shorten the options (user and relying-party names, display names)") == true, "\(String(describing: failure))")
     }
 }

@@ -427,7 +427,7 @@ struct Run {
         case .authentication: (count, list) = (ceremony.allowCredentialIds.count, "allowCredentials")
         }
         let listed = "\(count) \(list)"
-        let advice = count > 0 ? "list fewer credentials, or shorten the options (names, extensions)" : "shorten the options (names, extensions)"
+        let advice = count > 0 ? "list fewer credentials, or shorten the options (user and relying-party names, display names)" : "shorten the options (user and relying-party names, display names)"
         let what =
             "the \(ceremony.requestType == .makeCredential ? "makeCredential" : "getAssertion") request is \(size) bytes "
             + "encrypted (\(request.count) of CTAP2, with \(listed))"
