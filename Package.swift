@@ -50,7 +50,7 @@ let package = Package(
             dependencies: ["HybridCore", "CTAP2", .product(name: "Crypto", package: "swift-crypto")]
         ),
 
-        // MARK: Files the user names (POSIX, no dependencies)
+        // MARK: Files the user names, and child processes (POSIX; CHybridLinux for a glibc call)
 
         /// Whole-file reads with a size cap and a quiet limit for pipes, shared by QR input, option
         /// files, recordings and the stores; child processes started with posix_spawn.

@@ -16,14 +16,7 @@ struct EndToEndIndependentPhoneTests {
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Vectors").path
 
     static let available: Bool = {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", "-c", "import cryptography"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        (try? ChildProcess.run("/usr/bin/env", ["python3", "-c", "import cryptography"]).status) == 0
     }()
 
     /// One ceremony: the desktop with `arguments`, the independent phone with `deviations`;

@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import HybridCore
 import HybridRuntime
 import HybridSim
@@ -21,12 +22,10 @@ struct EndToEndRelayClusterTests {
     /// Runs `Scripts/relay-cluster ARGUMENTS` to the end (30 s at most) with `binary` as its
     /// `HYBRID_SIM` (the built one by default); returns status and stdout+stderr.
     static func cluster(_ arguments: [String], binary: String? = nil) throws -> (Int32, String) {
-        let process = Process()
-        process.executableURL = root.appendingPathComponent("Scripts/relay-cluster")
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         environment["HYBRID_SIM"] = try binary ?? HybridSimBinary.url().path
-        process.environment = environment
+        // Into a file, not a pipe: the relays and nginx it starts in the background may keep a
+        // copy of the descriptor, and a pipe would then not end when the script does.
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("cluster-\(UUID().uuidString).log")
         _ = FileManager.default.createFile(atPath: output.path, contents: nil)
         let handle = try FileHandle(forWritingTo: output)
@@ -34,17 +33,23 @@ struct EndToEndRelayClusterTests {
             try? handle.close()
             try? FileManager.default.removeItem(at: output)
         }
-        process.standardOutput = handle
-        process.standardError = handle
-        try process.run()
-        let deadline = Date().addingTimeInterval(30)
-        while process.isRunning, Date() < deadline { usleep(20_000) }
+        let process = try ChildSpawn(
+            executable: root.appendingPathComponent("Scripts/relay-cluster").path, arguments: arguments, environment: environment,
+            input: nil, output: handle.fileDescriptor, error: handle.fileDescriptor)
+        let deadline = ContinuousClock.now + .seconds(30)
+        while process.isRunning, ContinuousClock.now < deadline { usleep(20_000) }
         if process.isRunning {
-            process.terminate()
+            process.signal(SIGTERM)
             let printed = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             throw ChildProcessError("relay-cluster \(arguments.first ?? "") did not finish within 30 s:\n\(printed)")
         }
-        return (process.terminationStatus, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+        let status: Int32
+        switch process.ended {
+        case .exited(let code): status = code
+        case .killed(let signal): status = 128 + signal
+        case .unknown, nil: status = -1
+        }
+        return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }
 
     /// Whether nginx is there; records why the test cannot run when it is not.
@@ -245,20 +250,14 @@ struct EndToEndRelayClusterTests {
         let directory = lab.file("cluster")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // Another relay-cluster command holding the directory's lock (flock(1) holds it while sleep runs).
-        let holder = Process()
-        holder.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-        holder.arguments = [directory + "/.lock", "sleep", "20"]
-        try holder.run()
-        defer { if holder.isRunning { holder.terminate() } }
+        let holder = try ChildSpawn(
+            executable: "/usr/bin/flock", arguments: [directory + "/.lock", "sleep", "20"],
+            environment: ProcessInfo.processInfo.environment, input: nil, output: nil, error: nil)
+        defer { holder.signal(SIGTERM) }
         // Until the holder has the lock (no fixed pause: a cold machine may take longer to start flock).
         let held = ContinuousClock.now + .seconds(10)
         while ContinuousClock.now < held {
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: "/usr/bin/flock")
-            probe.arguments = ["-n", directory + "/.lock", "true"]
-            try probe.run()
-            probe.waitUntilExit()
-            if probe.terminationStatus != 0 { break }
+            if try ChildProcess.run("/usr/bin/flock", ["-n", directory + "/.lock", "true"]).status != 0 { break }
             usleep(20_000)
         }
         for command in [["start", "--instances", "1", "--port", "\(try EndToEndLab.closedPort())"], ["stop"], ["restart", "0"]] {
@@ -465,18 +464,17 @@ struct EndToEndRelayClusterTests {
         let directory = lab.file("cluster")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         // A process that is not the cluster's, under the pids a dead cluster's files would name.
-        let bystander = Process()
-        bystander.executableURL = URL(fileURLWithPath: "/bin/sleep")
-        bystander.arguments = ["30"]
-        try bystander.run()
-        defer { if bystander.isRunning { bystander.terminate() } }
+        let bystander = try ChildSpawn(
+            executable: "/bin/sleep", arguments: ["30"], environment: ProcessInfo.processInfo.environment,
+            input: nil, output: nil, error: nil)
+        defer { bystander.signal(SIGTERM) }
         for name in ["relay-0.pid", "nginx.pid"] {
-            try "\(bystander.processIdentifier)\n".write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
+            try "\(bystander.pid)\n".write(toFile: directory + "/" + name, atomically: true, encoding: .utf8)
         }
         let (status, output) = try Self.cluster(["stop", "--dir", directory])
         #expect(status == 0, "\(output)")
         #expect(bystander.isRunning, "stop signalled a process it did not start: \(output)")
-        #expect(output.contains("relay-0.pid names pid \(bystander.processIdentifier), which is not this cluster's process any more; left alone"), "\(output)")
+        #expect(output.contains("relay-0.pid names pid \(bystander.pid), which is not this cluster's process any more; left alone"), "\(output)")
         #expect(output.contains("nginx.pid names pid"), "\(output)")
         let left = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         #expect(!left.contains { $0.hasSuffix(".pid") }, "stale pid files removed: \(left)")

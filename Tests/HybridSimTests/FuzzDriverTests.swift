@@ -8,18 +8,10 @@ import Testing
 struct FuzzDriverTests {
     private static func run(_ arguments: [String], environment: [String: String]) throws -> (Int32, String) {
         let binary = try HybridSimBinary.url().deletingLastPathComponent().appendingPathComponent("hybrid-fuzz")
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = arguments
-        process.environment = ProcessInfo.processInfo.environment.filter { $0.key != "HYBRID_FUZZ_TARGET" }
-            .merging(environment) { $1 }
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        try process.run()
-        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, text)
+        let run = try ChildProcess.run(
+            binary.path, arguments,
+            environment: ProcessInfo.processInfo.environment.filter { $0.key != "HYBRID_FUZZ_TARGET" }.merging(environment) { $1 })
+        return (run.status, run.output + run.error)
     }
 
     private static let corpus = URL(fileURLWithPath: #filePath)

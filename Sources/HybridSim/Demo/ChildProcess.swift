@@ -89,6 +89,7 @@ final class ChildProcess: Sendable {
             switch end {
             case .exited(let code): ending = .exited(code)
             case .killed(let signal): ending = .killed(signal: signal)
+            case .unknown: ending = .exited(1)  // its end could not be learned: "anything else"
             }
             status.value.withLock { $0 = ending }
             // Every wait is bounded: if a pipe never reaches its end after the child exited (its write

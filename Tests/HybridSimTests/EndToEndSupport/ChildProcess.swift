@@ -113,23 +113,79 @@ final class ChildProcess {
         }
         let out = Pipe()
         let err = Pipe()
-        defer {
-            // The child's ends, ours to close once it runs (or failed to start).
+        /// The child's ends, ours to close once it runs (or failed to start).
+        func closeChildEnds() {
             try? out.fileHandleForWriting.close()
             try? err.fileHandleForWriting.close()
             try? inputPipe?.fileHandleForReading.close()
             try? input?.close()
         }
-        process = try ChildSpawn(
-            executable: path, arguments: arguments, environment: environment,
-            input: inputPipe?.fileHandleForReading.fileDescriptor ?? input?.fileDescriptor,
-            output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
-        if let pipe = inputPipe, let bytes = pipedBytes {
-            try pipe.fileHandleForWriting.write(contentsOf: Data(bytes))
-            try pipe.fileHandleForWriting.close()
+        do {
+            process = try ChildSpawn(
+                executable: path, arguments: arguments, environment: environment,
+                input: inputPipe?.fileHandleForReading.fileDescriptor ?? input?.fileDescriptor,
+                output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        } catch {
+            closeChildEnds()
+            throw error
         }
+        closeChildEnds()
+        // The readers first, so a child that writes before it reads cannot block the write below.
         Self.drain(out.fileHandleForReading, into: standardOutput)
         Self.drain(err.fileHandleForReading, into: standardError)
+        if let pipe = inputPipe, let bytes = pipedBytes {
+            let writer = pipe.fileHandleForWriting
+            Thread.detachNewThread {
+                try? writer.write(contentsOf: Data(bytes))
+                try? writer.close()
+            }
+        }
+    }
+
+    /// Runs `executable` with `arguments` to its end (at most `timeout`, then SIGKILL), `input`
+    /// on its standard input: for the short helper programs tests run (`flock`, a Python verifier).
+    static func run(
+        _ executable: String, _ arguments: [String], input: [UInt8]? = nil,
+        environment: [String: String] = ProcessInfo.processInfo.environment, timeout: Duration = .seconds(30)
+    ) throws -> (status: Int32, output: String, error: String, timedOut: Bool) {
+        let out = Pipe(), err = Pipe(), stdin = Pipe()
+        let child: ChildSpawn
+        do {
+            defer {
+                try? out.fileHandleForWriting.close()
+                try? err.fileHandleForWriting.close()
+                try? stdin.fileHandleForReading.close()
+            }
+            child = try ChildSpawn(
+                executable: executable, arguments: arguments, environment: environment,
+                input: input == nil ? nil : stdin.fileHandleForReading.fileDescriptor,
+                output: out.fileHandleForWriting.fileDescriptor, error: err.fileHandleForWriting.fileDescriptor)
+        }
+        let (output, error) = (SharedText(), SharedText())
+        drain(out.fileHandleForReading, into: output)
+        drain(err.fileHandleForReading, into: error)
+        let writer = stdin.fileHandleForWriting
+        if let input {
+            Thread.detachNewThread {
+                try? writer.write(contentsOf: Data(input))
+                try? writer.close()
+            }
+        } else {
+            try? writer.close()
+        }
+        let deadline = ContinuousClock.now + timeout
+        while child.isRunning, ContinuousClock.now < deadline { usleep(5_000) }
+        let timedOut = child.isRunning
+        if timedOut { child.signal(SIGKILL) }
+        let drained = ContinuousClock.now + .seconds(5)
+        while !(output.isClosed && error.isClosed) || child.isRunning, ContinuousClock.now < drained { usleep(5_000) }
+        let status: Int32
+        switch child.ended {
+        case .exited(let code): status = code
+        case .killed(let signal): status = 128 + signal
+        case .unknown, nil: status = -1
+        }
+        return (status, output.text, error.text, timedOut)
     }
 
     /// Reads a pipe to its end on a thread of its own.
@@ -217,7 +273,7 @@ final class ChildProcess {
         switch process.ended {
         case .exited(let status): return status
         case .killed(let signal): return signal
-        case nil: return -1
+        case .unknown, nil: return -1
         }
     }
 
@@ -229,11 +285,10 @@ final class ChildProcess {
     /// SIGTERM, then SIGKILL if it is still running after 1 s. Idempotent.
     func terminate() {
         guard process.isRunning else { return }
-        let pid = process.pid
-        kill(pid, SIGTERM)
+        process.signal(SIGTERM)
         let deadline = Date().addingTimeInterval(1)
         while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(pid, SIGKILL) }
+        process.signal(SIGKILL)
     }
 
     /// Everything it printed, for failure messages.

@@ -23,20 +23,8 @@ enum PyWebAuthn {
     }
 
     private static func run(_ arguments: [String], input: Data) throws -> (status: Int32, output: String, error: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3"] + arguments
-        let stdin = Pipe(), stdout = Pipe(), stderr = Pipe()
-        process.standardInput = stdin
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        stdin.fileHandleForWriting.write(input)
-        try stdin.fileHandleForWriting.close()
-        let output = stdout.fileHandleForReading.readDataToEndOfFile()
-        let error = stderr.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self), String(decoding: error, as: UTF8.self))
+        let run = try ChildProcess.run("/usr/bin/env", ["python3"] + arguments, input: Array(input), timeout: .seconds(60))
+        return (run.status, run.output, run.error)
     }
 }
 
