@@ -136,7 +136,9 @@ let package = Package(
         ),
         .testTarget(
             name: "HybridQRTests",
-            dependencies: ["HybridQR", "HybridCore", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")],
+            dependencies: [
+                "HybridQR", "HybridCore", "HybridFiles", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+            ],
             exclude: ["Captures"]  // real tmux captures, read via #filePath
         ),
         .testTarget(

@@ -1,5 +1,6 @@
 import Foundation
 import HybridCore
+import HybridFiles
 import HybridQR
 import Testing
 
@@ -11,18 +12,22 @@ struct IndependentDecoderTests {
     static let zxingReader = "/usr/bin/ZXingReader"
 
     /// Runs `ZXingReader -format QRCode -bytes <png>` and returns what it printed: exactly the
-    /// symbol's bytes, nothing else.
+    /// symbol's bytes, nothing else. Started with `ChildSpawn`, not Foundation's `Process`, whose
+    /// `run()` can crash on Linux (Docs/ROBUSTNESS.md): this test starts the reader 20 times.
     private func zxingDecode(_ path: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.zxingReader)
-        process.arguments = ["-format", "QRCode", "-bytes", path]
         let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        let reader: ChildSpawn
+        do {
+            defer { try? output.fileHandleForWriting.close() }
+            reader = try ChildSpawn(
+                executable: Self.zxingReader, arguments: ["-format", "QRCode", "-bytes", path],
+                environment: ProcessInfo.processInfo.environment, input: nil,
+                output: output.fileHandleForWriting.fileDescriptor, error: nil)
+        }
         let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "ZXingReader exit status for \(path)")
+        let deadline = ContinuousClock.now + .seconds(10)
+        while reader.isRunning, ContinuousClock.now < deadline { usleep(2_000) }
+        #expect(reader.ended == .exited(0), "ZXingReader exit status for \(path)")
         return String(decoding: data, as: UTF8.self)
     }
 
