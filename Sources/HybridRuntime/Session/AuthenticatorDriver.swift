@@ -133,7 +133,7 @@ public enum AuthenticatorDriver {
                             defer { pending.cancel() }
                             // While the user decides, what the desktop sends is read as it comes:
                             // its shutdown or its leaving withdraws the question at once.
-                            while case .incoming? = await pending.next(watching: tunnel) {
+                            while await pending.wait(watching: tunnel) {
                                 try await Self.checkStillWanted(&session, tunnel: tunnel)
                             }
                             return try pending.response()
@@ -180,12 +180,17 @@ public enum AuthenticatorDriver {
     /// is not sent, as Chromium's phone sends none (`v2_authenticator.cc`: the tunnel's end before
     /// the transaction is done is `EOF_WHILE_PROCESSING`). Anything else keeps its usual meaning (an
     /// update message is ignored; a second request is refused by the session).
+    /// Returns whether any message was there.
+    @discardableResult
     static func checkNotEnded<Session: AuthenticatorTransaction>(
         _ session: inout Session, tunnel: any TunnelTransport
-    ) throws {
+    ) throws -> Bool {
+        var read = false
         while let early = tunnel.receiveIfReady() {
-            try read(early, into: &session)
+            try Self.read(early, into: &session)
+            read = true
         }
+        return read
     }
 
     /// Runs the responder with a deadline, watching nothing else: on timeout the responder's task is
@@ -193,7 +198,7 @@ public enum AuthenticatorDriver {
     package static func answer(_ request: [UInt8], within limit: Duration, respond: @escaping Responder) async throws -> [UInt8] {
         let pending = PendingResponse(to: request, within: limit, respond: respond)
         defer { pending.cancel() }
-        _ = await pending.next(watching: nil)
+        _ = await pending.wait(watching: nil)
         return try pending.response()
     }
 
@@ -203,12 +208,7 @@ public enum AuthenticatorDriver {
     static func checkStillWanted<Session: AuthenticatorTransaction>(
         _ session: inout Session, tunnel: any TunnelTransport
     ) async throws {
-        var read = false
-        while let early = tunnel.receiveIfReady() {
-            try Self.read(early, into: &session)
-            read = true
-        }
-        guard !read else { return }
+        guard try !checkNotEnded(&session, tunnel: tunnel) else { return }
         do {
             // Returns at once: the end (thrown), or a message that came just now.
             let message = try await tunnel.receive(timeout: .milliseconds(1))
@@ -240,20 +240,20 @@ public enum AuthenticatorDriver {
 /// responder's task is cancelled and the driver moves on at once (an uncooperative responder cannot
 /// hold the phone open).
 private final class PendingResponse: Sendable {
-    enum Event { case incoming }
-
     private struct State {
         var response: [UInt8]?
         /// The deadline's timeout, or the driver's cancellation.
         var expired: (any Error)?
-        var waiter: CheckedContinuation<Event?, Never>?
+        /// The driver, while it waits: resumed with `true` when the tunnel has something to read.
+        var waiter: CheckedContinuation<Bool, Never>?
         var watcher: Task<Void, Never>?
         /// Starts the watcher: only a responder still busy after ``watchAfter`` (a person
         /// deciding) needs one, so an answer that comes at once costs no task.
         var watchTimer: DeadlineTimer?
         var work: Task<Void, Never>?
         var timer: DeadlineTimer?
-        var cancelled = false
+
+        var settled: Bool { response != nil || expired != nil }
     }
     private let state = Mutex(State())
 
@@ -270,38 +270,35 @@ private final class PendingResponse: Sendable {
             let response = await respond(request)
             self?.settle { $0.response = response }
         }
-        let late = state.withLock { state -> Bool in
+        let settled = state.withLock { state -> Bool in
             state.timer = timer
             state.work = work
-            return state.cancelled
+            return state.settled
         }
-        if late { cancel() }
+        // A deadline that passed before the tasks were stored could not stop them.
+        if settled { cancel() }
     }
 
-    /// Waits for the response or the deadline (`nil`), or for `tunnel` to have something to read
-    /// (``Event/incoming``).
-    func next(watching tunnel: (any TunnelTransport)?) async -> Event? {
+    /// Waits for the response or the deadline (`false`), or for `tunnel` to have something to read
+    /// (`true`; then call again to go on waiting).
+    func wait(watching tunnel: (any TunnelTransport)?) async -> Bool {
         // A cancelled driver (a harness shutting down, an app embedding the phone) stops waiting
         // for its user at once.
         await withTaskCancellationHandler {
-            await wait(watching: tunnel)
+            await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+                let now = state.withLock { state -> Bool in
+                    if state.settled || Task.isCancelled { return true }
+                    state.waiter = continuation
+                    guard let tunnel else { return false }
+                    state.watchTimer = DeadlineTimer.arm(after: Self.watchAfter, on: MultiThreadedEventLoopGroup.currentEventLoop) {
+                        [weak self] in self?.watch(tunnel)
+                    }
+                    return false
+                }
+                if now { continuation.resume(returning: false) }
+            }
         } onCancel: {
             settle { $0.expired = CancellationError() }
-        }
-    }
-
-    private func wait(watching tunnel: (any TunnelTransport)?) async -> Event? {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Event?, Never>) in
-            let now = state.withLock { state -> Bool in
-                if state.response != nil || state.expired != nil || Task.isCancelled { return true }
-                state.waiter = continuation
-                guard let tunnel else { return false }
-                state.watchTimer = DeadlineTimer.arm(after: Self.watchAfter, on: MultiThreadedEventLoopGroup.currentEventLoop) {
-                    [weak self] in self?.watch(tunnel)
-                }
-                return false
-            }
-            if now { continuation.resume(returning: nil) }
         }
     }
 
@@ -311,13 +308,18 @@ private final class PendingResponse: Sendable {
             guard state.waiter != nil, state.watcher == nil else { return }
             state.watcher = Task { [weak self] in
                 await tunnel.awaitIncoming()
-                guard !Task.isCancelled else { return }
-                self?.wake(with: .incoming)
+                guard !Task.isCancelled, let self else { return }
+                let waiter = self.state.withLock { state in
+                    state.watcher = nil
+                    state.watchTimer = nil
+                    return state.waiter.take()
+                }
+                waiter?.resume(returning: true)
             }
         }
     }
 
-    /// The response, once ``next(watching:)`` returned `nil`; throws the deadline's timeout, or
+    /// The response, once ``wait(watching:)`` returned `false`; throws the deadline's timeout, or
     /// `CancellationError` when the driver was cancelled.
     func response() throws -> [UInt8] {
         try state.withLock { state in
@@ -326,45 +328,24 @@ private final class PendingResponse: Sendable {
         }
     }
 
-    /// Cancels the responder, the deadline and the watcher. Idempotent.
+    /// Cancels the responder, the deadline and the watcher (a finished one is not affected). Idempotent.
     func cancel() {
-        let (timer, work, watcher, watchTimer) = state.withLock { state in
-            state.cancelled = true
-            return (state.timer, state.work, state.watcher, state.watchTimer)
-        }
+        let (timer, work, watcher, watchTimer) = state.withLock { ($0.timer, $0.work, $0.watcher, $0.watchTimer) }
         timer?.cancel()
         work?.cancel()
         watcher?.cancel()
         watchTimer?.cancel()
     }
 
-    /// Records the response or the deadline (the first of them) and wakes the driver.
+    /// Records the response or the deadline (the first of them), stops the rest and wakes the driver.
     private func settle(_ change: (inout State) -> Void) {
-        let (waiter, watcher, timer, work, watchTimer) = state.withLock { state in
-            guard state.response == nil, state.expired == nil else {
-                return (
-                    nil as CheckedContinuation<Event?, Never>?, nil as Task<Void, Never>?, nil as DeadlineTimer?,
-                    nil as Task<Void, Never>?, nil as DeadlineTimer?
-                )
-            }
+        let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Bool, Never>?) in
+            guard !state.settled else { return (false, nil) }
             change(&state)
-            let waiter = state.waiter
-            state.waiter = nil
-            return (waiter, state.watcher.take(), state.timer, state.expired != nil ? state.work : nil, state.watchTimer.take())
+            return (true, state.waiter.take())
         }
-        watcher?.cancel()
-        watchTimer?.cancel()
-        timer?.cancel()
-        work?.cancel()
-        waiter?.resume(returning: nil)
-    }
-
-    private func wake(with event: Event) {
-        let waiter = state.withLock { state in
-            state.watcher = nil
-            state.watchTimer = nil
-            return state.waiter.take()
-        }
-        waiter?.resume(returning: event)
+        guard first else { return }
+        cancel()
+        waiter?.resume(returning: false)
     }
 }
