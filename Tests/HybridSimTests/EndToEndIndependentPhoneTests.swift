@@ -42,9 +42,14 @@ struct EndToEndIndependentPhoneTests {
         "its self test passes against Vectors/: a second implementation reads every published value the same way",
         .enabled(if: available, missing))
     func selfTest() async throws {
+        try await Self.expectSelfTestPasses(Self.script)
+    }
+
+    /// Runs a fixture's `selftest` against Vectors/ and expects every check to pass.
+    static func expectSelfTestPasses(_ script: String) async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let test = try lab.startOther("self test", ["python3", Self.script, "selftest", "--vectors", Self.vectors])
+        let test = try lab.startOther("self test", ["python3", script, "selftest", "--vectors", vectors])
         #expect(try await test.waitForExit() == 0, "\(test.transcript)")
         #expect(test.standardOutput.lines.last?.hasSuffix(" passed, 0 failed") == true, "\(test.transcript)")
     }
