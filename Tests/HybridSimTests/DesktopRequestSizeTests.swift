@@ -25,25 +25,26 @@ struct DesktopRequestSizeTests {
         return path
     }
 
-    private static func configuration(options: String, home: String) -> DesktopConfiguration {
+    /// A registration with `options` in a fresh home (the caller removes both).
+    private static func configuration(options: String) -> (DesktopConfiguration, home: String) {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-big-\(UUID().uuidString)").path
         var desktop = DesktopConfiguration()
         desktop.environment = ["HYBRID_SIM_HOME": home]
         desktop.request = .makeCredential
         desktop.optionsFile = options
         desktop.proximityPort = 0
         desktop.timeout = .seconds(1)
-        return desktop
+        return (desktop, home)
     }
 
     @Test("with the embedded relay: exit 2 before the QR code, naming the size, the limit and the list")
     func embeddedRelayRefusesAtOnce() async throws {
         let path = try Self.options(excluding: 3_000)
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-big-\(UUID().uuidString)").path
+        var (desktop, home) = Self.configuration(options: path)
         defer {
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: home)
         }
-        var desktop = Self.configuration(options: path, home: home)
         desktop.relay = .embedded(port: 0)
         let shown = Mutex(false)
         let failure = await #expect(throws: ProgramFailure.self) {
@@ -61,12 +62,11 @@ struct DesktopRequestSizeTests {
     func externalRelayIsWarned() async throws {
         for (count, noted) in [(3_000, true), (100, false)] {
             let path = try Self.options(excluding: count)
-            let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-big-\(UUID().uuidString)").path
+            var (desktop, home) = Self.configuration(options: path)
             defer {
                 try? FileManager.default.removeItem(atPath: path)
                 try? FileManager.default.removeItem(atPath: home)
             }
-            var desktop = Self.configuration(options: path, home: home)
             desktop.relay = .external(url: "ws://127.0.0.1:9")  // nothing there; the wait for a phone times out
             let lines = Mutex<[String]>([])
             let output = ProgramOutput(standardOutput: { _ in }, standardError: { line in lines.withLock { $0.append(line) } })
@@ -86,12 +86,11 @@ struct DesktopRequestSizeTests {
     @Test("a request too big without any credential list is told to shorten the options, not to list fewer credentials")
     func bigWithoutAList() async throws {
         let path = try Self.options(excluding: 0, displayName: String(repeating: "z", count: 70_000))
-        let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-big-\(UUID().uuidString)").path
+        var (desktop, home) = Self.configuration(options: path)
         defer {
             try? FileManager.default.removeItem(atPath: path)
             try? FileManager.default.removeItem(atPath: home)
         }
-        var desktop = Self.configuration(options: path, home: home)
         desktop.relay = .embedded(port: 0)
         let failure = await #expect(throws: ProgramFailure.self) {
             _ = try await DesktopProgram.run(desktop, output: .discarding) { _ in }
