@@ -43,13 +43,7 @@ struct EndToEndRelayClusterTests {
             let printed = (try? String(contentsOf: output, encoding: .utf8)) ?? ""
             throw ChildProcessError("relay-cluster \(arguments.first ?? "") did not finish within 30 s:\n\(printed)")
         }
-        let status: Int32
-        switch process.ended {
-        case .exited(let code): status = code
-        case .killed(let signal): status = 128 + signal
-        case .unknown, nil: status = -1
-        }
-        return (status, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
+        return (process.ended?.shellStatus ?? -1, (try? String(contentsOf: output, encoding: .utf8)) ?? "")
     }
 
     /// Whether nginx is there; records why the test cannot run when it is not.

@@ -179,13 +179,7 @@ final class ChildProcess {
         if timedOut { child.signal(SIGKILL) }
         let drained = ContinuousClock.now + .seconds(5)
         while !(output.isClosed && error.isClosed) || child.isRunning, ContinuousClock.now < drained { usleep(5_000) }
-        let status: Int32
-        switch child.ended {
-        case .exited(let code): status = code
-        case .killed(let signal): status = 128 + signal
-        case .unknown, nil: status = -1
-        }
-        return (status, output.text, error.text, timedOut)
+        return (child.ended?.shellStatus ?? -1, output.text, error.text, timedOut)
     }
 
     /// Reads a pipe to its end on a thread of its own.
@@ -294,5 +288,16 @@ final class ChildProcess {
     /// Everything it printed, for failure messages.
     var transcript: String {
         "--- \(name) stdout:\n\(standardOutput.text)\n--- \(name) stderr:\n\(standardError.text)"
+    }
+}
+
+extension ChildSpawn.Ending {
+    /// As a shell reports it: the exit status, or 128 + the signal; -1 when unknown.
+    var shellStatus: Int32 {
+        switch self {
+        case .exited(let code): return code
+        case .killed(let signal): return 128 + signal
+        case .unknown: return -1
+        }
     }
 }
