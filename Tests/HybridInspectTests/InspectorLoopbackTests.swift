@@ -368,6 +368,11 @@ struct InspectorLoopbackTests {
         let json = String(decoding: try Self.sortedEncoder.encode(decoded), as: UTF8.self)
         #expect(json == #"{"1":{"integer":"18446744073709551615"},"2":{"integer":"-18446744073709551616"},"3":-5,"4":{"bytes":"0102"},"5":[true,null,{"undefined":true}],"text":"x"}"#)
         #expect(try JSONDecoder().decode(DecodedCBOR.self, from: Data(json.utf8)) == decoded)
+        // The forms only the inspector makes: a hidden secret and bytes shown with the item they hold.
+        let made: DecodedCBOR = .map(["3": .secret(32), "1": .bytes([0xA1, 0x01, 0x02], nested: .map(["1": .integer(2)]))])
+        let madeJSON = String(decoding: try Self.sortedEncoder.encode(made), as: UTF8.self)
+        #expect(madeJSON == #"{"1":{"bytes":"a10102","cbor":{"1":2}},"3":{"secretBytes":32}}"#)
+        #expect(try JSONDecoder().decode(DecodedCBOR.self, from: Data(madeJSON.utf8)) == made)
     }
 
     static var sortedEncoder: JSONEncoder {
