@@ -91,7 +91,7 @@ struct PhoneCommand: AsyncParsableCommand {
     @Option(
         parsing: .unconditional,
         help: ArgumentHelp(
-            "Seconds to wait for the desktop's handshake and for the user's decision; the relay connection and each later message of the desktop wait at most 10 s of it. (default: \(Int(ProgramDefaults.timeoutSeconds)))",
+            "Seconds to wait for the desktop's handshake and (less 2 s, or a tenth) for the user's decision; the relay connection and each later message of the desktop wait at most 10 s of it. (default: \(Int(ProgramDefaults.timeoutSeconds)))",
             valueName: "seconds"
         )
     )

@@ -46,6 +46,44 @@ struct SessionDriverDeadlineTests {
         }
     }
 
+    @Test("a responder that outlasts the phone's userAction limit: the phone answers CTAP2_ERR_USER_ACTION_TIMEOUT, which the desktop receives before its own wait ends, and then fails with the timeout; the responder is cancelled")
+    func userActionTimeoutIsAnswered() async throws {
+        try await withHarness { harness in
+            let account = Account.make("fay")
+            var rig = SessionRig(relayURL: harness.relayURL, phone: SimulatedPhone(passkeys: [account.passkey]))
+            // The desktop would wait 20 s for the answer: the phone's 0x2F must end it long before.
+            rig.timeouts = SessionTimeouts(
+                advert: .seconds(5), connect: .seconds(5), handshake: .seconds(5), message: .seconds(5), userAction: .seconds(20))
+            var phoneTimeouts = rig.timeouts
+            phoneTimeouts.userAction = .milliseconds(500)
+            rig.phoneTimeouts = phoneTimeouts
+            let cancelled = Mutex(false)
+            rig.respond = { _ in
+                // A user who never answers; only the driver's cancellation ends the wait.
+                let (never, _) = AsyncStream<Void>.makeStream()
+                for await _ in never {}
+                cancelled.withLock { $0 = Task.isCancelled }
+                return CTAP2Response.error(.operationDenied).encode()
+            }
+            let sent = Mutex<[UInt8]>([])
+            rig.events = { event in if case .responseSent(let status, _) = event { sent.withLock { $0.append(status) } } }
+            let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+            let outcome = try await rig.run(request: authentication.requestBytes, hint: .getAssertion)
+
+            let response = try outcome.desktop.get().response
+            #expect(response == [CTAP2StatusCode.userActionTimeout.rawValue], "the desktop received \(response)")
+            let phone = try #require(outcome.phoneError())
+            #expect(phone.step == "answering the request")
+            #expect(phone.runtimeCode == .timeout, "\(phone)")
+            #expect(sent.withLock { $0 } == [0x2F], "one response, the timeout's")
+            #expect(outcome.elapsed < .seconds(10), "the desktop waited out its own limit: \(outcome.elapsed)")
+            // The responder notices its cancellation on its own task: a condition poll with a deadline.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while !cancelled.withLock({ $0 }), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(cancelled.withLock { $0 }, "the responder's task was cancelled")
+        }
+    }
+
     @Test("a transaction ends at its whole-transaction deadline even when every single wait is longer")
     func wholeTransactionDeadline() async throws {
         try await withHarness { harness in

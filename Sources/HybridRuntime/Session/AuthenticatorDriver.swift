@@ -8,6 +8,12 @@ import Synchronization
 /// tunnel, advertises until the handshake completes, answers one CTAP2 request with the given
 /// authenticator and waits for the desktop's shutdown. Every wait is bounded; on any error the
 /// advertiser is stopped and the tunnel closed before the error (a ``TransactionError``) is thrown.
+///
+/// The responder has ``SessionTimeouts/userAction`` to answer (the user's time to decide): past it,
+/// its task is cancelled, the phone answers `CTAP2_ERR_USER_ACTION_TIMEOUT` (0x2F) as an
+/// authenticator does, waits for the desktop's end as after any response, and then throws the
+/// timeout (step "answering the request"). A phone whose desktop waits as long for the answer
+/// gives itself a margin, so that the 0x2F arrives before the desktop gives up.
 public enum AuthenticatorDriver {
     /// A running advertiser the driver can stop.
     public protocol Advertisement: Sendable {
@@ -74,7 +80,9 @@ public enum AuthenticatorDriver {
         var answered = false
         // The command of the makeCredential or getAssertion answered: the transaction's one request.
         var transactionCommand: CTAP2Command? = nil
-        while true {
+        // The user's time ran out: the transaction fails with it once the desktop has the answer.
+        var userTimedOut: TransactionError? = nil
+        conversation: while true {
             let message: [UInt8]
             do {
                 message = try await step(.phone, phase) {
@@ -84,12 +92,12 @@ public enum AuthenticatorDriver {
                 // A desktop that closes after the response instead of sending kShutdown (revision 0
                 // desktops, other clients): the transaction is over, as for Chromium's phone.
                 events(.closedAfterResponse(reason: (error.underlying as? RuntimeError)?.reason ?? "closed"))
-                return
+                break conversation
             } catch let error as TransactionError where answered && PeerTolerance.isSilence(error) {
                 // The desktop keeps the tunnel open without a word after the response: the
                 // transaction is over all the same, and the phone closes the tunnel.
                 events(.closedAfterResponse(reason: (error.underlying as? RuntimeError)?.reason ?? "no shutdown message"))
-                return
+                break conversation
             }
             let actions = try await step(.phone, phase) { try session.receivedMessage(message) }
             // Consecutive messages (handshake message 2, the post-handshake and the update
@@ -127,17 +135,27 @@ public enum AuthenticatorDriver {
                     // A shutdown that came with the request (in the same write) ends the transaction
                     // before anything is signed or stored.
                     try Self.checkNotEnded(&session, tunnel: tunnel)
-                    let response = try await step(.phone, "answering the request") {
-                        try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
-                            let pending = PendingResponse(to: request, within: limit, respond: respond)
-                            defer { pending.cancel() }
-                            // While the user decides, what the desktop sends is read as it comes:
-                            // its shutdown or its leaving withdraws the question at once.
-                            while await pending.wait(watching: tunnel) {
-                                try await Self.checkStillWanted(&session, tunnel: tunnel)
+                    let response: [UInt8]
+                    do {
+                        response = try await step(.phone, "answering the request") {
+                            try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
+                                let pending = PendingResponse(to: request, within: limit, respond: respond)
+                                defer { pending.cancel() }
+                                // While the user decides, what the desktop sends is read as it comes:
+                                // its shutdown or its leaving withdraws the question at once.
+                                while await pending.wait(watching: tunnel) {
+                                    try await Self.checkStillWanted(&session, tunnel: tunnel)
+                                }
+                                return try pending.response()
                             }
-                            return try pending.response()
                         }
+                    } catch let error as TransactionError where error.runtimeCode == .timeout {
+                        // The user did not answer in time (the responder is cancelled and writes
+                        // nothing): the phone says so, as an authenticator answers a request its
+                        // user let time out, so the desktop learns why instead of seeing the
+                        // tunnel close; the transaction fails with the timeout after its end.
+                        response = CTAP2Response.error(.userActionTimeout).encode()
+                        userTimedOut = error
                     }
                     try Self.checkNotEnded(&session, tunnel: tunnel)
                     let ciphertext = try await step(.phone, "encrypting the response") { try session.encryptResponse(response) }
@@ -155,11 +173,12 @@ public enum AuthenticatorDriver {
                             side: .phone, step: phase,
                             underlying: HybridError(.unexpectedMessage, "the desktop ended the transaction without a request"))
                     }
-                    return
+                    break conversation
                 }
             }
             try await flush()
         }
+        if let userTimedOut { throw userTimedOut }
     }
 
     /// The requests that are a transaction's purpose: after one of them is answered, the phone

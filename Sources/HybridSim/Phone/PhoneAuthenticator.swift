@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridRuntime
 
 /// The phone's authenticator for one transaction: a ``SoftwareAuthenticator`` over the passkey
 /// store, with the user's choices (`--deny`, `--account`, the terminal prompt) and persistence.
@@ -27,6 +28,26 @@ actor PhoneAuthenticator {
 
     /// The command byte of every request answered, in order.
     private(set) var commands: [UInt8] = []
+    /// The RP ID of the account question asked and not answered (still open, or withdrawn by the
+    /// driver); set before asking, so that ``explain(_:)`` sees it whenever the driver's error comes.
+    private var unansweredQuestion: String?
+
+    /// Why the transaction failed, when the authenticator tells it better than the driver: a
+    /// refusal or a failed save (``failure``), or the account question the driver withdrew, at
+    /// the user's deadline (the phone answered CTAP2_ERR_USER_ACTION_TIMEOUT) or at the
+    /// transaction's end (said here; the driver's error tells how it ended).
+    func explain(_ error: TransactionError) -> ProgramFailure? {
+        if let failure { return failure }
+        guard let rpId = unansweredQuestion else { return nil }
+        if error.step == "answering the request", error.runtimeCode == .timeout {
+            return ProgramFailure(
+                .timeout,
+                "no account chosen for \(rpId) within \(Self.decisionLimit(configuration.timeout).seconds); "
+                    + "answered \(CTAP2StatusCode.userActionTimeout.name)")
+        }
+        narrator.say("the question is withdrawn: the transaction ended while the user was choosing")
+        return nil
+    }
 
     /// Answers one request (command ‖ CBOR) with status ‖ CBOR.
     func respond(_ request: [UInt8]) async -> [UInt8] {
@@ -50,13 +71,12 @@ actor PhoneAuthenticator {
             case .chosen(let passkey):
                 policy.selectAccount = { candidates in candidates.first { $0.credentialID == passkey.credentialID } }
                 narrator.say("signing in to \(request.rpId) as \(passkey.userName ?? Base64URL.encode(passkey.userID))")
-            case .refuse(let failure, let status):
+            case .refuse(let failure):
                 self.failure = failure
-                return CTAP2Response.error(status).encode()
+                return CTAP2Response.error(.operationDenied).encode()
             case .withdrawn:
-                // The driver ended the wait (the desktop left or ended the transaction, or its
-                // deadline passed) and reports why; nothing is signed or sent.
-                narrator.say("the question is withdrawn: the transaction ended while the user was choosing")
+                // The driver ended the wait (the desktop left or ended the transaction, or the
+                // user's time ran out) and reports why (``explain(_:)``); nothing is signed or sent.
                 return CTAP2Response.error(.operationDenied).encode()
             }
         default:
@@ -93,15 +113,16 @@ actor PhoneAuthenticator {
         /// Nothing to choose (no or one matching passkey, no `--account`).
         case none
         case chosen(Passkey)
-        case refuse(ProgramFailure, CTAP2StatusCode = .operationDenied)
+        case refuse(ProgramFailure)
         /// The wait for the user was cancelled: the transaction is over.
         case withdrawn
     }
 
-    /// How long the user has to choose, of the phone's `timeout` for the user's decision: a margin
-    /// short (2 s, or a tenth of a shorter timeout), so that the refusal reaches a desktop that
-    /// waits the same `--timeout` for the answer before it gives up.
-    static func choiceLimit(_ timeout: Duration) -> Duration {
+    /// How long the user has to decide (the driver's ``SessionTimeouts/userAction``), of the
+    /// phone's `timeout`: a margin short (2 s, or a tenth of a shorter timeout), so that the
+    /// phone's CTAP2_ERR_USER_ACTION_TIMEOUT reaches a desktop that waits the same `--timeout` for
+    /// the answer before it gives up.
+    static func decisionLimit(_ timeout: Duration) -> Duration {
         timeout - min(.seconds(2), timeout / 10)
     }
 
@@ -146,18 +167,16 @@ actor PhoneAuthenticator {
                 )
             )
         }
-        let limit = Self.choiceLimit(configuration.timeout)
-        switch await AccountQuestion.ask(chooser, rpId: request.rpId, accounts: candidates, within: limit) {
+        // The driver bounds the question (``decisionLimit(_:)``): past it, it withdraws the
+        // question and answers CTAP2_ERR_USER_ACTION_TIMEOUT.
+        unansweredQuestion = request.rpId
+        let outcome = await AccountQuestion.ask(chooser, rpId: request.rpId, accounts: candidates)
+        if case .answered = outcome { unansweredQuestion = nil }
+        switch outcome {
         case .answered(let chosen?) where candidates.contains(where: { $0.credentialID == chosen.credentialID }):
             return .chosen(chosen)
         case .answered:
             return .refuse(ProgramFailure(.refused, "no account chosen for \(request.rpId)"))
-        case .timedOut:
-            return .refuse(
-                ProgramFailure(
-                    .timeout,
-                    "no account chosen for \(request.rpId) within \(limit.seconds); answered \(CTAP2StatusCode.userActionTimeout.name)"),
-                .userActionTimeout)
         case .withdrawn:
             return .withdrawn
         }

@@ -230,7 +230,7 @@ public enum PhoneListenProgram {
         let timeout = phone.timeout
         let timeouts = SessionTimeouts(
             advert: timeout, connect: min(.seconds(10), timeout), handshake: timeout, message: min(.seconds(10), timeout),
-            userAction: timeout)
+            userAction: PhoneAuthenticator.decisionLimit(timeout))
         let qrTransports = AuthenticatorDriver.Transports.loopback(
             relayURL: relayURL, proximity: proximity, rssi: Int8(phone.rssi), logger: phone.logger)
         let logger = phone.logger
@@ -244,7 +244,7 @@ public enum PhoneListenProgram {
                 await authenticator.respond(request)
             }
         } catch let error as TransactionError {
-            return failed(await authenticator.failure ?? ProgramFailure.fromTransaction(error, relayURL: relayURL), "failed")
+            return failed(await authenticator.explain(error) ?? ProgramFailure.fromTransaction(error, relayURL: relayURL), "failed")
         } catch {
             return failed(ProgramFailure(.failed, "\(error)"), "failed")
         }

@@ -94,7 +94,7 @@ public enum PhoneProgram {
             connect: min(.seconds(10), timeout),
             handshake: timeout,
             message: min(.seconds(10), timeout),
-            userAction: timeout
+            userAction: PhoneAuthenticator.decisionLimit(timeout)
         )
         var transports = AuthenticatorDriver.Transports.loopback(
             relayURL: relayURL, proximity: proximity, rssi: Int8(configuration.rssi), logger: configuration.logger)
@@ -114,8 +114,9 @@ public enum PhoneProgram {
                 return misbehave?.response(response) ?? response
             }
         } catch let error as TransactionError {
-            // A refusal or a failed save explains an early end better than the transport does.
-            if let failure = await authenticator.failure { throw failure }
+            // A refusal, a failed save or an unanswered question explains an early end better
+            // than the transport does.
+            if let failure = await authenticator.explain(error) { throw failure }
             throw phoneFailure(error, relayURL: relayURL, proximity: proximity, timeout: timeout)
         }
         if let failure = await authenticator.failure { throw failure }

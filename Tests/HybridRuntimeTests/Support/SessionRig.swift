@@ -93,6 +93,8 @@ struct SessionRig: Sendable {
     var desktopTransports: @Sendable (ClientDriver.Transports) -> ClientDriver.Transports = { $0 }
     /// Wraps the phone's real transports.
     var phoneTransports: @Sendable (AuthenticatorDriver.Transports) -> AuthenticatorDriver.Transports = { $0 }
+    /// Answers the phone's request instead of ``phone`` (a user who takes their time).
+    var respond: AuthenticatorDriver.Responder? = nil
     /// Progress of both sides.
     var events: @Sendable (SessionEvent) -> Void = { _ in }
     /// The desktop's ``ClientDriver/run(session:request:transports:timeouts:events:outcomeReady:)`` hook.
@@ -135,13 +137,13 @@ struct SessionRig: Sendable {
         let desktop = desktopTransports(desktopBase)
         let phoneSide = phoneTransports(phoneBase)
         let (timeouts, events, phone, outcomeReady) = (self.timeouts, self.events, self.phone, self.outcomeReady)
+        let respond = self.respond ?? { request in phone.respond(to: request, now: unixNow()) }
         let phoneTimeouts = self.phoneTimeouts ?? timeouts
         let start = ContinuousClock.now
         let outcome = try await bounded(limit, "transaction") {
             async let phoneResult: Result<Void, any Error> = Result {
                 try await AuthenticatorDriver.run(
-                    session: phoneSession, transports: phoneSide, timeouts: phoneTimeouts, events: events
-                ) { request in phone.respond(to: request, now: unixNow()) }
+                    session: phoneSession, transports: phoneSide, timeouts: phoneTimeouts, events: events, respond: respond)
             }
             async let desktopResult: Result<ClientDriver.Outcome, any Error> = Result {
                 try await ClientDriver.run(
