@@ -26,11 +26,12 @@ struct PhoneListenerRetryTests {
 
     static func listen(
         _ port: Int, limit: Duration, connectTimeout: Duration = .seconds(5), keepalive: (after: Duration, answer: Duration)? = nil,
-        events: Events
+        stableAfter: Duration = .seconds(5), events: Events
     ) async -> (any Error)? {
         var configuration = PhoneListener.Configuration(
             relayURL: "ws://127.0.0.1:\(port)", listenToken: ListenToken(bytes: Array(repeating: 9, count: ListenToken.size))!)
         configuration.connectTimeout = connectTimeout
+        configuration.stableAfter = stableAfter
         if let keepalive {
             configuration.keepaliveAfter = keepalive.after
             configuration.keepaliveAnswer = keepalive.answer
@@ -143,6 +144,29 @@ struct PhoneListenerRetryTests {
             "\(seen)")
         #expect(server.receivedRequests.count >= 2, "the channel was opened again: \(server.receivedRequests.count) request(s)")
         #expect(server.receivedAfterRequests.first == 0x89, "a ping (FIN, opcode 9) went out")
+        await server.stop()
+    }
+
+    @Test("a relay that takes every channel and then drops everything: the silence is reported once, and the channels after it are not reported listening until the relay is heard on one")
+    func blackHoleIsNotListening() async throws {
+        // Connections 1 to 3 are black holes (a 101, then nothing); from the 4th the relay answers pings.
+        let server = try await ScriptedHTTPServer.start(reply: { connection, bytes in
+            connection >= 4 && bytes.first == 0x89 ? [0x8A, 0x00] : []
+        }) { request in Array(ScriptedHTTPServer.switching(request).utf8) }
+        let events = Events()
+        // Each channel stays open longer than `stableAfter` before its silence is judged: without
+        // the proof, every reopened black hole was "listening" again, then lost again.
+        let error = await Self.listen(
+            server.port, limit: .seconds(6), keepalive: (.milliseconds(300), .milliseconds(400)), stableAfter: .milliseconds(100),
+            events: events)
+        #expect((error as? RuntimeError)?.code == .timeout, "\(String(describing: error))")
+        let seen = events.all.withLock { $0 }
+        #expect(server.receivedRequests.count >= 4, "\(server.receivedRequests.count) request(s): \(seen)")
+        #expect(
+            seen.count == 3 && seen[0] == "listening" && seen[2] == "listening"
+                && seen[1].hasPrefix("unreachable (lost): the push channel went silent")
+                && seen[1].hasSuffix("reported listening again once the relay answers on a new channel"),
+            "\(seen)")
         await server.stop()
     }
 

@@ -44,7 +44,8 @@ public enum PhoneListener {
         public var keepaliveAfter: Duration = .seconds(30)
         /// A channel still silent this long after its ping is taken as lost (a connection a NAT or a
         /// proxy dropped without closing it, which would otherwise leave the phone deaf for good)
-        /// and opened again; default 10 s.
+        /// and opened again; default 10 s. The channels after such a loss are pinged at once and
+        /// count as back (``Event/listening(relayURL:)``) only once the relay is heard on one.
         public var keepaliveAnswer: Duration = .seconds(10)
 
         /// Listen at `relayURL` for the contact ID of `listenToken`.
@@ -60,7 +61,7 @@ public enum PhoneListener {
 
     /// What the listener reports while it runs.
     public enum Event: Sendable {
-        /// The push channel is open.
+        /// The push channel is open (after a channel went silent: and the relay was heard on it).
         case listening(relayURL: String)
         /// The push channel dropped or could not be opened (`cause` says which way); the next
         /// attempt follows after `retryIn`.
@@ -175,6 +176,10 @@ public enum PhoneListener {
         var backoff = configuration.initialBackoff
         // The last channel dropped before it had stayed open ``Configuration/stableAfter``.
         var flapping = false
+        // The last channel went silent (the keepalive's ping unanswered): a relay or proxy that
+        // takes the channel and then drops everything would be "listening" again at every open.
+        // The next channel is pinged at once and counts as back only when the relay is heard on it.
+        var unproven = false
         while count.map({ answered < $0 }) ?? true {
             try Task.checkCancellation()
             if configuration.isCurrent?() == false { throw ContactRevoked(answered: answered) }
@@ -201,6 +206,7 @@ public enum PhoneListener {
             let opened = ContinuousClock.now
             func back() {
                 flapping = false
+                unproven = false
                 backoff = configuration.initialBackoff
                 events(.listening(relayURL: configuration.relayURL))
             }
@@ -221,7 +227,7 @@ public enum PhoneListener {
                 // reported for the first such channel only (not two lines every 100 ms).
                 let lived = ContinuousClock.now - opened
                 let pause: Duration
-                if lived < configuration.stableAfter {
+                if lived < configuration.stableAfter || unproven {
                     pause = min(backoff, max(remaining(), .zero))
                     if !flapping {
                         events(.unreachable(
@@ -244,13 +250,17 @@ public enum PhoneListener {
             // answer has come; and when the keepalive was last looked at.
             var pingSent: NIODeadline?
             var lastCheck = NIODeadline.now()
+            if unproven {
+                pingSent = lastCheck
+                try? await channel.ping()
+            }
             while count.map({ answered < $0 }) ?? true {
                 if configuration.isCurrent?() == false {
                     await refuseUnread(on: channel, events: events)
                     await channel.close()
                     throw ContactRevoked(answered: answered)
                 }
-                if flapping, ContinuousClock.now - opened >= configuration.stableAfter { back() }
+                if flapping, !unproven, ContinuousClock.now - opened >= configuration.stableAfter { back() }
                 let message: [UInt8]
                 do {
                     // Short slices, so cancelling the task stops the listener promptly.
@@ -268,6 +278,7 @@ public enum PhoneListener {
                     defer { lastCheck = now }
                     if let sent = pingSent, channel.lastHeard > sent {
                         pingSent = nil  // heard since the ping: alive
+                        if unproven { back() }
                     }
                     if pingSent != nil, now - lastCheck > .seconds(1) {
                         // This process did not run for a while (frozen, starved): the answer may be
@@ -288,7 +299,11 @@ public enum PhoneListener {
                     try await lost(RuntimeError(
                         .timeout,
                         "the push channel went silent: nothing from the relay for \(silence.humanReadable), not even the answer to a ping "
-                            + "(a connection a NAT or proxy dropped without closing it?)"))
+                            + "(a connection a NAT or proxy dropped without closing it?); reconnecting, and reported "
+                            + "listening again once the relay answers on a new channel"))
+                    // Reported once: the channels after it stay unreported until one is heard.
+                    flapping = true
+                    unproven = true
                     break
                 } catch let error as RuntimeError where Self.isReplacement(error) {
                     // Another listener holds this contact ID now (the same store listened twice):

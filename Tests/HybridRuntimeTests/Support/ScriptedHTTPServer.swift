@@ -20,16 +20,19 @@ final class ScriptedHTTPServer: Sendable {
     }
 
     /// Starts a server on 127.0.0.1 that answers a request head with `respond(head)` and then
-    /// closes the connection if `closeAfter`.
-    static func start(closeAfter: Bool = false, _ respond: @escaping @Sendable (String) -> [UInt8]) async throws
-        -> ScriptedHTTPServer
-    {
+    /// closes the connection if `closeAfter`. What a client sends after its head is answered with
+    /// `reply(connection, bytes)` (`connection`: 1 for the first request head, …): a test's relay
+    /// that answers pings on some connections only.
+    static func start(
+        closeAfter: Bool = false, reply: @escaping @Sendable (_ connection: Int, _ bytes: [UInt8]) -> [UInt8] = { _, _ in [] },
+        _ respond: @escaping @Sendable (String) -> [UInt8]
+    ) async throws -> ScriptedHTTPServer {
         let requests = RequestLog()
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let handler = ScriptedResponder(requests: requests, closeAfter: closeAfter, respond: respond)
+                    let handler = ScriptedResponder(requests: requests, closeAfter: closeAfter, reply: reply, respond: respond)
                     try channel.pipeline.syncOperations.addHandler(handler)
                 }
             }
@@ -82,12 +85,19 @@ private final class ScriptedResponder: ChannelInboundHandler {
     private let requests: RequestLog
     private let closeAfter: Bool
     private let respond: @Sendable (String) -> [UInt8]
+    private let reply: @Sendable (Int, [UInt8]) -> [UInt8]
     private var received: [UInt8] = []
     private var answered = false
+    /// This connection's number among the request heads (1 for the first).
+    private var connection = 0
 
-    init(requests: RequestLog, closeAfter: Bool, respond: @escaping @Sendable (String) -> [UInt8]) {
+    init(
+        requests: RequestLog, closeAfter: Bool, reply: @escaping @Sendable (Int, [UInt8]) -> [UInt8],
+        respond: @escaping @Sendable (String) -> [UInt8]
+    ) {
         self.requests = requests
         self.closeAfter = closeAfter
+        self.reply = reply
         self.respond = respond
     }
 
@@ -95,6 +105,8 @@ private final class ScriptedResponder: ChannelInboundHandler {
         guard !answered else {
             let bytes = Array(unwrapInboundIn(data).readableBytesView)
             requests.after.withLock { $0 += bytes }
+            let answer = reply(connection, bytes)
+            if !answer.isEmpty { context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: answer)), promise: nil) }
             return
         }
         received += unwrapInboundIn(data).readableBytesView
@@ -102,7 +114,10 @@ private final class ScriptedResponder: ChannelInboundHandler {
         guard let end = text.range(of: "\r\n\r\n") else { return }
         answered = true
         let head = String(text[..<end.upperBound])
-        requests.heads.withLock { $0.append(head) }
+        connection = requests.heads.withLock { heads in
+            heads.append(head)
+            return heads.count
+        }
         let channel = context.channel
         let closeAfter = self.closeAfter
         context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: respond(head)))).whenComplete { _ in
