@@ -165,7 +165,7 @@ struct RelayCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Keep the contact IDs linked phones listened on and revoked in this file across restarts (created at the first change, mode 0600; one relay per file): after a restart a phone that listened before is still known, so its desktops get 504, not 410, however late (Docs/LINKING.md). (default: in memory only)",
+            "Keep the contact IDs linked phones listened on and revoked in this file across restarts (written a second after each change and at every stop, mode 0600; one relay per file): after a restart a phone that listened before is still known, so its desktops get 504, not 410, however late (Docs/LINKING.md). (default: in memory only)",
             valueName: "file"))
     var contacts: String?
 
@@ -223,9 +223,12 @@ struct RelayCommand: AsyncParsableCommand {
         }
         for (name, value) in [
             ("--max-message-size", maxMessageSize), ("--max-messages-per-peer", maxMessagesPerPeer),
-            ("--max-tunnels", maxTunnels), ("--max-connections", maxConnections),
+            ("--max-tunnels", maxTunnels),
         ] where value < 1 {
             throw ValidationError("\(name) must be at least 1")
+        }
+        guard maxConnections >= 2 else {
+            throw ValidationError("--max-connections must be at least 2: a tunnel is two connections, the phone's and the desktop's")
         }
         if let statusInterval, !(statusInterval >= 0.1 && statusInterval <= 86_400) {
             throw ValidationError("--status-interval must be 0.1 to 86400 seconds")
@@ -257,7 +260,12 @@ struct RelayCommand: AsyncParsableCommand {
             guard FileManager.default.fileExists(atPath: record, isDirectory: &isDirectory), isDirectory.boolValue else {
                 throw ValidationError("--record \(record): not an existing directory")
             }
+            // Found out now, not as one warning per tunnel with every recording lost.
+            guard access(record, W_OK | X_OK) == 0 else {
+                throw ValidationError("--record \(record): this user cannot write in that directory (\(String(cString: strerror(errno))))")
+            }
         }
+        if contacts?.isEmpty == true { throw ValidationError("--contacts needs a file name") }
     }
 
     /// An `--allow-origin` value as the `Origin` header a browser sends it: an http(s) origin is
@@ -269,13 +277,18 @@ struct RelayCommand: AsyncParsableCommand {
         if let origin = WebOrigin.normalized(value) { return origin }
         // What a browser sends for a file:// page or a sandboxed frame.
         if value.lowercased() == "null" { return "null" }
-        guard let scheme = URLComponents(string: value)?.scheme?.lowercased(), value.contains("://") else {
+        let components = URLComponents(string: value)
+        guard let scheme = components?.scheme?.lowercased(), value.contains("://") else {
             throw ValidationError(
                 "--allow-origin '\(value)' has no scheme, and a browser's Origin always has one: give https://\(value) (or http://…)")
         }
         if scheme == "http" || scheme == "https" {
+            // The origin inside what was given, when it has a host: what the browser would send.
+            let origin = components?.host.flatMap { host in
+                host.isEmpty ? nil : "\(scheme)://\(host.lowercased())\(components?.port.map { ":\($0)" } ?? "")"
+            }
             throw ValidationError(
-                "--allow-origin '\(value)' is not an origin a browser sends (scheme://host[:port], no path, query or user): give it as https://example.com")
+                "--allow-origin '\(value)' is not an origin a browser sends (scheme://host[:port], no path, query or user): give it as \(origin ?? "https://example.com")")
         }
         return value
     }
@@ -310,12 +323,12 @@ struct RelayCommand: AsyncParsableCommand {
             } catch {
                 // Busy (another relay holds it): 1; a file or directory that cannot be used: 2.
                 let kind = error.code == .locked ? ProgramFailure.Kind.failed : .badInput
-                throw failureLine("--contacts: \(error)", kind: kind.rawValue, status: kind.exitCode, json: json)
+                throw failureLine("--contacts: \(error)\(error.advice)", kind: kind.rawValue, status: kind.exitCode, json: json)
             }
             configuration.contactPersistence = contactFile?.persistence
         }
         defer { withExtendedLifetime(contactFile) {} }
-        fitConnections(&configuration, logger: logger)
+        try fitConnections(&configuration, logger: logger)
         let relay = TunnelRelay(configuration: configuration, host: host, port: port, logger: logger)
         let output = RelayStatusOutput(json: json)
         // `kill -USR1 PID`: what the relay holds now and has done, on stderr whatever --log-level
@@ -357,7 +370,7 @@ struct RelayCommand: AsyncParsableCommand {
             let status = 128 + number
             let lost = remembersContacts ? "; the contact memory may not be saved" : ""
             let exit = failureLine(
-                "received \(SignalRouter.name(number)) again while \(open) connection(s) close: stopped at once, their peers see the connection drop\(lost)",
+                "received \(SignalRouter.name(number)) during the shutdown, while \(open) connection(s) close: stopped at once, their peers see the connection drop\(lost)",
                 kind: "interrupted", status: status, json: json)
             _exit(exit.rawValue)
         }
@@ -380,12 +393,20 @@ struct RelayCommand: AsyncParsableCommand {
     /// Raises the open-file limit to the hard one and, if `--max-connections` still does not fit
     /// under it, lowers it with a warning: past the limit `accept` fails and clients wait until
     /// they time out, where a connection over `--max-connections` gets a fast 503.
-    private func fitConnections(_ configuration: inout RelayConfiguration, logger: Logger) {
+    /// A limit that leaves no room for one tunnel (two connections) is a failure, not a relay
+    /// that starts, says it listens, and refuses every tunnel's second connection.
+    private func fitConnections(_ configuration: inout RelayConfiguration, logger: Logger) throws {
         guard let limit = DescriptorLimit.raiseToHard() else { return }
         let fits = DescriptorLimit.connectionsFitting(limit)
         guard configuration.maxConnections > fits else { return }
+        guard fits >= 2 else {
+            throw failureLine(
+                "the open-file limit (ulimit -n) is \(limit), which leaves room for \(fits) connection(s) beside what the relay itself holds, "
+                    + "and a tunnel needs 2: raise the limit (ulimit -n 1024 holds about 490 tunnels)",
+                kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
+        }
         logger.warning(
-            "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from \(configuration.maxConnections) to \(fits), so connections beyond it get a 503 instead of an accept that fails")
+            "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from \(configuration.maxConnections) to \(fits) (\(fits / 2) tunnel(s)), so connections beyond it get a 503 instead of an accept that fails")
         configuration.maxConnections = fits
     }
 }

@@ -234,12 +234,12 @@ struct RelayLimitTests {
         }
     }
 
-    @Test("a text frame closes the tunnel with 1003")
+    @Test("a text frame closes the tunnel with 1003, naming the side that sent it")
     func textFrame() async throws {
         try await withRelay { relay, endpoint in
             let ends = try await openTunnel(endpoint)
             try await ends.phone.sendFrame(opcode: .text, data: Array("hello".utf8))
-            await expectBothClosed(ends, with: .unsupportedData, reasonContains: "text frames")
+            await expectBothClosed(ends, with: .unsupportedData, reasonContains: "the phone (creator) sent a text frame")
             await ends.close()
             #expect(await eventually { relay.openTunnelCount == 0 })
             #expect(relay.statistics.tunnelsClosed[1003] == 1)

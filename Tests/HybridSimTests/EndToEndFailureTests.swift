@@ -423,10 +423,26 @@ struct EndToEndFailureTests {
         defer { close(holder) }
         for (arguments, status, message) in [
             (["--port", "\(port)"], Int32(6), "error: relay could not bind 127.0.0.1:\(port): address already in use"),
-            (["--host", "10.9.9.9"], Int32(64), "error: relay host 10.9.9.9 is not a loopback address; the relay binds loopback only"),
+            (["--host", "10.9.9.9"], Int32(64), "error: relay host 10.9.9.9 is not a loopback address (127.x.y.z written in full, ::1 or localhost); the relay binds loopback only"),
+            (["--host", "127.0.0.1:47001"], Int32(64), "error: relay host 127.0.0.1:47001 carries a port: give the host alone (127.0.0.1) and the port with --port"),
         ] {
             try await FailureOutput.expect(lab, ["relay", "--event-loops", "\(eventLoops)"] + arguments, status: status, line: message)
         }
+    }
+
+    @Test("relay under an open-file limit that holds no tunnel (two connections): exit 1 at the start, not a relay that listens and refuses every tunnel's second connection")
+    func relayWithoutRoomForATunnel() async throws {
+        guard FileManager.default.isExecutableFile(atPath: "/usr/bin/prlimit") else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        // A hard limit of 40 cannot be raised by the relay: 40 − 32 − 4 per event loop leaves 1.
+        let relay = try lab.startOther(
+            "relay", ["prlimit", "--nofile=40:40", try HybridSimBinary.url().path, "relay", "--port", "0", "--event-loops", "2"])
+        #expect(try await relay.waitForExit() == 1, "\(relay.transcript)")
+        let line = FailureOutput.singleErrorLine(relay)
+        #expect(line.hasPrefix("error: the open-file limit (ulimit -n) is 40, which leaves room for "), "\(line)")
+        #expect(line.hasSuffix("and a tunnel needs 2: raise the limit (ulimit -n 1024 holds about 490 tunnels)"), "\(line)")
+        #expect(!relay.standardOutput.text.contains("ws://"), "it never said it listens: \(relay.transcript)")
     }
 
     @Test("rp, desktop --web and the desktop's proximity port taken: one error line with the system's reason, exit 6")

@@ -57,7 +57,7 @@ struct EndToEndRelayCLITests {
         relay.signal(SIGINT)
         #expect(try await relay.waitForExit(timeout: .seconds(10)) == 130, "\(relay.transcript)")
         #expect(ContinuousClock.now - start < .seconds(5))
-        #expect(relay.standardError.lines.last == "error: received SIGINT again while 1 connection(s) close: stopped at once, their peers see the connection drop",
+        #expect(relay.standardError.lines.last == "error: received SIGINT during the shutdown, while 1 connection(s) close: stopped at once, their peers see the connection drop",
                 "\(relay.transcript)")
     }
 

@@ -44,7 +44,7 @@ struct EndToEndRelayCommandTests {
         let port = try #require(url.split(separator: ":").last.flatMap { Int($0) })
         #expect(
             relay.standardError.text.contains(
-                "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from 4096 to 24, so connections beyond it get a 503"),
+                "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from 4096 to 24 (12 tunnel(s)), so connections beyond it get a 503"),
             "\(relay.transcript)")
 
         // Two connections mid-request from 127.0.0.1, then a third over the per-source cap of 2.
@@ -52,7 +52,7 @@ struct EndToEndRelayCommandTests {
         defer { for fd in held { close(fd) } }
         for _ in 0..<3 { held.append(try Self.connect(port: port, sending: "GET /cable/new/")) }
         _ = try await relay.waitForOutput("the refusal's log line", in: \.standardError) { lines in
-            lines.contains { $0.contains("refused a connection: 429 too many connections from this address (2)") }
+            lines.contains { $0.contains("refused a connection from 127.0.0.1: 429 too many connections from this address (2)") }
         }
         relay.signal(SIGTERM)
         #expect(try await relay.waitForExit(timeout: .seconds(10)) == 0, "\(relay.transcript)")

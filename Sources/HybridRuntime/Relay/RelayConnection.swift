@@ -97,7 +97,9 @@ final class RelayConnection {
             // Pending-upgrade or per-source cap: not tracked, answered like an over-capacity connection.
             registry.connectionClosed(connection)
             registry.statistics.recordRefusal(status: refusal.status)
-            registry.logLimiter.info(registry.logger, "refused a connection: \(refusal.status) \(refusal.reason)")
+            // The address, so that an operator can tell whom a per-source cap refuses.
+            let source = channel.remoteAddress?.ipAddress ?? "an unknown address"
+            registry.logLimiter.info(registry.logger, "refused a connection from \(source): \(refusal.status) \(refusal.reason)")
             let limiter = OverCapacityHandler(response: refusal.response, closeTimeout: registry.configuration.closeHandshakeTimeout)
             try channel.pipeline.syncOperations.addHandler(limiter)
             return

@@ -202,7 +202,7 @@ final class RelayPeerHandler: ChannelDuplexHandler, RemovableChannelHandler {
         case .binary:
             tunnel.received(frame.payload, from: side, inReadBurst: assembler != nil)
         case .text:
-            tunnel.close(code: .unsupportedData, reason: "text frames are not allowed; tunnel messages are binary")
+            tunnel.close(code: .unsupportedData, reason: "\(tunnel.name(side)) sent a text frame; tunnel messages are binary")
         case .ping:
             // RFC 6455 §5.5.2 asks for a pong to every ping; the relay deliberately answers only
             // within the pong budget, and never queues one while this peer is not reading

@@ -135,9 +135,15 @@ public final class TunnelRelay: Sendable {
 
     private func bind() async throws -> (Acceptor, RelayShards, RelayEndpoint) {
         guard LoopbackAddress.isLoopback(host) else {
+            // A host with a port in it (one colon: not an IPv6 address) is a common slip.
+            let parts = host.split(separator: ":", omittingEmptySubsequences: false)
+            if parts.count == 2, LoopbackAddress.isLoopback(String(parts[0])), Int(parts[1]) != nil {
+                throw RuntimeError(
+                    .invalidAddress, "relay host \(host) carries a port: give the host alone (\(parts[0])) and the port with --port")
+            }
             throw RuntimeError(
                 .invalidAddress,
-                "relay host \(host) is not a loopback address; the relay binds loopback only"
+                "relay host \(host) is not a loopback address (127.x.y.z written in full, ::1 or localhost); the relay binds loopback only"
             )
         }
         let (configuration, statistics, logger, contactSaver) = (self.configuration, statisticsBox, self.logger, self.contactSaver)

@@ -50,7 +50,7 @@ public struct StoreError: CodedError {
     /// What a person can do about a file whose content cannot be used (not JSON, not a store, an
     /// unknown version, a bad entry), to follow ``description`` in a program's error line; empty
     /// for the other codes, whose reason says it.
-    var advice: String {
+    package var advice: String {
         switch code {
         case .notJSON, .invalidDocument, .invalidEntry:
             return " (the file is left as it is: fix it, or move it aside to start a new one)"

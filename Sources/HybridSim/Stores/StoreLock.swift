@@ -54,10 +54,15 @@ enum StoreLock {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             let code = errno
-            let why =
-                code == ELOOP && FileReader.isSymbolicLink(lockPath)
-                ? "it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)"
-                : AtomicFile.systemMessage(code)
+            let why: String
+            if code == ELOOP && FileReader.isSymbolicLink(lockPath) {
+                why = "it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)"
+            } else if code == EACCES || code == EROFS {
+                // Reading the store needs no write access, but its lock file is made beside it.
+                why = "\(AtomicFile.systemMessage(code)) (the lock file is created beside the store: its directory must be writable)"
+            } else {
+                why = AtomicFile.systemMessage(code)
+            }
             throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(why)")
         }
         return fd
