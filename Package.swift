@@ -145,6 +145,7 @@ let package = Package(
             name: "HybridRuntimeTests",
             dependencies: [
                 "HybridRuntime", "HybridCore", "CTAP2", "HybridTestSupport",
+                "HybridFiles",  // ChildSpawn: the child processes RelayCLITests and ProcessProbeTests start
                 .product(name: "NIOPosix", package: "swift-nio"),  // RelayShardingTests: a two-loop group
                 // MessageAssemblerTests: the relay's frame joining against NIO's aggregator
                 .product(name: "NIOEmbedded", package: "swift-nio"),

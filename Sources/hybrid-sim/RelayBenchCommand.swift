@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import HybridFiles
 import HybridRuntime
 import HybridSim
 
@@ -148,18 +149,25 @@ struct RelayBenchCommand: AsyncParsableCommand {
     }
 }
 
-/// A `hybrid-sim relay` child process on a free loopback port.
+/// A `hybrid-sim relay` child process on a free loopback port. Started with `posix_spawn`
+/// (`ChildSpawn`), not Foundation's `Process`, whose start on Linux can crash (Docs/ROBUSTNESS.md).
 final class SpawnedRelay {
-    let process: Process
+    let process: ChildSpawn
     let host: String
     let port: Int
-    var pid: Int32 { process.processIdentifier }
+    /// The read end of the relay's standard output, open while it runs (a closed one would make
+    /// its later writes fail).
+    private let output: Int32
+    var pid: Int32 { process.pid }
 
-    private init(process: Process, host: String, port: Int) {
+    private init(process: ChildSpawn, output: Int32, host: String, port: Int) {
         self.process = process
+        self.output = output
         self.host = host
         self.port = port
     }
+
+    deinit { close(output) }
 
     /// What SIGINT, SIGTERM, SIGHUP or SIGQUIT ends `bench relay` and `bench hostile` with: the
     /// relay they started is stopped (``RunningChildren``: it has day-long timeouts), then one
@@ -170,40 +178,73 @@ final class SpawnedRelay {
         return Interruption.ending("bench interrupted by \(signal)\(stopped)", status: status, json: json)
     }
 
-    /// Starts this executable's `relay` subcommand and waits (up to 10 s) for its ready line.
+    /// Starts this executable's `relay` subcommand and waits (up to 10 s, however quiet the
+    /// relay is) for its ready line.
     static func start(arguments: [String]) throws -> SpawnedRelay {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
-        process.arguments = ["relay"] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        try RunningChildren.run(process)
-        let deadline = Date().addingTimeInterval(10)
-        var buffer = Data()
-        let handle = output.fileHandleForReading
-        while Date() < deadline, process.isRunning {
-            let chunk = handle.availableData
-            if chunk.isEmpty { break }
-            buffer += chunk
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
+        var ends: [Int32] = [-1, -1]
+        guard pipe(&ends) == 0 else {
+            throw ValidationError("cannot make a pipe for the relay: \(String(cString: strerror(errno)))")
+        }
+        let (reading, writing) = (ends[0], ends[1])
+        let process: ChildSpawn
+        do {
+            process = try RunningChildren.spawn {
+                try ChildSpawn(
+                    executable: executable, arguments: ["relay"] + arguments, environment: ProcessInfo.processInfo.environment,
+                    input: nil, output: writing, error: STDERR_FILENO)
+            }
+        } catch {
+            close(reading)
+            close(writing)
+            throw error
+        }
+        close(writing)
+        let deadline = ContinuousClock.now + .seconds(10)
+        var buffer: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while process.isRunning {
+            let left = deadline - ContinuousClock.now
+            guard left > .zero else { break }
+            var watched = pollfd(fd: reading, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&watched, 1, Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
+            if ready < 0, errno == EINTR { continue }
+            guard ready > 0 else { continue }
+            let count = read(reading, &chunk, chunk.count)
+            if count < 0, errno == EINTR { continue }
+            guard count > 0 else { break }  // its end: the relay closed its output or exited
+            buffer += chunk[..<count]
             let text = String(decoding: buffer, as: UTF8.self)
             if let range = text.range(of: "ws://"), let line = text[range.lowerBound...].split(separator: "\n").first,
-                text.contains("\n")
+                text[range.lowerBound...].contains("\n")
             {
                 let address = line.dropFirst("ws://".count)
                 if let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) {
-                    return SpawnedRelay(process: process, host: String(address[..<colon]), port: port)
+                    return SpawnedRelay(process: process, output: reading, host: String(address[..<colon]), port: port)
                 }
             }
         }
-        process.terminate()
-        throw ValidationError("the relay did not start (no ready line within 10 s)")
+        process.signal(SIGTERM)
+        close(reading)
+        let why: String
+        switch process.ended {
+        case .exited(let status)?: why = "it exited with status \(status)"
+        case .killed(let signal)?: why = "it was killed by signal \(signal)"
+        default: why = "no ready line within 10 s"
+        }
+        throw ValidationError("the relay did not start (\(why))")
     }
 
-    /// SIGTERM, then waits for the exit.
+    /// SIGTERM, then waits (up to 10 s, then SIGKILL) for the exit.
     func stop() {
         guard process.isRunning else { return }
-        process.terminate()
-        process.waitUntilExit()
+        let ended = DispatchSemaphore(value: 0)
+        process.onEnd { _ in ended.signal() }
+        process.signal(SIGTERM)
+        if ended.wait(timeout: .now() + 10) == .timedOut {
+            process.signal(SIGKILL)
+            _ = ended.wait(timeout: .now() + 2)
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import HybridRuntime
 import Testing
 
@@ -10,13 +11,13 @@ struct ProcessProbeTests {
         // sh starts a long sleep in the background, prints its pid, then becomes another long sleep
         // that never waits for it: once the test kills the first, it stays a zombie until the second
         // ends. (No timer in the child: a cold machine may take longer than any fixed delay.)
-        let parent = Process()
-        parent.executableURL = URL(fileURLWithPath: "/bin/sh")
-        parent.arguments = ["-c", "sleep 60 & echo $!; exec sleep 60"]
+        // Started with posix_spawn, not Foundation's Process, whose start can crash (Docs/ROBUSTNESS.md).
         let pipe = Pipe()
-        parent.standardOutput = pipe
-        try parent.run()
-        defer { parent.terminate() }
+        let parent = try ChildSpawn(
+            executable: "/bin/sh", arguments: ["-c", "sleep 60 & echo $!; exec sleep 60"], environment: [:],
+            input: nil, output: pipe.fileHandleForWriting.fileDescriptor, error: nil)
+        try pipe.fileHandleForWriting.close()
+        defer { parent.signal(SIGKILL) }
         let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
         let pid = try #require(Int32(line.trimmingCharacters(in: .whitespacesAndNewlines)), "\(line)")
         #expect(throws: Never.self) { _ = try ProcessProbe(pid: pid).sample() }

@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import HybridRuntime
 import Testing
 
@@ -24,12 +25,13 @@ struct RelayCLITests {
             print("RelayCLITests: hybrid-sim binary not built next to the tests; skipped")
             return
         }
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["relay", "--port", "0", "--log-level", "warning"]
+        // Started with posix_spawn, not Foundation's Process, whose start can crash (Docs/ROBUSTNESS.md).
         let stdout = Pipe()
-        process.standardOutput = stdout
-        process.standardError = FileHandle.nullDevice
+        let process = try ChildSpawn(
+            executable: binary.path, arguments: ["relay", "--port", "0", "--log-level", "warning"],
+            environment: ProcessInfo.processInfo.environment, input: nil, output: stdout.fileHandleForWriting.fileDescriptor, error: nil)
+        try stdout.fileHandleForWriting.close()
+        defer { process.signal(SIGKILL) }
         let output = LockedBox("")
         // A blocking reader on a thread of its own, not `readabilityHandler`, whose libdispatch
         // source races its teardown (Docs/ROBUSTNESS.md, ThreadSanitizer) and which, never cleared
@@ -39,10 +41,6 @@ struct RelayCLITests {
             while case let data = reader.availableData, !data.isEmpty {
                 output.update { $0 += String(decoding: data, as: UTF8.self) }
             }
-        }
-        try process.run()
-        defer {
-            if process.isRunning { process.terminate() }
         }
         #expect(await eventually(timeout: .seconds(10)) { output.value.contains("\n") })
         let lines = output.value.split(separator: "\n")
@@ -56,26 +54,25 @@ struct RelayCLITests {
         try await ends.phone.send([1, 2, 3])
         #expect(try await ends.desktop.receive(timeout: .seconds(2)) == [1, 2, 3])
 
-        process.terminate()  // SIGTERM
+        process.signal(SIGTERM)
         let error = await expectRuntimeError(.closed) { _ = try await ends.desktop.receive(timeout: .seconds(5)) }
         #expect(error?.closeCode == .goingAway)
         #expect(await eventually(timeout: .seconds(5)) { !process.isRunning })
-        #expect(process.terminationReason == .exit)
-        #expect(process.terminationStatus == 0)
+        #expect(process.ended == .exited(0))
         await ends.close()
     }
 
     @Test("--help names every limit flag with its default")
     func help() async throws {
         guard let binary = Self.binary else { return }
-        let process = Process()
-        process.executableURL = binary
-        process.arguments = ["relay", "--help"]
         let stdout = Pipe()
-        process.standardOutput = stdout
-        try process.run()
+        let process = try ChildSpawn(
+            executable: binary.path, arguments: ["relay", "--help"], environment: ProcessInfo.processInfo.environment,
+            input: nil, output: stdout.fileHandleForWriting.fileDescriptor, error: nil)
+        try stdout.fileHandleForWriting.close()
         let data = stdout.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
+        #expect(await eventually(timeout: .seconds(10)) { !process.isRunning })
+        #expect(process.ended == .exited(0))
         let help = String(decoding: data, as: UTF8.self)
         for fragment in [
             "--tunnel-lifetime", "(default: 120.0)", "--max-message-size", "(default: 65536)",
