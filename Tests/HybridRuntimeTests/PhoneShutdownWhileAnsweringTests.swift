@@ -137,4 +137,93 @@ struct PhoneShutdownWhileAnsweringTests {
         #expect(underlying.reason == "the desktop ended the transaction while the request was being answered; the response was not sent")
         #expect(!asked.withLock { $0 }, "the responder was never asked")
     }
+
+    /// The phone's end, discarding its `dropped`-th received message (a wrapper that filters what
+    /// arrives), and counting the driver's waits for something to arrive.
+    final class DroppingTunnel: TunnelTransport {
+        let base: InMemoryTunnel
+        private let dropped: Int
+        private let received = Mutex(0)
+        let waits = Mutex(0)
+
+        init(_ base: InMemoryTunnel, dropping number: Int) {
+            self.base = base
+            self.dropped = number
+        }
+
+        /// Whether the message just taken from `base` is the one to drop.
+        private func drops() -> Bool {
+            received.withLock { count in
+                count += 1
+                return count == dropped
+            }
+        }
+
+        func send(_ message: [UInt8]) async throws { try await base.send(message) }
+        func receive(timeout: Duration) async throws -> [UInt8] {
+            while true {
+                let message = try await base.receive(timeout: timeout)
+                if !drops() { return message }
+            }
+        }
+        func receiveIfReady() -> [UInt8]? {
+            while let message = base.receiveIfReady() {
+                if !drops() { return message }
+            }
+            return nil
+        }
+        func awaitIncoming() async {
+            waits.withLock { $0 += 1 }
+            await base.awaitIncoming()
+        }
+        func close(code: WebSocketCloseCode, reason: String) async { await base.close(code: code, reason: reason) }
+    }
+
+    @Test("something arrives while the user decides but a wrapper drops it: nothing after all, the user goes on deciding (no failure, no busy loop), and the answer goes out")
+    func droppedArrivalKeepsTheQuestion() async throws {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        let asked = AsyncStream<Void>.makeStream()
+        let answer = AsyncStream<Void>.makeStream()
+        let dropping = Mutex<DroppingTunnel?>(nil)
+        // Message 1 is the handshake, 2 the request, 3 what the wrapper drops.
+        var desktop = try await HandDrivenDesktop.start(
+            requestType: .getAssertion, getInfo: phone.getInfo,
+            phoneTunnel: { end in
+                let tunnel = DroppingTunnel(end, dropping: 3)
+                dropping.withLock { $0 = tunnel }
+                return tunnel
+            }
+        ) { request in
+            asked.continuation.finish()
+            // The user answers when the test says so, after the dropped message came and went.
+            for await _ in answer.stream {}
+            return phone.respond(to: request, now: unixNow())
+        }
+        #expect(try await desktop.receive().isEmpty)
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        try await desktop.tunnel.send(try desktop.session.encryptRequest(authentication.requestBytes))
+        for await _ in asked.stream {}
+        // The driver watches the tunnel once its user has been deciding for 20 ms.
+        let tunnel = try #require(dropping.withLock { $0 })
+        #expect(await eventually(timeout: .seconds(5)) { tunnel.waits.withLock { $0 } >= 1 })
+        try await desktop.tunnel.send(Array(repeating: 0xEE, count: 48))  // never seen by the phone
+        // The driver woke, found nothing, and waits again; it does not spin.
+        #expect(await eventually(timeout: .seconds(5)) { tunnel.waits.withLock { $0 } >= 2 })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(tunnel.waits.withLock { $0 } == 2, "a wait for each arrival, not a loop")
+        answer.continuation.finish()
+
+        var response: [UInt8]?
+        while response == nil {
+            for action in try await desktop.receive() {
+                if case .response(let bytes) = action { response = bytes }
+            }
+        }
+        let (signedIn, _) = try authentication.verify(response: try #require(response), knownCredentials: [account.credential])
+        #expect(signedIn.signCount == 1)
+        try await desktop.tunnel.send(try desktop.session.encryptShutdown())
+        let result = await desktop.phone.result
+        if case .failure(let error) = result { Issue.record("the phone failed: \(error)") }
+    }
 }
