@@ -69,4 +69,21 @@ struct TerminalLinesTests {
         #expect(await lines.next(timeout: .seconds(30)) == nil)
         #expect(ContinuousClock.now - started < .seconds(10), "the end of input answers at once")
     }
+
+    // (Whether the timer's task or the registration runs first is the scheduler's choice; here the
+    // registration wins in practice, so the path where the timer fires first, `abandoned`, is not
+    // forced by this test.)
+    @Test("a question with no time at all (a zero timeout) returns at once, 200 times in a row, and the next line still answers the next question")
+    func timeoutBeforeRegistration() async throws {
+        let keyboard = Keyboard()
+        let lines = TerminalLines(read: keyboard.read)
+        let started = ContinuousClock.now
+        for _ in 0..<200 {
+            #expect(await lines.next(timeout: .zero) == nil)
+        }
+        #expect(ContinuousClock.now - started < .seconds(20), "no question waited for a line")
+        async let answer = lines.next(timeout: .seconds(10))
+        keyboard.type("bob")
+        #expect(await answer == "bob")
+    }
 }
