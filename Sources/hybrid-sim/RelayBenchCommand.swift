@@ -203,6 +203,8 @@ final class SpawnedRelay {
         let deadline = ContinuousClock.now + .seconds(10)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
+        // The relay's output ended (it exited, usually): its exit status says why.
+        var outputEnded = false
         while process.isRunning {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { break }
@@ -212,7 +214,10 @@ final class SpawnedRelay {
             guard ready > 0 else { continue }
             let count = read(reading, &chunk, chunk.count)
             if count < 0, errno == EINTR { continue }
-            guard count > 0 else { break }  // its end: the relay closed its output or exited
+            guard count > 0 else {
+                outputEnded = true
+                break
+            }
             buffer += chunk[..<count]
             let text = String(decoding: buffer, as: UTF8.self)
             if let range = text.range(of: "ws://"), let line = text[range.lowerBound...].split(separator: "\n").first,
@@ -224,12 +229,17 @@ final class SpawnedRelay {
                 }
             }
         }
-        process.signal(SIGTERM)
+        // The end of a child that exited is learned on its own thread, a moment after its output
+        // ended: waited for (2 s at most), so that the message gives its status.
+        let ended = DispatchSemaphore(value: 0)
+        process.onEnd { _ in ended.signal() }
+        if !outputEnded { process.signal(SIGTERM) }
+        _ = ended.wait(timeout: .now() + 2)
         close(reading)
         let why: String
         switch process.ended {
-        case .exited(let status)?: why = "it exited with status \(status)"
-        case .killed(let signal)?: why = "it was killed by signal \(signal)"
+        case .exited(let status)? where outputEnded: why = "it exited with status \(status)"
+        case .killed(let signal)? where outputEnded: why = "it was killed by signal \(signal)"
         default: why = "no ready line within 10 s"
         }
         throw ValidationError("the relay did not start (\(why))")

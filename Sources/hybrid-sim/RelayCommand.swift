@@ -402,7 +402,7 @@ struct RelayCommand: AsyncParsableCommand {
         guard fits >= 2 else {
             throw failureLine(
                 "the open-file limit (ulimit -n) is \(limit), which leaves room for \(fits) connection(s) beside what the relay itself holds, "
-                    + "and a tunnel needs 2: raise the limit (ulimit -n 1024 holds about 490 tunnels)",
+                    + "and a tunnel needs 2: raise the limit (ulimit -n 1024 holds \(DescriptorLimit.connectionsFitting(1024) / 2) tunnels)",
                 kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
         }
         logger.warning(

@@ -226,4 +226,30 @@ struct PhoneShutdownWhileAnsweringTests {
         let result = await desktop.phone.result
         if case .failure(let error) = result { Issue.record("the phone failed: \(error)") }
     }
+
+    @Test("a preliminary request the user lets time out (0x2F), then a sign-in answered in time: the sign-in decides, the phone's transaction succeeds")
+    func laterAnswerClearsTheTimeout() async throws {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        var timeouts = SessionTimeouts.fast
+        timeouts.userAction = .milliseconds(300)
+        var desktop = try await HandDrivenDesktop.start(
+            requestType: .getAssertion, getInfo: phone.getInfo, timeouts: timeouts
+        ) { request in
+            guard request.first == 0x0B else { return phone.respond(to: request, now: unixNow()) }
+            // authenticatorSelection: a user who never touches the phone.
+            let (never, _) = AsyncStream<Void>.makeStream()
+            for await _ in never {}
+            return [CTAP2StatusCode.operationDenied.rawValue]
+        }
+        #expect(try await desktop.receive().isEmpty)
+        #expect(try await desktop.exchange([0x0B]) == [CTAP2StatusCode.userActionTimeout.rawValue])
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let response = try await desktop.exchange(authentication.requestBytes)
+        let (signedIn, _) = try authentication.verify(response: response, knownCredentials: [account.credential])
+        #expect(signedIn.signCount == 1)
+        try await desktop.tunnel.send(try desktop.session.encryptShutdown())
+        let result = await desktop.phone.result
+        if case .failure(let error) = result { Issue.record("the earlier timeout decided the outcome: \(error)") }
+    }
 }

@@ -92,6 +92,32 @@ struct LateResponderTests {
         #expect(try PasskeyStore.load(path: rig.storePath).passkeys.map(\.signCount) == [0, 0])
     }
 
+    @Test("the desktop gives up while the phone's user still chooses: the question is withdrawn, said on the phone's terminal, and the phone reports the desktop's leaving; nothing is counted")
+    func desktopLeavesWhileTheUserChooses() async throws {
+        let rig = try await Rig.start(desktopTimeout: .seconds(2))
+        defer { try? FileManager.default.removeItem(atPath: rig.home) }
+        var phone = rig.phone
+        phone.timeout = .seconds(20)
+        phone.chooseAccount = { _, _ in
+            let (never, _) = AsyncStream<Void>.makeStream()
+            for await _ in never {}
+            return nil
+        }
+        let lines = Mutex<[String]>([])
+        let output = ProgramOutput(standardOutput: { _ in }, standardError: { line in lines.withLock { $0.append(line) } })
+        let started = ContinuousClock.now
+        let failure = await #expect(throws: ProgramFailure.self) {
+            _ = try await PhoneProgram.run(phone, output: output)
+        }
+        #expect(ContinuousClock.now - started < .seconds(15), "the phone did not wait out its user's 18 s")
+        #expect(failure?.kind == .network, "\(String(describing: failure))")
+        #expect(
+            lines.withLock { $0 }.contains { $0.contains("the question is withdrawn: the transaction ended while the user was choosing") },
+            "\(lines.withLock { $0 })")
+        #expect(await rig.desktop.value?.kind == .timeout)
+        #expect(try PasskeyStore.load(path: rig.storePath).passkeys.map(\.signCount) == [0, 0])
+    }
+
     @Test("the user picks an account after the phone's deadline: the store is not written")
     func lateChoiceIsNotSaved() async throws {
         let rig = try await Rig.start(desktopTimeout: .seconds(20))

@@ -156,11 +156,12 @@ public enum LinkedAuthenticatorDriver {
             let advert = session.advert()
             advertisement = try await step(.phone, "starting to advertise") { try await transports.advertise(advert) }
             events(.advertising(advertBytes: advert.count))
-            try await AuthenticatorDriver.converse(
+            let userTimedOut = try await AuthenticatorDriver.converse(
                 session: &session, tunnel: tunnel, advertisement: advertisement, timeouts: timeouts,
                 transaction: transaction, events: events, respond: respond)
             await advertisement?.stop()
             await tunnel.close()
+            if let userTimedOut { throw userTimedOut }
         } catch {
             await advertisement?.stop()
             await tunnel.closeAfterFailure(error, side: .phone)

@@ -11,9 +11,11 @@ import Synchronization
 ///
 /// The responder has ``SessionTimeouts/userAction`` to answer (the user's time to decide): past it,
 /// its task is cancelled, the phone answers `CTAP2_ERR_USER_ACTION_TIMEOUT` (0x2F) as an
-/// authenticator does, waits for the desktop's end as after any response, and then throws the
-/// timeout (step "answering the request"). A phone whose desktop waits as long for the answer
-/// gives itself a margin, so that the 0x2F arrives before the desktop gives up.
+/// authenticator does, waits for the desktop's end as after any response, closes the tunnel
+/// normally, and then throws the timeout (step "answering the request"), however the desktop
+/// ended. A phone whose desktop waits as long for the answer gives itself a margin, so that the
+/// 0x2F arrives before the desktop gives up. (A whole-transaction deadline that passed before the
+/// request came is the transaction's timeout, with no answer.)
 public enum AuthenticatorDriver {
     /// A running advertiser the driver can stop.
     public protocol Advertisement: Sendable {
@@ -58,11 +60,14 @@ public enum AuthenticatorDriver {
             let advert = try await step(.phone, "building the advert") { try session.tunnelCreated(routingID: routingID) }
             advertisement = try await step(.phone, "starting to advertise") { try await transports.advertise(advert) }
             events(.advertising(advertBytes: advert.count))
-            try await converse(
+            let userTimedOut = try await converse(
                 session: &session, tunnel: tunnel, advertisement: advertisement, timeouts: timeouts,
                 transaction: transaction, events: events, respond: respond)
             await advertisement?.stop()
             await tunnel.close()
+            // The user's time ran out, and the desktop has its answer: the tunnel ended as any
+            // answered transaction does; the caller learns of the timeout.
+            if let userTimedOut { throw userTimedOut }
         } catch {
             await advertisement?.stop()
             await tunnel.closeAfterFailure(error, side: .phone)
@@ -70,17 +75,22 @@ public enum AuthenticatorDriver {
         }
     }
 
+    /// Runs the transaction on an open tunnel until the desktop ends it. Returns the user's
+    /// timeout (step "answering the request") when the phone answered CTAP2_ERR_USER_ACTION_TIMEOUT
+    /// for the transaction's last request: the caller closes the tunnel as after any answer, then
+    /// throws it.
     static func converse<Session: AuthenticatorTransaction>(
         session: inout Session, tunnel: any TunnelTransport, advertisement: (any Advertisement)?,
         timeouts: SessionTimeouts, transaction: TransactionDeadline, events: @Sendable (SessionEvent) -> Void,
         respond: @escaping Responder
-    ) async throws {
+    ) async throws -> TransactionError? {
         var phase = "waiting for the desktop's handshake"
         var timeout = timeouts.handshake
         var answered = false
         // The command of the makeCredential or getAssertion answered: the transaction's one request.
         var transactionCommand: CTAP2Command? = nil
-        // The user's time ran out: the transaction fails with it once the desktop has the answer.
+        // The user's time ran out (the phone answered CTAP2_ERR_USER_ACTION_TIMEOUT): the outcome,
+        // once the transaction ended, unless a later request is answered in time.
         var userTimedOut: TransactionError? = nil
         conversation: while true {
             let message: [UInt8]
@@ -88,6 +98,11 @@ public enum AuthenticatorDriver {
                 message = try await step(.phone, phase) {
                     try await transaction.wait(.phone, phase, timeout) { try await tunnel.receive(timeout: $0) }
                 }
+            } catch where userTimedOut != nil {
+                // However the wait for the desktop's end ends after the timeout's answer (its
+                // close, its silence, the transaction's deadline, a message that fails), the
+                // user's timeout stays the outcome.
+                break conversation
             } catch let error as TransactionError where answered && PeerTolerance.isOrderlyClose(error) {
                 // A desktop that closes after the response instead of sending kShutdown (revision 0
                 // desktops, other clients): the transaction is over, as for Chromium's phone.
@@ -132,10 +147,16 @@ public enum AuthenticatorDriver {
                             underlying: HybridError(.unexpectedMessage, Self.secondRequest(request, after: transactionCommand)))
                     }
                     events(.requestReceived(command: request.first ?? 0, plaintextBytes: request.count))
+                    // A request answered in time after one that timed out (a preliminary command)
+                    // decides the outcome.
+                    userTimedOut = nil
                     // A shutdown that came with the request (in the same write) ends the transaction
                     // before anything is signed or stored.
                     try Self.checkNotEnded(&session, tunnel: tunnel)
                     let response: [UInt8]
+                    // Set when the responder was at work and its deadline passed (not when the
+                    // transaction's time was up before it started).
+                    var userDeadlinePassed = false
                     do {
                         response = try await step(.phone, "answering the request") {
                             try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
@@ -146,20 +167,29 @@ public enum AuthenticatorDriver {
                                 while await pending.wait(watching: tunnel) {
                                     try await Self.checkStillWanted(&session, tunnel: tunnel)
                                 }
-                                return try pending.response()
+                                do {
+                                    return try pending.response()
+                                } catch let error as RuntimeError where error.code == .timeout {
+                                    userDeadlinePassed = true
+                                    throw error
+                                }
                             }
                         }
-                    } catch let error as TransactionError where error.runtimeCode == .timeout {
+                    } catch let error as TransactionError where userDeadlinePassed {
                         // The user did not answer in time (the responder is cancelled and writes
                         // nothing): the phone says so, as an authenticator answers a request its
                         // user let time out, so the desktop learns why instead of seeing the
-                        // tunnel close; the transaction fails with the timeout after its end.
+                        // tunnel close; the timeout is the outcome once the transaction ended.
                         response = CTAP2Response.error(.userActionTimeout).encode()
                         userTimedOut = error
                     }
                     try Self.checkNotEnded(&session, tunnel: tunnel)
                     let ciphertext = try await step(.phone, "encrypting the response") { try session.encryptResponse(response) }
-                    try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }
+                    do {
+                        try await step(.phone, "sending the response") { try await tunnel.send(ciphertext) }
+                    } catch where userTimedOut != nil {
+                        break conversation  // the timeout, not the tunnel that ended meanwhile
+                    }
                     events(.responseSent(status: response.first ?? 0xFF, ciphertextBytes: ciphertext.count))
                     answered = true
                     let command = CTAP2Command(rawValue: request.first ?? 0)
@@ -178,7 +208,7 @@ public enum AuthenticatorDriver {
             }
             try await flush()
         }
-        if let userTimedOut { throw userTimedOut }
+        return userTimedOut
     }
 
     /// The requests that are a transaction's purpose: after one of them is answered, the phone

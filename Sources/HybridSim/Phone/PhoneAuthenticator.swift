@@ -37,15 +37,18 @@ actor PhoneAuthenticator {
     /// the user's deadline (the phone answered CTAP2_ERR_USER_ACTION_TIMEOUT) or at the
     /// transaction's end (said here; the driver's error tells how it ended).
     func explain(_ error: TransactionError) -> ProgramFailure? {
-        if let failure { return failure }
-        guard let rpId = unansweredQuestion else { return nil }
-        if error.step == "answering the request", error.runtimeCode == .timeout {
+        // The question left unanswered is the transaction's outcome, whatever an earlier,
+        // preliminary command was refused for.
+        if let rpId = unansweredQuestion, error.step == "answering the request", error.runtimeCode == .timeout {
             return ProgramFailure(
                 .timeout,
                 "no account chosen for \(rpId) within \(Self.decisionLimit(configuration.timeout).seconds); "
                     + "answered \(CTAP2StatusCode.userActionTimeout.name)")
         }
-        narrator.say("the question is withdrawn: the transaction ended while the user was choosing")
+        if let failure { return failure }
+        if unansweredQuestion != nil {
+            narrator.say("the question is withdrawn: the transaction ended while the user was choosing")
+        }
         return nil
     }
 

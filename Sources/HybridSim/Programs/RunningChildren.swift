@@ -15,24 +15,8 @@ import Darwin
 package enum RunningChildren {
     private static let state = Mutex<(pids: Set<pid_t>, stopping: Bool)>(([], false))
 
-    /// Starts `process`, registered until it ends. Refused (`CancellationError`) once
+    /// Starts a child with `start`, registered until it ends. Refused (`CancellationError`) once
     /// ``stopAll(within:)`` began: a child started then would be left behind.
-    package static func run(_ process: Process) throws {
-        let handler = process.terminationHandler
-        process.terminationHandler = { finished in
-            state.withLock { _ = $0.pids.remove(finished.processIdentifier) }
-            handler?(finished)
-        }
-        // Registered under the lock the termination handler takes to unregister it, so a child
-        // that ends at once is not left registered.
-        try state.withLock { state in
-            guard !state.stopping else { throw CancellationError() }
-            try process.run()
-            state.pids.insert(process.processIdentifier)
-        }
-    }
-
-    /// Starts a child with `start`, registered until it ends, as ``run(_:)`` does for a `Process`.
     package static func spawn(_ start: () throws -> ChildSpawn) throws -> ChildSpawn {
         let child = try state.withLock { state in
             guard !state.stopping else { throw CancellationError() }

@@ -16,7 +16,7 @@ struct HandDrivenDesktop {
 
     static func start(
         requestType: QRPayload.RequestType, getInfo: [UInt8],
-        phoneTunnel: (InMemoryTunnel) -> any TunnelTransport = { $0 },
+        phoneTunnel: (InMemoryTunnel) -> any TunnelTransport = { $0 }, timeouts: SessionTimeouts = .fast,
         respond: @escaping AuthenticatorDriver.Responder
     ) async throws -> HandDrivenDesktop {
         let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
@@ -30,9 +30,13 @@ struct HandDrivenDesktop {
         let phoneTransport = phoneTunnel(phoneEnd)
         let phone = Task {
             var session = session
-            try await AuthenticatorDriver.converse(
-                session: &session, tunnel: phoneTransport, advertisement: nil, timeouts: .fast,
+            // The user's timeout, which `run` throws once the tunnel is closed, fails the phone here too.
+            if let userTimedOut = try await AuthenticatorDriver.converse(
+                session: &session, tunnel: phoneTransport, advertisement: nil, timeouts: timeouts,
                 transaction: TransactionDeadline(.seconds(30)), events: { _ in }, respond: respond)
+            {
+                throw userTimedOut
+            }
         }
         var driven = HandDrivenDesktop(session: desktop, tunnel: desktopEnd, phone: phone)
         var ready = false
