@@ -24,6 +24,27 @@ public struct FIDOScan: Sendable, Hashable {
     /// How many other, different `FIDO:/` codes the same input held (not chosen: a terminal
     /// capture's lowest code is used, an image's first decoded one).
     public var otherCodes: Int = 0
+    /// What was scanned (`nil`: a bitmap handed over as such).
+    public var kind: QRScanner.InputKind? = nil
+    /// Runs of terminal art below the code used (newer, in a capture) that held no readable code:
+    /// the newest code was cut short, and the one used may be an older desktop's.
+    public var unreadableNewerArt: Int = 0
+
+    /// Lines for the person who gave `name` to scan (each to print as `note: …`): the other codes
+    /// it held, and a newer code that could not be read.
+    public func notes(about name: String) -> [String] {
+        var notes: [String] = []
+        if unreadableNewerArt > 0 {
+            notes.append(
+                "the lowest QR art in \(name) (the newest code) cannot be read, cut short or damaged; using a code "
+                    + "above it, which may be an older desktop's: if this one is not answered, capture the newest code whole")
+        }
+        if otherCodes > 0 {
+            let chosen = kind == .text ? "the lowest readable one (the newest)" : "the first one decoded"
+            notes.append("\(name) holds \(otherCodes + 1) different FIDO:/ codes; using \(chosen)")
+        }
+        return notes
+    }
 }
 
 extension FIDOScan {
@@ -50,18 +71,22 @@ extension QRScanner {
     /// - Throws: everything ``scan(fileAt:)`` throws, then ``QRError/Code/notFIDOURL`` or
     ///   ``QRError/Code/invalidFIDOPayload`` (see ``fido(from:)``).
     public static func scanFIDO(fileAt path: String) throws(QRError) -> FIDOScan {
-        try fido(from: scanAll(fileAt: path))
+        try fido(from: findings(fileAt: path))
     }
 
     /// Scans PNG, PGM or text bytes for a hybrid QR code and validates it.
     public static func scanFIDO(bytes: [UInt8]) throws(QRError) -> FIDOScan {
-        try fido(from: nonEmpty(decodeAll(bytes: bytes, source: "input"), in: "input"))
+        var found = try findings(bytes: bytes, source: "input")
+        found.texts = try nonEmpty(found.texts, in: "input")
+        return try fido(from: found)
     }
 
     /// Scans captured terminal text for a hybrid QR code (the lowest, i.e. newest, if it holds
     /// several) and validates it.
     public static func scanFIDO(text: String) throws(QRError) -> FIDOScan {
-        try fido(from: nonEmpty(decodeAll(text: text), in: "text"))
+        var found = try findings(text: text)
+        found.texts = try nonEmpty(found.texts, in: "text")
+        return try fido(from: found)
     }
 
     /// Scans a bitmap for a hybrid QR code and validates it.
@@ -87,6 +112,14 @@ extension QRScanner {
         } catch {
             throw QRError(.invalidFIDOPayload, error.reason.isEmpty ? error.description : error.reason)
         }
+    }
+
+    /// ``fido(from:)`` of what a scan found, with where it came from.
+    static func fido(from found: Findings) throws(QRError) -> FIDOScan {
+        var scan = try fido(from: found.texts)
+        scan.kind = found.kind
+        scan.unreadableNewerArt = found.unreadableNewer
+        return scan
     }
 
     /// A short, printable quote of decoded text for error messages.

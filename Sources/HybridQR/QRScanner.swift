@@ -19,10 +19,11 @@ public enum QRScanner {
     public static func sniff(_ bytes: [UInt8]) -> InputKind? {
         if bytes.starts(with: PNGCodec.signature) { return .png }
         if PGMReader.looksLikePGM(bytes) { return .pgm }
-        guard !bytes.isEmpty, String(validating: bytes, as: UTF8.self) != nil else { return nil }
-        // Text may hold tabs, newlines and terminal escapes (ESC, BEL), but no other C0 controls.
-        let allowed: Set<UInt8> = [0x07, 0x09, 0x0A, 0x0B, 0x0C, 0x0D, 0x1B]
-        return bytes.contains { ($0 < 0x20 && !allowed.contains($0)) || $0 == 0x7F } ? nil : .text
+        // Text: valid UTF-8 without NUL (UTF-16 text of ASCII is valid UTF-8 full of NULs). Other
+        // control bytes are what a terminal session records (a backspace echoed over a typo, the
+        // SI that `tput sgr0` writes): the art reader drops them.
+        guard !bytes.isEmpty, !bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil else { return nil }
+        return .text
     }
 
     /// Decodes the QR code in the file at `path` and returns its text (the first symbol if the
@@ -37,13 +38,7 @@ public enum QRScanner {
     /// Decodes every QR code in the file at `path`; throws like ``scan(fileAt:)``, never
     /// returns an empty array.
     public static func scanAll(fileAt path: String) throws(QRError) -> [String] {
-        let bytes = try FileBytes.read(path)
-        let source = path == "-" ? "standard input" : path
-        if sniff(bytes) == .png, path != "-" {
-            return try nonEmpty(ZbarDecoder.decode(PNGCodec.read(fileAt: path)), in: source)
-        }
-        // Standard input can be read once: its bytes are decoded where they are.
-        return try nonEmpty(decodeAll(bytes: bytes, source: source), in: source)
+        try findings(fileAt: path).texts
     }
 
     /// Decodes the QR code in PNG, PGM or text bytes (for example standard input).
@@ -70,10 +65,36 @@ public enum QRScanner {
 
     // MARK: - Internals
 
+    /// What a scan found: the decoded texts (a capture's lowest art first), the kind of input, and
+    /// how many runs of terminal art below the first that decoded held no code.
+    struct Findings {
+        var texts: [String]
+        var kind: InputKind
+        var unreadableNewer = 0
+    }
+
+    /// The findings of the file at `path` (`-`: standard input); never empty.
+    static func findings(fileAt path: String) throws(QRError) -> Findings {
+        let bytes = try FileBytes.read(path)
+        let source = path == "-" ? "standard input" : path
+        if sniff(bytes) == .png, path != "-" {
+            return Findings(texts: try nonEmpty(ZbarDecoder.decode(PNGCodec.read(fileAt: path)), in: source), kind: .png)
+        }
+        // Standard input can be read once: its bytes are decoded where they are.
+        var found = try findings(bytes: bytes, source: source)
+        found.texts = try nonEmpty(found.texts, in: source)
+        return found
+    }
+
     /// Dispatches on the sniffed kind and decodes; may return an empty array.
     static func decodeAll(bytes: [UInt8], source: String) throws(QRError) -> [String] {
+        try findings(bytes: bytes, source: source).texts
+    }
+
+    /// ``decodeAll(bytes:source:)`` with what else was found.
+    static func findings(bytes: [UInt8], source: String) throws(QRError) -> Findings {
         switch sniff(bytes) {
-        case .png: return try ZbarDecoder.decode(PNGCodec.decode(bytes))
+        case .png: return Findings(texts: try ZbarDecoder.decode(PNGCodec.decode(bytes)), kind: .png)
         case .pgm:
             let image: GrayImage
             do {
@@ -82,15 +103,22 @@ public enum QRScanner {
                 // Name the file, as a PNG's error does.
                 throw QRError(error.code, "\(source): \(error.reason)")
             }
-            return try ZbarDecoder.decode(image)
+            return Findings(texts: try ZbarDecoder.decode(image), kind: .pgm)
         case .text:
             let text = String(decoding: bytes, as: UTF8.self)
             if text.prefix(512).contains("<svg") {
                 throw QRError(.notAnImage, "\(source): SVG cannot be scanned; use a PNG (qr show --png)")
             }
-            return try decodeAll(text: text, source: source)
+            return try findings(text: text, source: source)
         case nil:
-            let what = bytes.isEmpty ? "it is empty" : "it is neither PNG, PGM nor UTF-8 text"
+            let what: String
+            if bytes.isEmpty {
+                what = "it is empty"
+            } else if bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil {
+                what = "it holds NUL bytes, as UTF-16 text does: save the capture as UTF-8"
+            } else {
+                what = "it is neither PNG, PGM nor UTF-8 text"
+            }
             throw QRError(.notAnImage, "\(source): \(what)")
         }
     }
@@ -107,26 +135,44 @@ public enum QRScanner {
     /// - Throws: ``QRError/Code/noQRCode`` when no run decodes, saying how many lines of art there
     ///   were and what usually cuts a code short (`source` names the input).
     static func decodeAll(text: String, source: String = "text") throws(QRError) -> [String] {
+        try findings(text: text, source: source).texts
+    }
+
+    /// The fewest art lines a run must have to count as a code that could not be read (a QR
+    /// symbol is at least 21 modules, 11 lines): fewer is some other use of block characters, a
+    /// progress bar, not a code cut short.
+    static let unreadableRunMinimumLines = 8
+
+    /// ``decodeAll(text:source:)`` with the runs of art below the first that decoded and held no
+    /// code (a newest code cut short: the older one above it is what was read).
+    static func findings(text: String, source: String = "text") throws(QRError) -> Findings {
         let clean = text.hasPrefix("\u{FEFF}") ? String(text.dropFirst()) : text
         var found: [String] = []
+        var unreadableNewer = 0
         let runs = try TerminalArtReader.candidatesByRunNewestFirst(in: clean)
         for run in runs.prefix(maximumArtRuns) {
+            var decoded = false
             for candidate in run {
                 guard let image = candidate.image() else { continue }
                 let texts = try ZbarDecoder.decodeOnce(image)
                 guard !texts.isEmpty else { continue }
                 for text in texts where !found.contains(text) { found.append(text) }
+                decoded = true
                 break
             }
+            if !decoded, found.isEmpty, (run.first?.grid.rows.count ?? 0) / 2 >= unreadableRunMinimumLines {
+                unreadableNewer += 1
+            }
         }
-        guard found.isEmpty else { return found }
+        guard found.isEmpty else { return Findings(texts: found, kind: .text, unreadableNewer: unreadableNewer) }
         // The reader's own art lines (two module rows each), not a second idea of what art is.
         let artLines = runs.reduce(0) { $0 + ($1.first?.grid.rows.count ?? 0) / 2 }
         throw QRError(
             .noQRCode,
             "no QR symbol could be decoded in \(source): its \(artLines) line(s) of QR art hold no complete code. Part of it may be "
                 + "missing: a capture of the visible window only (tmux capture-pane -p without -S -, when the code scrolled up), "
-                + "or lines a narrow terminal wrapped; a desktop's --qr-png file avoids both")
+                + "or lines a narrow terminal wrapped; a desktop's --qr-png file avoids both"
+                + TerminalArtReader.urlLineHint(in: TerminalArtReader.stripANSI(clean)))
     }
 
     /// `texts` unless it is empty, in which case ``QRError/Code/noQRCode``.

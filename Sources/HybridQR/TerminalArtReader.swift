@@ -71,9 +71,10 @@ package enum TerminalArtReader {
     ///
     /// - Throws: ``QRError/Code/noQRCode`` if the text contains no line of QR art at all.
     static func candidatesByRunNewestFirst(in text: String) throws(QRError) -> [[Candidate]] {
-        let grids = inkGrids(in: stripANSI(text))
+        let stripped = stripANSI(text)
+        let grids = inkGrids(in: stripped)
         guard !grids.isEmpty else {
-            throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)")
+            throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)\(urlLineHint(in: stripped))")
         }
         return grids.reversed().map(readings(of:))
     }
@@ -86,7 +87,19 @@ package enum TerminalArtReader {
         return [Candidate(grid: grid, inverted: invertedFirst), Candidate(grid: grid, inverted: !invertedFirst)]
     }
 
-    /// Removes ANSI/VT escape sequences and carriage returns, keeping everything else.
+    /// For an error about a capture whose art cannot be read: the `FIDO:/` line a desktop prints
+    /// under its code, when the capture holds one, is the same code as text.
+    static func urlLineHint(in stripped: String) -> String {
+        let hasURLLine = stripped.split(separator: "\n").contains { line in
+            FIDOURL.hasPrefix(String(line.drop { $0 == " " || $0 == "\t" }))
+        }
+        guard hasURLLine else { return "" }
+        return "; the capture also holds a FIDO:/ line, the same code as text (phone --qr takes it)"
+    }
+
+    /// Removes ANSI/VT escape sequences, carriage returns and the other control characters a
+    /// terminal session records (a backspace echoed over a typo, the SI `tput sgr0` writes, DEL),
+    /// keeping line breaks, tabs and everything printable.
     package static func stripANSI(_ text: String) -> String {
         let scalars = Array(text.unicodeScalars)
         var out = String.UnicodeScalarView()
@@ -98,7 +111,7 @@ package enum TerminalArtReader {
                 index = skipEscape(scalars, from: index)
             case 0x9B:  // C1 CSI
                 index = skipCSIBody(scalars, from: index + 1)
-            case 0x0D:
+            case 0x0D, 0x00..<0x09, 0x0B..<0x1B, 0x1C..<0x20, 0x7F:
                 index += 1
             default:
                 out.append(scalar)

@@ -131,12 +131,8 @@ extension QRCommand {
                 return
             }
             let result = try QRScanner.scanFIDO(fileAt: file)
-            if result.otherCodes > 0 {
-                // As phone --scan says it: the code printed is one of several.
-                StandardStream.errorLine(
-                    "note: \(file) holds \(result.otherCodes + 1) different FIDO:/ codes; printed the lowest in a terminal capture "
-                        + "(the newest), the first decoded in an image")
-            }
+            // As phone --scan says it: the code printed is one of several, or an older one.
+            for note in result.notes(about: file) { StandardStream.errorLine("note: " + note) }
             try printResult(decode ? result.payloadJSON : result.url)
         }
     }

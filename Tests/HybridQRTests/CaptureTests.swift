@@ -63,6 +63,55 @@ struct CaptureTests {
         #expect(throws: QRError.self) { try QRScanner.scanFIDO(text: code + "\nlog line\n" + junk) }
     }
 
+    @Test("a terminal session's typescript with control bytes in it (a backspace echoed over a typo, the SI that tput sgr0 writes, DEL) is text and scans; NUL bytes (UTF-16) are refused saying so")
+    func typescriptControlBytes() throws {
+        let art = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL))
+        let typescript = "Script started\r\n$ ecjo\u{8}\u{8}\u{8}cho hi\u{7F}\r\n\u{1B}[1mu@h\u{1B}(B\u{1B}[m\u{0F}:~$ hybrid-sim desktop\r\n"
+            + art.replacingOccurrences(of: "\n", with: "\r\n") + "\r\n" + Fixtures.chromeURL + "\r\n"
+        #expect(QRScanner.sniff(Array(typescript.utf8)) == .text)
+        #expect(try QRScanner.scanFIDO(bytes: Array(typescript.utf8)).url == Fixtures.chromeURL)
+        // A control byte inside an art line is dropped too: the line stays art.
+        let lines = art.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        let middle = lines.count / 2
+        var marked = lines
+        marked[middle] = marked[middle] + "\u{0F}"
+        #expect(try QRScanner.scanFIDO(text: marked.joined(separator: "\n")).url == Fixtures.chromeURL)
+        let utf16: [UInt8] = "hello █▀\n".utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
+        let ascii16: [UInt8] = "hello world\n".utf8.flatMap { byte -> [UInt8] in [byte, 0] }
+        let error = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: ascii16) }
+        #expect(error?.reason == "input: it holds NUL bytes, as UTF-16 text does: save the capture as UTF-8", "\(String(describing: error))")
+        #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: utf16) }
+    }
+
+    @Test("the newest code cut short at the bottom of a capture: the older code above is read, and the scan says the newest could not be; a progress bar of blocks below a code is not taken for a code")
+    func unreadableNewestCode() throws {
+        let older = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL))
+        let newer = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.safariURL))
+        let cut = newer.split(separator: "\n", omittingEmptySubsequences: false).prefix(15).joined(separator: "\n")
+        let scan = try QRScanner.scanFIDO(text: older + "\n" + Fixtures.chromeURL + "\n$ hybrid-sim desktop\n" + cut)
+        #expect(scan.url == Fixtures.chromeURL)
+        #expect(scan.unreadableNewerArt == 1 && scan.otherCodes == 0)
+        #expect(
+            scan.notes(about: "cap.txt") == [
+                "the lowest QR art in cap.txt (the newest code) cannot be read, cut short or damaged; using a code above it, "
+                    + "which may be an older desktop's: if this one is not answered, capture the newest code whole"
+            ])
+        let progress = try QRScanner.scanFIDO(text: newer + "\nuploading\n████████████░░░░ 75%\n")
+        #expect(progress.url == Fixtures.safariURL && progress.unreadableNewerArt == 0 && progress.notes(about: "x").isEmpty)
+    }
+
+    @Test("art that cannot be read in a capture that holds the FIDO:/ line: the error says the line is the same code")
+    func urlLineHint() throws {
+        let mangled = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL))
+            .replacingOccurrences(of: "█", with: "?").replacingOccurrences(of: "▀", with: "?").replacingOccurrences(of: "▄", with: "?")
+        let error = #expect(throws: QRError(.noQRCode)) { try QRScanner.scanFIDO(text: mangled + "\n" + Fixtures.chromeURL + "\n") }
+        #expect(error?.reason.hasSuffix("; the capture also holds a FIDO:/ line, the same code as text (phone --qr takes it)") == true,
+                "\(String(describing: error))")
+        let cut = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL)).split(separator: "\n").prefix(12).joined(separator: "\n")
+        let partial = #expect(throws: QRError(.noQRCode)) { try QRScanner.scanFIDO(text: cut + "\n" + Fixtures.chromeURL + "\n") }
+        #expect(partial?.reason.hasSuffix("(phone --qr takes it)") == true, "\(String(describing: partial))")
+    }
+
     @Test("the plain capture really has its trailing spaces trimmed")
     func trimmed() throws {
         let text = try String(contentsOf: Self.directory.appendingPathComponent("tmux-normal.txt"), encoding: .utf8)

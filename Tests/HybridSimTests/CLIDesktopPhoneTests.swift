@@ -258,7 +258,7 @@ struct CLIDesktopPhoneTests {
         let scan = try lab.start("scan", ["qr", "scan", file])
         #expect(try await scan.waitForExit() == 0, "\(scan.transcript)")
         #expect(scan.standardOutput.lines == [urls[1]], "\(scan.transcript)")
-        #expect(scan.standardError.lines == ["note: \(file) holds 2 different FIDO:/ codes; printed the lowest in a terminal capture (the newest), the first decoded in an image"],
+        #expect(scan.standardError.lines == ["note: \(file) holds 2 different FIDO:/ codes; using the lowest readable one (the newest)"],
                 "\(scan.transcript)")
     }
 

@@ -223,7 +223,10 @@ struct Run {
                 ]
             )
         } else {
-            for line in art.split(separator: "\n", omittingEmptySubsequences: false) {
+            let lines = art.split(separator: "\n", omittingEmptySubsequences: false)
+            let width = lines.map(\.count).max() ?? 0
+            for note in TerminalFit.notes(artWidth: width, environment: configuration.environment) { narrator.say("note: " + note) }
+            for line in lines {
                 narrator.output.standardOutput(String(line))
             }
             narrator.output.standardOutput(session.url)

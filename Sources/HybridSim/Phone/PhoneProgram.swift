@@ -167,11 +167,7 @@ public enum PhoneProgram {
         case .file(let path):
             do {
                 let scan = try QRScanner.scanFIDO(fileAt: path)
-                if scan.otherCodes > 0 {
-                    narrator.say(
-                        "note: \(path) holds \(scan.otherCodes + 1) different FIDO:/ codes; using the lowest in a "
-                            + "terminal capture (the newest), the first decoded in an image")
-                }
+                for note in scan.notes(about: path) { narrator.say("note: " + note) }
                 return (scan.url, scan.payload)
             } catch {
                 throw ProgramFailure(.badInput, "cannot read a FIDO:/ QR code from \(path): \(error)")
