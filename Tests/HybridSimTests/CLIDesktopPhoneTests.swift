@@ -98,6 +98,8 @@ struct CLIDesktopPhoneTests {
             (["relay", "--allow-origin", "ci.example.org"], "--allow-origin 'ci.example.org' has no scheme, and a browser's Origin always has one: give https://ci.example.org"),
             (["relay", "--allow-origin", "https://ci.example.org/login"], "--allow-origin 'https://ci.example.org/login' is not an origin a browser sends (scheme://host[:port], no path, query or user): give it as https://ci.example.org\n"),
             (["relay", "--allow-origin", "https://u@CI.example.org:8443/x?y"], "give it as https://ci.example.org:8443\n"),
+            (["desktop", "--rp-url", "http://127.0.0.1:1/s/base#frag", "--rp-profile", "okta"], "--rp-url http://127.0.0.1:1/s/base#frag has a fragment (#…), which is never sent to a server"),
+            (["desktop", "--rp-url", "http://u:secret@127.0.0.1:1/s", "--rp-profile", "okta"], "--rp-url http://u:***@127.0.0.1:1/s holds a user name or password"),
             (["relay", "--max-connections", "1"], "--max-connections must be at least 2: a tunnel is two connections, the phone's and the desktop's"),
             (["relay", "--contacts", ""], "--contacts needs a file name\nUsage: hybrid-sim relay"),
             (["bench", "relay", "--url", "ws://127.0.0.1:47001/cable"], "--url ws://127.0.0.1:47001/cable has a path: give the relay's base URL"),
@@ -379,6 +381,10 @@ struct CLIDesktopPhoneTests {
             (
                 ["--rp-id", "example.com", "--origin", "https://evil.example"],
                 "error: RP ID example.com is not valid for origin https://evil.example"
+            ),
+            (
+                ["--rp-id", "127.0.0.1", "--origin", "https://127.0.0.1"],
+                "error: the origin https://127.0.0.1 has an IP address for its host, and a browser makes no WebAuthn request"
             ),
         ] {
             let desktop = try lab.start(

@@ -123,6 +123,16 @@ struct DesktopCeremony: Sendable {
                 "RP ID \(rpId) is not valid for origin \(origin): it must be the origin's host or a parent domain of it"
             )
         }
+        // A browser makes no WebAuthn request from an origin whose host is an IP address: its
+        // effective domain is not a valid domain (WebAuthn L3 §5.1.3 step 7, a SecurityError;
+        // Chromium's OriginAllowedToMakeWebAuthnRequests, kInvalidDomain).
+        if Self.isIPAddress(host) {
+            throw ProgramFailure(
+                .badInput,
+                "the origin \(origin) has an IP address for its host, and a browser makes no WebAuthn request from such a page "
+                    + "(its effective domain is not a valid domain: a SecurityError); serve the page from a host name "
+                    + "(localhost works)")
+        }
         self.rpId = rpId
         self.origin = origin
 
@@ -134,7 +144,7 @@ struct DesktopCeremony: Sendable {
                 creation.makeCredentialRequest(clientDataHash: clientData.hash, rpId: rpId)
             ).encode()
             relyingParty = creation.relyingParty(origin: origin)
-            attestationConveyance = creation.attestation ?? "none"
+            attestationConveyance = creation.effectiveAttestation
             timeout = configuration.timeout ?? Self.timeout(milliseconds: creation.timeout)
         case .authentication(let request):
             clientData = CollectedClientData(type: .get, challenge: request.challenge.bytes, origin: origin)
@@ -454,5 +464,15 @@ struct DesktopCeremony: Sendable {
             request: request, rpId: rpId, origin: origin, challenge: clientData.challenge,
             credentialJSON: json.compact, prettyCredentialJSON: json.pretty, credentialId: credentialId,
             credential: credential, previousSignCount: previousSignCount, relyingPartyCheck: check, notes: notes)
+    }
+}
+
+extension DesktopCeremony {
+    /// Whether `host` (as an origin serializes it) is an IPv4 address (four numbers, as a browser
+    /// writes one) or an IPv6 one (in brackets, or with a colon).
+    static func isIPAddress(_ host: String) -> Bool {
+        if host.contains(":") || host.hasPrefix("[") { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts.allSatisfy { part in !part.isEmpty && part.allSatisfy(\.isNumber) }
     }
 }

@@ -17,5 +17,6 @@ extension DesktopConfiguration {
         else {
             throw bad("--rp-url \(rpURL) is not an http:// or https:// URL")
         }
+        if let problem = RelyingPartyClient.problem(with: components) { throw bad("--rp-url \(RelyingPartyClient.redacted(components)) \(problem)") }
     }
 }

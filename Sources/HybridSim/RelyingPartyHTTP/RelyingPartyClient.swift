@@ -23,14 +23,18 @@ public final class RelyingPartyClient: Sendable {
         public var why: String? = nil
     }
 
-    /// The base URL, without a trailing slash.
+    /// The query of `--rp-url` (without `?`), added to every endpoint's URL after the profile's path.
+    public let baseQuery: String?
+    /// The base URL, without a trailing slash (nor its query).
     public let baseURL: String
     /// The profile followed.
     public let profile: RelyingPartyProfile
     private let headers: [(String, String)]
     private let timeout: Duration
     private let connectTimeout: Duration
-    private let cookies = Mutex<[String: String]>([:])
+    /// The cookies the relying party set, kept as a browser keeps them (``CookieJar``); a profile
+    /// with `"cookies": false` keeps none.
+    private let cookies = Mutex(CookieJar())
 
     /// Prepares a client: checks the URL and resolves the profile's `${VARIABLE}` headers.
     ///
@@ -51,7 +55,15 @@ public final class RelyingPartyClient: Sendable {
         else {
             throw ProgramFailure(.badInput, "--rp-url \(baseURL) is not an http:// or https:// URL")
         }
-        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        if let problem = Self.problem(with: components) {
+            throw ProgramFailure(.badInput, "--rp-url \(Self.redacted(components)) \(problem)")
+        }
+        // The profile's paths go after the URL's path, its query after them (a tenant's `?t=x`).
+        var base = components
+        base.percentEncodedQuery = nil
+        let text = base.string ?? baseURL
+        self.baseURL = text.hasSuffix("/") ? String(text.dropLast()) : text
+        self.baseQuery = components.percentEncodedQuery.flatMap { $0.isEmpty ? nil : $0 }
         self.profile = profile
         self.timeout = timeout
         // Never longer than the whole request: a relying party that cannot be reached within
@@ -139,10 +151,34 @@ public final class RelyingPartyClient: Sendable {
         return names.dropLast().joined(separator: ", ") + " or " + last
     }
 
+    /// What is wrong with an `--rp-url` that is http(s) with a host, or `nil`: a fragment is never
+    /// sent to a server (the profile's paths would be lost behind it), and a user name or password
+    /// would be printed and logged with the URL.
+    static func problem(with components: URLComponents) -> String? {
+        if components.fragment != nil {
+            return "has a fragment (#…), which is never sent to a server: the profile's paths would go after it, unsent; leave it out"
+        }
+        if components.user != nil || components.password != nil {
+            return "holds a user name or password, which would be printed with the URL: give credentials with --rp-header "
+                + "(Authorization: Basic …)"
+        }
+        return nil
+    }
+
+    /// The URL with any password replaced by `***`, for messages.
+    static func redacted(_ components: URLComponents) -> String {
+        guard components.password != nil else { return components.string ?? "" }
+        var shown = components
+        shown.password = "***"
+        return shown.string ?? ""
+    }
+
     /// The URL an endpoint is called at, with placeholders filled in.
     public func url(_ endpoint: RelyingPartyProfile.Endpoint, values: [String: JSONValue]) throws(ProgramFailure) -> String {
         do {
-            return baseURL + (try JSONValue.substitute(in: endpoint.path, values, forURL: true))
+            let path = try JSONValue.substitute(in: endpoint.path, values, forURL: true)
+            guard let baseQuery else { return baseURL + path }
+            return baseURL + path + (path.contains("?") ? "&" : "?") + baseQuery
         } catch {
             throw ProgramFailure(.badInput, "profile \(profile.name): \(endpoint.path): \(error)")
         }
@@ -158,9 +194,9 @@ public final class RelyingPartyClient: Sendable {
         for (name, value) in headers {
             request.headers.replaceOrAdd(name: name, value: value)
         }
-        let jar = cookies.withLock { $0 }
-        if !jar.isEmpty {
-            request.headers.add(name: "Cookie", value: jar.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; "))
+        let target = URLComponents(string: url)
+        if let target, let cookie = cookies.withLock({ $0.header(for: target) }) {
+            request.headers.add(name: "Cookie", value: cookie)
         }
         if let template = endpoint.body {
             let body: JSONValue
@@ -188,7 +224,11 @@ public final class RelyingPartyClient: Sendable {
             // The client's deadline covers the answer's head; a body sent slowly enough is bounded
             // here, by the same end, or a byte every few seconds could hold the desktop for ever.
             let buffer = try await Self.collect(response.body, until: end, client: client)
-            remember(response.headers[canonicalForm: "Set-Cookie"].map(String.init))
+            if profile.cookies != false, let target {
+                for header in response.headers[canonicalForm: "Set-Cookie"] {
+                    cookies.withLock { $0.store(String(header), from: target) }
+                }
+            }
             result = .success((Int(response.status.code), Array(buffer.readableBytesView), url))
         } catch {
             if error is BodyDeadline {
@@ -269,17 +309,6 @@ public final class RelyingPartyClient: Sendable {
             return "the server closed the connection without answering"
         default:
             return RuntimeError.systemReason(error)
-        }
-    }
-
-    /// Keeps `name=value` of every `Set-Cookie` (attributes ignored: one run, one origin).
-    private func remember(_ setCookies: [String]) {
-        for line in setCookies {
-            let pair = line.split(separator: ";", maxSplits: 1).first ?? ""
-            guard let equals = pair.firstIndex(of: "=") else { continue }
-            let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
-            let value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            cookies.withLock { $0[name] = value }
         }
     }
 

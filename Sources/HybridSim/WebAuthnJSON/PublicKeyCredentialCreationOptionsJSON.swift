@@ -126,16 +126,34 @@ public struct PublicKeyCredentialCreationOptionsJSON: Hashable, Sendable, Codabl
     }
 
     /// The `clientExtensionResults` a browser reports for these options with a hybrid phone:
-    /// `{"credProps": {"rk": true}}` when `credProps` was requested (phone passkeys are always
-    /// discoverable), otherwise `{}`.
+    /// with `credProps` requested, `{"credProps": {"rk": R}}`, R whether the request asked for a
+    /// discoverable credential (CTAP2 `rk`; a makeCredential response does not say, so Chrome
+    /// reports what it asked for), otherwise `{}`.
     public var clientExtensionResults: ClientExtensionResultsJSON {
-        extensions?.credProps == true ? ClientExtensionResultsJSON(credProps: .init(rk: true)) : ClientExtensionResultsJSON()
+        extensions?.credProps == true
+            ? ClientExtensionResultsJSON(credProps: .init(rk: effectiveResidentKey != "discouraged")) : ClientExtensionResultsJSON()
+    }
+
+    /// `authenticatorSelection.residentKey` in effect (WebAuthn L3 §5.4.4): a known value as
+    /// given; absent or unknown (unknown values count as absent, §5.4), `"required"` when
+    /// `requireResidentKey` is true and `"discouraged"` otherwise, as Chrome maps them.
+    public var effectiveResidentKey: String {
+        switch authenticatorSelection?.residentKey {
+        case let value? where ["required", "preferred", "discouraged"].contains(value): return value
+        default: return authenticatorSelection?.requireResidentKey == true ? "required" : "discouraged"
+        }
     }
 
     /// Whether the relying party requires a discoverable credential.
-    public var requiresResidentKey: Bool {
-        authenticatorSelection?.residentKey == "required"
-            || (authenticatorSelection?.residentKey == nil && authenticatorSelection?.requireResidentKey == true)
+    public var requiresResidentKey: Bool { effectiveResidentKey == "required" }
+
+    /// `attestation` in effect (WebAuthn L3 §5.4.7): `"none"` when absent or unknown (unknown
+    /// values count as absent, §5.4; Chrome's conversion maps them to none).
+    public var effectiveAttestation: String {
+        switch attestation {
+        case let value? where ["none", "indirect", "direct", "enterprise"].contains(value): return value
+        default: return "none"
+        }
     }
 }
 

@@ -1,3 +1,5 @@
+import HybridRuntime
+
 /// `PublicKeyCredentialRequestOptionsJSON` (WebAuthn L3 §5.1.1, as `PublicKeyCredential.parseRequestOptionsFromJSON`
 /// reads it): what a relying party's server sends to start an authentication. py_webauthn's
 /// `options_to_json` and SimpleWebAuthn's `generateAuthenticationOptions` emit this shape.
@@ -66,6 +68,20 @@ public struct PublicKeyCredentialRequestOptionsJSON: Hashable, Sendable, Codable
             throw WebAuthnJSONError(
                 .invalidValue,
                 "\(path)allowCredentials names no \"public-key\" credential (only \(types)): a browser skips them all and asks no authenticator")
+        }
+        // A browser offers the transports the allow list names (Chromium's
+        // GetTransportsAllowedByRP: the union of every entry's transports; an entry without any
+        // allows all): when none is hybrid, it shows no QR code, and no phone is asked.
+        let listed = (allowCredentials ?? []).filter { $0.type == "public-key" }.map { $0.transports ?? [] }
+        if !listed.isEmpty, !listed.contains(where: \.isEmpty),
+            !listed.contains(where: { $0.contains("hybrid") || $0.contains("cable") })
+        {
+            let named = Set(listed.flatMap { $0 }).sorted().map { "\"\(PeerText.printable($0, limit: 20))\"" }.joined(separator: ", ")
+            throw WebAuthnJSONError(
+                .invalidValue,
+                "every \(path)allowCredentials entry names its transports, and none is \"hybrid\" (only \(named)): a browser "
+                    + "then offers no phone or QR code for the sign-in (Chromium's GetTransportsAllowedByRP); a passkey on a phone "
+                    + "is listed with \"hybrid\" (or without transports)")
         }
     }
 

@@ -7,8 +7,11 @@ import HybridRuntime
 /// §6.1, §6.2), and the relying-party configuration that checks the answer.
 ///
 /// The mapping follows Chrome over hybrid: `uv` is requested unless user verification is
-/// `"discouraged"` (phones always verify the user), `rk` unless a resident key is `"discouraged"`,
-/// empty allow and exclude lists are omitted, and descriptors of unknown types are skipped.
+/// `"discouraged"` (phones always verify the user), `rk` unless the resident key in effect is
+/// `"discouraged"` (absent or unknown `residentKey` without `requireResidentKey` is), empty allow
+/// and exclude lists are omitted, descriptors and parameters of other types than `public-key` are
+/// skipped, and descriptors go without their `transports` (Chromium's `AsCBOR` leaves them out:
+/// some security keys refuse them, crbug 1270757).
 extension PublicKeyCredentialCreationOptionsJSON {
     /// The RP ID in effect: `rp.id`, or the host of `origin` when absent.
     public func effectiveRpId(origin: String) -> String {
@@ -18,22 +21,19 @@ extension PublicKeyCredentialCreationOptionsJSON {
     /// The authenticatorMakeCredential request for these options.
     public func makeCredentialRequest(clientDataHash: [UInt8], rpId: String) -> MakeCredentialRequest {
         let excluded = (excludeCredentials ?? []).filter { $0.type == PublicKeyCredentialDescriptor.publicKeyType }
-        let residentKey = authenticatorSelection?.residentKey ?? (requiresResidentKey ? "required" : "preferred")
         return MakeCredentialRequest(
             clientDataHash: clientDataHash,
             rp: PublicKeyCredentialRpEntity(id: rpId, name: rp.name ?? rpId),
             user: PublicKeyCredentialUserEntity(
                 id: user.id.bytes, name: user.name, displayName: user.displayName ?? ""),
-            pubKeyCredParams: effectivePubKeyCredParams.map {
+            pubKeyCredParams: effectivePubKeyCredParams.filter { $0.type == PublicKeyCredentialDescriptor.publicKeyType }.map {
                 PublicKeyCredentialParameters(type: $0.type, alg: COSEAlgorithmIdentifier(rawValue: $0.alg))
             },
             excludeList: excluded.isEmpty
                 ? nil
-                : excluded.map {
-                    PublicKeyCredentialDescriptor(type: $0.type, id: $0.id.bytes, transports: $0.transports)
-                },
+                : excluded.map { PublicKeyCredentialDescriptor(type: $0.type, id: $0.id.bytes) },
             options: AuthenticatorOptions(
-                rk: residentKey != "discouraged",
+                rk: effectiveResidentKey != "discouraged",
                 uv: effectiveUserVerification == "discouraged" ? nil : true)
         )
     }
@@ -63,11 +63,7 @@ extension PublicKeyCredentialRequestOptionsJSON {
         return GetAssertionRequest(
             rpId: rpId,
             clientDataHash: clientDataHash,
-            allowList: allowed.isEmpty
-                ? nil
-                : allowed.map {
-                    PublicKeyCredentialDescriptor(type: $0.type, id: $0.id.bytes, transports: $0.transports)
-                },
+            allowList: allowed.isEmpty ? nil : allowed.map { PublicKeyCredentialDescriptor(type: $0.type, id: $0.id.bytes) },
             options: AuthenticatorOptions(uv: effectiveUserVerification == "discouraged" ? nil : true)
         )
     }

@@ -1,0 +1,109 @@
+import CTAP2
+import Foundation
+@testable import HybridSim
+import Testing
+
+/// What a relying-party developer's own server found (a review with a hand-written Python relying
+/// party): options a browser reads one way that HybridSim read another, and cookies and URLs a
+/// browser treats differently.
+@Suite("Relying party: options and HTTP as a browser treats them")
+struct RelyingPartyShapesReviewTests {
+    static func creation(_ extra: String) throws -> PublicKeyCredentialCreationOptionsJSON {
+        try PublicKeyCredentialCreationOptionsJSON.parse(Array("""
+            {"rp": {"id": "example.com", "name": "Example"}, "user": {"id": "AQID", "name": "a", "displayName": "A"},
+             "challenge": "AAECAwQFBgcICQoLDA0ODw", "pubKeyCredParams": [{"type": "public-key", "alg": -7}]\(extra)}
+            """.utf8))
+    }
+
+    static func request(_ extra: String) throws -> PublicKeyCredentialRequestOptionsJSON {
+        try PublicKeyCredentialRequestOptionsJSON.parse(Array("""
+            {"challenge": "AAECAwQFBgcICQoLDA0ODw", "rpId": "example.com"\(extra)}
+            """.utf8))
+    }
+
+    @Test("an unknown attestation value counts as none (WebAuthn L3 §5.4), as an absent one does")
+    func attestation() throws {
+        #expect(try Self.creation(#", "attestation": "bogus""#).effectiveAttestation == "none")
+        #expect(try Self.creation("").effectiveAttestation == "none")
+        #expect(try Self.creation(#", "attestation": "direct""#).effectiveAttestation == "direct")
+    }
+
+    @Test("residentKey absent or unknown: discouraged unless requireResidentKey (L3 §5.4.4), so the CTAP2 request asks no rk and credProps says so", arguments: [
+        (#""#, false), (#", "authenticatorSelection": {}"#, false),
+        (#", "authenticatorSelection": {"residentKey": "bogus"}"#, false),
+        (#", "authenticatorSelection": {"requireResidentKey": true}"#, true),
+        (#", "authenticatorSelection": {"residentKey": "bogus", "requireResidentKey": true}"#, true),
+        (#", "authenticatorSelection": {"residentKey": "preferred"}"#, true),
+        (#", "authenticatorSelection": {"residentKey": "discouraged", "requireResidentKey": true}"#, false),
+    ])
+    func residentKey(extra: String, rk: Bool) throws {
+        let options = try Self.creation(extra + #", "extensions": {"credProps": true}"#)
+        let request = options.makeCredentialRequest(clientDataHash: Array(repeating: 0, count: 32), rpId: "example.com")
+        #expect(request.options?.rk == rk, "\(extra)")
+        #expect(options.clientExtensionResults.credProps?.rk == rk)
+    }
+
+    @Test("descriptors go to the phone without their transports, and parameters of other types are dropped, as Chromium's AsCBOR and converter do")
+    func descriptorsAndParameters() throws {
+        let creation = try Self.creation(#"""
+            , "excludeCredentials": [{"type": "public-key", "id": "AQI", "transports": ["hybrid", "internal"]}],
+              "pubKeyCredParams": [{"type": "foo", "alg": -7}, {"type": "public-key", "alg": -7}]
+            """#)
+        let made = creation.makeCredentialRequest(clientDataHash: Array(repeating: 0, count: 32), rpId: "example.com")
+        #expect(made.excludeList?.map(\.transports) == [nil])
+        #expect(made.pubKeyCredParams.map(\.type) == ["public-key"])
+        let request = try Self.request(#", "allowCredentials": [{"type": "public-key", "id": "AQI", "transports": ["hybrid"]}]"#)
+        let get = request.getAssertionRequest(clientDataHash: Array(repeating: 0, count: 32), rpId: "example.com")
+        #expect(get.allowList?.map(\.transports) == [nil])
+    }
+
+    @Test("an allow list whose every entry names transports without hybrid is refused (a browser offers no phone for it); an entry without transports, or with hybrid or cable, allows it")
+    func allowListTransports() throws {
+        let error = #expect(throws: WebAuthnJSONError.self) {
+            try Self.request(#", "allowCredentials": [{"type": "public-key", "id": "AQI", "transports": ["usb"]}, {"type": "public-key", "id": "AwQ", "transports": ["nfc", "usb"]}]"#)
+        }
+        #expect(error?.description.contains(#"none is "hybrid" (only "nfc", "usb")"#) == true, "\(String(describing: error))")
+        for fine in [
+            #"[{"type": "public-key", "id": "AQI", "transports": ["usb"]}, {"type": "public-key", "id": "AwQ"}]"#,
+            #"[{"type": "public-key", "id": "AQI", "transports": ["usb", "hybrid"]}]"#,
+            #"[{"type": "public-key", "id": "AQI", "transports": ["cable"]}]"#,
+            #"[{"type": "public-key", "id": "AQI", "transports": []}]"#,
+        ] {
+            #expect(throws: Never.self) { try Self.request(#", "allowCredentials": "# + fine) }
+        }
+    }
+
+    @Test("cookies as a browser keeps them: Max-Age=0 and a past Expires delete, Path limits, a Domain that does not cover the host drops the cookie")
+    func cookieJar() throws {
+        let begin = try #require(URLComponents(string: "http://rp.example:8080/s/base/reg/begin"))
+        let finish = try #require(URLComponents(string: "http://rp.example:8080/s/base/reg/finish"))
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        var jar = CookieJar()
+        jar.store("sid=1; Path=/; HttpOnly", from: begin, now: now)
+        jar.store("dir=2", from: begin, now: now)  // default path /s/base/reg
+        jar.store("other=3; Path=/other", from: begin, now: now)
+        jar.store("foreign=4; Domain=other.example", from: begin, now: now)
+        jar.store("parent=5; Domain=.example", from: begin, now: now)
+        jar.store("gone=6; Max-Age=0", from: begin, now: now)
+        jar.store("old=7; Expires=Wed, 21 Oct 2015 07:28:00 GMT", from: begin, now: now)
+        jar.store("later=8; Max-Age=60", from: begin, now: now)
+        #expect(jar.header(for: finish, now: now) == "dir=2; later=8; parent=5; sid=1")
+        #expect(jar.header(for: finish, now: now.addingTimeInterval(61)) == "dir=2; parent=5; sid=1")
+        jar.store("sid=x; Path=/; Max-Age=0", from: begin, now: now)
+        #expect(jar.header(for: try #require(URLComponents(string: "http://rp.example:8080/other/x")), now: now) == "other=3")
+        #expect(jar.header(for: try #require(URLComponents(string: "http://elsewhere.test/")), now: now) == nil)
+        #expect(CookieJar.defaultPath("/s/base/reg/begin") == "/s/base/reg" && CookieJar.defaultPath("/begin") == "/")
+        #expect(CookieJar.pathMatches("/s/base", "/s") && !CookieJar.pathMatches("/sx", "/s") && CookieJar.pathMatches("/s/", "/s/"))
+    }
+
+    @Test("--rp-url's query goes after the profile's path; the path is not lost behind it")
+    func urlQuery() throws {
+        let profile = try RelyingPartyProfile.load("py_webauthn")
+        let client = try RelyingPartyClient(baseURL: "http://127.0.0.1:1/s/base?tenant=x", profile: profile, environment: [:])
+        var endpoint = try #require(profile.registration).options
+        endpoint.path = "/reg/begin"
+        #expect(try client.url(endpoint, values: [:]) == "http://127.0.0.1:1/s/base/reg/begin?tenant=x")
+        endpoint.path = "/reg/begin?kind=a"
+        #expect(try client.url(endpoint, values: [:]) == "http://127.0.0.1:1/s/base/reg/begin?kind=a&tenant=x")
+    }
+}
