@@ -1,3 +1,4 @@
+import Foundation
 import CTAP2
 import HybridCore
 @testable import HybridRuntime
@@ -251,5 +252,60 @@ struct PhoneShutdownWhileAnsweringTests {
         try await desktop.tunnel.send(try desktop.session.encryptShutdown())
         let result = await desktop.phone.result
         if case .failure(let error) = result { Issue.record("the earlier timeout decided the outcome: \(error)") }
+    }
+
+    /// Waits `delay` whatever happens to the task (a process that does not run, a save under way).
+    static func uncancellableSleep(_ delay: Duration) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(delay.components.seconds * 1000 + delay.components.attoseconds / 1_000_000_000_000_000))) {
+                continuation.resume()
+            }
+        }
+    }
+
+    @Test("a responder that claimed its answer before the deadline (it is saving) has its answer sent even when the save outlasts the deadline; one that claims after the deadline is refused and the desktop gets 0x2F")
+    func claimedAnswerBeatsTheDeadline() async throws {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        var timeouts = SessionTimeouts.fast
+        timeouts.userAction = .milliseconds(300)
+        for claimFirst in [true, false] {
+            let granted = Mutex<Bool?>(nil)
+            var desktop = try await HandDrivenDesktop.start(
+                requestType: .getAssertion, getInfo: phone.getInfo, timeouts: timeouts
+            ) { request in
+                if claimFirst {
+                    granted.withLock { $0 = AuthenticatorDriver.claimAnswer() }
+                    await Self.uncancellableSleep(.milliseconds(800))  // a slow save, past the deadline
+                } else {
+                    await Self.uncancellableSleep(.milliseconds(800))  // frozen past the deadline
+                    granted.withLock { $0 = AuthenticatorDriver.claimAnswer() }
+                    if granted.withLock({ $0 }) == false { return [CTAP2StatusCode.operationDenied.rawValue] }
+                }
+                return phone.respond(to: request, now: unixNow())
+            }
+            #expect(try await desktop.receive().isEmpty)
+            let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+            let response = try await desktop.exchange(authentication.requestBytes)
+            try await desktop.tunnel.send(try desktop.session.encryptShutdown())
+            let result = await desktop.phone.result
+            if claimFirst {
+                #expect(granted.withLock { $0 } == true)
+                let (signedIn, _) = try authentication.verify(response: response, knownCredentials: [account.credential])
+                #expect(signedIn.signCount == 1)
+                if case .failure(let error) = result { Issue.record("a claimed answer was discarded: \(error)") }
+            } else {
+                // The driver answered the timeout long before; the late claim is refused.
+                #expect(response == [CTAP2StatusCode.userActionTimeout.rawValue])
+                let deadline = ContinuousClock.now + .seconds(5)
+                while granted.withLock({ $0 }) == nil, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(granted.withLock { $0 } == false)
+                guard case .failure(let error as TransactionError) = result else {
+                    Issue.record("the phone did not fail with the timeout: \(result)")
+                    continue
+                }
+                #expect(error.step == "answering the request" && error.runtimeCode == .timeout)
+            }
+        }
     }
 }

@@ -43,6 +43,22 @@ public enum AuthenticatorDriver {
     /// Answers one request: CTAP2 request bytes in, response bytes (status ‖ CBOR) out.
     public typealias Responder = @Sendable (_ request: [UInt8]) async -> [UInt8]
 
+    /// The claim of the responder's answer running in this task (see ``claimAnswer()``).
+    @TaskLocal static var answerClaim: (@Sendable () -> Bool)?
+
+    /// For a responder: call just before committing what its answer stands for (saving a created
+    /// passkey, a signature's counter). `true`: the answer will be sent; the user-action deadline
+    /// can no longer discard it (it then leaves the responder ``claimedGrace`` more). `false`: the
+    /// deadline passed or the driver stopped waiting, so commit nothing. Without it, a phone frozen
+    /// past its deadline could wake, sign and save, and lose the race to the deadline that had
+    /// fired meanwhile: a counted signature never sent. Outside a driver's responder it is
+    /// `!Task.isCancelled`.
+    public static func claimAnswer() -> Bool { answerClaim?() ?? !Task.isCancelled }
+
+    /// How long a responder that claimed its answer (``claimAnswer()``) may still take once its
+    /// deadline passed: it is saving, not waiting for a person.
+    public static let claimedGrace = Duration.seconds(5)
+
     /// Runs one transaction to completion (the desktop's shutdown).
     public static func run(
         session: AuthenticatorSession, transports: Transports, timeouts: SessionTimeouts = .init(),
@@ -301,6 +317,9 @@ private final class PendingResponse: Sendable {
         var watchTimer: DeadlineTimer?
         var work: Task<Void, Never>?
         var timer: DeadlineTimer?
+        /// The responder claimed its answer (``AuthenticatorDriver/claimAnswer()``): the deadline
+        /// no longer discards it, and only ``AuthenticatorDriver/claimedGrace`` more bounds it.
+        var claimed = false
 
         var settled: Bool { response != nil || expired != nil }
     }
@@ -312,11 +331,13 @@ private final class PendingResponse: Sendable {
     init(to request: [UInt8], within limit: Duration, respond: @escaping AuthenticatorDriver.Responder) {
         // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the deadline
         // is a timer on that loop; elsewhere, a sleeping task.
-        let timer = DeadlineTimer.arm(after: limit, on: MultiThreadedEventLoopGroup.currentEventLoop) { [weak self] in
-            self?.settle { $0.expired = RuntimeError.timeout("waiting for the user to answer the request", after: limit) }
+        let loop = MultiThreadedEventLoopGroup.currentEventLoop
+        let timer = DeadlineTimer.arm(after: limit, on: loop) { [weak self] in
+            self?.deadlinePassed(RuntimeError.timeout("waiting for the user to answer the request", after: limit), loop: loop)
         }
         let work = Task { [weak self] in
-            let response = await respond(request)
+            let claim: @Sendable () -> Bool = { [weak self] in self?.claim() ?? false }
+            let response = await AuthenticatorDriver.$answerClaim.withValue(claim) { await respond(request) }
             self?.settle { $0.response = response }
         }
         let settled = state.withLock { state -> Bool in
@@ -384,6 +405,30 @@ private final class PendingResponse: Sendable {
         work?.cancel()
         watcher?.cancel()
         watchTimer?.cancel()
+    }
+
+    /// The responder's claim of its answer: granted unless the deadline passed or the driver
+    /// stopped waiting.
+    private func claim() -> Bool {
+        state.withLock { state in
+            guard !state.settled else { return false }
+            state.claimed = true
+            return true
+        }
+    }
+
+    /// The deadline: it expires the wait unless the answer was claimed, which gets
+    /// ``AuthenticatorDriver/claimedGrace`` more.
+    private func deadlinePassed(_ error: any Error, loop: (any EventLoop)?) {
+        let claimed = state.withLock { $0.claimed && !$0.settled }
+        guard claimed else {
+            settle { $0.expired = error }
+            return
+        }
+        let grace = DeadlineTimer.arm(after: AuthenticatorDriver.claimedGrace, on: loop) { [weak self] in
+            self?.settle { $0.expired = error }
+        }
+        state.withLock { $0.timer = grace }
     }
 
     /// Records the response or the deadline (the first of them), stops the rest and wakes the driver.

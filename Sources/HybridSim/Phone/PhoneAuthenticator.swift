@@ -31,6 +31,8 @@ actor PhoneAuthenticator {
     /// The RP ID of the account question asked and not answered (still open, or withdrawn by the
     /// driver); set before asking, so that ``explain(_:)`` sees it whenever the driver's error comes.
     private var unansweredQuestion: String?
+    /// The answer was ready after the driver's deadline (not claimed): nothing was written.
+    private var answeredLate = false
 
     /// Why the transaction failed, when the authenticator tells it better than the driver: a
     /// refusal or a failed save (``failure``), or the account question the driver withdrew, at
@@ -39,11 +41,20 @@ actor PhoneAuthenticator {
     func explain(_ error: TransactionError) -> ProgramFailure? {
         // The question left unanswered is the transaction's outcome, whatever an earlier,
         // preliminary command was refused for.
-        if let rpId = unansweredQuestion, error.step == "answering the request", error.runtimeCode == .timeout {
-            return ProgramFailure(
-                .timeout,
-                "no account chosen for \(rpId) within \(Self.decisionLimit(configuration.timeout).seconds); "
-                    + "answered \(CTAP2StatusCode.userActionTimeout.name)")
+        if error.step == "answering the request", error.runtimeCode == .timeout {
+            let limit = Self.decisionLimit(configuration.timeout).seconds
+            if let rpId = unansweredQuestion {
+                return ProgramFailure(
+                    .timeout, "no account chosen for \(rpId) within \(limit); answered \(CTAP2StatusCode.userActionTimeout.name)")
+            }
+            if answeredLate {
+                // The user's choice came, but after the deadline (a phone that did not run for a
+                // while): the driver answered the timeout, and nothing was written.
+                return ProgramFailure(
+                    .timeout,
+                    "the user's answer came after the \(limit) deadline; nothing was saved, and the phone answered "
+                        + CTAP2StatusCode.userActionTimeout.name)
+            }
         }
         if let failure { return failure }
         if unansweredQuestion != nil {
@@ -205,7 +216,9 @@ actor PhoneAuthenticator {
                 let handled = authenticator.handle(request, policy: policy, now: now)
                 switch handled.outcome {
                 case .registered, .signedIn:
-                    guard !Task.isCancelled else {
+                    // Claimed under the store lock, before the write: once granted, the answer
+                    // is sent whatever the deadline does; refused, nothing is written.
+                    guard AuthenticatorDriver.claimAnswer() else {
                         late = true
                         return (handled, false)
                     }
@@ -219,6 +232,7 @@ actor PhoneAuthenticator {
             self.store = store
             self.authenticator = authenticator
             guard !late else {
+                answeredLate = true
                 failure = ProgramFailure(
                     .timeout, "the answer came after the user-action deadline; nothing was saved or sent")
                 return nil
