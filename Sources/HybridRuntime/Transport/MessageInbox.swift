@@ -158,8 +158,9 @@ final class MessageInbox<Element: Sendable>: Sendable {
                     }
                     watchers = state.readerWatchers
                     state.readerWatchers = []
+                    let due = NIODeadline.now() + TimeAmount(timeout)
                     let timer = DeadlineTimer.arm(after: timeout, on: timerLoop) { [weak self] in
-                        self?.expire(id: id, with: RuntimeError.timeout(operation, after: timeout))
+                        self?.deadlineReached(id: id, due: due, error: RuntimeError.timeout(operation, after: timeout))
                     }
                     state.waiter = Waiter(id: id, continuation: continuation, timer: timer)
                     return nil
@@ -170,6 +171,31 @@ final class MessageInbox<Element: Sendable>: Sendable {
         } onCancel: {
             self.expire(id: id, with: CancellationError())
         }
+    }
+
+    /// How late a receive's timer may fire before its wait is taken for one the process slept
+    /// through (stopped, suspended, starved): it then gets ``frozenGrace`` more, once.
+    static var frozenLateness: TimeAmount { .seconds(1) }
+    /// The time a wait the process slept through gets after its timer: a message that came
+    /// meanwhile sits in a socket (or a relay in the same process) that is read only after the
+    /// timer, on waking, and would lose to a timeout this side did not cause.
+    static var frozenGrace: Duration { .milliseconds(500) }
+
+    /// The timer of waiter `id`, due at `due`: fails it, unless the timer fired so late that the
+    /// process did not run, when it gets ``frozenGrace`` more.
+    private func deadlineReached(id: UInt64, due: NIODeadline, error: RuntimeError) {
+        guard NIODeadline.now() - due > Self.frozenLateness else {
+            expire(id: id, with: error)
+            return
+        }
+        let grace = DeadlineTimer.arm(after: Self.frozenGrace, on: timerLoop) { [weak self] in self?.expire(id: id, with: error) }
+        let waiting = state.withLock { state -> Bool in
+            guard var waiter = state.waiter, waiter.id == id else { return false }
+            waiter.timer = grace
+            state.waiter = waiter
+            return true
+        }
+        if !waiting { grace.cancel() }
     }
 
     /// Fails the waiter `id` if it is still waiting.
