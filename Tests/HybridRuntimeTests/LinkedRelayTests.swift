@@ -1,6 +1,8 @@
 import CTAP2
+import Foundation
 import HybridCore
 import HybridRuntime
+import NIOPosix
 import Testing
 
 /// The relay's linked-flow endpoints from the outside: `/cable/listen/…` (the push channel) and
@@ -176,6 +178,37 @@ struct LinkedRelayTests {
             await desktop.close()
             await channel.close()
         }
+    }
+
+    @Test("a desktop's contact request and its leaving read together (the relay did not run meanwhile): no tunnel and no push for it, though its phone listens")
+    func desktopLeftWhileTheRelaySlept() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        try await withRelay(Self.configuration, group: group) { relay, endpoint in
+            let token = Self.token("slept"), contactID = token.contactID
+            let channel = try await Self.listen(endpoint, token)
+            #expect(await eventually { relay.statistics.waitingContacts == 0 })
+            // The relay's one loop does not run for 600 ms; meanwhile the desktop connects (the
+            // kernel accepts it), sends its request and leaves.
+            let (asleep, sleeping) = AsyncStream<Void>.makeStream()
+            group.next().execute {
+                sleeping.finish()
+                Thread.sleep(forTimeInterval: 0.6)
+            }
+            for await _ in asleep {}
+            let request = RawConnection.upgradeRequest(path: TunnelServicePath.contact(contactID: contactID).path)
+                .replacingOccurrences(
+                    of: "Content-Length: 0\r\n", with: "X-caBLE-Client-Payload: \(Self.payload().headerValue)\r\n")
+            let leaving = try await RawConnection.connect(port: endpoint.port)
+            try await leaving.write(request)
+            await leaving.close()
+            // The absence of a push can only be seen over a window: the relay has woken and read
+            // the request well within it (a push would come at once).
+            let pushed = try? await channel.receive(timeout: .seconds(1))
+            #expect(pushed == nil, "no push for a desktop that had left")
+            #expect(relay.openTunnelCount == 0 && relay.statistics.tunnelsOpened == 0, "no tunnel for it")
+            await channel.close()
+        }
+        try await group.shutdownGracefully()
     }
 
     @Test("a phone that listened and left: 504 (not listening) after the wait")

@@ -232,7 +232,9 @@ final class ContactDirectory {
     /// `requester` is the desktop's connection: one that closes while its request waits is forgotten
     /// at once (no tunnel is made for it and its phone gets no push it could only answer with a
     /// `/cable/connect` that fails).
-    func decideContact(contactID: [UInt8], head: HTTPRequestHead, requester: any Channel) -> EventLoopFuture<UpgradeDecision> {
+    func decideContact(
+        contactID: [UInt8], head: HTTPRequestHead, requester: any Channel, afterRead: Bool = false
+    ) -> EventLoopFuture<UpgradeDecision> {
         let loop = registry.eventLoop
         let values = head.headers[HybridConstants.clientPayloadHeader]
         // The phone is pushed the payload re-encoded: keys 1-3 only, canonical, whatever the
@@ -248,6 +250,22 @@ final class ContactDirectory {
             return loop.makeSucceededFuture(.reject(RelayRejection(status: .gone, reason: "contact ID revoked")))
         }
         if let listener = listeners[contactID] {
+            guard afterRead else {
+                // Routed on the next turn of the loop, after the read that brought the request (the
+                // requester's connection is on this loop: the dispatcher sends linked requests
+                // here): a desktop that left while the relay did not run, whose request and whose
+                // connection's end are read together on waking, is gone by then, and no tunnel is
+                // made and no push sent for it.
+                let promise = loop.makePromise(of: UpgradeDecision.self)
+                loop.assumeIsolated().execute { [self] in
+                    guard requester.isActive else {
+                        promise.succeed(.reject(RelayRejection(status: .badRequest, reason: "the desktop left before its contact was routed")))
+                        return
+                    }
+                    promise.completeWith(self.decideContact(contactID: contactID, head: head, requester: requester, afterRead: true))
+                }
+                return promise.futureResult
+            }
             return loop.makeSucceededFuture(route(contactID, payload: payload, to: listener))
         }
         // Not listening (yet): a phone reconnecting to a freshly started relay gets a bounded wait.
