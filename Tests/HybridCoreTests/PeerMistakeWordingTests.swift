@@ -81,6 +81,23 @@ struct PeerMistakeWordingTests {
 extension PeerMistakeWordingTests {
     /// Chromium reads the new credential's COSE key with its canonical CBOR reader; a key whose map
     /// keys are out of order fails the registration in a browser, so the desktop fails it too.
+    @Test("an excluded credential is named with its own account, which need not be the one being registered")
+    func excludedCredentialNamesItsOwner() throws {
+        let relyingParty = RelyingParty(id: "example.com", origin: "https://example.com")
+        var authenticator = SoftwareAuthenticator(random: .deterministic(seed: Array("excluded".utf8)))
+        let first = Ceremony.Registration(
+            relyingParty: relyingParty, rpName: "Example",
+            user: PublicKeyCredentialUserEntity(id: [1], name: "dev1", displayName: "Dev"), challenge: [UInt8](repeating: 1, count: 32))
+        let (bytes, _) = authenticator.handle(first.requestBytes, policy: .init(), now: 0)
+        let (credential, _) = try first.verify(response: bytes, now: 0)
+        let second = Ceremony.Registration(
+            relyingParty: relyingParty, rpName: "Example",
+            user: PublicKeyCredentialUserEntity(id: [2], name: "newguy", displayName: "New"), challenge: [UInt8](repeating: 2, count: 32),
+            excludeCredentials: [credential.credentialId])
+        let (_, outcome) = authenticator.handle(second.requestBytes, policy: .init(), now: 0)
+        #expect(outcome == .refused(.credentialExcluded, reason: "this phone already holds a passkey the relying party excluded (dev1): one credential per authenticator"))
+    }
+
     @Test("a registration whose COSE key is not canonical (keys out of order) is malformed for the desktop; the canonical one verifies")
     func unsortedCOSEKey() throws {
         let registration = Ceremony.Registration(

@@ -1,6 +1,7 @@
 import Foundation
 @testable import HybridSim
 import HybridTestSupport
+import Synchronization
 import Testing
 
 #if canImport(Glibc)
@@ -171,6 +172,24 @@ struct RelyingPartyClientFailureTests {
         #expect(error?.kind == .failed && error?.exitCode == 1, "\(String(describing: error))")
         #expect(error?.message.contains(ending) == true, "\(error?.message ?? "")")
         #expect(error?.message.contains("cannot reach") == false, "\(error?.message ?? "")")
+    }
+
+    @Test("an answer after a redirect is named with the URL it came from, not only the first")
+    func redirectedAnswerNamesItsURL() async throws {
+        let count = Mutex(0)
+        let server = try Self.serving { fd in
+            let first = count.withLock { count in
+                count += 1
+                return count == 1
+            }
+            let answer = first
+                ? "HTTP/1.1 302 Found\r\nLocation: /elsewhere\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                : "HTTP/1.1 400 Bad Request\r\nContent-Length: 2\r\nConnection: close\r\n\r\nno"
+            _ = Array(answer.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        defer { server.stop() }
+        let error = try await Self.fetchFailure(port: server.port, timeout: .seconds(10))
+        #expect(error?.message.contains("(redirected to GET http://127.0.0.1:\(server.port)/elsewhere)") == true, "\(error?.message ?? "")")
     }
 
     @Test("a 200 without the success rule's member says what the rule wanted: not JSON, no member, not true; a UTF-8 byte-order mark is dropped; a 201 where the rule wants 200 names the rule's status")

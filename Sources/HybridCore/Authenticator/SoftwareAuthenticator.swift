@@ -104,8 +104,12 @@ public struct SoftwareAuthenticator: Sendable {
         }
         if request.options?.up == false { return refuse(.invalidOption, "user presence cannot be skipped for makeCredential") }
         let excluded = Set((request.excludeList ?? []).map(\.id))
-        if passkeys.contains(where: { $0.rpID == request.rp.id && excluded.contains($0.credentialID) }) {
-            return refuse(.credentialExcluded, "a passkey for this account already exists on this phone")
+        if let held = passkeys.first(where: { $0.rpID == request.rp.id && excluded.contains($0.credentialID) }) {
+            // The excluded credential's own account, which need not be the one being registered.
+            let owner = held.userName.map { " (\($0))" } ?? ""
+            return refuse(
+                .credentialExcluded,
+                "this phone already holds a passkey the relying party excluded\(owner): one credential per authenticator")
         }
         if policy.deny { return refuse(.operationDenied, "the user refused to create a passkey") }
 

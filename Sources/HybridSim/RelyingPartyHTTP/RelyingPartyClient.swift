@@ -229,7 +229,12 @@ public final class RelyingPartyClient: Sendable {
                     cookies.withLock { $0.store(String(header), from: target) }
                 }
             }
-            result = .success((Int(response.status.code), Array(buffer.readableBytesView), url))
+            // After redirects the answer is the last URL's: messages name it, not only the first.
+            var answered = url
+            if response.history.count > 1, let last = response.history.last?.request {
+                answered = "\(url) (redirected to \(last.method.rawValue) \(last.url))"
+            }
+            result = .success((Int(response.status.code), Array(buffer.readableBytesView), answered))
         } catch {
             if error is BodyDeadline {
                 result = .failure(ProgramFailure(.timeout, "the relying party at \(url) did not finish its answer within \(timeout.seconds)"))
