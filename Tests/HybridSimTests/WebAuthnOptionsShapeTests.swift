@@ -150,7 +150,7 @@ struct WebAuthnOptionsShapeTests {
         #expect(WebAuthnOptionsDocument.registrationMembers([0xFF, 0xFE] + registration.utf16.flatMap { [UInt8($0 & 0xFF), UInt8($0 >> 8)] }).isEmpty)
     }
 
-    @Test("timeout is read as a browser reads an unsigned long: 45000.7 is 45000, 1e20 is clamped, -5 is 0; true is still refused")
+    @Test("timeout is read as a browser reads an unsigned long (WebIDL: truncated, modulo 2^32, a string by its number): 45000.7 is 45000, -5 is 4294967291, \"60000\" is 60000; true is still refused; a number among the hints is its text")
     func timeoutAsBrowsersRead() throws {
         func timeout(_ value: String) throws -> Int? {
             try PublicKeyCredentialRequestOptionsJSON.parse(document: Array(#"{"challenge": "AQID", "timeout": \#(value)}"#.utf8))
@@ -158,9 +158,15 @@ struct WebAuthnOptionsShapeTests {
         }
         #expect(try timeout("45000.7") == 45000)
         #expect(try timeout("60000") == 60000)
-        #expect(try timeout("1e20") == 4_294_967_295)
-        #expect(try timeout("-5") == 0)
+        #expect(try timeout("1e20") == 1_661_992_960)
+        #expect(try timeout("-5") == 4_294_967_291)
+        #expect(try timeout(#""60000""#) == 60000)
+        #expect(try timeout(#"" 1500 ""#) == 1500)
+        #expect(try timeout(#""soon""#) == 0)
         #expect(throws: WebAuthnJSONError.self) { try timeout("true") }
+        let hinted = try PublicKeyCredentialRequestOptionsJSON.parse(
+            document: Array(#"{"challenge": "AQID", "hints": [42, "hybrid"]}"#.utf8))
+        #expect(hinted.options.hints == ["42", "hybrid"])
         let creation = Array(
             #"{"publicKey": {"rp": {}, "user": {"id": "AQ", "name": "a"}, "challenge": "AQID", "pubKeyCredParams": [], "timeout": 30000.5}}"#.utf8)
         #expect(try PublicKeyCredentialCreationOptionsJSON.parse(document: creation).options.timeout == 30000)

@@ -224,16 +224,39 @@ enum WebAuthnOptionsDocument {
         return .bare  // decoding then names what is missing
     }
 
-    /// `timeout` as a browser reads it (WebIDL `unsigned long`): a number that is not a whole one
-    /// is truncated (`45000.7` is 45000), and one outside 0…2³²−1 clamped, as Chrome then clamps
-    /// it to its own range anyway; the desktop's `--timeout` is what bounds the wait. Anything
-    /// else (a string) is left for the decoder to refuse.
+    /// `timeout` and `hints` as a browser converts them (WebIDL): `timeout` is an `unsigned long`,
+    /// so a number or a string of one (`"60000"`, ToNumber) is truncated and taken modulo 2³²
+    /// (`45000.7` is 45000, −5 is 4294967291, text that is no number is 0), which the desktop then
+    /// clamps to its 1 s…1 h as Chrome clamps to its range; `hints` is a `sequence<DOMString>`,
+    /// so a number in it is its text (`42` is `"42"`, an unknown hint, ignored). Anything else (a
+    /// Bool, an object) is left for the decoder to refuse.
     private static func truncatingTimeout(_ options: [String: Any]) -> [String: Any] {
-        // `true` reads as a number too (1.0), but also as a Bool: left for the decoder to refuse.
-        guard let raw = options["timeout"], !(raw is Bool), let value = raw as? Double else { return options }
-        guard value.isFinite, value.rounded(.towardZero) != value || value < 0 || value > 4_294_967_295 else { return options }
         var options = options
-        options["timeout"] = Int(min(max(value.rounded(.towardZero), 0), 4_294_967_295))
+        if let hints = options["hints"] as? [Any] {
+            options["hints"] = hints.map { hint -> Any in
+                guard !(hint is Bool), !(hint is String), let number = hint as? Double, number.isFinite else { return hint }
+                return number.rounded(.towardZero) == number && abs(number) < 1e15 ? String(Int64(number)) : "\(number)"
+            }
+        }
+        guard let raw = options["timeout"], !(raw is Bool) else { return options }
+        let value: Double
+        if let number = raw as? Double {
+            value = number
+        } else if let text = raw as? String {
+            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
+            value = trimmed.isEmpty ? 0 : Double(trimmed) ?? .nan
+        } else {
+            return options
+        }
+        // WebIDL ConvertToInt for unsigned long: NaN and infinities are 0; truncate; modulo 2³².
+        guard value.isFinite else {
+            options["timeout"] = 0
+            return options
+        }
+        let modulus = 4_294_967_296.0
+        var wrapped = value.rounded(.towardZero).truncatingRemainder(dividingBy: modulus)
+        if wrapped < 0 { wrapped += modulus }
+        options["timeout"] = Int(wrapped)
         return options
     }
 
