@@ -52,7 +52,13 @@ import Testing
         head.headers.add(name: HybridConstants.clientPayloadHeader, value: payload.headerValue)
 
         channel.isWritable = false
-        let decision = try registry.directory.decideContact(contactID: Self.contactID, head: head, requester: EmbeddedChannel(loop: channel.embeddedEventLoop)).wait()
+        // A desktop still connected: a contact for a listening phone is routed on the loop's next
+        // turn, once the requester is known to be there.
+        let requester = EmbeddedChannel(loop: channel.embeddedEventLoop)
+        try requester.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 1)).wait()
+        let pending = registry.directory.decideContact(contactID: Self.contactID, head: head, requester: requester)
+        channel.embeddedEventLoop.run()
+        let decision = try pending.wait()
         guard case .reject(let rejection) = decision else {
             Issue.record("expected a refusal, got \(decision)")
             return
