@@ -12,6 +12,23 @@ struct ProximityScannerTests {
         ProximityScanner<String>(minRSSI: minRSSI) { advert in advert == Self.ours ? .matched("session-1") : .notOurs }
     }
 
+    @Test("the datagrams ignored before a match are counted when it is accepted: the phone's repeats after it, read late by a desktop that did not run, are not among them")
+    func ignoredBeforeTheMatch() async throws {
+        let scanner = makeScanner()
+        let port = try await scanner.start().port
+        let sender = try await UDPSender.make()
+        try await sender.send(try ProximityDatagram(rssi: -45, advert: Self.foreign).bytes, to: port)  // not ours
+        try await sender.send(try ProximityDatagram(rssi: -45, advert: Self.ours).bytes, to: port)  // the match
+        for _ in 0..<5 { try await sender.send(try ProximityDatagram(rssi: -45, advert: Self.ours).bytes, to: port) }  // repeats
+        // The desktop reads the match only after the repeats arrived.
+        #expect(await eventually { scanner.statistics.received == 7 })
+        let found = try await scanner.waitForMatchCountingIgnored(timeout: .seconds(2))
+        #expect(found.match == "session-1" && found.ignoredBefore == 1, "\(found.ignoredBefore)")
+        #expect(scanner.statistics.replayed == 5)
+        await sender.close()
+        await scanner.stop()
+    }
+
     @Test("filters by length, UUID, RSSI, matcher and replay, counting each category")
     func filterChain() async throws {
         let calls = LockedBox(0)

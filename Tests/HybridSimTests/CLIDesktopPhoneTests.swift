@@ -331,6 +331,10 @@ struct CLIDesktopPhoneTests {
         let plainUserId = lab.file("plain-user-id.json")
         try #"{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.com","name":"Example"},"user":{"id":"alice@example.com","name":"alice","displayName":"Alice"},"pubKeyCredParams":[{"type":"public-key","alg":-7}]}"#
             .write(toFile: plainUserId, atomically: true, encoding: .utf8)
+        // Registration options whose user.id is standard base64 (a server with the wrong alphabet).
+        let standardUserId = lab.file("standard-user-id.json")
+        try #"{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.com","name":"Example"},"user":{"id":"+/8A","name":"alice","displayName":"Alice"},"pubKeyCredParams":[{"type":"public-key","alg":-7}]}"#
+            .write(toFile: standardUserId, atomically: true, encoding: .utf8)
         // Registration options without ES256 (RS256 only): not valid for mc, and still not sign-in options.
         let rsaOnly = lab.file("rs256-only.json")
         try #"{"publicKey":{"challenge":"AAECAwQFBgcICQoLDA0ODw","rp":{"id":"example.org","name":"Example"},"user":{"id":"AQID","name":"alice","displayName":"Alice"},"pubKeyCredParams":[{"type":"public-key","alg":-257}]}}"#
@@ -353,6 +357,7 @@ struct CLIDesktopPhoneTests {
                 #"error: \#(foreignType) is not valid PublicKeyCredentialCreationOptionsJSON (--request mc): no ES256 in pubKeyCredParams: pubKeyCredParams[0].type "foo" is not "public-key", and a browser skips such entries (WebAuthn §5.1.3), so no public-key entry is left; the phone only makes public-key ES256 (-7) keys"#
             ),
             (["--options", plainUserId], "holds registration options (rp, user, pubKeyCredParams"),
+            (["--request", "mc", "--options", standardUserId], "(it is standard base64, with + or /: the relying party should send base64url"),
             (["--options", rsaOnly], "error: \(rsaOnly) holds registration options (rp, user, pubKeyCredParams: "),
             (["--request", "mc", "--options", rsaOnly], "no ES256 in pubKeyCredParams"),
             (["--request", "mc", "--options", plainUserId], "(they parse when user.id is read as plain text, as Okta and ForgeRock send it: give --user-id-encoding utf8)"),

@@ -121,9 +121,17 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
     /// - Throws: `.noNearbyAuthenticator` after `timeout`, carrying the counters in
     ///   ``RuntimeError/proximityStatistics`` and in its message; `.invalidState` after ``stop()``.
     public func waitForMatch(timeout: Duration) async throws -> (match: Match, rssi: Int8) {
+        let found = try await waitForMatchCountingIgnored(timeout: timeout)
+        return (found.match, found.rssi)
+    }
+
+    /// ``waitForMatch(timeout:)`` with the datagrams ignored before the match (counted when it was
+    /// accepted, so the phone's repeats of the advert that arrive after it are not among them,
+    /// however late this call reads them: a desktop that did not run for a while counted dozens).
+    public func waitForMatchCountingIgnored(timeout: Duration) async throws -> (match: Match, rssi: Int8, ignoredBefore: Int) {
         do {
             let found = try await core.matches.next(timeout: timeout, operation: "waiting for a nearby authenticator")
-            return (found.match, found.rssi)
+            return (found.match, found.rssi, found.ignoredBefore)
         } catch let error as RuntimeError where error.code == .timeout {
             let statistics = core.statistics
             throw RuntimeError(
@@ -158,6 +166,9 @@ public final class ProximityScanner<Match: Sendable>: Sendable {
 struct ScannerMatch<Match: Sendable>: Sendable {
     var match: Match
     var rssi: Int8
+    /// The datagrams ignored before this match (counted when it was accepted: the phone's repeats
+    /// that come after it are not "before").
+    var ignoredBefore = 0
 }
 
 /// The scanner's filter chain and counters, shared by the channel handler and the public API.
@@ -216,30 +227,31 @@ final class ScannerCore<Match: Sendable>: Sendable {
         guard candidate else { return }
         // The matcher runs outside the lock so it may read the statistics.
         let verdict = matcher(datagram.advert)
-        let accepted: Bool = state.withLock { state in
+        // The datagrams ignored so far, when accepted (`nil`: not accepted).
+        let accepted: Int? = state.withLock { state in
             switch verdict {
             case .notOurs:
                 state.statistics.notOurs += 1
-                return false
+                return nil
             case .invalid(let reason):
                 state.statistics.invalid += 1
                 if state.statistics.invalidReason == nil {
                     state.statistics.invalidReason = reason
                     logger.warning("ignoring an advert for this session that breaks a rule: \(reason)")
                 }
-                return false
+                return nil
             case .matched:
                 guard state.used.insert(datagram.advert).inserted else {
                     state.statistics.replayed += 1
-                    return false
+                    return nil
                 }
                 state.statistics.matched += 1
-                return true
+                return state.statistics.received - state.statistics.matched
             }
         }
-        if accepted, case .matched(let match) = verdict {
+        if let ignored = accepted, case .matched(let match) = verdict {
             logger.debug("advert accepted at rssi \(datagram.rssi)")
-            matches.push(ScannerMatch(match: match, rssi: datagram.rssi))
+            matches.push(ScannerMatch(match: match, rssi: datagram.rssi, ignoredBefore: ignored))
         }
     }
 }

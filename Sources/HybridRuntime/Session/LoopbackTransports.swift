@@ -17,9 +17,7 @@ extension ClientDriver.Transports {
     ) -> Self {
         Self(
             nextAdvert: { timeout in
-                let (advert, rssi) = try await scanner.waitForMatch(timeout: timeout)
-                let statistics = scanner.statistics
-                return (advert, rssi, statistics.received - statistics.matched)
+                try await scanner.waitForMatchCountingIgnored(timeout: timeout)
             },
             connect: { path, _, timeout in
                 try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, group: group, logger: logger)

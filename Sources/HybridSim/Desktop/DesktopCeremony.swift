@@ -260,7 +260,11 @@ struct DesktopCeremony: Sendable {
                 let failure = error as? WebAuthnJSONError, failure.code == .invalidBase64URL, "\(failure)".contains("user.id"),
                 (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: .utf8)) != nil
             {
-                hint = " (they parse when user.id is read as plain text, as Okta and ForgeRock send it: give --user-id-encoding utf8)"
+                hint =
+                    Self.isStandardBase64(userIdIn: bytes)
+                    ? " (it is standard base64, with + or /: the relying party should send base64url, as WebAuthn's JSON "
+                        + "forms do; --user-id-encoding utf8 would register the text's own bytes, another user handle)"
+                    : " (they parse when user.id is read as plain text, as Okta and ForgeRock send it: give --user-id-encoding utf8)"
             }
             throw ProgramFailure(.badInput, "\(path) is not valid \(kind): \(error)\(hint)")
         }
@@ -474,5 +478,19 @@ extension DesktopCeremony {
         if host.contains(":") || host.hasPrefix("[") { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts.allSatisfy { part in !part.isEmpty && part.allSatisfy(\.isNumber) }
+    }
+}
+
+extension DesktopCeremony {
+    /// Whether the options' `user.id` (in any wrapper) is standard base64 with `+` or `/`: bytes
+    /// meant as base64url, written by a server with the wrong alphabet, not text.
+    static func isStandardBase64(userIdIn bytes: [UInt8]) -> Bool {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return false }
+        let inner = (object["publicKey"] as? [String: Any]) ?? (object["options"] as? [String: Any]) ?? object
+        guard let id = (inner["user"] as? [String: Any])?["id"] as? String, id.contains(where: { $0 == "+" || $0 == "/" }) else {
+            return false
+        }
+        let padded = id + String(repeating: "=", count: (4 - id.count % 4) % 4)
+        return Data(base64Encoded: id) != nil || Data(base64Encoded: padded) != nil
     }
 }
