@@ -224,9 +224,12 @@ public final class RelyingPartyClient: Sendable {
             // The client's deadline covers the answer's head; a body sent slowly enough is bounded
             // here, by the same end, or a byte every few seconds could hold the desktop for ever.
             let buffer = try await Self.collect(response.body, until: end, client: client)
-            if profile.cookies != false, let target {
+            // The answer's cookies belong to the URL that answered (the last one after redirects;
+            // the redirects' own Set-Cookie headers are not seen: AsyncHTTPClient follows them).
+            let answeredBy = response.history.last.flatMap { URLComponents(string: $0.request.url) } ?? target
+            if profile.cookies != false, let answeredBy {
                 for header in response.headers[canonicalForm: "Set-Cookie"] {
-                    cookies.withLock { $0.store(String(header), from: target) }
+                    cookies.withLock { $0.store(String(header), from: answeredBy) }
                 }
             }
             // After redirects the answer is the last URL's: messages name it, not only the first.

@@ -72,7 +72,10 @@ public struct PublicKeyCredentialRequestOptionsJSON: Hashable, Sendable, Codable
         // A browser offers the transports the allow list names (Chromium's
         // GetTransportsAllowedByRP: the union of every entry's transports; an entry without any
         // allows all): when none is hybrid, it shows no QR code, and no phone is asked.
-        let listed = (allowCredentials ?? []).filter { $0.type == "public-key" }.map { $0.transports ?? [] }
+        // Values a browser does not know are dropped first (Chromium's converter knows usb, nfc,
+        // ble, cable, hybrid and internal): an entry left with none allows every transport.
+        let known: Set<String> = ["usb", "nfc", "ble", "cable", "hybrid", "internal"]
+        let listed = (allowCredentials ?? []).filter { $0.type == "public-key" }.map { ($0.transports ?? []).filter(known.contains) }
         if !listed.isEmpty, !listed.contains(where: \.isEmpty),
             !listed.contains(where: { $0.contains("hybrid") || $0.contains("cable") })
         {

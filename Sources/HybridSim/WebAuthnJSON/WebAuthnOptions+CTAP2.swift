@@ -33,7 +33,8 @@ extension PublicKeyCredentialCreationOptionsJSON {
                 ? nil
                 : excluded.map { PublicKeyCredentialDescriptor(type: $0.type, id: $0.id.bytes) },
             options: AuthenticatorOptions(
-                rk: effectiveResidentKey != "discouraged",
+                // Sent only when true, as Chromium sends it (`rk: false` is the default).
+                rk: effectiveResidentKey != "discouraged" ? true : nil,
                 uv: effectiveUserVerification == "discouraged" ? nil : true)
         )
     }

@@ -226,10 +226,11 @@ enum WebAuthnOptionsDocument {
 
     /// `timeout` and `hints` as a browser converts them (WebIDL): `timeout` is an `unsigned long`,
     /// so a number or a string of one (`"60000"`, ToNumber) is truncated and taken modulo 2³²
-    /// (`45000.7` is 45000, −5 is 4294967291, text that is no number is 0), which the desktop then
-    /// clamps to its 1 s…1 h as Chrome clamps to its range; `hints` is a `sequence<DOMString>`,
-    /// so a number in it is its text (`42` is `"42"`, an unknown hint, ignored). Anything else (a
-    /// Bool, an object) is left for the decoder to refuse.
+    /// (`45000.7` is 45000, −5 is 4294967291), which the desktop then clamps to its 1 s…1 h as
+    /// Chrome clamps to its range; `hints` is a `sequence<DOMString>`, so a number in it is its
+    /// text (`42` is `"42"`, an unknown hint, ignored). Text that is no number (`"60s"`), which a
+    /// browser reads as 0, its shortest wait, is left for the decoder to refuse, naming it: a
+    /// server's mistake, not a wait of a second nobody asked for; so is a Bool or an object.
     private static func truncatingTimeout(_ options: [String: Any]) -> [String: Any] {
         var options = options
         if let hints = options["hints"] as? [Any] {
@@ -242,9 +243,8 @@ enum WebAuthnOptionsDocument {
         let value: Double
         if let number = raw as? Double {
             value = number
-        } else if let text = raw as? String {
-            let trimmed = text.trimmingCharacters(in: .whitespacesAndNewlines)
-            value = trimmed.isEmpty ? 0 : Double(trimmed) ?? .nan
+        } else if let text = raw as? String, let number = Double(text.trimmingCharacters(in: .whitespacesAndNewlines)) {
+            value = number
         } else {
             return options
         }
