@@ -273,13 +273,13 @@ struct PhoneShutdownWhileAnsweringTests {
             let granted = Mutex<Bool?>(nil)
             var desktop = try await HandDrivenDesktop.start(
                 requestType: .getAssertion, getInfo: phone.getInfo, timeouts: timeouts
-            ) { request in
+            ) { (request: [UInt8], claim: @escaping @Sendable () -> Bool) in
                 if claimFirst {
-                    granted.withLock { $0 = AuthenticatorDriver.claimAnswer() }
+                    granted.withLock { $0 = claim() }
                     await Self.uncancellableSleep(.milliseconds(800))  // a slow save, past the deadline
                 } else {
                     await Self.uncancellableSleep(.milliseconds(800))  // frozen past the deadline
-                    granted.withLock { $0 = AuthenticatorDriver.claimAnswer() }
+                    granted.withLock { $0 = claim() }
                     if granted.withLock({ $0 }) == false { return [CTAP2StatusCode.operationDenied.rawValue] }
                 }
                 return phone.respond(to: request, now: unixNow())

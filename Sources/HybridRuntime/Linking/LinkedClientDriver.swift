@@ -142,6 +142,18 @@ public enum LinkedAuthenticatorDriver {
         session: LinkedAuthenticatorSession, transports: Transports, timeouts: SessionTimeouts = .init(),
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respond: @escaping AuthenticatorDriver.Responder
     ) async throws {
+        try await run(
+            session: session, transports: transports, timeouts: timeouts, events: events,
+            respondClaiming: { request, _ in await respond(request) })
+    }
+
+    /// ``run(session:transports:timeouts:events:respond:)`` with a responder that claims its
+    /// answer before it commits anything (``AuthenticatorDriver/ClaimingResponder``).
+    public static func run(
+        session: LinkedAuthenticatorSession, transports: Transports, timeouts: SessionTimeouts = .init(),
+        events: @escaping @Sendable (SessionEvent) -> Void = { _ in },
+        respondClaiming respond: @escaping AuthenticatorDriver.ClaimingResponder
+    ) async throws {
         var session = session
         let transaction = TransactionDeadline(timeouts.transaction)
         let connectPath = session.connectPath

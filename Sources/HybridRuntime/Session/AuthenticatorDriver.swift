@@ -43,26 +43,33 @@ public enum AuthenticatorDriver {
     /// Answers one request: CTAP2 request bytes in, response bytes (status ‖ CBOR) out.
     public typealias Responder = @Sendable (_ request: [UInt8]) async -> [UInt8]
 
-    /// The claim of the responder's answer running in this task (see ``claimAnswer()``).
-    @TaskLocal static var answerClaim: (@Sendable () -> Bool)?
+    /// A responder that commits something for its answer (saves a created passkey, a signature's
+    /// counter): it calls `claim` just before committing. `true`: the answer will be sent, the
+    /// user-action deadline can no longer discard it (it then leaves the responder
+    /// ``claimedGrace`` more). `false`: the deadline passed or the driver stopped waiting, so
+    /// commit nothing. Without it, a phone frozen past its deadline could wake, sign and save, and
+    /// lose the race to the deadline that had fired meanwhile: a counted signature never sent.
+    public typealias ClaimingResponder = @Sendable (_ request: [UInt8], _ claim: @escaping @Sendable () -> Bool) async -> [UInt8]
 
-    /// For a responder: call just before committing what its answer stands for (saving a created
-    /// passkey, a signature's counter). `true`: the answer will be sent; the user-action deadline
-    /// can no longer discard it (it then leaves the responder ``claimedGrace`` more). `false`: the
-    /// deadline passed or the driver stopped waiting, so commit nothing. Without it, a phone frozen
-    /// past its deadline could wake, sign and save, and lose the race to the deadline that had
-    /// fired meanwhile: a counted signature never sent. Outside a driver's responder it is
-    /// `!Task.isCancelled`.
-    public static func claimAnswer() -> Bool { answerClaim?() ?? !Task.isCancelled }
-
-    /// How long a responder that claimed its answer (``claimAnswer()``) may still take once its
-    /// deadline passed: it is saving, not waiting for a person.
+    /// How long a responder that claimed its answer (``ClaimingResponder``) may still take once
+    /// its deadline passed: it is saving, not waiting for a person.
     public static let claimedGrace = Duration.seconds(5)
 
     /// Runs one transaction to completion (the desktop's shutdown).
     public static func run(
         session: AuthenticatorSession, transports: Transports, timeouts: SessionTimeouts = .init(),
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respond: @escaping Responder
+    ) async throws {
+        try await run(
+            session: session, transports: transports, timeouts: timeouts, events: events,
+            respondClaiming: { request, _ in await respond(request) })
+    }
+
+    /// ``run(session:transports:timeouts:events:respond:)`` with a responder that claims its
+    /// answer before it commits anything (``ClaimingResponder``).
+    public static func run(
+        session: AuthenticatorSession, transports: Transports, timeouts: SessionTimeouts = .init(),
+        events: @escaping @Sendable (SessionEvent) -> Void = { _ in }, respondClaiming respond: @escaping ClaimingResponder
     ) async throws {
         var session = session
         let transaction = TransactionDeadline(timeouts.transaction)
@@ -98,7 +105,7 @@ public enum AuthenticatorDriver {
     static func converse<Session: AuthenticatorTransaction>(
         session: inout Session, tunnel: any TunnelTransport, advertisement: (any Advertisement)?,
         timeouts: SessionTimeouts, transaction: TransactionDeadline, events: @Sendable (SessionEvent) -> Void,
-        respond: @escaping Responder
+        respond: @escaping ClaimingResponder
     ) async throws -> TransactionError? {
         var phase = "waiting for the desktop's handshake"
         var timeout = timeouts.handshake
@@ -261,7 +268,7 @@ public enum AuthenticatorDriver {
     /// Runs the responder with a deadline, watching nothing else: on timeout the responder's task is
     /// cancelled and the call returns at once (an uncooperative responder cannot hold the phone open).
     package static func answer(_ request: [UInt8], within limit: Duration, respond: @escaping Responder) async throws -> [UInt8] {
-        let pending = PendingResponse(to: request, within: limit, respond: respond)
+        let pending = PendingResponse(to: request, within: limit, respond: { request, _ in await respond(request) })
         defer { pending.cancel() }
         _ = await pending.wait(watching: nil)
         return try pending.response()
@@ -317,7 +324,7 @@ private final class PendingResponse: Sendable {
         var watchTimer: DeadlineTimer?
         var work: Task<Void, Never>?
         var timer: DeadlineTimer?
-        /// The responder claimed its answer (``AuthenticatorDriver/claimAnswer()``): the deadline
+        /// The responder claimed its answer (the claim a ``AuthenticatorDriver/ClaimingResponder`` makes): the deadline
         /// no longer discards it, and only ``AuthenticatorDriver/claimedGrace`` more bounds it.
         var claimed = false
 
@@ -328,7 +335,7 @@ private final class PendingResponse: Sendable {
     /// How long the responder may take before the tunnel is watched.
     static let watchAfter = Duration.milliseconds(20)
 
-    init(to request: [UInt8], within limit: Duration, respond: @escaping AuthenticatorDriver.Responder) {
+    init(to request: [UInt8], within limit: Duration, respond: @escaping AuthenticatorDriver.ClaimingResponder) {
         // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the deadline
         // is a timer on that loop; elsewhere, a sleeping task.
         let loop = MultiThreadedEventLoopGroup.currentEventLoop
@@ -337,7 +344,7 @@ private final class PendingResponse: Sendable {
         }
         let work = Task { [weak self] in
             let claim: @Sendable () -> Bool = { [weak self] in self?.claim() ?? false }
-            let response = await AuthenticatorDriver.$answerClaim.withValue(claim) { await respond(request) }
+            let response = await respond(request, claim)
             self?.settle { $0.response = response }
         }
         let settled = state.withLock { state -> Bool in

@@ -64,7 +64,7 @@ actor PhoneAuthenticator {
     }
 
     /// Answers one request (command ‖ CBOR) with status ‖ CBOR.
-    func respond(_ request: [UInt8]) async -> [UInt8] {
+    func respond(_ request: [UInt8], claim: @escaping @Sendable () -> Bool = { !Task.isCancelled }) async -> [UInt8] {
         commands.append(request.first ?? 0)
         var policy = SoftwareAuthenticator.Policy(deny: configuration.deny, attestation: configuration.attestation)
         let decoded = try? CTAP2Request(bytes: request)
@@ -97,7 +97,7 @@ actor PhoneAuthenticator {
             break
         }
 
-        guard let (response, outcome) = handleLocked(request, policy: policy) else {
+        guard let (response, outcome) = handleLocked(request, policy: policy, claim: claim) else {
             return CTAP2Response.error(.other).encode()
         }
         switch outcome {
@@ -204,7 +204,7 @@ actor PhoneAuthenticator {
     /// The lock is held only while signing and writing (milliseconds), never while the user decides.
     /// A responder whose deadline passed (the driver cancelled it) writes nothing.
     private func handleLocked(
-        _ request: [UInt8], policy: SoftwareAuthenticator.Policy
+        _ request: [UInt8], policy: SoftwareAuthenticator.Policy, claim: @Sendable () -> Bool
     ) -> (response: [UInt8], outcome: SoftwareAuthenticator.Outcome)? {
         var authenticator = self.authenticator
         var store = self.store
@@ -218,7 +218,7 @@ actor PhoneAuthenticator {
                 case .registered, .signedIn:
                     // Claimed under the store lock, before the write: once granted, the answer
                     // is sent whatever the deadline does; refused, nothing is written.
-                    guard AuthenticatorDriver.claimAnswer() else {
+                    guard claim() else {
                         late = true
                         return (handled, false)
                     }

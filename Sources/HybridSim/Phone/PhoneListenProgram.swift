@@ -240,8 +240,8 @@ public enum PhoneListenProgram {
         do {
             try await LinkedAuthenticatorDriver.run(
                 session: session, transports: transports, timeouts: timeouts, events: { narrator.session($0) }
-            ) { request in
-                await authenticator.respond(request)
+            ) { request, claim in
+                await authenticator.respond(request, claim: claim)
             }
         } catch let error as TransactionError {
             return failed(await authenticator.explain(error) ?? ProgramFailure.fromTransaction(error, relayURL: relayURL), "failed")

@@ -109,8 +109,8 @@ public enum PhoneProgram {
                 transports: transports,
                 timeouts: timeouts,
                 events: { narrator.session($0) }
-            ) { request in
-                let response = await authenticator.respond(request)
+            ) { request, claim in
+                let response = await authenticator.respond(request, claim: claim)
                 return misbehave?.response(response) ?? response
             }
         } catch let error as TransactionError {

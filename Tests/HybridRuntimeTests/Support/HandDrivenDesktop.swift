@@ -19,6 +19,18 @@ struct HandDrivenDesktop {
         phoneTunnel: (InMemoryTunnel) -> any TunnelTransport = { $0 }, timeouts: SessionTimeouts = .fast,
         respond: @escaping AuthenticatorDriver.Responder
     ) async throws -> HandDrivenDesktop {
+        try await start(
+            requestType: requestType, getInfo: getInfo, phoneTunnel: phoneTunnel, timeouts: timeouts,
+            respondClaiming: { request, _ in await respond(request) })
+    }
+
+    /// ``start(requestType:getInfo:phoneTunnel:timeouts:respond:)`` with a responder that claims
+    /// its answer (``AuthenticatorDriver/ClaimingResponder``).
+    static func start(
+        requestType: QRPayload.RequestType, getInfo: [UInt8],
+        phoneTunnel: (InMemoryTunnel) -> any TunnelTransport = { $0 }, timeouts: SessionTimeouts = .fast,
+        respondClaiming respond: @escaping AuthenticatorDriver.ClaimingResponder
+    ) async throws -> HandDrivenDesktop {
         let (desktopEnd, phoneEnd) = InMemoryTunnel.pair()
         var desktop = ClientSession(requestType: requestType, timestamp: unixNow())
         var phoneSession = try AuthenticatorSession(qr: QRPayload(url: desktop.url), getInfo: getInfo)
