@@ -53,7 +53,7 @@ struct DesktopRequestSizeTests {
         #expect(failure?.kind == .badInput)
         #expect(
             failure?.message
-                == "the makeCredential request is 111184 bytes encrypted (111152 of CTAP2, with 3000 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): list fewer credentials, or shorten the options (user and relying-party names, display names)",
+                == "the makeCredential request is 111184 bytes encrypted (111148 of CTAP2, with 3000 excludeCredentials), more than the embedded relay carries in one message (65536 bytes): list fewer credentials, or shorten the options (user and relying-party names, display names)",
             "\(String(describing: failure))")
         #expect(!shown.withLock { $0 }, "no QR code was shown")
     }
