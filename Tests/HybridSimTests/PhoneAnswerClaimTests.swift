@@ -1,0 +1,36 @@
+import CTAP2
+import Foundation
+import HybridCore
+@testable import HybridSim
+import Testing
+
+/// The phone writes its store only once the driver granted its answer's claim (the claim is made
+/// under the store lock, before the write): a claim refused (the deadline passed while the phone
+/// did not run) writes nothing and answers nothing the desktop could use.
+@Suite("Phone: the store is written only with a granted claim")
+struct PhoneAnswerClaimTests {
+    @Test("a sign-in whose claim is refused writes nothing and fails as late; granted, it signs and counts")
+    func claimDecidesTheWrite() async throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-claim-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let storePath = home + "/passkeys.json"
+        try PasskeyStore(path: storePath, passkeys: try StoreSamples.passkeys(count: 1)).save()
+        var configuration = PhoneConfiguration(qr: .url("FIDO:/0"))
+        configuration.environment = ["HYBRID_SIM_HOME": home]
+        let narrator = PhoneNarrator(output: ProgramOutput(standardOutput: { _ in }, standardError: { _ in }), json: false,
+                                     relayURL: "", proximityURL: "", rssi: 0)
+        let request = Ceremony.Authentication(
+            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"), challenge: Array(repeating: 5, count: 32))
+
+        let refused = PhoneAuthenticator(store: try PasskeyStore.load(path: storePath), configuration: configuration, narrator: narrator)
+        let late = await refused.respond(request.requestBytes, claim: { false })
+        #expect(late == [CTAP2StatusCode.other.rawValue])
+        #expect(await refused.failure?.message == "the answer came after the user-action deadline; nothing was saved or sent")
+        #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == [0], "nothing was written")
+
+        let granted = PhoneAuthenticator(store: try PasskeyStore.load(path: storePath), configuration: configuration, narrator: narrator)
+        let answer = await granted.respond(request.requestBytes, claim: { true })
+        #expect(answer.first == CTAP2StatusCode.ok.rawValue)
+        #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == [1])
+    }
+}
