@@ -98,6 +98,12 @@ struct RelyingPartyShapesReviewTests {
         #expect(CookieJar.pathMatches("/s/base", "/s") && !CookieJar.pathMatches("/sx", "/s") && CookieJar.pathMatches("/s/", "/s/"))
     }
 
+    @Test("an origin host is an IP address as the socket layer reads one: IPv4, IPv6 with or without brackets; a host name, or digits that are no address, is not")
+    func ipAddressHosts() {
+        for host in ["127.0.0.1", "10.1.2.3", "::1", "[::1]", "[fe80::1]"] { #expect(DesktopCeremony.isIPAddress(host), "\(host)") }
+        for host in ["example.com", "localhost", "1.2.3.4.example", "256.1.1.1", ""] { #expect(!DesktopCeremony.isIPAddress(host), "\(host)") }
+    }
+
     @Test("--rp-url's query goes after the profile's path; the path is not lost behind it")
     func urlQuery() throws {
         let profile = try RelyingPartyProfile.load("py_webauthn")

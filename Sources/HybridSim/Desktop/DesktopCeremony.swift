@@ -1,6 +1,8 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridRuntime
+import NIOCore
 
 /// The browser-and-relying-party half of one desktop ceremony: WebAuthn options in (a real relying
 /// party's, or the built-in one's), a CTAP2 request out; the phone's answer in, a verified
@@ -260,8 +262,9 @@ struct DesktopCeremony: Sendable {
                 let failure = error as? WebAuthnJSONError, failure.code == .invalidBase64URL, "\(failure)".contains("user.id"),
                 (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: .utf8)) != nil
             {
+                // The decoding error already says which rule the text breaks (Base64URL.problem).
                 hint =
-                    Self.isStandardBase64(userIdIn: bytes)
+                    failure.reason.contains("standard base64")
                     ? " (it is standard base64, with + or /: the relying party should send base64url, as WebAuthn's JSON "
                         + "forms do; --user-id-encoding utf8 would register the text's own bytes, another user handle)"
                     : " (they parse when user.id is read as plain text, as Okta and ForgeRock send it: give --user-id-encoding utf8)"
@@ -472,25 +475,9 @@ struct DesktopCeremony: Sendable {
 }
 
 extension DesktopCeremony {
-    /// Whether `host` (as an origin serializes it) is an IPv4 address (four numbers, as a browser
-    /// writes one) or an IPv6 one (in brackets, or with a colon).
+    /// Whether `host` (as an origin serializes it, an IPv6 address with or without its brackets)
+    /// is an IP address, read as the socket layer reads one (`inet_pton`, through SwiftNIO).
     static func isIPAddress(_ host: String) -> Bool {
-        if host.contains(":") || host.hasPrefix("[") { return true }
-        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { part in !part.isEmpty && part.allSatisfy(\.isNumber) }
-    }
-}
-
-extension DesktopCeremony {
-    /// Whether the options' `user.id` (in any wrapper) is standard base64 with `+` or `/`: bytes
-    /// meant as base64url, written by a server with the wrong alphabet, not text.
-    static func isStandardBase64(userIdIn bytes: [UInt8]) -> Bool {
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return false }
-        let inner = (object["publicKey"] as? [String: Any]) ?? (object["options"] as? [String: Any]) ?? object
-        guard let id = (inner["user"] as? [String: Any])?["id"] as? String, id.contains(where: { $0 == "+" || $0 == "/" }) else {
-            return false
-        }
-        let padded = id + String(repeating: "=", count: (4 - id.count % 4) % 4)
-        return Data(base64Encoded: id) != nil || Data(base64Encoded: padded) != nil
+        (try? SocketAddress(ipAddress: LoopbackAddress.unbracketed(host), port: 0)) != nil
     }
 }
