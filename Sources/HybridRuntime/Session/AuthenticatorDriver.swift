@@ -427,40 +427,33 @@ private final class PendingResponse: Sendable {
     /// The deadline: it expires the wait unless the answer was claimed, which gets
     /// ``AuthenticatorDriver/claimedGrace`` more.
     private func deadlinePassed(_ error: any Error, loop: (any EventLoop)?) {
-        // Decided under one lock with ``claim()``: a claim granted after the check would write
+        // Decided under the lock ``claim()`` takes: a claim granted after the check would write
         // what the expiry then discards.
-        enum Step { case done, expired(CheckedContinuation<Bool, Never>?), graced }
-        let step = state.withLock { state -> Step in
-            guard !state.settled else { return .done }
-            if state.claimed { return .graced }
-            state.expired = error
-            return .expired(state.waiter.take())
+        var claimed = false
+        settle { state in
+            claimed = state.claimed
+            if !claimed { state.expired = error }
         }
-        switch step {
-        case .done:
-            return
-        case .expired(let waiter):
-            cancel()
-            waiter?.resume(returning: false)
-        case .graced:
-            let grace = DeadlineTimer.arm(after: AuthenticatorDriver.claimedGrace, on: loop) { [weak self] in
-                self?.settle { $0.expired = error }
-            }
-            // Settled meanwhile (the answer came): nobody cancels this timer later, so now.
-            let stored = state.withLock { state -> Bool in
-                guard !state.settled else { return false }
-                state.timer = grace
-                return true
-            }
-            if !stored { grace.cancel() }
+        guard claimed else { return }
+        let grace = DeadlineTimer.arm(after: AuthenticatorDriver.claimedGrace, on: loop) { [weak self] in
+            self?.settle { $0.expired = error }
         }
+        // Settled meanwhile (the answer came): nobody cancels this timer later, so now.
+        let stored = state.withLock { state -> Bool in
+            guard !state.settled else { return false }
+            state.timer = grace
+            return true
+        }
+        if !stored { grace.cancel() }
     }
 
     /// Records the response or the deadline (the first of them), stops the rest and wakes the driver.
+    /// A `change` that records neither leaves everything as it was.
     private func settle(_ change: (inout State) -> Void) {
         let (first, waiter) = state.withLock { state -> (Bool, CheckedContinuation<Bool, Never>?) in
             guard !state.settled else { return (false, nil) }
             change(&state)
+            guard state.settled else { return (false, nil) }
             return (true, state.waiter.take())
         }
         guard first else { return }
