@@ -45,7 +45,7 @@ package enum FileFailure: Error, Equatable, Sendable, CustomStringConvertible {
 
     /// `limit` in whole milliseconds for `poll`: 0 for a negative limit (which `poll` would take
     /// as "wait forever"), at most `Int32.max` (about 24 days).
-    static func milliseconds(_ limit: Duration) -> Int32 {
+    package static func milliseconds(_ limit: Duration) -> Int32 {
         let (seconds, attoseconds) = limit.components
         guard seconds >= 0, attoseconds >= 0 else { return 0 }
         guard seconds < Int64(Int32.max) / 1000 else { return Int32.max }

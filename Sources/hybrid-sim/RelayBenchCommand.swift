@@ -209,7 +209,7 @@ final class SpawnedRelay {
             let left = deadline - ContinuousClock.now
             guard left > .zero else { break }
             var watched = pollfd(fd: reading, events: Int16(POLLIN), revents: 0)
-            let ready = poll(&watched, 1, Int32(max(1, left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000)))
+            let ready = poll(&watched, 1, max(1, FileFailure.milliseconds(left)))
             if ready < 0, errno == EINTR { continue }
             guard ready > 0 else { continue }
             let count = read(reading, &chunk, chunk.count)
