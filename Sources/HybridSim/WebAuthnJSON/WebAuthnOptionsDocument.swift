@@ -142,7 +142,7 @@ enum WebAuthnOptionsDocument {
         case .forgeRock: inner = forgeRock ?? [:]
         }
         // ForgeRock's user handle is already the UTF-8 of its userId text.
-        let rewritten = truncatingTimeout(
+        let rewritten = convertedAsWebIDL(
             shape == .forgeRock
                 ? inner : try rewriteUserId(inner, encoding: userIdEncoding, path: shape.memberPath)
         )
@@ -231,7 +231,7 @@ enum WebAuthnOptionsDocument {
     /// text (`42` is `"42"`, an unknown hint, ignored). Text that is no number (`"60s"`), which a
     /// browser reads as 0, its shortest wait, is left for the decoder to refuse, naming it: a
     /// server's mistake, not a wait of a second nobody asked for; so is a Bool or an object.
-    private static func truncatingTimeout(_ options: [String: Any]) -> [String: Any] {
+    private static func convertedAsWebIDL(_ options: [String: Any]) -> [String: Any] {
         var options = options
         if let hints = options["hints"] as? [Any] {
             options["hints"] = hints.map { hint -> Any in
