@@ -215,13 +215,8 @@ struct PhoneShutdownWhileAnsweringTests {
         #expect(tunnel.waits.withLock { $0 } == 2, "a wait for each arrival, not a loop")
         answer.continuation.finish()
 
-        var response: [UInt8]?
-        while response == nil {
-            for action in try await desktop.receive() {
-                if case .response(let bytes) = action { response = bytes }
-            }
-        }
-        let (signedIn, _) = try authentication.verify(response: try #require(response), knownCredentials: [account.credential])
+        let response = try await desktop.response()
+        let (signedIn, _) = try authentication.verify(response: response, knownCredentials: [account.credential])
         #expect(signedIn.signCount == 1)
         try await desktop.tunnel.send(try desktop.session.encryptShutdown())
         let result = await desktop.phone.result

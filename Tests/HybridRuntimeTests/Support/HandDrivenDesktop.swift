@@ -68,6 +68,11 @@ struct HandDrivenDesktop {
     /// Sends `request` and returns the phone's response (status ‖ CBOR).
     mutating func exchange(_ request: [UInt8]) async throws -> [UInt8] {
         try await tunnel.send(try session.encryptRequest(request))
+        return try await response()
+    }
+
+    /// The phone's response to the request sent (status ‖ CBOR), whatever comes before it.
+    mutating func response() async throws -> [UInt8] {
         while true {
             for action in try await receive() {
                 if case .response(let bytes) = action { return bytes }
