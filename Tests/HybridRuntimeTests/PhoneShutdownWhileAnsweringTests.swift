@@ -303,4 +303,37 @@ struct PhoneShutdownWhileAnsweringTests {
             }
         }
     }
+
+    @Test("a claimed answer that outlasts the deadline and the claimed grace too is discarded: the desktop gets 0x2F, the phone ends with the timeout")
+    func claimedGraceRunsOut() async throws {
+        let account = Account.make("erin")
+        let phone = SimulatedPhone(passkeys: [account.passkey])
+        var timeouts = SessionTimeouts.fast
+        timeouts.userAction = .milliseconds(300)
+        timeouts.claimedGrace = .milliseconds(300)
+        let granted = Mutex<Bool?>(nil)
+        var desktop = try await HandDrivenDesktop.start(
+            requestType: .getAssertion, getInfo: phone.getInfo, timeouts: timeouts
+        ) { (request: [UInt8], claim: @escaping @Sendable () -> Bool) in
+            granted.withLock { $0 = claim() }
+            await Self.uncancellableSleep(.seconds(3))  // a save that hangs past deadline + grace
+            return phone.respond(to: request, now: unixNow())
+        }
+        #expect(try await desktop.receive().isEmpty)
+        let started = ContinuousClock.now
+        let authentication = Ceremony.Authentication(relyingParty: exampleRP, challenge: RandomSource.system.bytes(32))
+        let response = try await desktop.exchange(authentication.requestBytes)
+        let waited = ContinuousClock.now - started
+        #expect(granted.withLock { $0 } == true)
+        #expect(response == [CTAP2StatusCode.userActionTimeout.rawValue])
+        // The claim bought the grace: not the bare deadline's 300 ms (the hung save's answer would
+        // have been the signature, not 0x2F).
+        #expect(waited >= .milliseconds(550), "\(waited)")
+        try await desktop.tunnel.send(try desktop.session.encryptShutdown())
+        guard case .failure(let error as TransactionError) = await desktop.phone.result else {
+            Issue.record("the phone did not fail with the timeout")
+            return
+        }
+        #expect(error.step == "answering the request" && error.runtimeCode == .timeout)
+    }
 }

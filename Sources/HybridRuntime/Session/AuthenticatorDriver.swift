@@ -46,14 +46,10 @@ public enum AuthenticatorDriver {
     /// A responder that commits something for its answer (saves a created passkey, a signature's
     /// counter): it calls `claim` just before committing. `true`: the answer will be sent, the
     /// user-action deadline can no longer discard it (it then leaves the responder
-    /// ``claimedGrace`` more). `false`: the deadline passed or the driver stopped waiting, so
+    /// ``SessionTimeouts/claimedGrace`` more). `false`: the deadline passed or the driver stopped waiting, so
     /// commit nothing. Without it, a phone frozen past its deadline could wake, sign and save, and
     /// lose the race to the deadline that had fired meanwhile: a counted signature never sent.
     public typealias ClaimingResponder = @Sendable (_ request: [UInt8], _ claim: @escaping @Sendable () -> Bool) async -> [UInt8]
-
-    /// How long a responder that claimed its answer (``ClaimingResponder``) may still take once
-    /// its deadline passed: it is saving, not waiting for a person.
-    public static let claimedGrace = Duration.seconds(5)
 
     /// Runs one transaction to completion (the desktop's shutdown).
     public static func run(
@@ -183,7 +179,7 @@ public enum AuthenticatorDriver {
                     do {
                         response = try await step(.phone, "answering the request") {
                             try await transaction.wait(.phone, "answering the request", timeouts.userAction) { limit in
-                                let pending = PendingResponse(to: request, within: limit, respond: respond)
+                                let pending = PendingResponse(to: request, within: limit, grace: timeouts.claimedGrace, respond: respond)
                                 defer { pending.cancel() }
                                 // While the user decides, what the desktop sends is read as it comes:
                                 // its shutdown or its leaving withdraws the question at once.
@@ -268,7 +264,7 @@ public enum AuthenticatorDriver {
     /// Runs the responder with a deadline, watching nothing else: on timeout the responder's task is
     /// cancelled and the call returns at once (an uncooperative responder cannot hold the phone open).
     package static func answer(_ request: [UInt8], within limit: Duration, respond: @escaping Responder) async throws -> [UInt8] {
-        let pending = PendingResponse(to: request, within: limit, respond: { request, _ in await respond(request) })
+        let pending = PendingResponse(to: request, within: limit, grace: .zero, respond: { request, _ in await respond(request) })
         defer { pending.cancel() }
         _ = await pending.wait(watching: nil)
         return try pending.response()
@@ -325,7 +321,7 @@ private final class PendingResponse: Sendable {
         var work: Task<Void, Never>?
         var timer: DeadlineTimer?
         /// The responder claimed its answer (the claim a ``AuthenticatorDriver/ClaimingResponder`` makes): the deadline
-        /// no longer discards it, and only ``AuthenticatorDriver/claimedGrace`` more bounds it.
+        /// no longer discards it, and only ``grace`` more bounds it.
         var claimed = false
 
         var settled: Bool { response != nil || expired != nil }
@@ -335,7 +331,11 @@ private final class PendingResponse: Sendable {
     /// How long the responder may take before the tunnel is watched.
     static let watchAfter = Duration.milliseconds(20)
 
-    init(to request: [UInt8], within limit: Duration, respond: @escaping AuthenticatorDriver.ClaimingResponder) {
+    /// How long a claimed answer may outlast the deadline.
+    private let grace: Duration
+
+    init(to request: [UInt8], within limit: Duration, grace: Duration, respond: @escaping AuthenticatorDriver.ClaimingResponder) {
+        self.grace = grace
         // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the deadline
         // is a timer on that loop; elsewhere, a sleeping task.
         let loop = MultiThreadedEventLoopGroup.currentEventLoop
@@ -424,8 +424,7 @@ private final class PendingResponse: Sendable {
         }
     }
 
-    /// The deadline: it expires the wait unless the answer was claimed, which gets
-    /// ``AuthenticatorDriver/claimedGrace`` more.
+    /// The deadline: it expires the wait unless the answer was claimed, which gets ``grace`` more.
     private func deadlinePassed(_ error: any Error, loop: (any EventLoop)?) {
         // Decided under the lock ``claim()`` takes: a claim granted after the check would write
         // what the expiry then discards.
@@ -435,7 +434,7 @@ private final class PendingResponse: Sendable {
             if !claimed { state.expired = error }
         }
         guard claimed else { return }
-        let grace = DeadlineTimer.arm(after: AuthenticatorDriver.claimedGrace, on: loop) { [weak self] in
+        let grace = DeadlineTimer.arm(after: grace, on: loop) { [weak self] in
             self?.settle { $0.expired = error }
         }
         // Settled meanwhile (the answer came): nobody cancels this timer later, so now.

@@ -62,6 +62,10 @@ public struct SessionTimeouts: Sendable, Hashable {
     /// it, so a peer that keeps sending messages that restart the per-message waits cannot keep a
     /// transaction open for longer.
     public var transaction: Duration
+    /// Phone: how long a responder that claimed its answer (``AuthenticatorDriver/ClaimingResponder``)
+    /// may still take once `userAction` passed: it is saving, not waiting for a person. Past it the
+    /// answer is discarded and the desktop gets `CTAP2_ERR_USER_ACTION_TIMEOUT`.
+    public var claimedGrace: Duration
 
     /// Creates limits; the defaults suit a person at the keyboard. Without `transaction`, the whole
     /// transaction may take one wait of each kind (`advert + connect + handshake + 2 × message +
@@ -69,7 +73,8 @@ public struct SessionTimeouts: Sendable, Hashable {
     /// never cut, one that keeps restarting them is.
     public init(
         advert: Duration = .seconds(120), connect: Duration = .seconds(10), handshake: Duration = .seconds(60),
-        message: Duration = .seconds(10), userAction: Duration = .seconds(60), transaction: Duration? = nil
+        message: Duration = .seconds(10), userAction: Duration = .seconds(60), transaction: Duration? = nil,
+        claimedGrace: Duration = .seconds(5)
     ) {
         self.advert = advert
         self.connect = connect
@@ -77,6 +82,7 @@ public struct SessionTimeouts: Sendable, Hashable {
         self.message = message
         self.userAction = userAction
         self.transaction = transaction ?? (advert + connect + handshake + message * 2 + userAction)
+        self.claimedGrace = claimedGrace
     }
 
     /// Short limits for tests.
