@@ -122,14 +122,21 @@ struct RelyingPartyClientFailureTests {
     /// A server that reads each request, runs `answer` on its connection and closes it, on a
     /// thread, until the listener goes.
     private static func serving(_ answer: @escaping @Sendable (CInt) -> Void) throws -> (port: Int, stop: () -> Void) {
+        try serving { fd, _ in answer(fd) }
+    }
+
+    /// A server that reads each request (its first 4 KiB, the head of a small request), runs
+    /// `answer` on its connection with the text read, and closes it, on a thread, until the
+    /// listener goes.
+    static func serving(_ answer: @escaping @Sendable (CInt, String) -> Void) throws -> (port: Int, stop: () -> Void) {
         let (listener, port) = try EndToEndLab.boundSocket(listening: true)
         let answerer = Thread {
             var buffer = [UInt8](repeating: 0, count: 4096)
             while true {
                 let fd = accept(listener, nil, nil)
                 guard fd >= 0 else { return }
-                _ = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
-                answer(fd)
+                let count = buffer.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+                answer(fd, String(decoding: buffer.prefix(max(count, 0)), as: UTF8.self))
                 close(fd)
             }
         }

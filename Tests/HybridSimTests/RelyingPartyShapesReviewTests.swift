@@ -1,7 +1,12 @@
 import CTAP2
 import Foundation
 @testable import HybridSim
+import Synchronization
 import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a relying-party developer's own server found (a review with a hand-written Python relying
 /// party): options a browser reads one way that HybridSim read another, and cookies and URLs a
@@ -113,5 +118,32 @@ struct RelyingPartyShapesReviewTests {
         #expect(try client.url(endpoint, values: [:]) == "http://127.0.0.1:1/s/base/reg/begin?tenant=x")
         endpoint.path = "/reg/begin?kind=a"
         #expect(try client.url(endpoint, values: [:]) == "http://127.0.0.1:1/s/base/reg/begin?kind=a&tenant=x")
+        // A query that is already percent-encoded goes out as it came (not decoded, not encoded twice).
+        let encoded = try RelyingPartyClient(
+            baseURL: "http://127.0.0.1:1/s?t=a%20b&n=%C3%A9%26x", profile: profile, environment: [:])
+        endpoint.path = "/reg/begin"
+        #expect(try encoded.url(endpoint, values: [:]) == "http://127.0.0.1:1/s/reg/begin?t=a%20b&n=%C3%A9%26x")
+    }
+
+    @Test("Set-Cookie is answered with Cookie on the next call, unless the profile says \"cookies\": false")
+    func cookiesFalseKeepsNone() async throws {
+        for keep in [true, false] {
+            var profile = try RelyingPartyProfile.load("simplewebauthn")
+            profile.cookies = keep ? nil : false
+            let requests = Mutex<[String]>([])
+            let server = try RelyingPartyClientFailureTests.serving { fd, request in
+                requests.withLock { $0.append(request) }
+                let answer = "HTTP/1.1 200 OK\r\nSet-Cookie: session=abc; Path=/\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}"
+                _ = Array(answer.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            }
+            defer { server.stop() }
+            let client = try RelyingPartyClient(baseURL: "http://127.0.0.1:\(server.port)", profile: profile, environment: [:])
+            let ceremony = try profile.ceremony(registration: true)
+            for _ in 0..<2 { _ = try await client.fetchOptions(ceremony, values: [:]) }
+            let seen = requests.withLock { $0 }
+            #expect(seen.count == 2)
+            #expect(seen.first?.lowercased().contains("\r\ncookie:") == false, "\(seen)")
+            #expect(seen.last?.contains("\r\nCookie: session=abc\r\n") == keep, "keep \(keep): \(seen)")
+        }
     }
 }
