@@ -1,3 +1,6 @@
+#if canImport(Glibc)
+import Glibc
+#endif
 import HybridRuntime
 import HybridSim
 import Synchronization
@@ -5,7 +8,8 @@ import Synchronization
 /// What `hybrid-sim relay` tells its operator besides its log: the ready line, its status (on
 /// SIGUSR1 and every `--status-interval`) and, when it stops, what it did since its start.
 ///
-/// Without `--json` these are text: the ready line on stdout, `status: …` lines on stderr. With
+/// Without `--json` these are text: the ready line on stdout, `status: …` lines on stderr (after the
+/// time, as the log's lines begin, so that a periodic status in a log file says when). With
 /// `--json` stdout carries one event per line instead (`listening` in place of the ready line, then
 /// `status` and `stopped`, each with the counters); stderr is the same either way, so an operator
 /// watching it sees the same lines whether or not a script reads stdout.
@@ -34,7 +38,7 @@ final class RelayStatusOutput: Sendable {
     func status(_ statistics: RelayStatistics) {
         ended.withLock { ended in
             guard !ended else { return }
-            progressLine("status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
+            progressLine("\(Self.timestamp()) status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
             if json { printStatus(JSONLine(event: "status", Self.members(statistics)).text) }
         }
     }
@@ -46,6 +50,17 @@ final class RelayStatusOutput: Sendable {
             ended = true
             if json { printStatus(JSONLine(event: "stopped", [("signal", .string(signal))] + Self.members(statistics)).text) }
         }
+    }
+
+    /// The time as the log's lines give it (swift-log's stream handler: local time, ISO 8601 to the
+    /// second with the zone's offset), e.g. `2026-11-27T16:56:31+0000`.
+    static func timestamp(_ now: time_t = time(nil)) -> String {
+        var now = now
+        var parts = tm()
+        localtime_r(&now, &parts)
+        var buffer = [Int8](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// What the relay holds now, for the status line.
