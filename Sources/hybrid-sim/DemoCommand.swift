@@ -68,12 +68,18 @@ struct DemoCommand: AsyncParsableCommand {
         configuration.timeout = .seconds(timeout)
         configuration.home = home
         configuration.json = json
-        Interruption.endOnSignals(DemoProgram.signalEnding(json: json))
-        let code =
-            web
-            ? await DemoWebProgram.main(
-                configuration, webPort: webPort, waitForPage: .seconds(webWait), linger: .seconds(webLinger ?? 30))
-            : await DemoProgram.main(configuration)
+        let code: Int32
+        if web {
+            // Ctrl-C's line goes to an open page too, which gets a moment to receive it.
+            let events = DesktopWebProgram.announcingPages()
+            let (output, ending) = DemoWebProgram.signalEnding(events: events)
+            Interruption.endOnSignals(output: output, settle: .milliseconds(300), ending)
+            code = await DemoWebProgram.main(
+                configuration, webPort: webPort, waitForPage: .seconds(webWait), linger: .seconds(webLinger ?? 30), events: events)
+        } else {
+            Interruption.endOnSignals(DemoProgram.signalEnding(json: json))
+            code = await DemoProgram.main(configuration)
+        }
         if code != 0 { throw ExitCode(code) }
     }
 

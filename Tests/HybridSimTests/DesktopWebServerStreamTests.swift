@@ -125,14 +125,22 @@ struct DesktopWebServerStreamTests {
         await server.stop()
     }
 
-    @Test("a method other than GET gets 405 with Allow: GET (RFC 9110 §15.5.6)")
+    @Test("a method other than GET or HEAD gets 405 with Allow: GET, HEAD (RFC 9110 §15.5.6); HEAD gets GET's head without the body, the stream's too")
     func otherMethodAllowsGet() async throws {
         try await DesktopWebServerHostTests.withServer { port in
             let exchange = try #require(
                 LoopbackSocket.exchange(port: port, "POST / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n"))
             let text = exchange.response
             #expect(text.hasPrefix("HTTP/1.1 405"), "\(text)")
-            #expect(text.lowercased().contains("\r\nallow: get\r\n"), "\(text)")
+            #expect(text.lowercased().contains("\r\nallow: get, head\r\n"), "\(text)")
+            let get = try #require(LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+            let head = try #require(LoopbackSocket.exchange(port: port, "HEAD / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+            let getHead = try #require(get.response.components(separatedBy: "\r\n\r\n").first)
+            #expect(head.response == getHead + "\r\n\r\n", "\(head.response)")
+            #expect(head.response.contains("Content-Length: \(DesktopWebPage.html.utf8.count)\r\n"), "\(head.response)")
+            let stream = try #require(LoopbackSocket.exchange(port: port, "HEAD /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+            #expect(stream.response.hasPrefix("HTTP/1.1 200") && stream.response.contains("Content-Type: text/event-stream\r\n"), "\(stream.response)")
+            #expect(stream.response.hasSuffix("\r\n\r\n") && !stream.response.contains("\ndata: ") && stream.closed, "\(stream.response)")
         }
     }
 

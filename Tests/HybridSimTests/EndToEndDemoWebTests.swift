@@ -1,4 +1,5 @@
 import Foundation
+import HybridTestSupport
 import Testing
 
 #if canImport(Glibc)
@@ -93,5 +94,34 @@ struct EndToEndDemoWebTests {
         demo.signal(SIGINT)
         #expect(try await demo.waitForExit(timeout: .seconds(10)) == 130, "\(demo.transcript)")
         #expect(demo.standardError.lines.last == "error: demo interrupted by SIGINT", "\(demo.transcript)")
+    }
+
+    @Test("SIGTERM while the demo runs: an open page's stream ends with the interruption's line and an error event with its status (143), not in silence")
+    func interruptTellsThePage() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let demo = try lab.start(
+            "demo", ["demo", "--web", "--web-port", "0", "--web-wait", "120", "--home", lab.file("demo")])
+        let lines = try await demo.waitForOutput("the wait", timeout: .seconds(30), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("web page: the demo starts when a page opens it") }
+        }
+        let page = try #require(lines.first { $0.hasPrefix("web page: http://") })
+        let port = try #require(page.split(separator: ":").dropFirst(3).first.flatMap { Int($0.prefix { $0.isNumber }) })
+        // The stream, read on its own thread until the server closes it (it starts the demo).
+        let stream = Task.detached {
+            LoopbackSocket.exchange(port: port, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", ioTimeout: 20)
+        }
+        _ = try await demo.waitForOutput("the demo under way", timeout: .seconds(30), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("desktop │") }
+        }
+        demo.signal(SIGTERM)
+        #expect(try await demo.waitForExit(timeout: .seconds(15)) == 143, "\(demo.transcript)")
+        // The raw stream is chunked: its data lines, without the chunk sizes.
+        let response = try #require(await stream.value).response.replacingOccurrences(of: "\r\n", with: "\n")
+        let events = try EndToEndWebTests.events(response)
+        let last = events.suffix(2).map { $0["event"] as? String }
+        #expect(last == ["say", "error"], "\(response)")
+        #expect((events.dropLast().last?["line"] as? String)?.hasPrefix("error: demo interrupted by SIGTERM") == true, "\(response)")
+        #expect(events.last?["status"] as? Int == 143, "\(response)")
     }
 }

@@ -51,7 +51,7 @@ struct EndToEndWebBrowserTests {
             for step in ["qr", "advert", "connected", "handshake", "request", "response", "result"] {
                 #expect(html.contains("<li data-step=\"\(step)\" class=\"done\">"), "step \(step) not done in \(html)")
             }
-            let verdict = request == "mc" ? "Passkey registered on example.com (verified)" : "Signed in on example.com (verified)"
+            let verdict = (request == "mc" ? "Passkey registered" : "Signed in") + " on example.com (checked by the built-in relying party)"
             #expect(html.contains("<p id=\"verdict\">\(verdict)</p>"), "\(html)")
             // The heading follows the request (it said "Sign in" for a registration too).
             let title = request == "mc" ? "Create a passkey with your phone" : "Sign in with a passkey from your phone"

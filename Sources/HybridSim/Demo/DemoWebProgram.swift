@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// `hybrid-sim demo --web`: the whole demo (``DemoProgram``) told on one local page as well as in
 /// the terminal. Every narration line, the QR code the phone scans, each credential JSON the desktop
@@ -10,12 +11,14 @@ package enum DemoWebProgram {
     /// sees the demo live from the first line), runs the demo, and keeps serving for `linger` after it
     /// ended so a page opened late still gets the whole story. Returns the demo's exit status (6: the
     /// port is taken).
+    /// `events`: the page's stream; pass the one given to ``signalEnding(events:output:)`` so that
+    /// an interruption's line reaches the page too.
     package static func main(
         _ configuration: DemoProgram.Configuration, webPort: Int, waitForPage: Duration = .zero,
-        linger: Duration = .seconds(30), output: ProgramOutput = .standard,
+        linger: Duration = .seconds(30), output: ProgramOutput = .standard, events: DesktopWebEvents? = nil,
         onServing: @Sendable (String) -> Void = { _ in }
     ) async -> Int32 {
-        let events = DesktopWebProgram.announcingPages(output)
+        let events = events ?? DesktopWebProgram.announcingPages(output)
         let server: DesktopWebServer
         do {
             server = try await DesktopWebServer.start(events: events, port: webPort, page: DemoWebPage.html)
@@ -59,6 +62,29 @@ package enum DemoWebProgram {
         return status
     }
 
+    /// What SIGINT or SIGTERM ends `demo --web` with (install both with
+    /// ``Interruption/endOnSignals(output:settle:_:)`` and a settle of a few tenths of a second):
+    /// ``DemoProgram/signalEnding(json:)``'s line, which an open page also receives, as the story's
+    /// last line and then the `error` event with the status, so that it says why the story stops
+    /// instead of going quiet.
+    package static func signalEnding(
+        events: DesktopWebEvents, output: ProgramOutput = .standard
+    ) -> (output: ProgramOutput, ending: @Sendable (String, Int32) -> Interruption.Ending) {
+        let status = Mutex<Int32>(1)
+        let ending = DemoProgram.signalEnding(json: false)
+        let tee = ProgramOutput(
+            standardOutput: output.standardOutput,
+            standardError: { line in
+                events.append(event("say", ["line": line]))
+                events.append(event("error", ["status": Int(status.withLock { $0 })]))
+                output.standardError(line)
+            })
+        return (tee, { signal, code in
+            status.withLock { $0 = code }
+            return ending(signal, code)
+        })
+    }
+
     /// One event line, `{"event": name, …}` with `event` first (the stream's end is found by prefix).
     static func event(_ name: String, _ fields: [String: Any]) -> String {
         let body = (try? JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])).map {
@@ -77,14 +103,16 @@ enum DemoWebPage {
         <html lang="en">
         <head>
         <meta charset="utf-8">
+        <meta name="viewport" content="width=device-width, initial-scale=1">
+        <link rel="icon" href="data:,">
         <title>HybridSim demo: a passkey from your phone, by QR code and through the link</title>
         <style>
-        body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 64rem; color: #222; }
+        body { font-family: system-ui, sans-serif; margin: 2rem auto; max-width: 64rem; padding: 0 1rem; color: #222; }
         h1 { font-size: 1.4rem; }
-        #qr img { width: 14rem; height: 14rem; image-rendering: pixelated; border: 1px solid #ddd; float: right; margin-left: 1rem; }
+        #qr img { width: 14rem; height: 14rem; max-width: 45%; image-rendering: pixelated; border: 1px solid #ddd; float: right; margin-left: 1rem; }
         #story { font-family: monospace; font-size: .75rem; white-space: pre-wrap; overflow-wrap: anywhere; }
         #story div { padding: .05rem .4rem; border-left: .3rem solid transparent; }
-        #story .chapter { margin-top: .8rem; font-weight: bold; font-family: system-ui, sans-serif; font-size: .95rem; border: none; }
+        #story .chapter { margin: .8rem 0 .2rem; font-weight: bold; font-family: system-ui, sans-serif; font-size: .95rem; border: none; }
         #story .relay { border-color: #7a4ea3; color: #5a2e83; }
         #story .desktop { border-color: #1f5fa8; }
         #story .phone { border-color: #1f7a3a; }
@@ -97,13 +125,14 @@ enum DemoWebPage {
         <body>
         <h1>A passkey from your phone: registration by QR code, then two sign-ins through the link</h1>
         <div id="qr" hidden><img alt="the QR code the phone scans"></div>
-        <div id="story"></div>
-        <div id="verdict"></div>
+        <noscript><p>This page tells the demo as it happens with JavaScript; without it, follow the demo in its terminal.</p></noscript>
+        <div id="story" aria-live="polite"></div>
+        <div id="verdict" role="status"></div>
         <script>
         const story = document.getElementById("story");
         let credential = null;
         function add(text, kind) {
-          const line = document.createElement("div");
+          const line = document.createElement(kind === "chapter" ? "h2" : "div");
           line.textContent = text;
           if (kind) line.className = kind;
           story.appendChild(line);
@@ -130,12 +159,22 @@ enum DemoWebPage {
             verdict.textContent = e.event === "result"
               ? "Done: registered by QR code and signed in twice through the link, every result verified."
               : "The demo failed (exit " + e.status + "): see the last lines above.";
-            if (e.event === "error") verdict.className = "failed";
+            if (e.event === "error") { verdict.className = "failed"; document.getElementById("qr").hidden = true; }
             document.body.dataset.state = e.event;
             source.close();
           }
         };
-        source.onerror = () => { if (!document.body.dataset.state) { document.body.dataset.state = "error"; } source.close(); };
+        source.onerror = () => {
+          if (!document.body.dataset.state) {
+            const verdict = document.getElementById("verdict");
+            verdict.style.display = "block";
+            verdict.className = "failed";
+            verdict.textContent = "Lost the connection to the demo before it ended: see its terminal.";
+            document.getElementById("qr").hidden = true;
+            document.body.dataset.state = "error";
+          }
+          source.close();
+        };
         </script>
         </body>
         </html>

@@ -64,6 +64,11 @@ package final class DesktopWebServer: Sendable {
     package func stop() async {
         try? await channel.close().get()
     }
+
+    /// The pages' policy: their inline script and style, images and the event stream from this
+    /// server, nothing else (no plug-ins, forms, base URL or framing).
+    package static let contentSecurityPolicy = "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+        + "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 }
 
 private final class WebRequestHandler: ChannelInboundHandler {
@@ -124,7 +129,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
                 events.refused("\(head.method.rawValue) \(head.uri): \(status) \(reason)")
                 return respond(context, status, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
             }
-            guard head.method == .GET else {
+            guard head.method == .GET || head.method == .HEAD else {
                 answered = true
                 return respond(context, 405, "text/plain", Array("only GET\n".utf8))
             }
@@ -136,33 +141,41 @@ private final class WebRequestHandler: ChannelInboundHandler {
             let target = LoopbackRequestPolicy.originForm(head.uri).target
             let path = target.split(separator: "?").first.map(String.init) ?? target
             switch path {
-            case "/": respond(context, 200, "text/html; charset=utf-8", page)
+            case "/": respond(context, 200, "text/html; charset=utf-8", page, head: head.method == .HEAD)
             case "/qr.svg":
                 guard let url = events.qrURL, let matrix = try? QREncoder.encode(fidoURL: url) else {
-                    return respond(context, 404, "text/plain", Array("no QR code yet\n".utf8))
+                    return respond(context, 404, "text/plain", Array("no QR code yet\n".utf8), head: head.method == .HEAD)
                 }
-                respond(context, 200, "image/svg+xml", Array(SVGRenderer.render(matrix).utf8))
+                respond(context, 200, "image/svg+xml", Array(SVGRenderer.render(matrix).utf8), head: head.method == .HEAD)
+            case "/events" where head.method == .HEAD:
+                // The stream's head alone (RFC 9110 §9.3.2: HEAD wherever GET works).
+                respond(context, 200, "text/event-stream", [], head: true)
             case "/events": stream(context, version: head.version)
-            default: respond(context, 404, "text/plain", Array("not found\n".utf8))
+            default: respond(context, 404, "text/plain", Array("not found\n".utf8), head: head.method == .HEAD)
             }
         }
     }
 
-    /// On every answer but the event stream: not cached, and another site's page may not frame
-    /// this one (clickjacking a ceremony's page).
+    /// On every answer but the event stream: not cached; another site's page may not frame this
+    /// one (clickjacking a ceremony's page); the page loads nothing but its own inline script and
+    /// style, its QR code and its event stream (text from the events is only ever set as text, and
+    /// the policy bounds what an injection could do anyway); types are not sniffed.
     private static let pageHeaders = [
-        ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"), ("Content-Security-Policy", "frame-ancestors 'none'"),
+        ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
+        ("Content-Security-Policy", DesktopWebServer.contentSecurityPolicy), ("X-Content-Type-Options", "nosniff"),
     ]
 
-    private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8]) {
+    /// Answers and closes; `head`: a HEAD request's answer, the same head without the body.
+    private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8], head: Bool = false) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: type)
-        headers.add(name: "Content-Length", value: String(body.count))
+        // A HEAD of the event stream has no length to give: its GET streams until the ceremony ends.
+        if !(head && type == "text/event-stream") { headers.add(name: "Content-Length", value: String(body.count)) }
         headers.add(contentsOf: Self.pageHeaders)
         headers.add(name: "Connection", value: "close")
-        if status == 405 { headers.add(name: "Allow", value: "GET") }  // RFC 9110 §15.5.6
+        if status == 405 { headers.add(name: "Allow", value: "GET, HEAD") }  // RFC 9110 §15.5.6
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: HTTPResponseStatus(statusCode: status), headers: headers))), promise: nil)
-        context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil)
+        if !head { context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: body)))), promise: nil) }
         let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
     }
