@@ -43,7 +43,7 @@ struct DesktopCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "WebAuthn L3 options JSON from a real relying party (PublicKeyCredentialCreationOptionsJSON for mc, PublicKeyCredentialRequestOptionsJSON for ga); its challenge, rp, user, allowCredentials, userVerification, attestation and timeout are used.",
+            "WebAuthn L3 options JSON from a real relying party (PublicKeyCredentialCreationOptionsJSON for mc, PublicKeyCredentialRequestOptionsJSON for ga); its challenge, rp, user, pubKeyCredParams, excludeCredentials, allowCredentials, residentKey (authenticatorSelection), userVerification, attestation and timeout are used (Docs/CLI.md).",
             valueName: "file"
         )
     )

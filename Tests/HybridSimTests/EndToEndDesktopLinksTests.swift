@@ -1,5 +1,6 @@
 import Foundation
 import HybridSim
+import Synchronization
 import Testing
 
 /// `desktop --list-links` and `desktop --forget NAME|all`: the desktop's side of its links, with no network.
@@ -33,6 +34,27 @@ struct EndToEndDesktopLinksTests {
         let nothing = try lab.start("linked-nothing", ["desktop", "--request", "ga", "--linked", "any"])
         #expect(try await nothing.waitForExit() == 2, "\(nothing.transcript)")
         #expect(FailureOutput.singleErrorLine(nothing).contains("no linked phone in \(links)"), "\(nothing.transcript)")
+    }
+
+    @Test("a damaged links file: --list-links and --forget say it as --link does (what the file is, and that it is left as it is), exit 2")
+    func damagedLinksFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("links-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/links.json"
+        try Data("{oops".utf8).write(to: URL(fileURLWithPath: path))
+        for run in [
+            { (output: ProgramOutput) in DesktopLinksProgram.list(path: path, json: false, output: output) },
+            { (output: ProgramOutput) in DesktopLinksProgram.forget("all", path: path, json: false, output: output) },
+        ] {
+            let lines = Mutex<[String]>([])
+            let status = run(ProgramOutput(standardOutput: { _ in }, standardError: { line in lines.withLock { $0.append(line) } }))
+            let said = lines.withLock { $0 }
+            #expect(status == 2, "\(said)")
+            #expect(said.last?.hasPrefix("error: cannot use the links file: \(path): not JSON: ") == true, "\(said)")
+            #expect(said.last?.hasSuffix(" (the file is left as it is: fix it, or move it aside to start a new one)") == true, "\(said)")
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: path)) == Data("{oops".utf8))
     }
 }
 

@@ -102,6 +102,7 @@ struct PasskeyStoreTests {
             #expect(error.description.hasPrefix(path + ": "), "\(error.description)")
             #expect(error.description.contains(corrupt.mention), "\(corrupt.name): \(error.description)")
             #expect(!error.description.contains("\n"))
+            #expect(!error.description.contains("not JSON: not JSON"), "the summary said twice: \(error.description)")
         }
         #expect(Array(try Data(contentsOf: URL(fileURLWithPath: path))) == bytes)
         #expect(try TemporaryDirectory.mode(path) == 0o640)

@@ -31,4 +31,17 @@ struct RelayContactFileTests {
         #expect(object?["version"] as? Int == 1 && (object?["known"] as? [Any])?.isEmpty == true
                 && object?["revoked"] as? [String] == ["-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_s"], "\(String(describing: object))")
     }
+
+    @Test("a save after the file's directory was removed (the relay running meanwhile) fails with directoryFailed and does not make the directory again")
+    func saveDoesNotRecreateTheDirectory() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let gone = directory.file("gone")
+        try FileManager.default.createDirectory(atPath: gone, withIntermediateDirectories: false)
+        let path = gone + "/contacts.json"
+        try FileManager.default.removeItem(atPath: gone)
+        let error = #expect(throws: StoreError.self) { try RelayContactFile.save(RelayContactMemory(), to: path) }
+        #expect(error?.code == .directoryFailed && error?.reason == "the directory \(gone) does not exist", "\(String(describing: error))")
+        #expect(!FileManager.default.fileExists(atPath: gone))
+    }
 }

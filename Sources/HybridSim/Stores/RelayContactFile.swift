@@ -112,7 +112,9 @@ public final class RelayContactFile: Sendable {
         return RelayContactMemory(known: try ids("known", document.known), revoked: try ids("revoked", document.revoked))
     }
 
-    /// Writes `memory` to `path`: atomically, mode 0600 (the relay holding the file calls it).
+    /// Writes `memory` to `path`: atomically, mode 0600 (the relay holding the file calls it). A
+    /// directory that is gone (removed while the relay ran) is not made again: `directoryFailed`,
+    /// as ``open(path:)`` refuses one that does not exist.
     public static func save(_ memory: RelayContactMemory, to path: String) throws(StoreError) {
         // Written out by hand rather than through an encoder: the members in this order, one ID a
         // line (a diff of two saves reads), and base64url needs no escaping in a JSON string;
@@ -121,6 +123,6 @@ public final class RelayContactFile: Sendable {
             ids.isEmpty ? "[]" : "[\n    " + ids.map { "\"\(Base64URL.encode($0))\"" }.joined(separator: ",\n    ") + "\n  ]"
         }
         let text = "{\n  \"version\": \(Self.version),\n  \"known\": \(list(memory.known)),\n  \"revoked\": \(list(memory.revoked))\n}\n"
-        try AtomicFile.write(Array(text.utf8), to: path)
+        try AtomicFile.write(Array(text.utf8), to: path, createsDirectory: false)
     }
 }

@@ -75,7 +75,9 @@ enum StoreDocument<Kind: StoreKind> {
         do {
             strict = try JSONReader.parse(bytes, maxDepth: JSONValue.maxDepth, subject: "not JSON")
         } catch {
-            throw StoreError(.notJSON, path: path, error.reason)
+            // The error's own "not JSON: " is the summary the store error adds.
+            let reason = error.reason
+            throw StoreError(.notJSON, path: path, reason.hasPrefix("not JSON: ") ? String(reason.dropFirst("not JSON: ".count)) : reason)
         }
         guard let members = object as? [String: Any] else {
             throw StoreError(.invalidDocument, path: path, "the top level is not a JSON object")
