@@ -166,7 +166,7 @@ struct StoreConcurrencyTests {
             #expect(error.reason.lowercased().contains("symbolic links"), "the system's words for ELOOP: \(error)")
         }
         // The lock file's own open meets the loop first when the store is written.
-        var store = PasskeyStore(path: directory.file("a") + "/sub/passkeys.json", passkeys: [])
+        let store = PasskeyStore(path: directory.file("a") + "/sub/passkeys.json", passkeys: [])
         #expect(throws: StoreError.self) { try store.save() }
         #expect(FileReader.isSymbolicLink(directory.file("a")) && !FileReader.isSymbolicLink(path))
     }
@@ -179,7 +179,7 @@ struct StoreConcurrencyTests {
         try Data("theirs".utf8).write(to: URL(fileURLWithPath: target))
         let path = directory.file("passkeys.json")
         try FileManager.default.createSymbolicLink(atPath: path + ".lock", withDestinationPath: target)
-        var store = PasskeyStore(path: path, passkeys: try StoreSamples.passkeys(count: 1))
+        let store = PasskeyStore(path: path, passkeys: try StoreSamples.passkeys(count: 1))
         do {
             try store.save()
             Issue.record("saved through a symlinked lock file")

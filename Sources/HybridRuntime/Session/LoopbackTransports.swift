@@ -17,7 +17,8 @@ extension ClientDriver.Transports {
     ) -> Self {
         Self(
             nextAdvert: { timeout in
-                try await scanner.waitForMatchCountingIgnored(timeout: timeout)
+                let found = try await scanner.waitForMatchCountingIgnored(timeout: timeout)
+                return (advert: found.match, rssi: found.rssi, ignored: found.ignoredBefore)
             },
             connect: { path, _, timeout in
                 try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, group: group, logger: logger)
