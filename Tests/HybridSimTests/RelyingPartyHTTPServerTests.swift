@@ -58,6 +58,8 @@ struct RelyingPartyHTTPServerTests {
                 let (answer, _) = try exchange(port: port, path + headers + "\r\n")
                 #expect(answer.hasPrefix(status), "\(headers): \(answer)")
                 if status != "HTTP/1.1 200" { #expect(!answer.contains("challenge"), "\(answer)") }
+                // A challenge (or a refusal) is never cached.
+                #expect(answer.contains("\r\nCache-Control: no-store\r\n") && answer.contains("\r\nX-Content-Type-Options: nosniff\r\n"), "\(answer)")
             }
             let (absolute, _) = try exchange(
                 port: port, "GET http://attacker.example/authentication_initialize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n")

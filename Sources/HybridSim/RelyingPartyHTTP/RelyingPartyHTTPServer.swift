@@ -230,6 +230,10 @@ private final class RequestHandler: ChannelInboundHandler {
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(bytes.count))
         headers.add(name: "Connection", value: "close")
+        // Every answer is one ceremony's (a challenge, a verdict): never cached or reused, and
+        // JSON read as JSON only.
+        headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(name: "X-Content-Type-Options", value: "nosniff")
         for (name, value) in response.headers { headers.add(name: name, value: value) }
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
