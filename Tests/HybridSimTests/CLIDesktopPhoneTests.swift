@@ -400,6 +400,22 @@ struct CLIDesktopPhoneTests {
             #expect(FailureOutput.singleErrorLine(desktop).contains(message), "\(desktop.transcript)")
             #expect(desktop.standardOutput.text.isEmpty, "no QR code for bad input")
         }
+        // Options of the other ceremony fetched from --rp-url: the profile's endpoint is wrong, not
+        // --request (which chose the endpoint).
+        let registrationBody = try String(contentsOfFile: registrationOptions, encoding: .utf8)
+        let misrouted = try RelyingPartyClientFailureTests.serving { fd, _ in
+            let answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: \(registrationBody.utf8.count)\r\nConnection: close\r\n\r\n" + registrationBody
+            _ = Array(answer.utf8).withUnsafeBytes { send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+        defer { misrouted.stop() }
+        let fetched = try lab.start(
+            "desktop",
+            ["desktop", "--relay-port", "0", "--proximity-port", "0", "--rp-url", "http://127.0.0.1:\(misrouted.port)", "--rp-profile", "simplewebauthn"])
+        #expect(try await fetched.waitForExit(timeout: .seconds(10)) == 2, "\(fetched.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(fetched).hasSuffix(
+                "not sign-in options: the relying party's sign-in endpoint answered registration options: check the --rp-profile's paths for sign-in"),
+            "\(fetched.transcript)")
         // No hint toward --request ga for registration options that fail as registration options.
         let rsa = try lab.start("desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0", "--request", "mc", "--options", rsaOnly])
         #expect(try await rsa.waitForExit(timeout: .seconds(10)) == 2, "\(rsa.transcript)")

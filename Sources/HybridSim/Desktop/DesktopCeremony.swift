@@ -48,6 +48,18 @@ struct DesktopCeremony: Sendable {
         var bytes: [UInt8]
         /// Where it came from, for messages (`options.json`, `POST https://…`).
         var source: String
+        /// Fetched from the relying party (`--rp-url`): options of the other ceremony mean the
+        /// profile names the wrong endpoint, not that `--request` is wrong (it chose the endpoint).
+        var fetched = false
+
+        /// What to do about options of the other ceremony (`wanted`: the one they are).
+        func otherCeremonyAdvice(wanted: QRPayload.RequestType) -> String {
+            let (they, asked) = wanted == .makeCredential ? ("registration", "sign-in") : ("sign-in", "registration")
+            if fetched {
+                return "the relying party's \(asked) endpoint answered \(they) options: check the --rp-profile's paths for \(asked)"
+            }
+            return wanted == .makeCredential ? "give --request mc to register with them" : "give --request ga to sign in with them"
+        }
     }
 
     /// The challenge.
@@ -242,7 +254,7 @@ struct DesktopCeremony: Sendable {
                     throw ProgramFailure(
                         .badInput,
                         "\(path) holds registration options (\(members.joined(separator: ", ")): PublicKeyCredentialCreationOptionsJSON), "
-                            + "not sign-in options: give --request mc to register with them")
+                            + "not sign-in options: \(document.otherCeremonyAdvice(wanted: .makeCredential))")
                 }
                 let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
                 return (.authentication(parsed.options), parsed.shape, parsed.ignoredSiblings, parsed.forgeRockJSONResponse)
@@ -257,7 +269,7 @@ struct DesktopCeremony: Sendable {
             var hint =
                 request == .makeCredential && WebAuthnOptionsDocument.registrationMembers(bytes).isEmpty
                     && (try? PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)) != nil
-                ? " (they read as sign-in options: give --request ga to sign in with them)" : ""
+                ? " (they read as sign-in options: \(document.otherCeremonyAdvice(wanted: .getAssertion)))" : ""
             if request == .makeCredential, userIdEncoding == .base64url,
                 let failure = error as? WebAuthnJSONError, failure.code == .invalidBase64URL, "\(failure)".contains("user.id"),
                 (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: .utf8)) != nil

@@ -49,7 +49,7 @@ struct DesktopRelyingPartyLink: Sendable {
     /// Fetches the options document.
     func fetchOptions() async throws(ProgramFailure) -> DesktopCeremony.OptionsDocument {
         let bytes = try await client.fetchOptions(ceremony, values: ["user": .string(user)])
-        return DesktopCeremony.OptionsDocument(bytes: bytes, source: try optionsSource())
+        return DesktopCeremony.OptionsDocument(bytes: bytes, source: try optionsSource(), fetched: true)
     }
 
     /// Posts the credential JSON in the profile's form and returns the verdict.
