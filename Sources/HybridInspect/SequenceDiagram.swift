@@ -37,17 +37,28 @@ public enum SequenceDiagram {
     }
 
     /// `text` with every character that could break or disguise a line (`isHiddenInPeerText`, the
-    /// set `PeerText` escapes in messages) written as `\u{XX}`.
+    /// set `PeerText` escapes in messages), and every one XML 1.0 does not allow in a document
+    /// (``isXMLCharacter(_:)``: U+FFFE, U+FFFF), written as `\u{XX}`.
     static func visible(_ text: String) -> String {
         var out = ""
         for scalar in text.unicodeScalars {
-            if scalar.isHiddenInPeerText {
+            if scalar.isHiddenInPeerText || !isXMLCharacter(scalar) {
                 out += "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
             } else {
                 out.unicodeScalars.append(scalar)
             }
         }
         return out
+    }
+
+    /// Whether `scalar` is a `Char` of XML 1.0 (§2.2): tab, line feed, carriage return, U+0020–U+D7FF,
+    /// U+E000–U+FFFD, U+10000–U+10FFFF. Anything else (the other C0 controls, U+FFFE, U+FFFF; a
+    /// surrogate cannot be a Swift scalar) makes the SVG ill-formed, raw or as a character reference.
+    static func isXMLCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x9, 0xA, 0xD, 0x20...0xD7FF, 0xE000...0xFFFD, 0x10000...0x10FFFF: return true
+        default: return false
+        }
     }
 
     static func detailLines(_ message: Inspection.Message) -> [String] {
@@ -163,8 +174,8 @@ public enum SequenceDiagram {
     }
 
     /// `text` for SVG character data: markup characters as entities, and what ``visible(_:)``
-    /// escapes as `\u{XX}` (XML 1.0 allows no C0 control but tab and line breaks, not even as
-    /// an entity, so a raw one made the file unreadable).
+    /// escapes as `\u{XX}` (XML 1.0 allows no C0 control but tab and line breaks, nor U+FFFE or
+    /// U+FFFF, not even as a character reference, so a raw one made the file unreadable).
     static func escape(_ text: String) -> String {
         // By scalar: "<" followed by a combining mark is one Character that is not "<".
         var out = ""
