@@ -186,7 +186,11 @@ private struct Walk {
     }
 
     mutating func transport(_ message: inout Inspection.Message, bytes: [UInt8], isDesktop: Bool) {
-        if bytes.count < 48 || (bytes.count - 16) % HybridConstants.paddingGranularity != 0 {
+        // The Crypter only produces whole padded blocks plus a tag: anything else was cut or made
+        // up. It is still tried (a peer may pad otherwise), but one that fails says nothing about
+        // the key: a wrong key is judged on messages that could have authenticated.
+        let wellFormed = bytes.count >= 48 && (bytes.count - 16) % HybridConstants.paddingGranularity == 0
+        if !wellFormed {
             message.anomalies.append("\(bytes.count) bytes is not whole 32-byte padded blocks plus a 16-byte tag")
         }
         let expectedSequence = expected[isDesktop] ?? 0
@@ -209,7 +213,10 @@ private struct Walk {
         guard let (sequence, padded) = opened else {
             message.title = "encrypted transport message that does not authenticate"
             if isDesktop { desktopUnread = true }
-            if decryptedBy[isDesktop] == 0 {
+            if !wellFormed {
+                message.title = "malformed transport message"
+                message.anomalies.append("it does not authenticate either (cut or damaged in transit, or not a transport message; not counted against the key)")
+            } else if decryptedBy[isDesktop] == 0 {
                 unexplained[isDesktop, default: []].append(messages.count)  // this message's index once appended
             } else {
                 message.anomalies.append(Self.badTag(sequence: expectedSequence))
