@@ -106,7 +106,8 @@ private struct Walk {
     var anomalies: [String] = []
     var desktopCount = 0
     var phoneCount = 0
-    var expected: [Bool: UInt32] = [true: 0, false: 0]
+    /// Each direction's sequence numbers (`true`: from the desktop).
+    var sequences: [Bool: SequenceTracker] = [true: SequenceTracker(), false: SequenceTracker()]
     /// Messages that authenticated, per direction (`true`: from the desktop).
     var decryptedBy: [Bool: Int] = [true: 0, false: 0]
     /// Messages that did not authenticate before any message in their direction did (indexes in
@@ -193,24 +194,17 @@ private struct Walk {
         if !wellFormed {
             message.anomalies.append("\(bytes.count) bytes is not whole 32-byte padded blocks plus a 16-byte tag")
         }
-        let expectedSequence = expected[isDesktop] ?? 0
-        message.sequence = Int(expectedSequence)
+        let guess = sequences[isDesktop, default: SequenceTracker()].guess
+        message.sequence = Int(guess)
         guard let keys, keyStatus == .matched else {
-            message.title = !isDesktop && expectedSequence == 0 ? "post-handshake message (encrypted)" : "encrypted transport message"
-            expected[isDesktop] = expectedSequence + 1
+            message.title = !isDesktop && guess == 0 ? "post-handshake message (encrypted)" : "encrypted transport message"
+            sequences[isDesktop, default: SequenceTracker()].failed()
             return
         }
         let key = isDesktop ? keys.initiatorToResponder : keys.responderToInitiator
-        var candidates = [expectedSequence] + (1...Inspector.gapSearch).map { expectedSequence + $0 }
-        if expectedSequence > 0 { candidates.append(expectedSequence - 1) }
-        var opened: (sequence: UInt32, padded: [UInt8])? = nil
-        for sequence in candidates {
-            if let padded = Self.open(bytes, key: key, sequence: sequence) {
-                opened = (sequence, padded)
-                break
-            }
-        }
-        guard let (sequence, padded) = opened else {
+        guard let (sequence, padded) = opening(bytes, key: key, isDesktop: isDesktop) else {
+            if wellFormed, wrongDirection(&message, bytes: bytes, keys: keys, isDesktop: isDesktop) { return }
+            sequences[isDesktop, default: SequenceTracker()].failed()
             message.title = "encrypted transport message that does not authenticate"
             if isDesktop { desktopUnread = true }
             if !wellFormed {
@@ -219,19 +213,15 @@ private struct Walk {
             } else if decryptedBy[isDesktop] == 0 {
                 unexplained[isDesktop, default: []].append(messages.count)  // this message's index once appended
             } else {
-                message.anomalies.append(Self.badTag(sequence: expectedSequence))
+                message.anomalies.append(Self.badTag(sequence: guess))
             }
-            expected[isDesktop] = expectedSequence + 1
             return
         }
         decryptedBy[isDesktop, default: 0] += 1
         message.sequence = Int(sequence)
-        if sequence > expectedSequence {
-            message.anomalies.append("sequence gap: expected \(expectedSequence), this is \(sequence) (\(sequence - expectedSequence) message(s) missing)")
-        } else if sequence < expectedSequence {
-            message.anomalies.append("sequence \(sequence) repeated (a replayed message)")
+        if let anomaly = sequences[isDesktop, default: SequenceTracker()].authenticated(sequence, message: messages.count) {
+            message.anomalies.append(anomaly)
         }
-        expected[isDesktop] = sequence + 1
         let plaintext: [UInt8]
         do {
             plaintext = try Crypter.unpad(padded)
@@ -253,6 +243,34 @@ private struct Walk {
         } else {
             frame(&message, plaintext: plaintext, isDesktop: isDesktop)
         }
+    }
+
+    /// The first of the direction's candidate sequence numbers at which `bytes` authenticates
+    /// with `key`, and the padded plaintext.
+    func opening(_ bytes: [UInt8], key: [UInt8], isDesktop: Bool) -> (sequence: UInt32, padded: [UInt8])? {
+        for sequence in sequences[isDesktop, default: SequenceTracker()].candidates(search: Inspector.gapSearch) {
+            if let padded = Self.open(bytes, key: key, sequence: sequence) { return (sequence, padded) }
+        }
+        return nil
+    }
+
+    /// Whether a message that does not authenticate in its recorded direction does in the other
+    /// (a recording whose direction byte is wrong): then it is flagged as such and counted in the
+    /// other direction, so that neither direction's later messages read as replayed or missing.
+    mutating func wrongDirection(_ message: inout Inspection.Message, bytes: [UInt8], keys: SessionKeys, isDesktop: Bool) -> Bool {
+        let otherKey = isDesktop ? keys.responderToInitiator : keys.initiatorToResponder
+        guard let (sequence, _) = opening(bytes, key: otherKey, isDesktop: !isDesktop) else { return false }
+        message.title = "transport message recorded in the wrong direction"
+        message.sequence = Int(sequence)
+        message.anomalies.append(
+            "recorded as the \(message.from)'s, but it authenticates with the \(isDesktop ? "phone-to-desktop" : "desktop-to-phone") key "
+                + "at sequence \(sequence): the recording's direction is wrong (not decoded)")
+        if let anomaly = sequences[!isDesktop, default: SequenceTracker()].authenticated(sequence, message: messages.count) {
+            message.anomalies.append(anomaly)
+        }
+        decryptedBy[!isDesktop, default: 0] += 1
+        if !isDesktop { desktopUnread = true }  // the desktop's message, its request (if one) unread
+        return true
     }
 
     static func open(_ ciphertext: [UInt8], key: [UInt8], sequence: UInt32) -> [UInt8]? {
@@ -447,6 +465,12 @@ private struct Walk {
 
     mutating func finish() {
         judgeUnexplained()
+        // A gap that messages recorded later filled is said again: reordered, or fewer missing.
+        for tracker in sequences.values {
+            for (index, was, now) in tracker.finalAnomalies() {
+                messages[index].anomalies = messages[index].anomalies.map { $0 == was ? now : $0 }
+            }
+        }
         if desktopCount == 0 {
             anomalies.append("no handshake: the desktop sent nothing")
             if keyStatus == .noEntry {

@@ -25,4 +25,57 @@ struct InspectorFaultTests {
         longer.change(longer.transportIndexes[2]) { Array($0.prefix(40)) }
         #expect(Inspector.inspect(longer.recording, keyLog: [longer.keys]).keys == .matched)
     }
+
+    @Test("a message the relay held back (relay --fault reorder=2s@to-desktop#2) is reordered, not a gap and a bad tag")
+    func reorderedMessage() throws {
+        var session = try HandMadeSession.signIn()
+        let (postHandshake, update) = (session.transportIndexes[0], session.transportIndexes[1])
+        var order = Array(session.entries.indices)
+        order.swapAt(postHandshake, update)
+        session.reorder(order)
+        let inspection = Inspector.inspect(session.recording, keyLog: [session.keys])
+        #expect(inspection.keys == .matched, "\(inspection.keyDetail)")
+        #expect(inspection.messages[2].title == "update message")
+        #expect(inspection.messages[2].anomalies == ["sequence 1 arrived before sequence 0 (reordered in transit: it was recorded later)"])
+        #expect(inspection.messages[3].title == "post-handshake message", "decoded at the sequence it was sent with")
+        #expect(inspection.messages[3].sequence == 0)
+        #expect(inspection.messages[3].anomalies == ["reordered (sent as sequence 0, recorded after sequence 1)"])
+        #expect(inspection.allAnomalies.count == 2, "\(inspection.allAnomalies)")
+
+        // Two held back, one of them never recorded: the gap says what is still missing.
+        var dropped = try HandMadeSession.signIn()
+        let indexes = dropped.transportIndexes  // post-handshake, update, request, response, shutdown
+        var changed = Array(dropped.entries.indices)
+        changed.removeAll { $0 == indexes[0] || $0 == indexes[1] || $0 == indexes[3] }
+        changed.insert(indexes[3], at: changed.firstIndex(of: indexes[2])!)  // the response first
+        changed.insert(indexes[1], at: changed.firstIndex(of: indexes[2])! + 1)  // then the update
+        dropped.reorder(changed)
+        let partial = Inspector.inspect(dropped.recording, keyLog: [dropped.keys])
+        let response = try #require(partial.messages.first { $0.title == "CTAP response: CTAP2_OK (0x00)" })
+        #expect(response.anomalies.contains("sequence gap: expected 0, this is 2 (1 message(s) missing; 1 more arrived later, reordered)"),
+                "\(response.anomalies)")
+    }
+
+    @Test("a message recorded in the wrong direction is said to be, and the genuine ones after it are not called replayed")
+    func wrongDirection() throws {
+        var session = try HandMadeSession.signIn()
+        session.change(session.transportIndexes[2], direction: .creatorToJoiner)  // the desktop's request, recorded as the phone's
+        let inspection = Inspector.inspect(session.recording, keyLog: [session.keys])
+        #expect(inspection.keys == .matched, "\(inspection.keyDetail)")
+        let moved = try #require(inspection.messages.first { $0.title == "transport message recorded in the wrong direction" })
+        #expect(moved.anomalies == [
+            "recorded as the phone's, but it authenticates with the desktop-to-phone key at sequence 0: the recording's direction is wrong (not decoded)"
+        ])
+        // The phone's response after it and the desktop's shutdown: in order, nothing replayed, nothing missing.
+        #expect(inspection.allAnomalies.count == 1, "\(inspection.allAnomalies)")
+
+        // A message that belongs to neither direction (made up) uses no sequence number either.
+        var foreign = try HandMadeSession.signIn()
+        foreign.entries.insert(
+            .init(nanoseconds: 0, event: .message(.creatorToJoiner, [UInt8](repeating: 0x5A, count: 48))), at: foreign.transportIndexes[2])
+        let made = Inspector.inspect(foreign.recording, keyLog: [foreign.keys])
+        #expect(!made.allAnomalies.contains { $0.contains("repeated") || $0.contains("gap") }, "\(made.allAnomalies)")
+        #expect(made.allAnomalies.contains { $0.contains("bad tag") }, "\(made.allAnomalies)")
+    }
 }
+
