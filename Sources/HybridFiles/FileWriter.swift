@@ -84,6 +84,24 @@ package enum FileWriter {
         return nil
     }
 
+    /// Whether writing to `path` writes where descriptor `fd` does: `path` names it
+    /// (``ownDescriptor(_:)``: `/dev/stdout`, `/dev/fd/1`), or it is the file `fd` has open (the
+    /// same device and inode: `--svg out.svg > out.svg`). For a command whose result goes to
+    /// standard output, so that it does not print a second result into the same file.
+    package static func names(_ path: String, descriptor fd: Int32) -> Bool {
+        var named = stat()
+        var open = stat()
+        guard fstat(fd, &open) == 0 else { return false }
+        if let own = ownDescriptor(path) {
+            // `/dev/fd/3` may be a second descriptor of standard output's file.
+            guard own != fd else { return true }
+            guard fstat(own, &named) == 0 else { return false }
+        } else {
+            guard stat(path, &named) == 0 else { return false }
+        }
+        return named.st_dev == open.st_dev && named.st_ino == open.st_ino
+    }
+
     /// Writes output that holds a secret to `path`.
     ///
     /// - One of this process's own descriptors (``ownDescriptor(_:)``: `/dev/stdout` redirected

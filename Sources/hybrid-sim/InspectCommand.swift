@@ -27,7 +27,9 @@ struct InspectCommand: ParsableCommand {
     @Option(help: ArgumentHelp("The session's FIDO:/ URL, to decode the QR code and check it is this tunnel's.", valueName: "url"))
     var qr: String?
 
-    @Option(help: ArgumentHelp("Also write the sequence diagram as SVG to this file.", valueName: "file"))
+    @Option(help: ArgumentHelp(
+        "Also write the sequence diagram as SVG to this file (- or standard output's file: the SVG instead of the terminal diagram).",
+        valueName: "file"))
     var svg: String?
 
     @Flag(help: "Print the decoded session as JSON instead of the terminal diagram.")
@@ -37,6 +39,16 @@ struct InspectCommand: ParsableCommand {
         if recording == "-", keylog == "-" {
             throw ValidationError("the recording and --keylog cannot both be standard input (-)")
         }
+        if json, svgIsStandardOutput {
+            throw ValidationError("--svg \(svg ?? "") is standard output, where --json prints: give --svg another file")
+        }
+    }
+
+    /// `--svg -`, `/dev/stdout`, or the file standard output goes to (`--svg out.svg > out.svg`): the
+    /// SVG is the output, and the terminal diagram is not printed into it.
+    var svgIsStandardOutput: Bool {
+        guard let svg else { return false }
+        return svg == "-" || FileWriter.names(svg, descriptor: 1)
     }
 
     func run() throws {
@@ -79,23 +91,28 @@ struct InspectCommand: ParsableCommand {
             }
         }
         let inspection = Inspector.inspect(decoded, keyLog: keys, qrURL: qr)
-        // The file first: if it cannot be written, the command fails before printing (one JSON
-        // document on stdout, or the error event alone).
-        if let svg {
-            // With a key log the diagram holds the decrypted messages: owner only, like the key log.
-            do {
-                try FileWriter.replacePrivately(svg, with: Array(SequenceDiagram.svg(inspection).utf8))
-            } catch {
-                fail("cannot write \(svg): \(error.description)")
-            }
-        }
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            let data = (try? encoder.encode(inspection)) ?? Data()
-            try printResult(String(decoding: data, as: UTF8.self))
+        if svgIsStandardOutput {
+            // The SVG is the result: the terminal diagram would land in the same file.
+            try printResult(SequenceDiagram.svg(inspection), newline: false)
         } else {
-            try printResult(SequenceDiagram.text(inspection), newline: false)
+            // The file first: if it cannot be written, the command fails before printing (one JSON
+            // document on stdout, or the error event alone).
+            if let svg {
+                // With a key log the diagram holds the decrypted messages: owner only, like the key log.
+                do {
+                    try FileWriter.replacePrivately(svg, with: Array(SequenceDiagram.svg(inspection).utf8))
+                } catch {
+                    fail("cannot write \(svg): \(error.description)")
+                }
+            }
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+                let data = (try? encoder.encode(inspection)) ?? Data()
+                try printResult(String(decoding: data, as: UTF8.self))
+            } else {
+                try printResult(SequenceDiagram.text(inspection), newline: false)
+            }
         }
         if inspection.keys == .noEntry || inspection.keys == .mismatch {
             // The document is out (its `keys` member says why): no second JSON object after it.

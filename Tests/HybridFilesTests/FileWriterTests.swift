@@ -68,6 +68,10 @@ struct FileWriterTests {
             #expect(FileWriter.ownDescriptor("/dev/fd/\(fd)") == fd)
             #expect(FileWriter.ownDescriptor("/dev/stdout") == 1)
             #expect(FileWriter.ownDescriptor(output) == nil)
+            // Where `inspect --svg` would write into standard output's file: by name, or the same file.
+            #expect(FileWriter.names(link, descriptor: fd) && FileWriter.names(output, descriptor: fd))
+            #expect(FileWriter.names("/dev/fd/\(fd)", descriptor: fd) && FileWriter.names("/dev/stdout", descriptor: 1))
+            #expect(!FileWriter.names(directory, descriptor: fd) && !FileWriter.names(directory + "/none", descriptor: fd))
             // A socket (as SwiftNIO's are) or a descriptor not open is not a stream to write into.
             var pair: [Int32] = [0, 0]
             #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &pair) == 0)

@@ -56,6 +56,18 @@ struct EndToEndInspectTests {
         // It shows the decrypted messages: owner only, like the key log.
         #expect(try FileManager.default.attributesOfItem(atPath: svg)[.posixPermissions] as? Int == 0o600)
 
+        // The SVG to standard output (`--svg /dev/stdout > flow.svg`, `--svg -`): stdout is the SVG
+        // alone, the terminal diagram is not printed into it. With --json, both cannot be there: 64.
+        for path in ["/dev/stdout", "-"] {
+            let toStdout = try lab.start("inspect-svg-stdout", ["inspect", recording, "--keylog", desktopKeys, "--svg", path])
+            #expect(try await toStdout.waitForExit() == 0, "\(toStdout.transcript)")
+            let out = toStdout.standardOutput.text
+            #expect(out.hasPrefix("<svg") && out.hasSuffix("</svg>\n") && !out.contains("no anomalies\n"), "\(path): \(out.suffix(300))")
+        }
+        let both = try lab.start("inspect-svg-json", ["inspect", recording, "--svg", "-", "--json"])
+        #expect(try await both.waitForExit() == 64, "\(both.transcript)")
+        #expect(both.standardError.text.contains("is standard output, where --json prints"), "\(both.transcript)")
+
         let json = try lab.start("inspect-json", ["inspect", recording, "--keylog", desktopKeys, "--json"])
         #expect(try await json.waitForExit() == 0, "\(json.transcript)")
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.standardOutput.text.utf8)) as? [String: Any])
