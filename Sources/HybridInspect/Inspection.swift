@@ -90,6 +90,9 @@ public struct Inspection: Sendable, Hashable, Codable {
     public var closure: String
     /// Session-level anomalies (QR mismatch, wrong order, missing messages, …).
     public var anomalies: [String]
+    /// What is unusual about the session but allowed, so not an anomaly (a session that ended
+    /// without the desktop's shutdown message, which the protocol tolerates).
+    public var notes: [String] = []
 
     /// Every anomaly: the session's and each message's (prefixed with its index).
     public var allAnomalies: [String] {

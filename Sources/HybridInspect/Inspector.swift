@@ -50,7 +50,7 @@ public enum Inspector {
             flow: recording.flow.description, pattern: walk.patternName, tunnelID: Hex.encode(recording.tunnelID, uppercase: true),
             routingID: Hex.encode(recording.routingID, uppercase: true), startMilliseconds: recording.startMilliseconds,
             keys: walk.keyStatus, keyDetail: walk.keyDetail, qr: qr, messages: walk.messages, closure: closure,
-            anomalies: anomalies)
+            anomalies: anomalies, notes: walk.notes)
     }
 
     /// One pass over the messages, matching the handshake to a key-log entry not in `excluding`.
@@ -104,6 +104,7 @@ struct Walk {
     var keys: SessionKeys?
     var messages: [Inspection.Message] = []
     var anomalies: [String] = []
+    var notes: [String] = []
     var desktopCount = 0
     var phoneCount = 0
     /// Each direction's sequence numbers (`true`: from the desktop).
@@ -330,6 +331,13 @@ struct Walk {
         }
         if desktopCount > 0 && phoneCount == 0 { anomalies.append("the phone never answered the handshake") }
         if keyStatus == .matched && responses == 0 { anomalies.append("no CTAP response was recorded") }
+        // Every desktop message read, a response given, and the tunnel closed with no shutdown
+        // (`desktop --misbehave no-shutdown`, revision-0 desktops): over, but not as Chromium ends it.
+        if keyStatus == .matched, responses > 0, !shutdownSeen, !desktopUnread {
+            notes.append(
+                "no shutdown message from the desktop: tolerated (the transaction was over; the phone takes the "
+                    + "tunnel's close as the end), though a Chromium desktop sends one (PROTOCOL §10)")
+        }
     }
 }
 

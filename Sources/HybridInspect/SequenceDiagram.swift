@@ -28,6 +28,7 @@ public enum SequenceDiagram {
         }
         out.append("")
         out.append(inspection.closure)
+        out += inspection.notes.map { "note: " + $0 }
         let anomalies = inspection.allAnomalies
         out.append(anomalies.isEmpty ? "no anomalies" : "\(anomalies.count) anomal\(anomalies.count == 1 ? "y" : "ies"):")
         out += anomalies.map { "  ! " + $0 }
@@ -117,8 +118,11 @@ public enum SequenceDiagram {
             y += 26
         }
         let anomalies = inspection.allAnomalies
-        body.append("<text x=\"20\" y=\"\(y)\" class=\"d\">\(escape(inspection.closure))</text>")
-        y += lineHeight
+        // A note is longer than the closing line: wrapped as a message's lines are.
+        for line in [inspection.closure] + svgLines(inspection.notes.map { visible("note: " + $0) }) {
+            body.append("<text x=\"20\" y=\"\(y)\" class=\"d\">\(escape(line))</text>")
+            y += lineHeight
+        }
         let summary = anomalies.isEmpty ? "no anomalies" : "\(anomalies.count) anomal\(anomalies.count == 1 ? "y" : "ies") (marked ! above)"
         body.append("<text x=\"20\" y=\"\(y)\" class=\"\(anomalies.isEmpty ? "d" : "w")\">\(summary)</text>")
         let height = y + 20

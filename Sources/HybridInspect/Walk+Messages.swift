@@ -95,6 +95,11 @@ extension Walk {
         }
         message.payload = Hex.encode(payload)
         message.title = "CTAP response: \(CTAP2StatusCode(rawValue: status))"
+        if status != CTAP2StatusCode.ok.rawValue, payload.count > 1 {
+            // `phone --misbehave wrong-ctap-status`: a success body behind an error status.
+            message.anomalies.append(
+                "an error status followed by \(payload.count - 1) bytes: an error response is its status byte alone (the desktop takes the error)")
+        }
         // A request that could not be read is flagged where it is; its response is no second anomaly.
         if lastCommand == nil, !desktopUnread { message.anomalies.append("a response without a request") }
         let schema: CBORAnnotation.Schema =

@@ -77,5 +77,36 @@ struct InspectorFaultTests {
         #expect(!made.allAnomalies.contains { $0.contains("repeated") || $0.contains("gap") }, "\(made.allAnomalies)")
         #expect(made.allAnomalies.contains { $0.contains("bad tag") }, "\(made.allAnomalies)")
     }
+
+    @Test("an error status with a success body behind it (phone --misbehave wrong-ctap-status) is flagged")
+    func errorStatusWithABody() throws {
+        let body = CBOR.encode([1: ["id": .bytes([1, 2, 3]), "type": "public-key"], 3: .bytes([UInt8](repeating: 3, count: 70))])
+        let session = try HandMadeSession.signIn(response: [0x7F] + body)
+        let inspection = Inspector.inspect(session.recording, keyLog: [session.keys])
+        let response = try #require(inspection.messages.first { $0.title.hasPrefix("CTAP response") })
+        #expect(response.anomalies == [
+            "an error status followed by \(body.count) bytes: an error response is its status byte alone (the desktop takes the error)"
+        ], "\(response.title): \(response.anomalies)")
+        // An error status alone is an answer like any other.
+        let denied = try HandMadeSession.signIn(response: [CTAP2StatusCode.operationDenied.rawValue])
+        #expect(Inspector.inspect(denied.recording, keyLog: [denied.keys]).allAnomalies.isEmpty)
+    }
+
+    @Test("a session that ends without the desktop's shutdown (desktop --misbehave no-shutdown): a note, not an anomaly")
+    func noShutdown() throws {
+        let session = try HandMadeSession.signIn(shutdown: false)
+        let inspection = Inspector.inspect(session.recording, keyLog: [session.keys])
+        #expect(inspection.allAnomalies.isEmpty, "\(inspection.allAnomalies)")
+        #expect(inspection.notes == [
+            "no shutdown message from the desktop: tolerated (the transaction was over; the phone takes the tunnel's close as the end), "
+                + "though a Chromium desktop sends one (PROTOCOL §10)"
+        ])
+        let text = SequenceDiagram.text(inspection)
+        #expect(text.contains("\nnote: no shutdown message from the desktop") && text.hasSuffix("no anomalies\n"), "\(text)")
+        #expect(SequenceDiagram.svg(inspection).contains("note: no shutdown message from the desktop"))
+        // With the shutdown: no note.
+        let complete = try HandMadeSession.signIn()
+        #expect(Inspector.inspect(complete.recording, keyLog: [complete.keys]).notes.isEmpty)
+    }
 }
 
