@@ -88,6 +88,9 @@ public struct Inspection: Sendable, Hashable, Codable {
     public var messages: [Message]
     /// How the tunnel closed.
     public var closure: String
+    /// The close record's WebSocket status code (1000, 1011, a relay's 4xxx), for tools; absent when
+    /// the recording has no close record or the close carried no status.
+    public var closeCode: Int?
     /// Session-level anomalies (QR mismatch, wrong order, missing messages, …).
     public var anomalies: [String]
     /// What is unusual about the session but allowed, so not an anomaly (a session that ended

@@ -38,8 +38,10 @@ public enum Inspector {
         }
         if walk.keyStatus == .mismatch || walk.usedEntry == nil { walk = first }
         var closure = "the recording has no closing record"
+        var closeCode: Int?
         for entry in recording.entries {
             if case .closed(let code, let reason) = entry.event {
+                closeCode = code.map(Int.init)
                 let time = String(format2: Double(entry.nanoseconds) / 1e6)
                 closure = "closed at +\(time) ms with " + (code.map { "code \($0)" } ?? "no status") + (reason.isEmpty ? "" : ": \(reason)")
             }
@@ -49,7 +51,7 @@ public enum Inspector {
         return Inspection(
             flow: recording.flow.description, pattern: walk.patternName, tunnelID: Hex.encode(recording.tunnelID, uppercase: true),
             routingID: Hex.encode(recording.routingID, uppercase: true), startMilliseconds: recording.startMilliseconds,
-            keys: walk.keyStatus, keyDetail: walk.keyDetail, qr: qr, messages: walk.messages, closure: closure,
+            keys: walk.keyStatus, keyDetail: walk.keyDetail, qr: qr, messages: walk.messages, closure: closure, closeCode: closeCode,
             anomalies: anomalies, notes: walk.notes)
     }
 

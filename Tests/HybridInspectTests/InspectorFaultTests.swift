@@ -1,4 +1,5 @@
 import CTAP2
+import Foundation
 import HybridCore
 import HybridInspect
 import Testing
@@ -107,6 +108,28 @@ struct InspectorFaultTests {
         // With the shutdown: no note.
         let complete = try HandMadeSession.signIn()
         #expect(Inspector.inspect(complete.recording, keyLog: [complete.keys]).notes.isEmpty)
+    }
+
+    @Test("inspect --json: the members Docs/INSPECT.md lists, and the close code as a number")
+    func jsonMembers() throws {
+        let session = try HandMadeSession.signIn()
+        let inspection = Inspector.inspect(session.recording, keyLog: [session.keys])
+        #expect(inspection.closeCode == 1000)
+        let object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(inspection)) as? [String: Any])
+        #expect(Set(object.keys) == [
+            "flow", "pattern", "tunnelID", "routingID", "startMilliseconds", "keys", "keyDetail", "qr", "messages", "closure",
+            "closeCode", "anomalies", "notes",
+        ])
+        #expect(object["closeCode"] as? Int == 1000 && object["keys"] as? String == "matched")
+        let messages = try #require(object["messages"] as? [[String: Any]])
+        let always: Set = ["index", "milliseconds", "from", "to", "bytes", "title", "details", "anomalies"]
+        #expect(Set(messages[0].keys) == always, "a handshake message: no sequence")
+        #expect(Set(messages[4].keys) == always.union(["sequence", "plaintextBytes", "payload", "cbor"]), "the CTAP request")
+        // No close record: no closeCode member.
+        var unclosed = session
+        unclosed.entries.removeLast()
+        let open = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Inspector.inspect(unclosed.recording))) as? [String: Any]
+        #expect(open?["closeCode"] == nil && open?["closure"] as? String == "the recording has no closing record")
     }
 }
 
