@@ -19,7 +19,7 @@ public enum SequenceDiagram {
         out.append("")
         out.append(pad("", 12) + pad("desktop", 9) + String(repeating: " ", count: lane - 6) + "phone")
         for message in inspection.messages {
-            let label = " \(message.title) (\(message.bytes) B) "
+            let label = arrowLabel(message.title, bytes: message.bytes)
             let time = pad("+" + String(format2: message.milliseconds) + " ms", 12)
             out.append(time + "   │" + arrow(label: label, rightwards: message.from == "desktop") + "│")
             for line in detailLines(message) {
@@ -70,6 +70,13 @@ public enum SequenceDiagram {
         lines += message.details
         lines += message.anomalies.map { "! " + $0 }
         return lines
+    }
+
+    /// ` title (N B) ` fitted to the arrow: a title too long is shortened with `…`, the byte count kept.
+    static func arrowLabel(_ title: String, bytes: Int) -> String {
+        let size = " (\(bytes) B) "
+        let room = lane - 5 - size.count
+        return " " + (title.count > room ? String(title.prefix(room - 1)) + "…" : title) + size
     }
 
     static func arrow(label: String, rightwards: Bool) -> String {
