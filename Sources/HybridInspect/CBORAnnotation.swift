@@ -45,17 +45,34 @@ enum CBORAnnotation {
     static func lines(_ value: CBORValue, schema: Schema) -> [String] {
         guard let map = value.mapValue else { return [diagnostic(value)] }
         let names = schema.names
-        return CBOR.canonicallySorted(map).map { entry in
+        return CBOR.canonicallySorted(map).flatMap { entry -> [String] in
             let name = entry.key.intValue.flatMap { names[$0] }
             let key = name.map { "\(diagnostic(entry.key)) (\($0))" } ?? diagnostic(entry.key)
             var text = "\(key): \(diagnostic(entry.value))"
-            if name == "authData", let bytes = entry.value.bytesValue, let authData = try? AuthenticatorData(bytes: bytes) {
-                // Every flag by name (UP, UV, BE, BS, AT, ED), and the byte for what has no name.
-                text += " = rpIdHash \(short(authData.rpIdHash)), flags 0x\(Hex.encode([authData.flags.rawValue])) \(authData.flags)"
-                    + ", signCount \(authData.signCount)"
+            guard name == "authData", let bytes = entry.value.bytesValue, let authData = try? AuthenticatorData(bytes: bytes) else {
+                return [text]
             }
-            return text
+            // Every flag by name (UP, UV, BE, BS, AT, ED), and the byte for what has no name.
+            text += " = rpIdHash \(short(authData.rpIdHash)), flags 0x\(Hex.encode([authData.flags.rawValue])) \(authData.flags)"
+                + ", signCount \(authData.signCount)"
+            return [text] + authenticatorDataLines(authData)
         }
+    }
+
+    /// What follows the counter in authenticator data (CTAP2's own parser, `AuthenticatorData`):
+    /// the attested credential data a registration carries (AT), and the extensions (ED).
+    static func authenticatorDataLines(_ authData: AuthenticatorData) -> [String] {
+        var lines: [String] = []
+        if let attested = authData.attestedCredentialData {
+            lines.append("  aaguid: \(short(attested.aaguid))")
+            lines.append("  credentialId: \(short(attested.credentialId))" + (attested.credentialId.count > 16 ? "" : " (\(attested.credentialId.count) bytes)"))
+            let key = (try? CBOR.decode(attested.credentialPublicKey)).map(diagnostic) ?? short(attested.credentialPublicKey)
+            lines.append("  credentialPublicKey (COSE_Key): \(key)")
+        }
+        if let extensions = authData.extensions {
+            lines.append("  extensions: \(diagnostic(.map(Dictionary(uniqueKeysWithValues: extensions.map { (CBORValue.text($0.key), $0.value) }))))")
+        }
+        return lines
     }
 
     /// Diagnostic notation (RFC 8949 §8) with byte strings over 16 bytes shortened to
