@@ -9,8 +9,9 @@
 ///    anything else (the `FIDO:/…` line, log lines, a prompt) ends the art;
 /// 3. group consecutive art lines into runs; a single blank line between two art lines stays in
 ///    the run (it is two module rows with nothing inked), longer gaps split runs;
-/// 4. remove the run's common indentation and pad ragged lines to the widest with *light*
-///    modules (trimmed trailing blanks are quiet zone), then add a fresh light quiet zone;
+/// 4. remove the run's common indentation and pad ragged lines to the widest with uninked cells
+///    (the trailing spaces a terminal or a copy trims: light modules in normal art, dark ones in
+///    inverted art without a quiet zone), then add a fresh light quiet zone;
 /// 5. decide the polarity: normal art inks dark modules, inverted art inks light ones and so has
 ///    a border of full blocks (more than 3/4 of the border inked). Both polarities are produced,
 ///    the likelier one first;
@@ -250,8 +251,10 @@ package enum TerminalArtReader {
         var pixels = [UInt8](repeating: 255, count: width * height)
         pixels.withUnsafeMutableBufferPointer { buffer in
             for (y, row) in grid.rows.enumerated() {
-                // Cells beyond the end of a (trimmed) line are light in both polarities.
-                for x in 0..<row.count where row[x] != inverted {
+                // Cells beyond the end of a line were trailing spaces, trimmed by the terminal or a
+                // copy: not inked, so light in normal art but dark in inverted art (whose quiet
+                // zone is blocks: without one, its right finder pattern ends in spaces).
+                for x in 0..<grid.width where (x < row.count && row[x]) != inverted {
                     GrayImage.fillSquare(buffer, stride: width, left: (x + margin) * scale, top: (y + margin) * scale, side: scale)
                 }
             }
