@@ -22,8 +22,10 @@ public struct FIDOScan: Sendable, Hashable {
     /// The payload, parsed and checked by `QRPayload(url:)` (Chromium `qr::Parse` rules).
     public let payload: QRPayload
     /// How many other, different `FIDO:/` codes the same input held (not chosen: a terminal
-    /// capture's lowest code is used, an image's first decoded one).
+    /// capture's lowest valid code is used, an image's first decoded valid one).
     public var otherCodes: Int = 0
+    /// How many of the ``otherCodes`` were passed over because their payload is invalid.
+    public var invalidOtherCodes: Int = 0
     /// What was scanned (`nil`: a bitmap handed over as such).
     public var kind: QRScanner.InputKind? = nil
     /// Runs of terminal art below the code used (newer, in a capture) that held no readable code:
@@ -40,10 +42,17 @@ public struct FIDOScan: Sendable, Hashable {
                     + "above it, which may be an older desktop's: if this one is not answered, capture the newest code whole")
         }
         if otherCodes > 0 {
-            let chosen = kind == .text ? "the lowest readable one (the newest)" : "the first one decoded"
-            notes.append("\(name) holds \(otherCodes + 1) different FIDO:/ codes; using \(chosen)")
+            let valid = invalidOtherCodes > 0 ? "valid " : ""
+            let chosen = kind == .text ? "the lowest readable \(valid)one (the newest)" : "the first \(valid)one decoded"
+            let skipped = invalidOtherCodes > 0 ? "; \(invalidOtherCodes) other(s) hold no valid payload" : ""
+            notes.append("\(name) holds \(otherCodes + 1) different FIDO:/ codes; using \(chosen), \(Self.start(of: url))\(skipped)")
         }
         return notes
+    }
+
+    /// The start of a URL, enough to tell codes apart in a note: `FIDO:/` and 12 digits.
+    static func start(of url: String) -> String {
+        url.count > 18 ? "\(url.prefix(18))…" : url
     }
 }
 
@@ -89,29 +98,39 @@ extension QRScanner {
         return try fido(from: found)
     }
 
-    /// Scans a bitmap for a hybrid QR code and validates it.
+    /// Scans a bitmap for a hybrid QR code and validates it (the first valid one, if it holds
+    /// several).
     public static func scanFIDO(image: GrayImage) throws(QRError) -> FIDOScan {
-        try fido(from: [scan(image: image)])
+        try fido(from: nonEmpty(ZbarDecoder.decode(image), in: "\(image.width)×\(image.height) image"))
     }
 
-    /// Picks the first decoded text that is a `FIDO:/` URL and validates its payload; counts the
-    /// other `FIDO:/` texts in ``FIDOScan/otherCodes``.
+    /// Picks the first decoded text that is a `FIDO:/` URL with a valid payload; counts the other
+    /// `FIDO:/` texts in ``FIDOScan/otherCodes`` (and the invalid ones passed over in
+    /// ``FIDOScan/invalidOtherCodes``).
     ///
     /// - Throws: ``QRError/Code/notFIDOURL`` if no text has the prefix (the reason quotes the
-    ///   start of what was found); ``QRError/Code/invalidFIDOPayload`` naming the rule the payload
-    ///   breaks.
+    ///   start of what was found); ``QRError/Code/invalidFIDOPayload`` naming the rule the first
+    ///   `FIDO:/` text breaks, when none is valid.
     public static func fido(from texts: [String]) throws(QRError) -> FIDOScan {
-        guard let url = texts.first(where: FIDOURL.hasPrefix) else {
+        var urls: [String] = []
+        for text in texts where FIDOURL.hasPrefix(text) && !urls.contains(text) { urls.append(text) }
+        guard !urls.isEmpty else {
             let found = texts.first.map(preview) ?? "nothing"
             throw QRError(.notFIDOURL, "the code holds \(found)")
         }
-        do {
-            var scan = FIDOScan(url: url, payload: try QRPayload(url: url))
-            scan.otherCodes = Set(texts.filter { FIDOURL.hasPrefix($0) && $0 != url }).count
-            return scan
-        } catch {
-            throw QRError(.invalidFIDOPayload, error.reason.isEmpty ? error.description : error.reason)
+        var firstRule = ""
+        for (index, url) in urls.enumerated() {
+            do {
+                var scan = FIDOScan(url: url, payload: try QRPayload(url: url))
+                scan.otherCodes = urls.count - 1
+                scan.invalidOtherCodes = index
+                return scan
+            } catch where index == 0 {
+                firstRule = error.reason.isEmpty ? error.description : error.reason
+            } catch {}
         }
+        let none = urls.count == 1 ? "" : "none of the \(urls.count) FIDO:/ codes is valid; the first: "
+        throw QRError(.invalidFIDOPayload, none + firstRule)
     }
 
     /// ``fido(from:)`` of what a scan found, with where it came from.

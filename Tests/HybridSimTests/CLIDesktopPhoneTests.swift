@@ -260,7 +260,7 @@ struct CLIDesktopPhoneTests {
         let scan = try lab.start("scan", ["qr", "scan", file])
         #expect(try await scan.waitForExit() == 0, "\(scan.transcript)")
         #expect(scan.standardOutput.lines == [urls[1]], "\(scan.transcript)")
-        #expect(scan.standardError.lines == ["note: \(file) holds 2 different FIDO:/ codes; using the lowest readable one (the newest)"],
+        #expect(scan.standardError.lines == ["note: \(file) holds 2 different FIDO:/ codes; using the lowest readable one (the newest), \(urls[1].prefix(18))…"],
                 "\(scan.transcript)")
     }
 
