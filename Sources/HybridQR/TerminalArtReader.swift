@@ -5,10 +5,13 @@
 ///
 /// 1. strip ANSI escape sequences (CSI `ESC [ … final`, OSC `ESC ] … BEL|ST`, DCS/APC/PM/SOS
 ///    strings, two- and three-byte `ESC` sequences, C1 CSI) and carriage returns;
-/// 2. classify lines: an *art line* consists only of `▀ ▄ █` and spaces (at least one block);
-///    anything else (the `FIDO:/…` line, log lines, a prompt) ends the art;
-/// 3. group consecutive art lines into runs; a single blank line between two art lines stays in
-///    the run (it is two module rows with nothing inked), longer gaps split runs;
+/// 2. classify lines (tabs expanded to 8-column stops): an *art line* holds a stretch of
+///    `▀ ▄ █` and spaces with at least one block, its last such stretch; text before it (a
+///    `docker compose logs` prefix, `cat -n` line numbers, a `> ` quote, a pane border) or after
+///    it is not art. A line without blocks (the `FIDO:/…` line, log lines, a prompt) ends the art;
+/// 3. group consecutive art lines whose art starts at the same column into runs; a single blank
+///    line between two art lines stays in the run (it is two module rows with nothing inked),
+///    longer gaps split runs;
 /// 4. remove the run's common indentation and pad ragged lines to the widest with uninked cells
 ///    (the trailing spaces a terminal or a copy trims: light modules in normal art, dark ones in
 ///    inverted art without a quiet zone), then add a fresh light quiet zone;
@@ -62,7 +65,7 @@ package enum TerminalArtReader {
     static func candidates(in text: String) throws(QRError) -> [Candidate] {
         let grids = inkGrids(in: stripANSI(text))
         guard !grids.isEmpty else {
-            throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)")
+            throw QRError(.noQRCode, "the text holds no terminal QR art (no ▀ ▄ █ block characters)")
         }
         return grids.sorted { $0.rows.count > $1.rows.count }.flatMap(readings(of:))
     }
@@ -75,7 +78,7 @@ package enum TerminalArtReader {
         let stripped = stripANSI(text)
         let grids = inkGrids(in: stripped)
         guard !grids.isEmpty else {
-            throw QRError(.noQRCode, "the text holds no line of terminal QR art (▀ ▄ █ and spaces)\(urlLineHint(in: stripped))")
+            throw QRError(.noQRCode, "the text holds no terminal QR art (no ▀ ▄ █ block characters)\(urlLineHint(in: stripped))")
         }
         return grids.reversed().map(readings(of:))
     }
@@ -176,10 +179,50 @@ package enum TerminalArtReader {
         }
     }
 
+    /// Whether `scalar` is one of the block characters (not a space).
+    private static func isBlock(_ scalar: Unicode.Scalar) -> Bool {
+        scalar == TerminalArt.fullBlock || scalar == TerminalArt.upperHalf || scalar == TerminalArt.lowerHalf
+    }
+
+    /// The line with its tabs expanded to spaces up to the next multiple of 8 columns, as a
+    /// terminal shows them (an indented paste, `cat -n`'s tab after the line number).
+    private static func expandingTabs(_ line: Substring.UnicodeScalarView) -> [Unicode.Scalar] {
+        var out: [Unicode.Scalar] = []
+        for scalar in line {
+            if scalar == "\t" {
+                repeat { out.append(" ") } while out.count % 8 != 0
+            } else {
+                out.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// The art in a line: its last stretch of art characters that holds a block, and the column
+    /// the stretch starts at; `nil` if the line has no block character.
+    ///
+    /// A whole art line starts at column 0. Text before the art (a `docker compose logs` prefix
+    /// `desktop-1  | `, a line number, a mail quote `> `, a tmux pane border `│`) moves the start
+    /// to just after it; text after the art (the border of a pane to its right) is left out.
+    private static func artStretch(of line: [Unicode.Scalar]) -> (column: Int, cells: ArraySlice<Unicode.Scalar>)? {
+        var end = line.count
+        while end > 0 {
+            var start = end
+            while start > 0, ink(line[start - 1]) != nil { start -= 1 }
+            if line[start..<end].contains(where: isBlock) { return (start, line[start..<end]) }
+            end = start - 1  // before the character that is not art
+        }
+        return nil
+    }
+
     /// Splits clean text into runs of art lines and converts each run into an ``InkGrid``.
+    ///
+    /// Consecutive lines belong to one run when their art starts at the same column (a common
+    /// prefix such as `desktop-1  | ` or a right-aligned line number is dropped with it).
     static func inkGrids(in text: String) -> [InkGrid] {
         var runs: [[[Unicode.Scalar]]] = []
         var current: [[Unicode.Scalar]] = []
+        var currentColumn = 0
         var pendingBlanks = 0
         func closeRun() {
             if !current.isEmpty { runs.append(current) }
@@ -187,22 +230,24 @@ package enum TerminalArtReader {
             pendingBlanks = 0
         }
         for rawLine in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
-            var line = Array(rawLine)
-            while let last = line.last, isBlank(last) || last == "\t" { line.removeLast() }
+            var line = expandingTabs(rawLine)
+            while let last = line.last, isBlank(last) { line.removeLast() }
             if line.isEmpty {
                 pendingBlanks += 1
                 if pendingBlanks > 1 { closeRun() }
                 continue
             }
-            guard line.allSatisfy({ ink($0) != nil }) else {
+            guard let art = artStretch(of: line) else {
                 closeRun()
                 continue
             }
+            if art.column != currentColumn { closeRun() }
             if !current.isEmpty {
                 current.append(contentsOf: Array(repeating: [], count: pendingBlanks))
             }
             pendingBlanks = 0
-            current.append(line)
+            currentColumn = art.column
+            current.append(Array(art.cells))
         }
         closeRun()
         return runs.map(grid(from:))

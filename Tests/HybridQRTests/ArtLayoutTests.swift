@@ -17,3 +17,28 @@ struct ArtLayoutTests {
         }
     }
 }
+
+extension ArtLayoutTests {
+    /// Ways a tool puts something before or after every line of a capture.
+    static let prefixes: [(name: String, wrap: @Sendable (Int, String) -> String)] = [
+        ("docker compose logs", { _, line in "desktop-1  | " + line }),
+        ("cat -n", { number, line in String(repeating: " ", count: 6 - String(number).count) + "\(number)\t" + line }),
+        ("mail quote", { _, line in "> " + line }),
+        ("tmux pane on the left", { _, line in "stuff │" + line }),
+        ("tmux pane on the right", { _, line in line + " │ other pane" }),
+        ("tab-indented paste", { _, line in "\t" + line }),
+    ]
+
+    @Test("art whose every line carries a prefix or a suffix (docker logs, cat -n, a > quote, a pane border, a tab) scans", arguments: 0..<6)
+    func prefixedLines(index: Int) throws {
+        let (name, wrap) = Self.prefixes[index]
+        let matrix = try QREncoder.encode(fidoURL: Fixtures.chromeURL)
+        for inverted in [false, true] {
+            let lines = TerminalArt.render(matrix, inverted: inverted).split(separator: "\n", omittingEmptySubsequences: false)
+            let capture = lines.enumerated().map { wrap($0.offset + 1, String($0.element)) }.joined(separator: "\n")
+            for text in [capture, Fixtures.strippingTrailingSpaces(capture)] {
+                #expect(try QRScanner.scanFIDO(text: "log line\n" + text + "\n" + Fixtures.chromeURL).url == Fixtures.chromeURL, "\(name), inverted: \(inverted)")
+            }
+        }
+    }
+}
