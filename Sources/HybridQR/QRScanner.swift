@@ -19,11 +19,34 @@ public enum QRScanner {
     public static func sniff(_ bytes: [UInt8]) -> InputKind? {
         if bytes.starts(with: PNGCodec.signature) { return .png }
         if PGMReader.looksLikePGM(bytes) { return .pgm }
-        // Text: valid UTF-8 without NUL (UTF-16 text of ASCII is valid UTF-8 full of NULs). Other
-        // control bytes are what a terminal session records (a backspace echoed over a typo, the
-        // SI that `tput sgr0` writes): the art reader drops them.
-        guard !bytes.isEmpty, !bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil else { return nil }
-        return .text
+        return text(of: bytes) == nil ? nil : .text
+    }
+
+    /// The text in `bytes`: UTF-8 without NUL (UTF-16 text of ASCII is valid UTF-8 full of NULs),
+    /// or UTF-16 after a byte-order mark (what Windows PowerShell 5.1's `>` writes), the mark kept
+    /// as U+FEFF; `nil` for anything else. Other control bytes are what a terminal session records
+    /// (a backspace echoed over a typo, the SI that `tput sgr0` writes): the art reader drops them.
+    static func text(of bytes: [UInt8]) -> String? {
+        guard !bytes.isEmpty else { return nil }
+        if let bigEndian = utf16ByteOrder(bytes) {
+            guard bytes.count % 2 == 0 else { return nil }
+            let units = stride(from: 0, to: bytes.count, by: 2).map { index in
+                let (high, low) = bigEndian ? (bytes[index], bytes[index + 1]) : (bytes[index + 1], bytes[index])
+                return UInt16(high) << 8 | UInt16(low)
+            }
+            guard let text = String(validating: units, as: UTF16.self), !text.unicodeScalars.contains("\0") else { return nil }
+            return text
+        }
+        guard !bytes.contains(0) else { return nil }
+        return String(validating: bytes, as: UTF8.self)
+    }
+
+    /// Whether `bytes` starts with a UTF-16 byte-order mark: `true` big-endian (`FE FF`), `false`
+    /// little-endian (`FF FE`), `nil` no mark. Neither pair can start UTF-8 text.
+    private static func utf16ByteOrder(_ bytes: [UInt8]) -> Bool? {
+        if bytes.starts(with: [0xFE, 0xFF]) { return true }
+        if bytes.starts(with: [0xFF, 0xFE]) { return false }
+        return nil
     }
 
     /// Decodes the QR code in the file at `path` and returns its text (the first symbol if the
@@ -105,7 +128,7 @@ public enum QRScanner {
             }
             return Findings(texts: try ZbarDecoder.decode(image), kind: .pgm)
         case .text:
-            let text = String(decoding: bytes, as: UTF8.self)
+            guard let text = text(of: bytes) else { throw QRError(.notAnImage, "\(source): it is not valid text") }
             if text.prefix(512).contains("<svg") {
                 throw QRError(.notAnImage, "\(source): SVG cannot be scanned; use a PNG (qr show --png)")
             }
@@ -114,8 +137,12 @@ public enum QRScanner {
             let what: String
             if bytes.isEmpty {
                 what = "it is empty"
+            } else if let bigEndian = utf16ByteOrder(bytes) {
+                what = "it starts with a UTF-16\(bigEndian ? "BE" : "LE") byte-order mark but is not valid UTF-16 text "
+                    + "(an odd number of bytes, a lone surrogate or a NUL): cut short or not text"
             } else if bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil {
-                what = "it holds NUL bytes, as UTF-16 text does: save the capture as UTF-8"
+                what = "it holds NUL bytes, as UTF-16 text without a byte-order mark does: save the capture as UTF-8 "
+                    + "(iconv -f UTF-16LE -t UTF-8)"
             } else {
                 what = "it is neither PNG, PGM nor UTF-8 text"
             }

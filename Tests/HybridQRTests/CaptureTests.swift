@@ -79,7 +79,7 @@ struct CaptureTests {
         let utf16: [UInt8] = "hello █▀\n".utf16.flatMap { unit -> [UInt8] in [UInt8(unit & 0xFF), UInt8(unit >> 8)] }
         let ascii16: [UInt8] = "hello world\n".utf8.flatMap { byte -> [UInt8] in [byte, 0] }
         let error = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: ascii16) }
-        #expect(error?.reason == "input: it holds NUL bytes, as UTF-16 text does: save the capture as UTF-8", "\(String(describing: error))")
+        #expect(error?.reason == "input: it holds NUL bytes, as UTF-16 text without a byte-order mark does: save the capture as UTF-8 (iconv -f UTF-16LE -t UTF-8)", "\(String(describing: error))")
         #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: utf16) }
     }
 
