@@ -4,10 +4,11 @@
 /// are scaled to 0 … 255 using the file's `maxval`. Only the first image of a multi-image file
 /// is read.
 package enum PGMReader {
-    /// Whether `bytes` starts like a PGM file (`P5` or `P2` followed by whitespace).
+    /// Whether `bytes` starts like a PGM file (`P5` or `P2` followed by whitespace or, as
+    /// Netpbm allows, straight away by a `#` comment).
     package static func looksLikePGM(_ bytes: [UInt8]) -> Bool {
         bytes.count >= 3 && bytes[0] == UInt8(ascii: "P") && (bytes[1] == UInt8(ascii: "5") || bytes[1] == UInt8(ascii: "2"))
-            && isSpace(bytes[2])
+            && (isSpace(bytes[2]) || bytes[2] == UInt8(ascii: "#"))
     }
 
     /// Decodes a PGM image.
@@ -56,7 +57,7 @@ package enum PGMReader {
     }
 
     /// Netpbm whitespace: space, tab, CR, LF, VT, FF.
-    private static func isSpace(_ byte: UInt8) -> Bool {
+    static func isSpace(_ byte: UInt8) -> Bool {
         byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 

@@ -19,6 +19,7 @@ public enum QRScanner {
     public static func sniff(_ bytes: [UInt8]) -> InputKind? {
         if bytes.starts(with: PNGCodec.signature) { return .png }
         if PGMReader.looksLikePGM(bytes) { return .pgm }
+        if ForeignImage.netpbm(bytes) != nil { return nil }  // P1 and P3 are ASCII, but images
         return text(of: bytes) == nil ? nil : .text
     }
 
@@ -137,6 +138,8 @@ public enum QRScanner {
             let what: String
             if bytes.isEmpty {
                 what = "it is empty"
+            } else if let format = ForeignImage.format(of: bytes) {
+                what = ForeignImage.refusal(format)
             } else if let bigEndian = utf16ByteOrder(bytes) {
                 what = "it starts with a UTF-16\(bigEndian ? "BE" : "LE") byte-order mark but is not valid UTF-16 text "
                     + "(an odd number of bytes, a lone surrogate or a NUL): cut short or not text"

@@ -1,0 +1,72 @@
+/// Image formats HybridSim does not read, named by their first bytes so that a refusal can say
+/// what the file is and how to convert it.
+enum ForeignImage {
+    /// A format recognised by its magic bytes.
+    struct Format: Equatable {
+        /// The name used in messages, e.g. `"a JPEG image"`.
+        let name: String
+        /// The usual file name extension, for the conversion hint.
+        let fileExtension: String
+    }
+
+    /// The format of `bytes`, or `nil` if it is none of the recognised ones.
+    static func format(of bytes: [UInt8]) -> Format? {
+        func starts(_ text: String, at offset: Int = 0) -> Bool {
+            bytes.count >= offset + text.utf8.count && bytes[offset..<(offset + text.utf8.count)].elementsEqual(text.utf8)
+        }
+        if bytes.starts(with: [0xFF, 0xD8, 0xFF]) { return Format(name: "a JPEG image", fileExtension: "jpg") }
+        if starts("GIF87a") || starts("GIF89a") { return Format(name: "a GIF image", fileExtension: "gif") }
+        if starts("BM"), bytes.count >= 26 { return Format(name: "a BMP image", fileExtension: "bmp") }
+        if starts("RIFF"), starts("WEBP", at: 8) { return Format(name: "a WebP image", fileExtension: "webp") }
+        if bytes.starts(with: [0x49, 0x49, 0x2A, 0x00]) || bytes.starts(with: [0x4D, 0x4D, 0x00, 0x2A]) {
+            return Format(name: "a TIFF image", fileExtension: "tiff")
+        }
+        if starts("ftyp", at: 4) { return isoMedia(brand: bytes.count >= 12 ? Array(bytes[8..<12]) : []) }
+        return netpbm(bytes)
+    }
+
+    /// The refusal for a file of `format`: what it is, what is read, how to convert it.
+    static func refusal(_ format: Format) -> String {
+        "this is \(format.name); HybridSim reads PNG, PGM or terminal text: convert it, "
+            + "e.g. `convert in.\(format.fileExtension) out.png` (ImageMagick)"
+    }
+
+    /// An ISO base media file (`ftyp` box) by its major brand: HEIC, AVIF or another.
+    private static func isoMedia(brand: [UInt8]) -> Format {
+        let name = String(decoding: brand, as: UTF8.self)
+        if ["heic", "heix", "heim", "heis", "hevc", "hevx", "mif1", "msf1"].contains(name) {
+            return Format(name: "a HEIC (HEIF) image", fileExtension: "heic")
+        }
+        if ["avif", "avis"].contains(name) { return Format(name: "an AVIF image", fileExtension: "avif") }
+        return Format(name: "an ISO media file (ftyp), not an image HybridSim reads", fileExtension: "heic")
+    }
+
+    /// Netpbm files other than a graymap (`P5`/`P2`, which are read): bitmaps, pixmaps and PAM.
+    /// `P1` and `P3` are ASCII, so the magic must be followed by a header (whitespace or a
+    /// comment, then a number; `P7`: a line break) not to take a line of text for an image.
+    static func netpbm(_ bytes: [UInt8]) -> Format? {
+        guard bytes.count >= 3, bytes[0] == UInt8(ascii: "P") else { return nil }
+        let kinds: [UInt8: Format] = [
+            UInt8(ascii: "1"): Format(name: "an ASCII PBM bitmap (P1)", fileExtension: "pbm"),
+            UInt8(ascii: "4"): Format(name: "a PBM bitmap (P4)", fileExtension: "pbm"),
+            UInt8(ascii: "3"): Format(name: "an ASCII PPM colour image (P3)", fileExtension: "ppm"),
+            UInt8(ascii: "6"): Format(name: "a PPM colour image (P6)", fileExtension: "ppm"),
+            UInt8(ascii: "7"): Format(name: "a PAM image (P7)", fileExtension: "pam"),
+        ]
+        guard let format = kinds[bytes[1]] else { return nil }
+        if bytes[1] == UInt8(ascii: "7") { return bytes[2] == 0x0A ? format : nil }
+        var cursor = 2
+        while cursor < bytes.count {
+            if bytes[cursor] == UInt8(ascii: "#") {
+                while cursor < bytes.count, bytes[cursor] != 0x0A { cursor += 1 }
+            } else if PGMReader.isSpace(bytes[cursor]) {
+                cursor += 1
+            } else {
+                break
+            }
+        }
+        let separated = PGMReader.isSpace(bytes[2]) || bytes[2] == UInt8(ascii: "#")
+        guard separated, cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]) else { return nil }
+        return format
+    }
+}
