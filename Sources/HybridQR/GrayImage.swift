@@ -13,6 +13,18 @@ public struct GrayImage: Sendable, Hashable {
     /// for gigabytes of memory.
     public static let maximumPixelCount = 64 << 20
 
+    /// Why an image of `width × height` pixels is not read, or `nil` if it is: it has no pixels, or
+    /// more than ``maximumPixelCount`` (the reason names the limit and how far to downscale).
+    static func sizeRefusal(width: Int, height: Int) -> String? {
+        guard width > 0, height > 0 else { return "the image is \(width)×\(height) pixels: empty" }
+        guard width > maximumPixelCount / height else { return nil }
+        let fits = (Double(maximumPixelCount) / Double(width) / Double(height)).squareRoot()
+        let percent = max(1, Int(fits * 100))
+        return "the image is \(width)×\(height) pixels, more than the \(maximumPixelCount >> 20) Mpx (\(maximumPixelCount) pixels) "
+            + "HybridSim reads: downscale it (a QR code needs only a few pixels per module), e.g. "
+            + "convert in.png -resize \(percent)% out.png"
+    }
+
     /// Creates an image from raw pixels.
     ///
     /// - Throws: ``QRError/Code/notAnImage`` if a dimension is not positive, the image is larger
@@ -21,9 +33,7 @@ public struct GrayImage: Sendable, Hashable {
         guard width > 0, height > 0 else {
             throw QRError(.notAnImage, "image dimensions \(width)×\(height) are not positive")
         }
-        guard width <= Self.maximumPixelCount / height else {
-            throw QRError(.notAnImage, "image of \(width)×\(height) pixels is too large")
-        }
+        if let refusal = Self.sizeRefusal(width: width, height: height) { throw QRError(.notAnImage, refusal) }
         guard pixels.count == width * height else {
             throw QRError(.notAnImage, "\(width)×\(height) image needs \(width * height) pixels, got \(pixels.count)")
         }

@@ -23,9 +23,7 @@ package enum PGMReader {
         let height = try headerNumber(bytes, &cursor, "height")
         let maxval = try headerNumber(bytes, &cursor, "maxval")
         guard (1...65_535).contains(maxval) else { throw QRError(.notAnImage, "PGM: maxval \(maxval) is outside 1…65535") }
-        guard width > 0, height > 0, width <= GrayImage.maximumPixelCount / height else {
-            throw QRError(.notAnImage, "PGM: \(width)×\(height) pixels is too large or empty")
-        }
+        if let refusal = GrayImage.sizeRefusal(width: width, height: height) { throw QRError(.notAnImage, "PGM: \(refusal)") }
         let count = width * height
         var pixels = [UInt8]()
         pixels.reserveCapacity(count)

@@ -49,7 +49,7 @@ public enum PNGCodec {
         control.version = UInt32(PNG_IMAGE_VERSION)
         guard png_image_begin_read_from_file(&control, path) != 0 else {
             defer { png_image_free(&control) }
-            throw QRError(.notAnImage, "\(path): \(message(of: &control))")
+            throw QRError(.notAnImage, "\(path): \(damage(&control))")
         }
         return try finishRead(&control, source: path)
     }
@@ -65,7 +65,7 @@ public enum PNGCodec {
         let result = bytes.withUnsafeBytes { buffer -> Result<GrayImage, QRError> in
             guard png_image_begin_read_from_memory(&control, buffer.baseAddress, buffer.count) != 0 else {
                 defer { png_image_free(&control) }
-                return .failure(QRError(.notAnImage, "PNG data: \(message(of: &control))"))
+                return .failure(QRError(.notAnImage, "PNG data: \(damage(&control))"))
             }
             do throws(QRError) {
                 return .success(try finishRead(&control, source: "PNG data"))
@@ -92,9 +92,9 @@ public enum PNGCodec {
     private static func finishRead(_ control: inout png_image, source: String) throws(QRError) -> GrayImage {
         let width = Int(control.width)
         let height = Int(control.height)
-        guard width > 0, height > 0, width <= GrayImage.maximumPixelCount / height else {
+        if let refusal = GrayImage.sizeRefusal(width: width, height: height) {
             png_image_free(&control)
-            throw QRError(.notAnImage, "\(source): \(width)×\(height) pixels is too large or empty")
+            throw QRError(.notAnImage, "\(source): \(refusal)")
         }
         control.format = UInt32(PNG_FORMAT_GRAY)
         // With a NULL background libpng composites transparent pixels onto the buffer's
@@ -105,9 +105,22 @@ public enum PNGCodec {
         }
         guard ok != 0 else {
             defer { png_image_free(&control) }
-            throw QRError(.notAnImage, "\(source): \(message(of: &control))")
+            throw QRError(.notAnImage, "\(source): \(damage(&control))")
         }
         return GrayImage(unchecked: width, height, pixels)
+    }
+
+    /// libpng's messages when the data ends early: reading a file (`Read Error`), memory, or the
+    /// image data itself.
+    private static let truncationMessages = ["Read Error", "read beyond end of data", "Not enough image data"]
+
+    /// A failed read in words: the PNG is cut short (libpng ran out of data) or damaged (a bad CRC,
+    /// a corrupt chunk or compressed stream), followed by libpng's own message.
+    private static func damage(_ control: inout png_image) -> String {
+        let detail = message(of: &control)
+        let cut = truncationMessages.contains { detail.contains($0) }
+        return (cut ? "the PNG is cut short (its data ends early: an incomplete download or copy)" : "the PNG is damaged")
+            + "; libpng: \(detail)"
     }
 
     /// libpng's NUL-terminated `message[64]` as a Swift string.

@@ -106,3 +106,21 @@ import Testing
         }
     }
 }
+
+extension DigitsTests {
+    @Test("a character that is not a digit is named, escaped, with its position; trailing whitespace is called that",
+          arguments: [
+            ("000\n", "character 4 of the digits, \"\\n\" (U+000A), is not an ASCII digit: the digits end in trailing whitespace \"\\n\""),
+            ("000\r\n", "character 4 of the digits, \"\\r\" (U+000D), is not an ASCII digit: the digits end in trailing whitespace \"\\r\\n\""),
+            ("000\t", "character 4 of the digits, \"\\t\" (U+0009), is not an ASCII digit: the digits end in trailing whitespace"),
+            ("000 ", "character 4 of the digits, \" \" (U+0020), is not an ASCII digit: the digits end in trailing whitespace"),
+            ("000\u{0}", "character 4 of the digits, \"\\0\" (U+0000), is not an ASCII digit: the digits end in trailing whitespace"),
+            ("0a0", "character 2 of the digits, \"a\" (U+0061), is not an ASCII digit"),
+            ("00\u{1B}[2J", "character 3 of the digits, \"\\u{1B}\" (U+001B), is not an ASCII digit"),
+          ])
+    func nonDigitNamed(_ digits: String, _ expected: String) {
+        let error = #expect(throws: HybridError(.invalidDigits)) { try Digits.decode(digits) }
+        #expect(error?.reason.hasPrefix(expected) == true, "\(String(describing: error?.reason))")
+        #expect(error?.reason.contains("trailing whitespace") == expected.contains("trailing whitespace"))
+    }
+}

@@ -36,8 +36,8 @@ public enum Digits {
     /// a remainder length that no chunk size produces, or a chunk value too large for its bytes.
     public static func decode(_ digits: some StringProtocol) throws(HybridError) -> [UInt8] {
         let utf8 = Array(digits.utf8)
-        guard utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
-            throw HybridError(.invalidDigits, "contains characters other than ASCII digits")
+        if let offset = utf8.firstIndex(where: { $0 < UInt8(ascii: "0") || $0 > UInt8(ascii: "9") }) {
+            throw HybridError(.invalidDigits, notADigit(String(decoding: utf8[offset...], as: UTF8.self), position: offset + 1))
         }
         var out: [UInt8] = []
         out.reserveCapacity(utf8.count / 2)
@@ -71,5 +71,24 @@ public enum Digits {
             index += width
         }
         return out
+    }
+
+    /// The reason for a character that is not an ASCII digit at `position` (1-based; every
+    /// character before it is a digit), `rest` the text from it on: the character escaped, and
+    /// when only whitespace or NULs follow, that the digits carry trailing whitespace, the usual
+    /// cause (a scanner app or a copy that kept the line break).
+    private static func notADigit(_ rest: String, position: Int) -> String {
+        let character = rest.unicodeScalars.first.map { "\(String($0).debugDescription) (U+\(hex($0.value)))" } ?? "?"
+        let trailing = rest.unicodeScalars.allSatisfy { " \t\n\r\u{0B}\u{0C}\0".unicodeScalars.contains($0) }
+        guard trailing else { return "character \(position) of the digits, \(character), is not an ASCII digit" }
+        let quoted = rest.unicodeScalars.count > 8 ? String(String.UnicodeScalarView(rest.unicodeScalars.prefix(8))) + "…" : rest
+        return "character \(position) of the digits, \(character), is not an ASCII digit: the digits end in trailing whitespace "
+            + "\(quoted.debugDescription), which Chromium refuses too; remove it"
+    }
+
+    /// `value` as at least four upper-case hex digits.
+    private static func hex(_ value: UInt32) -> String {
+        let digits = String(value, radix: 16, uppercase: true)
+        return String(repeating: "0", count: max(0, 4 - digits.count)) + digits
     }
 }
