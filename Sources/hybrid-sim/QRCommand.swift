@@ -113,7 +113,7 @@ extension QRCommand {
         @Flag(name: .long, help: "Print the decoded payload as one JSON object (publicKey, secret, knownDomains, timestamp, supportsLinking, requestType) instead of the URL. (default: off)")
         var decode = false
 
-        @Flag(name: .long, help: "Print whatever text the code holds, without requiring a FIDO:/ URL. (default: off)")
+        @Flag(name: .long, help: "Print whatever text the code holds, without requiring a FIDO:/ URL; on a terminal its control characters are shown escaped (\\u{1B}). (default: off)")
         var raw = false
 
         func validate() throws {
@@ -127,13 +127,27 @@ extension QRCommand {
         private func scan() throws {
             // `-` is standard input, read with the same size and quiet limits as a file.
             if raw {
-                try printResult(try QRScanner.scan(fileAt: file))
+                try printResult(Self.safeForOutput(try QRScanner.scan(fileAt: file)))
                 return
             }
             let result = try QRScanner.scanFIDO(fileAt: file)
             // As phone --scan says it: the code printed is one of several, or an older one.
             for note in result.notes(about: file) { StandardStream.errorLine("note: " + note) }
             try printResult(decode ? result.payloadJSON : result.url)
+        }
+
+        /// `text` as `--raw` prints it: as it is into a pipe or file, but with its control
+        /// characters escaped (`\u{1B}`) when standard output is a terminal, which would act on
+        /// them (a hostile code's OSC, SGR or `ESC [2J`), with a note saying so.
+        private static func safeForOutput(_ text: String) -> String {
+            guard isatty(STDOUT_FILENO) == 1 else { return text }
+            let escaped = TerminalText.escapingControls(text)
+            if escaped != text {
+                StandardStream.errorLine(
+                    "note: the code holds control characters, shown escaped (\\u{…}) because standard output is a terminal; "
+                        + "redirect or pipe it for the raw text")
+            }
+            return escaped
         }
     }
 }
