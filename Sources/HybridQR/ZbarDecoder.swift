@@ -44,9 +44,16 @@ package enum ZbarDecoder {
         return texts
     }
 
+    /// The largest image (4 Mpx, e.g. 2048 × 2048) that gets the clean-up retries of
+    /// ``decode(_:)``: a camera picture of a code is smaller, and on a large image without one the
+    /// two extra passes would cost seconds.
+    static let maximumCleanupPixels = 4 << 20
+
     /// Decodes `image`, retrying the way a phone app would when nothing is found: the negative
     /// image (light-on-dark codes), then a 3× nearest-neighbour enlargement of both when the
-    /// modules may be too small for zbar (it needs about 2 px per module).
+    /// modules may be too small for zbar (it needs about 2 px per module), then, for an image of at
+    /// most ``maximumCleanupPixels``, a 3 × 3 median filter and a 2 × 2 box downscale (a
+    /// camera-like picture, blurred and noisy, that zbar's binarizer gives up on as it is).
     ///
     /// - Returns: the texts of the first attempt that finds anything; empty if none does.
     package static func decode(_ image: GrayImage) throws(QRError) -> [String] {
@@ -54,10 +61,18 @@ package enum ZbarDecoder {
         if !texts.isEmpty { return texts }
         let negative = try decodeOnce(image.inverted())
         if !negative.isEmpty { return negative }
-        guard min(image.width, image.height) < 600, let larger = image.enlarged(by: 3) else { return [] }
-        let enlarged = try decodeOnce(larger)
-        if !enlarged.isEmpty { return enlarged }
-        return try decodeOnce(larger.inverted())
+        if min(image.width, image.height) < 600, let larger = image.enlarged(by: 3) {
+            for attempt in [larger, larger.inverted()] {
+                let enlarged = try decodeOnce(attempt)
+                if !enlarged.isEmpty { return enlarged }
+            }
+        }
+        guard image.width * image.height <= maximumCleanupPixels else { return [] }
+        for cleaned in [image.medianFiltered(), image.halved()].compactMap(\.self) {
+            let found = try decodeOnce(cleaned)
+            if !found.isEmpty { return found }
+        }
+        return []
     }
 }
 
