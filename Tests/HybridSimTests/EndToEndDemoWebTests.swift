@@ -116,6 +116,9 @@ struct EndToEndDemoWebTests {
         }
         demo.signal(SIGTERM)
         #expect(try await demo.waitForExit(timeout: .seconds(15)) == 143, "\(demo.transcript)")
+        // The interruption's line is the terminal's last too: the demo's narration during the
+        // page's settle is dropped.
+        #expect(demo.standardError.lines.last?.hasPrefix("error: demo interrupted by SIGTERM") == true, "\(demo.transcript)")
         // The raw stream is chunked: its data lines, without the chunk sizes.
         let response = try #require(await stream.value).response.replacingOccurrences(of: "\r\n", with: "\n")
         let events = try EndToEndWebTests.events(response)

@@ -62,9 +62,14 @@ public enum DemoProgram {
         // cause; a child the demo then stopped prints its own "interrupted by SIGTERM" after it),
         // for the `error` event of --json.
         let lastError = Mutex<(demo: String?, child: String?)>((nil, nil))
+        // Once a signal's ending began, its line is the last: what the demo still says while the
+        // process settles (`demo --web` gives an open page 0.3 s) is dropped.
         let output = ProgramOutput(
-            standardOutput: given.standardOutput,
+            standardOutput: { line in
+                if !Interruption.isSignalEnding { given.standardOutput(line) }
+            },
             standardError: { line in
+                guard !Interruption.isSignalEnding else { return }
                 if line.hasPrefix("error: ") {
                     Interruption.beginEnding()
                     lastError.withLock { $0.demo = String(line.dropFirst("error: ".count)) }

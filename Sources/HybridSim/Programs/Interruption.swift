@@ -95,6 +95,16 @@ package enum Interruption {
         while signalled { sleep(1) }
     }
 
+    /// Whether a signal's ending has begun: its lines are written (or being written) and the
+    /// process exits in a moment. A program's output written meanwhile would follow them (a demo
+    /// still narrating during `desktop --web`'s and `demo --web`'s settle), so callers drop it.
+    package static var isSignalEnding: Bool {
+        state.withLock { state in
+            if case .signalEnding = state.stage { return true }
+            return false
+        }
+    }
+
     /// Called by a program that has written its final lines and now only lingers (`demo --web`
     /// keeps its page up for late readers): from now on a signal ends the process at once with
     /// `status`, the program's own, writing nothing. Does nothing where

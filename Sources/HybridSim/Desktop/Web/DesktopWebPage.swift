@@ -89,7 +89,9 @@ package enum DesktopWebPage {
           if (e.event === "result") {
             document.getElementById("qr").hidden = true;
             document.getElementById("result").style.display = "block";
-            document.getElementById("outcome").textContent = e.rpCheck === "verified" || (rpVerdict && rpVerdict.accepted) ? "Verified" : "Done";
+            const verified = e.rpCheck === "verified" || (rpVerdict && rpVerdict.accepted);
+            document.getElementById("outcome").textContent = verified ? "Verified" : "Done";
+            if (!verified) document.querySelector('li[data-step="result"]').textContent = "done (the relying party that issued the options verifies it)";
             document.getElementById("verdict").textContent =
               (e.request === "mc" ? "Passkey registered" : "Signed in") + " on " + e.rpId + " (" + checkedBy(e) + ")";
             document.getElementById("credential").textContent = JSON.stringify(e.credential, null, 2);

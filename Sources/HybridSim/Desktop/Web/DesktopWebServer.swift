@@ -149,7 +149,9 @@ private final class WebRequestHandler: ChannelInboundHandler {
                 respond(context, 200, "image/svg+xml", Array(SVGRenderer.render(matrix).utf8), head: head.method == .HEAD)
             case "/events" where head.method == .HEAD:
                 // The stream's head alone (RFC 9110 §9.3.2: HEAD wherever GET works).
-                respond(context, 200, "text/event-stream", [], head: true)
+                context.write(wrapOutboundOut(.head(Self.streamHead(version: head.version))), promise: nil)
+                let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
+                context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
             case "/events": stream(context, version: head.version)
             default: respond(context, 404, "text/plain", Array("not found\n".utf8), head: head.method == .HEAD)
             }
@@ -169,8 +171,7 @@ private final class WebRequestHandler: ChannelInboundHandler {
     private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8], head: Bool = false) {
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: type)
-        // A HEAD of the event stream has no length to give: its GET streams until the ceremony ends.
-        if !(head && type == "text/event-stream") { headers.add(name: "Content-Length", value: String(body.count)) }
+        headers.add(name: "Content-Length", value: String(body.count))
         headers.add(contentsOf: Self.pageHeaders)
         headers.add(name: "Connection", value: "close")
         if status == 405 { headers.add(name: "Allow", value: "GET, HEAD") }  // RFC 9110 §15.5.6
@@ -180,18 +181,22 @@ private final class WebRequestHandler: ChannelInboundHandler {
         context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
     }
 
+    /// The event stream's head (a GET's and a HEAD's): HTTP/1.0 to an HTTP/1.0 client.
+    private static func streamHead(version: HTTPVersion) -> HTTPResponseHead {
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: "text/event-stream")
+        headers.add(name: "Cache-Control", value: "no-store")
+        headers.add(name: "Connection", value: "close")
+        return HTTPResponseHead(version: version == .http1_0 ? .http1_0 : .http1_1, status: .ok, headers: headers)
+    }
+
     /// Server-sent events: each `--json` line as one `data:` event; a comment every 15 s keeps idle
     /// connections open; the response ends after the last event.
     /// An HTTP/1.0 client gets an HTTP/1.0 response whose body ends when the connection does: it
     /// cannot read chunked transfer coding (RFC 9112 §6.1).
     private func stream(_ context: ChannelHandlerContext, version: HTTPVersion) {
         events.streamOpened()
-        var headers = HTTPHeaders()
-        headers.add(name: "Content-Type", value: "text/event-stream")
-        headers.add(name: "Cache-Control", value: "no-store")
-        headers.add(name: "Connection", value: "close")
-        let responseVersion: HTTPVersion = version == .http1_0 ? .http1_0 : .http1_1
-        context.writeAndFlush(wrapOutboundOut(.head(HTTPResponseHead(version: responseVersion, status: .ok, headers: headers))), promise: nil)
+        context.writeAndFlush(wrapOutboundOut(.head(Self.streamHead(version: version))), promise: nil)
         let channel = context.channel
         let events = self.events
         let streaming = Task {
