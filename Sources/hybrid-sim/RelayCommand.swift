@@ -384,8 +384,13 @@ struct RelayCommand: AsyncParsableCommand {
         output.stopped(statistics, signal: SignalRouter.name(received))
         // The phones it learned would be forgotten at the next start: not a clean stop.
         if let problem = relay.contactSaveProblem {
+            let file = contacts ?? "the file"
+            let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
+            let next =
+                FileManager.default.fileExists(atPath: directory)
+                ? "the next start reads \(file) as it is now" : "the next start refuses \(file) until its directory \(directory) exists again"
             throw failureLine(
-                "--contacts: the contact memory is not saved (\(problem)); the next start reads \(contacts ?? "the file") as it is now",
+                "--contacts: the contact memory is not saved (\(problem)); \(next)",
                 kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
         }
     }

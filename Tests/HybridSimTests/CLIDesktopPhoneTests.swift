@@ -414,7 +414,7 @@ struct CLIDesktopPhoneTests {
         #expect(try await fetched.waitForExit(timeout: .seconds(10)) == 2, "\(fetched.transcript)")
         #expect(
             FailureOutput.singleErrorLine(fetched).hasSuffix(
-                "not sign-in options: the relying party's sign-in endpoint answered registration options: check the --rp-profile's paths for sign-in"),
+                "not sign-in options: the relying party's sign-in endpoint sent them: check the --rp-profile's sign-in paths"),
             "\(fetched.transcript)")
         // No hint toward --request ga for registration options that fail as registration options.
         let rsa = try lab.start("desktop", ["desktop", "--relay-port", "0", "--proximity-port", "0", "--request", "mc", "--options", rsaOnly])

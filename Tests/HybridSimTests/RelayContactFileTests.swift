@@ -32,7 +32,7 @@ struct RelayContactFileTests {
                 && object?["revoked"] as? [String] == ["-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_v7-_s"], "\(String(describing: object))")
     }
 
-    @Test("a save after the file's directory was removed (the relay running meanwhile) fails with directoryFailed and does not make the directory again")
+    @Test("a save after the file's directory was removed (the relay running meanwhile) fails with writeFailed and does not make the directory again")
     func saveDoesNotRecreateTheDirectory() throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
@@ -41,7 +41,7 @@ struct RelayContactFileTests {
         let path = gone + "/contacts.json"
         try FileManager.default.removeItem(atPath: gone)
         let error = #expect(throws: StoreError.self) { try RelayContactFile.save(RelayContactMemory(), to: path) }
-        #expect(error?.code == .directoryFailed && error?.reason == "the directory \(gone) does not exist", "\(String(describing: error))")
+        #expect(error?.code == .writeFailed && error?.description == "\(path): cannot write the store: its directory \(gone) does not exist (it is not made again)", "\(String(describing: error))")
         #expect(!FileManager.default.fileExists(atPath: gone))
     }
 }

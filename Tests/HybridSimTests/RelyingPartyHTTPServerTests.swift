@@ -105,6 +105,7 @@ struct RelyingPartyHTTPServerTests {
         try await withServer { port in
             let (answer, closed) = try exchange(port: port, "GARBAGE\r\n\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 400"), "\(answer)")
+            #expect(answer.contains("\r\nCache-Control: no-store\r\n") && answer.contains("\r\nX-Content-Type-Options: nosniff\r\n"), "\(answer)")
             #expect(closed)
         }
     }

@@ -88,7 +88,7 @@ final class ContactSaver: Sendable {
                 state.withLock { $0.failure = nil }
             } catch {
                 state.withLock { $0.failure = "\(error)" }
-                logger.warning("could not save the relay's contact memory (kept in memory; the next change, or the shutdown, tries again): \(error)")
+                logger.warning("could not save the relay's contact memory (kept in memory; a later save tries again): \(error)")
             }
         }
     }

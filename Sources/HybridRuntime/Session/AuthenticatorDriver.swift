@@ -335,7 +335,7 @@ private final class PendingResponse: Sendable {
     private let grace: Duration
 
     init(to request: [UInt8], within limit: Duration, grace: Duration, respond: @escaping AuthenticatorDriver.ClaimingResponder) {
-        self.grace = grace
+        self.grace = max(.zero, grace)
         // On one of SwiftNIO's loops (the drivers run there when NIO is the executor) the deadline
         // is a timer on that loop; elsewhere, a sleeping task.
         let loop = MultiThreadedEventLoopGroup.currentEventLoop

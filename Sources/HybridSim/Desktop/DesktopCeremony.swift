@@ -52,13 +52,13 @@ struct DesktopCeremony: Sendable {
         /// profile names the wrong endpoint, not that `--request` is wrong (it chose the endpoint).
         var fetched = false
 
-        /// What to do about options of the other ceremony (`wanted`: the one they are).
-        func otherCeremonyAdvice(wanted: QRPayload.RequestType) -> String {
-            let (they, asked) = wanted == .makeCredential ? ("registration", "sign-in") : ("sign-in", "registration")
+        /// What to do about options that are `their` ceremony's, not the one asked for.
+        func otherCeremonyAdvice(their: QRPayload.RequestType) -> String {
+            let asked = their == .makeCredential ? "sign-in" : "registration"
             if fetched {
-                return "the relying party's \(asked) endpoint answered \(they) options: check the --rp-profile's paths for \(asked)"
+                return "the relying party's \(asked) endpoint sent them: check the --rp-profile's \(asked) paths"
             }
-            return wanted == .makeCredential ? "give --request mc to register with them" : "give --request ga to sign in with them"
+            return their == .makeCredential ? "give --request mc to register with them" : "give --request ga to sign in with them"
         }
     }
 
@@ -254,7 +254,7 @@ struct DesktopCeremony: Sendable {
                     throw ProgramFailure(
                         .badInput,
                         "\(path) holds registration options (\(members.joined(separator: ", ")): PublicKeyCredentialCreationOptionsJSON), "
-                            + "not sign-in options: \(document.otherCeremonyAdvice(wanted: .makeCredential))")
+                            + "not sign-in options: \(document.otherCeremonyAdvice(their: .makeCredential))")
                 }
                 let parsed = try PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)
                 return (.authentication(parsed.options), parsed.shape, parsed.ignoredSiblings, parsed.forgeRockJSONResponse)
@@ -269,7 +269,7 @@ struct DesktopCeremony: Sendable {
             var hint =
                 request == .makeCredential && WebAuthnOptionsDocument.registrationMembers(bytes).isEmpty
                     && (try? PublicKeyCredentialRequestOptionsJSON.parse(document: bytes)) != nil
-                ? " (they read as sign-in options: \(document.otherCeremonyAdvice(wanted: .getAssertion)))" : ""
+                ? " (they read as sign-in options: \(document.otherCeremonyAdvice(their: .getAssertion)))" : ""
             if request == .makeCredential, userIdEncoding == .base64url,
                 let failure = error as? WebAuthnJSONError, failure.code == .invalidBase64URL, "\(failure)".contains("user.id"),
                 (try? PublicKeyCredentialCreationOptionsJSON.parse(document: bytes, userIdEncoding: .utf8)) != nil

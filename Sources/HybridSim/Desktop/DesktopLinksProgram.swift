@@ -18,7 +18,7 @@ public enum DesktopLinksProgram {
         do {
             store = try LinkStore.load(path: path)
         } catch {
-            return fail(ProgramFailure(.badInput, "cannot use the links file: \(error)\(error.advice)"), json: json, output: output)
+            return fail(LinkStore.unusable(error), json: json, output: output)
         }
         if store.links.isEmpty {
             // A mistyped path is the likelier mistake than an empty store: say which it is.
@@ -58,7 +58,7 @@ public enum DesktopLinksProgram {
         do {
             (removed, known) = try LinkStore.remove(path: path) { name == "all" || $0.name == name }
         } catch {
-            return fail(ProgramFailure(.badInput, "cannot use the links file: \(error)\(error.advice)"), json: json, output: output)
+            return fail(LinkStore.unusable(error), json: json, output: output)
         }
         // Names come from phones: printed escaped (a control character cannot repaint the terminal).
         func quoted(_ names: [String]) -> String { names.map { "\"\(PeerText.printable($0))\"" }.joined(separator: ", ") }

@@ -108,6 +108,12 @@ public struct LinkStore: Sendable {
         return directory.isEmpty ? fileName : directory + "/" + fileName
     }
 
+    /// A links file that cannot be used, in the programs' words: bad input (exit 2), what is wrong
+    /// with the file and that it is left as it is.
+    static func unusable(_ error: StoreError) -> ProgramFailure {
+        ProgramFailure(.badInput, "cannot use the links file: \(error)\(error.advice)")
+    }
+
     /// Reads the store; a missing file is empty.
     public static func load(path: String) throws(StoreError) -> LinkStore {
         LinkStore(path: path, links: try StoreDocument<Kind>.load(path: path) ?? [])

@@ -168,7 +168,7 @@ extension Run {
         do {
             return try LinkStore.load(path: path)
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the links file: \(error)\(error.advice)")
+            throw LinkStore.unusable(error)
         }
     }
 

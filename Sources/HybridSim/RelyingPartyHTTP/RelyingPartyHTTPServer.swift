@@ -93,7 +93,9 @@ private final class RequestHandler: ChannelInboundHandler {
         // watch, which closes after it; anything else (a reset connection) gets nothing. A parser
         // error after the connection closed is the close itself (the deadline's), not a request
         // it could not read.
-        if !answered, !dispatched, let line = RequestHeadWatch.answerParserError(error, in: context, body: Self.jsonError) {
+        if !answered, !dispatched,
+            let line = RequestHeadWatch.answerParserError(error, in: context, body: Self.jsonError, headers: Self.answerHeaders)
+        {
             service.noteRefusal(line)
             answered = true
             return
@@ -109,7 +111,7 @@ private final class RequestHandler: ChannelInboundHandler {
             if !answered, !dispatched {
                 let reason = "the request was not complete within \(expired.deadline)"
                 if expired.sawHead { return refuse(context: context, head, 408, reason) }
-                if let line = RequestHeadWatch.answerIncompleteHead(reason, in: context, body: Self.jsonError) {
+                if let line = RequestHeadWatch.answerIncompleteHead(reason, in: context, body: Self.jsonError, headers: Self.answerHeaders) {
                     service.noteRefusal(line)
                 }
             }
@@ -222,6 +224,10 @@ private final class RequestHandler: ChannelInboundHandler {
         write(context: context, RelyingPartyHTTPResponse.error(status, reason))
     }
 
+    /// On every answer, refusals of unreadable requests included: each is one ceremony's (a
+    /// challenge, a verdict) or about one, so never cached or reused, and JSON read as JSON only.
+    private static let answerHeaders = [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
+
     private func write(context: ChannelHandlerContext, _ response: RelyingPartyHTTPResponse) {
         guard !answered else { return }
         answered = true
@@ -230,10 +236,7 @@ private final class RequestHandler: ChannelInboundHandler {
         headers.add(name: "Content-Type", value: "application/json")
         headers.add(name: "Content-Length", value: String(bytes.count))
         headers.add(name: "Connection", value: "close")
-        // Every answer is one ceremony's (a challenge, a verdict): never cached or reused, and
-        // JSON read as JSON only.
-        headers.add(name: "Cache-Control", value: "no-store")
-        headers.add(name: "X-Content-Type-Options", value: "nosniff")
+        headers.add(contentsOf: Self.answerHeaders)
         for (name, value) in response.headers { headers.add(name: name, value: value) }
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)

@@ -133,7 +133,8 @@ enum AtomicFile {
             return
         }
         guard creating else {
-            throw StoreError(.directoryFailed, path: path, "the directory \(directory) does not exist")
+            // Not a failure to create it: it was not to be created.
+            throw StoreError(.writeFailed, path: path, "its directory \(directory) does not exist (it is not made again)")
         }
         do {
             try FileManager.default.createDirectory(

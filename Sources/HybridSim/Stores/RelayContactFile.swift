@@ -113,8 +113,8 @@ public final class RelayContactFile: Sendable {
     }
 
     /// Writes `memory` to `path`: atomically, mode 0600 (the relay holding the file calls it). A
-    /// directory that is gone (removed while the relay ran) is not made again: `directoryFailed`,
-    /// as ``open(path:)`` refuses one that does not exist.
+    /// directory that is gone (removed while the relay ran) is not made again: `writeFailed`, as
+    /// ``open(path:)`` refuses one that does not exist.
     public static func save(_ memory: RelayContactMemory, to path: String) throws(StoreError) {
         // Written out by hand rather than through an encoder: the members in this order, one ID a
         // line (a diff of two saves reads), and base64url needs no escaping in a JSON string;
