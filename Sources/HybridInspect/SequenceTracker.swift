@@ -30,13 +30,14 @@ struct SequenceTracker {
     /// those that failed before it (each taken as altered, so as having used one).
     var guess: UInt32 { next &+ UInt32(clamping: failedSince) }
 
-    /// The numbers to try for a message, at most `2 × search + 1` of them plus the failed ones
-    /// (bounded by `search`): the next in order after the failed messages first, then the others up to
-    /// `search` ahead of it (a gap), then the `search` before ``next`` (reordered if unused, replayed
-    /// if used).
+    /// The numbers to try for a message: the next in order after the failed messages first (each
+    /// taken as altered, so as having used one, however many they are), then the numbers from
+    /// ``next`` up to `search` beyond the first `search` failed ones (some failed ones used none, or
+    /// a gap), then the `search` before ``next`` (reordered if unused, replayed if used).
     func candidates(search: UInt32) -> [UInt32] {
-        let first = UInt64(next) + UInt64(min(failedSince, Int(search)))
-        let ahead = (UInt64(next)...(first + UInt64(search))).filter { $0 != first && $0 <= UInt64(UInt32.max) }
+        let first = UInt64(next) + UInt64(failedSince)
+        let window = UInt64(next) + UInt64(min(failedSince, Int(search))) + UInt64(search)
+        let ahead = (UInt64(next)...window).filter { $0 != first }
         let behind = (UInt64(next) - min(UInt64(next), UInt64(search))..<UInt64(next)).reversed()
         return ([first] + ahead + behind).compactMap { UInt32(exactly: $0) }
     }

@@ -79,6 +79,23 @@ struct InspectorFaultTests {
         #expect(made.allAnomalies.contains { $0.contains("bad tag") }, "\(made.allAnomalies)")
     }
 
+    @Test("after 20 altered messages in a row, the genuine ones after them authenticate (not 'bad tag' for ever)")
+    func longRunOfAlteredMessages() throws {
+        var session = HandMadeSession()
+        try session.phoneSends(PostHandshakeMessage(getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor)).encode())
+        for _ in 0..<20 {
+            try session.phoneSends(UpdateMessage.frame(linking: nil).bytes)
+            session.change(session.entries.count - 1) { bytes in bytes.enumerated().map { $0 == 5 ? $1 ^ 0x01 : $1 } }
+        }
+        for _ in 0..<2 { try session.phoneSends(UpdateMessage.frame(linking: nil).bytes) }
+        let inspection = Inspector.inspect(session.recording, keyLog: [session.keys])
+        #expect(inspection.keys == .matched, "\(inspection.keyDetail)")
+        let genuine = inspection.messages.suffix(2)
+        #expect(genuine.map(\.sequence) == [21, 22])
+        #expect(genuine.allSatisfy { $0.title == "update message" && $0.anomalies.isEmpty }, "\(genuine.map(\.anomalies))")
+        #expect(inspection.allAnomalies.filter { $0.contains("bad tag") }.count == 20, "\(inspection.allAnomalies)")
+    }
+
     @Test("an error status with a success body behind it (phone --misbehave wrong-ctap-status) is flagged")
     func errorStatusWithABody() throws {
         let body = CBOR.encode([1: ["id": .bytes([1, 2, 3]), "type": "public-key"], 3: .bytes([UInt8](repeating: 3, count: 70))])
