@@ -205,8 +205,11 @@ struct Walk {
             return
         }
         let key = isDesktop ? keys.initiatorToResponder : keys.responderToInitiator
-        guard let (sequence, padded) = opening(bytes, key: key, isDesktop: isDesktop) else {
-            if wellFormed, wrongDirection(&message, bytes: bytes, keys: keys, isDesktop: isDesktop) { return }
+        let tracker = sequences[isDesktop, default: SequenceTracker()]
+        guard let (sequence, padded) = Self.opening(bytes, key: key, at: tracker.candidates(search: Inspector.gapSearch)) else {
+            // Only then the other direction's key, at as few numbers as this one's after a long run of failures.
+            let few = tracker.failingLong(search: Inspector.gapSearch)
+            if wellFormed, wrongDirection(&message, bytes: bytes, keys: keys, isDesktop: isDesktop, few: few) { return }
             sequences[isDesktop, default: SequenceTracker()].failed()
             message.title = "encrypted transport message that does not authenticate"
             if isDesktop { desktopUnread = true }
@@ -248,11 +251,12 @@ struct Walk {
         }
     }
 
-    /// The first of the direction's candidate sequence numbers at which `bytes` authenticates
-    /// with `key`, and the padded plaintext.
-    func opening(_ bytes: [UInt8], key: [UInt8], isDesktop: Bool) -> (sequence: UInt32, padded: [UInt8])? {
-        for sequence in sequences[isDesktop, default: SequenceTracker()].candidates(search: Inspector.gapSearch) {
-            if let padded = Self.open(bytes, key: key, sequence: sequence) { return (sequence, padded) }
+    /// The first of `candidates` (sequence numbers) at which `bytes` authenticates with `key`, and
+    /// the padded plaintext.
+    static func opening(_ bytes: [UInt8], key: [UInt8], at candidates: [UInt32]) -> (sequence: UInt32, padded: [UInt8])? {
+        let key = SymmetricKey(data: key)
+        for sequence in candidates {
+            if let padded = open(bytes, key: key, sequence: sequence) { return (sequence, padded) }
         }
         return nil
     }
@@ -260,9 +264,11 @@ struct Walk {
     /// Whether a message that does not authenticate in its recorded direction does in the other
     /// (a recording whose direction byte is wrong): then it is flagged as such and counted in the
     /// other direction, so that neither direction's later messages read as replayed or missing.
-    mutating func wrongDirection(_ message: inout Inspection.Message, bytes: [UInt8], keys: SessionKeys, isDesktop: Bool) -> Bool {
+    /// `few`: only the other direction's few likeliest numbers are tried (``SequenceTracker/candidates(search:few:)``).
+    mutating func wrongDirection(_ message: inout Inspection.Message, bytes: [UInt8], keys: SessionKeys, isDesktop: Bool, few: Bool) -> Bool {
         let otherKey = isDesktop ? keys.responderToInitiator : keys.initiatorToResponder
-        guard let (sequence, _) = opening(bytes, key: otherKey, isDesktop: !isDesktop) else { return false }
+        let candidates = sequences[!isDesktop, default: SequenceTracker()].candidates(search: Inspector.gapSearch, few: few)
+        guard let (sequence, _) = Self.opening(bytes, key: otherKey, at: candidates) else { return false }
         message.title = "transport message recorded in the wrong direction"
         message.sequence = Int(sequence)
         message.anomalies.append(
@@ -276,11 +282,11 @@ struct Walk {
         return true
     }
 
-    static func open(_ ciphertext: [UInt8], key: [UInt8], sequence: UInt32) -> [UInt8]? {
+    static func open(_ ciphertext: [UInt8], key: SymmetricKey, sequence: UInt32) -> [UInt8]? {
         guard ciphertext.count >= 16, let nonce = try? AES.GCM.Nonce(data: Crypter.nonceBytes(sequence)),
               let box = try? AES.GCM.SealedBox(nonce: nonce, ciphertext: ciphertext.dropLast(16), tag: ciphertext.suffix(16))
         else { return nil }
-        return (try? AES.GCM.open(box, using: SymmetricKey(data: key))).map { Array($0) }
+        return (try? AES.GCM.open(box, using: key)).map { Array($0) }
     }
 
     static func badTag(sequence: UInt32) -> String {

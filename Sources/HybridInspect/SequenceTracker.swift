@@ -30,16 +30,28 @@ struct SequenceTracker {
     /// those that failed before it (each taken as altered, so as having used one).
     var guess: UInt32 { next &+ UInt32(clamping: failedSince) }
 
-    /// The numbers to try for a message: the next in order after the failed messages first (each
-    /// taken as altered, so as having used one, however many they are), then the numbers from
-    /// ``next`` up to `search` beyond the first `search` failed ones (some failed ones used none, or
-    /// a gap), then the `search` before ``next`` (reordered if unused, replayed if used).
-    func candidates(search: UInt32) -> [UInt32] {
-        let first = UInt64(next) + UInt64(failedSince)
-        let window = UInt64(next) + UInt64(min(failedSince, Int(search))) + UInt64(search)
-        let ahead = (UInt64(next)...window).filter { $0 != first }
-        let behind = (UInt64(next) - min(UInt64(next), UInt64(search))..<UInt64(next)).reversed()
-        return ([first] + ahead + behind).compactMap { UInt32(exactly: $0) }
+    /// Whether `search` or more messages in a row did not authenticate: then each further one is
+    /// tried at ``candidates(search:few:)``'s few numbers only.
+    func failingLong(search: UInt32) -> Bool { failedSince >= Int(search) }
+
+    /// The numbers to try for a message, the next in order after the failed messages first (each
+    /// taken as altered, so as having used one, however many they are). While fewer than `search`
+    /// failed in a row (and `few` is false), then the numbers from ``next`` up to `search` beyond
+    /// that first one (some failed ones used none, or a gap), then the `search` before ``next``
+    /// (reordered if unused, replayed if used): at most `3 × search`. After that many (or with
+    /// `few`), then only the two after it (a short gap) and ``next`` (none of them was of this
+    /// stream): 4 numbers, so that a recording of junk costs few decryptions a message.
+    func candidates(search: UInt32, few: Bool = false) -> [UInt32] {
+        let (next, search) = (UInt64(next), UInt64(search))
+        let first = next + UInt64(failedSince)
+        let others: [UInt64]
+        if few || failingLong(search: UInt32(search)) {
+            others = [first + 1, first + 2, next]
+        } else {
+            let ahead = (next...(first + search)).filter { $0 != first }
+            others = ahead + (next - min(next, search)..<next).reversed()
+        }
+        return ([first] + others).compactMap { UInt32(exactly: $0) }
     }
 
     /// A message did not authenticate at any candidate.

@@ -1,0 +1,22 @@
+@testable import HybridInspect
+import Testing
+
+/// The sequence numbers the inspector tries for a message (``SequenceTracker``), at the edges: a
+/// long run of messages that do not authenticate.
+@Suite("Inspect: the sequence numbers tried")
+struct SequenceTrackerTests {
+    @Test("after many messages in a row that do not authenticate, each further one is tried at a few numbers only")
+    func fewCandidatesAfterManyFailures() {
+        var tracker = SequenceTracker()
+        _ = tracker.authenticated(0, message: 0)
+        for _ in 0..<3 { tracker.failed() }
+        // A few failures: the whole window (gap ahead, replay or reorder behind).
+        #expect(tracker.candidates(search: 8).count > 8)
+        for _ in 3..<100 { tracker.failed() }
+        let few = tracker.candidates(search: 8)
+        // A recording of junk costs at most 4 attempts a message in each direction's key (it was 10 in all before).
+        #expect(few.count <= 4, "\(few)")
+        #expect(few.first == 101, "the number after the ones that failed, first")
+        #expect(few.contains(1), "none of them used a number (not of this stream)")
+    }
+}
