@@ -16,8 +16,11 @@ struct SequenceTracker {
         var skipped: [UInt32]
     }
 
-    /// One past the highest sequence number that authenticated: the next one in order.
+    /// One past the highest sequence number that authenticated: the next one in order (it stays
+    /// at `UInt32.max` once that number authenticated: no number follows it).
     private(set) var next: UInt32 = 0
+    /// The highest sequence number that authenticated, if any.
+    private(set) var highest: UInt32?
     /// The sequence numbers that authenticated.
     private(set) var used: Set<UInt32> = []
     /// Messages that did not authenticate since the last one that did. One altered in transit used
@@ -26,9 +29,12 @@ struct SequenceTracker {
     private(set) var failedSince = 0
     private(set) var gaps: [Gap] = []
 
+    /// A direction whose next number in order is `next` (0: a stream's start; later: tests).
+    init(next: UInt32 = 0) { self.next = next }
+
     /// The number a message that does not authenticate is shown with: the next in order after
     /// those that failed before it (each taken as altered, so as having used one).
-    var guess: UInt32 { next &+ UInt32(clamping: failedSince) }
+    var guess: UInt32 { UInt32(clamping: UInt64(next) + UInt64(failedSince)) }
 
     /// Whether `search` or more messages in a row did not authenticate: then each further one is
     /// tried at ``candidates(search:few:)``'s few numbers only.
@@ -62,15 +68,15 @@ struct SequenceTracker {
     /// reordered message (an earlier number not used yet) or a replayed one (a number used already).
     mutating func authenticated(_ sequence: UInt32, message: Int) -> String? {
         defer { used.insert(sequence) }
-        guard sequence >= next else {
-            if used.contains(sequence) { return "sequence \(sequence) repeated (a replayed message)" }
-            return "reordered (sent as sequence \(sequence), recorded after sequence \(next - 1))"
-        }
+        // Before the order check: at `UInt32.max`, ``next`` is a number that may have been used.
+        if used.contains(sequence) { return "sequence \(sequence) repeated (a replayed message)" }
+        guard sequence >= next else { return "reordered (sent as sequence \(sequence), recorded after sequence \(highest ?? next - 1))" }
         // The messages that failed since the last success took the numbers right after it.
         let skipped = sequence - next
         let altered = min(skipped, UInt32(clamping: failedSince))
         let expected = next + altered
-        next = sequence + 1
+        highest = sequence
+        next = sequence == .max ? .max : sequence + 1
         failedSince = 0
         guard sequence > expected else { return nil }
         let anomaly = "sequence gap: expected \(expected), this is \(sequence) (\(sequence - expected) message(s) missing)"

@@ -2,7 +2,7 @@
 import Testing
 
 /// The sequence numbers the inspector tries for a message (``SequenceTracker``), at the edges: a
-/// long run of messages that do not authenticate.
+/// long run of messages that do not authenticate, and the last number a nonce can hold.
 @Suite("Inspect: the sequence numbers tried")
 struct SequenceTrackerTests {
     @Test("after many messages in a row that do not authenticate, each further one is tried at a few numbers only")
@@ -18,5 +18,15 @@ struct SequenceTrackerTests {
         #expect(few.count <= 4, "\(few)")
         #expect(few.first == 101, "the number after the ones that failed, first")
         #expect(few.contains(1), "none of them used a number (not of this stream)")
+    }
+
+    @Test("a message at sequence 2^32 − 1 authenticates without a trap, and a second one is a replay")
+    func lastSequenceNumber() {
+        var tracker = SequenceTracker(next: .max)
+        #expect(tracker.candidates(search: 8).first == .max)
+        #expect(tracker.authenticated(.max, message: 0) == nil)
+        #expect(!tracker.candidates(search: 8).isEmpty)
+        #expect(tracker.authenticated(.max, message: 1) == "sequence 4294967295 repeated (a replayed message)")
+        #expect(tracker.authenticated(.max - 1, message: 2) == "reordered (sent as sequence 4294967294, recorded after sequence 4294967295)")
     }
 }
