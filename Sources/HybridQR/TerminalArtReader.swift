@@ -8,7 +8,8 @@
 /// 2. classify lines (tabs expanded to 8-column stops): an *art line* holds a stretch of
 ///    `▀ ▄ █` and spaces with at least one block, its last such stretch; text before it (a
 ///    `docker compose logs` prefix, `cat -n` line numbers, a `> ` quote, a pane border) or after
-///    it is not art. A line without blocks (the `FIDO:/…` line, log lines, a prompt) ends the art;
+///    it is not art. A line without blocks (the `FIDO:/…` line, log lines, a prompt) ends the art,
+///    and so does a line wider than 1024 columns (trailing blanks trimmed first);
 /// 3. group consecutive art lines whose art starts at the same column into runs; a single blank
 ///    line between two art lines stays in the run (it is two module rows with nothing inked),
 ///    longer gaps split runs;
@@ -63,10 +64,8 @@ package enum TerminalArtReader {
     ///
     /// - Throws: ``QRError/Code/noQRCode`` if the text contains no line of QR art at all.
     static func candidates(in text: String) throws(QRError) -> [Candidate] {
-        let grids = inkGrids(in: stripANSI(text))
-        guard !grids.isEmpty else {
-            throw QRError(.noQRCode, "the text holds no terminal QR art (no ▀ ▄ █ block characters)")
-        }
+        let (grids, tooWide) = inkGrids(in: stripANSI(text))
+        guard !grids.isEmpty else { throw noArt(tooWide: tooWide, hint: "") }
         return grids.sorted { $0.rows.count > $1.rows.count }.flatMap(readings(of:))
     }
 
@@ -76,11 +75,22 @@ package enum TerminalArtReader {
     /// - Throws: ``QRError/Code/noQRCode`` if the text contains no line of QR art at all.
     static func candidatesByRunNewestFirst(in text: String) throws(QRError) -> [[Candidate]] {
         let stripped = stripANSI(text)
-        let grids = inkGrids(in: stripped)
-        guard !grids.isEmpty else {
-            throw QRError(.noQRCode, "the text holds no terminal QR art (no ▀ ▄ █ block characters)\(urlLineHint(in: stripped))")
-        }
+        let (grids, tooWide) = inkGrids(in: stripped)
+        guard !grids.isEmpty else { throw noArt(tooWide: tooWide, hint: urlLineHint(in: stripped)) }
         return grids.reversed().map(readings(of:))
+    }
+
+    /// The error for text without art: no block characters at all, or (`tooWide` > 0) blocks only
+    /// on lines too wide to be art, which were skipped.
+    private static func noArt(tooWide: Int, hint: String) -> QRError {
+        guard tooWide > 0 else {
+            return QRError(.noQRCode, "the text holds no terminal QR art (no ▀ ▄ █ block characters)\(hint)")
+        }
+        return QRError(
+            .noQRCode,
+            "the text holds no terminal QR art: its \(tooWide) line(s) with ▀ ▄ █ block characters are wider than "
+                + "\(maximumArtLineColumns) columns once tabs are expanded, and were skipped (the widest code with its quiet zone "
+                + "is 185 columns)\(hint)")
     }
 
     /// Both readings of one run, the likelier polarity first: inverted art is framed by its quiet
@@ -184,6 +194,36 @@ package enum TerminalArtReader {
         scalar == TerminalArt.fullBlock || scalar == TerminalArt.upperHalf || scalar == TerminalArt.lowerHalf
     }
 
+    /// The widest line, in columns after tab expansion, that can hold art: the widest symbol
+    /// (version 40, 177 modules) with a 4-module quiet zone on each side is 185 columns at one
+    /// column per module, and a prefix (a log prefix, a line number, a pane on the left) leaves
+    /// plenty of room. A wider line is skipped before its tabs are expanded, so a line of millions
+    /// of tabs costs no more than its bytes.
+    static let maximumArtLineColumns = 1024
+
+    /// `line` without its trailing spaces, no-break spaces and tabs (what a terminal shows as
+    /// nothing), found from the end without copying the line.
+    private static func trimmingTrailingBlanks(_ line: Substring.UnicodeScalarView) -> Substring.UnicodeScalarView {
+        var end = line.endIndex
+        while end > line.startIndex {
+            let before = line.index(before: end)
+            guard isBlank(line[before]) || line[before] == "\t" else { break }
+            end = before
+        }
+        return line[line.startIndex..<end]
+    }
+
+    /// Whether `line` with its tabs expanded (``expandingTabs(_:)``) would be wider than `limit`
+    /// columns, counted without building the expanded line and stopping once past the limit.
+    private static func isWider(_ line: Substring.UnicodeScalarView, than limit: Int) -> Bool {
+        var columns = 0
+        for scalar in line {
+            columns = scalar == "\t" ? (columns / 8 + 1) * 8 : columns + 1
+            if columns > limit { return true }
+        }
+        return false
+    }
+
     /// The line with its tabs expanded to spaces up to the next multiple of 8 columns, as a
     /// terminal shows them (an indented paste, `cat -n`'s tab after the line number).
     private static func expandingTabs(_ line: Substring.UnicodeScalarView) -> [Unicode.Scalar] {
@@ -218,8 +258,11 @@ package enum TerminalArtReader {
     /// Splits clean text into runs of art lines and converts each run into an ``InkGrid``.
     ///
     /// Consecutive lines belong to one run when their art starts at the same column (a common
-    /// prefix such as `desktop-1  | ` or a right-aligned line number is dropped with it).
-    static func inkGrids(in text: String) -> [InkGrid] {
+    /// prefix such as `desktop-1  | ` or a right-aligned line number is dropped with it). A line
+    /// wider than ``maximumArtLineColumns`` is not art: it ends a run like a text line, and
+    /// `tooWide` counts those of them that hold a block character.
+    static func inkGrids(in text: String) -> (grids: [InkGrid], tooWide: Int) {
+        var tooWide = 0
         var runs: [[[Unicode.Scalar]]] = []
         var current: [[Unicode.Scalar]] = []
         var currentColumn = 0
@@ -230,7 +273,13 @@ package enum TerminalArtReader {
             pendingBlanks = 0
         }
         for rawLine in text.unicodeScalars.split(separator: "\n", omittingEmptySubsequences: false) {
-            var line = expandingTabs(rawLine)
+            let trimmed = trimmingTrailingBlanks(rawLine)
+            if isWider(trimmed, than: maximumArtLineColumns) {
+                if trimmed.contains(where: isBlock) { tooWide += 1 }
+                closeRun()
+                continue
+            }
+            var line = expandingTabs(trimmed)
             while let last = line.last, isBlank(last) { line.removeLast() }
             if line.isEmpty {
                 pendingBlanks += 1
@@ -250,7 +299,7 @@ package enum TerminalArtReader {
             current.append(Array(art.cells))
         }
         closeRun()
-        return runs.map(grid(from:))
+        return (runs.map(grid(from:)), tooWide)
     }
 
     /// Converts one run of art lines into module rows, dropping the common indentation.

@@ -42,3 +42,26 @@ extension ArtLayoutTests {
         }
     }
 }
+
+extension ArtLayoutTests {
+    @Test("a line of blocks wider than 1024 columns once its tabs are expanded (a hostile capture of millions of tabs) is skipped, and the error says so")
+    func overWideLineSkipped() throws {
+        for text in [String(repeating: "\t", count: 200_000) + "█", String(repeating: "x", count: 1025) + "█▀▄"] {
+            do {
+                _ = try QRScanner.scanFIDO(text: text)
+                Issue.record("an over-wide line scanned")
+            } catch {
+                #expect(error.code == .noQRCode)
+                #expect(error.reason.contains("1 line(s) with ▀ ▄ █ block characters are wider than 1024 columns"), "\(error.reason)")
+            }
+        }
+    }
+
+    @Test("art whose lines end in many tabs or spaces still scans: trailing blanks are trimmed before the width bound")
+    func trailingTabsTrimmedFirst() throws {
+        let art = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL))
+        let padded = art.split(separator: "\n", omittingEmptySubsequences: false)
+            .map { String($0) + String(repeating: "\t", count: 5_000) + String(repeating: " ", count: 2_000) }.joined(separator: "\n")
+        #expect(try QRScanner.scanFIDO(text: padded).url == Fixtures.chromeURL)
+    }
+}
