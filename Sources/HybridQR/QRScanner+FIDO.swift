@@ -33,7 +33,8 @@ public struct FIDOScan: Sendable, Hashable {
     public var unreadableNewerArt: Int = 0
 
     /// Lines for the person who gave `name` to scan (each to print as `note: …`): the other codes
-    /// it held, and a newer code that could not be read.
+    /// it held, and a newer code that could not be read or (in a capture) held no valid payload,
+    /// so that the code used may be an older desktop's.
     public func notes(about name: String) -> [String] {
         var notes: [String] = []
         if unreadableNewerArt > 0 {
@@ -42,10 +43,20 @@ public struct FIDOScan: Sendable, Hashable {
                     + "above it, which may be an older desktop's: if this one is not answered, capture the newest code whole")
         }
         if otherCodes > 0 {
-            let valid = invalidOtherCodes > 0 ? "valid " : ""
-            let chosen = kind == .text ? "the lowest readable \(valid)one (the newest)" : "the first \(valid)one decoded"
-            let skipped = invalidOtherCodes > 0 ? "; \(invalidOtherCodes) other(s) hold no valid payload" : ""
-            notes.append("\(name) holds \(otherCodes + 1) different FIDO:/ codes; using \(chosen), \(Self.start(of: url))\(skipped)")
+            let codes = "\(name) holds \(otherCodes + 1) different FIDO:/ codes"
+            switch (kind == .text, invalidOtherCodes > 0) {
+            case (true, false):
+                notes.append("\(codes); using the lowest readable one (the newest), \(Self.start(of: url))")
+            case (true, true):
+                // The codes passed over are the ones below: the newest code is not the one used.
+                notes.append(
+                    "\(codes); the \(invalidOtherCodes) newer one(s) below hold no valid payload, so using the one above them, "
+                        + "\(Self.start(of: url)), which may be an older desktop's: if it is not answered, capture the newest code again")
+            case (false, let skipped):
+                let valid = skipped ? "valid " : ""
+                let passed = skipped ? "; \(invalidOtherCodes) other(s) hold no valid payload" : ""
+                notes.append("\(codes); using the first \(valid)one decoded, \(Self.start(of: url))\(passed)")
+            }
         }
         return notes
     }

@@ -39,6 +39,18 @@ struct SeveralCodesTests {
         ])
     }
 
+    @Test("a capture whose lowest (newest) code is an invalid FIDO:/: the note says the newer code is invalid and the one used may be an older desktop's")
+    func invalidNewestInCapture() throws {
+        let art = { (text: String) throws -> String in TerminalArt.render(try QREncoder.encode(text: text)) }
+        let capture = "$ desktop\n" + (try art(Fixtures.chromeURL)) + "\n$ desktop\n" + (try art("FIDO:/999")) + "\n$ "
+        let scan = try QRScanner.scanFIDO(text: capture)
+        #expect(scan.url == Fixtures.chromeURL && scan.invalidOtherCodes == 1)
+        #expect(scan.notes(about: "cap.txt") == [
+            "cap.txt holds 2 different FIDO:/ codes; the 1 newer one(s) below hold no valid payload, so using the one above them, "
+                + "FIDO:/162870791865…, which may be an older desktop's: if it is not answered, capture the newest code again"
+        ])
+    }
+
     @Test("two invalid FIDO:/ codes: payload invalid, saying none is valid and the first one's rule")
     func noneValid() throws {
         let error = #expect(throws: QRError(.invalidFIDOPayload)) { try QRScanner.fido(from: ["FIDO:/999", "FIDO:/12"]) }
