@@ -152,9 +152,9 @@ extension QRScanner {
         return scan
     }
 
-    /// A short, printable quote of decoded text for error messages.
-    private static func preview(_ text: String) -> String {
-        let printable = String(String.UnicodeScalarView(text.unicodeScalars.map { $0.value < 0x20 ? "?" : $0 }))
-        return printable.count > 40 ? "\"\(printable.prefix(40))…\"" : "\"\(printable)\""
+    /// A short quote of decoded text for error messages: at most 40 characters, its control,
+    /// line-separator and bidirectional characters and its backslashes escaped.
+    static func preview(_ text: String) -> String {
+        "\"" + HiddenCharacters.escaped(text, escapingBackslash: true, limit: 40) + "\""
     }
 }

@@ -35,7 +35,7 @@ package enum PeerText {
     /// again, unchanged, where a whole line is printed (the narrators). That is why a backslash stays
     /// as it is: escaping it too would double every escape made at the source.
     package static func printable(_ text: some StringProtocol, limit: Int = defaultLimit) -> String {
-        escaped(text, limit: limit) { scalar in isHidden(scalar) ? escape(scalar) : nil }
+        HiddenCharacters.escaped(text, escapingBackslash: false, limit: limit)
     }
 
     /// Bytes a peer sent that need not be text (the start of an answer that is not HTTP, a header
@@ -67,9 +67,7 @@ package enum PeerText {
     }
 
     /// `\u{1B}`: the scalar's code point in upper-case hex.
-    private static func escape(_ scalar: Unicode.Scalar) -> String {
-        "\\u{" + String(scalar.value, radix: 16, uppercase: true) + "}"
-    }
+    private static func escape(_ scalar: Unicode.Scalar) -> String { scalar.swiftEscape }
 
     /// Whether `scalar` is a control character, a line or paragraph separator, or a bidirectional
     /// formatting character (``Unicode/Scalar/isHiddenInPeerText``, shared with `inspect`).

@@ -137,14 +137,14 @@ extension QRCommand {
         }
 
         /// `text` as `--raw` prints it: as it is into a pipe or file, but with its control
-        /// characters escaped (`\u{1B}`) when standard output is a terminal, which would act on
+        /// characters escaped (`\u{1B}`, a backslash as `\\`) when standard output is a terminal, which would act on
         /// them (a hostile code's OSC, SGR or `ESC [2J`), with a note saying so.
         private static func safeForOutput(_ text: String) -> String {
             guard isatty(STDOUT_FILENO) == 1 else { return text }
             let escaped = TerminalText.escapingControls(text)
             if escaped != text {
                 StandardStream.errorLine(
-                    "note: the code holds control characters, shown escaped (\\u{…}) because standard output is a terminal; "
+                    "note: the code holds control characters or backslashes, shown escaped (\\u{…}, \\\\) because standard output is a terminal; "
                         + "redirect or pipe it for the raw text")
             }
             return escaped

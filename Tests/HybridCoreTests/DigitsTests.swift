@@ -110,13 +110,17 @@ import Testing
 extension DigitsTests {
     @Test("a character that is not a digit is named, escaped, with its position; trailing whitespace is called that",
           arguments: [
-            ("000\n", "character 4 of the digits, \"\\n\" (U+000A), is not an ASCII digit: the digits end in trailing whitespace \"\\n\""),
-            ("000\r\n", "character 4 of the digits, \"\\r\" (U+000D), is not an ASCII digit: the digits end in trailing whitespace \"\\r\\n\""),
-            ("000\t", "character 4 of the digits, \"\\t\" (U+0009), is not an ASCII digit: the digits end in trailing whitespace"),
+            ("000\n", "character 4 of the digits, \"\\u{A}\" (U+000A), is not an ASCII digit: the digits end in trailing whitespace \"\\u{A}\""),
+            ("000\r\n", "character 4 of the digits, \"\\u{D}\" (U+000D), is not an ASCII digit: the digits end in trailing whitespace \"\\u{D}\\u{A}\""),
+            ("000\t", "character 4 of the digits, \"\\u{9}\" (U+0009), is not an ASCII digit: the digits end in trailing whitespace"),
             ("000 ", "character 4 of the digits, \" \" (U+0020), is not an ASCII digit: the digits end in trailing whitespace"),
-            ("000\u{0}", "character 4 of the digits, \"\\0\" (U+0000), is not an ASCII digit: the digits end in trailing whitespace"),
+            ("000\u{0}", "character 4 of the digits, \"\\u{0}\" (U+0000), is not an ASCII digit: the digits end in trailing whitespace"),
             ("0a0", "character 2 of the digits, \"a\" (U+0061), is not an ASCII digit"),
             ("00\u{1B}[2J", "character 3 of the digits, \"\\u{1B}\" (U+001B), is not an ASCII digit"),
+            ("00\u{9B}2J", "character 3 of the digits, \"\\u{9B}\" (U+009B), is not an ASCII digit"),
+            ("00\u{202E}", "character 3 of the digits, \"\\u{202E}\" (U+202E), is not an ASCII digit"),
+            ("00\u{85}", "character 3 of the digits, \"\\u{85}\" (U+0085), is not an ASCII digit"),
+            ("00\\", "character 3 of the digits, \"\\\\\" (U+005C), is not an ASCII digit"),
           ])
     func nonDigitNamed(_ digits: String, _ expected: String) {
         let error = #expect(throws: HybridError(.invalidDigits)) { try Digits.decode(digits) }

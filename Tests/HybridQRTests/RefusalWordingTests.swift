@@ -46,7 +46,7 @@ struct RefusalWordingTests {
     func trailingWhitespaceInCode() throws {
         let image = GrayImage(matrix: try QREncoder.encode(text: Fixtures.chromeURL + "\r\n"))
         let error = #expect(throws: QRError(.invalidFIDOPayload)) { try QRScanner.scanFIDO(image: image) }
-        #expect(error?.reason.hasPrefix("character 169 of the digits, \"\\r\" (U+000D), is not an ASCII digit: the digits end in trailing whitespace \"\\r\\n\"") == true,
+        #expect(error?.reason.hasPrefix("character 169 of the digits, \"\\u{D}\" (U+000D), is not an ASCII digit: the digits end in trailing whitespace \"\\u{D}\\u{A}\"") == true,
                 "\(String(describing: error))")
     }
 

@@ -74,17 +74,27 @@ public enum Digits {
     }
 
     /// The reason for a character that is not an ASCII digit at `position` (1-based; every
-    /// character before it is a digit), `rest` the text from it on: the character escaped, and
-    /// when only whitespace or NULs follow, that the digits carry trailing whitespace, the usual
-    /// cause (a scanner app or a copy that kept the line break).
+    /// character before it is a digit), `rest` the text from it on: the character quoted with
+    /// ``HiddenCharacters/escaped(_:keeping:escapingBackslash:limit:)`` (a code's C1 CSI or bidi
+    /// override cannot act on the terminal that shows the error), and when only whitespace or
+    /// NULs follow, that the digits carry trailing whitespace, the usual cause (a scanner app or a
+    /// copy that kept the line break).
     private static func notADigit(_ rest: String, position: Int) -> String {
-        let character = rest.unicodeScalars.first.map { "\(String($0).debugDescription) (U+\(hex($0.value)))" } ?? "?"
+        let character = rest.unicodeScalars.first.map { "\(quote($0)) (U+\(hex($0.value)))" } ?? "?"
         let trailing = rest.unicodeScalars.allSatisfy { " \t\n\r\u{0B}\u{0C}\0".unicodeScalars.contains($0) }
         guard trailing else { return "character \(position) of the digits, \(character), is not an ASCII digit" }
-        let quoted = rest.unicodeScalars.count > 8 ? String(String.UnicodeScalarView(rest.unicodeScalars.prefix(8))) + "…" : rest
         return "character \(position) of the digits, \(character), is not an ASCII digit: the digits end in trailing whitespace "
-            + "\(quoted.debugDescription), which Chromium refuses too; remove it"
+            + "\(quote(rest, limit: 8)), which Chromium refuses too; remove it"
     }
+
+    /// `text` in double quotes, its hidden characters and backslashes escaped, at most `limit`
+    /// characters of it.
+    private static func quote(_ text: some StringProtocol, limit: Int? = nil) -> String {
+        "\"" + HiddenCharacters.escaped(text, escapingBackslash: true, limit: limit) + "\""
+    }
+
+    /// One character in double quotes, escaped as ``quote(_:limit:)`` does.
+    private static func quote(_ scalar: Unicode.Scalar) -> String { quote(String(scalar)) }
 
     /// `value` as at least four upper-case hex digits.
     private static func hex(_ value: UInt32) -> String {
