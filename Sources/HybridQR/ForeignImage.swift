@@ -42,8 +42,10 @@ enum ForeignImage {
     }
 
     /// Netpbm files other than a graymap (`P5`/`P2`, which are read): bitmaps, pixmaps and PAM.
-    /// `P1` and `P3` are ASCII, so the magic must be followed by a header (whitespace or a
-    /// comment, then a number; `P7`: a line break) not to take a line of text for an image.
+    /// `P1` and `P3` are ASCII, so a file is only called one when its whole header parses (the
+    /// magic, then width, height and, but for a bitmap, a maxval of 1 … 65535, each after
+    /// whitespace or `#` comments, and whitespace after the last; an ASCII file's first sample
+    /// next): a log line `P1 2024-11-27 …` is text. `P7` needs a line break after the magic.
     static func netpbm(_ bytes: [UInt8]) -> Format? {
         guard bytes.count >= 3, bytes[0] == UInt8(ascii: "P") else { return nil }
         let kinds: [UInt8: Format] = [
@@ -55,18 +57,44 @@ enum ForeignImage {
         ]
         guard let format = kinds[bytes[1]] else { return nil }
         if bytes[1] == UInt8(ascii: "7") { return bytes[2] == 0x0A ? format : nil }
+        let bitmap = bytes[1] == UInt8(ascii: "1") || bytes[1] == UInt8(ascii: "4")
         var cursor = 2
+        guard let width = headerNumber(bytes, &cursor), width > 0, let height = headerNumber(bytes, &cursor), height > 0 else {
+            return nil
+        }
+        if !bitmap {
+            guard let maxval = headerNumber(bytes, &cursor), (1...65_535).contains(maxval) else { return nil }
+        }
+        guard cursor < bytes.count, PGMReader.isSpace(bytes[cursor]) else { return nil }
+        let ascii = bytes[1] == UInt8(ascii: "1") || bytes[1] == UInt8(ascii: "3")
+        if ascii {
+            var sample = cursor
+            guard headerNumber(bytes, &sample) != nil else { return nil }
+        }
+        return format
+    }
+
+    /// The decimal number at `cursor` after whitespace and `#` comments (at least one of them
+    /// before it), of at most 9 digits, moving `cursor` past it; `nil` if there is none.
+    private static func headerNumber(_ bytes: [UInt8], _ cursor: inout Int) -> Int? {
+        let start = cursor
         while cursor < bytes.count {
             if bytes[cursor] == UInt8(ascii: "#") {
-                while cursor < bytes.count, bytes[cursor] != 0x0A { cursor += 1 }
+                while cursor < bytes.count, bytes[cursor] != 0x0A, bytes[cursor] != 0x0D { cursor += 1 }
             } else if PGMReader.isSpace(bytes[cursor]) {
                 cursor += 1
             } else {
                 break
             }
         }
-        let separated = PGMReader.isSpace(bytes[2]) || bytes[2] == UInt8(ascii: "#")
-        guard separated, cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]) else { return nil }
-        return format
+        guard cursor > start else { return nil }
+        var value = 0
+        var digits = 0
+        while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]), digits < 10 {
+            value = value * 10 + Int(bytes[cursor] - UInt8(ascii: "0"))
+            digits += 1
+            cursor += 1
+        }
+        return (1...9).contains(digits) ? value : nil
     }
 }

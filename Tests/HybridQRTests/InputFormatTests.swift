@@ -72,6 +72,17 @@ struct InputFormatTests {
         #expect(QRScanner.sniff(Array("P3\nhello\n".utf8)) == .text)
     }
 
+    @Test("a log line starting with P1 or P3, whitespace and a digit is text unless a whole Netpbm header follows, and art after it scans")
+    func netpbmLikeLogLine() throws {
+        let art = TerminalArt.render(try QREncoder.encode(fidoURL: Fixtures.chromeURL))
+        for line in ["P1 2024-11-27T10:00:00 desktop started", "P3 10 20 pane", "P1 4 4x", "P3 1 1 256 x", "P1\t12 7\tb"] {
+            #expect(QRScanner.sniff(Array((line + "\n").utf8)) == .text, "\(line)")
+            #expect(try QRScanner.scan(bytes: Array((line + "\n" + art + "\n").utf8)) == Fixtures.chromeURL, "\(line)")
+        }
+        #expect(QRScanner.sniff(Array("P1 # a comment\n3 1 0 1 0\n".utf8)) == nil)
+        #expect(QRScanner.sniff(Array("P3 1 1 255\n0 0 0\n".utf8)) == nil)
+    }
+
     @Test("a PGM with a comment straight after its magic number (P5#comment), as Netpbm allows, is read")
     func commentAfterMagic() throws {
         let image = GrayImage(matrix: try QREncoder.encode(fidoURL: Fixtures.chromeURL), moduleSize: 3)
