@@ -19,10 +19,12 @@ public struct GrayImage: Sendable, Hashable {
         guard width > 0, height > 0 else { return "the image is \(width)×\(height) pixels: empty" }
         guard width > maximumPixelCount / height else { return nil }
         let fits = (Double(maximumPixelCount) / Double(width) / Double(height)).squareRoot()
-        let percent = max(1, Int(fits * 100))
-        return "the image is \(width)×\(height) pixels, more than the \(maximumPixelCount >> 20) Mpx (\(maximumPixelCount) pixels) "
-            + "HybridSim reads: downscale it (a QR code needs only a few pixels per module), e.g. "
-            + "convert in.png -resize \(percent)% out.png"
+        let size = "the image is \(width)×\(height) pixels, more than the \(maximumPixelCount >> 20) Mpx (\(maximumPixelCount) pixels) "
+            + "HybridSim reads"
+        // Below 1 % no whole percentage fits: no screen or camera makes such an image.
+        guard fits >= 0.01 else { return size + ", and too large to be a screen capture or a photo" }
+        return size + ": downscale it (a QR code needs only a few pixels per module), e.g. "
+            + "convert in.png -resize \(Int(fits * 100))% out.png"
     }
 
     /// Creates an image from raw pixels.

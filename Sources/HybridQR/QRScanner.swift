@@ -42,6 +42,14 @@ public enum QRScanner {
         return String(validating: bytes, as: UTF8.self)
     }
 
+    /// Whether `bytes` starts with a UTF-32 byte-order mark: `true` big-endian (`00 00 FE FF`),
+    /// `false` little-endian (`FF FE 00 00`, which also starts like UTF-16LE), `nil` no mark.
+    private static func utf32ByteOrder(_ bytes: [UInt8]) -> Bool? {
+        if bytes.starts(with: [0x00, 0x00, 0xFE, 0xFF]) { return true }
+        if bytes.starts(with: [0xFF, 0xFE, 0x00, 0x00]) { return false }
+        return nil
+    }
+
     /// Whether `bytes` starts with a UTF-16 byte-order mark: `true` big-endian (`FE FF`), `false`
     /// little-endian (`FF FE`), `nil` no mark. Neither pair can start UTF-8 text.
     private static func utf16ByteOrder(_ bytes: [UInt8]) -> Bool? {
@@ -140,9 +148,15 @@ public enum QRScanner {
                 what = "it is empty"
             } else if let format = ForeignImage.format(of: bytes) {
                 what = ForeignImage.refusal(format)
+            } else if let bigEndian = utf32ByteOrder(bytes) {
+                what = "it is UTF-32\(bigEndian ? "BE" : "LE") text (it starts with that byte-order mark), which is not read: "
+                    + "save the capture as UTF-8 (iconv -f UTF-32 -t UTF-8)"
             } else if let bigEndian = utf16ByteOrder(bytes) {
-                what = "it starts with a UTF-16\(bigEndian ? "BE" : "LE") byte-order mark but is not valid UTF-16 text "
-                    + "(an odd number of bytes, a lone surrogate or a NUL): cut short or not text"
+                let mark = "it starts with a UTF-16\(bigEndian ? "BE" : "LE") byte-order mark but"
+                what = bytes.count % 2 == 1
+                    ? "\(mark) has an odd number of bytes (\(bytes.count)): UTF-16 text cut short in its last character; "
+                        + "capture it again, or save it as UTF-8"
+                    : "\(mark) is not valid UTF-16 text (a lone surrogate or a NUL): damaged, or not text"
             } else if bytes.contains(0), String(validating: bytes, as: UTF8.self) != nil {
                 what = "it holds NUL bytes, as UTF-16 text without a byte-order mark does: save the capture as UTF-8 "
                     + "(iconv -f UTF-16LE -t UTF-8)"

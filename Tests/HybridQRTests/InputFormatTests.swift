@@ -33,7 +33,12 @@ struct InputFormatTests {
     func utf16Refused() throws {
         let cut = Array(utf16("hello", bigEndian: false).dropLast())
         let error = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: cut) }
-        #expect(error?.reason.contains("UTF-16LE byte-order mark but is not valid UTF-16") == true, "\(String(describing: error))")
+        #expect(error?.reason.contains("UTF-16LE byte-order mark but has an odd number of bytes (11): UTF-16 text cut short") == true,
+                "\(String(describing: error))")
+        let surrogate: [UInt8] = [0xFF, 0xFE, 0x00, 0xD8, 0x41, 0x00]
+        let lone = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: surrogate) }
+        #expect(lone?.reason.contains("UTF-16LE byte-order mark but is not valid UTF-16 text (a lone surrogate or a NUL)") == true,
+                "\(String(describing: lone))")
         let unmarked = Array(utf16("hello", bigEndian: false).dropFirst(2))
         let noMark = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: unmarked) }
         #expect(noMark?.reason.contains("iconv -f UTF-16LE -t UTF-8") == true, "\(String(describing: noMark))")
@@ -64,6 +69,16 @@ struct InputFormatTests {
         let error = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: bytes) }
         #expect(error?.reason.contains("this is \(name); HybridSim reads PNG, PGM or terminal text") == true, "\(String(describing: error))")
         #expect(error?.reason.contains("convert in.\(fileExtension) out.png") == true, "\(String(describing: error))")
+    }
+
+    @Test("UTF-32 text (either byte-order mark) is named as UTF-32, not called invalid UTF-16")
+    func utf32Named() throws {
+        for (bytes, name) in [([0xFF, 0xFE, 0, 0, 0x41, 0, 0, 0] as [UInt8], "UTF-32LE"), ([0, 0, 0xFE, 0xFF, 0, 0, 0, 0x41], "UTF-32BE")] {
+            #expect(QRScanner.sniff(bytes) == nil)
+            let error = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: bytes) }
+            #expect(error?.reason == "input: it is \(name) text (it starts with that byte-order mark), which is not read: "
+                + "save the capture as UTF-8 (iconv -f UTF-32 -t UTF-8)", "\(String(describing: error))")
+        }
     }
 
     @Test("a line of text that starts like a Netpbm magic number is still text")

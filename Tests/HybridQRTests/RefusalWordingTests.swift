@@ -30,6 +30,13 @@ struct RefusalWordingTests {
         #expect(damaged?.reason.contains("the PNG is damaged; libpng: ") == true, "\(String(describing: damaged))")
     }
 
+    @Test("an image so large that even 1 % of it is over the limit is called too large to be a screen capture, with no percentage")
+    func farTooLarge() throws {
+        let error = #expect(throws: QRError(.notAnImage)) { try QRScanner.scan(bytes: Array("P5\n1000000 1000000\n255\n".utf8)) }
+        #expect(error?.reason.hasSuffix("HybridSim reads, and too large to be a screen capture or a photo") == true, "\(String(describing: error))")
+        #expect(error?.reason.contains("resize") == false)
+    }
+
     @Test("an image over 64 Mpx names the limit and how far to downscale, whatever its format")
     func tooLarge() throws {
         let expected = "the image is 10000×10000 pixels, more than the 64 Mpx (67108864 pixels) HybridSim reads: downscale it"

@@ -77,13 +77,16 @@ public enum Digits {
     /// character before it is a digit), `rest` the text from it on: the character quoted with
     /// ``HiddenCharacters/escaped(_:keeping:escapingBackslash:limit:)`` (a code's C1 CSI or bidi
     /// override cannot act on the terminal that shows the error), and when only whitespace or
-    /// NULs follow, that the digits carry trailing whitespace, the usual cause (a scanner app or a
-    /// copy that kept the line break).
+    /// NULs follow, that the digits carry trailing whitespace (the usual cause: a scanner app or a
+    /// copy that kept the line break) or NUL characters, naming which.
     private static func notADigit(_ rest: String, position: Int) -> String {
         let character = rest.unicodeScalars.first.map { "\(quote($0)) (U+\(hex($0.value)))" } ?? "?"
         let trailing = rest.unicodeScalars.allSatisfy { " \t\n\r\u{0B}\u{0C}\0".unicodeScalars.contains($0) }
         guard trailing else { return "character \(position) of the digits, \(character), is not an ASCII digit" }
-        return "character \(position) of the digits, \(character), is not an ASCII digit: the digits end in trailing whitespace "
+        let nuls = rest.unicodeScalars.contains("\0")
+        let blanks = rest.unicodeScalars.contains { $0 != "\0" }
+        let what = nuls ? (blanks ? "whitespace and NUL characters" : "NUL characters") : "whitespace"
+        return "character \(position) of the digits, \(character), is not an ASCII digit: the digits end in trailing \(what) "
             + "\(quote(rest, limit: 8)), which Chromium refuses too; remove it"
     }
 
