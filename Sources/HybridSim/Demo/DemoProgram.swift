@@ -79,6 +79,10 @@ public enum DemoProgram {
         let status = await run(configuration, output: output) { error in
             lastError.withLock { $0.child = $0.child ?? error }
         }
+        // A signal's ending that began meanwhile (it stopped the children, so `run` came back with
+        // their status) writes the last line and exits: wait for it, rather than exit first with
+        // the children's status and no line (its line was lost 1 run in 4).
+        Interruption.beginEnding()
         if configuration.json {
             // The ending as an event too, as `desktop --json` and `phone --json` end, with the
             // failing child's own error when it printed one (the message says "its error is above").
