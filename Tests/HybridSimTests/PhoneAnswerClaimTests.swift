@@ -33,4 +33,27 @@ struct PhoneAnswerClaimTests {
         #expect(answer.first == CTAP2StatusCode.ok.rawValue)
         #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == [1])
     }
+
+    @Test("--account names two passkeys made in the same second (createdAt is in seconds): the later made, the store's later one, signs; the same name in NFC and NFD is one name")
+    func accountTieGoesToTheLaterMade() async throws {
+        let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-tie-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: home) }
+        let storePath = home + "/passkeys.json"
+        var passkeys = try StoreSamples.passkeys(count: 2)
+        passkeys[0].userName = "Zo\u{EB}"  // NFC
+        passkeys[1].userName = "Zoe\u{308}"  // NFD, made second
+        passkeys[1].createdAt = passkeys[0].createdAt
+        try PasskeyStore(path: storePath, passkeys: passkeys).save()
+        var configuration = PhoneConfiguration(qr: .url("FIDO:/0"))
+        configuration.environment = ["HYBRID_SIM_HOME": home]
+        configuration.account = "Zoe\u{308}"
+        let narrator = PhoneNarrator(output: ProgramOutput(standardOutput: { _ in }, standardError: { _ in }), json: false,
+                                     relayURL: "", proximityURL: "", rssi: 0)
+        let request = Ceremony.Authentication(
+            relyingParty: RelyingParty(id: passkeys[0].rpID, origin: "https://\(passkeys[0].rpID)"), challenge: Array(repeating: 6, count: 32))
+        let phone = PhoneAuthenticator(store: try PasskeyStore.load(path: storePath), configuration: configuration, narrator: narrator)
+        let answer = await phone.respond(request.requestBytes, claim: { true })
+        #expect(answer.first == CTAP2StatusCode.ok.rawValue)
+        #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == [0, 1], "the later made signed")
+    }
 }

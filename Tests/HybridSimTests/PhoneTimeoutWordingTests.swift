@@ -33,5 +33,10 @@ struct PhoneTimeoutWordingTests {
         #expect(PhoneAuthenticator.accountList(Array(repeating: "fz", count: 159) + ["alice"]) == "fz ×159, alice")
         let many = (1...25).map { "user\($0)" }
         #expect(PhoneAuthenticator.accountList(many) == many.prefix(10).joined(separator: ", ") + ", and 15 more name(s)")
+        // A relying party's names: a line break or a terminal escape in one cannot forge a line
+        // or act on the terminal (it reached stderr raw in the account refusal).
+        #expect(
+            PhoneAuthenticator.accountList(["evil\u{1B}[31mRED\nerror: forged", "a\u{202E}b", "evil\u{1B}[31mRED\nerror: forged"])
+                == "evil\\u{1B}[31mRED\\u{A}error: forged ×2, a\\u{202E}b")
     }
 }

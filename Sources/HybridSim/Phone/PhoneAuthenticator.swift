@@ -142,6 +142,8 @@ actor PhoneAuthenticator {
 
     /// Account names for a message: each name once, with its count when it repeats (`zoe ×3`), the
     /// first 10 and how many more: a store of many passkeys must not make one line of thousands.
+    /// The names are a relying party's text: escaped (``PeerText/printable(_:limit:)``), so that one
+    /// holding a line break or a terminal escape cannot forge a line or act on the terminal.
     static func accountList(_ names: [String]) -> String {
         var order: [String] = []
         var counts: [String: Int] = [:]
@@ -149,7 +151,10 @@ actor PhoneAuthenticator {
             if counts[name] == nil { order.append(name) }
             counts[name, default: 0] += 1
         }
-        let shown = order.prefix(10).map { counts[$0]! > 1 ? "\($0) ×\(counts[$0]!)" : $0 }
+        let shown = order.prefix(10).map { name in
+            let printable = PeerText.printable(name, limit: PeerText.lineLimit)
+            return counts[name]! > 1 ? "\(printable) ×\(counts[name]!)" : printable
+        }
         return shown.joined(separator: ", ") + (order.count > 10 ? ", and \(order.count - 10) more name(s)" : "")
     }
 
@@ -162,7 +167,10 @@ actor PhoneAuthenticator {
         let names = Self.accountList(candidates.map { $0.userName ?? Base64URL.encode($0.userID) })
         if let account = configuration.account {
             let matching = candidates.filter { $0.userName == account || $0.userDisplayName == account }
-            guard let chosen = matching.max(by: { $0.createdAt < $1.createdAt }) else {
+            // The newest; of two made in the same second (the time is in seconds), the later in the
+            // store, which is the order they were made in.
+            let newest = matching.map(\.createdAt).max()
+            guard let chosen = matching.last(where: { $0.createdAt == newest }) else {
                 return .refuse(
                     ProgramFailure(
                         .refused,

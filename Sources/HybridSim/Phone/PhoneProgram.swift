@@ -214,9 +214,10 @@ public enum PhoneProgram {
         return { rpId, accounts in
             output.standardError("\(accounts.count) passkeys for \(rpId) on this phone:")
             for (index, passkey) in accounts.enumerated() {
-                let display = passkey.userDisplayName.map { $0 == passkey.userName ? "" : " (\($0))" } ?? ""
+                // A relying party's text: escaped, as every line that shows a peer's words is.
+                let display = passkey.userDisplayName.map { $0 == passkey.userName ? "" : " (\(PeerText.printable($0, limit: PeerText.lineLimit)))" } ?? ""
                 output.standardError(
-                    "  \(index + 1)) \(passkey.userName ?? Base64URL.encode(passkey.userID))\(display)"
+                    "  \(index + 1)) \(PeerText.printable(passkey.userName ?? Base64URL.encode(passkey.userID), limit: PeerText.lineLimit))\(display)"
                 )
             }
             output.standardError("sign in as which one? [1-\(accounts.count), empty to cancel]")
