@@ -106,6 +106,9 @@ struct WebAuthnOptionsShapeTests {
             (#"{"challenge": "AQID", "rpId": "my.example", "rpId": "evil.example"}"#, "duplicate member \"rpId\""),
             (#"{"challenge": "AQID", "x": "# + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}", "nesting deeper than 32"),
             ("{\"challenge\": \"AQID\", \"rpId\": \"caf\u{FF}\"}", "invalid UTF-8"),
+            // A name cut inside an emoji's UTF-16 pair (JavaScript's slice), said as such.
+            (#"{"challenge": "AQID", "rpId": "a\ud83db"}"#, "unpaired surrogate escape (\\uD83D without the low half of its pair)"),
+            (#"{"challenge": "AQID", "rpId": "a\ud83d\u0041"}"#, "unpaired surrogate escape (\\uD83D without the low half of its pair)"),
             (" \n", "the document is empty"),
             (#"{"challenge": "AQID", "timeout": 1e400}"#, "a number beyond what a double holds"),
         ])

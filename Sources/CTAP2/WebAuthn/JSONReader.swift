@@ -176,9 +176,15 @@ package struct JSONReader {
             let unit = try readHex4()
             switch unit {
             case 0xD800..<0xDC00:
-                try expect("\\u")
+                // A string cut inside a character's UTF-16 pair (JavaScript's `.slice(0, 64)` of an
+                // emoji): a browser's JSON.parse takes it; refused here, and said so.
+                let unpaired = "unpaired surrogate escape (\\u\(String(unit, radix: 16, uppercase: true)) without the low half of its pair)"
+                guard current == UInt8(ascii: "\\"), offset + 1 < bytes.count, bytes[offset + 1] == UInt8(ascii: "u") else {
+                    throw error(unpaired)
+                }
+                offset += 2
                 let low = try readHex4()
-                guard (0xDC00..<0xE000).contains(low) else { throw error("unpaired surrogate escape") }
+                guard (0xDC00..<0xE000).contains(low) else { throw error(unpaired) }
                 let value = 0x10000 + ((unit - 0xD800) << 10) + (low - 0xDC00)
                 guard let scalar = Unicode.Scalar(value) else { throw error("invalid surrogate pair") }
                 return scalar
