@@ -120,8 +120,12 @@ struct CLIDesktopPhoneTests {
             (["relay", "--record", "/nonexistent-record-dir"], "--record /nonexistent-record-dir: not an existing directory\nUsage: hybrid-sim relay"),
             (["demo", "--timeout", "0"], "--timeout must be more than 0 and at most 3600 seconds"),
             (["relay", "--tunnel-lifetime", "0"], "--tunnel-lifetime must be a number of seconds above 0 and at most 86400"),
-            (["demo", "--user", ""], "--user must be 1…64 bytes"),
+            (["demo", "--user", ""], "--user must be 1…1024 bytes of UTF-8"),
+            (["demo", "--user", String(repeating: "ë", count: 513)], "--user must be 1…1024 bytes of UTF-8"),
             (["demo", "--rp-id", "bad id"], "--rp-id bad id is not a host name such as example.com"),
+            // rp would listen with an RP ID no browser origin matches: refused with the form to write.
+            (["rp", "--profile", "hanko", "--rp-id", "bücher.example"], "--rp-id: RP ID bücher.example is not one a browser accepts: it is compared with the origin's host, which is lower case (and punycode for other letters); write it xn--bcher-kva.example"),
+            (["rp", "--profile", "hanko", "--rp-id", "Example.com", "--origin", "https://example.com"], "write it example.com"),
             // A negative number after a numeric flag is its value (not a flag), so the range check
             // answers instead of "Missing value".
             (["relay", "--idle-timeout", "-1"], "--idle-timeout must be a number of seconds above 0 and at most 86400"),

@@ -314,12 +314,17 @@ struct EndToEndFailureTests {
     func rpIdAsWritten() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        for rpId in ["MY.Example", "bücher.example"] {
+        // The form to write is given (punycode, lower case), with or without --origin (with one, the
+        // origin check's "not valid for origin https://xn--…" contradicted itself), and a --rp-id
+        // naming the same host in the other form is no contradiction.
+        for (rpId, ascii) in [("MY.Example", "my.example"), ("bücher.example", "xn--bcher-kva.example")] {
             let file = lab.file("options-\(rpId.count).json")
             try #"{"challenge": "AQIDBA", "rpId": "\#(rpId)"}"#.write(toFile: file, atomically: true, encoding: .utf8)
-            _ = try await FailureOutput.expect(
-                lab, ["desktop", "--options", file, "--relay-port", "0", "--proximity-port", "0"], status: 2,
-                line: "error: RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case (and punycode for other letters); write it \(rpId.lowercased()) (in punycode, xn--…, if it has non-ASCII letters), or give the page's --origin")
+            for extra in [[], ["--origin", "https://\(rpId)"], ["--rp-id", ascii]] {
+                _ = try await FailureOutput.expect(
+                    lab, ["desktop", "--options", file, "--relay-port", "0", "--proximity-port", "0"] + extra, status: 2,
+                    line: "error: RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case (and punycode for other letters); write it \(ascii)")
+            }
         }
         // A URL or a port is not a host name: said of the member, not an origin made from it ("https://https://…").
         let user = #""user": {"id": "AQID", "name": "alice"}, "pubKeyCredParams": []"#

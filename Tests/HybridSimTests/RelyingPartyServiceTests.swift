@@ -186,6 +186,27 @@ struct RelyingPartyServiceTests {
         #expect(await rp.pendingCount == 1)
     }
 
+    @Test("an account name in the query that is not UTF-8 once percent-decoded (Latin-1 %EB) is a 400, not the default account; a UTF-8 one, and a long non-Latin one, is taken")
+    func undecodableQueryName() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let rp = try service("hanko", directory: directory)
+        for query in ["Zo%EB", "%FF", "Zo%C3%28"] {
+            let response = await rp.handle(RelyingPartyHTTPRequest(method: "GET", target: "/registration_initialize?user_name=\(query)"))
+            #expect(response.status == 400, "\(query): \(response.body.text)")
+            #expect(
+                response.body["error"]?.stringValue == "the account name (query parameter user_name) is not UTF-8 text once percent-decoded",
+                "\(response.body.text)")
+        }
+        let name = "अनुराधा.श्रीनिवासन@उदाहरण.भारत"  // 84 bytes
+        let encoded = try #require(name.addingPercentEncoding(withAllowedCharacters: .alphanumerics))
+        for (query, expected) in [("Zo%C3%AB", "Zoë"), (encoded, name)] {
+            let response = await rp.handle(RelyingPartyHTTPRequest(method: "GET", target: "/registration_initialize?user_name=\(query)"))
+            #expect(response.status == 200, "\(query): \(response.body.text)")
+            #expect(response.body["publicKey"]?["user"]?["name"]?.stringValue == expected, "\(response.body.text)")
+        }
+    }
+
     @Test("pending challenges are capped (the oldest dropped) and expire after 5 minutes, without a scan per call")
     func pendingChallengesBounded() async throws {
         let directory = try TemporaryDirectory()

@@ -118,16 +118,18 @@ struct DesktopCeremony: Sendable {
         case .registration(let creation): optionsRpId = creation.rp.id
         case .authentication(let request): optionsRpId = request.rpId
         }
-        if let optionsRpId, let given = configuration.rpId, given != optionsRpId {
+        // The same host written two ways (`bücher.example`, `xn--bcher-kva.example`) is no
+        // contradiction: the form check below says which to write.
+        if let optionsRpId, let given = configuration.rpId, given != optionsRpId,
+            WebOrigin.asciiForm(ofHost: given) != WebOrigin.asciiForm(ofHost: optionsRpId)
+        {
             throw ProgramFailure(.badInput, "--rp-id \(given) contradicts the options' RP ID \(optionsRpId)")
         }
         let rpId = optionsRpId ?? fallbackRpId
-        if configuration.origin == nil, rpId != rpId.lowercased() || !rpId.allSatisfy(\.isASCII) {
-            // The origin would be made from it, so "RP ID X is not valid for origin https://X" would
+        if let problem = WebOrigin.rpIdFormProblem(rpId) {
+            // Said before the origin check, whose "RP ID X is not valid for origin https://x" would
             // contradict itself: a browser's origin host is lower case and punycode.
-            throw ProgramFailure(
-                .badInput,
-                "RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case (and punycode for other letters); write it \(rpId.lowercased()) (in punycode, xn--…, if it has non-ASCII letters), or give the page's --origin")
+            throw ProgramFailure(.badInput, problem)
         }
         let origin = configuration.origin ?? "https://\(rpId)"
         self.originDerived = configuration.origin == nil

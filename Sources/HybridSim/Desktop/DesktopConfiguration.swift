@@ -88,8 +88,8 @@ public struct DesktopConfiguration: Sendable {
             // The command normalizes what it is given (`https://example.com/` → `https://example.com`).
             throw bad("--origin \(origin) is not a web origin such as https://example.com (scheme and host, no path or query)")
         }
-        if let userName, userName.isEmpty || userName.utf8.count > 64 {
-            throw bad("--user must be 1…64 bytes")
+        if let userName, userName.isEmpty || userName.utf8.count > ProgramDefaults.maximumUserNameBytes {
+            throw bad("--user must be 1…\(ProgramDefaults.maximumUserNameBytes) bytes of UTF-8")
         }
         if userName != nil, optionsFile != nil {
             throw bad("--user cannot be combined with --options: the options name the user")

@@ -21,6 +21,10 @@ public enum ProgramDefaults {
     public static let rpId = "example.com"
     /// The account the built-in relying party registers.
     public static let userName = "alice"
+    /// The longest account name `--user` and `rp` take, in UTF-8 bytes. WebAuthn sets no maximum
+    /// (64 bytes is the least an authenticator must keep); this bounds the stores' lines, and
+    /// leaves room for long and non-Latin names (30 Devanagari characters are 84 bytes).
+    public static let maximumUserNameBytes = 1024
     /// Longest `--timeout` accepted, seconds.
     public static let maximumTimeoutSeconds = 3600.0
 }

@@ -36,6 +36,23 @@ package enum WebOrigin {
             && text.unicodeScalars.allSatisfy { CharacterSet.alphanumerics.contains($0) || $0 == "." || $0 == "-" }
     }
 
+    /// `host` as a browser writes it in an origin: lower case, and punycode (`xn--…`) for a label
+    /// with other letters (`bücher.example` → `xn--bcher-kva.example`, `Example.COM` →
+    /// `example.com`); `nil` when it is none.
+    package static func asciiForm(ofHost host: String) -> String? {
+        URLComponents(string: "https://\(host)").flatMap(asciiHost)
+    }
+
+    /// Why `rpId` is not an RP ID a browser accepts although it names a host (upper case or
+    /// non-ASCII letters: the RP ID is compared with the origin's host, which is lower case and
+    /// punycode), with the form to write; `nil` when it is in that form already.
+    package static func rpIdFormProblem(_ rpId: String) -> String? {
+        guard rpId != rpId.lowercased() || !rpId.allSatisfy(\.isASCII) else { return nil }
+        let form = asciiForm(ofHost: rpId).map { "write it \($0)" } ?? "write it in lower case, with punycode (xn--…) for other letters"
+        return "RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case "
+            + "(and punycode for other letters); \(form)"
+    }
+
     /// `encodedHost` (`host` decodes punycode to Unicode), lower-cased; `nil` with a percent escape.
     private static func asciiHost(_ components: URLComponents) -> String? {
         guard let host = components.encodedHost?.lowercased(), !host.contains("%") else { return nil }

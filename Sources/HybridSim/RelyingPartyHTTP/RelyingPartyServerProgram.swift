@@ -34,6 +34,8 @@ public enum RelyingPartyServerProgram {
         guard WebOrigin.isPlausibleHost(configuration.rpId) else {
             throw ProgramFailure(.badInput, "--rp-id \(configuration.rpId) is not a host name such as example.com")
         }
+        // A server whose RP ID no browser's origin can match could never verify anything.
+        if let problem = WebOrigin.rpIdFormProblem(configuration.rpId) { throw ProgramFailure(.badInput, "--rp-id: " + problem) }
         let origin: String
         if let given = configuration.origin {
             guard let normalized = WebOrigin.normalized(given) else {

@@ -11,6 +11,10 @@ public struct RelyingPartyHTTPRequest: Sendable {
     public var path: String
     /// Query parameters (percent-decoded).
     public var query: [String: String]
+    /// Query parameters whose value is not UTF-8 once percent-decoded (`user_name=Zo%EB`, Latin-1):
+    /// they are not in ``query``, and a request that needs one is refused rather than read as
+    /// giving no value.
+    public var undecodableQuery: Set<String>
     /// Header names in lower case.
     public var headers: [String: String]
     /// The body.
@@ -22,8 +26,17 @@ public struct RelyingPartyHTTPRequest: Sendable {
         let components = URLComponents(string: target)
         self.path = components?.path ?? target
         var query: [String: String] = [:]
-        for item in components?.queryItems ?? [] { query[item.name] = item.value ?? "" }
+        var undecodable: Set<String> = []
+        for item in components?.percentEncodedQueryItems ?? [] {
+            let name = item.name.removingPercentEncoding ?? item.name
+            guard let value = item.value else {
+                query[name] = ""
+                continue
+            }
+            if let decoded = value.removingPercentEncoding { query[name] = decoded } else { undecodable.insert(name) }
+        }
         self.query = query
+        self.undecodableQuery = undecodable
         self.headers = Dictionary(headers.map { ($0.key.lowercased(), $0.value) }, uniquingKeysWith: { _, last in last })
         self.body = body
     }
@@ -207,6 +220,10 @@ public actor RelyingPartyService {
         if carriesUser, let body, body != .null, endpoint.body?.objectValue != nil, body.objectValue == nil {
             return .refused(.error(400, "the body must be a JSON object (the account name is a member of it), not \(body.text.prefix(40))"))
         }
+        for item in URLComponents(string: endpoint.path)?.queryItems ?? []
+        where item.value == "{user}" && request.undecodableQuery.contains(item.name) {
+            return .refused(.error(400, "the account name (query parameter \(item.name)) is not UTF-8 text once percent-decoded"))
+        }
         guard let value = placeholderValue("user", in: request, body: body, endpoint), value != .null else { return .given("") }
         guard let name = value.stringValue else {
             return .refused(.error(400, "the account name must be a JSON string, not \(value.text.prefix(40))"))
@@ -230,7 +247,9 @@ public actor RelyingPartyService {
         case .refused(let refusal): return refusal
         }
         let name = given.isEmpty ? ProgramDefaults.userName : given
-        guard name.utf8.count <= 64 else { return .error(400, "the account name is longer than 64 bytes") }
+        guard name.utf8.count <= ProgramDefaults.maximumUserNameBytes else {
+            return .error(400, "the account name is longer than \(ProgramDefaults.maximumUserNameBytes) bytes")
+        }
         let existing = store.credentials(rpId: relyingParty.id, userName: name)
         let userId = existing.first?.userId ?? newUserId()
         let user = PublicKeyCredentialUserEntity(id: userId, name: name, displayName: name)
