@@ -89,21 +89,29 @@ struct EndToEndRelayContactsTests {
         #expect(FailureOutput.singleErrorLine(refused).contains("the directory \(lab.file("no-such-dir")) does not exist"), "\(refused.transcript)")
         #expect(!FileManager.default.fileExists(atPath: lab.file("no-such-dir")))
 
-        // The file's directory is replaced by a file while the relay runs: the save of a phone's listen fails.
-        let directory = lab.file("contacts-dir")
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let (relay, url) = try await lab.startRelay(["--contacts", directory + "/contacts.json"])
-        try FileManager.default.removeItem(atPath: directory)
-        try Data("not a directory".utf8).write(to: URL(fileURLWithPath: directory))
-        let token = ListenToken(bytes: Array(repeating: 5, count: ListenToken.size))!
-        var options = WebSocketTunnel.Options()
-        options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL)]
-        let channel = try await WebSocketTunnel.open(
-            url: url + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
-        await channel.close()
-        relay.terminate()
-        #expect(try await relay.waitForExit() == 1, "\(relay.transcript)")
-        let line = FailureOutput.singleErrorLine(relay)
-        #expect(line.hasPrefix("error: --contacts: the contact memory is not saved ("), "\(line)")
+        // The file's directory is replaced by a file, or removed, while the relay runs: the save of
+        // a phone's listen fails, the directory is not made again, and the last line says what the
+        // next start will do with the path.
+        for replaced in [true, false] {
+            let directory = lab.file("contacts-dir-\(replaced)")
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            let file = directory + "/contacts.json"
+            let (relay, url) = try await lab.startRelay(["--contacts", file])
+            try FileManager.default.removeItem(atPath: directory)
+            if replaced { try Data("not a directory".utf8).write(to: URL(fileURLWithPath: directory)) }
+            let token = ListenToken(bytes: Array(repeating: 5, count: ListenToken.size))!
+            var options = WebSocketTunnel.Options()
+            options.extraHeaders = [(PushChannel.listenTokenHeader, token.base64URL)]
+            let channel = try await WebSocketTunnel.open(
+                url: url + TunnelServicePath.listenPath(contactID: token.contactID), timeout: .seconds(5), options: options)
+            await channel.close()
+            relay.terminate()
+            #expect(try await relay.waitForExit() == 1, "\(relay.transcript)")
+            let line = FailureOutput.singleErrorLine(relay)
+            #expect(line.hasPrefix("error: --contacts: the contact memory is not saved ("), "\(line)")
+            #expect(line.hasSuffix("; the next start refuses \(file) until \(directory) is a directory again"), "\(line)")
+            var isDirectory: ObjCBool = false
+            #expect(FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) == replaced && !isDirectory.boolValue)
+        }
     }
 }
