@@ -75,26 +75,11 @@ enum ForeignImage {
     }
 
     /// The decimal number at `cursor` after whitespace and `#` comments (at least one of them
-    /// before it), of at most 9 digits, moving `cursor` past it; `nil` if there is none.
+    /// before it), moving `cursor` past it; `nil` if there is none, or it is too large for a
+    /// header (the PGM reader's rule, ``PGMReader/nextHeaderNumber(_:_:)``).
     private static func headerNumber(_ bytes: [UInt8], _ cursor: inout Int) -> Int? {
-        let start = cursor
-        while cursor < bytes.count {
-            if bytes[cursor] == UInt8(ascii: "#") {
-                while cursor < bytes.count, bytes[cursor] != 0x0A, bytes[cursor] != 0x0D { cursor += 1 }
-            } else if PGMReader.isSpace(bytes[cursor]) {
-                cursor += 1
-            } else {
-                break
-            }
-        }
-        guard cursor > start else { return nil }
-        var value = 0
-        var digits = 0
-        while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]), digits < 10 {
-            value = value * 10 + Int(bytes[cursor] - UInt8(ascii: "0"))
-            digits += 1
-            cursor += 1
-        }
-        return (1...9).contains(digits) ? value : nil
+        let number = PGMReader.nextHeaderNumber(bytes, &cursor)
+        guard number.separated, number.digits > 0, number.value <= PGMReader.largestHeaderNumber else { return nil }
+        return number.value
     }
 }

@@ -59,8 +59,15 @@ package enum PGMReader {
         byte == 0x20 || (0x09...0x0D).contains(byte)
     }
 
-    /// Reads the next decimal number, skipping whitespace and `#` comments before it.
-    private static func headerNumber(_ bytes: [UInt8], _ cursor: inout Int, _ field: String) throws(QRError) -> Int {
+    /// The largest header number read (2^30).
+    static let largestHeaderNumber = 1 << 30
+
+    /// A Netpbm header's next decimal number (any header: ``ForeignImage`` names other Netpbm
+    /// formats with it): whitespace and `#` comments are skipped, then its digits are read, up to
+    /// the first that takes it past ``largestHeaderNumber``. `separated`: something was skipped
+    /// before it; `digits`: 0 when there is no number at `cursor`.
+    static func nextHeaderNumber(_ bytes: [UInt8], _ cursor: inout Int) -> (value: Int, digits: Int, separated: Bool) {
+        let start = cursor
         while cursor < bytes.count {
             if isSpace(bytes[cursor]) {
                 cursor += 1
@@ -70,15 +77,22 @@ package enum PGMReader {
                 break
             }
         }
+        let separated = cursor > start
         var value = 0
         var digits = 0
-        while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]) {
+        while cursor < bytes.count, (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(bytes[cursor]), value <= largestHeaderNumber {
             value = value * 10 + Int(bytes[cursor] - UInt8(ascii: "0"))
             digits += 1
             cursor += 1
-            guard value <= 1 << 30 else { throw QRError(.notAnImage, "PGM: \(field) is too large") }
         }
-        guard digits > 0 else { throw QRError(.notAnImage, "PGM: missing or malformed \(field)") }
-        return value
+        return (value, digits, separated)
+    }
+
+    /// Reads the next decimal number, skipping whitespace and `#` comments before it.
+    private static func headerNumber(_ bytes: [UInt8], _ cursor: inout Int, _ field: String) throws(QRError) -> Int {
+        let number = nextHeaderNumber(bytes, &cursor)
+        guard number.value <= largestHeaderNumber else { throw QRError(.notAnImage, "PGM: \(field) is too large") }
+        guard number.digits > 0 else { throw QRError(.notAnImage, "PGM: missing or malformed \(field)") }
+        return number.value
     }
 }
