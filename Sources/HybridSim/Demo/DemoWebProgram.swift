@@ -50,10 +50,8 @@ package enum DemoWebProgram {
                 events.append(event("say", ["line": line]))
                 output.standardError(line)
             })
+        // Returns only when no signal's ending began (DemoProgram.main waits for one that did).
         let status = await DemoProgram.main(configuration, output: tee)
-        // A signal's ending that began meanwhile writes the last lines (and the page's last
-        // event) and exits: this waits for it rather than add a line after them.
-        Interruption.beginEnding()
         events.append(status == 0 ? event("result", ["status": 0]) : event("error", ["status": Int(status)]))
         if linger > .zero {
             // The demo's lines are out: Ctrl-C now only cuts the linger short, with the demo's status.

@@ -47,8 +47,9 @@ package enum WebOrigin {
     /// non-ASCII letters: the RP ID is compared with the origin's host, which is lower case and
     /// punycode), with the form to write; `nil` when it is in that form already.
     package static func rpIdFormProblem(_ rpId: String) -> String? {
-        guard rpId != rpId.lowercased() || !rpId.allSatisfy(\.isASCII) else { return nil }
-        let form = asciiForm(ofHost: rpId).map { "write it \($0)" } ?? "write it in lower case, with punycode (xn--…) for other letters"
+        let ascii = asciiForm(ofHost: rpId)
+        guard ascii != rpId else { return nil }
+        let form = ascii.map { "write it \($0)" } ?? "write it in lower case, with punycode (xn--…) for other letters"
         return "RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case "
             + "(and punycode for other letters); \(form)"
     }
