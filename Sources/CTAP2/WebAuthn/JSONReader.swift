@@ -12,7 +12,7 @@ package struct JSONReader {
     private var offset = 0
 
     /// Parses one JSON text spanning the whole input: client data JSON by default; `subject` names
-    /// the text in errors ("client data JSON: … at offset N"), `maxDepth` bounds its nesting.
+    /// the text in errors ("client data JSON: … at offset N"; empty: no name), `maxDepth` bounds its nesting.
     package static func parse(
         _ input: some Collection<UInt8>, maxDepth: Int = maxDepth, subject: String = "client data JSON"
     ) throws(CTAP2Error) -> Value {
@@ -30,8 +30,10 @@ package struct JSONReader {
         self.subject = subject
     }
 
+    /// The failure, after `subject: ` unless the subject is empty (a caller that names the
+    /// failure itself, as a store error does with "not JSON").
     private func error(_ what: String) -> CTAP2Error {
-        CTAP2Error(.invalidJSON, "\(subject): \(what) at offset \(offset)")
+        CTAP2Error(.invalidJSON, (subject.isEmpty ? "" : "\(subject): ") + "\(what) at offset \(offset)")
     }
 
     private var current: UInt8? { offset < bytes.count ? bytes[offset] : nil }

@@ -73,11 +73,10 @@ enum StoreDocument<Kind: StoreKind> {
         // without a useful bound, bytes that are not UTF-8. The strict reader names them.
         let strict: JSONReader.Value
         do {
-            strict = try JSONReader.parse(bytes, maxDepth: JSONValue.maxDepth, subject: "not JSON")
+            // No subject: the store error's own summary says "not JSON".
+            strict = try JSONReader.parse(bytes, maxDepth: JSONValue.maxDepth, subject: "")
         } catch {
-            // The error's own "not JSON: " is the summary the store error adds.
-            let reason = error.reason
-            throw StoreError(.notJSON, path: path, reason.hasPrefix("not JSON: ") ? String(reason.dropFirst("not JSON: ".count)) : reason)
+            throw StoreError(.notJSON, path: path, error.reason)
         }
         guard let members = object as? [String: Any] else {
             throw StoreError(.invalidDocument, path: path, "the top level is not a JSON object")
