@@ -17,12 +17,12 @@ package enum PeerText {
     /// backslash, every other character as `\u{XX}`, so a log line stays one parseable line
     /// whatever the peer sent. At most ``defaultLimit`` characters of `text`, then "…".
     package static func loggable(_ text: String) -> String {
-        escaped(text, limit: defaultLimit) { scalar in
+        HiddenCharacters.replacing(text, limit: defaultLimit) { scalar in
             switch scalar {
             case "\\": return "\\\\"
             case "\"": return "\\\""
             case " "..."~": return nil
-            default: return escape(scalar)
+            default: return scalar.swiftEscape
             }
         }
     }
@@ -46,30 +46,4 @@ package enum PeerText {
             (0x20..<0x7F).contains(byte) && byte != UInt8(ascii: "\\") ? String(UnicodeScalar(byte)) : "\\x" + Hex.encode([byte], uppercase: true)
         }.joined() + (bytes.count > limit ? "…" : "")
     }
-
-    /// The first `limit` scalars of `text`, each as `replacement` gives it (`nil`: as it is), with
-    /// "…" when there were more.
-    private static func escaped(
-        _ text: some StringProtocol, limit: Int, _ replacement: (Unicode.Scalar) -> String?
-    ) -> String {
-        var result = ""
-        var count = 0
-        for scalar in text.unicodeScalars {
-            if count == limit { return result + "…" }
-            if let replaced = replacement(scalar) {
-                result += replaced
-            } else {
-                result.unicodeScalars.append(scalar)
-            }
-            count += 1
-        }
-        return result
-    }
-
-    /// `\u{1B}`: the scalar's code point in upper-case hex.
-    private static func escape(_ scalar: Unicode.Scalar) -> String { scalar.swiftEscape }
-
-    /// Whether `scalar` is a control character, a line or paragraph separator, or a bidirectional
-    /// formatting character (``Unicode/Scalar/isHiddenInPeerText``, shared with `inspect`).
-    static func isHidden(_ scalar: Unicode.Scalar) -> Bool { scalar.isHiddenInPeerText }
 }

@@ -35,14 +35,24 @@ package enum HiddenCharacters {
     package static func escaped(
         _ text: some StringProtocol, keeping: Set<Unicode.Scalar> = [], escapingBackslash: Bool, limit: Int? = nil
     ) -> String {
+        replacing(text, limit: limit) { scalar in
+            if scalar.isHiddenInPeerText && !keeping.contains(scalar) { return scalar.swiftEscape }
+            return escapingBackslash && scalar == "\\" ? "\\\\" : nil
+        }
+    }
+
+    /// The first `limit` scalars of `text` (`nil`: all), each as `replacement` gives it (`nil`: as
+    /// it is), with "…" when there were more: the loop under ``escaped(_:keeping:escapingBackslash:limit:)``
+    /// and the log lines' stricter escaping (`PeerText.loggable`).
+    package static func replacing(
+        _ text: some StringProtocol, limit: Int?, _ replacement: (Unicode.Scalar) -> String?
+    ) -> String {
         var result = ""
         var count = 0
         for scalar in text.unicodeScalars {
             if count == limit { return result + "…" }
-            if scalar.isHiddenInPeerText && !keeping.contains(scalar) {
-                result += scalar.swiftEscape
-            } else if escapingBackslash && scalar == "\\" {
-                result += "\\\\"
+            if let replaced = replacement(scalar) {
+                result += replaced
             } else {
                 result.unicodeScalars.append(scalar)
             }
