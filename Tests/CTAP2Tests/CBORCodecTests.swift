@@ -128,10 +128,19 @@ struct CBORCodecTests {
         }
     }
 
-    @Test("canonically equivalent but different text keys are rejected as duplicates, not merged")
+    @Test("text keys are compared by their bytes, as CBOR does: canonically equivalent spellings are two keys, not a duplicate")
     func unicodeKeys() throws {
-        // "é" as U+00E9 (c3 a9) and as e + U+0301 (65 cc 81) are equal Swift Strings.
-        #expect(throws: CBORError(.duplicateMapKey)) { try CBOR.decode(hex("a2 62c3a9 01 6365cc81 02")) }
+        // "é" as U+00E9 (c3 a9) and as e + U+0301 (65 cc 81): equal Swift Strings, different CBOR.
+        let both = hex("a2 62c3a9 01 6365cc81 02")
+        let value = try CBOR.decode(both)
+        #expect(value.mapValue?.count == 2)
+        #expect(value.mapValue?[.text("\u{E9}")] == .int(1))
+        #expect(value.mapValue?[.text("e\u{301}")] == .int(2))
+        #expect(CBOR.encode(value) == both, "both keys come back, each with its own bytes, in canonical order")
+        #expect(CBORValue.text("\u{E9}") != CBORValue.text("e\u{301}"))
+        #expect(Set<CBORValue>([.text("\u{E9}"), .text("e\u{301}"), .text("\u{E9}")]).count == 2)
+        // The same bytes twice are still a duplicate.
+        #expect(throws: CBORError(.duplicateMapKey)) { try CBOR.decode(hex("a2 6365cc81 01 6365cc81 02")) }
         // A lone key keeps its exact bytes through a round trip.
         let decomposed = hex("a1 6365cc81 01")
         #expect(CBOR.encode(try CBOR.decode(decomposed)) == decomposed)

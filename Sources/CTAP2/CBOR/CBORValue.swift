@@ -24,6 +24,46 @@ public enum CBORValue: Hashable, Sendable {
     case undefined
 }
 
+// MARK: - Equality
+
+extension CBORValue {
+    /// CBOR's equality (RFC 8949 §2: data items are equal when their encoded forms are), so text
+    /// strings are equal when their UTF-8 bytes are. Swift's `String ==` compares canonically
+    /// (`"\u{E9}" == "e\u{301}"`), which would make a map holding both spellings of one word as keys
+    /// a duplicate-key error and a dictionary lookup find either; a CTAP2 peer compares bytes.
+    public static func == (lhs: CBORValue, rhs: CBORValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.unsigned(let a), .unsigned(let b)): return a == b
+        case (.negative(let a), .negative(let b)): return a == b
+        case (.bytes(let a), .bytes(let b)): return a == b
+        case (.text(let a), .text(let b)): return a.utf8.elementsEqual(b.utf8)
+        case (.array(let a), .array(let b)): return a == b
+        case (.map(let a), .map(let b)): return a == b
+        case (.bool(let a), .bool(let b)): return a == b
+        case (.null, .null), (.undefined, .undefined): return true
+        default: return false
+        }
+    }
+
+    /// Hashes what ``==(_:_:)`` compares: a text string's UTF-8 bytes.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .unsigned(let n): hasher.combine(0 as UInt8); hasher.combine(n)
+        case .negative(let n): hasher.combine(1 as UInt8); hasher.combine(n)
+        case .bytes(let b): hasher.combine(2 as UInt8); hasher.combine(b)
+        case .text(let s):
+            hasher.combine(3 as UInt8)
+            hasher.combine(s.utf8.count)
+            for byte in s.utf8 { hasher.combine(byte) }
+        case .array(let a): hasher.combine(4 as UInt8); hasher.combine(a)
+        case .map(let m): hasher.combine(5 as UInt8); hasher.combine(m)
+        case .bool(let b): hasher.combine(6 as UInt8); hasher.combine(b)
+        case .null: hasher.combine(7 as UInt8)
+        case .undefined: hasher.combine(8 as UInt8)
+        }
+    }
+}
+
 // MARK: - Construction
 
 extension CBORValue {
