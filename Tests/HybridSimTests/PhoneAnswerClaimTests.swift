@@ -34,19 +34,27 @@ struct PhoneAnswerClaimTests {
         #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == [1])
     }
 
-    @Test("--account names two passkeys made in the same second (createdAt is in seconds): the later made, the store's later one, signs; the same name in NFC and NFD is one name")
-    func accountTieGoesToTheLaterMade() async throws {
+    @Test(
+        "--account: of a name in NFC and NFD made in the same second, the form written exactly as --account signs, though made first",
+        arguments: [
+            ("Zo\u{EB}", [1, 0]),  // NFC, exactly the first passkey's name: it signs, though made first
+            ("Zoe\u{308}", [0, 1]),  // NFD, exactly the second's
+        ])
+    func accountChoosesTheExactFormThenTheLaterMade(account: String, signCounts: [UInt32]) async throws {
         let home = FileManager.default.temporaryDirectory.appendingPathComponent("hybridsim-tie-\(UUID().uuidString)").path
         defer { try? FileManager.default.removeItem(atPath: home) }
         let storePath = home + "/passkeys.json"
-        var passkeys = try StoreSamples.passkeys(count: 2)
+        var passkeys = try StoreSamples.passkeys(count: 3)
         passkeys[0].userName = "Zo\u{EB}"  // NFC
         passkeys[1].userName = "Zoe\u{308}"  // NFD, made second
         passkeys[1].createdAt = passkeys[0].createdAt
+        passkeys[2].userName = "Bo"
+        passkeys[2].userDisplayName = "Zo\u{EB}"  // another RP's: never a candidate
+        passkeys[2].rpID = "other.example"
         try PasskeyStore(path: storePath, passkeys: passkeys).save()
         var configuration = PhoneConfiguration(qr: .url("FIDO:/0"))
         configuration.environment = ["HYBRID_SIM_HOME": home]
-        configuration.account = "Zoe\u{308}"
+        configuration.account = account
         let narrator = PhoneNarrator(output: ProgramOutput(standardOutput: { _ in }, standardError: { _ in }), json: false,
                                      relayURL: "", proximityURL: "", rssi: 0)
         let request = Ceremony.Authentication(
@@ -54,6 +62,16 @@ struct PhoneAnswerClaimTests {
         let phone = PhoneAuthenticator(store: try PasskeyStore.load(path: storePath), configuration: configuration, narrator: narrator)
         let answer = await phone.respond(request.requestBytes, claim: { true })
         #expect(answer.first == CTAP2StatusCode.ok.rawValue)
-        #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == [0, 1], "the later made signed")
+        #expect(try PasskeyStore.load(path: storePath).passkeys.map(\.signCount) == signCounts + [0])
+    }
+
+    @Test("a name given in the other normalization form than the only passkey's still finds it (Swift compares canonically)")
+    func otherFormFindsTheOnlyOne() throws {
+        var passkeys = try StoreSamples.passkeys(count: 2)
+        passkeys[0].userName = "Zo\u{EB}"
+        passkeys[1].userName = "Zoey"
+        #expect(PhoneAuthenticator.named("Zoe\u{308}", among: passkeys).map(\.userName) == ["Zo\u{EB}"])
+        passkeys[1].userDisplayName = "Zoe\u{308}"
+        #expect(PhoneAuthenticator.named("Zoe\u{308}", among: passkeys).map(\.userName) == ["Zoey"], "an exact display name comes first")
     }
 }

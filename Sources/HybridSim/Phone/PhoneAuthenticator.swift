@@ -158,6 +158,16 @@ actor PhoneAuthenticator {
         return shown.joined(separator: ", ") + (order.count > 10 ? ", and \(order.count - 10) more name(s)" : "")
     }
 
+    /// The passkeys whose user name or display name is `account`. Swift compares strings
+    /// canonically, so a name written in NFC and one in NFD (`é` as one scalar or as `e` and a
+    /// combining accent) are equal; when both forms are on the phone, the one written exactly as
+    /// `account` (same scalars) is chosen, and only without one does the other form count.
+    static func named(_ account: String, among candidates: [Passkey]) -> [Passkey] {
+        func exactly(_ name: String?) -> Bool { name.map { $0.unicodeScalars.elementsEqual(account.unicodeScalars) } ?? false }
+        let exact = candidates.filter { exactly($0.userName) || exactly($0.userDisplayName) }
+        return exact.isEmpty ? candidates.filter { $0.userName == account || $0.userDisplayName == account } : exact
+    }
+
     private func chooseAccount(for request: GetAssertionRequest) async -> Choice {
         let allowed = Set((request.allowList ?? []).map(\.id))
         let candidates = authenticator.passkeys.filter { passkey in
@@ -166,7 +176,7 @@ actor PhoneAuthenticator {
         guard !candidates.isEmpty else { return .none }
         let names = Self.accountList(candidates.map { $0.userName ?? Base64URL.encode($0.userID) })
         if let account = configuration.account {
-            let matching = candidates.filter { $0.userName == account || $0.userDisplayName == account }
+            let matching = Self.named(account, among: candidates)
             // The newest; of two made in the same second (the time is in seconds), the later in the
             // store, which is the order they were made in.
             let newest = matching.map(\.createdAt).max()

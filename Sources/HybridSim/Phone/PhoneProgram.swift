@@ -228,7 +228,7 @@ public enum PhoneProgram {
                     return nil
                 }
                 if let number = Int(answer), (1...accounts.count).contains(number) { return accounts[number - 1] }
-                if let named = accounts.first(where: { $0.userName == answer || $0.userDisplayName == answer }) { return named }
+                if let named = PhoneAuthenticator.named(answer, among: accounts).first { return named }
                 let printable = PeerText.printable(answer, limit: 64)
                 output.standardError(
                     attempt < 3
