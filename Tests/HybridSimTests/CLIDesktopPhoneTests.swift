@@ -89,6 +89,10 @@ struct CLIDesktopPhoneTests {
             (["rp", "--profile", "hanko", "--origin", "https://evil.example"], "--origin https://evil.example does not go with --rp-id example.com"),
             (["desktop", "--origin", "https://example.com/?q=1"], "--origin https://example.com/?q=1 is not a web origin"),
             (["desktop", "--origin", "https://example.com#top"], "--origin https://example.com#top is not a web origin"),
+            // A fully qualified name copied whole: another origin to a relying party; --rp-id refuses it too.
+            (["desktop", "--origin", "https://Example.COM.:8443/"], "--origin https://example.com.:8443 has a host ending in a dot, which a relying party comparing origins exactly takes for another origin than https://example.com:8443, and --rp-id refuses such a host; write https://example.com:8443"),
+            (["rp", "--profile", "hanko", "--rp-id", "example.com", "--origin", "https://example.com."], "--origin https://example.com. has a host ending in a dot"),
+            (["desktop", "--rp-id", "example.com."], "--rp-id example.com. is not a host name"),
             (["desktop", "--min-rssi", "-300"], "--min-rssi"),
             (["relay", "--routing-id-prefix", "0"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--routing-id-prefix", "0A1"], "--routing-id-prefix must be 2 or 4 hex digits"),

@@ -88,6 +88,7 @@ public struct DesktopConfiguration: Sendable {
             // The command normalizes what it is given (`https://example.com/` → `https://example.com`).
             throw bad("--origin \(origin) is not a web origin such as https://example.com (scheme and host, no path or query)")
         }
+        if let origin, let problem = WebOrigin.trailingDotProblem(origin) { throw bad(problem) }
         if let userName, userName.isEmpty || userName.utf8.count > ProgramDefaults.maximumUserNameBytes {
             throw bad("--user must be 1…\(ProgramDefaults.maximumUserNameBytes) bytes of UTF-8")
         }

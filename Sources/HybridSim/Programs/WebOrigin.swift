@@ -23,6 +23,18 @@ package enum WebOrigin {
         return "\(scheme)://\(host)\(port)"
     }
 
+    /// Why `origin` (serialized) is refused as the origin this program writes into `clientDataJSON`
+    /// or expects there: its host ends in a dot (`https://example.com.`, a fully qualified name
+    /// copied whole), which a relying party comparing origins exactly takes for another origin than
+    /// `https://example.com`, and which `--rp-id` refuses as a host. A browser's `Origin` header may
+    /// be such an origin, so this is no part of ``normalized(_:)``. `nil` when there is no problem.
+    package static func trailingDotProblem(_ origin: String) -> String? {
+        guard let host = host(of: origin), host.hasSuffix(".") else { return nil }
+        let bare = origin.replacingOccurrences(of: host, with: String(host.dropLast()))
+        return "--origin \(origin) has a host ending in a dot, which a relying party comparing origins exactly takes for "
+            + "another origin than \(bare), and --rp-id refuses such a host; write \(bare)"
+    }
+
     /// The host of an origin as the relying party ID is compared with it: ASCII, lower case.
     package static func host(of origin: String) -> String? {
         URLComponents(string: origin).flatMap(asciiHost)

@@ -42,6 +42,7 @@ public enum RelyingPartyServerProgram {
                 throw ProgramFailure(.badInput, "--origin \(given) is not a web origin such as https://example.com (scheme and host, no path or query)")
             }
             origin = normalized
+            if let problem = WebOrigin.trailingDotProblem(origin) { throw ProgramFailure(.badInput, problem) }
             // A browser refuses an RP ID that is not the origin's host or a parent domain of it, so
             // such a server could never verify anything.
             guard let host = WebOrigin.host(of: origin),
