@@ -52,7 +52,7 @@ public enum Inspector {
             flow: recording.flow.description, pattern: walk.patternName, tunnelID: Hex.encode(recording.tunnelID, uppercase: true),
             routingID: Hex.encode(recording.routingID, uppercase: true), startMilliseconds: recording.startMilliseconds,
             keys: walk.keyStatus, keyDetail: walk.keyDetail, qr: qr, messages: walk.messages, closure: closure, closeCode: closeCode,
-            anomalies: anomalies, notes: walk.notes)
+            anomalies: anomalies.map(\.text), anomalyKinds: anomalies.map(\.kind), notes: walk.notes)
     }
 
     /// One pass over the messages, matching the handshake to a key-log entry not in `excluding`.
@@ -65,19 +65,20 @@ public enum Inspector {
         return walk
     }
 
-    static func qrLines(_ url: String, recording: TunnelRecording, anomalies: inout [String]) -> [String] {
+    static func qrLines(_ url: String, recording: TunnelRecording, anomalies: inout [Walk.Anomaly]) -> [String] {
         let payload: QRPayload
         do {
             payload = try QRPayload(url: url)
         } catch {
-            anomalies.append("the QR URL does not parse: \(error.reason)")
+            anomalies.append((.qrUnreadable, "the QR URL does not parse: \(error.reason)"))
             return []
         }
         let tunnelID = QRSecretKeys(qrSecret: payload.secret).tunnelID
         if recording.flow == .linked {
-            anomalies.append("a QR code was given for a linked session (linked sessions start without one)")
+            anomalies.append((.qrForLinkedSession, "a QR code was given for a linked session (linked sessions start without one)"))
         } else if tunnelID != recording.tunnelID {
-            anomalies.append("the QR code's tunnel ID \(Hex.encode(tunnelID, uppercase: true)) is not the recording's: another session's QR code")
+            anomalies.append(
+                (.qrOtherSession, "the QR code's tunnel ID \(Hex.encode(tunnelID, uppercase: true)) is not the recording's: another session's QR code"))
         }
         return [
             "0 (desktop public key): \(CBORAnnotation.short(payload.compressedPublicKey))",
@@ -105,7 +106,9 @@ struct Walk {
     var keyDetail: String
     var keys: SessionKeys?
     var messages: [Inspection.Message] = []
-    var anomalies: [String] = []
+    /// A session anomaly: what it is, and the sentence.
+    typealias Anomaly = (kind: Inspection.AnomalyKind, text: String)
+    var anomalies: [Anomaly] = []
     var notes: [String] = []
     var desktopCount = 0
     var phoneCount = 0
@@ -147,12 +150,12 @@ struct Walk {
             to: isDesktop ? "phone" : "desktop", bytes: bytes.count, sequence: nil, plaintextBytes: nil, title: "",
             details: [], anomalies: [])
         if index == 0 && !isDesktop {
-            anomalies.append("the phone spoke first; the desktop (Noise initiator) sends the first message")
+            anomalies.append((.phoneSpokeFirst, "the phone spoke first; the desktop (Noise initiator) sends the first message"))
         }
         if position == 0 {
             handshake(&message, bytes: bytes, isDesktop: isDesktop)
         } else {
-            if isDesktop && shutdownSeen { message.anomalies.append("the desktop sent a message after its shutdown") }
+            if isDesktop && shutdownSeen { message.flag(.afterShutdown, "the desktop sent a message after its shutdown") }
             transport(&message, bytes: bytes, isDesktop: isDesktop)
         }
         messages.append(message)
@@ -164,15 +167,15 @@ struct Walk {
             let point = Array(bytes.prefix(65))
             message.details.append("e (ephemeral public key): \(CBORAnnotation.short(point))")
             if (try? P256.KeyAgreement.PublicKey(x963Representation: point)) == nil {
-                message.anomalies.append("the first 65 bytes are not an uncompressed P-256 point")
+                message.flag(.handshakeNotAPoint, "the first 65 bytes are not an uncompressed P-256 point")
             }
             message.details.append("tag over the empty payload: \(CBORAnnotation.short(Array(bytes.dropFirst(65))))")
         }
         if bytes.count != HybridConstants.handshakeMessageSize {
-            message.anomalies.append("\(bytes.count) bytes; a handshake message is 81 (65-byte point, 16-byte tag)")
+            message.flag(.handshakeSize, "\(bytes.count) bytes; a handshake message is 81 (65-byte point, 16-byte tag)")
         }
         if !isDesktop && desktopCount == 0 {
-            message.anomalies.append("handshake message 2 before message 1")
+            message.flag(.handshakeOrder, "handshake message 2 before message 1")
         }
         guard isDesktop, let keyLog, bytes.count >= 65 else { return }
         let ephemeral = Array(bytes.prefix(65))
@@ -195,7 +198,7 @@ struct Walk {
         // the key: a wrong key is judged on messages that could have authenticated.
         let wellFormed = bytes.count >= 48 && (bytes.count - 16) % HybridConstants.paddingGranularity == 0
         if !wellFormed {
-            message.anomalies.append("\(bytes.count) bytes is not whole 32-byte padded blocks plus a 16-byte tag")
+            message.flag(.transportSize, "\(bytes.count) bytes is not whole 32-byte padded blocks plus a 16-byte tag")
         }
         let guess = sequences[isDesktop, default: SequenceTracker()].guess
         message.sequence = Int(guess)
@@ -215,34 +218,34 @@ struct Walk {
             if isDesktop { desktopUnread = true }
             if !wellFormed {
                 message.title = "malformed transport message"
-                message.anomalies.append("it does not authenticate either (cut or damaged in transit, or not a transport message; not counted against the key)")
+                message.flag(.malformed, "it does not authenticate either (cut or damaged in transit, or not a transport message; not counted against the key)")
             } else if decryptedBy[isDesktop] == 0 {
                 unexplained[isDesktop, default: []].append(messages.count)  // this message's index once appended
             } else {
-                message.anomalies.append(Self.badTag(sequence: guess))
+                message.flag(.badTag, Self.badTag(sequence: guess))
             }
             return
         }
         decryptedBy[isDesktop, default: 0] += 1
         message.sequence = Int(sequence)
         if let anomaly = sequences[isDesktop, default: SequenceTracker()].authenticated(sequence, message: messages.count) {
-            message.anomalies.append(anomaly)
+            message.flag(anomaly.kind, anomaly.text)
         }
         let plaintext: [UInt8]
         do {
             plaintext = try Crypter.unpad(padded)
         } catch {
             message.title = "transport message with bad padding"
-            message.anomalies.append("bad padding: \(error.reason)")
+            message.flag(.badPadding, "bad padding: \(error.reason)")
             return
         }
         message.plaintextBytes = plaintext.count
         let paddingCount = padded.count - plaintext.count - 1
         if padded[plaintext.count..<(padded.count - 1)].contains(where: { $0 != 0 }) {
-            message.anomalies.append("padding bytes are not zero")
+            message.flag(.paddingNotZero, "padding bytes are not zero")
         }
         if paddingCount >= HybridConstants.paddingGranularity {
-            message.anomalies.append("\(paddingCount) padding bytes: more than one block (Chromium pads to the next multiple of 32)")
+            message.flag(.paddingOverBlock, "\(paddingCount) padding bytes: more than one block (Chromium pads to the next multiple of 32)")
         }
         if !isDesktop && sequence == 0 {
             postHandshake(&message, plaintext: plaintext)
@@ -271,11 +274,12 @@ struct Walk {
         guard let (sequence, _) = Self.opening(bytes, key: otherKey, at: candidates) else { return false }
         message.title = "transport message recorded in the wrong direction"
         message.sequence = Int(sequence)
-        message.anomalies.append(
+        message.flag(
+            .wrongDirection,
             "recorded as the \(message.from)'s, but it authenticates with the \(isDesktop ? "phone-to-desktop" : "desktop-to-phone") key "
                 + "at sequence \(sequence): the recording's direction is wrong (not decoded)")
         if let anomaly = sequences[!isDesktop, default: SequenceTracker()].authenticated(sequence, message: messages.count) {
-            message.anomalies.append(anomaly)
+            message.flag(anomaly.kind, anomaly.text)
         }
         decryptedBy[!isDesktop, default: 0] += 1
         if !isDesktop { desktopUnread = true }  // the desktop's message, its request (if one) unread
@@ -303,7 +307,8 @@ struct Walk {
             guard let indexes = unexplained[isDesktop], !indexes.isEmpty else { continue }
             if decryptedBy[isDesktop, default: 0] > 0 {
                 for index in indexes {
-                    messages[index].anomalies.append(
+                    messages[index].flag(
+                        .badTag,
                         Self.badTag(sequence: UInt32(messages[index].sequence ?? 0))
                             + "; later messages this way authenticate, so the key is right")
                 }
@@ -326,19 +331,22 @@ struct Walk {
         judgeUnexplained()
         // A gap that messages recorded later filled is said again: reordered, or fewer missing.
         for tracker in sequences.values {
-            for (index, was, now) in tracker.finalAnomalies() {
-                messages[index].anomalies = messages[index].anomalies.map { $0 == was ? now : $0 }
+            for (index, was, now, kind) in tracker.finalAnomalies() {
+                for position in messages[index].anomalies.indices where messages[index].anomalies[position] == was {
+                    messages[index].anomalies[position] = now
+                    messages[index].anomalyKinds[position] = kind
+                }
             }
         }
         if desktopCount == 0 {
-            anomalies.append("no handshake: the desktop sent nothing")
+            anomalies.append((.noHandshake, "no handshake: the desktop sent nothing"))
             if keyStatus == .noEntry {
                 keyStatus = .noHandshake
                 keyDetail = "the recording holds no handshake, so no key-log entry can be matched (nothing is encrypted either)"
             }
         }
-        if desktopCount > 0 && phoneCount == 0 { anomalies.append("the phone never answered the handshake") }
-        if keyStatus == .matched && responses == 0 { anomalies.append("no CTAP response was recorded") }
+        if desktopCount > 0 && phoneCount == 0 { anomalies.append((.phoneNeverAnswered, "the phone never answered the handshake")) }
+        if keyStatus == .matched && responses == 0 { anomalies.append((.noCTAPResponse, "no CTAP response was recorded")) }
         // Every desktop message read, a response given, and the tunnel closed with no shutdown
         // (`desktop --misbehave no-shutdown`, revision-0 desktops): over, but not as Chromium ends it.
         if keyStatus == .matched, responses > 0, !shutdownSeen, !desktopUnread {

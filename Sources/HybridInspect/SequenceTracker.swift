@@ -66,11 +66,13 @@ struct SequenceTracker {
     /// A message authenticated at `sequence`; `message` is its index in the inspection. Returns
     /// the anomaly it is, if any: a gap (numbers skipped that no failed message accounts for), a
     /// reordered message (an earlier number not used yet) or a replayed one (a number used already).
-    mutating func authenticated(_ sequence: UInt32, message: Int) -> String? {
+    mutating func authenticated(_ sequence: UInt32, message: Int) -> (kind: Inspection.AnomalyKind, text: String)? {
         defer { used.insert(sequence) }
         // Before the order check: at `UInt32.max`, ``next`` is a number that may have been used.
-        if used.contains(sequence) { return "sequence \(sequence) repeated (a replayed message)" }
-        guard sequence >= next else { return "reordered (sent as sequence \(sequence), recorded after sequence \(highest ?? next - 1))" }
+        if used.contains(sequence) { return (.sequenceRepeated, "sequence \(sequence) repeated (a replayed message)") }
+        guard sequence >= next else {
+            return (.reordered, "reordered (sent as sequence \(sequence), recorded after sequence \(highest ?? next - 1))")
+        }
         // The messages that failed since the last success took the numbers right after it.
         let skipped = sequence - next
         let altered = min(skipped, UInt32(clamping: failedSince))
@@ -81,12 +83,12 @@ struct SequenceTracker {
         guard sequence > expected else { return nil }
         let anomaly = "sequence gap: expected \(expected), this is \(sequence) (\(sequence - expected) message(s) missing)"
         gaps.append(Gap(message: message, anomaly: anomaly, expected: expected, sequence: sequence, skipped: Array(expected..<sequence)))
-        return anomaly
+        return (.sequenceGap, anomaly)
     }
 
     /// The gaps that messages arriving later filled, all or in part: the message's index, the
-    /// anomaly written on it, and what it is now.
-    func finalAnomalies() -> [(message: Int, was: String, now: String)] {
+    /// anomaly written on it, and what it is now (all filled: reordered; else still a gap).
+    func finalAnomalies() -> [(message: Int, was: String, now: String, kind: Inspection.AnomalyKind)] {
         gaps.compactMap { gap in
             let missing = gap.skipped.filter { !used.contains($0) }
             guard missing.count < gap.skipped.count else { return nil }
@@ -97,7 +99,7 @@ struct SequenceTracker {
                     + "(reordered in transit: \(arrived.count == 1 ? "it was" : "they were") recorded later)"
                 : "sequence gap: expected \(gap.expected), this is \(gap.sequence) (\(missing.count) message(s) missing; "
                     + "\(arrived.count) more arrived later, reordered)"
-            return (gap.message, gap.anomaly, now)
+            return (gap.message, gap.anomaly, now, missing.isEmpty ? .reordered : .sequenceGap)
         }
     }
 }

@@ -7,7 +7,7 @@ extension Walk {
     mutating func postHandshake(_ message: inout Inspection.Message, plaintext: [UInt8]) {
         message.title = "post-handshake message"
         guard let value = try? CBOR.decode(plaintext) else {
-            message.anomalies.append("not a CBOR item (a revision-0 phone?)")
+            message.flag(.postHandshakeNotCBOR, "not a CBOR item (a revision-0 phone?)")
             return
         }
         // The getInfo response nested as bytes is shown decoded; linking information (a phone that
@@ -22,7 +22,7 @@ extension Walk {
         do {
             _ = try PostHandshakeMessage.parse(plaintext)
         } catch {
-            message.anomalies.append("the desktop refuses it (Chromium's rules, Docs/PROTOCOL-TOLERANCE.md): \(error.reason)")
+            message.flag(.postHandshakeRefused, "the desktop refuses it (Chromium's rules, Docs/PROTOCOL-TOLERANCE.md): \(error.reason)")
         }
         for line in CBORAnnotation.lines(value, schema: .postHandshake) {
             if line.hasPrefix("2 (linking)"), let linking {
@@ -51,15 +51,15 @@ extension Walk {
             frame = try Frame(bytes: plaintext)
         } catch {
             message.title = "unknown frame"
-            message.anomalies.append("\(error.reason) (a Chromium peer closes the tunnel)")
+            message.flag(.unknownFrame, "\(error.reason) (a Chromium peer closes the tunnel)")
             return
         }
         switch frame.type {
         case .shutdown:
             message.payload = Hex.encode(frame.payload)
             message.title = "shutdown"
-            if !isDesktop { message.anomalies.append("a shutdown from the phone (only desktops send one; Chromium fails)") }
-            if !frame.payload.isEmpty { message.anomalies.append("shutdown with \(frame.payload.count) payload bytes") }
+            if !isDesktop { message.flag(.shutdownFromPhone, "a shutdown from the phone (only desktops send one; Chromium fails)") }
+            if !frame.payload.isEmpty { message.flag(.shutdownPayload, "shutdown with \(frame.payload.count) payload bytes") }
             if isDesktop { shutdownSeen = true }
         case .ctap:
             isDesktop ? ctapRequest(&message, payload: frame.payload) : ctapResponse(&message, payload: frame.payload)
@@ -74,7 +74,7 @@ extension Walk {
     mutating func ctapRequest(_ message: inout Inspection.Message, payload: [UInt8]) {
         guard let command = payload.first else {
             message.title = "CTAP request"
-            message.anomalies.append("CTAP request without a command byte")
+            message.flag(.requestWithoutCommand, "CTAP request without a command byte")
             return
         }
         lastCommand = command
@@ -90,18 +90,19 @@ extension Walk {
         responses += 1
         guard let status = payload.first else {
             message.title = "CTAP response"
-            message.anomalies.append("CTAP response without a status byte")
+            message.flag(.responseWithoutStatus, "CTAP response without a status byte")
             return
         }
         message.payload = Hex.encode(payload)
         message.title = "CTAP response: \(CTAP2StatusCode(rawValue: status))"
         if status != CTAP2StatusCode.ok.rawValue, payload.count > 1 {
             // `phone --misbehave wrong-ctap-status`: a success body behind an error status.
-            message.anomalies.append(
+            message.flag(
+                .errorStatusWithBody,
                 "an error status followed by \(payload.count - 1) bytes: an error response is its status byte alone (the desktop takes the error)")
         }
         // A request that could not be read is flagged where it is; its response is no second anomaly.
-        if lastCommand == nil, !desktopUnread { message.anomalies.append("a response without a request") }
+        if lastCommand == nil, !desktopUnread { message.flag(.responseWithoutRequest, "a response without a request") }
         let schema: CBORAnnotation.Schema =
             lastCommand == CTAP2Command.makeCredential.rawValue ? .makeCredentialResponse
             : lastCommand == CTAP2Command.getAssertion.rawValue ? .getAssertionResponse
@@ -116,18 +117,18 @@ extension Walk {
             message.details += CBORAnnotation.lines(value, schema: schema)
             message.cbor = DecodedCBOR(value)
         } catch {
-            message.anomalies.append("the CBOR does not decode: \(error)")
+            message.flag(.undecodableCBOR, "the CBOR does not decode: \(error)")
         }
     }
 
     mutating func update(_ message: inout Inspection.Message, payload: [UInt8], isDesktop: Bool) {
         message.title = "update message"
-        if isDesktop { message.anomalies.append("an update message from the desktop (phones send them)") }
+        if isDesktop { message.flag(.updateFromDesktop, "an update message from the desktop (phones send them)") }
         let linking: CBORValue?
         do {
             linking = try UpdateMessage.parse(payload: payload)
         } catch {
-            message.anomalies.append("a Chromium desktop closes on it: \(error.reason)")
+            message.flag(.updateRefused, "a Chromium desktop closes on it: \(error.reason)")
             return
         }
         if let value = try? CBOR.decode(payload) {
@@ -143,7 +144,7 @@ extension Walk {
         message.details.append("1 (linking):")
         message.details += Self.linkingLines(linking)
         if (try? LinkingInfo(cbor: linking)) == nil {
-            message.anomalies.append("the linking map is invalid (a Chromium desktop closes the tunnel)")
+            message.flag(.invalidLinking, "the linking map is invalid (a Chromium desktop closes the tunnel)")
         }
         if recording.flow == .linked {
             message.details.append("(linking information in a linked session is ignored)")

@@ -42,6 +42,8 @@ struct InspectorFaultTests {
         #expect(inspection.messages[3].sequence == 0)
         #expect(inspection.messages[3].anomalies == ["reordered (sent as sequence 0, recorded after sequence 1)"])
         #expect(inspection.allAnomalies.count == 2, "\(inspection.allAnomalies)")
+        // The gap said again is a reordering too, for tools.
+        #expect(inspection.messages[2].anomalyKinds == [.reordered] && inspection.messages[3].anomalyKinds == [.reordered])
 
         // Two held back, one of them never recorded: the gap says what is still missing.
         var dropped = try HandMadeSession.signIn()
@@ -55,6 +57,7 @@ struct InspectorFaultTests {
         let response = try #require(partial.messages.first { $0.title == "CTAP response: CTAP2_OK (0x00)" })
         #expect(response.anomalies.contains("sequence gap: expected 0, this is 2 (1 message(s) missing; 1 more arrived later, reordered)"),
                 "\(response.anomalies)")
+        #expect(response.anomalyKinds.contains(.sequenceGap) && !response.anomalyKinds.contains(.reordered), "still missing one: a gap")
     }
 
     @Test("a message recorded in the wrong direction is said to be, and the genuine ones after it are not called replayed")
@@ -67,6 +70,7 @@ struct InspectorFaultTests {
         #expect(moved.anomalies == [
             "recorded as the phone's, but it authenticates with the desktop-to-phone key at sequence 0: the recording's direction is wrong (not decoded)"
         ])
+        #expect(moved.anomalyKinds == [.wrongDirection])
         // The phone's response after it and the desktop's shutdown: in order, nothing replayed, nothing missing.
         #expect(inspection.allAnomalies.count == 1, "\(inspection.allAnomalies)")
 
@@ -77,6 +81,7 @@ struct InspectorFaultTests {
         let made = Inspector.inspect(foreign.recording, keyLog: [foreign.keys])
         #expect(!made.allAnomalies.contains { $0.contains("repeated") || $0.contains("gap") }, "\(made.allAnomalies)")
         #expect(made.allAnomalies.contains { $0.contains("bad tag") }, "\(made.allAnomalies)")
+        #expect(made.messages.flatMap(\.anomalyKinds) == [.badTag], "\(made.allAnomalies)")
     }
 
     @Test("after 20 altered messages in a row, the genuine ones after them authenticate (not 'bad tag' for ever)")
@@ -137,7 +142,7 @@ struct InspectorFaultTests {
         #expect(Set(object.keys) == sessionMembers, "the session's members against Docs/INSPECT.md's table")
         #expect(object["closeCode"] as? Int == 1000 && object["keys"] as? String == "matched")
         let messages = try #require(object["messages"] as? [[String: Any]])
-        let always: Set = ["index", "milliseconds", "from", "to", "bytes", "title", "details", "anomalies"]
+        let always: Set = ["index", "milliseconds", "from", "to", "bytes", "title", "details", "anomalies", "anomalyKinds"]
         #expect(always.isSubset(of: messageMembers))
         #expect(Set(messages[0].keys) == always, "a handshake message: no sequence")
         #expect(Set(messages[4].keys) == messageMembers, "the CTAP request has them all (against Docs/INSPECT.md's table)")
@@ -146,6 +151,31 @@ struct InspectorFaultTests {
         unclosed.entries.removeLast()
         let open = try JSONSerialization.jsonObject(with: JSONEncoder().encode(Inspector.inspect(unclosed.recording))) as? [String: Any]
         #expect(open?["closeCode"] == nil && open?["closure"] as? String == "the recording has no closing record")
+    }
+
+    @Test("every anomaly kind is in Docs/INSPECT.md's anomaly table, and every kind there is one; each anomaly has its kind")
+    func anomalyKindsDocumented() throws {
+        let page = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Docs/INSPECT.md")
+        let text = try String(contentsOf: page, encoding: .utf8)
+        let start = try #require(text.range(of: "| anomaly | `anomalyKinds` name | meaning |"))
+        let rows = text[start.upperBound...].split(separator: "\n").prefix { $0.hasPrefix("|") }.dropFirst()
+        let named = rows.flatMap { row in
+            row.split(separator: "|")[1].split(separator: "`").enumerated().filter { $0.offset % 2 == 1 }.map { String($0.element) }
+        }
+        #expect(Set(named) == Set(Inspection.AnomalyKind.allCases.map(\.rawValue)))
+        #expect(named.count == Inspection.AnomalyKind.allCases.count, "each kind once")
+
+        // A session with anomalies of both levels: one kind per sentence, in the JSON too.
+        var session = try HandMadeSession.signIn()
+        session.change(session.transportIndexes[2]) { bytes in bytes.enumerated().map { $0.offset == 5 ? $0.element ^ 1 : $0.element } }  // the request
+        let inspection = Inspector.inspect(session.recording, keyLog: [session.keys], qrURL: "FIDO:/0")
+        #expect(inspection.anomalyKinds == [.qrUnreadable], "\(inspection.anomalies)")
+        for message in inspection.messages { #expect(message.anomalyKinds.count == message.anomalies.count, "\(message.anomalies)") }
+        #expect(inspection.messages.flatMap(\.anomalyKinds).contains(.badTag))
+        let object = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(inspection)) as? [String: Any])
+        #expect(object["anomalyKinds"] as? [String] == ["qrUnreadable"])
+        #expect((object["messages"] as? [[String: Any]])?.contains { ($0["anomalyKinds"] as? [String]) == ["badTag"] } == true)
     }
 
     /// The members Docs/INSPECT.md's two JSON tables list (the session's, then each message's):

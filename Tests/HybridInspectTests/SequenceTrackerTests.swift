@@ -26,7 +26,10 @@ struct SequenceTrackerTests {
         #expect(tracker.candidates(search: 8).first == .max)
         #expect(tracker.authenticated(.max, message: 0) == nil)
         #expect(!tracker.candidates(search: 8).isEmpty)
-        #expect(tracker.authenticated(.max, message: 1) == "sequence 4294967295 repeated (a replayed message)")
-        #expect(tracker.authenticated(.max - 1, message: 2) == "reordered (sent as sequence 4294967294, recorded after sequence 4294967295)")
+        let repeated = tracker.authenticated(.max, message: 1)
+        #expect(repeated?.kind == .sequenceRepeated && repeated?.text == "sequence 4294967295 repeated (a replayed message)")
+        let reordered = tracker.authenticated(.max - 1, message: 2)
+        #expect(reordered?.kind == .reordered
+            && reordered?.text == "reordered (sent as sequence 4294967294, recorded after sequence 4294967295)")
     }
 }
