@@ -215,7 +215,7 @@ public enum QRScanner {
             .noQRCode,
             "no QR symbol could be decoded in \(source): its \(artLines) line(s) of QR art hold no complete code. Part of it may be "
                 + "missing: a capture of the visible window only (tmux capture-pane -p without -S -, when the code scrolled up), "
-                + "or lines a narrow terminal wrapped; a desktop's --qr-png file avoids both"
+                + "or lines a narrow terminal wrapped (tmux capture-pane -J joins them again); a desktop's --qr-png file avoids both"
                 + TerminalArtReader.urlLineHint(in: TerminalArtReader.stripANSI(clean)))
     }
 

@@ -483,8 +483,17 @@ struct EndToEndFailureTests {
         #expect(try await desktop.waitForExit() == 6, "\(desktop.transcript)")
         #expect(
             FailureOutput.singleErrorLine(desktop)
-                == "error: cannot start the proximity scanner on udp port \(udpPort): proximity scanner could not bind udp://127.0.0.1:\(udpPort): address already in use"
+                == "error: cannot start the proximity scanner on udp port \(udpPort): proximity scanner could not bind udp://127.0.0.1:\(udpPort): "
+                + "address already in use; give another --proximity-port, or 0 for a free one"
         )
+        // The relay's port likewise, with the flag that moves it.
+        let (tcpHolder, tcpPort) = try EndToEndLab.boundSocket(udp: false, listening: true)
+        defer { close(tcpHolder) }
+        let relayTaken = try lab.start("desktop", ["desktop", "--relay-port", "\(tcpPort)", "--proximity-port", "0"])
+        #expect(try await relayTaken.waitForExit() == 6, "\(relayTaken.transcript)")
+        let line = FailureOutput.singleErrorLine(relayTaken)
+        #expect(line.hasPrefix("error: cannot start the embedded relay on port \(tcpPort): relay could not bind 127.0.0.1:\(tcpPort): ")
+            && line.hasSuffix("; give another --relay-port, or 0 for a free one"), "\(line)")
     }
 
     @Test("rp with an unknown profile, serving or printing it: one error line, exit 2")

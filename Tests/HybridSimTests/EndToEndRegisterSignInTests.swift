@@ -165,7 +165,10 @@ struct EndToEndRegisterSignInTests {
 
         // A sign-in in --json mode ends with a result too.
         let signIn = try await lab.startDesktop([], json: true)
-        #expect(signIn.process.standardError.lines.contains { $0.hasPrefix("phone command: hybrid-sim phone --qr URL --relay ") })
+        // The line runs as it is: the qr event's url in it.
+        #expect(signIn.process.standardError.lines.contains {
+            $0.hasPrefix("phone command: hybrid-sim phone --qr \(signIn.url) --relay \(signIn.relayURL) --proximity \(signIn.proximityURL)  (")
+        }, "\(signIn.process.transcript)")
         let signer = try lab.startPhone(for: signIn, ["--qr", signIn.url])
         #expect(try await signIn.process.waitForExit() == 0, "\(signIn.process.transcript)\n\(signer.transcript)")
         #expect(try await signer.waitForExit() == 0)

@@ -225,21 +225,19 @@ struct Run {
         } else {
             let lines = art.split(separator: "\n", omittingEmptySubsequences: false)
             let width = lines.map(\.count).max() ?? 0
-            for note in TerminalFit.notes(artWidth: width, environment: configuration.environment) { narrator.say("note: " + note) }
             for line in lines {
                 narrator.output.standardOutput(String(line))
             }
             narrator.output.standardOutput(session.url)
+            // After the art, so that what a narrow terminal wrapped does not push the note out of view.
+            for note in TerminalFit.notes(artWidth: width, environment: configuration.environment, pngPath: configuration.qrPNGPath) {
+                narrator.say("note: " + note)
+            }
         }
-        // With --json no QR art is printed: the phone takes the qr event's url (or the --qr-png image).
-        let scan =
-            !configuration.json
-            ? "--scan CAPTURE"
-            : configuration.qrPNGPath.map { "--scan \(Self.shellWord($0))" } ?? "--qr URL"
-        let hint =
-            !configuration.json
-            ? "CAPTURE: the QR code saved as text or PNG; or --qr with the FIDO:/ line instead of --scan"
-            : "URL: the qr event's url" + (configuration.qrPNGPath == nil ? "" : "; or --qr with it instead of --scan")
+        // A line that runs as it is: the PNG to scan when there is one, else the code's URL.
+        let (scan, hint) =
+            configuration.qrPNGPath.map { ("--scan \(Self.shellWord($0))", "or --qr with the FIDO:/ line instead of --scan") }
+            ?? ("--qr \(Self.shellWord(session.url))", "or --scan FILE with the QR code saved as text or PNG instead of --qr")
         narrator.say("phone command: hybrid-sim phone \(scan) --relay \(relayURL) --proximity \(proximity)  (\(hint))")
         narrator.say(
             "waiting for a nearby phone (proximity \(proximity), relay \(relayURL), timeout \(ceremony.timeout.seconds))"
@@ -495,6 +493,9 @@ struct Run {
                         + "(give the phone --relay \(endpoint.url))"
                 )
                 return RelayInUse(url: endpoint.url, embedded: relay)
+            } catch let error as RuntimeError where error.code == .bindFailed {
+                throw ProgramFailure(
+                    .network, "cannot start the embedded relay on port \(wanted): \(error); give another --relay-port, or 0 for a free one")
             } catch {
                 throw ProgramFailure(.network, "cannot start the embedded relay on port \(wanted): \(error)")
             }
@@ -523,6 +524,10 @@ struct Run {
                     + "(give the phone --proximity \(endpoint)); accepting rssi ≥ \(minRSSI) dBm"
             )
             return (fallback, endpoint)
+        } catch let error as RuntimeError where error.code == .bindFailed {
+            throw ProgramFailure(
+                .network,
+                "cannot start the proximity scanner on udp port \(wanted): \(error); give another --proximity-port, or 0 for a free one")
         } catch {
             throw ProgramFailure(.network, "cannot start the proximity scanner on udp port \(wanted): \(error)")
         }
