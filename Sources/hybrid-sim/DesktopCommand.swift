@@ -21,6 +21,12 @@ struct DesktopCommand: AsyncParsableCommand {
             failed, 6 relay or network, 7 protocol error, 8 linked phone revoked the link (--linked), \
             64 bad command line, 130/143 interrupted (SIGINT/SIGTERM). With --linked there is no QR code: the desktop contacts a phone linked \
             earlier with --link (Docs/LINKING.md). See Docs/CLI.md.
+
+            Examples (paste the "phone command:" line it prints into a second terminal):
+              hybrid-sim desktop --request mc --user alice   # register alice's passkey
+              hybrid-sim desktop --request ga                # sign in with it
+              hybrid-sim desktop --request ga > qr.txt       # the code, result in qr.txt
+              hybrid-sim desktop --options opts.json --json  # your RP's options
             """
     )
 

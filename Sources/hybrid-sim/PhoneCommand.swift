@@ -21,6 +21,12 @@ struct PhoneCommand: AsyncParsableCommand {
             6 relay or network, 7 protocol error, 64 bad command line, 130/143 interrupted (SIGINT/SIGTERM; a --listen phone exits 0). --listen instead answers \
             desktops that contact this phone through a link (no QR code); --unlink revokes every \
             link (Docs/LINKING.md). See Docs/CLI.md.
+
+            Examples (the desktop, `hybrid-sim desktop`, runs in another terminal):
+              hybrid-sim phone --scan qr.txt                # the code, saved, or a PNG
+              hybrid-sim phone --qr FIDO:/…                 # the line under the code
+              hybrid-sim phone --scan qr.txt --account bob  # of several passkeys
+              hybrid-sim phone --listen                     # answer linked desktops
             """
     )
 
