@@ -363,6 +363,28 @@ extension EndToEndLinkedTests {
 }
 
 extension EndToEndLinkedTests {
+    /// A hostile-peers review: a 4410 close after the phone had answered read as "the phone revoked
+    /// this link", and the desktop removed a link the phone still held (it had just signed with it).
+    @Test("a 4410 close after the phone's handshake (relay --fault close=4410@to-desktop#3) is the tunnel's close: exit 6, the link kept")
+    func revokedCloseAfterTheHandshake() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, links) = try await registerLinked(lab)
+        let (faulty, faultyURL) = try await lab.startRelay(["--fault", "close=4410@to-desktop#3"])
+        defer { faulty.terminate() }
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        let listener = try await lab.startListener("listener", relayURL: faultyURL, proximityPort: proximityPort)
+        defer { listener.terminate() }
+        let signIn = try lab.start(
+            "linked",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", faultyURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 6, "\(signIn.transcript)\n\(listener.transcript)")
+        let line = FailureOutput.singleErrorLine(signIn)
+        #expect(!line.contains("revoked this link") && line.contains("4410"), "\(line)")
+        #expect(signIn.standardError.lines.contains("handshake done"), "the phone had answered: \(signIn.transcript)")
+        #expect(try LinkStore.load(path: links).links.count == 1, "the link is kept")
+    }
+
     @Test("a linked transaction the phone cannot answer (two passkeys match, no --account): the listener's --json has an error event for it, and it keeps listening")
     func listenerReportsFailedTransaction() async throws {
         let lab = try EndToEndLab()

@@ -28,6 +28,16 @@ public enum LinkedClientDriver {
     /// The step of a ``TransactionError`` raised while the relay hands the contact request to the
     /// phone (`/cable/contact`), for callers that explain that wait.
     public static let contactStep = "contacting the linked phone"
+    static let advertStep = "waiting for the linked phone's advert"
+
+    /// Whether a failure in `step` came before the phone answered the handshake: only then can a
+    /// close be the phone's refusal of the contact (4410 contact ID revoked, 1008 "phone refused:
+    /// …", Docs/LINKING.md), which replaces its joining the tunnel. After its handshake message, which
+    /// proves it still holds the link, such a close is the tunnel's (a relay's) and says nothing of
+    /// the link.
+    public static func isBeforeThePhoneAnswered(_ step: String) -> Bool {
+        [contactStep, advertStep, ClientDriver.sendingHandshakeStep, ClientDriver.handshakeResponseStep].contains(step)
+    }
 
     /// Runs one linked transaction: `request` is a CTAP2 request (command ‖ CBOR).
     public static func run(
@@ -49,7 +59,7 @@ public enum LinkedClientDriver {
             let deadline = ContinuousClock.now + transaction.cut(timeouts.advert)
             var matched = false
             while !matched {
-                let (advert, rssi, ignored) = try await step(.desktop, "waiting for the linked phone's advert") {
+                let (advert, rssi, ignored) = try await step(.desktop, advertStep) {
                     try await nextAdvert(transports, tunnel: tunnel, deadline: deadline)
                 }
                 switch session.receivedAdvert(advert) {
