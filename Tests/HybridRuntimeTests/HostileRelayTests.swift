@@ -80,6 +80,26 @@ struct HostileRelayTests {
         await server.stop()
     }
 
+    /// A hostile-peers review: these read as a valid close ("1005 (no status)", "999 (unknown): bad",
+    /// U+FFFD in the reason) though the client had already answered them 1002 or 1007.
+    @Test(
+        "a malformed close frame is a .protocolViolation that says what was wrong with it, not a close the relay never validly sent",
+        arguments: [
+            ([0x03], "close frame body of 1 byte (a code needs 2)", WebSocketCloseCode.protocolError),
+            ([0x03, 0xED], "invalid close code 1005", .protocolError),
+            ([0x03, 0xE7, 0x62, 0x61, 0x64], "invalid close code 999", .protocolError),
+            ([0x0F, 0xA0, 0x62, 0xFF, 0x61], "close reason is not UTF-8", .invalidFramePayloadData),
+        ] as [([UInt8], String, WebSocketCloseCode)])
+    func malformedClose(body: [UInt8], reason: String, code: WebSocketCloseCode) async throws {
+        let server = try await ScriptedHTTPServer.start { request in Array(ScriptedHTTPServer.switching(request).utf8) + Self.frame(0x8, body) }
+        let tunnel = try await open(server)
+        let error = await expectRuntimeError(.protocolViolation) { _ = try await tunnel.receive(timeout: .seconds(2)) }
+        #expect(error?.reason == "the relay sent a malformed close frame: " + reason)
+        #expect(error?.closeCode == code)
+        await tunnel.close()
+        await server.stop()
+    }
+
     @Test("a routing ID header with an escape sequence is refused with the value escaped")
     func routingHeaderEscaped() async throws {
         let server = try await ScriptedHTTPServer.start { request in

@@ -155,12 +155,19 @@ final class ClientFrameHandler: ChannelInboundHandler {
         case .pong:
             break
         case .connectionClose:
-            let (code, reason) = CloseFramePayload.decode(frame.unmaskedData)
-            inbox.finish(.closed(code ?? .noStatusReceived, reason))
+            let check = CloseFrameCheck.check(frame.unmaskedData)
+            if check.broken {
+                // Said as what the relay did wrong, not as a close it never validly sent.
+                inbox.finish(
+                    RuntimeError(.protocolViolation, "the relay sent a malformed close frame: \(check.reason)", closeCode: check.code))
+            } else {
+                inbox.finish(.closed(check.code ?? .noStatusReceived, check.reason))
+            }
             state = .closed
             // The code is echoed as received, unless no endpoint may send it (1005, 1006, 1015, a
-            // reserved one) or the body is malformed: that is answered 1002 (RFC 6455 §7.4.1).
-            let answerCode = CloseFrameCheck.check(frame.unmaskedData).code
+            // reserved one) or the body is malformed: that is answered 1002 (RFC 6455 §7.4.1), or
+            // 1007 for a reason that is not UTF-8.
+            let answerCode = check.code
             let echo = CloseFramePayload.encode(code: answerCode, reason: "", allocator: context.channel.allocator)
             let answer = WebSocketFrame(fin: true, opcode: .connectionClose, maskKey: .fresh(), data: echo)
             let channel = context.channel
