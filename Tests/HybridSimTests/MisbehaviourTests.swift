@@ -106,7 +106,7 @@ struct MisbehaviourTests {
         #expect(!failure.message.contains("too far"), "every advert was refused by its key, not its RSSI")
         // Said when the first such advert came, not only at the timeout.
         #expect(ends.desktopNarration.contains {
-            $0.hasPrefix("note: a phone is advertising, but not for this QR code (an old capture scanned again, or another desktop's code?)")
+            $0.hasPrefix("note: adverts are arriving that are not for this QR code (a phone that scanned an old capture or another desktop's code, or other traffic on the port")
         }, "\(ends.desktopNarration)")
         #expect(ends.phoneFailure != nil, "the phone loses its tunnel with the desktop's relay")
     }

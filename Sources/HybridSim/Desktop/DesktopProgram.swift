@@ -269,14 +269,16 @@ struct Run {
             request = misbehave.request(request)
         }
         // A phone advertising for another QR code (an old capture scanned again, another desktop's)
-        // is said when its first advert arrives, not only when the wait times out.
+        // is said when its first advert arrives, not only when the wait times out; as noise of the
+        // same shape looks the same (it does not decrypt either), the note names both.
         let otherCode = Task { [scanner] in
             while (try? await Task.sleep(for: .milliseconds(200))) != nil {
                 let seen = scanner.statistics
                 guard seen.matched == 0 else { return }
                 if seen.notOurs > 0, !Task.isCancelled {
                     narrator.say(
-                        "note: a phone is advertising, but not for this QR code (an old capture scanned again, or another desktop's code?); still waiting for this one")
+                        "note: adverts are arriving that are not for this QR code (a phone that scanned an old capture or another desktop's code, "
+                            + "or other traffic on the port: the two look alike); still waiting for this one")
                     return
                 }
             }
