@@ -141,6 +141,15 @@ extension RuntimeError {
                 ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
         var text = "relay rejected \(endpoint): \(status) \(PeerText.printable(statusText))"
         if let explanation { text += " (\(explanation))" }
+        // Answers that are no refusal of a tunnel service: what the URL probably is instead.
+        switch status {
+        case 200..<300:
+            text += "; a tunnel service answers 101 (switching to WebSocket): is the relay URL a caBLE tunnel service?"
+        case 300..<400:
+            text += "; redirects are not followed: give the relay's own URL"
+        default:
+            break
+        }
         return RuntimeError(.upgradeRejected, text, httpStatus: status)
     }
 }

@@ -152,6 +152,21 @@ struct HostileRelayTests {
         await server.stop()
     }
 
+    @Test(
+        "a 2xx or 3xx answer to the upgrade says what the URL probably is, with or without a body",
+        arguments: [
+            ("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello",
+             "relay rejected /cable/new: 200 OK (hello); a tunnel service answers 101 (switching to WebSocket): is the relay URL a caBLE tunnel service?"),
+            ("HTTP/1.1 302 Found\r\nLocation: https://elsewhere.example/\r\nContent-Length: 0\r\n\r\n",
+             "relay rejected /cable/new: 302 Found; redirects are not followed: give the relay's own URL"),
+        ])
+    func successOrRedirect(response: String, reason: String) async throws {
+        let server = try await ScriptedHTTPServer.start { _ in Array(response.utf8) }
+        let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server, path: Self.newPath) }
+        #expect(error?.reason == reason)
+        await server.stop()
+    }
+
     @Test("PeerText escapes controls, separators and bidi overrides, keeps other text, cuts long text")
     func peerText() {
         #expect(PeerText.printable("ok é 日本 🙂") == "ok é 日本 🙂")
