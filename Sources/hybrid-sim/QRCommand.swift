@@ -3,6 +3,7 @@ import Foundation
 import HybridCore
 import HybridFiles
 import HybridQR
+import HybridSim
 
 /// `hybrid-sim qr`: show a `FIDO:/` QR code (terminal, PNG, SVG) or scan one back.
 struct QRCommand: ParsableCommand {
@@ -89,8 +90,15 @@ extension QRCommand {
                 progressLine("wrote \(svg): \(symbol)")
             }
             // Files first: if one cannot be written, the command fails without printing a code.
-            try printResult(TerminalArt.render(matrix, inverted: invert, quietZone: quietZone))
+            let art = TerminalArt.render(matrix, inverted: invert, quietZone: quietZone)
+            try printResult(art)
             try printResult(url)
+            // As the desktop says them: a terminal too narrow, or a locale that draws other characters.
+            let width = art.split(separator: "\n").map(\.count).max() ?? 0
+            let environment = ProcessInfo.processInfo.environment
+            for note in TerminalFit.notes(artWidth: width, environment: environment, pngPath: png, pngFlag: "--png") {
+                progressLine("note: " + note)
+            }
         }
     }
 

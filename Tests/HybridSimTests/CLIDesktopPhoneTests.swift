@@ -189,6 +189,26 @@ struct CLIDesktopPhoneTests {
             "\(process.transcript)")
     }
 
+    @Test("qr show on a terminal narrower than the art says so after it, naming its --png file, as the desktop does")
+    func qrShowNarrowTerminal() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let binary = try HybridSimBinary.url().path
+        try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/script"), "util-linux's script(1) makes the terminal")
+        let url = "FIDO:/" + String(repeating: "0", count: 17) + "1"  // any text: --raw
+        let png = lab.file("code.png")
+        let process = try lab.startOther(
+            "qr show on a 30-column terminal", ["script", "-qec", "stty cols 30; env -u TMUX LC_ALL=C.UTF-8 '\(binary)' qr show --raw \(url) --png '\(png)'", "/dev/null"])
+        #expect(try await process.waitForExit(timeout: .seconds(20)) == 0, "\(process.transcript)")
+        let notes = process.standardOutput.text.split(whereSeparator: \.isNewline).filter { $0.hasPrefix("note: ") }
+        #expect(notes.count == 1 && notes[0].hasPrefix("note: the terminal is 30 columns wide and the QR code needs ")
+            && notes[0].hasSuffix("or scan the PNG (phone --scan \(png)) or use the FIDO:/ line (phone --qr)"), "\(process.transcript)")
+        // Not a terminal: no note.
+        let (status, piped, pipedLab) = try await run(["qr", "show", "--raw", url])
+        defer { pipedLab.tearDown() }
+        #expect(status == 0 && piped.standardError.text.isEmpty, "\(piped.transcript)")
+    }
+
     @Test("desktop --relay with nothing listening there: a note at the start, and the timeout names the relay, not only the phone")
     func externalRelayDown() async throws {
         let (holder, port) = try EndToEndLab.boundSocket(listening: false)

@@ -11,19 +11,23 @@ import Foundation
 /// terminal that follows a Latin-1 locale shows the block characters as other characters).
 /// Checked only when standard output is a terminal: a pipe or a file is read by a program, not
 /// looked at.
-enum TerminalFit {
-    /// The notes for standard output, if it is a terminal. `pngPath`: the `--qr-png` file, named
-    /// as the way around.
-    static func notes(artWidth: Int, environment: [String: String], pngPath: String? = nil) -> [String] {
+package enum TerminalFit {
+    /// The notes for standard output, if it is a terminal. `pngPath`: the PNG file written beside
+    /// the art, named as the way around; else `pngFlag`, the flag that writes one.
+    package static func notes(
+        artWidth: Int, environment: [String: String], pngPath: String? = nil, pngFlag: String = "--qr-png"
+    ) -> [String] {
         guard isatty(STDOUT_FILENO) == 1 else { return [] }
         var size = winsize()
         let columns = ioctl(STDOUT_FILENO, UInt(TIOCGWINSZ), &size) == 0 && size.ws_col > 0 ? Int(size.ws_col) : nil
-        return notes(columns: columns, artWidth: artWidth, environment: environment, pngPath: pngPath)
+        return notes(columns: columns, artWidth: artWidth, environment: environment, pngPath: pngPath, pngFlag: pngFlag)
     }
 
     /// The notes for a terminal of `columns` (`nil`: unknown) in the locale of `environment`.
-    static func notes(columns: Int?, artWidth: Int, environment: [String: String], pngPath: String? = nil) -> [String] {
-        let around = "scan the PNG (" + (pngPath.map { "phone --scan \(Run.shellWord($0))" } ?? "--qr-png FILE")
+    static func notes(
+        columns: Int?, artWidth: Int, environment: [String: String], pngPath: String? = nil, pngFlag: String = "--qr-png"
+    ) -> [String] {
+        let around = "scan the PNG (" + (pngPath.map { "phone --scan \(Run.shellWord($0))" } ?? "\(pngFlag) FILE")
             + ") or use the FIDO:/ line (phone --qr)"
         var notes: [String] = []
         if let columns, columns < artWidth {
