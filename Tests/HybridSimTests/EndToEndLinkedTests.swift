@@ -257,6 +257,45 @@ struct EndToEndLinkedTests {
         }, "\(unreachable.transcript)")
     }
 
+    /// A long-running-listener soak: a link store put back from before an `--unlink` got the relay's
+    /// 410 and exit 6, which a supervisor would retry for ever; and a store damaged while listening
+    /// was refused as "unreadable" without saying which file or why.
+    @Test("a link store from before --unlink: the relay's 410 ends --listen with exit 1 and the remedy; a store damaged while listening is named in the refusal")
+    func revokedStoreAndDamagedStore() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, _) = try await registerLinked(lab)
+        let linkStore = lab.file(PhoneLinkStore.fileName)
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        // Damaged while listening: the desktop is refused (exit 4), the phone's line says which file and why.
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort)
+        defer { listener.terminate() }
+        let good = try Data(contentsOf: URL(fileURLWithPath: linkStore))
+        try Data("x".utf8).write(to: URL(fileURLWithPath: linkStore))
+        let refused = try lab.start(
+            "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await refused.waitForExit(timeout: .seconds(40)) == 4, "\(refused.transcript)\n\(listener.transcript)")
+        #expect(FailureOutput.singleErrorLine(refused).contains("refused the contact request: the phone's link store is unreadable"))
+        let line = try await listener.waitForOutput("the refusal", in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("refused the contact request: the phone's link store is unreadable (\(linkStore): ") }
+        }
+        #expect(!line.isEmpty)
+        #expect(!FailureOutput.singleErrorLine(refused).contains(linkStore), "the phone's path stays on the phone")
+        listener.signal(SIGINT)
+        #expect(try await listener.waitForExit(timeout: .seconds(10)) == 0, "\(listener.transcript)")
+
+        // Put back from before an --unlink that told the relay: 410 for good, exit 1 with the remedy.
+        try good.write(to: URL(fileURLWithPath: linkStore))
+        let unlink = try lab.start("unlink", ["phone", "--unlink", "--relay", relayURL])
+        #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
+        try good.write(to: URL(fileURLWithPath: linkStore))
+        let stale = try lab.start("stale", ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)"])
+        #expect(try await stale.waitForExit(timeout: .seconds(20)) == 1, "\(stale.transcript)")
+        let error = FailureOutput.singleErrorLine(stale)
+        #expect(error.hasPrefix("error: relay rejected /cable/listen: 410 Gone") && error.contains("holds an identity from before a `phone --unlink`")
+            && error.hasSuffix("run `hybrid-sim phone --unlink` to make a new contact ID, then link desktops again by QR code"), "\(error)")
+    }
+
     @Test("--unlink while the phone listens: the running listener moves to its new contact ID at once, the old link gets 410 (exit 8, link gone), and a link made again reaches it")
     func unlinkWhileListening() async throws {
         let lab = try EndToEndLab()
@@ -279,7 +318,7 @@ struct EndToEndLinkedTests {
         let unlink = try lab.start("unlink", ["phone", "--unlink"])
         #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
         try await listener.waitForOutput("listening under the new contact ID", timeout: .seconds(10), in: \.standardError) { lines in
-            lines.contains("this phone's contact ID was revoked (phone --unlink); listening under the new one")
+            lines.contains { $0.hasPrefix("this phone's contact ID was revoked (phone --unlink, or ") && $0.hasSuffix(" replaced); listening under the new one") }
                 && lines.filter { $0.hasPrefix("push channel open") }.count >= 2
         }
         let gone = try linkedSignIn("linked-revoked")

@@ -68,6 +68,13 @@ public enum PhoneListenProgram {
         let linkStorePath = store.path
         narrator.say("listening as \"\(identity.name)\" on \(relayURL) for contact requests (link store \(store.path))")
         let seen = SeenNonces()
+        let answeredSoFar = Mutex(0)
+        let countAnswer: @Sendable () -> Int = {
+            answeredSoFar.withLock { count in
+                count += 1
+                return count
+            }
+        }
         // One state: an outage is narrated once, not every retry, and a timeout can tell a relay
         // that was never reached from a quiet link.
         let relay = Mutex(RelayReach.starting)
@@ -118,13 +125,18 @@ public enum PhoneListenProgram {
                     handle: { push in
                         let verdict = await answer(
                             push, phone: phone, passkeyPath: passkeyPath, linkStorePath: linkStorePath,
-                            contactID: contactID, seen: seen, relayURL: relayURL, proximity: proximity, narrator: narrator)
+                            contactID: contactID, seen: seen, relayURL: relayURL, proximity: proximity, narrator: narrator,
+                            countAnswer: countAnswer)
                         if case .answered = verdict { configuration.onAnswered?() }
                         return verdict
                     })
                 break
             } catch let replaced as PhoneListener.Replaced {
-                throw ProgramFailure(.failed, replaced.description)
+                throw ProgramFailure(.failed, replaced.description + " (it answered \(answered + replaced.answered) contact request(s))")
+            } catch let error as RuntimeError where error.code == .upgradeRejected {
+                // 403, 404, 410, …: an answer retrying would not change (PhoneListener rethrows only
+                // those), so exit 1, not the network failures' 6 that a supervisor might retry.
+                throw ProgramFailure(.failed, Self.refusedListen(error, linkStorePath: linkStorePath))
             } catch let error as RuntimeError where error.code == .timeout {
                 // A limit that passed without the relay ever answering is a wrong address or a relay
                 // that is down, not a quiet link: say so.
@@ -140,7 +152,8 @@ public enum PhoneListenProgram {
                 else {
                     throw ProgramFailure(.failed, "the contact ID was revoked but \(linkStorePath) has no new one")
                 }
-                narrator.say("this phone's contact ID was revoked (phone --unlink); listening under the new one")
+                narrator.say(
+                    "this phone's contact ID was revoked (phone --unlink, or \(linkStorePath) replaced); listening under the new one")
                 narrator.event("contactRevoked")
                 current = reloaded
             }
@@ -148,6 +161,23 @@ public enum PhoneListenProgram {
         Interruption.beginEnding()
         narrator.say("answered \(answered) contact request(s); done")
         narrator.event("result", resultMembers(answered: answered))
+    }
+
+    /// Why the relay's refusal of the push channel ends listening, and what to do: a revoked contact
+    /// ID (410) is a link store older than a `phone --unlink` (a backup put back), a 403 a listen
+    /// token that is not the contact ID's (a store edited or damaged); both need a new identity.
+    static func refusedListen(_ error: RuntimeError, linkStorePath: String) -> String {
+        let remedy = "run `hybrid-sim phone --unlink` to make a new contact ID, then link desktops again by QR code"
+        switch error.httpStatus {
+        case 410:
+            return "\(error.reason): the relay knows this phone's contact ID as revoked, so \(linkStorePath) holds an "
+                + "identity from before a `phone --unlink` (a copy put back?); \(remedy)"
+        case 403:
+            return "\(error.reason): the listen token in \(linkStorePath) is not this contact ID's (the file edited or "
+                + "damaged?); \(remedy)"
+        default:
+            return "\(error.reason) (retrying would not change it)"
+        }
     }
 
     /// The narration of an outage, as it begins.
@@ -174,7 +204,8 @@ public enum PhoneListenProgram {
     /// Checks one push and runs the linked transaction.
     static func answer(
         _ push: PushMessage, phone: PhoneConfiguration, passkeyPath: String, linkStorePath: String, contactID: [UInt8],
-        seen: SeenNonces, relayURL: String, proximity: ProximityEndpoint, narrator: PhoneNarrator
+        seen: SeenNonces, relayURL: String, proximity: ProximityEndpoint, narrator: PhoneNarrator,
+        countAnswer: @Sendable () -> Int = { 1 }
     ) async -> PhoneListener.Verdict {
         /// A transaction that did not end in an answer: a line, the `error` event, and the listener goes on.
         func failed(_ failure: ProgramFailure, _ how: String) -> PhoneListener.Verdict {
@@ -182,15 +213,24 @@ public enum PhoneListenProgram {
             narrator.event("error", [("kind", .string(failure.kind.rawValue)), ("message", .string(failure.message))])
             return .failed(failure.message)
         }
-        func refuse(_ reason: String) -> PhoneListener.Verdict {
-            narrator.say("refused the contact request: \(reason)")
-            narrator.event("refused", [("reason", .string(reason))])
+        /// `detail` is for this phone's user only (it names the phone's files): the desktop gets `reason`.
+        func refuse(_ reason: String, detail: String? = nil) -> PhoneListener.Verdict {
+            narrator.say("refused the contact request: \(reason)" + (detail.map { " (\($0))" } ?? ""))
+            narrator.event("refused", [("reason", .string(reason))] + (detail.map { [("detail", .string($0))] } ?? []))
             return .refused(reason)
         }
         guard let payload = try? ClientPayload(cbor: push.clientPayload) else { return refuse("malformed client payload") }
         // Re-read: a QR ceremony run meanwhile may have handed out a new pairing ID; --unlink may have run.
-        guard let identity = (try? PhoneLinkStore.load(path: linkStorePath))?.identity else {
-            return refuse("the phone's link store is unreadable")
+        let readIdentity: PhoneLinkStore.Identity?
+        do {
+            readIdentity = try PhoneLinkStore.load(path: linkStorePath).identity
+        } catch {
+            return refuse("the phone's link store is unreadable", detail: "\(error)")
+        }
+        guard let identity = readIdentity else {
+            return refuse(
+                "the phone has no link identity",
+                detail: "\(linkStorePath) is gone or holds none: restore it, or link desktops again by QR code")
         }
         guard identity.contactID == contactID else {
             narrator.say("refused the contact request: its contact ID was revoked (--unlink)")
@@ -259,7 +299,8 @@ public enum PhoneListenProgram {
         case .signedIn(let used): (passkey, name) = (used, "signedIn")
         }
         seen.answered(payload.clientNonce)
-        narrator.say("answered the linked desktop (\(name) \(passkey.label))")
+        let total = countAnswer()
+        narrator.say("answered the linked desktop (\(name) \(passkey.label); \(total) answered since the start)")
         narrator.event("answered", [("outcome", .string(name)), ("rpId", .string(passkey.rpID)),
                                     ("signCount", .int(Int(passkey.signCount)))])
         return .answered
