@@ -75,7 +75,12 @@ import Testing
         let all = try Self.vectors()
         #expect(all.filter { $0.reencodesIdentically == true }.count == 2)
         #expect(all.filter { $0.name.hasPrefix("chromium KnownQRs") }.count == 13)
-        #expect(all.filter { $0.expectError == "invalidDigits" }.count == 3)
+        #expect(all.filter { $0.expectError == "invalidDigits" }.count == 6)
+        // PROTOCOL.md §1: a non-canonical map, a secret of 15 or 17 bytes, key 0 or 1 missing, a
+        // Unicode look-alike prefix and characters after the digits each have a published case.
+        for rule in ["non-canonical map", "secret of 15", "secret of 17", "key 0 missing", "key 1 missing", "dotless i", "trailing"] {
+            #expect(all.contains { $0.name.contains(rule) && $0.expectError != nil }, "\(rule)")
+        }
     }
 
     // MARK: - Prefix

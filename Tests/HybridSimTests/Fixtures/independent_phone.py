@@ -165,11 +165,13 @@ def digits_decode(s):
     return out
 
 def parse_qr(url):
-    url = "".join(url.split())
     if url[:6].lower() != "fido:/" or not url[:6].isascii():
         raise ValueError("not a FIDO:/ URL")
-    m = cbor_decode(digits_decode(url[6:]))
+    payload = digits_decode(url[6:])
+    m = cbor_decode(payload)
     if not isinstance(m, dict): raise ValueError("QR CBOR not a map")
+    # PROTOCOL.md 1.1: the map must be canonical; this encoder writes the one canonical form.
+    if cbor_encode(m) != payload: raise ValueError("QR CBOR not canonical")
     pk = m.get(0); sec = m.get(1)
     if not (isinstance(pk, bytes) and len(pk) == 33): raise ValueError("key 0")
     if not (isinstance(sec, bytes) and len(sec) == 16): raise ValueError("key 1")
@@ -483,7 +485,7 @@ def run(args):
     t0 = time.time()
     def log(m):
         print("[pyphone %6.3f] %s" % (time.time() - t0, m), file=sys.stderr, flush=True)
-    qr = parse_qr(args.qr)
+    qr = parse_qr("".join(args.qr.split()))  # a code copied from a terminal may be wrapped
     log("QR: hint=%r linking=%r keys=%s" % (qr["hint"], qr["linking"], sorted(qr["map"].keys())))
     sec = qr["secret"]
     tunnel_id = derive(sec, b"", 2, 16)
