@@ -1,12 +1,14 @@
 import HybridTestSupport
 import Testing
 
-/// One case of `Vectors/tunnel.json`: a request path the tunnel service accepts (with its method)
-/// or rejects (`expectError`). Upstream: kanidm/webauthn-rs cable-tunnel-server `parse_urls`.
+/// One case of `Vectors/tunnel.json`: a request path the tunnel service accepts (with its method
+/// and, for `contact`, the contact ID in hex) or rejects (`expectError`). Upstream of the `new` and
+/// `connect` cases: kanidm/webauthn-rs cable-tunnel-server `parse_urls`.
 struct TunnelPathVector: Decodable, Sendable, CustomTestStringConvertible {
     let name: String
     let path: String
     let method: String?
+    let contactID: String?
     let expectError: String?
 
     var testDescription: String { path.isEmpty ? "(empty)" : path }
