@@ -179,7 +179,17 @@ struct PhoneCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = makeConfiguration()
         if unlink {
-            let status = await PhoneListenProgram.unlink(configuration, tellingRelay: relay, output: .standard)
+            // Ended by a signal while it tells the relay (up to 3 s), it says whether the revocation was saved.
+            let saved = Mutex(false)
+            let json = configuration.json
+            Interruption.endOnSignals { signal, status in
+                Interruption.ending(
+                    "interrupted by \(signal)" + (saved.withLock { $0 }
+                        ? " (the revocation was saved; the relay learns it from this phone's next --listen)" : ""),
+                    status: status, json: json, flow: "linked")
+            }
+            let status = await PhoneListenProgram.unlink(
+                configuration, tellingRelay: relay, output: .standard, onSaved: { saved.withLock { $0 = true } })
             if status != 0 { throw ExitCode(status) }
             return
         }

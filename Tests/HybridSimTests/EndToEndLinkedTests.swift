@@ -284,6 +284,30 @@ struct EndToEndLinkedTests {
         listener.signal(SIGINT)
         #expect(try await listener.waitForExit(timeout: .seconds(10)) == 0, "\(listener.transcript)")
 
+        // --unlink on a damaged link store: exit 2, with --json the error event last on stdout (a scripting review: none).
+        try Data("x".utf8).write(to: URL(fileURLWithPath: linkStore))
+        let damagedUnlink = try lab.start("unlink-damaged", ["phone", "--unlink", "--json"])
+        #expect(try await damagedUnlink.waitForExit() == 2, "\(damagedUnlink.transcript)")
+        let errorEvent = try JSONEvents.parse(try #require(damagedUnlink.standardOutput.lines.last))
+        #expect(errorEvent["event"] as? String == "error" && errorEvent["flow"] as? String == "linked"
+            && errorEvent["kind"] as? String == "badInput" && errorEvent["exitCode"] as? Int == 2, "\(damagedUnlink.transcript)")
+        #expect(FailureOutput.singleErrorLine(damagedUnlink).hasPrefix("error: cannot use the phone's link store: \(linkStore)"))
+
+        // Interrupted while it tells a relay that never answers: the signal's line, saying the revocation was saved.
+        try good.write(to: URL(fileURLWithPath: linkStore))
+        let (silent, silentPort) = try EndToEndLab.boundSocket(listening: true)
+        defer { close(silent) }
+        let interrupted = try lab.start("unlink-interrupted", ["phone", "--unlink", "--relay", "ws://127.0.0.1:\(silentPort)", "--json"])
+        _ = try await interrupted.waitForOutput("the revocation", in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("revoked the contact ID") }
+        }
+        interrupted.signal(SIGINT)
+        #expect(try await interrupted.waitForExit(timeout: .seconds(10)) == 130, "\(interrupted.transcript)")
+        #expect(FailureOutput.singleErrorLine(interrupted)
+            == "error: interrupted by SIGINT (the revocation was saved; the relay learns it from this phone's next --listen)")
+        let interruptedEvent = try JSONEvents.parse(try #require(interrupted.standardOutput.lines.last))
+        #expect(interruptedEvent["kind"] as? String == "interrupted" && interruptedEvent["flow"] as? String == "linked")
+
         // Put back from before an --unlink that told the relay: 410 for good, exit 1 with the remedy.
         try good.write(to: URL(fileURLWithPath: linkStore))
         let unlink = try lab.start("unlink", ["phone", "--unlink", "--relay", relayURL])

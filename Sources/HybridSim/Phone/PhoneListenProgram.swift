@@ -330,7 +330,8 @@ public enum PhoneListenProgram {
     /// within 3 s; a relay that cannot be told learns it at the phone's next `--listen`). Returns the
     /// exit status (0 once the revocation is saved, whether or not the relay was reached).
     public static func unlink(
-        _ phone: PhoneConfiguration, tellingRelay: String? = nil, output: ProgramOutput = .standard
+        _ phone: PhoneConfiguration, tellingRelay: String? = nil, output: ProgramOutput = .standard,
+        onSaved: @Sendable () -> Void = {}
     ) async -> Int32 {
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         do {
@@ -360,6 +361,7 @@ public enum PhoneListenProgram {
             } catch {
                 throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)")
             }
+            onSaved()
             // The relay learns of the revocation from this phone only (as a tunnel service learns
             // from its push service that a registration is gone): say when, not "from now on".
             output.standardError(
@@ -381,12 +383,18 @@ public enum PhoneListenProgram {
                             + "knows no revocations takes the listen instead); it learns of the revocation "
                             + "from this phone's next --listen there")
             }
+            Interruption.beginEnding()
             if phone.json {
                 output.standardOutput(JSONLine(event: "unlinked", members).text)
             }
             return 0
         } catch {
             let failure = ProgramFailure.from(error, relayURL: phone.relayURL)
+            Interruption.beginEnding()
+            // As every other phone failure with --json: the error event, last on stdout.
+            if phone.json {
+                output.standardOutput(JSONLine(event: "error", [("flow", .string("linked"))] + JSONLine.errorMembers(failure)).text)
+            }
             output.standardError("error: \(failure.message)")
             return failure.exitCode
         }
