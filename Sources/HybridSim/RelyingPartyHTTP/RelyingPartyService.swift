@@ -200,9 +200,10 @@ public actor RelyingPartyService {
         return nil
     }
 
-    /// The account name a request gives for `{user}`: empty when it gives none (no body, or JSON
-    /// `null`); a 400 when the body that should carry it is not JSON, or gives another JSON type
-    /// (a number, an object): a server does not sign in a default account for a request it cannot read.
+    /// The account name a request gives for `{user}`: ``UserName/absent`` when it gives none (no
+    /// body, or JSON `null`); a 400 when the body that should carry it is not JSON, or gives another
+    /// JSON type (a number, an object), or an empty name: a server does not sign in a default account
+    /// for a request it cannot read, nor for a name a script left empty.
     private static func userName(
         in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
     ) -> UserName {
@@ -224,14 +225,20 @@ public actor RelyingPartyService {
         where item.value == "{user}" && request.undecodableQuery.contains(item.name) {
             return .refused(.error(400, "the account name (query parameter \(item.name)) is not UTF-8 text once percent-decoded"))
         }
-        guard let value = placeholderValue("user", in: request, body: body, endpoint), value != .null else { return .given("") }
+        guard let value = placeholderValue("user", in: request, body: body, endpoint), value != .null else { return .absent }
         guard let name = value.stringValue else {
             return .refused(.error(400, "the account name must be a JSON string, not \(value.text.prefix(40))"))
+        }
+        guard !name.isEmpty else {
+            return .refused(
+                .error(400, "the account name is empty: give 1…\(ProgramDefaults.maximumUserNameBytes) bytes of UTF-8, or leave it out (or null) for the default account"))
         }
         return .given(name)
     }
 
     private enum UserName {
+        /// No account named: the default one (registration), any passkey (sign-in).
+        case absent
         case given(String)
         case refused(RelyingPartyHTTPResponse)
     }
@@ -241,12 +248,12 @@ public actor RelyingPartyService {
     private func startRegistration(
         _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony
     ) -> RelyingPartyHTTPResponse {
-        let given: String
+        let name: String
         switch Self.userName(in: request, ceremony.options) {
-        case .given(let name): given = name
+        case .absent: name = ProgramDefaults.userName
+        case .given(let given): name = given
         case .refused(let refusal): return refusal
         }
-        let name = given.isEmpty ? ProgramDefaults.userName : given
         guard name.utf8.count <= ProgramDefaults.maximumUserNameBytes else {
             return .error(400, "the account name is longer than \(ProgramDefaults.maximumUserNameBytes) bytes")
         }
@@ -276,6 +283,7 @@ public actor RelyingPartyService {
     ) -> RelyingPartyHTTPResponse {
         let name: String
         switch Self.userName(in: request, ceremony.options) {
+        case .absent: name = ""
         case .given(let given): name = given
         case .refused(let refusal): return refusal
         }
