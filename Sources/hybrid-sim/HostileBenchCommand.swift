@@ -155,6 +155,10 @@ struct HostileBenchCommand: AsyncParsableCommand {
         configuration.rampUp = .milliseconds(Int(min(5, duration / 4) * 1000))
         let report = try await HostileSoak(configuration).run(progress: progress)
         try printResult(json ? report.json : report.text)
-        if !report.passed { throw ExitCode(1) }
+        if !report.passed {
+            progressLine("error: bench hostile: \(report.problems.count) check(s) failed: " + report.problems.prefix(2).joined(separator: "; ")
+                + (report.problems.count > 2 ? "; …" : ""))
+            throw ExitCode(1)
+        }
     }
 }

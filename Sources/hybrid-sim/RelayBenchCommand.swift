@@ -144,6 +144,10 @@ struct RelayBenchCommand: AsyncParsableCommand {
         let report = try await RelayLoadBenchmark(configuration).run(progress: progress)
         try printResult(json ? report.json : report.text)
         if report.failureCount > 0 || report.tunnelsOpened < tunnels {
+            // The report above is the result; the one final line says the run failed, as every command's does.
+            let reasons = report.failures.sorted { $0.value > $1.value }.prefix(3).map { "\($0.key) ×\($0.value)" }
+            progressLine("error: bench relay: \(report.tunnelsOpened) of \(tunnels) tunnel(s) opened, \(report.failureCount) failure(s)"
+                + (reasons.isEmpty ? "" : " (" + reasons.joined(separator: ", ") + ")"))
             throw ExitCode(1)
         }
     }

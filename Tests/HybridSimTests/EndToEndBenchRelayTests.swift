@@ -32,6 +32,9 @@ struct EndToEndBenchRelayTests {
         let output = bench.standardOutput.text
         #expect(output.contains("failures: closed 1008: 3"), "\(bench.transcript)")
         #expect(output.contains("relay process (from /proc):"), "found by its port: \(output)")
+        // The report is the result; the last stderr line says the run failed, as every command's does.
+        #expect(bench.standardError.lines.last == "error: bench relay: 3 of 3 tunnel(s) opened, 3 failure(s) (closed 1008 ×3)",
+                "\(bench.transcript)")
     }
 
     @Test("one of the measured relays killed while the tunnels are held: the run fails with one error naming it, exit 1, no crash")
