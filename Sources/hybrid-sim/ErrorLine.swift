@@ -58,7 +58,11 @@ func reportingFailures(json: Bool, _ body: () async throws -> Void) async throws
 
 /// A number of seconds given for `flag`: more than 0 and at most `maximum` (which NaN and the
 /// infinities are not), checked before anything converts it to a `Duration`, which traps on them.
+/// The value is used in whole milliseconds, so one under half a millisecond, which would round to
+/// none, is refused here saying so (it read "must be more than 0" for 0.0001).
 func checkSeconds(_ seconds: Double?, flag: String, maximum: Double = ProgramDefaults.maximumTimeoutSeconds) throws {
-    guard let seconds, !(seconds > 0 && seconds <= maximum) else { return }
-    throw ValidationError("\(flag) must be more than 0 and at most \(Int(maximum)) seconds")
+    guard let seconds, !(seconds >= 0.0005 && seconds <= maximum) else { return }
+    let tiny = seconds > 0 && seconds < 0.0005
+    throw ValidationError(
+        "\(flag) must be more than 0 and at most \(Int(maximum)) seconds" + (tiny ? ", in milliseconds (0.001 at least)" : ""))
 }
