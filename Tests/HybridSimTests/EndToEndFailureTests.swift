@@ -182,6 +182,22 @@ struct EndToEndFailureTests {
         )
     }
 
+    /// A long-running-listener soak: a relay stopped with SIGSTOP read as a bare "timed out".
+    @Test("a relay that takes the connection and never answers the upgrade (stopped, overloaded): exit 3, saying so and naming it")
+    func relayTakesConnectionSilently() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let silent = try EndToEndLab.boundSocket(listening: true)  // the kernel's backlog accepts; nobody answers
+        defer { close(silent.fd) }
+        let url = ClientSession(requestType: .makeCredential, timestamp: 0).url
+        let relay = "ws://127.0.0.1:\(silent.port)"
+        let phone = try lab.start("phone", ["phone", "--qr", url, "--relay", relay, "--proximity", "udp://127.0.0.1:\(silent.port)", "--timeout", "1"])
+        #expect(try await phone.waitForExit(timeout: .seconds(15)) == 3, "\(phone.transcript)")
+        #expect(FailureOutput.singleErrorLine(phone)
+            == "error: creating the tunnel: WebSocket upgrade of /cable/new timed out after 1 s (the relay at \(relay) took the connection "
+                + "but did not answer: stopped, or overloaded?)", "\(phone.transcript)")
+    }
+
     @Test("corrupted passkey store: the phone names the file, leaves it untouched, exit 2 before any network")
     func corruptedPasskeyStore() async throws {
         let lab = try EndToEndLab()

@@ -69,6 +69,11 @@ extension ProgramFailure {
             switch runtime.code {
             case .noNearbyAuthenticator:
                 return ProgramFailure(.timeout, runtime.reason)
+            case .timeout where runtime.unansweredUpgrade:
+                // The connection was taken and the upgrade never answered: a relay stopped or overloaded.
+                return ProgramFailure(
+                    .timeout,
+                    "\(step): \(runtime.reason) (the relay at \(relayURL) took the connection but did not answer: stopped, or overloaded?)")
             case .timeout:
                 return ProgramFailure(.timeout, "\(step): \(runtime.reason)")
             case .connectionFailed:
