@@ -448,6 +448,31 @@ extension EndToEndLinkedTests {
         #expect(try LinkStore.load(path: links).links.count == 1, "the link is kept")
     }
 
+    /// A long-running-listener soak: a phone woken after the desktop gave up said only "404 Not Found".
+    @Test("a listener stopped while a desktop contacts it, woken after the desktop gave up: the failed join says the desktop left first; it keeps listening")
+    func wokenAfterTheDesktopLeft() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, _) = try await registerLinked(lab)
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort)
+        defer { listener.terminate() }
+        listener.signal(SIGSTOP)
+        let signIn = try lab.start(
+            "linked",
+            ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)", "--timeout", "2"])
+        let status = try await signIn.waitForExit(timeout: .seconds(30))
+        listener.signal(SIGCONT)
+        #expect(status == 3 || status == 6, "the desktop gave up: \(signIn.transcript)")
+        _ = try await listener.waitForOutput("the failed join", timeout: .seconds(20), in: \.standardError) { lines in
+            lines.contains {
+                $0.hasPrefix("linked transaction failed: joining the desktop's tunnel: relay rejected /cable/connect: 404")
+                    && $0.hasSuffix("the desktop gave up or left before this phone joined its tunnel (was this phone stopped or slow meanwhile?)")
+            }
+        }
+        #expect(listener.isRunning, "\(listener.transcript)")
+    }
+
     @Test("a linked transaction the phone cannot answer (two passkeys match, no --account): the listener's --json has an error event for it, and it keeps listening")
     func listenerReportsFailedTransaction() async throws {
         let lab = try EndToEndLab()

@@ -283,6 +283,14 @@ public enum PhoneListenProgram {
             ) { request, claim in
                 await authenticator.respond(request, claim: claim)
             }
+        } catch let error as TransactionError where error.runtimeCode == .upgradeRejected && error.httpStatus == 404 {
+            // The push came, and the desktop's tunnel was gone by the time this phone joined it.
+            return failed(
+                ProgramFailure(
+                    .network,
+                    "\(error.step): \(error.underlying); the desktop gave up or left before this phone joined its tunnel "
+                        + "(was this phone stopped or slow meanwhile?)"),
+                "failed")
         } catch let error as TransactionError {
             return failed(await authenticator.explain(error) ?? ProgramFailure.fromTransaction(error, relayURL: relayURL), "failed")
         } catch {
