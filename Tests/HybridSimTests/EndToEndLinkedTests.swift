@@ -428,12 +428,14 @@ extension EndToEndLinkedTests {
 extension EndToEndLinkedTests {
     /// A hostile-peers review: a 4410 close after the phone had answered read as "the phone revoked
     /// this link", and the desktop removed a link the phone still held (it had just signed with it).
-    @Test("a 4410 close after the phone's handshake (relay --fault close=4410@to-desktop#3) is the tunnel's close: exit 6, the link kept")
-    func revokedCloseAfterTheHandshake() async throws {
+    @Test(
+        "a 4410 close after the phone's advert (relay --fault close=4410@to-desktop#N: instead of its handshake message, of its response) is the tunnel's close: exit 6, the link kept",
+        arguments: [1, 3])
+    func revokedCloseAfterTheAdvert(message: Int) async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let (_, links) = try await registerLinked(lab)
-        let (faulty, faultyURL) = try await lab.startRelay(["--fault", "close=4410@to-desktop#3"])
+        let (faulty, faultyURL) = try await lab.startRelay(["--fault", "close=4410@to-desktop#\(message)"])
         defer { faulty.terminate() }
         let proximityPort = try EndToEndLab.closedPort(udp: true)
         let listener = try await lab.startListener("listener", relayURL: faultyURL, proximityPort: proximityPort)
@@ -444,7 +446,7 @@ extension EndToEndLinkedTests {
         #expect(try await signIn.waitForExit(timeout: .seconds(40)) == 6, "\(signIn.transcript)\n\(listener.transcript)")
         let line = FailureOutput.singleErrorLine(signIn)
         #expect(!line.contains("revoked this link") && line.contains("4410"), "\(line)")
-        #expect(signIn.standardError.lines.contains("handshake done"), "the phone had answered: \(signIn.transcript)")
+        #expect(signIn.standardError.lines.contains { $0.hasPrefix("advert accepted") }, "the phone had come near: \(signIn.transcript)")
         #expect(try LinkStore.load(path: links).links.count == 1, "the link is kept")
     }
 

@@ -30,13 +30,13 @@ public enum LinkedClientDriver {
     public static let contactStep = "contacting the linked phone"
     static let advertStep = "waiting for the linked phone's advert"
 
-    /// Whether a failure in `step` came before the phone answered the handshake: only then can a
-    /// close be the phone's refusal of the contact (4410 contact ID revoked, 1008 "phone refused:
-    /// …", Docs/LINKING.md), which replaces its joining the tunnel. After its handshake message, which
-    /// proves it still holds the link, such a close is the tunnel's (a relay's) and says nothing of
-    /// the link.
-    public static func isBeforeThePhoneAnswered(_ step: String) -> Bool {
-        [contactStep, advertStep, ClientDriver.sendingHandshakeStep, ClientDriver.handshakeResponseStep].contains(step)
+    /// Whether a failure in `step` came before the phone's advert matched: only then can a close be
+    /// the phone's refusal of the contact (4410 contact ID revoked, 1008 "phone refused: …",
+    /// Docs/LINKING.md), which the relay sends only to a tunnel no phone has joined. The phone joins
+    /// before it advertises, and an advert that authenticates under the link proves it holds the
+    /// link; after that, such a close is a relay's and says nothing of the link.
+    public static func isBeforeTheAdvert(_ step: String) -> Bool {
+        step == contactStep || step == advertStep
     }
 
     /// Runs one linked transaction: `request` is a CTAP2 request (command ‖ CBOR).

@@ -87,23 +87,17 @@ public enum ClientDriver {
         }
     }
 
-    /// The step of a ``TransactionError`` raised while the desktop sends its handshake message.
-    public static let sendingHandshakeStep = "sending the handshake"
-    /// The step of a ``TransactionError`` raised while the desktop waits for the phone's handshake
-    /// message, and reads it: until it arrives, the phone has not answered.
-    public static let handshakeResponseStep = "waiting for the handshake response"
-
     static func converse<Session: ClientTransaction>(
         session: inout Session, tunnel: any TunnelTransport, request: [UInt8], timeouts: SessionTimeouts,
         transaction: TransactionDeadline, events: @Sendable (SessionEvent) -> Void
     ) async throws -> Outcome {
         let message1 = session.startHandshake()
-        try await step(.desktop, sendingHandshakeStep) { try await tunnel.send(message1) }
+        try await step(.desktop, "sending the handshake") { try await tunnel.send(message1) }
         events(.handshakeSent(bytes: message1.count))
 
         var getInfo: [UInt8]? = nil
         var linking: LinkingInfo? = nil
-        var phase = handshakeResponseStep
+        var phase = "waiting for the handshake response"
         while getInfo == nil {
             let message = try await step(.desktop, phase) {
                 try await transaction.wait(.desktop, phase, timeouts.message) { try await tunnel.receive(timeout: $0) }

@@ -94,7 +94,7 @@ extension Run {
                     + "(with --account NAME if it holds several passkeys for the site), then try again. The link is kept (for a phone that was wiped or lost, remove it: "
                     + "\(Self.forgetCommand(stored.name, configuration))).")
         } catch let error as TransactionError
-            where error.closeCode == .contactRevoked && LinkedClientDriver.isBeforeThePhoneAnswered(error.step)
+            where error.closeCode == .contactRevoked
         {
             // The listening phone was unlinked: its refusal is the same answer as a 410.
             await scanner.stop()
@@ -131,9 +131,9 @@ extension Run {
                 events: { narrator.session($0) })
         } catch let error as TransactionError {
             if error.runtimeCode == .upgradeRejected { throw error }
-            // A refusal replaces the phone's join, so it comes before the phone's handshake message;
-            // a close like it after that is the tunnel's, reported as such (exit 6, the link kept).
-            let beforeAnswer = LinkedClientDriver.isBeforeThePhoneAnswered(error.step)
+            // A refusal replaces the phone's join, so it comes before the phone's advert; a close like
+            // it after that is a relay's, reported as the tunnel's close (exit 6, the link kept).
+            let beforeAnswer = LinkedClientDriver.isBeforeTheAdvert(error.step)
             if error.closeCode == .contactRevoked, beforeAnswer { throw error }  // like a 410
             if beforeAnswer, let runtime = error.underlying as? RuntimeError, runtime.code == .closed,
                 runtime.closeCode == .policyViolation, let range = runtime.reason.range(of: "phone refused: ")
