@@ -164,15 +164,17 @@ public enum PhoneListenProgram {
     }
 
     /// Why the relay's refusal of the push channel ends listening, and what to do: a revoked contact
-    /// ID (410) is a link store older than a `phone --unlink` (a backup put back), a 403 a listen
-    /// token that is not the contact ID's (a store edited or damaged); both need a new identity.
+    /// ID (410) is a link store older than a `phone --unlink` (a backup put back), the relay's 403
+    /// for a listen token that is not the contact ID's a store edited or damaged; both need a new
+    /// identity. Another 403 (a proxy's) gets no such advice.
     static func refusedListen(_ error: RuntimeError, linkStorePath: String) -> String {
         let remedy = "run `hybrid-sim phone --unlink` to make a new contact ID, then link desktops again by QR code"
         switch error.httpStatus {
         case 410:
             return "\(error.reason): the relay knows this phone's contact ID as revoked, so \(linkStorePath) holds an "
                 + "identity from before a `phone --unlink` (a copy put back?); \(remedy)"
-        case 403:
+        case 403 where error.reason.contains("the listen token is not this contact ID's"):
+            // The relay's own words: a proxy or firewall in front of it answers 403 too, for other reasons.
             return "\(error.reason): the listen token in \(linkStorePath) is not this contact ID's (the file edited or "
                 + "damaged?); \(remedy)"
         default:
