@@ -180,15 +180,19 @@ struct RelyingPartyServiceTests {
             #expect(other.status == 400, "\(body): \(other.body.text)")
             #expect(other.body["error"]?.stringValue?.hasPrefix("the body must be a JSON object") == true, "\(other.body.text)")
         }
-        // An empty name (a script's unset variable) is no request for the default account either.
-        for path in ["/generate-registration-options", "/generate-authentication-options"] {
-            let empty = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: path, body: Array(#"{"username":""}"#.utf8)))
-            #expect(empty.status == 400, "\(path): \(empty.body.text)")
-            #expect(
-                empty.body["error"]?.stringValue
-                    == "the account name is empty: give 1…1024 bytes of UTF-8, or leave it out (or null) for the default account",
-                "\(empty.body.text)")
-        }
+        // An empty name (a script's unset variable) registers no default account; for sign-in it is a
+        // discoverable one, as desktop --rp-url sends it without --user.
+        let empty = await rp.handle(
+            RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(#"{"username":""}"#.utf8)))
+        #expect(empty.status == 400, "\(empty.body.text)")
+        #expect(
+            empty.body["error"]?.stringValue
+                == "the account name is empty: give 1…1024 bytes of UTF-8, or leave it out (or null) for the default account",
+            "\(empty.body.text)")
+        let discoverable = await rp.handle(
+            RelyingPartyHTTPRequest(method: "POST", target: "/generate-authentication-options", body: Array(#"{"username":""}"#.utf8)))
+        #expect(discoverable.status == 200 && discoverable.body["allowCredentials"] == nil, "\(discoverable.body.text)")
+        _ = await rp.takePending(try #require(discoverable.body["challenge"]?.stringValue.flatMap(Base64URL.decode)), registration: false)
         let null = await rp.handle(
             RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(#"{"username":null}"#.utf8)))
         #expect(null.status == 200, "null means no name given: \(null.body.text)")

@@ -201,9 +201,9 @@ public actor RelyingPartyService {
     }
 
     /// The account name a request gives for `{user}`: ``UserName/absent`` when it gives none (no
-    /// body, or JSON `null`); a 400 when the body that should carry it is not JSON, or gives another
-    /// JSON type (a number, an object), or an empty name: a server does not sign in a default account
-    /// for a request it cannot read, nor for a name a script left empty.
+    /// body, or JSON `null`), ``UserName/empty`` for `""`; a 400 when the body that should carry it
+    /// is not JSON, or gives another JSON type (a number, an object): a server does not sign in a
+    /// default account for a request it cannot read.
     private static func userName(
         in request: RelyingPartyHTTPRequest, _ endpoint: RelyingPartyProfile.Endpoint
     ) -> UserName {
@@ -229,16 +229,15 @@ public actor RelyingPartyService {
         guard let name = value.stringValue else {
             return .refused(.error(400, "the account name must be a JSON string, not \(value.text.prefix(40))"))
         }
-        guard !name.isEmpty else {
-            return .refused(
-                .error(400, "the account name is empty: give 1…\(ProgramDefaults.maximumUserNameBytes) bytes of UTF-8, or leave it out (or null) for the default account"))
-        }
-        return .given(name)
+        return name.isEmpty ? .empty : .given(name)
     }
 
     private enum UserName {
         /// No account named: the default one (registration), any passkey (sign-in).
         case absent
+        /// `""`: refused for a registration (a script's unset variable would register the default
+        /// account), a discoverable sign-in as with none (`desktop --rp-url` sends it so without `--user`).
+        case empty
         case given(String)
         case refused(RelyingPartyHTTPResponse)
     }
@@ -251,6 +250,9 @@ public actor RelyingPartyService {
         let name: String
         switch Self.userName(in: request, ceremony.options) {
         case .absent: name = ProgramDefaults.userName
+        case .empty:
+            return .error(
+                400, "the account name is empty: give 1…\(ProgramDefaults.maximumUserNameBytes) bytes of UTF-8, or leave it out (or null) for the default account")
         case .given(let given): name = given
         case .refused(let refusal): return refusal
         }
@@ -283,7 +285,7 @@ public actor RelyingPartyService {
     ) -> RelyingPartyHTTPResponse {
         let name: String
         switch Self.userName(in: request, ceremony.options) {
-        case .absent: name = ""
+        case .absent, .empty: name = ""
         case .given(let given): name = given
         case .refused(let refusal): return refusal
         }
