@@ -33,7 +33,9 @@ public indirect enum DecodedCBOR: Sendable, Hashable {
         case .text(let text): self = .text(text)
         case .array(let items): self = .array(items.map(DecodedCBOR.init))
         case .map(let map):
-            self = .map(Dictionary(map.map { (Self.key($0.key), DecodedCBOR($0.value)) }, uniquingKeysWith: { first, _ in first }))
+            // In canonical key order, so that of keys written the same (below) the first in it is kept.
+            self = .map(Dictionary(
+                CBOR.canonicallySorted(map).map { (Self.key($0.key), DecodedCBOR($0.value)) }, uniquingKeysWith: { first, _ in first }))
         case .bool(let flag): self = .bool(flag)
         case .null: self = .null
         case .undefined: self = .undefined

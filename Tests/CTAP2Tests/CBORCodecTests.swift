@@ -1,4 +1,4 @@
-import CTAP2
+@testable import CTAP2
 import HybridTestSupport
 import Testing
 
@@ -141,6 +141,11 @@ struct CBORCodecTests {
         #expect(Set<CBORValue>([.text("\u{E9}"), .text("e\u{301}"), .text("\u{E9}")]).count == 2)
         // The same bytes twice are still a duplicate.
         #expect(throws: CBORError(.duplicateMapKey)) { try CBOR.decode(hex("a2 6365cc81 01 6365cc81 02")) }
+        // Where CTAP2 reads such a map by name (extensions, attestation statements), the two cannot
+        // both be kept: refused, not one of them dropped at random.
+        #expect(throws: CTAP2Error.self) { try CBORKind<[String: CBORValue]>.textKeyedMap.convert(value, "extensions") }
+        let ascii = try CBORKind<[String: CBORValue]>.textKeyedMap.convert(try CBOR.decode(hex("a2 6161 01 6162 02")), "extensions")
+        #expect(ascii == ["a": .int(1), "b": .int(2)])
         // A lone key keeps its exact bytes through a round trip.
         let decomposed = hex("a1 6365cc81 01")
         #expect(CBOR.encode(try CBOR.decode(decomposed)) == decomposed)

@@ -134,7 +134,9 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
             throw CTAP2Error(.wrongType, "\(path): expected a map, found \(value.kindName)")
         }
         var options: [String: Bool] = [:]
-        for (key, entry) in entries {
+        // In canonical order, so that of two keys that are one name in different Unicode
+        // normalization forms (one to a Swift dictionary) the same one is kept every time.
+        for (key, entry) in CBOR.canonicallySorted(entries).reversed() {
             guard case .text(let name) = key else { continue }
             // Checked before the booleans: Chromium refuses a boolean there too.
             if name == "defaultCredProtect" {

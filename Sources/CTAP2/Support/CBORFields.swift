@@ -125,7 +125,13 @@ extension CBORKind where T == [String: CBORValue] {
                 guard case .text(let name) = key else {
                     throw CTAP2Error(.wrongType, "\(path): expected text keys, found \(key.kindName)")
                 }
-                result[name] = element
+                // Two keys CBOR tells apart (by bytes) that a Swift dictionary does not (one name in
+                // NFC and NFD): refused, rather than one kept at random.
+                guard result.updateValue(element, forKey: name) == nil else {
+                    throw CTAP2Error(
+                        .invalidValue,
+                        "\(path): two keys are the name \(CBORValue.text(name)) in different Unicode normalization forms")
+                }
             }
             return result
         }
