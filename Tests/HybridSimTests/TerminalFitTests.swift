@@ -31,8 +31,9 @@ struct TerminalFitTests {
         let notes = TerminalFit.notes(columns: 200, artWidth: 45, environment: environment)
         if let named {
             #expect(notes == [
-                "tmux in a locale that is not UTF-8 (\(named)) draws the QR code's block characters as _: start tmux with -u or "
-                    + "in a UTF-8 locale (LANG=C.UTF-8), or scan the PNG (--qr-png FILE) or use the FIDO:/ line (phone --qr)"
+                "tmux in a locale that is not UTF-8 (\(named)) draws the QR code's block characters as _ unless it was started "
+                    + "with -u or from a UTF-8 terminal; if the code shows as _, start tmux with -u or in a UTF-8 locale (LANG=C.UTF-8), "
+                    + "or scan the PNG (--qr-png FILE) or use the FIDO:/ line (phone --qr)"
             ])
         } else {
             #expect(notes.isEmpty, "\(notes)")
