@@ -62,7 +62,8 @@ func reportingFailures(json: Bool, _ body: () async throws -> Void) async throws
 /// none, is refused here saying so (it read "must be more than 0" for 0.0001).
 func checkSeconds(_ seconds: Double?, flag: String, maximum: Double = ProgramDefaults.maximumTimeoutSeconds) throws {
     guard let seconds, !(seconds >= 0.0005 && seconds <= maximum) else { return }
-    let tiny = seconds > 0 && seconds < 0.0005
-    throw ValidationError(
-        "\(flag) must be more than 0 and at most \(Int(maximum)) seconds" + (tiny ? ", in milliseconds (0.001 at least)" : ""))
+    if seconds > 0 && seconds < 0.0005 {
+        throw ValidationError("\(flag) \(seconds) is under a millisecond (it is kept in whole milliseconds): give 0.001 seconds or more")
+    }
+    throw ValidationError("\(flag) must be more than 0 and at most \(Int(maximum)) seconds")
 }
