@@ -135,8 +135,8 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
         }
         var options: [String: Bool] = [:]
         // In canonical order, so that of two keys that are one name in different Unicode
-        // normalization forms (one to a Swift dictionary) the same one is kept every time.
-        for (key, entry) in CBOR.canonicallySorted(entries).reversed() {
+        // normalization forms (one to a Swift dictionary) the first is kept, name and value.
+        for (key, entry) in CBOR.canonicallySorted(entries) {
             guard case .text(let name) = key else { continue }
             // Checked before the booleans: Chromium refuses a boolean there too.
             if name == "defaultCredProtect" {
@@ -144,7 +144,7 @@ public struct AuthenticatorGetInfoResponse: CTAP2CBORCodable {
                     throw CTAP2Error(.invalidValue, "\(path) \"defaultCredProtect\": expected 2 or 3, found \(entry)")
                 }
             } else if case .bool(let flag) = entry {
-                options[name] = flag
+                if options[name] == nil { options[name] = flag }
             } else if booleanOptions.contains(name) {
                 throw CTAP2Error(.wrongType, "\(path) \"\(name)\": expected a boolean, found \(entry.kindName)")
             }
