@@ -63,7 +63,7 @@ func reportingFailures(json: Bool, _ body: () async throws -> Void) async throws
 func checkSeconds(_ seconds: Double?, flag: String, maximum: Double = ProgramDefaults.maximumTimeoutSeconds) throws {
     guard let seconds, !(seconds >= 0.0005 && seconds <= maximum) else { return }
     if seconds > 0 && seconds < 0.0005 {
-        throw ValidationError("\(flag) \(seconds) is under a millisecond (it is kept in whole milliseconds): give 0.001 seconds or more")
+        throw ValidationError("\(flag) \(seconds) rounds to 0 milliseconds (it is kept in whole milliseconds): give 0.001 seconds or more")
     }
     throw ValidationError("\(flag) must be more than 0 and at most \(Int(maximum)) seconds")
 }

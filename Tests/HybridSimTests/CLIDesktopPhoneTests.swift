@@ -81,7 +81,7 @@ struct CLIDesktopPhoneTests {
             (["desktop", "--user-id-encoding", "hex"], "--user-id-encoding"),
             (["desktop", "--relay", "ws://127.0.0.1:1", "--relay-port", "0"], "--relay-port"),
             (["desktop", "--timeout", "0"], "--timeout"),
-            (["phone", "--qr", "FIDO:/1", "--timeout", "0.0001"], "--timeout 0.0001 is under a millisecond (it is kept in whole milliseconds): give 0.001 seconds or more"),
+            (["phone", "--qr", "FIDO:/1", "--timeout", "0.0001"], "--timeout 0.0001 rounds to 0 milliseconds (it is kept in whole milliseconds): give 0.001 seconds or more"),
             (["desktop", "--origin", "example.com"], "--origin"),
             // rp's values are usage errors too, as desktop's are.
             (["rp", "--profile", "hanko", "--port", "99999"], "--port must be 0…65535"),

@@ -32,7 +32,7 @@ struct TerminalFitTests {
         if let named {
             #expect(notes == [
                 "tmux in a locale that is not UTF-8 (\(named)) draws the QR code's block characters as _ unless it was started "
-                    + "with -u or from a UTF-8 terminal; if the code shows as _, start tmux with -u or in a UTF-8 locale (LANG=C.UTF-8), "
+                    + "with -u or from a shell in a UTF-8 locale; if the code shows as _, start tmux with -u or in a UTF-8 locale (LANG=C.UTF-8), "
                     + "or scan the PNG (--qr-png FILE) or use the FIDO:/ line (phone --qr)"
             ])
         } else {

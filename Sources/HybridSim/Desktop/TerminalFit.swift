@@ -43,7 +43,7 @@ package enum TerminalFit {
             let locale = localeVariable(environment).map { "\($0.0)=\($0.1)" } ?? "no LANG, LC_CTYPE or LC_ALL"
             notes.append(
                 "tmux in a locale that is not UTF-8 (\(locale)) draws the QR code's block characters as _ unless it was "
-                    + "started with -u or from a UTF-8 terminal; if the code shows as _, start tmux with -u or in a UTF-8 locale "
+                    + "started with -u or from a shell in a UTF-8 locale; if the code shows as _, start tmux with -u or in a UTF-8 locale "
                     + "(LANG=C.UTF-8), or \(around)")
         }
         return notes
