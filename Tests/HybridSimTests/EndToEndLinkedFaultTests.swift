@@ -109,6 +109,16 @@ struct EndToEndLinkedFaultTests {
         }
         #expect(!line.isEmpty)
         #expect(!FailureOutput.singleErrorLine(refused).contains(linkStore), "the phone's path stays on the phone")
+        // Removed while listening: refused as having no link identity, the line saying what to do.
+        try FileManager.default.removeItem(atPath: linkStore)
+        let missing = try lab.start(
+            "linked-missing", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await missing.waitForExit(timeout: .seconds(40)) == 4, "\(missing.transcript)\n\(listener.transcript)")
+        #expect(FailureOutput.singleErrorLine(missing).contains("refused the contact request: the phone has no link identity"))
+        _ = try await listener.waitForOutput("the missing store", in: \.standardError) { lines in
+            lines.contains("refused the contact request: the phone has no link identity (\(linkStore) is gone or holds none: "
+                + "restore it, or link desktops again by QR code)")
+        }
         listener.signal(SIGINT)
         #expect(try await listener.waitForExit(timeout: .seconds(10)) == 0, "\(listener.transcript)")
 
