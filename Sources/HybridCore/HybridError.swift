@@ -18,7 +18,11 @@ public struct HybridError: CodedError {
         case invalidPublicKey
         /// An advert plaintext breaks a rule (reserved byte, unknown domain).
         case invalidAdvert
-        /// A tunnel-server domain ID is in the assigned range but unknown (2…255).
+        /// A tunnel-server domain ID is in the assigned range but unknown (2…255). Nothing throws
+        /// it: an advert naming such a domain is ``invalidAdvert`` (the domain is one of the advert's
+        /// rules, PROTOCOL.md §3.4), and ``TunnelDomainID/host`` answers `nil` for it. Kept so that
+        /// code naming it still builds (Swift cannot mark one case of a `CaseIterable` enum
+        /// deprecated); it goes in the first release that may break the API.
         case unknownTunnelDomain
         /// A Noise handshake message is malformed or does not authenticate.
         case handshakeFailed
