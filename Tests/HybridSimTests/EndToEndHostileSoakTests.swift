@@ -43,4 +43,17 @@ struct EndToEndHostileSoakTests {
         #expect((end["openFiles"] as? Int ?? .max) <= (baseline["openFiles"] as? Int ?? 0))
         #expect(bench.standardError.text.contains("started hybrid-sim relay"))
     }
+    @Test("a soak whose honest sign-ins all fail (a --url where nothing listens): the report, then one error line naming the failed checks, exit 1")
+    func failedSoak() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let url = "ws://127.0.0.1:\(try EndToEndLab.closedPort())"
+        let bench = try lab.start(
+            "bench", ["bench", "hostile", "--url", url, "--duration", "1", "--hostile", "4", "--hold-min", "1", "--hold-max", "1", "--settle", "2"])
+        #expect(try await bench.waitForExit(timeout: .seconds(60)) == 1, "\(bench.transcript)")
+        #expect(bench.standardOutput.text.contains("verdict: FAIL: "), "\(bench.transcript)")
+        let last = try #require(bench.standardError.lines.last, "\(bench.transcript)")
+        #expect(last.hasPrefix("error: bench hostile: ") && last.contains("check(s) failed: ") && last.contains("no honest sign-in completed"),
+                "\(bench.transcript)")
+    }
 }
