@@ -52,16 +52,8 @@ final class RelayStatusOutput: Sendable {
         }
     }
 
-    /// The time as the log's lines give it (swift-log's stream handler: local time, ISO 8601 to the
-    /// second with the zone's offset), e.g. `2026-11-27T16:56:31+0000`.
-    static func timestamp(_ now: time_t = time(nil)) -> String {
-        var now = now
-        var parts = tm()
-        localtime_r(&now, &parts)
-        var buffer = [Int8](repeating: 0, count: 64)
-        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    /// The time as the log's lines give it (``LogTime/stamp(_:)``).
+    static func timestamp() -> String { LogTime.stamp() }
 
     /// What the relay holds now, for the status line.
     static func status(_ statistics: RelayStatistics) -> String {

@@ -36,7 +36,7 @@ struct EndToEndLinkedTests {
         let line = FailureOutput.singleErrorLine(listener)
         #expect(line.hasPrefix("error: listening for contact requests timed out after 1 s, and the relay at \(relayURL) was never reached ("),
                 "\(line)")
-        #expect(listener.standardError.lines.contains { $0.hasPrefix("relay unreachable (") && $0.contains("retrying after 0.1 s") },
+        #expect(listener.standardError.untimedLines.contains { $0.hasPrefix("relay unreachable (") && $0.contains("retrying after 0.1 s") },
                 "\(listener.transcript)")
     }
 
@@ -50,7 +50,7 @@ struct EndToEndLinkedTests {
         try await listener.untilListening()
         relay.terminate()
         #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
-        let lines = listener.standardError.lines
+        let lines = listener.standardError.untimedLines
         #expect(lines.contains { $0.hasPrefix("push channel lost (") }, "\(lines)")
         #expect(!lines.contains { $0.hasPrefix("relay unreachable") }, "\(lines)")
         // The limit found it trying to get the channel back: said so, not only "timed out".
@@ -68,9 +68,9 @@ struct EndToEndLinkedTests {
         defer { server.stop() }
         let listener = try lab.start("listener", ["phone", "--listen", "--relay", "ws://127.0.0.1:\(server.port)", "--listen-timeout", "1", "--json"])
         #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
-        #expect(listener.standardError.lines.contains { $0.hasPrefix("relay refused the push channel for now (relay rejected /cable/listen: 503") && $0.contains("503") },
+        #expect(listener.standardError.untimedLines.contains { $0.hasPrefix("relay refused the push channel for now (relay rejected /cable/listen: 503") && $0.contains("503") },
                 "\(listener.transcript)")
-        #expect(!listener.standardError.lines.contains { $0.hasPrefix("relay unreachable") }, "\(listener.transcript)")
+        #expect(!listener.standardError.untimedLines.contains { $0.hasPrefix("relay unreachable") }, "\(listener.transcript)")
         let events = try listener.standardOutput.lines.map(JSONEvents.parse)
         #expect(events.first?["event"] as? String == "unreachable" && events.first?["cause"] as? String == "refused", "\(events)")
         #expect(FailureOutput.singleErrorLine(listener).hasPrefix(
@@ -92,8 +92,8 @@ struct EndToEndLinkedTests {
             let relayURL = "ws://127.0.0.1:\(server.port)"
             let listener = try lab.start("listener-\(cause)", ["phone", "--listen", "--relay", relayURL, "--listen-timeout", "1", "--json"])
             #expect(try await listener.waitForExit(timeout: .seconds(20)) == 3, "\(listener.transcript)")
-            #expect(listener.standardError.lines.contains { $0.hasPrefix(line) }, "\(listener.transcript)")
-            #expect(!listener.standardError.lines.contains { $0.hasPrefix("relay unreachable") }, "\(listener.transcript)")
+            #expect(listener.standardError.untimedLines.contains { $0.hasPrefix(line) }, "\(listener.transcript)")
+            #expect(!listener.standardError.untimedLines.contains { $0.hasPrefix("relay unreachable") }, "\(listener.transcript)")
             let events = try listener.standardOutput.lines.map(JSONEvents.parse)
             #expect(events.first?["event"] as? String == "unreachable" && events.first?["cause"] as? String == cause, "\(events)")
             #expect(FailureOutput.singleErrorLine(listener).hasPrefix(
@@ -145,7 +145,10 @@ struct EndToEndLinkedTests {
             #expect(credential.signCount == UInt32(round))
         }
         #expect(try await listener.waitForExit() == 0, "\(listener.transcript)")
-        #expect(listener.standardError.lines.contains("answered 3 contact request(s); done"))
+        // Its progress lines begin with the time, as the relay's log does; the last, the result, does not.
+        let said = listener.standardError.lines
+        #expect(said.last == "answered 3 contact request(s); done", "\(listener.transcript)")
+        #expect(said.dropLast().allSatisfy { LogTime.strip($0) != $0 }, "\(listener.transcript)")
         // Every --json event of the listener carries the flow, the transactions' own events too.
         let listened = try listener.standardOutput.lines.map(JSONEvents.parse)
         let names = listened.compactMap { $0["event"] as? String }
@@ -153,7 +156,7 @@ struct EndToEndLinkedTests {
             .allSatisfy(names.contains) && names.last == "result", "\(names)")
         #expect(listened.allSatisfy { $0["flow"] as? String == "linked" }, "\(listener.standardOutput.text)")
         // The desktop created each tunnel (/cable/contact); the listening phone joined it.
-        #expect(listener.standardError.lines.contains { $0.hasPrefix("tunnel joined, advertising (rssi -45 dBm) to ") }, "\(listener.transcript)")
+        #expect(listener.standardError.untimedLines.contains { $0.hasPrefix("tunnel joined, advertising (rssi -45 dBm) to ") }, "\(listener.transcript)")
 
         // 2b. A link whose pairing ID the phone never handed out: the phone refuses (exit 4), the
         // specific reason reaches the desktop, and the links file is not touched.
@@ -252,7 +255,7 @@ struct EndToEndLinkedTests {
         #expect(try await unreachable.waitForExit() == 0, "\(unreachable.transcript)")
         let missed = try JSONEvents.parse(try #require(unreachable.standardOutput.lines.last))
         #expect(missed["relayTold"] as? Bool == false && missed["revoked"] as? Int == 2, "\(unreachable.transcript)")
-        #expect(unreachable.standardError.lines.contains {
+        #expect(unreachable.standardError.untimedLines.contains {
             $0.hasPrefix("note: could not tell the relay at \(closed) (") && $0.hasSuffix("it learns of the revocation from this phone's next --listen there")
         }, "\(unreachable.transcript)")
     }
@@ -301,7 +304,7 @@ struct EndToEndLinkedTests {
         listener.signal(SIGINT)
         #expect(try await listener.waitForExit(timeout: .seconds(10)) == 0, "\(listener.transcript)")
         #expect(
-            listener.standardError.lines.last == "answered 2 contact request(s); stopped by SIGINT", "\(listener.transcript)")
+            listener.standardError.untimedLines.last == "answered 2 contact request(s); stopped by SIGINT", "\(listener.transcript)")
 
         // A push for a revoked ID that reaches a phone before it noticed the revocation is refused
         // with the revoked mark: the relay closes the desktop's tunnel with 4410, which the desktop

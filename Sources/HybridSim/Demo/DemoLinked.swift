@@ -35,7 +35,8 @@ extension DemoProgram {
         let phoneLines = Task {
             for await line in phone.lines {
                 switch line {
-                case .standardOutput(let text), .standardError(let text): say("phone", text)
+                case .standardOutput(let text): say("phone", text)
+                case .standardError(let text): say("phone", LogTime.strip(text))  // the narration has no times
                 }
             }
         }

@@ -37,7 +37,7 @@ public enum PhoneListenProgram {
         let relayURL = ProgramChecks.trimmedRelayURL(phone.relayURL)
         let narrator = PhoneNarrator(
             output: output, json: phone.json, relayURL: relayURL, proximityURL: phone.proximityURL, rssi: phone.rssi,
-            joinsTunnel: true, flow: "linked")
+            joinsTunnel: true, flow: "linked", timestamps: true)
         do {
             try await listen(configuration, relayURL: relayURL, narrator: narrator)
             return 0
@@ -159,7 +159,8 @@ public enum PhoneListenProgram {
             }
         }
         Interruption.beginEnding()
-        narrator.say("answered \(answered) contact request(s); done")
+        // The last line, like `error: …` and a signal's line, carries no time: it is the result.
+        narrator.output.standardError("answered \(answered) contact request(s); done")
         narrator.event("result", resultMembers(answered: answered))
     }
 

@@ -15,11 +15,15 @@ struct PhoneNarrator: Sendable {
     /// `"linked"` under `--listen`: every `--json` event carries `"flow": "linked"`, first (absent
     /// in the QR flow, whose stream stays as it was).
     var flow: String? = nil
+    /// Each progress line begins with the time (``LogTime``), as the relay's log lines do: a
+    /// listener runs for hours, and its lines are read later beside the relay's and the desktops'.
+    var timestamps = false
 
     /// A progress line on stderr.
     func say(_ line: String) {
         // It may quote the desktop's text (an RP ID, a user name): one line stays one line (`PeerText`).
-        output.standardError(PeerText.printable(line, limit: PeerText.lineLimit))
+        let printable = PeerText.printable(line, limit: PeerText.lineLimit)
+        output.standardError(timestamps ? LogTime.stamp() + " " + printable : printable)
     }
 
     /// A `--json` event on stdout (nothing without `--json`).

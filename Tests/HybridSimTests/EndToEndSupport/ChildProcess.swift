@@ -1,5 +1,6 @@
 import Foundation
 import HybridFiles
+import HybridSim
 import Synchronization
 import Testing
 
@@ -59,6 +60,9 @@ final class SharedText: Sendable {
     var lines: [String] {
         text.split(separator: "\n", omittingEmptySubsequences: false).map(String.init).filter { !$0.isEmpty }
     }
+    /// ``lines`` without the time a long-running program's lines begin with (`phone --listen`'s,
+    /// a relay's log; ``LogTime``).
+    var untimedLines: [String] { lines.map(LogTime.strip) }
 }
 
 /// One `hybrid-sim` child process with captured stdout and stderr, a hard time limit on every
@@ -224,7 +228,7 @@ final class ChildProcess {
         }
     }
 
-    /// Waits until `condition` holds for the stdout lines, failing after `timeout`.
+    /// Waits until `condition` holds for the lines of `stream` (``SharedText/untimedLines``), failing after `timeout`.
     @discardableResult
     func waitForOutput(
         _ what: String,
@@ -234,10 +238,10 @@ final class ChildProcess {
     ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let lines = self[keyPath: stream].lines
+            let lines = self[keyPath: stream].untimedLines
             if condition(lines) { return lines }
             if ContinuousClock.now >= deadline || (!process.isRunning && self[keyPath: stream].isClosed) {
-                let finalLines = self[keyPath: stream].lines
+                let finalLines = self[keyPath: stream].untimedLines
                 if condition(finalLines) { return finalLines }
                 throw ChildProcessError(
                     "\(name): no \(what) within \(timeout) (running: \(process.isRunning))\n--- stdout:\n\(standardOutput.text)\n--- stderr:\n\(standardError.text)"
