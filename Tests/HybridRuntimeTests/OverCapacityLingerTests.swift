@@ -1,7 +1,9 @@
 import Foundation
 @testable import HybridRuntime
 import HybridTestSupport
+import Logging
 import NIOCore
+import NIOEmbedded
 import NIOPosix
 import Testing
 
@@ -38,5 +40,22 @@ struct OverCapacityLingerTests {
         while lingering.waiting > 0, ContinuousClock.now < end { try await Task.sleep(for: .milliseconds(50)) }
         #expect(lingering.waiting == 0)
         try await server.close().get()
+    }
+    @Test("a connection the dispatcher accepted while the relay was full is answered 503 on the shard it went to, even with room there now: it was never routed, so it is not served")
+    func overCapacityIsNeverServed() throws {
+        let channel = EmbeddedChannel()
+        let statistics = RelayStatisticsBox()
+        let registry = RelayRegistry(
+            eventLoop: channel.embeddedEventLoop, configuration: RelayConfiguration(), statistics: statistics,
+            logger: Logger(label: "over-capacity", factory: { _ in SwiftLogNoOpLogHandler() }))
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 40000)).wait()
+        try RelayConnection.configure(channel, registry: registry, counted: false, admission: .overCapacity)
+        // The request is not read: not even a routable one (it may belong to another shard).
+        try channel.writeInbound(ByteBuffer(string: "GET /cable/listen/AAAA HTTP/1.1\r\nHost: x\r\n\r\n"))
+        let answer = String(buffer: try #require(try channel.readOutbound(as: ByteBuffer.self)))
+        #expect(answer.hasPrefix("HTTP/1.1 503 Service Unavailable"), "\(answer)")
+        #expect(statistics.openConnectionCount == 0, "not counted as an open connection")
+        #expect(statistics.value.rejectedRequests[503] == 1)
+        _ = try? channel.finish()
     }
 }

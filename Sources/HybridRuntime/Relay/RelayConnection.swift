@@ -68,6 +68,17 @@ final class RelayConnection {
             countedByDispatcher = true
         }
         let connection = RelayConnection(channel: channel, source: source)
+        if case .overCapacity? = admission {
+            // Full when the dispatcher accepted it; it went to this shard unread, so it is not served
+            // here even if a connection closed since (``DispatcherAdmission/overCapacity``).
+            guard registry.refuseOverCapacity() else {
+                channel.close(promise: nil)
+                return
+            }
+            try channel.pipeline.syncOperations.addHandler(
+                OverCapacityHandler(closeTimeout: registry.configuration.closeHandshakeTimeout))
+            return
+        }
         let outcome = registry.connectionOpened(connection, counted: counted)
         if outcome != .admitted, countedByDispatcher {
             registry.admissionCounts.closed(source: source, wasPending: true)
@@ -92,6 +103,8 @@ final class RelayConnection {
             refusal = nil
         case .refused(let response)?:
             refusal = response
+        case .overCapacity?:
+            preconditionFailure("answered above")
         }
         if let refusal {
             // Pending-upgrade or per-source cap: not tracked, answered like an over-capacity connection.

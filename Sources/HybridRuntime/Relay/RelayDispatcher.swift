@@ -121,8 +121,8 @@ package final class RelayDispatcher: Sendable {
     }
 
     /// A bootstrap that turns an accepted socket into a channel on `shard`'s loop. `counted`: the
-    /// connection was counted against ``RelayConfiguration/maxConnections`` (otherwise the shard
-    /// counts it, and answers 503 if the relay is still full).
+    /// connection was counted against ``RelayConfiguration/maxConnections`` (otherwise `admission`
+    /// is a refusal: ``DispatcherAdmission/overCapacity`` or ``DispatcherAdmission/refused(_:)``).
     private func bootstrap(shard: Int, counted: Bool, admission: DispatcherAdmission?) -> ClientBootstrap {
         let registry = shards.registries[shard]
         return ClientBootstrap(group: registry.eventLoop)
@@ -320,8 +320,8 @@ package final class RelayDispatcher: Sendable {
                     accepted.append(fd)
                 }
             } else {
-                // Over the connection cap: answered 503 on any loop, unread.
-                bootstrap(shard: backlog.nextShard, counted: false, admission: nil).withConnectedSocket(fd).whenFailure { _ in }
+                // Over the connection cap: answered 503 on any loop, unread (never served there).
+                bootstrap(shard: backlog.nextShard, counted: false, admission: .overCapacity).withConnectedSocket(fd).whenFailure { _ in }
                 backlog.nextShard = (backlog.nextShard + 1) % shardCount
             }
         }
@@ -444,4 +444,10 @@ enum DispatcherAdmission: Sendable {
     case admitted(source: String?)
     /// Refused by a pending-upgrade or per-source cap: answered with its fixed response, unread.
     case refused(AdmissionRefusal)
+    /// Past ``RelayConfiguration/maxConnections`` when it was accepted: answered 503, unread, even
+    /// if a connection has closed since. Its request was never looked at, so the shard it went to
+    /// is the next in turn, not the one that owns what it asks for: served there, a `/cable/connect`
+    /// would find no tunnel (404), a `/cable/new` would miss a tunnel ID open on another shard (a
+    /// second tunnel, not 409), and `/cable/listen` would miss the directory (shard 0).
+    case overCapacity
 }

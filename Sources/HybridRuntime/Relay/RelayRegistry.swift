@@ -178,14 +178,22 @@ final class RelayRegistry {
             return .shuttingDown
         }
         guard counted || statistics.claimConnection(max: configuration.maxConnections) else {
-            statistics.recordRefusal(status: 503)
-            logLimiter.info(logger, "refused a connection: \(configuration.maxConnections) connections open (503)")
+            _ = refuseOverCapacity()
             return .overCapacity
         }
         lastConnectionSerial &+= 1
         connection.serial = lastConnectionSerial
         connections[ObjectIdentifier(connection)] = connection
         return .admitted
+    }
+
+    /// Records and logs a connection refused because the relay was full (503); `false` (nothing
+    /// recorded) while shutting down, when it is closed instead.
+    func refuseOverCapacity() -> Bool {
+        guard !isShuttingDown else { return false }
+        statistics.recordRefusal(status: 503)
+        logLimiter.info(logger, "refused a connection: \(configuration.maxConnections) connections open (503)")
+        return true
     }
 
     /// The open connection `id` names, if any.
