@@ -58,6 +58,46 @@ struct EndToEndDesktopLinksTests {
     }
 }
 
+/// A `--linked` desktop scans where the listening phone advertises, or nowhere: a listening phone
+/// was started with its `--proximity`, so a free port in place of a taken one would leave its
+/// adverts with whatever holds the port (found with another desktop waiting on 47002).
+@Suite("End to end: a --linked desktop's proximity port", .serialized)
+struct EndToEndLinkedProximityPortTests {
+    @Test("the default udp port taken: a --linked desktop fails at once (exit 6) saying where the phone advertises, no free port instead")
+    func defaultPortTaken() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, links) = try await registerLinked(lab)
+        // Hold 47002 (if something else holds it already, it is taken all the same).
+        let holder = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        try #require(holder >= 0)
+        defer { close(holder) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(ProgramDefaults.proximityPort).bigEndian
+        address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
+        _ = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(holder, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        let signIn = try lab.start("linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--timeout", "20"])
+        #expect(try await signIn.waitForExit(timeout: .seconds(15)) == 6, "\(signIn.transcript)")
+        let line = FailureOutput.singleErrorLine(signIn)
+        #expect(line.hasPrefix("error: cannot start the proximity scanner on udp port \(ProgramDefaults.proximityPort): ")
+                && line.contains("the listening phone advertises to the --proximity it was started with"), "\(line)")
+        #expect(!signIn.standardError.text.contains("instead"), "no fallback port: \(signIn.transcript)")
+        #expect(try LinkStore.load(path: links).links.count == 1, "the link is kept")
+    }
+
+    @Test("--linked with --proximity-port 0 is a usage error: the listening phone cannot know a port picked now")
+    func freePortRefused() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let signIn = try lab.start("linked", ["desktop", "--linked", "any", "--relay", "ws://127.0.0.1:1", "--proximity-port", "0"])
+        #expect(try await signIn.waitForExit(timeout: .seconds(15)) == ProgramFailure.usageExitCode, "\(signIn.transcript)")
+        #expect(signIn.standardError.text.contains("--linked takes no --proximity-port 0"), "\(signIn.transcript)")
+    }
+}
+
 /// A listening phone frozen while `phone --unlink` runs (SIGSTOP), with a desktop contacting it
 /// meanwhile: on waking it refuses that push as revoked, so the desktop removes the link (exit 8)
 /// instead of waiting out its timeout and keeping a revoked link (a soak found it 4 times in 6).

@@ -114,6 +114,11 @@ public struct DesktopConfiguration: Sendable {
             if linked.isEmpty { throw bad("--linked needs a phone name or any") }
             if qrPNGPath != nil { throw bad("--qr-png does not apply to --linked (there is no QR code)") }
             if misbehave != nil { throw bad("--misbehave applies to the QR flow, not to --linked") }
+            if proximityPort == 0 {
+                // A listening phone advertises where its --proximity says, fixed when it started.
+                throw bad("--linked takes no --proximity-port 0: the listening phone advertises to the --proximity it was "
+                    + "started with (default udp://127.0.0.1:\(ProgramDefaults.proximityPort)), not to a port picked now; give that port")
+            }
         }
         if let timeout {
             guard timeout > .zero, timeout <= .seconds(ProgramDefaults.maximumTimeoutSeconds) else {

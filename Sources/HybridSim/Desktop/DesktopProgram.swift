@@ -504,15 +504,28 @@ struct Run {
         }
     }
 
-    func startScanner(eidKey: [UInt8]) async throws -> (ProximityScanner<[UInt8]>, ProximityEndpoint) {
+    ///
+    /// `linked`: a listening phone was started with where to advertise (`phone --listen
+    /// --proximity`), so the scanner must be there: no free port instead of a taken default (the
+    /// phone's adverts would go to whatever holds it; `--proximity-port 0` is refused before, by
+    /// ``DesktopConfiguration``).
+    func startScanner(eidKey: [UInt8], linked: Bool = false) async throws -> (ProximityScanner<[UInt8]>, ProximityEndpoint) {
         let matcher = ClientDriver.Transports.advertMatcher(eidKey: eidKey)
         let minRSSI = Int8(configuration.minRSSI)
         let wanted = configuration.proximityPort ?? ProgramDefaults.proximityPort
+        let phoneSide = "the listening phone advertises to the --proximity it was started with (default udp://127.0.0.1:"
+            + "\(ProgramDefaults.proximityPort))"
         let scanner = ProximityScanner<[UInt8]>(port: wanted, minRSSI: minRSSI, logger: logger, matcher: matcher)
         do {
             let endpoint = try await scanner.start()
             narrator.say("proximity scanner listening on \(endpoint) (accepting rssi ≥ \(minRSSI) dBm)")
             return (scanner, endpoint)
+        } catch let error as RuntimeError where error.code == .bindFailed && linked {
+            throw ProgramFailure(
+                .network,
+                "cannot start the proximity scanner on udp port \(wanted): \(error); \(phoneSide), so this desktop must "
+                    + "scan there: end what holds the port (another desktop waiting?) and try again, or start the phone "
+                    + "with --proximity udp://127.0.0.1:P and this desktop with --proximity-port P")
         } catch let error as RuntimeError where error.code == .bindFailed && configuration.proximityPort == nil {
             let fallback = ProximityScanner<[UInt8]>(port: 0, minRSSI: minRSSI, logger: logger, matcher: matcher)
             let endpoint: ProximityEndpoint

@@ -46,7 +46,7 @@ extension Run {
         let scanner: ProximityScanner<[UInt8]>
         let proximity: ProximityEndpoint
         do {
-            (scanner, proximity) = try await startScanner(eidKey: session.eidKey)
+            (scanner, proximity) = try await startScanner(eidKey: session.eidKey, linked: true)
         } catch {
             await relay.embedded?.shutdown()
             throw error
