@@ -89,6 +89,34 @@ struct RelayLoopAcceptorTests {
         }
     }
 
+    @Test("a /cable/new whose joiner would find the relay full is refused 503 at once, not left to strand its phone; a joined tunnel gives its room back", arguments: [1, 2])
+    func joinerRoom(shards: Int) async throws {
+        var configuration = configuration(shards: shards)
+        configuration.maxConnections = 4
+        try await withRelay(configuration, group: twoLoopGroup) { relay, endpoint in
+            // Two phones' tunnels, nobody joined: their two joiners take the other two connections.
+            var phones: [HostileConnection] = []
+            for _ in 0..<2 {
+                let phone = try await connect(endpoint)
+                #expect(await upgradeStatus(phone) == 101)
+                phones.append(phone)
+            }
+            let third = try await connect(endpoint)
+            await third.write(HostileWire.upgradeRequest(path: HostileWire.randomNewPath()))
+            let answer = String(decoding: await third.wait(timeout: .seconds(3)) { HostileWire.headEnd($0) != nil }.bytes, as: UTF8.self)
+            #expect(answer.hasPrefix("HTTP/1.1 503 "), "\(answer)")
+            #expect(answer.contains("too many connections (4) to open a tunnel its peer could join"), "\(answer)")
+            await third.close()
+            for phone in phones { await phone.close() }
+            #expect(await eventually { relay.statistics.openConnections == 0 && relay.openTunnelCount == 0 })
+            // The room comes back: tunnels joined and closed leave none counted.
+            for _ in 0..<3 { try await expectTunnelRelays(endpoint) }
+            let again = [try await connect(endpoint), try await connect(endpoint)]
+            for phone in again { #expect(await upgradeStatus(phone) == 101) }
+            for phone in again { await phone.close() }
+        }
+    }
+
     @Test("beyond maxPendingUpgrades a silent connection's successor gets 503; closing one frees its slot", arguments: [1, 2])
     func pendingUpgradeCap(shards: Int) async throws {
         var configuration = configuration(shards: shards)

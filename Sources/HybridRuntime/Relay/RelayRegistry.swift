@@ -50,6 +50,7 @@ final class RelayStatisticsBox: Sendable {
     private let messagesBuffered = Atomic<Int>(0)
     private let openConnections = Atomic<Int>(0)
     private let openTunnels = Atomic<Int>(0)
+    private let unjoinedTunnels = Atomic<Int>(0)
 
     /// A snapshot.
     var value: RelayStatistics {
@@ -85,6 +86,20 @@ final class RelayStatisticsBox: Sendable {
 
     /// A counted tunnel closed.
     func releaseTunnel() { openTunnels.subtract(1, ordering: .relaxed) }
+
+    /// Counts one more tunnel waiting for its joiner if every waiting tunnel's joiner, this one's
+    /// too, still finds a connection free under `maxConnections` (then `true`); `false`, nothing
+    /// counted, when the joiner could not get in. The connections and the waiting tunnels are two
+    /// counters read one after the other: under a burst a few more may pass than fit.
+    func claimJoinerRoom(maxConnections: Int) -> Bool {
+        let waiting = unjoinedTunnels.wrappingAdd(1, ordering: .relaxed).newValue
+        if openConnections.load(ordering: .relaxed) + waiting <= maxConnections { return true }
+        unjoinedTunnels.subtract(1, ordering: .relaxed)
+        return false
+    }
+
+    /// A tunnel counted by ``claimJoinerRoom(maxConnections:)`` was joined or closed.
+    func releaseJoinerRoom() { unjoinedTunnels.subtract(1, ordering: .relaxed) }
 
     private func claim(_ counter: borrowing Atomic<Int>, max: Int) -> Bool {
         if counter.wrappingAdd(1, ordering: .relaxed).newValue <= max { return true }
@@ -305,7 +320,18 @@ final class RelayRegistry {
         guard tunnels[tunnelID] == nil else {
             return .reject(RelayRejection(status: .conflict, reason: "tunnel ID already open"))
         }
+        // A tunnel whose joiner would find the relay full strands its creator for its whole
+        // timeout (a burst of phones' /cable/new taking every connection, each desktop's
+        // /cable/connect then 503): refused now instead, while the creator can still say so.
+        guard statistics.claimJoinerRoom(maxConnections: configuration.maxConnections) else {
+            return .reject(
+                RelayRejection(
+                    status: .serviceUnavailable,
+                    reason: "too many connections (\(configuration.maxConnections)) to open a tunnel its peer could join; "
+                        + "try again later"))
+        }
         guard statistics.claimTunnel(max: configuration.maxOpenTunnels) else {
+            statistics.releaseJoinerRoom()
             return .reject(
                 RelayRejection(
                     status: .serviceUnavailable,
@@ -329,6 +355,7 @@ final class RelayRegistry {
                 directory: directory, flow: flow, tunnelID: tunnelID, routingID: routingID, logger: tunnel.logger,
                 logLimiter: logLimiter)
         }
+        tunnel.holdsJoinerRoom = true
         tunnels[tunnelID] = tunnel
         tunnel.startTimers()
         statistics.update { $0.tunnelsOpened += 1 }

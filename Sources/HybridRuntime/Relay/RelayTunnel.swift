@@ -84,6 +84,10 @@ final class RelayTunnel {
     /// ``AdmissionLedger`` when ``RelayConfiguration/maxWaitingTunnelsPerSource`` is on), until
     /// someone claims the joiner side or the tunnel closes.
     var waitingSource: String?
+    /// The tunnel counts among the relay's tunnels waiting for their joiner
+    /// (``RelayStatisticsBox/claimJoinerRoom(maxConnections:)``) until the joiner side is claimed or
+    /// it closes.
+    var holdsJoinerRoom = false
 
     /// Why the tunnel was closed, once it is.
     private(set) var closure: (code: WebSocketCloseCode?, reason: String)?
@@ -169,8 +173,12 @@ final class RelayTunnel {
         leftWaiting()
     }
 
-    /// The tunnel no longer counts among its creator's unjoined tunnels.
+    /// The tunnel no longer counts among its creator's unjoined tunnels (nor the relay's).
     func leftWaiting() {
+        if holdsJoinerRoom {
+            holdsJoinerRoom = false
+            registry.statistics.releaseJoinerRoom()
+        }
         guard let source = waitingSource else { return }
         waitingSource = nil
         registry.admissionCounts.tunnelLeftWaiting(source: source)
