@@ -191,7 +191,7 @@ struct RelayEndpointTests {
         }
     }
 
-    @Test("requests that are not GET WebSocket upgrades are 400 (valid path) or 404 (other path)")
+    @Test("requests that are not GET WebSocket upgrades are 400 (valid path) or 404 (other path); another WebSocket version is 426 naming 13")
     func plainRequests() async throws {
         try await withRelay { relay, endpoint in
             let path = TunnelServicePath.new(tunnelID: randomTunnelID()).path
@@ -203,7 +203,7 @@ struct RelayEndpointTests {
                 (
                     RawConnection.upgradeRequest(path: path)
                         .replacingOccurrences(of: "Sec-WebSocket-Version: 13", with: "Sec-WebSocket-Version: 8"),
-                    400
+                    426
                 ),
             ]
             for (request, status) in cases {
@@ -211,6 +211,10 @@ struct RelayEndpointTests {
                 try await raw.write(request)
                 let head = await raw.readResponseHead()
                 #expect(RawConnection.status(of: head) == status, "\(request)")
+                if status == 426 {
+                    // RFC 6455 §4.2.2: the version the relay speaks goes back with the refusal.
+                    #expect(head.contains("\r\nSec-WebSocket-Version: 13\r\n"), "\(head)")
+                }
                 #expect(await raw.waitForClose())
             }
             #expect(relay.openTunnelCount == 0)

@@ -21,9 +21,10 @@ package final class OverCapacityHandler: ChannelInboundHandler, RemovableChannel
 
     /// A complete `text/plain` HTTP/1.1 response with `Connection: close`: every refusal the relay
     /// writes itself (over capacity, admission caps, refused requests) is made here.
-    static func fixedResponse(_ status: HTTPResponseStatus, body: String) -> String {
+    static func fixedResponse(_ status: HTTPResponseStatus, body: String, headers: [(String, String)] = []) -> String {
         let body = body + "\n"
-        return "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        let extra = headers.map { "\($0.0): \($0.1)\r\n" }.joined()
+        return "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\nContent-Type: text/plain; charset=utf-8\r\n" + extra
             + "Content-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body
     }
 

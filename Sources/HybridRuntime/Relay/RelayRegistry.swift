@@ -13,10 +13,12 @@ struct RelayRejection: Sendable {
     /// names itself revoked): what it asked for was done, so it is counted as
     /// ``RelayStatistics/revocationsReceived`` and logged at debug level, not as a refusal.
     var isRevocationReceipt = false
+    /// Header fields the answer carries besides the fixed ones (a 426's `Sec-WebSocket-Version`).
+    var headers: [(String, String)] = []
 
     /// The whole answer: a `text/plain` HTTP/1.1 response with the reason as its body.
     var response: String {
-        OverCapacityHandler.fixedResponse(status, body: reason)
+        OverCapacityHandler.fixedResponse(status, body: reason, headers: headers)
     }
 
     /// `408` for a request cut short by ``RelayConfiguration/upgradeTimeout``: a client that is
@@ -378,6 +380,17 @@ final class RelayRegistry {
         }
         guard head.method == .GET else {
             return RelayRejection(status: .badRequest, reason: "only GET is supported")
+        }
+        if invalidUpgrade == nil, head.headers.containsToken(named: "upgrade", "websocket", anyCase: true),
+            let version = head.headers.first(name: "sec-websocket-version"), version != "13"
+        {
+            // RFC 6455 §4.2.2: the versions the server speaks go back in Sec-WebSocket-Version,
+            // with 426 Upgrade Required, so that a client can try again with one.
+            var rejection = RelayRejection(
+                status: .upgradeRequired,
+                reason: "WebSocket version 13 is required (RFC 6455 §4.2.2); the request offered \(PeerText.printable(version, limit: 40))")
+            rejection.headers = [("Sec-WebSocket-Version", "13")]
+            return rejection
         }
         return RelayRejection(status: .badRequest, reason: invalidUpgrade ?? "a WebSocket upgrade (version 13) is required")
     }
