@@ -12,14 +12,25 @@ public enum Hex {
 
     /// Encodes bytes as hex, lower case unless `uppercase` is set.
     public static func encode<Bytes: Sequence<UInt8>>(_ bytes: Bytes, uppercase: Bool = false) -> String {
-        let digits: [UInt8] = Array((uppercase ? "0123456789ABCDEF" : "0123456789abcdef").utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.underestimatedCount * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+        if let encoded = bytes.withContiguousStorageIfAvailable({ encode(buffer: $0, uppercase: uppercase) }) {
+            return encoded
         }
-        return String(decoding: out, as: UTF8.self)
+        return Array(bytes).withUnsafeBufferPointer { encode(buffer: $0, uppercase: uppercase) }
+    }
+
+    private static func encode(buffer: UnsafeBufferPointer<UInt8>, uppercase: Bool) -> String {
+        guard !buffer.isEmpty else { return "" }
+        let letters = (uppercase ? UInt8(ascii: "A") : UInt8(ascii: "a")) &- 10
+        return String(unsafeUninitializedCapacity: buffer.count * 2) { out in
+            var index = 0
+            for byte in buffer {
+                let high = byte >> 4, low = byte & 0x0F
+                out[index] = high < 10 ? high &+ UInt8(ascii: "0") : high &+ letters
+                out[index + 1] = low < 10 ? low &+ UInt8(ascii: "0") : low &+ letters
+                index += 2
+            }
+            return index
+        }
     }
 
     /// Decodes a hex string (either case). Throws ``DecodingError``.

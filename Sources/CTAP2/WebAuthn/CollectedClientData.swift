@@ -111,15 +111,18 @@ public struct CollectedClientData: Hashable, Sendable {
     /// U+0020 are escaped, the latter as `\u` and four lower-case hex digits.
     static func appendCCDString(_ string: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
-        for scalar in string.unicodeScalars {
-            switch scalar.value {
-            case 0x22: out += Array("\\\"".utf8)
-            case 0x5C: out += Array("\\\\".utf8)
+        // Byte by byte: every byte that needs escaping is ASCII, and no byte of a multi-byte UTF-8
+        // sequence is below 0x80, so the other bytes are copied as they are (the code points' UTF-8).
+        for byte in string.utf8 {
+            switch byte {
+            case 0x22, 0x5C:
+                out.append(UInt8(ascii: "\\"))
+                out.append(byte)
             case 0..<0x20:
                 out += Array("\\u00".utf8)
-                out += Array(Hex.encode([UInt8(scalar.value)]).utf8)
+                out += Array(Hex.encode([byte]).utf8)
             default:
-                out += Array(String(scalar).utf8)
+                out.append(byte)
             }
         }
         out.append(UInt8(ascii: "\""))

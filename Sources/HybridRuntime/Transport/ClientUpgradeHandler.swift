@@ -62,9 +62,10 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
         promise: EventLoopPromise<ClientUpgradeOutcome>,
         install: @escaping (Channel, HTTPResponseHead) throws -> ClientUpgradeOutcome
     ) {
-        let forbidden: Set<UInt8> = [0, UInt8(ascii: "\r"), UInt8(ascii: "\n")]
-        let fields = [path] + headers.flatMap { [$0.0, $0.1] }
-        requestError = fields.contains { $0.utf8.contains(where: forbidden.contains) }
+        func forbidden(_ field: String) -> Bool {
+            field.utf8.contains { $0 == 0 || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\n") }
+        }
+        requestError = forbidden(path) || headers.contains(where: { forbidden($0.0) || forbidden($0.1) })
             ? "the WebSocket request's path or a header contains CR, LF or NUL" : nil
         var text = "GET \(path) HTTP/1.1\r\n"
         for (name, value) in headers { text += "\(name): \(value)\r\n" }
