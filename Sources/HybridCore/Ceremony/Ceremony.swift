@@ -48,7 +48,9 @@ public enum Ceremony {
         /// The CTAP2 request.
         public let request: MakeCredentialRequest
 
-        /// Builds the request: ES256 only, a discoverable credential, UV preferred.
+        /// Builds the request: ES256 only, a discoverable credential (`rk: true`), and no `uv` option
+        /// (the authenticator decides; ``RelyingParty/requireUserVerification`` says whether the UV
+        /// flag must then be set).
         public init(
             relyingParty: RelyingParty, rpName: String?, user: PublicKeyCredentialUserEntity, challenge: [UInt8],
             excludeCredentials: [[UInt8]] = []
@@ -89,7 +91,8 @@ public enum Ceremony {
         /// The CTAP2 request.
         public let request: GetAssertionRequest
 
-        /// Builds the request.
+        /// Builds the request: no `up` or `uv` option, an allow list only when `allowCredentials` is
+        /// not empty.
         public init(relyingParty: RelyingParty, challenge: [UInt8], allowCredentials: [[UInt8]] = []) {
             self.relyingParty = relyingParty
             self.allowCredentials = allowCredentials
