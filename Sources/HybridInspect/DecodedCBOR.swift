@@ -11,17 +11,26 @@ import CTAP2
 /// in decimal, `"1"`; a text string as it is). Reading the JSON back, an object whose only members
 /// are one of those forms is read as that form.
 public indirect enum DecodedCBOR: Sendable, Hashable {
+    /// An unsigned or negative integer that fits `Int64`.
     case integer(Int64)
     /// An integer outside `Int64`, in decimal.
     case bigInteger(String)
+    /// A byte string; `nested` is the CBOR item the bytes hold when the protocol nests one there
+    /// (the post-handshake message's getInfo), else `nil`.
     case bytes([UInt8], nested: DecodedCBOR?)
     /// Bytes not shown (their count).
     case secret(Int)
+    /// A text string.
     case text(String)
+    /// An array, in order.
     case array([DecodedCBOR])
+    /// A map, its keys written out: an integer in decimal (`"1"`), a text string as it is.
     case map([String: DecodedCBOR])
+    /// `true` or `false`.
     case bool(Bool)
+    /// CBOR `null`.
     case null
+    /// CBOR `undefined`.
     case undefined
 
     /// `value` as it is.

@@ -46,8 +46,11 @@ public struct RelayFault: Sendable, Hashable, CustomStringConvertible {
 
     /// Which messages a rule applies to, by their recipient.
     public enum Direction: String, Sendable, Hashable, CaseIterable {
+        /// Messages the relay forwards to the phone (`to-phone`).
         case toPhone = "to-phone"
+        /// Messages the relay forwards to the desktop (`to-desktop`).
         case toDesktop = "to-desktop"
+        /// Messages in either direction (`both`).
         case both
 
         /// Whether a message to `recipient` matches.

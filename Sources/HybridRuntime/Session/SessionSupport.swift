@@ -93,7 +93,12 @@ public struct SessionTimeouts: Sendable, Hashable {
 /// A transaction failed: which step, and why. The message is one line for a person.
 public struct TransactionError: Error, Sendable, CustomStringConvertible {
     /// Which side failed.
-    public enum Side: String, Sendable { case desktop, phone }
+    public enum Side: String, Sendable {
+        /// The client (``ClientDriver``, ``LinkedClientDriver``): the Noise initiator.
+        case desktop
+        /// The authenticator (``AuthenticatorDriver``, ``LinkedAuthenticatorDriver``): the Noise responder.
+        case phone
+    }
 
     /// The side that failed.
     public let side: Side

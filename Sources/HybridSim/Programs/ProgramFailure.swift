@@ -21,7 +21,23 @@ import HybridRuntime
 public struct ProgramFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// The family of failure; fixes the exit status.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
-        case failed, badInput, timeout, refused, verificationFailed, network, protocolError, linkRevoked
+        /// Exit 1: anything else (an internal error, a file that cannot be written).
+        case failed
+        /// Exit 2: bad input found before any network traffic (options file, QR code, store file,
+        /// conflicting settings).
+        case badInput
+        /// Exit 3: no nearby phone, or no answer, in time.
+        case timeout
+        /// Exit 4: the phone refused the request (the user said no, no passkey, no account chosen).
+        case refused
+        /// Exit 5: the relying party rejected the phone's answer.
+        case verificationFailed
+        /// Exit 6: relay or socket trouble (cannot connect, port in use, tunnel closed).
+        case network
+        /// Exit 7: the peer broke the hybrid protocol (handshake, decryption, framing).
+        case protocolError
+        /// Exit 8: `--linked`: the relay answered 410, the phone revoked the link.
+        case linkRevoked
 
         /// The process exit status for this kind.
         public var exitCode: Int32 {

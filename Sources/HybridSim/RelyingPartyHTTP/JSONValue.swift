@@ -4,11 +4,17 @@ import HybridRuntime
 
 /// Any JSON value, for profile templates and the bodies relying-party servers send and expect.
 public enum JSONValue: Sendable, Hashable, Codable {
+    /// `null`.
     case null
+    /// `true` or `false`.
     case bool(Bool)
+    /// Any JSON number, as a `Double`.
     case number(Double)
+    /// A string.
     case string(String)
+    /// An array, in order.
     case array([JSONValue])
+    /// An object; member order is not kept.
     case object([String: JSONValue])
 
     public init(from decoder: any Decoder) throws {
