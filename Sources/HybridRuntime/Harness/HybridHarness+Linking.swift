@@ -86,7 +86,17 @@ extension HybridHarness {
     }
 
     /// Runs a linked desktop session against a linked phone session over an in-memory tunnel.
-    /// `wrap` may wrap either end (for recording or fault injection in tests).
+    ///
+    /// - Parameters:
+    ///   - desktop: the desktop's session (a `LinkedClientSession`).
+    ///   - phone: the phone's session (a `LinkedAuthenticatorSession`, e.g. from ``LinkedPhone/session(for:eidPlaintext:)``).
+    ///   - request: the CTAP2 request the desktop sends (command ‖ CBOR).
+    ///   - timeouts: both sides' limits.
+    ///   - wrapDesktop: wraps the desktop's end of the tunnel (a recorder, a fault injector).
+    ///   - wrapPhone: wraps the phone's end of the tunnel.
+    ///   - advertTap: called with each advert the phone sends, before the desktop gets it.
+    ///   - respond: the phone's authenticator: request bytes in, status ‖ CBOR out.
+    /// - Returns: the desktop's outcome once both sides finished.
     public static func runLinkedInMemory(
         desktop: LinkedClientSession, phone: LinkedAuthenticatorSession, request: [UInt8], timeouts: SessionTimeouts = .fast,
         wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },

@@ -109,6 +109,9 @@ public final class LinkedPhone: Sendable {
 
     /// Listens on the relay's push channel and answers `count` contact requests over loopback
     /// (WebSocket tunnels, UDP adverts to `proximity`). Refused pushes are reported to the relay.
+    ///
+    /// - Returns: the number of pushes answered (``PhoneListener/run(_:count:limit:start:logger:events:handle:)``).
+    /// - Throws: what that throws: ``RuntimeError`` `.timeout` when `limit` passes first, among others.
     @discardableResult
     public func listen(
         relayURL: String, proximity: ProximityEndpoint, count: Int, limit: Duration, rssi: Int8 = ProximityDefaults.rssi,
