@@ -61,6 +61,10 @@ public struct SessionTimeouts: Sendable, Hashable {
     /// The whole transaction, from the first wait to the end: every wait is cut to what is left of
     /// it, so a peer that keeps sending messages that restart the per-message waits cannot keep a
     /// transaction open for longer.
+    ///
+    /// Fixed when the value is made: raising another limit afterwards does not raise it. ``fast``'s
+    /// is 30 s, so `timeouts.userAction = .seconds(60)` on a copy of ``fast`` still ends the
+    /// transaction after 30 s; set `transaction` too, or build the value with ``init(advert:connect:handshake:message:userAction:transaction:claimedGrace:)``.
     public var transaction: Duration
     /// Phone: how long a responder that claimed its answer (``AuthenticatorDriver/ClaimingResponder``)
     /// may still take once `userAction` passed: it is saving, not waiting for a person. Past it the
@@ -85,7 +89,7 @@ public struct SessionTimeouts: Sendable, Hashable {
         self.claimedGrace = claimedGrace
     }
 
-    /// Short limits for tests.
+    /// Short limits for tests: 5 s for each wait, 30 s for the whole ``transaction``.
     public static let fast = SessionTimeouts(
         advert: .seconds(5), connect: .seconds(5), handshake: .seconds(5), message: .seconds(5), userAction: .seconds(5))
 }
