@@ -18,7 +18,9 @@ public enum ClientDriver {
 
     /// The transports a desktop needs, as closures so tests can substitute in-memory ones.
     public struct Transports: Sendable {
-        /// Returns the next advert that may be this session's (20 bytes) and its RSSI, or throws on timeout.
+        /// Returns the next advert that may be this session's (20 bytes), its RSSI, and `ignored`: how
+        /// many datagrams were passed over before it (reported in ``SessionEvent/advertAccepted(rssi:domain:ignored:)``;
+        /// 0 when the transport does not count); throws on timeout.
         public var nextAdvert: @Sendable (_ timeout: Duration) async throws -> (advert: [UInt8], rssi: Int8, ignored: Int)
         /// Opens the tunnel at a `/cable/connect/…` path on the relay for the advertised domain.
         public var connect: @Sendable (_ path: String, _ domain: TunnelDomainID, _ timeout: Duration) async throws -> any TunnelTransport
