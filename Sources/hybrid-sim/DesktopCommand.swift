@@ -196,6 +196,12 @@ struct DesktopCommand: AsyncParsableCommand {
             guard !(listLinks && forget != nil) else { throw ValidationError("--list-links and --forget cannot be combined") }
             let flag = listLinks ? "--list-links" : "--forget"
             guard linked == nil, !link, !web else { throw ValidationError("\(flag) runs no ceremony: it cannot be combined with --linked, --link or --web") }
+            do {
+                try ProgramChecks.storePath(rpStore, flag: "--rp-store", fileName: RelyingPartyStore.fileName)
+                try ProgramChecks.storePath(links, flag: "--links", fileName: LinkStore.fileName)
+            } catch {
+                throw ValidationError(error.message)
+            }
             return
         }
         if !web, webPort != nil { throw ValidationError("--web-port needs --web") }

@@ -150,13 +150,12 @@ struct PhoneCommand: AsyncParsableCommand {
                     throw ValidationError(
                         "--proximity, --rssi, --timeout, --attestation and --keylog apply to transactions; --unlink runs none")
                 }
-                // The relay it tells, checked as everywhere else (a bad one is a usage error, 64).
-                if let relay {
-                    do {
-                        try ProgramChecks.relayURL(relay)
-                    } catch {
-                        throw ValidationError(error.message)
-                    }
+                // The relay it tells and the store, checked as everywhere else (a bad one is a usage error, 64).
+                do {
+                    if let relay { try ProgramChecks.relayURL(relay) }
+                    try ProgramChecks.storePath(store, flag: "--store", fileName: PasskeyStore.fileName)
+                } catch {
+                    throw ValidationError(error.message)
                 }
                 return
             }

@@ -50,6 +50,7 @@ struct RPCommand: AsyncParsableCommand {
         configuration.origin = origin
         do {
             _ = try RelyingPartyServerProgram.checked(configuration)
+            try ProgramChecks.storePath(store, flag: "--store", fileName: "rp-server-credentials.json")
         } catch {
             throw ValidationError(error.message)
         }

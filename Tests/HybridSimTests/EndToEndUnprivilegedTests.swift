@@ -1,5 +1,6 @@
 import Foundation
 import CTAP2
+import HybridCore
 import HybridSim
 import Testing
 
@@ -100,5 +101,39 @@ extension EndToEndUnprivilegedTests {
         let error = phone.standardError.lines.last ?? ""
         #expect(error.hasPrefix("error: ") && error.contains(path) && error.contains("ermission denied"), "\(phone.transcript)")
         #expect(try String(contentsOfFile: path, encoding: .utf8) == version1, "the version-1 file is left as it was")
+    }
+
+    @Test("a store in a directory this user cannot write in: phone and desktop exit 2 before any socket, not after the user approved")
+    func storeNotWritableAtStart() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        // Root's directory when the test drops to `nobody`; mode 0555 when it runs unprivileged.
+        let directory = lab.file("not-mine")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+        let unprivileged = geteuid() != 0
+        if unprivileged { try #require(chmod(directory, 0o555) == 0) }
+        defer { if unprivileged { chmod(directory, 0o755) } }
+        let port = try EndToEndLab.closedPort()
+        let url = ClientSession(requestType: .makeCredential, timestamp: 0).url
+        let cannotWrite = "cannot write the store: this user cannot write in \(directory): Permission denied"
+        let phone = try await Self.startUnprivileged(
+            lab, "phone",
+            [
+                "phone", "--qr", url, "--store", directory + "/passkeys.json", "--relay", "ws://127.0.0.1:\(port)",
+                "--proximity", "udp://127.0.0.1:\(port)",
+            ])
+        #expect(try await phone.waitForExit(timeout: .seconds(30)) == 2, "\(phone.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(phone).hasPrefix(
+                "error: cannot use the passkey store: \(directory)/passkeys.json: \(cannotWrite)"), "\(phone.transcript)")
+        let desktop = try await Self.startUnprivileged(
+            lab, "desktop",
+            ["desktop", "--request", "mc", "--rp-store", directory + "/rp.json", "--relay-port", "0", "--proximity-port", "0"])
+        #expect(try await desktop.waitForExit(timeout: .seconds(30)) == 2, "\(desktop.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop).hasPrefix(
+                "error: cannot use the relying-party store: \(directory)/rp.json: \(cannotWrite)"), "\(desktop.transcript)")
+        #expect(desktop.standardOutput.text.isEmpty, "no QR code")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "nothing created")
     }
 }

@@ -95,6 +95,8 @@ public struct DesktopConfiguration: Sendable {
         if userName != nil, optionsFile != nil {
             throw bad("--user cannot be combined with --options: the options name the user")
         }
+        try ProgramChecks.storePath(rpStorePath, flag: "--rp-store", fileName: RelyingPartyStore.fileName)
+        try ProgramChecks.storePath(linksPath, flag: "--links", fileName: LinkStore.fileName)
         try validateRelyingPartyLink()
         if case .embedded(let port?) = relay, !(0...65535).contains(port) {
             throw bad("--relay-port must be 0…65535")

@@ -86,6 +86,8 @@ struct Run {
         var store: RelyingPartyStore
         do {
             store = try RelyingPartyStore.load(path: storePath)
+            // Saved after a verified ceremony, unless the relying party behind --rp-url decides.
+            if configuration.rpURL == nil { try StoreLock.checkWritable(path: storePath) }
         } catch {
             throw ProgramFailure(.badInput, "cannot use the relying-party store: \(error)\(error.advice)")
         }
@@ -106,11 +108,7 @@ struct Run {
             )
         }
 
-        if configuration.link {
-            // `--link` saves the phone's link after a verified ceremony: a damaged links file is
-            // found now, not after the phone has answered.
-            _ = try loadLinks(configuration.linksPath ?? LinkStore.path(besideRPStore: store.path))
-        }
+        if configuration.link { try checkLinksFile(configuration.linksPath ?? LinkStore.path(besideRPStore: store.path)) }
         if let name = configuration.linked {
             return try await executeLinked(name: name, ceremony: ceremony, store: &store, rpLink: link)
         }

@@ -166,6 +166,17 @@ extension Run {
         }
     }
 
+    /// `--link` saves the phone's link after a verified ceremony: a links file that is damaged, or
+    /// that this user could not save, is found at start, not after the phone has answered.
+    func checkLinksFile(_ path: String) throws(ProgramFailure) {
+        _ = try loadLinks(path)
+        do {
+            try StoreLock.checkWritable(path: path)
+        } catch {
+            throw LinkStore.unusable(error)
+        }
+    }
+
     /// The links file at `path`; a damaged one is bad input (exit 2), found before any socket.
     func loadLinks(_ path: String) throws(ProgramFailure) -> LinkStore {
         do {

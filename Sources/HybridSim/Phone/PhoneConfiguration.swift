@@ -63,6 +63,7 @@ public struct PhoneConfiguration: Sendable {
         case .file(let path) where path.isEmpty: throw bad("--scan needs a file name")
         default: break
         }
+        try ProgramChecks.storePath(storePath, flag: "--store", fileName: PasskeyStore.fileName)
         try ProgramChecks.relayURL(relayURL)
         try ProgramChecks.proximityURL(proximityURL)
         guard (-127...20).contains(rssi) else { throw bad("--rssi must be -127…20 dBm") }

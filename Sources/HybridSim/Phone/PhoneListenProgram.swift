@@ -57,9 +57,16 @@ public enum PhoneListenProgram {
         try ProgramChecks.relayURL(phone.relayURL)
         try ProgramChecks.proximityURL(phone.proximityURL)
         if let count = configuration.count, count < 1 { throw ProgramFailure(.badInput, "--count must be at least 1") }
+        try ProgramChecks.storePath(phone.storePath, flag: "--store", fileName: PasskeyStore.fileName)
         let proximity = try ProximityEndpoint(parsing: phone.proximityURL)
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { narrator.say($0) }
+        do {
+            // Every request is answered under the passkey store's lock.
+            try StoreLock.checkWritable(path: passkeyPath)
+        } catch {
+            throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)\(error.advice)")
+        }
         if store.identity == nil {
             store.identity = PhoneLinkStore.Identity()
             try store.save()
@@ -347,6 +354,7 @@ public enum PhoneListenProgram {
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         do {
             if let tellingRelay { try ProgramChecks.relayURL(tellingRelay) }
+            try ProgramChecks.storePath(phone.storePath, flag: "--store", fileName: PasskeyStore.fileName)
             var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { output.standardError($0) }
             if store.upgradedFromVersion != nil {
                 // The upgrade replaced the contact ID that desktops hold: revoking the new one,

@@ -69,6 +69,8 @@ public enum PhoneProgram {
         let store: PasskeyStore
         do {
             store = try PasskeyStore.load(path: storePath)
+            // Every request is answered under the store's lock, and a new passkey is saved.
+            try StoreLock.checkWritable(path: storePath)
         } catch {
             throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)\(error.advice)")
         }

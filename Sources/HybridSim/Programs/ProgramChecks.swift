@@ -37,6 +37,22 @@ package enum ProgramChecks {
         }
     }
 
+    /// A store file given on the command line (`--store`, `--rp-store`, `--links`): a file name,
+    /// neither empty nor a directory's (ending in `/`, `.` or `..`), so the mistake is found before
+    /// any socket, not when the first save fails after the user approved (`nil`: the default).
+    /// `fileName` is the store's usual name, for the advice.
+    package static func storePath(_ path: String?, flag: String, fileName: String) throws(ProgramFailure) {
+        guard let path else { return }
+        guard !path.isEmpty else {
+            throw ProgramFailure(.badInput, "\(flag) needs a file name (\(flag) DIR/\(fileName); leave it out for the default)")
+        }
+        guard AtomicFile.namesFile(path) else {
+            let directory = path.hasSuffix("/") ? path : path + "/"
+            throw ProgramFailure(
+                .badInput, "\(flag) \(path) names a directory, not the store file: give \(flag) \(directory)\(fileName)")
+        }
+    }
+
     /// The relay URL without a trailing `/`.
     static func trimmedRelayURL(_ url: String) -> String {
         url.hasSuffix("/") ? String(url.dropLast()) : url

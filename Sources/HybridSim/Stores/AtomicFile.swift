@@ -79,11 +79,10 @@ enum AtomicFile {
                 .writeFailed, path: path,
                 "it would be \(bytes.count) bytes, more than the \(maximumSize) a store may have; the file keeps its previous content")
         }
-        let url = URL(fileURLWithPath: path)
-        let directory = url.deletingLastPathComponent().path
+        let (directory, name) = try components(of: path)
         try ensureDirectory(directory, for: path, creating: createsDirectory)
         let temporary =
-            directory + "/" + temporaryPrefix(for: url.lastPathComponent)
+            directory + "/" + temporaryPrefix(for: name)
             + "\(getpid())-\(String(UInt64.random(in: .min ... .max), radix: 16))"
 
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
@@ -117,6 +116,26 @@ enum AtomicFile {
         renamed = true
         try syncDirectory(directory, for: path, simulatedError: directorySyncError)
         removeStaleTemporaryFiles(for: path)
+    }
+
+    /// Whether `path` can name a store file: not empty, and not a directory's name (ending in `/`,
+    /// or a last component `.` or `..`).
+    static func namesFile(_ path: String) -> Bool {
+        guard !path.isEmpty, !path.hasSuffix("/") else { return false }
+        let last = path.split(separator: "/").last ?? ""
+        return last != "." && last != ".."
+    }
+
+    /// The directory and the file name of the store file `path` (a relative path's directory is
+    /// `.`, never a path derived from the working directory).
+    /// - Throws: ``StoreError`` `writeFailed` for a path that names no file (``namesFile(_:)``).
+    static func components(of path: String) throws(StoreError) -> (directory: String, name: String) {
+        guard namesFile(path) else {
+            throw StoreError(
+                .writeFailed, path: path, "\(path.isEmpty ? "an empty path" : "a directory's path") names no store file")
+        }
+        let directory = (path as NSString).deletingLastPathComponent
+        return (directory.isEmpty ? "." : directory, (path as NSString).lastPathComponent)
     }
 
     /// The name prefix of temporary files for a target named `name`.
@@ -173,9 +192,8 @@ enum AtomicFile {
 
     /// Removes temporary files of earlier, crashed writes to `path` once they are stale.
     private static func removeStaleTemporaryFiles(for path: String, now: Date = Date()) {
-        let url = URL(fileURLWithPath: path)
-        let directory = url.deletingLastPathComponent().path
-        let prefix = temporaryPrefix(for: url.lastPathComponent)
+        guard let (directory, name) = try? components(of: path) else { return }
+        let prefix = temporaryPrefix(for: name)
         guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return }
         for name in names where name.hasPrefix(prefix) {
             let candidate = directory + "/" + name

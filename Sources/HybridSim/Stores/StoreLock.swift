@@ -48,24 +48,55 @@ enum StoreLock {
 
     /// Opens (creating it, mode 0600) the lock file of the store at `path`, and the directory.
     private static func openLockFile(for path: String) throws(StoreError) -> Int32 {
-        let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+        let directory = try AtomicFile.components(of: path).directory
         try AtomicFile.ensureDirectory(directory, for: path)
         let lockPath = lockPath(for: path)
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             let code = errno
-            let why: String
-            if code == ELOOP && FileReader.isSymbolicLink(lockPath) {
-                why = "it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)"
-            } else if code == EACCES || code == EROFS {
-                // Reading the store needs no write access, but its lock file is made beside it.
-                why = "\(AtomicFile.systemMessage(code)) (the lock file is created beside the store: its directory must be writable)"
-            } else {
-                why = AtomicFile.systemMessage(code)
-            }
-            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(why)")
+            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(openFailure(code, lockPath: lockPath))")
         }
         return fd
+    }
+
+    /// Why the lock file at `lockPath` could not be opened (`code`, an errno), with what to do.
+    static func openFailure(_ code: Int32, lockPath: String) -> String {
+        if code == ELOOP && FileReader.isSymbolicLink(lockPath) {
+            return "it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)"
+        }
+        guard code == EACCES || code == EROFS else { return AtomicFile.systemMessage(code) }
+        // Reading the store needs no write access, but its lock file is made beside it.
+        return "\(AtomicFile.systemMessage(code)) (the lock file is created beside the store: its directory must be writable)"
+    }
+
+    /// Checks, creating nothing, that a later write of the store at `path` can take its lock and
+    /// replace the file: the nearest existing directory on the way to it is a directory this user
+    /// may write in, and an existing lock file is one it may open. A program that will save calls
+    /// it at start, so a store it could never write is found before any socket, not after the user
+    /// approved (the phone may have saved a passkey the relying party then never learns).
+    /// - Throws: ``StoreError``: `directoryFailed` (a file where a directory must be), `writeFailed`
+    ///   (a directory this user cannot write in), `locked` (a lock file it cannot open).
+    static func checkWritable(path: String) throws(StoreError) {
+        var directory = try AtomicFile.components(of: path).directory
+        var isDirectory: ObjCBool = false
+        while !FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            let parent = (directory as NSString).deletingLastPathComponent
+            let next = parent.isEmpty ? "." : parent
+            guard next != directory else { break }
+            directory = next
+        }
+        guard isDirectory.boolValue else {
+            throw StoreError(.directoryFailed, path: path, "\(directory) is not a directory")
+        }
+        guard access(directory, W_OK | X_OK) == 0 else {
+            throw StoreError(
+                .writeFailed, path: path,
+                "this user cannot write in \(directory): \(AtomicFile.systemMessage(errno)) (the store is replaced there, beside its lock file)")
+        }
+        let lockPath = lockPath(for: path)
+        if FileManager.default.fileExists(atPath: lockPath), access(lockPath, R_OK | W_OK) != 0 {
+            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(openFailure(errno, lockPath: lockPath))")
+        }
     }
 
     /// Runs `body` holding the exclusive lock of the store at `path`; creates the directory if needed.
