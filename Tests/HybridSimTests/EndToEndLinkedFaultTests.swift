@@ -157,4 +157,40 @@ struct EndToEndLinkedFaultTests {
         #expect(error.hasPrefix("error: relay rejected /cable/listen: 410 Gone") && error.contains("holds an identity from before a `phone --unlink`")
             && error.hasSuffix("run `hybrid-sim phone --unlink` to make a new contact ID, then link desktops again by QR code"), "\(error)")
     }
+
+    /// A walkthrough: a damaged passkey store let --listen start and then refuse every contact, and
+    /// the refusal sent to the desktop held the phone's path and error.
+    @Test("phone --listen with a damaged passkey store: exit 2 at start; damaged while it listens, the desktop's refusal is generic and the path stays on the phone")
+    func damagedPasskeyStore() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (relayURL, _) = try await registerLinked(lab)
+        let passkeys = lab.file(PasskeyStore.fileName)
+        let good = try Data(contentsOf: URL(fileURLWithPath: passkeys))
+        let damaged = Data("{garbage".utf8)
+        let proximityPort = try EndToEndLab.closedPort(udp: true)
+        try damaged.write(to: URL(fileURLWithPath: passkeys))
+        let atStart = try lab.start(
+            "listener-damaged", ["phone", "--listen", "--relay", relayURL, "--proximity", "udp://127.0.0.1:\(proximityPort)"])
+        #expect(try await atStart.waitForExit(timeout: .seconds(20)) == 2, "\(atStart.transcript)")
+        let error = FailureOutput.singleErrorLine(atStart)
+        #expect(error.hasPrefix("error: cannot use the passkey store: \(passkeys): not JSON"), "\(error)")
+        #expect(error.hasSuffix("(the file is left as it is: fix it, or move it aside to start a new one)"), "\(error)")
+        #expect(!atStart.standardError.text.contains("push channel open"), "\(atStart.transcript)")
+
+        try good.write(to: URL(fileURLWithPath: passkeys))
+        let listener = try await lab.startListener("listener", relayURL: relayURL, proximityPort: proximityPort)
+        defer { listener.terminate() }
+        try damaged.write(to: URL(fileURLWithPath: passkeys))
+        let refused = try lab.start(
+            "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
+        #expect(try await refused.waitForExit(timeout: .seconds(40)) == 4, "\(refused.transcript)\n\(listener.transcript)")
+        let line = FailureOutput.singleErrorLine(refused)
+        #expect(line.contains("refused the contact request: the phone's passkey store is unusable"), "\(line)")
+        #expect(!line.contains(passkeys) && !line.contains("not JSON"), "the phone's path and error stay on the phone: \(line)")
+        _ = try await listener.waitForOutput("the refusal", in: \.standardError) { lines in
+            lines.contains { $0.contains("refused the contact request: the phone's passkey store is unusable (\(passkeys): not JSON") }
+        }
+        #expect(try Data(contentsOf: URL(fileURLWithPath: passkeys)) == damaged, "the file is left as it is")
+    }
 }

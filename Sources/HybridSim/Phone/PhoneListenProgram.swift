@@ -62,7 +62,9 @@ public enum PhoneListenProgram {
         let passkeyPath = phone.storePath ?? PasskeyStore.defaultPath(environment: phone.environment)
         var store = try PhoneLinking.load(passkeyStorePath: passkeyPath) { narrator.say($0) }
         do {
-            // Every request is answered under the passkey store's lock.
+            // A damaged store is found now, not as a refusal of every contact request; and every
+            // request is answered under its lock.
+            _ = try PasskeyStore.load(path: passkeyPath)
             try StoreLock.checkWritable(path: passkeyPath)
         } catch {
             throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)\(error.advice)")
@@ -264,7 +266,7 @@ public enum PhoneListenProgram {
         do {
             store = try PasskeyStore.load(path: passkeyPath)
         } catch {
-            return refuse("cannot use the passkey store: \(error)\(error.advice)")
+            return refuse("the phone's passkey store is unusable", detail: "\(error)\(error.advice)")
         }
         var session: LinkedAuthenticatorSession
         do {
