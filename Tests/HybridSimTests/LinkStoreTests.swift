@@ -214,6 +214,53 @@ import Testing
         } throws: { "\($0)".contains("listenToken: a listen token is not 32 bytes of unpadded base64url") }
     }
 
+    /// A walkthrough: a newer version said "move it aside" (which destroys the identity), an empty
+    /// file was "not a store document", a repeated member was taken silently, and `--unlink`
+    /// dropped a newer build's member.
+    @Test("phone-link.json is read as strictly as the stores: a newer version says to use the build that wrote it; empty, blank, a BOM or a repeated member is not JSON; unknown members survive a rewrite")
+    func phoneIdentityStrict() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/" + PhoneLinkStore.fileName
+        let identity = PhoneLinkStore.Identity()
+        try PhoneLinkStore(path: path, identity: identity).save()
+        let good = try String(contentsOfFile: path, encoding: .utf8)
+        #expect(good.contains("\"version\" : 2"), "\(good)")
+        func refusal(_ text: String) throws -> StoreError? {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            do {
+                _ = try PhoneLinkStore.load(path: path)
+                return nil
+            } catch {
+                return error
+            }
+        }
+        let newer = try refusal(good.replacingOccurrences(of: "\"version\" : 2", with: "\"version\" : 3"))
+        #expect(newer?.code == .unsupportedVersion && newer?.reason == "version 3; this build reads versions 1 and 2", "\(String(describing: newer))")
+        #expect(newer?.advice.contains("use the hybrid-sim that wrote it") == true)
+        #expect(try refusal(good.replacingOccurrences(of: "\"version\" : 2", with: "\"version\" : 2.0"))?.code == .unsupportedVersion)
+        for text in ["", "  \n", "\u{FEFF}" + good] {
+            #expect(try refusal(text)?.code == .notJSON, "\(text.debugDescription)")
+        }
+        let token = identity.listenToken.base64URL
+        let twice = good.replacingOccurrences(
+            of: "\"listenToken\" : \"\(token)\"",
+            with: "\"listenToken\" : \"\(String(repeating: "A", count: 43))\", \"listenToken\" : \"\(token)\"")
+        #expect(twice != good)
+        let repeated = try refusal(twice)
+        #expect(repeated?.code == .notJSON && repeated?.reason.contains("listenToken") == true, "\(String(describing: repeated))")
+
+        // A newer build's member survives a rewrite (--unlink, a new pairing ID).
+        try Data(good.replacingOccurrences(of: "\"version\" : 2", with: "\"futureField\" : {\"a\" : [1]}, \"version\" : 2").utf8)
+            .write(to: URL(fileURLWithPath: path))
+        var loaded = try PhoneLinkStore.load(path: path)
+        loaded.identity?.rotateContactID()
+        try loaded.save()
+        let object = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+        #expect((object?["futureField"] as? [String: Any])?["a"] as? [Int] == [1], "\(String(describing: object))")
+        #expect(try PhoneLinkStore.load(path: path).identity == loaded.identity)
+    }
+
     @Test("phone-link.json: two processes saving the same identity lose no pairing ID and no revocation")
     func phoneIdentityMerge() throws {
         let dir = try directory()

@@ -41,7 +41,7 @@ public struct PhoneLinkStore: Sendable {
         public var pairingIDs: [[UInt8]]
         /// Listen tokens revoked by `--unlink` (newest last, at most `PushChannel.maxRevoked`).
         public var revokedTokens: [ListenToken]
-        enum CodingKeys: String, CodingKey {
+        enum CodingKeys: String, CodingKey, CaseIterable {
             case version, rootSecret, identityKey, listenToken, name, pairingIDs = "pairingIds"
             case revokedTokens = "revokedListenTokens"
             case contactID = "contactId"  // version 1
@@ -177,44 +177,54 @@ public struct PhoneLinkStore: Sendable {
     /// Reads the store; a missing file has no identity. A version-1 file is upgraded on disk at once
     /// (under the store lock, so every phone process on the store gets the same new listen token) and
     /// ``upgradedFromVersion`` says so; its links end (``PhoneLinkStore``).
-    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`; for the upgrade,
+    /// - Throws: ``StoreError`` (`unreadable`, `notJSON`, `invalidDocument`, `unsupportedVersion`; for the upgrade,
     ///   `locked` when the store lock cannot be had and `writeFailed` when the file cannot be
     ///   written); a file that cannot be read is not modified. Only the upgrade takes the lock.
     public static func load(path: String) throws(StoreError) -> PhoneLinkStore {
-        let (store, version) = try read(path: path)
-        guard version == 1 else { return store }
+        let stored = try read(path: path)
+        guard stored.version == 1 else { return stored.store }
         return try StoreLock.withLock(path: path) { () throws(StoreError) -> PhoneLinkStore in
-            var (current, version) = try read(path: path)
+            let stored = try read(path: path)
+            var current = stored.store
             // Another process may have upgraded it meanwhile: then its token stands.
-            guard version == 1, let identity = current.identity else { return current }
-            try write(identity, to: path)
-            current.upgradedFromVersion = version
+            guard stored.version == 1, let identity = current.identity else { return current }
+            try write(identity, keeping: stored.unknownMembers, to: path)
+            current.upgradedFromVersion = 1
             return current
         }
     }
 
-    /// The file's identity and the version it was written in.
-    private struct StoredIdentity: Decodable {
-        let version: Int
-        let identity: Identity
-
-        init(from decoder: any Decoder) throws {
-            version = try decoder.container(keyedBy: Identity.CodingKeys.self).decode(Int.self, forKey: .version)
-            identity = try Identity(from: decoder)
-        }
+    /// What the file holds: its identity, the version it was written in (`nil`: no file), and its
+    /// members this build does not know (kept when it rewrites the file).
+    private struct Stored {
+        var store: PhoneLinkStore
+        var version: Int?
+        var unknownMembers: [String: Any] = [:]
     }
 
-    /// Reads and decodes the file as it is (a version-1 identity upgraded in memory only), with the
-    /// version it was written in (`nil`: no file).
-    private static func read(path: String) throws(StoreError) -> (store: PhoneLinkStore, version: Int?) {
-        guard let bytes = try AtomicFile.read(path: path) else { return (PhoneLinkStore(path: path), nil) }
+    /// The members this build reads or writes, and version 1's revoked contact IDs (replaced by the
+    /// revoked listen tokens, so dropped by the upgrade); any other is kept as it was on rewrite.
+    private static let knownMembers = Set(Identity.CodingKeys.allCases.map(\.stringValue) + ["revokedContactIds"])
+
+    /// Reads and decodes the file as it is (a version-1 identity upgraded in memory only), as strictly
+    /// as the other stores (``StoreJSON``): not JSON, a member given twice, a version other than 1
+    /// and 2 are refused.
+    private static func read(path: String) throws(StoreError) -> Stored {
+        guard let bytes = try AtomicFile.read(path: path) else { return Stored(store: PhoneLinkStore(path: path)) }
+        let (members, fields) = try StoreJSON.object(bytes, path: path)
+        let version = try StoreJSON.version(fields, path: path)
+        guard version == Self.version || version == 1 else {
+            throw StoreError(.unsupportedVersion, path: path, "version \(version); this build reads versions 1 and \(Self.version)")
+        }
         do {
-            let stored = try JSONDecoder().decode(StoredIdentity.self, from: Data(bytes))
-            return (PhoneLinkStore(path: path, identity: stored.identity), stored.version)
+            let identity = try JSONDecoder().decode(Identity.self, from: Data(bytes))
+            return Stored(
+                store: PhoneLinkStore(path: path, identity: identity), version: version,
+                unknownMembers: members.filter { !knownMembers.contains($0.key) })
         } catch let error as DecodingError {
             throw StoreError(.invalidDocument, path: path, DecodingWords.describe(error))
         } catch {
-            throw StoreError(.notJSON, path: path, "\(error)")
+            throw StoreError(.invalidDocument, path: path, "\(error)")
         }
     }
 
@@ -228,7 +238,8 @@ public struct PhoneLinkStore: Sendable {
         guard let mine = identity else { return }
         try StoreLock.withLock(path: path) { () throws(StoreError) -> Void in
             var merged = mine
-            if let disk = try Self.read(path: path).store.identity, disk != mine {
+            let stored = try Self.read(path: path)
+            if let disk = stored.store.identity, disk != mine {
                 guard disk.rootSecret == mine.rootSecret, disk.identityKey == mine.identityKey else {
                     throw StoreError(
                         .writeFailed, path: path,
@@ -236,17 +247,19 @@ public struct PhoneLinkStore: Sendable {
                 }
                 merged = Self.merge(mine: mine, disk: disk)
             }
-            try Self.write(merged, to: path)
+            try Self.write(merged, keeping: stored.unknownMembers, to: path)
         }
     }
 
-    /// Writes `identity` as the current version, atomically, mode 0600 (the caller holds the lock).
-    private static func write(_ identity: Identity, to path: String) throws(StoreError) {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    /// Writes `identity` as the current version with `unknownMembers` (a newer build's, kept as
+    /// the other stores keep them), atomically, mode 0600 (the caller holds the lock).
+    private static func write(_ identity: Identity, keeping unknownMembers: [String: Any], to path: String) throws(StoreError) {
         let data: Data
         do {
-            data = try encoder.encode(identity)
+            var members = try JSONSerialization.jsonObject(with: JSONEncoder().encode(identity)) as? [String: Any] ?? [:]
+            members.merge(unknownMembers) { known, _ in known }
+            data = try JSONSerialization.data(
+                withJSONObject: members, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
         } catch {
             throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
         }

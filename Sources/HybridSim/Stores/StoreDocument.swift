@@ -50,9 +50,8 @@ enum StoreDocument<Kind: StoreKind> {
 
     /// The entries stored at `path`, or `nil` when there is no file.
     ///
-    /// Syntax is checked with `JSONSerialization` (its messages give the position), then by the
-    /// package's strict reader (repeated members, nesting, UTF-8), the version and entries with
-    /// `JSONDecoder`. When the decoder reports a problem without a location (as it does
+    /// Syntax and the version are checked by ``StoreJSON`` (strictly: a repeated member is refused),
+    /// the entries with `JSONDecoder`. When the decoder reports a problem without a location (as it does
     /// for a number out of range), each entry is decoded on its own to name the broken one.
     static func load(path: String) throws(StoreError) -> [Kind.Entry]? {
         try read(path: path)?.entries
@@ -62,43 +61,10 @@ enum StoreDocument<Kind: StoreKind> {
     static func read(path: String) throws(StoreError) -> Snapshot? {
         guard let bytes = try AtomicFile.read(path: path) else { return nil }
         let data = Data(bytes)
-        let object: Any
-        do {
-            object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
-        } catch {
-            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String ?? "\(error)"
-            throw StoreError(.notJSON, path: path, abbreviatingNumbers(detail))
-        }
-        // What JSONSerialization lets through: a repeated member (the last would win), nesting
-        // without a useful bound, bytes that are not UTF-8. The strict reader names them.
-        let strict: JSONReader.Value
-        do {
-            // No subject: the store error's own summary says "not JSON".
-            strict = try JSONReader.parse(bytes, maxDepth: JSONValue.maxDepth, subject: "")
-        } catch {
-            throw StoreError(.notJSON, path: path, error.reason)
-        }
-        guard let members = object as? [String: Any] else {
-            throw StoreError(.invalidDocument, path: path, "the top level is not a JSON object")
-        }
-        if case .object(let fields) = strict, case .number(let text)? = fields.first(where: { $0.name == "version" })?.value,
-            !text.allSatisfy(\.isNumber)
-        {
-            // JSONDecoder reads 1.0 as the integer 1; the format says "the integer 1".
-            throw StoreError(.unsupportedVersion, path: path, abbreviatingNumbers("\"version\" is not an integer (\(text))"))
-        }
-        guard members["version"] != nil else {
-            throw StoreError(.unsupportedVersion, path: path, "no \"version\" member")
-        }
-        let header: Header
-        do {
-            header = try JSONDecoder().decode(Header.self, from: data)
-        } catch {
-            throw StoreError(.unsupportedVersion, path: path, "\"version\" is not an integer")
-        }
-        guard header.version == version else {
-            throw StoreError(
-                .unsupportedVersion, path: path, "version \(header.version); this build reads version \(version)")
+        let (members, fields) = try StoreJSON.object(bytes, path: path)
+        let found = try StoreJSON.version(fields, path: path)
+        guard found == version else {
+            throw StoreError(.unsupportedVersion, path: path, "version \(found); this build reads version \(version)")
         }
         guard let entriesValue = members[Kind.entriesKey] else {
             throw StoreError(.invalidDocument, path: path, "no \"\(Kind.entriesKey)\" array")
@@ -265,18 +231,6 @@ enum StoreDocument<Kind: StoreKind> {
         let location = (prefix + [DecodingWords.path(keys)]).filter { !$0.isEmpty }.joined(separator: ".")
         guard !location.isEmpty else { return nil }
         return StoreError(.invalidEntry, path: path, "\(location): \(problem)")
-    }
-
-    /// `message` with each number longer than 24 characters cut to its first 16 and its length:
-    /// Foundation quotes a number it cannot represent whole, however long the file made it.
-    static func abbreviatingNumbers(_ message: String) -> String {
-        message.replacing(/[0-9][0-9.eE+\-]{24,}/) { match in
-            "\(match.output.prefix(16))…, \(match.output.count) characters"
-        }
-    }
-
-    private struct Header: Decodable {
-        let version: Int
     }
 
     private struct Key: CodingKey {
