@@ -1,3 +1,4 @@
+import CTAP2
 import Foundation
 import HybridRuntime
 import HybridSim
@@ -43,5 +44,28 @@ struct RelayContactFileTests {
         let error = #expect(throws: StoreError.self) { try RelayContactFile.save(RelayContactMemory(), to: path) }
         #expect(error?.code == .writeFailed && error?.description == "\(path): cannot write the store: its directory \(gone) does not exist (it is not made again)", "\(String(describing: error))")
         #expect(!FileManager.default.fileExists(atPath: gone))
+    }
+
+    /// A walkthrough: `"known"` given twice started, and the next save kept one of the lists;
+    /// `"version":1.0` was taken for 1.
+    @Test("read as strictly as the stores: a member given twice is not JSON, version 1.0 is not 1, an ID of another type is named")
+    func strict() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let path = directory.file("contacts.json")
+        let a = Base64URL.encode(Array(repeating: 1, count: 32))
+        let b = Base64URL.encode(Array(repeating: 2, count: 32))
+        for (text, code, mention) in [
+            (#"{"version":1,"known":["\#(a)"],"known":["\#(b)"],"revoked":[]}"#, StoreError.Code.notJSON, #"duplicate member "known""#),
+            (#"{"version":1,"version":1,"known":[]}"#, .notJSON, #"duplicate member "version""#),
+            (#"{"version":1.0,"known":["\#(a)"]}"#, .unsupportedVersion, #""version" is not an integer (1.0)"#),
+            (#"{"version":1,"known":[7]}"#, .invalidEntry, "known[0]: wrong type: a string is required"),
+        ] {
+            try Data(text.utf8).write(to: URL(fileURLWithPath: path))
+            let error = #expect(throws: StoreError.self) { _ = try RelayContactFile.load(path: path) }
+            #expect(error?.code == code && error?.reason.contains(mention) == true, "\(text): \(String(describing: error))")
+        }
+        try Data(#"{"version":1,"known":["\#(a)"],"revoked":null,"later":{"x":1}}"#.utf8).write(to: URL(fileURLWithPath: path))
+        #expect(try RelayContactFile.load(path: path) == RelayContactMemory(known: [Array(repeating: 1, count: 32)], revoked: []))
     }
 }

@@ -74,28 +74,34 @@ public final class RelayContactFile: Sendable {
     /// The memory stored at `path` (empty when there is no file), without taking the lock.
     public static func load(path: String) throws(StoreError) -> RelayContactMemory {
         guard let bytes = try AtomicFile.read(path: path) else { return RelayContactMemory() }
-        struct Document: Decodable {
-            let version: Int
-            let known: [String]?
-            let revoked: [String]?
+        // As strictly as the stores: a member given twice (one list silently lost at the next
+        // save) is not JSON, and the version is the integer 1, not 1.0.
+        let (_, fields) = try StoreJSON.object(bytes, path: path)
+        let version = try StoreJSON.version(fields, path: path)
+        guard version == Self.version else {
+            throw StoreError(.unsupportedVersion, path: path, "version \(version): this build reads version \(Self.version)")
         }
-        let document: Document
-        do {
-            document = try JSONDecoder().decode(Document.self, from: Data(bytes))
-        } catch let error as DecodingError {
-            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
-                throw StoreError(.notJSON, path: path, "\((context.underlyingError as? NSError)?.userInfo[NSDebugDescriptionErrorKey] as? String ?? context.debugDescription)")
+        // The strings of the optional array `key` (absent or null: none).
+        func strings(_ key: String) throws(StoreError) -> [String] {
+            switch fields.first(where: { $0.name == key })?.value {
+            case nil, .null?:
+                return []
+            case .array(let elements)?:
+                var texts: [String] = []
+                for (index, element) in elements.enumerated() {
+                    guard case .string(let text) = element else {
+                        throw StoreError(.invalidEntry, path: path, "\(key)[\(index)]: wrong type: a string is required")
+                    }
+                    texts.append(text)
+                }
+                return texts
+            case .some:
+                throw StoreError(.invalidDocument, path: path, "\(key): wrong type: an array is required")
             }
-            throw StoreError(.invalidDocument, path: path, DecodingWords.describe(error))
-        } catch {
-            throw StoreError(.notJSON, path: path, "\(error)")
         }
-        guard document.version == Self.version else {
-            throw StoreError(.unsupportedVersion, path: path, "version \(document.version): this build reads version \(Self.version)")
-        }
-        func ids(_ key: String, _ list: [String]?) throws(StoreError) -> [[UInt8]] {
+        func ids(_ key: String) throws(StoreError) -> [[UInt8]] {
             var out: [[UInt8]] = []
-            for (index, text) in (list ?? []).enumerated() {
+            for (index, text) in try strings(key).enumerated() {
                 guard let id = Base64URL.decodeUnpadded(text) else {
                     throw StoreError(
                         .invalidEntry, path: path,
@@ -109,7 +115,7 @@ public final class RelayContactFile: Sendable {
             }
             return out
         }
-        return RelayContactMemory(known: try ids("known", document.known), revoked: try ids("revoked", document.revoked))
+        return RelayContactMemory(known: try ids("known"), revoked: try ids("revoked"))
     }
 
     /// Writes `memory` to `path`: atomically, mode 0600 (the relay holding the file calls it). A
