@@ -214,6 +214,44 @@ import Testing
         } throws: { "\($0)".contains("listenToken: a listen token is not 32 bytes of unpadded base64url") }
     }
 
+    /// A walkthrough: a member a newer build wrote into one link was carried into the link that
+    /// replaced it (the same phone linked again), since unknown members were found by name.
+    @Test("links.json: a link's unknown members stay with it through rewrites, and a new link of that phone under its name does not inherit them")
+    func unknownMembersFollowTheirLink() throws {
+        let dir = try directory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let path = dir + "/links.json"
+        let key = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
+        let other = Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)
+        func link(_ name: String, pairing: UInt8, key: [UInt8]) -> StoredLink {
+            StoredLink(
+                LinkingInfo(
+                    contactID: [pairing], pairingID: Array(repeating: pairing, count: 8), linkSecret: Array(repeating: pairing, count: 32),
+                    authenticatorPublicKey: key, name: name, handshakeSignature: Array(repeating: 0, count: 32)),
+                tunnelDomain: 0, linkedAt: UInt64(pairing))
+        }
+        try LinkStore(path: path, links: [link("Pixel", pairing: 1, key: key), link("Tab", pairing: 2, key: other)]).save()
+        func objects() throws -> [String: [String: Any]] {
+            let file = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: path))) as? [String: Any]
+            let links = file?["links"] as? [[String: Any]] ?? []
+            return Dictionary(uniqueKeysWithValues: links.map { ($0["name"] as? String ?? "", $0) })
+        }
+        var edited = try objects()
+        edited["Pixel"]?["futureFieldTiedToThisLink"] = "pixel"
+        edited["Tab"]?["futureFieldTiedToThisLink"] = "tab"
+        let document: [String: Any] = ["version": 1, "links": Array(edited.values)]
+        try JSONSerialization.data(withJSONObject: document).write(to: URL(fileURLWithPath: path))
+        // A rewrite for another change keeps each link's member.
+        #expect(try LinkStore.upsert(link("Watch", pairing: 3, key: Array(P256.KeyAgreement.PrivateKey().publicKey.x963Representation)), path: path) == "Watch")
+        #expect(try objects()["Pixel"]?["futureFieldTiedToThisLink"] as? String == "pixel")
+        // The same phone linked again: a new record under the old name, without the old one's member.
+        #expect(try LinkStore.upsert(link("Pixel", pairing: 4, key: key), path: path) == "Pixel")
+        let after = try objects()
+        #expect(after["Pixel"]?["pairingId"] as? String == Base64URL.encode(Array(repeating: 4, count: 8)))
+        #expect(after["Pixel"]?["futureFieldTiedToThisLink"] == nil, "\(after)")
+        #expect(after["Tab"]?["futureFieldTiedToThisLink"] as? String == "tab", "another link keeps its own")
+    }
+
     /// A walkthrough: a newer version said "move it aside" (which destroys the identity), an empty
     /// file was "not a store document", a repeated member was taken silently, and `--unlink`
     /// dropped a newer build's member.

@@ -228,6 +228,12 @@ public struct LinkStore: Sendable {
         static let unsignedIntegerMembers: [String: UInt64] = [
             "tunnelDomain": UInt64(UInt16.max), "linkedAt": UInt64.max,
         ]
+        /// A link stored again under its name is the same record only with the same phone, contact ID
+        /// and pairing ID: a phone linked again (a new pairing ID) does not inherit the old link's
+        /// unknown members.
+        static func isSameRecord(_ entry: StoredLink, as disk: StoredLink) -> Bool {
+            entry.publicKey == disk.publicKey && entry.contactID == disk.contactID && entry.pairingID == disk.pairingID
+        }
         /// Two records with one name (``save()`` and ``upsert(_:)`` never pass such a pair here; the
         /// store kind needs an answer): the newer record wins.
         static func merged(mine: StoredLink, disk: StoredLink) -> StoredLink {

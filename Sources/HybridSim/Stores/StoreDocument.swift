@@ -21,6 +21,9 @@ protocol StoreKind {
     /// The unsigned integer members and their largest values (`["signCount": 4294967295]`), so that a
     /// number out of range, which the decoder reports without a location, is named.
     static var unsignedIntegerMembers: [String: UInt64] { get }
+    /// Whether `entry` is the record `disk` was, not another record under its ID (a phone linked
+    /// again under its name), so that it keeps the unknown members `disk` had in the file.
+    static func isSameRecord(_ entry: Entry, as disk: Entry) -> Bool
 }
 
 extension StoreKind {
@@ -28,6 +31,8 @@ extension StoreKind {
     static func problem(in entry: Entry) -> (member: String, problem: String)? { nil }
     /// None named.
     static var unsignedIntegerMembers: [String: UInt64] { [:] }
+    /// The ID names the record: an entry with the ID is the same record.
+    static func isSameRecord(_ entry: Entry, as disk: Entry) -> Bool { true }
 }
 
 /// Reading and writing store files `{"version": 1, "<entriesKey>": [entry, …]}` (`Docs/STORES.md`).
@@ -41,8 +46,8 @@ enum StoreDocument<Kind: StoreKind> {
         var entries: [Kind.Entry]
         /// The top-level object (with its unknown members).
         var members: [String: Any]
-        /// Each entry's raw object, by credential ID.
-        var rawEntries: [[UInt8]: [String: Any]]
+        /// Each entry as decoded and its raw object, by its ID.
+        var rawEntries: [[UInt8]: (entry: Kind.Entry, object: [String: Any])]
     }
 
     /// The only format version this build reads and writes.
@@ -82,9 +87,9 @@ enum StoreDocument<Kind: StoreKind> {
             throw StoreError(.invalidEntry, path: path, "\(error)")
         }
         try checkEntries(entries, path: path)
-        var rawEntries: [[UInt8]: [String: Any]] = [:]
+        var rawEntries: [[UInt8]: (entry: Kind.Entry, object: [String: Any])] = [:]
         for (entry, element) in zip(entries, elements) {
-            if let object = element as? [String: Any] { rawEntries[Kind.identifier(of: entry)] = object }
+            if let object = element as? [String: Any] { rawEntries[Kind.identifier(of: entry)] = (entry, object) }
         }
         return Snapshot(entries: entries, members: members, rawEntries: rawEntries)
     }
@@ -128,7 +133,9 @@ enum StoreDocument<Kind: StoreKind> {
         do {
             for entry in entries {
                 let known = try JSONSerialization.jsonObject(with: JSONEncoder().encode(entry)) as? [String: Any] ?? [:]
-                var object = snapshot.rawEntries[Kind.identifier(of: entry)] ?? [:]
+                // Unknown members stay with their record, not with another record under its ID.
+                let raw = snapshot.rawEntries[Kind.identifier(of: entry)]
+                var object = raw.flatMap { Kind.isSameRecord(entry, as: $0.entry) ? $0.object : nil } ?? [:]
                 for member in Kind.knownMembers { object[member] = nil }
                 object.merge(known) { _, new in new }
                 objects.append(object)
