@@ -193,4 +193,28 @@ struct EndToEndLinkedFaultTests {
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: passkeys)) == damaged, "the file is left as it is")
     }
+
+    /// A walkthrough: a save failure said what was wrong with the file but not, as every other
+    /// error about a damaged store does, that the file is left as it is and what to do.
+    @Test(
+        "a links file or relying-party store damaged between the desktop's start and its save: exit 1, the line says the file is left as it is",
+        arguments: [("links.json", "links file"), ("rp-credentials.json", "relying-party store")])
+    func damagedBeforeTheSave(file: String, what: String) async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, relayURL) = try await lab.startRelay()
+        let desktop = try await lab.startDesktop(["--request", "mc", "--link", "--relay", relayURL])
+        let path = lab.file(file)
+        let damaged = #"{"version":1,"links":"x","credentials":"x"}"#
+        try damaged.write(toFile: path, atomically: true, encoding: .utf8)
+        let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
+        #expect(try await desktop.process.waitForExit() == 1, "\(desktop.process.transcript)\n\(phone.transcript)")
+        _ = try await phone.waitForExit()
+        let line = FailureOutput.singleErrorLine(desktop.process)
+        let key = file == "links.json" ? "links" : "credentials"
+        #expect(
+            line == "error: verified, but cannot save the \(what): \(path): not a store document: \"\(key)\" is not an array "
+                + "(the file is left as it is: fix it, or move it aside to start a new one)", "\(line)")
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == damaged)
+    }
 }

@@ -192,7 +192,7 @@ struct Run {
             do {
                 try store.save()
             } catch {
-                throw ProgramFailure(.failed, "verified, but cannot save the relying-party store: \(error)")
+                throw ProgramFailure(.failed, "verified, but cannot save the relying-party store: \(error)\(error.advice)")
             }
         }
         return result

@@ -20,7 +20,7 @@ extension Run {
             name = try LinkStore.upsert(
                 StoredLink(linking, tunnelDomain: 0, linkedAt: UInt64(Date().timeIntervalSince1970)), path: path)
         } catch {
-            throw ProgramFailure(.failed, "verified, but cannot save the links file: \(error)")
+            throw ProgramFailure(.failed, "verified, but cannot save the links file: \(error)\(error.advice)")
         }
         let renamed = name == linking.name ? "" : " as \"\(name)\" (another linked phone has its name)"
         narrator.say("linked phone \"\(linking.name)\"\(renamed) (signature verified), saved in \(path); next time: --linked \"\(name)\"")
@@ -191,7 +191,7 @@ extension Run {
         do {
             try LinkStore.remove(name: stored.name, contactID: stored.contactID, path: path)
         } catch {
-            throw ProgramFailure(.linkRevoked, "the link \"\(stored.name)\" is revoked, but \(path) could not be updated: \(error)")
+            throw ProgramFailure(.linkRevoked, "the link \"\(stored.name)\" is revoked, but \(path) could not be updated: \(error)\(error.advice)")
         }
     }
 

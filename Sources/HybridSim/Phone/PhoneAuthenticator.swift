@@ -257,7 +257,7 @@ actor PhoneAuthenticator {
             }
             return handled
         } catch {
-            failure = ProgramFailure(.failed, "cannot save the passkey store: \(error)")
+            failure = ProgramFailure(.failed, "cannot save the passkey store: \(error)\(error.advice)")
             return nil
         }
     }

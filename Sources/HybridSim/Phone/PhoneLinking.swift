@@ -19,7 +19,7 @@ enum PhoneLinking {
         do {
             try store.save()
         } catch {
-            throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)")
+            throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)\(error.advice)")
         }
         narrator.say("the desktop can link: sending linking information as \"\(identity.name)\" (\(store.path))")
         return linking

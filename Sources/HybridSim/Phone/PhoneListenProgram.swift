@@ -380,7 +380,7 @@ public enum PhoneListenProgram {
             do {
                 try store.save()
             } catch {
-                throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)")
+                throw ProgramFailure(.failed, "cannot save the phone's link store: \(error)\(error.advice)")
             }
             onSaved()
             // The relay learns of the revocation from this phone only (as a tunnel service learns
