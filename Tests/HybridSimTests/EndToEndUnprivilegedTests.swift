@@ -136,4 +136,27 @@ extension EndToEndUnprivilegedTests {
         #expect(desktop.standardOutput.text.isEmpty, "no QR code")
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty, "nothing created")
     }
+
+    /// A walkthrough: after a run as root left a root-owned lock file, the owner's next run failed
+    /// (after consent) saying "its directory must be writable", which it was.
+    @Test("a lock file another user owns in a writable directory: the phone says so and what to do, at start")
+    func lockFileOfAnotherUser() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let store = lab.file("passkeys.json")
+        let lock = store + ".lock"
+        _ = FileManager.default.createFile(atPath: lock, contents: nil)
+        // Root's file when the test drops to `nobody`; mode 0400 when it runs unprivileged.
+        try #require(chmod(lock, geteuid() == 0 ? 0o600 : 0o400) == 0)
+        let port = try EndToEndLab.closedPort()
+        let url = ClientSession(requestType: .makeCredential, timestamp: 0).url
+        let phone = try await Self.startUnprivileged(
+            lab, "phone",
+            ["phone", "--qr", url, "--store", store, "--relay", "ws://127.0.0.1:\(port)", "--proximity", "udp://127.0.0.1:\(port)"])
+        #expect(try await phone.waitForExit(timeout: .seconds(30)) == 2, "\(phone.transcript)")
+        let line = FailureOutput.singleErrorLine(phone)
+        #expect(line.hasPrefix("error: cannot use the passkey store: \(store): cannot lock the store: cannot open the lock file \(lock): Permission denied (the lock file is owned by uid "), "\(line)")
+        #expect(line.hasSuffix("cannot write it: remove it, it holds no data and the next write makes a new one, or give it to this user)"), "\(line)")
+        #expect(!line.contains("directory"), "the directory is writable: \(line)")
+    }
 }

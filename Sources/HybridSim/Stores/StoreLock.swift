@@ -65,8 +65,17 @@ enum StoreLock {
             return "it is a symbolic link, which is not followed (remove it: the next run makes a new lock file)"
         }
         guard code == EACCES || code == EROFS else { return AtomicFile.systemMessage(code) }
+        let directory = (try? AtomicFile.components(of: String(lockPath.dropLast(".lock".count))).directory) ?? "."
+        var info = stat()
+        if code == EACCES, lstat(lockPath, &info) == 0, access(directory, W_OK | X_OK) == 0 {
+            // The directory is fine: the lock file itself is another user's (a run as root) or read-only.
+            return "\(AtomicFile.systemMessage(code)) (the lock file is owned by uid \(info.st_uid) with mode "
+                + "\(String(info.st_mode & 0o777, radix: 8)), and this user, uid \(geteuid()), cannot write it: remove it, "
+                + "it holds no data and the next write makes a new one, or give it to this user)"
+        }
         // Reading the store needs no write access, but its lock file is made beside it.
-        return "\(AtomicFile.systemMessage(code)) (the lock file is created beside the store: its directory must be writable)"
+        return "\(AtomicFile.systemMessage(code)) (the lock file is created beside the store: its directory "
+            + "\(directory) must be writable by this user)"
     }
 
     /// Checks, creating nothing, that a later write of the store at `path` can take its lock and
