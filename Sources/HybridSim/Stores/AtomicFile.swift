@@ -38,7 +38,9 @@ enum AtomicFile {
             let code = errno
             if code == ENOENT { return nil }
             if code == ELOOP, FileReader.isSymbolicLink(path) {
-                throw StoreError(.unreadable, path: path, "is a symbolic link (not followed)")
+                throw StoreError(
+                    .unreadable, path: path,
+                    "is a symbolic link, which is not followed: give the path of the file it points to, or put that file in its place")
             }
             throw StoreError(.unreadable, path: path, systemMessage(code))
         }

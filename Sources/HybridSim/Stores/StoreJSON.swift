@@ -11,11 +11,16 @@ import Foundation
 enum StoreJSON {
     /// The top-level object of the file `path` holding `bytes`: its members as `JSONSerialization`
     /// gives them (to keep unknown ones on rewrite) and as the strict reader read them.
-    /// - Throws: ``StoreError`` `notJSON` (not JSON, a repeated member, too deep) or
+    /// - Throws: ``StoreError`` `notJSON` (not JSON, a UTF-8 byte-order mark, a repeated member, too deep) or
     ///   `invalidDocument` (the top level is not an object).
     static func object(_ bytes: [UInt8], path: String) throws(StoreError) -> (
         members: [String: Any], fields: [(name: String, value: JSONReader.Value)]
     ) {
+        guard !bytes.starts(with: [0xEF, 0xBB, 0xBF]) else {
+            // An editor's addition JSON does not allow (RFC 8259 §8.1); named, not "unexpected character 0xef".
+            throw StoreError(
+                .notJSON, path: path, "it begins with a UTF-8 byte-order mark (EF BB BF), which a store must not have: remove those 3 bytes")
+        }
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
@@ -39,8 +44,8 @@ enum StoreJSON {
     }
 
     /// The integer `version` member among `fields` of the file `path`.
-    /// - Throws: ``StoreError`` `unsupportedVersion` when it is missing or not an integer (`1.0`
-    ///   included: the formats say "the integer").
+    /// - Throws: ``StoreError`` `unsupportedVersion` when it is missing, not an integer (`1.0`
+    ///   included: the formats say "the integer") or out of range.
     static func version(_ fields: [(name: String, value: JSONReader.Value)], path: String) throws(StoreError) -> Int {
         guard let value = fields.first(where: { $0.name == "version" })?.value else {
             throw StoreError(.unsupportedVersion, path: path, "no \"version\" member")
@@ -52,7 +57,7 @@ enum StoreJSON {
             throw StoreError(.unsupportedVersion, path: path, abbreviatingNumbers("\"version\" is not an integer (\(text))"))
         }
         guard let version = Int(text) else {
-            throw StoreError(.unsupportedVersion, path: path, "\"version\" is not an integer")
+            throw StoreError(.unsupportedVersion, path: path, abbreviatingNumbers("\"version\" \(text) is out of range"))
         }
         return version
     }

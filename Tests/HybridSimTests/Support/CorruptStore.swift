@@ -64,6 +64,16 @@ struct CorruptStore: Sendable, CustomTestStringConvertible {
             let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
             return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":" + String(repeating: "1", count: 400) + ".5").utf8)
         },
+        // A walkthrough: "is not an integer" for an integer too large, and "unexpected character 0xef" for a BOM.
+        CorruptStore(name: "version 20 digits long", expected: StoreError(.unsupportedVersion), mention: "\"version\" 99999999999999999999 is out of range") {
+            key, entries in
+            let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
+            return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":99999999999999999999").utf8)
+        },
+        CorruptStore(name: "a UTF-8 byte-order mark", expected: StoreError(.notJSON), mention: "it begins with a UTF-8 byte-order mark (EF BB BF), which a store must not have: remove those 3 bytes") {
+            key, entries in
+            [0xEF, 0xBB, 0xBF] + json(["version": 1, key: entries])
+        },
         CorruptStore(name: "version given twice", expected: StoreError(.notJSON), mention: "duplicate member \"version\"") { key, entries in
             let whole = String(decoding: json(["version": 1, key: entries]), as: UTF8.self)
             return Array(whole.replacingOccurrences(of: "\"version\":1", with: "\"version\":1,\"version\":1").utf8)
