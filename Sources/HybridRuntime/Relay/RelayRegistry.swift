@@ -448,8 +448,8 @@ final class RelayRegistry {
     func shutdown() -> EventLoopFuture<Void> {
         if let drained { return drained.futureResult }
         isShuttingDown = true
-        // No connection waits for an upgrade past this point (those not upgraded are closed
-        // below); the close deadlines keep running for the closing handshakes that follow.
+        // No connection waits for an upgrade past this point (those not upgraded are answered or
+        // closed below); the close deadlines keep running for the closing handshakes that follow.
         upgradeDeadlines.stop()
         if shardIndex == RelayShards.directoryShard { directory.shutdown() }
         let promise = eventLoop.makePromise(of: Void.self)
@@ -458,7 +458,8 @@ final class RelayRegistry {
             tunnel.close(code: .goingAway, reason: "relay shutting down")
         }
         for connection in connections.values where !connection.isUpgraded {
-            connection.channel.close(promise: nil)
+            // A request begun gets its 503 rather than a reset (``RelayRequestHandler/ShuttingDown``).
+            connection.channel.pipeline.syncOperations.fireUserInboundEventTriggered(RelayRequestHandler.ShuttingDown())
         }
         if connections.isEmpty {
             promise.succeed(())

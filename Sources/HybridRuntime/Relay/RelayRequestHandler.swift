@@ -31,6 +31,10 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// Sent down the pipeline by the shard's upgrade timer (``RelayRegistry``) when it finds the
     /// request begun and not finished: answered `408`.
     struct RequestTimedOut {}
+    /// Sent down the pipeline of each connection not yet upgraded when the relay shuts down: one
+    /// whose request has begun is answered `503` (`relay shutting down`) rather than reset, one
+    /// that sent no request yet is closed.
+    struct ShuttingDown {}
 
     typealias InboundIn = HTTPServerRequestPart
 
@@ -133,6 +137,16 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     /// The shard's upgrade timer found the request unfinished (``RequestTimedOut``): answered `408`;
     /// whatever of it arrives later is dropped.
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ShuttingDown {
+            guard !answered else { return }  // its answer is on the way; the close timer ends it
+            guard connection.requestHead != nil else {
+                context.close(promise: nil)
+                return
+            }
+            connection.requestComplete = true
+            refuse(RelayRejection(status: .serviceUnavailable, reason: "relay shutting down"), context: context)
+            return
+        }
         guard event is RequestTimedOut else {
             context.fireUserInboundEventTriggered(event)
             return
@@ -175,6 +189,8 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     }
 
     private func decided(_ decision: UpgradeDecision, key: String, context: ChannelHandlerContext) {
+        // Answered meanwhile (the relay began shutting down while this request was decided).
+        guard !answered else { return }
         guard let extraHeaders = connection.shouldUpgrade(decision, registry: registry) else {
             let rejection: RelayRejection
             if case .rejected(let decided) = connection.state {

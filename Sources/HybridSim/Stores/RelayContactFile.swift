@@ -83,7 +83,8 @@ public final class RelayContactFile: Sendable {
         }
         // The strings of the optional array `key` (absent or null: none).
         func strings(_ key: String) throws(StoreError) -> [String] {
-            switch fields.first(where: { $0.name == key })?.value {
+            let value: JSONReader.Value? = fields.first(where: { $0.name == key })?.value
+            switch value {
             case nil, .null?:
                 return []
             case .array(let elements)?:
