@@ -12,19 +12,24 @@ func signInRequest() -> [UInt8] {
 /// none waits for a timeout it should not need.
 @Suite("Faults: relay and tunnel", .timeLimit(.minutes(1)))
 struct FaultRelayTests {
-    @Test("the relay shutting down while a request is still arriving answers it 503 'relay shutting down', not a reset; a silent connection is closed")
+    @Test("the relay shutting down while a request is still arriving (its head, or part of its request line) answers it 503 'relay shutting down', not a reset; a silent connection is closed")
     func shutdownAnswersRequestsInProgress() async throws {
         try await withRelay { relay, endpoint in
             let path = TunnelServicePath.new(tunnelID: randomTunnelID()).path
             // A complete head that announces a body it never sends: the request has begun, not ended.
             let begun = try await RawConnection.connect(port: endpoint.port)
             try await begun.write(RawConnection.upgradeRequest(path: path).replacingOccurrences(of: "Content-Length: 0", with: "Content-Length: 5"))
+            // Part of a request line: begun too.
+            let partial = try await RawConnection.connect(port: endpoint.port)
+            try await partial.write("GET /cable/ne")
             let silent = try await RawConnection.connect(port: endpoint.port)
-            #expect(await eventually { relay.statistics.openConnections == 2 })
+            #expect(await eventually { relay.statistics.openConnections == 3 })
             let stopping = Task { await relay.shutdown() }
-            let head = await begun.readResponseHead()
-            #expect(RawConnection.status(of: head) == 503, "\(head)")
-            #expect(await begun.waitForClose())
+            for connection in [begun, partial] {
+                let head = await connection.readResponseHead()
+                #expect(RawConnection.status(of: head) == 503, "\(head)")
+                #expect(await connection.waitForClose())
+            }
             #expect(await silent.waitForClose())
             await stopping.value
         }

@@ -51,7 +51,7 @@ struct EndToEndLinkedFaultTests {
         let status = try await signIn.waitForExit(timeout: .seconds(30))
         listener.signal(SIGCONT)
         #expect(status == 3 || status == 6, "the desktop gave up: \(signIn.transcript)")
-        _ = try await listener.waitForOutput("the failed join", timeout: .seconds(20), in: \.standardError) { lines in
+        _ = try await listener.waitForOutput("the failed join", timeout: .seconds(20), in: \.standardError, untimed: true) { lines in
             lines.contains {
                 $0.hasPrefix("linked transaction failed: joining the desktop's tunnel: relay rejected /cable/connect: 404")
                     && $0.hasSuffix("the desktop gave up or left before this phone joined its tunnel (was this phone stopped or slow meanwhile?)")
@@ -104,7 +104,7 @@ struct EndToEndLinkedFaultTests {
             "linked", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await refused.waitForExit(timeout: .seconds(40)) == 4, "\(refused.transcript)\n\(listener.transcript)")
         #expect(FailureOutput.singleErrorLine(refused).contains("refused the contact request: the phone's link store is unreadable"))
-        let line = try await listener.waitForOutput("the refusal", in: \.standardError) { lines in
+        let line = try await listener.waitForOutput("the refusal", in: \.standardError, untimed: true) { lines in
             lines.contains { $0.hasPrefix("refused the contact request: the phone's link store is unreadable (\(linkStore): ") }
         }
         #expect(!line.isEmpty)
@@ -115,7 +115,7 @@ struct EndToEndLinkedFaultTests {
             "linked-missing", ["desktop", "--request", "ga", "--linked", "any", "--relay", relayURL, "--proximity-port", "\(proximityPort)"])
         #expect(try await missing.waitForExit(timeout: .seconds(40)) == 4, "\(missing.transcript)\n\(listener.transcript)")
         #expect(FailureOutput.singleErrorLine(missing).contains("refused the contact request: the phone has no link identity"))
-        _ = try await listener.waitForOutput("the missing store", in: \.standardError) { lines in
+        _ = try await listener.waitForOutput("the missing store", in: \.standardError, untimed: true) { lines in
             lines.contains("refused the contact request: the phone has no link identity (\(linkStore) is gone or holds none: "
                 + "restore it, or link desktops again by QR code)")
         }
@@ -136,7 +136,7 @@ struct EndToEndLinkedFaultTests {
         let (silent, silentPort) = try EndToEndLab.boundSocket(listening: true)
         defer { close(silent) }
         let interrupted = try lab.start("unlink-interrupted", ["phone", "--unlink", "--relay", "ws://127.0.0.1:\(silentPort)", "--json"])
-        _ = try await interrupted.waitForOutput("the revocation", in: \.standardError) { lines in
+        _ = try await interrupted.waitForOutput("the revocation", in: \.standardError, untimed: true) { lines in
             lines.contains { $0.hasPrefix("revoked the contact ID") }
         }
         interrupted.signal(SIGINT)
@@ -188,7 +188,7 @@ struct EndToEndLinkedFaultTests {
         let line = FailureOutput.singleErrorLine(refused)
         #expect(line.contains("refused the contact request: the phone's passkey store is unusable"), "\(line)")
         #expect(!line.contains(passkeys) && !line.contains("not JSON"), "the phone's path and error stay on the phone: \(line)")
-        _ = try await listener.waitForOutput("the refusal", in: \.standardError) { lines in
+        _ = try await listener.waitForOutput("the refusal", in: \.standardError, untimed: true) { lines in
             lines.contains { $0.contains("refused the contact request: the phone's passkey store is unusable (\(passkeys): not JSON") }
         }
         #expect(try Data(contentsOf: URL(fileURLWithPath: passkeys)) == damaged, "the file is left as it is")

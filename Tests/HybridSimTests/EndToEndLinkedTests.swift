@@ -281,7 +281,7 @@ struct EndToEndLinkedTests {
         // announcing the old one, without waiting for a desktop to contact the old ID.
         let unlink = try lab.start("unlink", ["phone", "--unlink"])
         #expect(try await unlink.waitForExit() == 0, "\(unlink.transcript)")
-        try await listener.waitForOutput("listening under the new contact ID", timeout: .seconds(10), in: \.standardError) { lines in
+        try await listener.waitForOutput("listening under the new contact ID", timeout: .seconds(10), in: \.standardError, untimed: true) { lines in
             lines.contains { $0.hasPrefix("this phone's contact ID was revoked (phone --unlink, or ") && $0.hasSuffix(" replaced); listening under the new one") }
                 && lines.filter { $0.hasPrefix("push channel open") }.count >= 2
         }
@@ -435,7 +435,7 @@ extension ChildProcess {
     /// contact IDs): a desktop started before then has only the relay's 3 s contact wait for the
     /// phone to start up and connect, which a loaded machine can exceed (504, exit 6).
     func untilListening() async throws {
-        _ = try await waitForOutput("push channel open", timeout: .seconds(20), in: \.standardError) { lines in
+        _ = try await waitForOutput("push channel open", timeout: .seconds(20), in: \.standardError, untimed: true) { lines in
             lines.contains { $0.hasPrefix("push channel open") }
         }
     }

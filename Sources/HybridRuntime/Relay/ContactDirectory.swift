@@ -18,6 +18,8 @@ import NIOWebSocket
 /// - 409: the phone is already in a contact transaction with another desktop;
 /// - 504: the phone announced the ID on this relay but is not listening now, and did not come back
 ///   within ``RelayConfiguration/contactWait``;
+/// - 503: the tunnel could not be opened: too many open tunnels, or too many connections for its
+///   phone to join it (``RelayStatisticsBox/claimJoinerRoom(maxConnections:)``);
 /// - 101: the desktop's connection becomes the *creator* of a new tunnel; the phone gets a
 ///   ``PushMessage`` and joins with `/cable/connect/{routing ID}/{tunnel ID}` like a QR-flow desktop.
 final class ContactDirectory {

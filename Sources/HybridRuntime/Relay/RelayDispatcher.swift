@@ -217,7 +217,13 @@ package final class RelayDispatcher: Sendable {
                     backlog.pending[expired.fd] = nil
                     backlog.rechecks[expired.fd] = nil
                     readiness.forget(expired.fd)
-                    if state.partialLooks > 0 { answerTimedOut(expired.fd) }
+                    if state.partialLooks > 0 {
+                        let rejection = RelayRejection.requestTimeout(after: shards.configuration.upgradeTimeout)
+                        answer(expired.fd, with: rejection)
+                        // Counted and logged as a shard's refusal is; the log limiter lives on shard 0's loop.
+                        let shard = shards.registries[0]
+                        shard.eventLoop.execute { shard.value.recordRejected(rejection) }
+                    }
                     drop(expired.fd, source: state.source)
                 }
                 // So the queue holds about as many entries as connections pending.
@@ -227,6 +233,12 @@ package final class RelayDispatcher: Sendable {
             close(listener)
             for (fd, state) in backlog.pending {
                 readiness.forget(fd)
+                // One that began its request gets the shards' answer to a request in HTTP at
+                // shutdown rather than a reset; a silent one is closed (RelayRequestHandler.ShuttingDown).
+                var first: UInt8 = 0
+                if recv(fd, &first, 1, Int32(MSG_PEEK | MSG_DONTWAIT)) == 1 {
+                    answer(fd, with: RelayRejection(status: .serviceUnavailable, reason: "relay shutting down"))
+                }
                 drop(fd, source: state.source)
             }
         }
@@ -327,16 +339,16 @@ package final class RelayDispatcher: Sendable {
         }
     }
 
-    /// Answers `408` on a connection that sent only part of its request line before its upgrade
-    /// timeout (as a shard answers one cut short later in its request). What it sent is read
-    /// first: closing a socket with unread bytes resets the connection, which can discard the
-    /// answer before the client reads it. Best effort, never blocking: the socket is non-blocking.
-    private func answerTimedOut(_ fd: CInt) {
+    /// Answers `rejection` on a connection never handed over: `408` for one that sent only part of
+    /// its request line before its upgrade timeout (as a shard answers one cut short later in its
+    /// request), `503` for one caught so at shutdown. What it sent is read first: closing a socket
+    /// with unread bytes resets the connection, which can discard the answer before the client
+    /// reads it. Best effort, never blocking: the socket is non-blocking.
+    private func answer(_ fd: CInt, with rejection: RelayRejection) {
         // Bounded: a client that keeps sending is not read forever (its close may then reset).
         var unread = [UInt8](repeating: 0, count: 4096)
         var reads = 0
         while reads < 16, recv(fd, &unread, unread.count, Int32(MSG_DONTWAIT)) == unread.count { reads += 1 }
-        let rejection = RelayRejection.requestTimeout(after: shards.configuration.upgradeTimeout)
         let response = Array(rejection.response.utf8)
         #if os(Linux)
         let flags = Int32(MSG_DONTWAIT | MSG_NOSIGNAL)
@@ -344,11 +356,6 @@ package final class RelayDispatcher: Sendable {
         let flags = Int32(MSG_DONTWAIT)
         #endif
         _ = send(fd, response, response.count, flags)
-        // Counted and logged as a shard's refusal is; the log limiter lives on shard 0's loop.
-        let shard = shards.registries[0]
-        shard.eventLoop.execute {
-            shard.value.recordRejected(rejection)
-        }
     }
 
     /// Closes a connection that was never handed over.

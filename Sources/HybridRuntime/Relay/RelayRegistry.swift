@@ -103,6 +103,10 @@ final class RelayStatisticsBox: Sendable {
     /// A tunnel counted by ``claimJoinerRoom(maxConnections:)`` was joined or closed.
     func releaseJoinerRoom() { unjoinedTunnels.subtract(1, ordering: .relaxed) }
 
+    /// A tunnel whose joiner left before its upgrade completed waits again: counted again, without
+    /// the check (its room was there; the leaver's connection is released at the same time).
+    func reclaimJoinerRoom() { unjoinedTunnels.add(1, ordering: .relaxed) }
+
     private func claim(_ counter: borrowing Atomic<Int>, max: Int) -> Bool {
         if counter.wrappingAdd(1, ordering: .relaxed).newValue <= max { return true }
         counter.subtract(1, ordering: .relaxed)

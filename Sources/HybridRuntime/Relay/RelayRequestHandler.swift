@@ -139,7 +139,8 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if event is ShuttingDown {
             guard !answered else { return }  // its answer is on the way; the close timer ends it
-            guard connection.requestHead != nil else {
+            // Begun (a byte of it arrived), finished or not: answered, as the 408 timer tells them apart.
+            guard connection.requestStarted || connection.requestHead != nil else {
                 context.close(promise: nil)
                 return
             }

@@ -190,6 +190,11 @@ final class RelayTunnel {
         switch side {
         case .joiner:
             joinerSlot = .empty
+            // Waiting again: it needs a joiner's connection again (the leaver's is released with it).
+            if !holdsJoinerRoom {
+                holdsJoinerRoom = true
+                registry.statistics.reclaimJoinerRoom()
+            }
             logger.debug("joiner left before its upgrade completed; tunnel open for another join")
         case .creator:
             creatorSlot = .gone

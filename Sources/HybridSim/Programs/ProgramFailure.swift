@@ -36,7 +36,8 @@ public struct ProgramFailure: Error, Sendable, Hashable, CustomStringConvertible
         case network
         /// Exit 7: the peer broke the hybrid protocol (handshake, decryption, framing).
         case protocolError
-        /// Exit 8: `--linked`: the relay answered 410, the phone revoked the link.
+        /// Exit 8: `--linked`: the phone revoked the link (the relay answered 410, or the listening
+        /// phone refused the contact as revoked: close code 4410).
         case linkRevoked
 
         /// The process exit status for this kind.

@@ -228,20 +228,23 @@ final class ChildProcess {
         }
     }
 
-    /// Waits until `condition` holds for the lines of `stream` (``SharedText/untimedLines``), failing after `timeout`.
+    /// Waits until `condition` holds for the lines of `stream`, failing after `timeout`. `untimed`:
+    /// the lines without the time they begin with (``SharedText/untimedLines``: `phone --listen`).
     @discardableResult
     func waitForOutput(
         _ what: String,
         timeout: Duration = .seconds(20),
         in stream: KeyPath<ChildProcess, SharedText> = \.standardOutput,
+        untimed: Bool = false,
         until condition: ([String]) -> Bool
     ) async throws -> [String] {
         let deadline = ContinuousClock.now + timeout
+        let read = { untimed ? self[keyPath: stream].untimedLines : self[keyPath: stream].lines }
         while true {
-            let lines = self[keyPath: stream].untimedLines
+            let lines = read()
             if condition(lines) { return lines }
             if ContinuousClock.now >= deadline || (!process.isRunning && self[keyPath: stream].isClosed) {
-                let finalLines = self[keyPath: stream].untimedLines
+                let finalLines = read()
                 if condition(finalLines) { return finalLines }
                 throw ChildProcessError(
                     "\(name): no \(what) within \(timeout) (running: \(process.isRunning))\n--- stdout:\n\(standardOutput.text)\n--- stderr:\n\(standardError.text)"
