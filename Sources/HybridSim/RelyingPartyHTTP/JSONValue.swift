@@ -125,6 +125,22 @@ public enum JSONValue: Sendable, Hashable, Codable {
     /// The compact text.
     public var text: String { String(decoding: data, as: UTF8.self) }
 
+    /// A short description for an error message, made without serialising the value (a body of a
+    /// million members would take longer to write out than to parse): a scalar's JSON text (a string
+    /// cut to 40 characters), or the kind and size of an array or object (`an array of 3 values`).
+    var brief: String {
+        switch self {
+        case .null: return "null"
+        case .bool(let flag): return flag ? "true" : "false"
+        case .number: return text
+        case .string(let string):
+            let cut = string.count > 40 ? String(string.prefix(40)) + "…" : string
+            return JSONValue.string(cut).text
+        case .array(let array): return "an array of \(array.count) value\(array.count == 1 ? "" : "s")"
+        case .object(let object): return "an object of \(object.count) member\(object.count == 1 ? "" : "s")"
+        }
+    }
+
     /// The member `key` of an object.
     public subscript(key: String) -> JSONValue? {
         if case .object(let object) = self { return object[key] }

@@ -6,11 +6,13 @@ import NIOPosix
 
 /// `hybrid-sim rp`'s HTTP/1.1 listener (SwiftNIO): hands each complete request to a
 /// ``RelyingPartyService`` and writes its JSON answer, one request per connection
-/// (`Connection: close`). Bodies over 1 MiB are answered with 413, a transfer coding other than
+/// (`Connection: close`). Bodies over 1 MiB (16 KiB to an options endpoint,
+/// ``RelyingPartyService/maximumOptionsBodyBytes``) are answered with 413, a transfer coding other than
 /// chunked with 501, a request whose head or body does not arrive within the deadline with 408, a
 /// head over NIO's 80 KiB limit with 414 (the request line) or 431 (the header fields).
 public final class RelyingPartyHTTPServer: Sendable {
-    /// The largest request body accepted.
+    /// The largest request body accepted (by a result endpoint; an options endpoint takes
+    /// ``RelyingPartyService/maximumOptionsBodyBytes``).
     public static let maximumBodyBytes = 1 << 20
     /// The most connections open at once; more get the relay's fixed 503 and are closed.
     public static let maximumConnections = 1024
@@ -80,6 +82,8 @@ private final class RequestHandler: ChannelInboundHandler {
     private let service: RelyingPartyService
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    /// The largest body the request's endpoint takes (``RelyingPartyService/bodyLimit(for:)``).
+    private var bodyLimit = RelyingPartyHTTPServer.maximumBodyBytes
     private var answered = false
     /// The request went to the service; its answer is on the way.
     private var dispatched = false
@@ -146,13 +150,14 @@ private final class RequestHandler: ChannelInboundHandler {
             if let unknown {
                 return refuse(context: context, head, 501, "transfer coding \(unknown) is not implemented; only chunked is (RFC 9112 §6.1)")
             }
-            if let length = head.headers.first(name: "Content-Length").flatMap(Int.init),
-                length > RelyingPartyHTTPServer.maximumBodyBytes
-            {
+            bodyLimit = service.bodyLimit(for: Self.request(head, body: []))
+            let length = head.headers.first(name: "Content-Length").flatMap(Int.init)
+            if let length, length > bodyLimit {
                 return refuseTooLarge(context: context, head)
             }
             self.head = head
             body = []
+            if let length { body.reserveCapacity(length) }
             // RFC 9110 §10.1.1: a client that asks before sending its body (curl does for bodies
             // over 1 MiB; other clients for any) is told to go on when the body decides the answer,
             // and gets its final answer at once when the head already does (an unknown path, another
@@ -166,7 +171,7 @@ private final class RequestHandler: ChannelInboundHandler {
                 }
             }
         case .body(let buffer):
-            guard body.count + buffer.readableBytes <= RelyingPartyHTTPServer.maximumBodyBytes else {
+            guard body.count + buffer.readableBytes <= bodyLimit else {
                 return refuseTooLarge(context: context, head)
             }
             body += buffer.readableBytesView
@@ -209,7 +214,10 @@ private final class RequestHandler: ChannelInboundHandler {
     private func refuseTooLarge(context: ChannelHandlerContext, _ head: HTTPRequestHead?) {
         self.head = nil
         body = []
-        refuse(context: context, head, 413, "the body is larger than 1 MiB")
+        let reason = bodyLimit == RelyingPartyHTTPServer.maximumBodyBytes
+            ? "the body is larger than 1 MiB"
+            : "the body is larger than \(bodyLimit / 1024) KiB, the most an options endpoint takes"
+        refuse(context: context, head, 413, reason)
     }
 
     /// The body of ``RelyingPartyHTTPResponse/error(_:_:)`` for an answer the head watch writes.

@@ -3,7 +3,7 @@ import Foundation
 import HybridCore
 
 /// The parts of a posted result, whichever form the profile uses.
-struct PostedResult {
+struct PostedResult: Sendable {
     var clientDataJSON: [UInt8]
     var attestationObject: [UInt8]?
     var authenticatorData: [UInt8]?
@@ -60,6 +60,21 @@ struct PostedResult {
         }
     }
 
+    /// The result posted in `body` to `endpoint` and the challenge in its client data, or why
+    /// neither can be read.
+    static func read(_ body: [UInt8], endpoint: RelyingPartyProfile.Endpoint) -> Result<Read, WebAuthnJSONError> {
+        Result { () throws(WebAuthnJSONError) in
+            let posted = try PostedResult(body: body, endpoint: endpoint)
+            return Read(posted: posted, challenge: try posted.challenge())
+        }
+    }
+
+    /// A posted result and its challenge.
+    struct Read: Sendable {
+        var posted: PostedResult
+        var challenge: [UInt8]
+    }
+
     /// The challenge in the client data.
     func challenge() throws(WebAuthnJSONError) -> [UInt8] {
         guard let text = JSONValue.parse(clientDataJSON)?["challenge"]?.stringValue, let challenge = Base64URL.decode(text) else {
@@ -70,18 +85,18 @@ struct PostedResult {
 }
 
 extension RelyingPartyService {
-    /// Verifies a posted registration or authentication result.
+    /// Verifies a posted registration or authentication result, read from `request`'s body
+    /// (``PostedResult/read(_:endpoint:)``) before it came to the actor.
     func finish(
-        _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony, registration: Bool
+        _ request: RelyingPartyHTTPRequest, _ read: Result<PostedResult.Read, WebAuthnJSONError>,
+        _ ceremony: RelyingPartyProfile.Ceremony, registration: Bool
     ) -> RelyingPartyHTTPResponse {
         let label = registration ? "registration" : "sign-in"
         let posted: PostedResult
         let challenge: [UInt8]
-        do {
-            posted = try PostedResult(body: request.body, endpoint: ceremony.verify)
-            challenge = try posted.challenge()
-        } catch {
-            return reject(label, 400, "\(error)")
+        switch read {
+        case .success(let read): (posted, challenge) = (read.posted, read.challenge)
+        case .failure(let error): return reject(label, 400, "\(error)")
         }
         // The session cookie first: a post without it (or with another session's) leaves the
         // challenge usable for the right one.

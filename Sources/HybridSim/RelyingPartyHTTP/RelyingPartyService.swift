@@ -123,10 +123,20 @@ public actor RelyingPartyService {
     /// The credentials stored so far.
     public var credentials: [RegisteredCredential] { store.credentials }
 
+    /// The largest body an options endpoint takes: its body names at most an account (of at most
+    /// ``ProgramDefaults/maximumUserNameBytes``); the result endpoints take up to
+    /// ``RelyingPartyHTTPServer/maximumBodyBytes``.
+    public static let maximumOptionsBodyBytes = 16 * 1024
+
     /// Answers one request. A refusal (a status of 400 or more) is logged (`refused POST /path: 401
     /// …`) unless it is a verdict on a result, which has its own line.
-    public func handle(_ request: RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse {
-        let response = answer(request)
+    ///
+    /// The body is read (JSON parsed) before the request reaches the actor, which only issues and
+    /// takes challenges and saves the store: a large body costs its own request time, not every
+    /// other request's. One over 16 KiB is parsed on a queue of its own, so that large
+    /// bodies wait for one another rather than hold the threads every other request needs.
+    public nonisolated func handle(_ request: RelyingPartyHTTPRequest) async -> RelyingPartyHTTPResponse {
+        let response = await answer(request)
         if response.status >= 400, !response.isVerdict {
             noteRefusal("\(request.method) \(request.path): \(response.status) \(response.body["error"]?.stringValue ?? "")")
         }
@@ -139,17 +149,21 @@ public actor RelyingPartyService {
         refusals.note("refused \(what)")
     }
 
-    private func answer(_ request: RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse {
+    private nonisolated func answer(_ request: RelyingPartyHTTPRequest) async -> RelyingPartyHTTPResponse {
         for (name, _) in profile.headers ?? [:] where (request.headers[name.lowercased()] ?? "").isEmpty {
             return .error(401, "the \(name) header is missing")
         }
         for (registration, ceremony) in [(true, profile.registration), (false, profile.authentication)] {
             guard let ceremony else { continue }
             if Self.matches(request, ceremony.options) {
-                return registration ? startRegistration(request, ceremony) : startAuthentication(request, ceremony)
+                let options = ceremony.options
+                let user = await Self.parsing(request.body) { Self.userName(in: request, options) }
+                return registration ? await startRegistration(user) : await startAuthentication(user)
             }
             if Self.matches(request, ceremony.verify) {
-                return finish(request, ceremony, registration: registration)
+                let verify = ceremony.verify
+                let posted = await Self.parsing(request.body) { PostedResult.read(request.body, endpoint: verify) }
+                return await finish(request, posted, ceremony, registration: registration)
             }
         }
         // A known path asked with another method: 405 with the methods it takes (RFC 9110 §15.5.6).
@@ -162,6 +176,26 @@ public actor RelyingPartyService {
         }
         // The path as the client sent it, cut: a body is no place for 80 KiB of it.
         return .error(404, "no endpoint \(request.method) \(PeerText.printable(request.path, limit: 200)) in the \(profile.name) profile")
+    }
+
+    /// Bodies larger than this are parsed on ``parseQueue``; smaller ones where the request is.
+    static let inlineParseBytes = 16 * 1024
+    /// Where bodies over ``inlineParseBytes`` are parsed, one at a time.
+    private static let parseQueue = DispatchQueue(label: "hybrid-sim rp: large request bodies")
+
+    /// `read(body)`'s result, computed on ``parseQueue`` when `body` is over ``inlineParseBytes``.
+    private static func parsing<T: Sendable>(_ body: [UInt8], _ read: @escaping @Sendable () -> T) async -> T {
+        guard body.count > inlineParseBytes else { return read() }
+        return await withCheckedContinuation { continuation in
+            parseQueue.async { continuation.resume(returning: read()) }
+        }
+    }
+
+    /// The largest body the endpoint `request` names takes: ``maximumOptionsBodyBytes`` for an
+    /// options endpoint, ``RelyingPartyHTTPServer/maximumBodyBytes`` otherwise.
+    nonisolated func bodyLimit(for request: RelyingPartyHTTPRequest) -> Int {
+        let options = [profile.registration, profile.authentication].compactMap { $0?.options }
+        return options.contains { Self.matches(request, $0) } ? Self.maximumOptionsBodyBytes : RelyingPartyHTTPServer.maximumBodyBytes
     }
 
     /// Whether the request's method and path name one of the profile's endpoints, whose answer
@@ -219,7 +253,7 @@ public actor RelyingPartyService {
         // A template that names the account in a member of an object: a body of another JSON type
         // (an array, a number) is not a request for the default account.
         if carriesUser, let body, body != .null, endpoint.body?.objectValue != nil, body.objectValue == nil {
-            return .refused(.error(400, "the body must be a JSON object (the account name is a member of it), not \(body.text.prefix(40))"))
+            return .refused(.error(400, "the body must be a JSON object (the account name is a member of it), not \(body.brief)"))
         }
         for item in URLComponents(string: endpoint.path)?.queryItems ?? []
         where item.value == "{user}" && request.undecodableQuery.contains(item.name) {
@@ -227,12 +261,12 @@ public actor RelyingPartyService {
         }
         guard let value = placeholderValue("user", in: request, body: body, endpoint), value != .null else { return .absent }
         guard let name = value.stringValue else {
-            return .refused(.error(400, "the account name must be a JSON string, not \(value.text.prefix(40))"))
+            return .refused(.error(400, "the account name must be a JSON string, not \(value.brief)"))
         }
         return name.isEmpty ? .empty : .given(name)
     }
 
-    private enum UserName {
+    private enum UserName: Sendable {
         /// No account named: the default one (registration), any passkey (sign-in).
         case absent
         /// `""`: refused for a registration (a script's unset variable would register the default
@@ -244,11 +278,9 @@ public actor RelyingPartyService {
 
     // MARK: - Options
 
-    private func startRegistration(
-        _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony
-    ) -> RelyingPartyHTTPResponse {
+    private func startRegistration(_ user: UserName) -> RelyingPartyHTTPResponse {
         let name: String
-        switch Self.userName(in: request, ceremony.options) {
+        switch user {
         case .absent: name = ProgramDefaults.userName
         case .empty:
             return .error(
@@ -280,11 +312,9 @@ public actor RelyingPartyService {
         return issue(challenge, Pending(registration: true, user: user, allowList: [], session: nil, issued: now()), json)
     }
 
-    private func startAuthentication(
-        _ request: RelyingPartyHTTPRequest, _ ceremony: RelyingPartyProfile.Ceremony
-    ) -> RelyingPartyHTTPResponse {
+    private func startAuthentication(_ user: UserName) -> RelyingPartyHTTPResponse {
         let name: String
-        switch Self.userName(in: request, ceremony.options) {
+        switch user {
         case .absent, .empty: name = ""
         case .given(let given): name = given
         case .refused(let refusal): return refusal

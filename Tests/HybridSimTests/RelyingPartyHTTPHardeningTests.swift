@@ -1,0 +1,110 @@
+import Foundation
+import HybridCore
+@testable import HybridSim
+import HybridTestSupport
+import NIOCore
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `hybrid-sim rp` against clients that try to make it slow for everyone, hold its memory, or get
+/// past its checks with odd request targets and framing (the py_webauthn profile: its options
+/// endpoints take a JSON body).
+@Suite("Relying-party server: hardening against hostile HTTP clients", .timeLimit(.minutes(2)))
+struct RelyingPartyHTTPHardeningTests {
+    private static func service(log: @escaping @Sendable (String) -> Void = { _ in }, directory: TemporaryDirectory) throws -> RelyingPartyService {
+        RelyingPartyService(
+            profile: try RelyingPartyProfile.load("py_webauthn"),
+            relyingParty: RelyingParty(id: "example.com", origin: "https://example.com"),
+            store: RelyingPartyStore(path: directory.file("store.json")), log: log)
+    }
+
+    private func withServer(
+        requestDeadline: TimeAmount = .seconds(5), log: @escaping @Sendable (String) -> Void = { _ in },
+        _ body: (Int) async throws -> Void
+    ) async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let server = try await RelyingPartyHTTPServer.start(
+            service: try Self.service(log: log, directory: directory), port: 0, requestDeadline: requestDeadline, maximumConnections: 64)
+        do {
+            try await body(server.port)
+        } catch {
+            await server.stop()
+            throw error
+        }
+        await server.stop()
+    }
+
+    /// Sends `request` and reads until the server closes (or 5 s pass).
+    private func exchange(port: Int, _ request: String) throws -> LoopbackSocket.Exchange {
+        try #require(LoopbackSocket.exchange(port: port, request), "cannot reach 127.0.0.1:\(port)")
+    }
+
+    /// A body of `members` members: about 10 bytes each.
+    private static func wideObject(_ members: Int) -> [UInt8] {
+        Array(("{" + (0..<members).map { #""\#(String($0, radix: 16))":0"# }.joined(separator: ",") + "}").utf8)
+    }
+
+    @Test("an options endpoint takes at most 16 KiB of body (413 beyond, announced or grown); a result endpoint still takes 1 MiB")
+    func optionsBodyLimit() async throws {
+        try await withServer { port in
+            let head = "POST /generate-registration-options HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+            let announced = try exchange(port: port, head + "Content-Length: 20000\r\n\r\n")
+            #expect(announced.status == 413 && announced.response.contains("larger than 16 KiB"), "\(announced.response)")
+            let chunk = String(repeating: " ", count: 10_000)
+            let grown = try exchange(
+                port: port, head + "Transfer-Encoding: chunked\r\n\r\n2710\r\n\(chunk)\r\n2710\r\n\(chunk)\r\n0\r\n\r\n")
+            #expect(grown.status == 413, "\(grown.response)")
+            let small = try exchange(port: port, head + "Content-Length: 16\r\n\r\n{\"username\":\"a\"}")
+            #expect(small.status == 200, "\(small.response)")
+            let result = try exchange(
+                port: port, "POST /verify-registration HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 20000\r\n\r\n" + chunk + chunk)
+            #expect(result.status == 400 && result.response.contains("not JSON"), "\(result.response.prefix(300))")
+        }
+    }
+
+    @Test("an options body of another JSON type is described by its kind and size, not written out")
+    func notAnObjectDescribed() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let rp = try Self.service(directory: directory)
+        let array = Array(("[" + Array(repeating: "0", count: 5000).joined(separator: ",") + "]").utf8)
+        let response = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: array))
+        #expect(
+            response.body["error"]?.stringValue
+                == "the body must be a JSON object (the account name is a member of it), not an array of 5000 values",
+            "\(response.body.text.prefix(200))")
+        let name = await rp.handle(
+            RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(#"{"username":[1,2]}"#.utf8)))
+        #expect(name.body["error"]?.stringValue == "the account name must be a JSON string, not an array of 2 values", "\(name.body.text)")
+    }
+
+    @Test("a large body is parsed outside the service's actor: an options call meanwhile is answered first")
+    func largeBodyDoesNotHoldTheService() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let rp = try Self.service(directory: directory)
+        let big = Self.wideObject(100_000)
+        // The tasks' results arrive in the order the tasks finish.
+        let order = await withTaskGroup(of: String.self) { group in
+            group.addTask {
+                _ = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/verify-registration", body: big))
+                return "large"
+            }
+            group.addTask {
+                try? await Task.sleep(for: .milliseconds(50))
+                let options = await rp.handle(
+                    RelyingPartyHTTPRequest(method: "POST", target: "/generate-registration-options", body: Array(#"{"username":"a"}"#.utf8)))
+                return "options \(options.status)"
+            }
+            var order: [String] = []
+            for await label in group { order.append(label) }
+            return order
+        }
+        #expect(order == ["options 200", "large"])
+    }
+}
