@@ -23,13 +23,14 @@ struct RelyingPartyHTTPHardeningTests {
     }
 
     private func withServer(
-        requestDeadline: TimeAmount = .seconds(5), log: @escaping @Sendable (String) -> Void = { _ in },
-        _ body: (Int) async throws -> Void
+        requestDeadline: TimeAmount = .seconds(5), bodyBudget: Int = RelyingPartyHTTPServer.maximumBodyBytesInFlight,
+        log: @escaping @Sendable (String) -> Void = { _ in }, _ body: (Int) async throws -> Void
     ) async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let server = try await RelyingPartyHTTPServer.start(
-            service: try Self.service(log: log, directory: directory), port: 0, requestDeadline: requestDeadline, maximumConnections: 64)
+            service: try Self.service(log: log, directory: directory), port: 0, requestDeadline: requestDeadline, maximumConnections: 64,
+            maximumBodyBytesInFlight: bodyBudget)
         do {
             try await body(server.port)
         } catch {
@@ -106,5 +107,27 @@ struct RelyingPartyHTTPHardeningTests {
             return order
         }
         #expect(order == ["options 200", "large"])
+    }
+
+    @Test("request bodies held at once are bounded across connections: past the budget a body is 503 with Retry-After, and a closed connection's bytes are given back")
+    func bodyBudget() async throws {
+        try await withServer(bodyBudget: 64 * 1024) { port in
+            let head = "POST /verify-registration HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+            // Holds 60,000 bytes of the budget: its body is announced and never finished.
+            let holder = try #require(LoopbackSocket.connect(port: port, ioTimeout: 5))
+            #expect(LoopbackSocket.send(holder, head + "Content-Length: 60000\r\n\r\n" + String(repeating: " ", count: 1000)))
+            try await Task.sleep(for: .milliseconds(200))
+            let refused = try exchange(port: port, head + "Content-Length: 10000\r\n\r\n" + String(repeating: " ", count: 10_000))
+            #expect(refused.status == 503 && refused.response.contains("\r\nRetry-After: 1\r\n"), "\(refused.response)")
+            #expect(refused.response.contains("the request bodies held at once would pass 64 KiB"), "\(refused.response)")
+            // A chunked body is counted as it arrives.
+            let chunk = String(repeating: " ", count: 8000)
+            let chunked = try exchange(port: port, head + "Transfer-Encoding: chunked\r\n\r\n1f40\r\n\(chunk)\r\n0\r\n\r\n")
+            #expect(chunked.status == 503, "\(chunked.response)")
+            close(holder)
+            try await Task.sleep(for: .milliseconds(200))
+            let served = try exchange(port: port, head + "Content-Length: 10000\r\n\r\n" + String(repeating: " ", count: 10_000))
+            #expect(served.status == 400 && served.response.contains("not JSON"), "\(served.response)")
+        }
     }
 }

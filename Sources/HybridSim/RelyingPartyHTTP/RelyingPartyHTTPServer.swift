@@ -14,6 +14,9 @@ public final class RelyingPartyHTTPServer: Sendable {
     /// The largest request body accepted (by a result endpoint; an options endpoint takes
     /// ``RelyingPartyService/maximumOptionsBodyBytes``).
     public static let maximumBodyBytes = 1 << 20
+    /// The most request-body bytes held at once across all connections; a body that
+    /// would take more is answered 503 with `Retry-After: 1`.
+    public static let maximumBodyBytesInFlight = 64 << 20
     /// The most connections open at once; more get the relay's fixed 503 and are closed.
     public static let maximumConnections = 1024
     /// How long a connection may take from its start to a complete request before it is closed
@@ -33,14 +36,16 @@ public final class RelyingPartyHTTPServer: Sendable {
 
     /// Binds `host:port` (0: a free port) and starts serving; a connection without a complete
     /// request after `requestDeadline` is closed (with a `408` when any of its head arrived), and one past
-    /// `maximumConnections` open gets 503.
+    /// `maximumConnections` open gets 503, and so does a body that would take the bodies held at
+    /// once past `maximumBodyBytesInFlight`.
     ///
     /// - Throws: ``ProgramFailure`` `network` when the port cannot be bound.
     public static func start(
         service: RelyingPartyService, host: String = "127.0.0.1", port: Int, requestDeadline: TimeAmount = requestDeadline,
-        maximumConnections: Int = maximumConnections
+        maximumConnections: Int = maximumConnections, maximumBodyBytesInFlight: Int = maximumBodyBytesInFlight
     ) async throws(ProgramFailure) -> RelyingPartyHTTPServer {
         let cap = ConnectionCap(limit: maximumConnections)
+        let budget = BodyBudget(limit: maximumBodyBytesInFlight)
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // A client that half-closes after its request (`nc -N`, `socat`) still gets the answer.
@@ -49,7 +54,7 @@ public final class RelyingPartyHTTPServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
                     try channel.pipeline.syncOperations.configureLocalHTTPServer(requestDeadline: requestDeadline)
-                    try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service))
+                    try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service, budget: budget))
                 }
             }
         do {
@@ -80,16 +85,51 @@ private final class RequestHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let service: RelyingPartyService
+    private let budget: BodyBudget
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
+    /// The bytes of ``budget`` this connection holds for its body (announced or received).
+    private var reserved = 0
     /// The largest body the request's endpoint takes (``RelyingPartyService/bodyLimit(for:)``).
     private var bodyLimit = RelyingPartyHTTPServer.maximumBodyBytes
     private var answered = false
     /// The request went to the service; its answer is on the way.
     private var dispatched = false
 
-    init(service: RelyingPartyService) {
+    init(service: RelyingPartyService, budget: BodyBudget) {
         self.service = service
+        self.budget = budget
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        releaseBody()
+    }
+
+    /// Drops the body and gives its bytes back to the budget.
+    private func releaseBody() {
+        body = []
+        budget.release(reserved)
+        reserved = 0
+    }
+
+    /// Reserves budget for a body of `size` bytes in all; `false` (after a 503) when the budget has
+    /// no room.
+    private func reserveBody(_ size: Int, context: ChannelHandlerContext, _ head: HTTPRequestHead?) -> Bool {
+        guard size > reserved else { return true }
+        if budget.reserve(size - reserved) {
+            reserved = size
+            return true
+        }
+        self.head = nil
+        releaseBody()
+        let limit = budget.limit % (1 << 20) == 0 ? "\(budget.limit >> 20) MiB" : "\(budget.limit >> 10) KiB"
+        var response = RelyingPartyHTTPResponse.error(
+            503, "the request bodies held at once would pass \(limit), the most this server holds: try again shortly")
+        response.headers.append(("Retry-After", "1"))
+        let request = head.map { "\($0.method.rawValue) \(Self.request($0, body: []).path)" } ?? "a request"
+        service.noteRefusal("\(request): 503 the request bodies held at once would pass \(limit)")
+        write(context: context, response)
+        return false
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
@@ -155,6 +195,9 @@ private final class RequestHandler: ChannelInboundHandler {
             if let length, length > bodyLimit {
                 return refuseTooLarge(context: context, head)
             }
+            if let length {
+                guard reserveBody(length, context: context, head) else { return }
+            }
             self.head = head
             body = []
             if let length { body.reserveCapacity(length) }
@@ -174,6 +217,7 @@ private final class RequestHandler: ChannelInboundHandler {
             guard body.count + buffer.readableBytes <= bodyLimit else {
                 return refuseTooLarge(context: context, head)
             }
+            guard reserveBody(body.count + buffer.readableBytes, context: context, head) else { return }
             body += buffer.readableBytesView
         case .end:
             guard let head else { return }
@@ -213,7 +257,7 @@ private final class RequestHandler: ChannelInboundHandler {
     /// 413 at once, without reading the rest of the body, and the connection ends.
     private func refuseTooLarge(context: ChannelHandlerContext, _ head: HTTPRequestHead?) {
         self.head = nil
-        body = []
+        releaseBody()
         let reason = bodyLimit == RelyingPartyHTTPServer.maximumBodyBytes
             ? "the body is larger than 1 MiB"
             : "the body is larger than \(bodyLimit / 1024) KiB, the most an options endpoint takes"
@@ -239,6 +283,7 @@ private final class RequestHandler: ChannelInboundHandler {
     private func write(context: ChannelHandlerContext, _ response: RelyingPartyHTTPResponse) {
         guard !answered else { return }
         answered = true
+        releaseBody()
         let bytes = response.body.data
         var headers = HTTPHeaders()
         headers.add(name: "Content-Type", value: "application/json")
