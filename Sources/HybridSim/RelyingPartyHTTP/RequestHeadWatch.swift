@@ -8,7 +8,8 @@ import NIOHTTP1
 /// gets a status for its fault instead of NIO's `400` for every parser error: `414 URI Too Long`
 /// when the request line alone is over NIO's 80 KiB limit, `431 Request Header Fields Too Large`
 /// (RFC 6585 §5) when the head is over it otherwise (NIO counts the target and the header fields
-/// together), `400` for the rest. The answer is written here in raw
+/// together) or has more than ``maximumHeaderFields`` header fields (NIO's parser has no such bound,
+/// and 20,000 tiny fields cost a connection 0.7 MB), `400` for the rest. The answer is written here in raw
 /// bytes, below the HTTP encoder, since no request was decoded for a response to answer.
 final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
@@ -19,12 +20,18 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
 
     /// Some byte of a request arrived.
     private(set) var sawBytes = false
-    /// The request line ended (a line feed arrived).
-    private(set) var requestLineEnded = false
-    /// The bytes before the request line's line feed (so far, while it has not ended).
-    private(set) var requestLineBytes = 0
+    /// The lines of the head seen so far.
+    private(set) var scan = RequestHeadScan()
     /// NIO's limit on a head's URL and on its header fields.
     static let headLimit = 80 * 1024
+    /// The most header fields a request may have (Apache's default `LimitRequestFields`); more are 431.
+    static let maximumHeaderFields = 100
+    /// The raw bytes a head may take beyond ``headLimit`` (which NIO applies to the target and the
+    /// field values) before the watch refuses it: room for the method, version, line ends and names.
+    static let headSlack = 8 * 1024
+    /// A refusal of the watch's own was sent to the handlers behind (``Refused``): the rest of the
+    /// input is not passed on.
+    private var refused = false
     /// A refusal was written here, or a final response from the handlers behind began (a `100
     /// Continue` is not one): nothing more is written here.
     private(set) var answered = false
@@ -34,22 +41,49 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        if !requestLineEnded {
+        guard !refused else { return }
+        if !scan.headEnded {
             let bytes = unwrapInboundIn(data).readableBytesView
             if !bytes.isEmpty { sawBytes = true }
-            // Empty lines before the request line are skipped, as the parser skips them.
-            for byte in bytes {
-                if byte == UInt8(ascii: "\n") {
-                    if requestLineBytes > 0 {
-                        requestLineEnded = true
-                        break
-                    }
-                } else if byte != UInt8(ascii: "\r") || requestLineBytes > 0 {
-                    requestLineBytes += 1
-                }
+            scan.read(bytes)
+            if scan.headerFields > Self.maximumHeaderFields {
+                return refuse(
+                    context: context,
+                    Refused(
+                        status: 431, reason: "the request head has more than \(Self.maximumHeaderFields) header fields",
+                        subject: "a request head with too many header fields"))
             }
         }
         context.fireChannelRead(data)
+        // NIO counts a head's target and field values toward its 80 KiB, but not whitespace before
+        // a value (`X: ` and a megabyte of spaces passed unbounded): the raw bytes of a head not
+        // ended past the limit and room for its names and line ends are refused here, once the
+        // parser had these bytes (its own 414 or 431 comes first).
+        if !scan.headEnded, !answered, !refused, scan.headBytes > Self.headLimit + Self.headSlack {
+            refuse(
+                context: context,
+                scan.requestLineBytes > Self.headLimit
+                    ? Refused(status: 414, reason: "the request line is over 80 KiB", subject: "a request line too long")
+                    : Refused(status: 431, reason: "the request head is over 80 KiB", subject: "a request head too long"))
+        }
+    }
+
+    /// A request the watch refuses itself, from the raw bytes, before the parser does: sent to the
+    /// handlers behind as an error, which answer it as they answer a parser error
+    /// (``answerParserError(_:in:body:headers:)``).
+    struct Refused: Error {
+        /// The status to answer.
+        let status: Int
+        /// Why, for the answer.
+        let reason: String
+        /// What was refused, for the log line (`a request head with too many header fields`).
+        let subject: String
+    }
+
+    /// Stops passing input on and tells the handlers behind of `refusal`.
+    private func refuse(context: ChannelHandlerContext, _ refusal: Refused) {
+        refused = true
+        context.fireErrorCaught(refusal)
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
@@ -69,7 +103,7 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     /// The status and reason for a request the parser refused with `error`.
     func refusal(for error: HTTPParserError) -> (status: Int, reason: String) {
         guard error == .headerOverflow else { return (400, "the HTTP parser cannot read the request (\(error))") }
-        return requestLineBytes > Self.headLimit
+        return scan.requestLineBytes > Self.headLimit
             ? (414, "the request line is over 80 KiB")
             : (431, "the request head is over 80 KiB")
     }
@@ -101,18 +135,25 @@ extension RequestHeadWatch {
     /// The body of an answer for a refusal's reason (`nil`: the reason as one line of text).
     typealias Body = (String) -> (type: String, bytes: [UInt8])?
 
-    /// Answers `error`, when it is the HTTP parser's and the connection is still open, through the
-    /// connection's watch (400, 414 or 431); returns the line to log, `nil` when it answered nothing.
-    /// For the last handler of `rp` and `desktop --web`, which sees the parser's errors.
+    /// Answers `error`, when it is the HTTP parser's or the watch's own (``Refused``) and the
+    /// connection is still open, through the connection's watch (400, 413, 414 or 431); returns the
+    /// line to log, `nil` when it answered nothing. For the last handler of `rp` and `desktop --web`,
+    /// which sees the parser's errors.
     static func answerParserError(
         _ error: any Error, in context: ChannelHandlerContext, body: Body = { _ in nil }, headers: [(String, String)] = []
     ) -> String? {
-        guard let error = error as? HTTPParserError, context.channel.isActive,
-            let watch = context.pipeline.syncOperations.requestHeadWatch
-        else { return nil }
-        let (status, reason) = watch.refusal(for: error)
-        watch.answer(status, reason, body: body(reason), headers: headers)
-        return "a request the HTTP parser cannot read: \(status) \(reason)"
+        guard context.channel.isActive, let watch = context.pipeline.syncOperations.requestHeadWatch else { return nil }
+        let refusal: Refused
+        if let error = error as? HTTPParserError {
+            let (status, reason) = watch.refusal(for: error)
+            refusal = Refused(status: status, reason: reason, subject: "a request the HTTP parser cannot read")
+        } else if let error = error as? Refused {
+            refusal = error
+        } else {
+            return nil
+        }
+        watch.answer(refusal.status, refusal.reason, body: body(refusal.reason), headers: headers)
+        return "\(refusal.subject): \(refusal.status) \(refusal.reason)"
     }
 
     /// Answers 408 with `reason` when part of a request head arrived but no whole head (the
