@@ -151,4 +151,32 @@ struct RelyingPartyHTTPHardeningTests {
             "refused a request head too long: 431 the request head is over 80 KiB",
         ])
     }
+
+    /// Sends `count` bytes of `byte` on `fd` without a SIGPIPE; the bytes sent before a send failed.
+    private static func sendBody(_ fd: Int32, count: Int, byte: UInt8 = 0x20) -> Int {
+        let chunk = [UInt8](repeating: byte, count: 64 * 1024)
+        var sent = 0
+        while sent < count {
+            let wrote = chunk.withUnsafeBytes { send(fd, $0.baseAddress, min($0.count, count - sent), Int32(MSG_NOSIGNAL)) }
+            guard wrote > 0 else { break }
+            sent += wrote
+        }
+        return sent
+    }
+
+    @Test("a refusal before the body was read lingers: a client still sending 5 MB gets its 413 (and a 431 its answer), not a reset", arguments: [false, true])
+    func refusalsLinger(head431: Bool) async throws {
+        try await withServer { port in
+            let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 10))
+            defer { close(fd) }
+            let head = head431
+                ? "POST /verify-registration HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nX-Big: "  // 5 MB of value follow
+                : "POST /verify-registration HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 5000000\r\n\r\n"
+            #expect(LoopbackSocket.send(fd, head))
+            let sent = Self.sendBody(fd, count: 5_000_000, byte: UInt8(ascii: "b"))
+            let answer = LoopbackSocket.receive(fd, until: "\r\n\r\n")
+            #expect(answer.hasPrefix(head431 ? "HTTP/1.1 431" : "HTTP/1.1 413"), "sent \(sent) bytes, answer: \(answer.prefix(200))")
+            #expect(sent == 5_000_000)
+        }
+    }
 }

@@ -95,6 +95,8 @@ private final class RequestHandler: ChannelInboundHandler {
     private var answered = false
     /// The request went to the service; its answer is on the way.
     private var dispatched = false
+    /// The request's end arrived: nothing of it is left unread when it is answered.
+    private var requestEnded = false
 
     init(service: RelyingPartyService, budget: BodyBudget) {
         self.service = service
@@ -144,6 +146,9 @@ private final class RequestHandler: ChannelInboundHandler {
             answered = true
             return
         }
+        // Once answered, the parser's complaints about what still came (data after its error) are
+        // no reason to cut the answer short: its write ends the connection (lingering).
+        if answered, error is HTTPParserError || error is ByteToMessageDecoderError || error is RequestHeadWatch.Refused { return }
         answered = true
         context.close(promise: nil)
     }
@@ -220,6 +225,7 @@ private final class RequestHandler: ChannelInboundHandler {
             guard reserveBody(body.count + buffer.readableBytes, context: context, head) else { return }
             body += buffer.readableBytesView
         case .end:
+            requestEnded = true
             guard let head else { return }
             self.head = nil
             dispatch(Self.request(head, body: body), context: context)
@@ -254,7 +260,8 @@ private final class RequestHandler: ChannelInboundHandler {
         }
     }
 
-    /// 413 at once, without reading the rest of the body, and the connection ends.
+    /// 413 at once, without reading the rest of the body (what still comes is dropped for a while,
+    /// ``RequestHeadWatch/linger()``), and the connection ends.
     private func refuseTooLarge(context: ChannelHandlerContext, _ head: HTTPRequestHead?) {
         self.head = nil
         releaseBody()
@@ -294,7 +301,13 @@ private final class RequestHandler: ChannelInboundHandler {
         let status = HTTPResponseStatus(statusCode: response.status)
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: bytes)))), promise: nil)
-        let bound = NIOLoopBound(context, eventLoop: context.eventLoop)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in bound.value.close(promise: nil) }
+        // An answer before the request's end (a refusal) lingers, so a client still sending its body
+        // gets the answer rather than a reset (``RequestHeadWatch/linger()``).
+        let bound = NIOLoopBound((context, requestEnded), eventLoop: context.eventLoop)
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            let (context, ended) = bound.value
+            guard !ended, let watch = context.pipeline.syncOperations.requestHeadWatch else { return context.close(promise: nil) }
+            watch.linger()
+        }
     }
 }

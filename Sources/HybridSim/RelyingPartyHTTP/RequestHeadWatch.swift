@@ -11,6 +11,12 @@ import NIOHTTP1
 /// together) or has more than ``maximumHeaderFields`` header fields (NIO's parser has no such bound,
 /// and 20,000 tiny fields cost a connection 0.7 MB), `400` for the rest. The answer is written here in raw
 /// bytes, below the HTTP encoder, since no request was decoded for a response to answer.
+///
+/// A refusal sent before the whole request was read (these, and the handler's 413) is followed by
+/// a linger (``linger()``): the connection's write side is shut, and what the client still sends is
+/// read and dropped, for at most ``lingerTime`` and ``lingerBytes``, before it closes. Closing with
+/// unread input makes the kernel reset the connection, and a client still sending its body then
+/// gets `ECONNRESET` instead of the answer (2 in 10 did at 2 MB, none at 5 MB).
 final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -29,18 +35,35 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     /// The raw bytes a head may take beyond ``headLimit`` (which NIO applies to the target and the
     /// field values) before the watch refuses it: room for the method, version, line ends and names.
     static let headSlack = 8 * 1024
-    /// A refusal of the watch's own was sent to the handlers behind (``Refused``): the rest of the
-    /// input is not passed on.
+    /// A refusal of the watch's own was sent to the handlers behind (``Refused``), or the connection
+    /// lingers: the rest of the input is not passed on.
     private var refused = false
+    /// The most time a connection lingers after a refusal, reading and dropping what still comes.
+    static let lingerTime: TimeAmount = .seconds(2)
+    /// The most bytes read and dropped while lingering; past them the connection closes at once.
+    static let lingerBytes = 8 << 20
+    /// The bytes dropped while lingering, and the timer that ends it; `nil` until ``linger()``.
+    private var lingering: (dropped: Int, timer: Scheduled<Void>)?
+    /// The client half-closed: nothing more will come to linger for.
+    private var inputClosed = false
     /// A refusal was written here, or a final response from the handlers behind began (a `100
     /// Continue` is not one): nothing more is written here.
     private(set) var answered = false
     private var context: ChannelHandlerContext?
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
-    func handlerRemoved(context: ChannelHandlerContext) { self.context = nil }
+    func handlerRemoved(context: ChannelHandlerContext) {
+        lingering?.timer.cancel()
+        self.context = nil
+    }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if let lingering {
+            let dropped = lingering.dropped + unwrapInboundIn(data).readableBytes
+            self.lingering?.dropped = dropped
+            if dropped > Self.lingerBytes { context.close(promise: nil) }
+            return
+        }
         guard !refused else { return }
         if !scan.headEnded {
             let bytes = unwrapInboundIn(data).readableBytesView
@@ -80,6 +103,37 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
         let subject: String
     }
 
+    func channelReadComplete(context: ChannelHandlerContext) {
+        // The HTTP handlers behind may hold reads back once a response is out; a lingering
+        // connection reads on until its client stops or the linger ends.
+        guard lingering == nil else { return context.read() }
+        context.fireChannelReadComplete()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The client finished sending: nothing more to drop.
+        if case .inputClosed = event as? ChannelEvent {
+            inputClosed = true
+            if lingering != nil { return context.close(promise: nil) }
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Ends the connection after its answer was sent, when the request may not have been read
+    /// whole: shuts the write side (the client sees the end of the answer), then reads and drops
+    /// what the client still sends until it stops, ``lingerTime`` passes or ``lingerBytes`` came,
+    /// and closes.
+    func linger() {
+        guard let context, lingering == nil else { return }
+        guard context.channel.isActive, !inputClosed else { return context.close(promise: nil) }
+        refused = true
+        let channel = context.channel
+        let timer = context.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
+        lingering = (0, timer)
+        context.close(mode: .output, promise: nil)
+        context.read()
+    }
+
     /// Stops passing input on and tells the handlers behind of `refusal`.
     private func refuse(context: ChannelHandlerContext, _ refusal: Refused) {
         refused = true
@@ -109,25 +163,27 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     }
 
     /// Answers `status` with `body` (`reason` as one line of text when `nil`) and `extra` header
-    /// fields, and closes the connection once it is sent, unless a response was already written
-    /// (then it just closes it).
+    /// fields, and ends the connection once it is sent (``linger()``), unless a response was already
+    /// written (then it just closes it).
     func answer(
         _ status: Int, _ reason: String, body: (type: String, bytes: [UInt8])? = nil, headers extra: [(String, String)] = []
     ) {
         guard let context else { return }
         guard !answered else { return context.close(promise: nil) }
         answered = true
+        // Nothing more reaches the parser, which would only complain of it (data after its error).
+        refused = true
         let phrase = HTTPResponseStatus(statusCode: status).reasonPhrase
         let body = body ?? ("text/plain; charset=utf-8", Array((reason + "\n").utf8))
         let fields = [("Content-Type", body.type), ("Content-Length", "\(body.bytes.count)")] + extra
             + [("Connection", "close")]
         let head = "HTTP/1.1 \(status) \(phrase)\r\n" + fields.map { "\($0): \($1)\r\n" }.joined() + "\r\n"
-        let channel = context.channel
         var buffer = context.channel.allocator.buffer(capacity: head.utf8.count + body.bytes.count)
         buffer.writeString(head)
         buffer.writeBytes(body.bytes)
+        let bound = NIOLoopBound(self, eventLoop: context.eventLoop)
         context.writeAndFlush(wrapOutboundOut(.byteBuffer(buffer)))
-            .whenComplete { _ in channel.close(promise: nil) }
+            .whenComplete { _ in bound.value.linger() }
     }
 }
 
