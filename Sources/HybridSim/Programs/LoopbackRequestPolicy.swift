@@ -6,7 +6,12 @@ import NIOHTTP1
 ///
 /// - **Host** (RFC 9112 §3.2): an HTTP/1.1 request without `Host`, or any with more than one, is
 ///   400; one that does not name this server (`127.0.0.1`, `localhost` or `[::1]` with its port) is
-///   421 Misdirected Request, and so is an absolute-form target naming another authority (§3.2.2).
+///   421 Misdirected Request, and so is an absolute-form target naming another authority or another
+///   scheme than `http` (`https://…`, `ftp://…`; §3.2.2).
+/// - **Target** (RFC 9112 §3.2): a path (`/…`), `*`, or `http://` this server. One starting `//` (a
+///   URL parser reads `//host/path` as another host's path) or holding a fragment (`#…`, which a
+///   client never sends) is 400, and so is any other form. Paths are matched as sent, not
+///   percent-decoded: `/a%2Db` is not `/a-b`.
 ///   A page whose site name was rebound to 127.0.0.1 (DNS rebinding) sends its own name, so it is
 ///   refused before it can read or change anything.
 /// - **Cross-site** (the Fetch standard's `Origin` and `Sec-Fetch-Site`): a request whose `Origin`
@@ -30,9 +35,7 @@ package enum LoopbackRequestPolicy {
         if let host = hosts.first, !acceptsHost(host, port: port) {
             return (421, "misdirected request: Host must be 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)")
         }
-        if let authority = originForm(head.uri).authority, !acceptsHost(authority, port: port) {
-            return (421, "misdirected request: the target must name 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)")
-        }
+        if let refusal = targetRefusal(head.uri, port: port) { return refusal }
         let origins = head.headers["Origin"]
         if origins.count > 1 {
             return (400, "more than one Origin header")
@@ -50,6 +53,29 @@ package enum LoopbackRequestPolicy {
     /// with `:port`, or without a port when `port` is 80 (RFC 9110, section 7.2).
     package static func acceptsHost(_ host: String, port: Int) -> Bool {
         authorities(port: port).contains(host.lowercased())
+    }
+
+    /// Why the request target `uri` is refused (see the type's description), or `nil`.
+    static func targetRefusal(_ uri: String, port: Int) -> (status: Int, reason: String)? {
+        if uri.contains("#") {
+            return (400, "the request target has a fragment (#…), which a client does not send (RFC 9112 §3.2)")
+        }
+        if uri.hasPrefix("//") {
+            return (400, "the request target starts with //, which reads as another host's path: send the path alone (/…)")
+        }
+        if uri.hasPrefix("/") || uri == "*" { return nil }
+        if let authority = originForm(uri).authority {
+            guard acceptsHost(authority, port: port) else {
+                return (421, "misdirected request: the target must name 127.0.0.1:\(port), localhost:\(port) or [::1]:\(port)")
+            }
+            return nil
+        }
+        if let colon = uri.firstIndex(of: ":"), let first = uri.first, first.isASCII, first.isLetter,
+            uri[..<colon].allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "+-.".contains($0)) })
+        {
+            return (421, "misdirected request: the target is a \(uri[..<colon].lowercased()): URL; this server is http://127.0.0.1:\(port)")
+        }
+        return (400, "the request target must be a path (/…) or an http:// URL of this server (RFC 9112 §3.2)")
     }
 
     /// A request target in origin form (`/path?query`) and, for an absolute-form one

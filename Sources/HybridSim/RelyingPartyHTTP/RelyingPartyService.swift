@@ -7,7 +7,8 @@ import HybridRuntime
 public struct RelyingPartyHTTPRequest: Sendable {
     /// `GET`, `POST`, …
     public var method: String
-    /// The path without the query.
+    /// The path without the query, as sent: percent-encoding is kept (`/a%2Db` is not `/a-b`), so
+    /// an endpoint is matched only by the path a client means.
     public var path: String
     /// Query parameters (percent-decoded).
     public var query: [String: String]
@@ -24,7 +25,7 @@ public struct RelyingPartyHTTPRequest: Sendable {
     public init(method: String, target: String, headers: [String: String] = [:], body: [UInt8] = []) {
         self.method = method
         let components = URLComponents(string: target)
-        self.path = components?.path ?? target
+        self.path = components?.percentEncodedPath ?? target
         var query: [String: String] = [:]
         var undecodable: Set<String> = []
         for item in components?.percentEncodedQueryItems ?? [] {
@@ -215,7 +216,7 @@ public actor RelyingPartyService {
 
     /// The endpoint's path without its query template.
     private static func path(of endpoint: RelyingPartyProfile.Endpoint) -> String {
-        URLComponents(string: endpoint.path)?.path ?? endpoint.path
+        URLComponents(string: endpoint.path)?.percentEncodedPath ?? endpoint.path
     }
 
     /// The value the request gives where the endpoint's template has `{name}` (a query parameter,
