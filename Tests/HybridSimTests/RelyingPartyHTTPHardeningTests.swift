@@ -1,3 +1,4 @@
+import CTAP2
 import Foundation
 import HybridCore
 @testable import HybridSim
@@ -202,5 +203,23 @@ struct RelyingPartyHTTPHardeningTests {
                 if status != 200 { #expect(!answer.response.contains("challenge"), "\(target): \(answer.response)") }
             }
         }
+    }
+
+    @Test("verdicts on results that name no challenge pending here are logged within the refusal budget (a burst of 20, then 2 a second)")
+    func strayVerdictsRateLimited() async throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let lines = Mutex<[String]>([])
+        let rp = try Self.service(log: { line in lines.withLock { $0.append(line) } }, directory: directory)
+        let clientData = Base64URL.encode(Array(#"{"type":"webauthn.create","challenge":"AAAA","origin":"https://example.com"}"#.utf8))
+        let unknown = #"{"username":"x","credential":{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":"\#(clientData)","attestationObject":"oA"}}}"#
+        let unreadable = #"{"username":"x","credential":{"id":"AA","rawId":"AA","type":"public-key","response":{"clientDataJSON":"e30","attestationObject":"oA"}}}"#
+        for body in Array(repeating: unknown, count: 30) + Array(repeating: unreadable, count: 30) {
+            let response = await rp.handle(RelyingPartyHTTPRequest(method: "POST", target: "/verify-registration", body: Array(body.utf8)))
+            #expect(response.status == 400)
+        }
+        let logged = lines.withLock { $0 }
+        #expect(logged.count >= 20 && logged.count < 30, "\(logged.count) lines")
+        #expect(logged.first?.hasPrefix("rejected a registration: unknown challenge AAAA") == true, "\(logged.first ?? "")")
     }
 }

@@ -96,17 +96,17 @@ extension RelyingPartyService {
         let challenge: [UInt8]
         switch read {
         case .success(let read): (posted, challenge) = (read.posted, read.challenge)
-        case .failure(let error): return reject(label, 400, "\(error)")
+        case .failure(let error): return reject(label, pending: false, 400, "\(error)")
         }
         // The session cookie first: a post without it (or with another session's) leaves the
         // challenge usable for the right one.
         if let session = pendingSession(challenge) {
             guard let cookie = Self.cookie(Self.cookieName, in: request.headers["cookie"] ?? "") else {
                 return reject(
-                    label, 400,
+                    label, pending: false, 400,
                     "no \(Self.cookieName) cookie: the options response set one and this profile wants it back with the result")
             }
-            guard cookie == session else { return reject(label, 400, "the challenge belongs to another session") }
+            guard cookie == session else { return reject(label, pending: false, 400, "the challenge belongs to another session") }
         }
         let entry: (user: PublicKeyCredentialUserEntity?, allowList: [[UInt8]], session: String?)
         switch takePending(challenge, registration: registration) {
@@ -114,18 +114,18 @@ extension RelyingPartyService {
             entry = (user, allowList, session)
         case .otherCeremony:
             let issued = registration ? "a sign-in" : "a registration"
-            return reject(label, 400, "the challenge \(Base64URL.encode(challenge)) was issued for \(issued); it stays usable there")
+            return reject(label, pending: false, 400, "the challenge \(Base64URL.encode(challenge)) was issued for \(issued); it stays usable there")
         case .spent(.used):
             return reject(
-                label, registration ? 400 : 401,
+                label, pending: false, registration ? 400 : 401,
                 "the challenge \(Base64URL.encode(challenge)) was already used: a result was posted with it before, and each is verified once (a replay?)")
         case .spent(.expired):
             return reject(
-                label, registration ? 400 : 401,
+                label, pending: false, registration ? 400 : 401,
                 "the challenge \(Base64URL.encode(challenge)) expired: it is usable for \(pendingLifetime) s after its options")
         case .unknown:
             return reject(
-                label, registration ? 400 : 401,
+                label, pending: false, registration ? 400 : 401,
                 "unknown challenge \(Base64URL.encode(challenge)): not issued by this server (or long gone)")
         }
         do {
@@ -155,8 +155,12 @@ extension RelyingPartyService {
         }
     }
 
-    private func reject(_ label: String, _ status: Int, _ reason: String) -> RelyingPartyHTTPResponse {
-        logLine("rejected a \(label): \(reason)")
+    /// A verdict against a result; `pending: false` when it names no challenge pending here for
+    /// its ceremony and session (unreadable, unknown, spent, another ceremony's or session's): its
+    /// line then goes through ``refusals``' budget, as a refused request's does, since anyone can
+    /// post such results in a loop (about 600 of them, on a stderr nobody read, once stopped `rp`).
+    private func reject(_ label: String, pending: Bool = true, _ status: Int, _ reason: String) -> RelyingPartyHTTPResponse {
+        if pending { logLine("rejected a \(label): \(reason)") } else { refusals.note("rejected a \(label): \(reason)") }
         var response = RelyingPartyHTTPResponse.error(status, reason)
         response.isVerdict = true
         return response

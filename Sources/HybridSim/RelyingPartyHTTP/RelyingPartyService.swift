@@ -95,7 +95,8 @@ public actor RelyingPartyService {
     private let random: RandomSource
     private let now: @Sendable () -> UInt64
     private let log: @Sendable (String) -> Void
-    private let refusals: RefusalLog
+    /// Refused requests, and verdicts on results that name no challenge pending here, within a budget.
+    let refusals: RefusalLog
 
     /// Creates the service.
     ///
