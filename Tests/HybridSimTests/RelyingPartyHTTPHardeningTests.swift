@@ -222,4 +222,19 @@ struct RelyingPartyHTTPHardeningTests {
         #expect(logged.count >= 20 && logged.count < 30, "\(logged.count) lines")
         #expect(logged.first?.hasPrefix("rejected a registration: unknown challenge AAAA") == true, "\(logged.first ?? "")")
     }
+
+    @Test("chunk extensions count toward the request's size: megabytes of them in a chunked body of a few bytes are 413")
+    func chunkExtensionsCounted() async throws {
+        try await withServer { port in
+            let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 10))
+            defer { close(fd) }
+            #expect(LoopbackSocket.send(
+                fd, "POST /generate-registration-options HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nTransfer-Encoding: chunked\r\n\r\n"))
+            let block = "1;" + String(repeating: "e", count: 60_000) + "\r\nx\r\n"
+            for _ in 0..<50 where LoopbackSocket.send(fd, block) {}
+            let answer = LoopbackSocket.receive(fd, until: "}")
+            #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer.prefix(300))")
+            #expect(answer.contains("with its framing (chunk sizes and extensions count)"), "\(answer.prefix(300))")
+        }
+    }
 }

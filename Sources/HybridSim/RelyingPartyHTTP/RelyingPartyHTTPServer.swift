@@ -17,6 +17,10 @@ public final class RelyingPartyHTTPServer: Sendable {
     /// The most request-body bytes held at once across all connections; a body that
     /// would take more is answered 503 with `Retry-After: 1`.
     public static let maximumBodyBytesInFlight = 64 << 20
+    /// The most bytes a request may take on the wire, its head and a chunked body's framing included:
+    /// the head limit and twice the largest body (so chunks of a few bytes each still fit); more are
+    /// 413 (NIO's parser skips chunk extensions without counting them toward the body).
+    public static let maximumRequestBytes = RequestHeadWatch.headLimit + 2 * maximumBodyBytes
     /// The most connections open at once; more get the relay's fixed 503 and are closed.
     public static let maximumConnections = 1024
     /// How long a connection may take from its start to a complete request before it is closed
@@ -53,7 +57,8 @@ public final class RelyingPartyHTTPServer: Sendable {
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
-                    try channel.pipeline.syncOperations.configureLocalHTTPServer(requestDeadline: requestDeadline)
+                    try channel.pipeline.syncOperations.configureLocalHTTPServer(
+                        requestDeadline: requestDeadline, maximumRequestBytes: maximumRequestBytes)
                     try channel.pipeline.syncOperations.addHandler(RequestHandler(service: service, budget: budget))
                 }
             }

@@ -42,6 +42,12 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     static let lingerTime: TimeAmount = .seconds(2)
     /// The most bytes read and dropped while lingering; past them the connection closes at once.
     static let lingerBytes = 8 << 20
+    /// The most bytes a connection's request may take with its framing (`nil`: no bound); more are
+    /// 413. NIO's parser skips chunk extensions (`1;name=value`) without counting them toward
+    /// anything, so without this a client could stream gigabytes of them as one body.
+    let maximumRequestBytes: Int?
+    /// The bytes of the request passed on so far.
+    private var requestBytes = 0
     /// The bytes dropped while lingering, and the timer that ends it; `nil` until ``linger()``.
     private var lingering: (dropped: Int, timer: Scheduled<Void>)?
     /// The client half-closed: nothing more will come to linger for.
@@ -50,6 +56,11 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
     /// Continue` is not one): nothing more is written here.
     private(set) var answered = false
     private var context: ChannelHandlerContext?
+
+    /// A watch bounding the request, framing included, to `maximumRequestBytes` (`nil`: no bound).
+    init(maximumRequestBytes: Int? = nil) {
+        self.maximumRequestBytes = maximumRequestBytes
+    }
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -65,6 +76,16 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         guard !refused else { return }
+        requestBytes += unwrapInboundIn(data).readableBytes
+        // Once a response began, what still comes is the handlers' to ignore (or the linger's to drop).
+        if let maximumRequestBytes, requestBytes > maximumRequestBytes, !answered {
+            return refuse(
+                context: context,
+                Refused(
+                    status: 413,
+                    reason: "the request is over \(maximumRequestBytes / 1024) KiB with its framing (chunk sizes and extensions count)",
+                    subject: "an oversized request"))
+        }
         if !scan.headEnded {
             let bytes = unwrapInboundIn(data).readableBytesView
             if !bytes.isEmpty { sawBytes = true }
@@ -227,8 +248,8 @@ extension ChannelPipeline.SynchronousOperations {
     /// The pipeline of `rp` and `desktop --web` up to their request handler: ``RequestHeadWatch``,
     /// NIO's HTTP server handlers (without its error handler: the request handler answers a parser
     /// error through the watch) and the ``RequestDeadlineHandler``.
-    func configureLocalHTTPServer(requestDeadline: TimeAmount) throws {
-        try addHandler(RequestHeadWatch())
+    func configureLocalHTTPServer(requestDeadline: TimeAmount, maximumRequestBytes: Int? = nil) throws {
+        try addHandler(RequestHeadWatch(maximumRequestBytes: maximumRequestBytes))
         try configureHTTPServerPipeline(withErrorHandling: false)
         try addHandler(RequestDeadlineHandler(deadline: requestDeadline))
     }
