@@ -237,4 +237,26 @@ struct RelyingPartyHTTPHardeningTests {
             #expect(answer.contains("with its framing (chunk sizes and extensions count)"), "\(answer.prefix(300))")
         }
     }
+
+    @Test("the parser's vague refusals get specific reasons: Content-Length with Transfer-Encoding, chunked twice or not last, HTTP/2's preface, bare-LF lines")
+    func parserRefusalsNamed() async throws {
+        try await withServer { port in
+            let post = "POST /verify-registration HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n"
+            let cases = [
+                (post + "Content-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "Content-Length and Transfer-Encoding together"),
+                (post + "Transfer-Encoding: chunked\r\nContent-Length: 5\r\n\r\n0\r\n\r\n", "Content-Length and Transfer-Encoding together"),
+                (post + "Transfer-Encoding: chunked, chunked\r\n\r\n0\r\n\r\n", "names chunked more than once"),
+                (post + "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", "names chunked more than once"),
+                (post + "Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n", "last coding is gzip, not chunked"),
+                (post + "Content-Length: abc\r\n\r\n", "the HTTP parser cannot read the request (invalid character in content-length header)"),
+                ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n", "HTTP/2 is not spoken here"),
+                ("GET /generate-authentication-options HTTP/1.1\nHost: 127.0.0.1:\(port)\n\n", "ends with a bare LF"),
+                (post + "Transfer-Encoding: chunked\r\n\r\nzz\r\n\r\n", "the chunked body's framing is malformed"),
+            ]
+            for (request, reason) in cases {
+                let answer = try exchange(port: port, request)
+                #expect(answer.status == 400 && answer.response.contains(reason), "\(request.debugDescription): \(answer.response)")
+            }
+        }
+    }
 }

@@ -280,7 +280,7 @@ struct RelyingPartyHTTPServerTests {
                 port: port,
                 "POST /authentication_finalize HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nExpect: 100-continue\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n")
             #expect(answer.hasPrefix("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 400 Bad Request\r\n") && closed, "\(answer)")
-            #expect(answer.contains("the HTTP parser cannot read the request"), "\(answer)")
+            #expect(answer.contains("the chunked body's framing is malformed"), "\(answer)")
         }
     }
 

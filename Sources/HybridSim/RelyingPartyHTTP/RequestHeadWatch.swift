@@ -175,12 +175,29 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
         return bytes.starts(with: "HTTP/1.".utf8) && bytes[bytes.startIndex + 9] == UInt8(ascii: "1")
     }
 
-    /// The status and reason for a request the parser refused with `error`.
+    /// The status and reason for a request the parser refused with `error`: a specific reason where
+    /// the parser's own is vague (`unknown` for any `Transfer-Encoding` fault, `invalid HTTP version`
+    /// for a request line ending in a bare LF, `paused` for HTTP/2's preface), from what ``scan`` saw.
     func refusal(for error: HTTPParserError) -> (status: Int, reason: String) {
-        guard error == .headerOverflow else { return (400, "the HTTP parser cannot read the request (\(error))") }
-        return scan.requestLineBytes > Self.headLimit
-            ? (414, "the request line is over 80 KiB")
-            : (431, "the request head is over 80 KiB")
+        switch error {
+        case .headerOverflow:
+            return scan.requestLineBytes > Self.headLimit
+                ? (414, "the request line is over 80 KiB")
+                : (431, "the request head is over 80 KiB")
+        case .paused:
+            // llhttp stops at HTTP/2's connection preface (`PRI * HTTP/2.0`).
+            return (400, "HTTP/2 is not spoken here: this server takes HTTP/1.1 (its requests carry no connection preface)")
+        case .unknown, .unexpectedContentLength, .invalidContentLength, .invalidVersion, .lfExpected, .invalidChunkSize:
+            if let fault = scan.framingFault { return (400, fault) }
+            if error == .invalidVersion { return (400, "the request line does not end with HTTP/1.0 or HTTP/1.1") }
+            if scan.headEnded, !scan.transferEncodings.isEmpty, error != .invalidContentLength {
+                return (400, "the chunked body's framing is malformed: each chunk is a hex size line, the data and CRLF (RFC 9112 §7.1)")
+            }
+        case .invalidMethod:
+            return (400, "not an HTTP/1.1 request, or a method this server does not know")
+        default: break
+        }
+        return (400, "the HTTP parser cannot read the request (\(error))")
     }
 
     /// Answers `status` with `body` (`reason` as one line of text when `nil`) and `extra` header
