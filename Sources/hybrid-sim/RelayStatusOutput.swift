@@ -1,6 +1,3 @@
-#if canImport(Glibc)
-import Glibc
-#endif
 import HybridRuntime
 import HybridSim
 import Synchronization
@@ -38,7 +35,7 @@ final class RelayStatusOutput: Sendable {
     func status(_ statistics: RelayStatistics) {
         ended.withLock { ended in
             guard !ended else { return }
-            progressLine("\(Self.timestamp()) status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
+            progressLine("\(LogTime.stamp()) status: \(Self.status(statistics)); since its start: \(Self.summary(statistics))")
             if json { printStatus(JSONLine(event: "status", Self.members(statistics)).text) }
         }
     }
@@ -51,9 +48,6 @@ final class RelayStatusOutput: Sendable {
             if json { printStatus(JSONLine(event: "stopped", [("signal", .string(signal))] + Self.members(statistics)).text) }
         }
     }
-
-    /// The time as the log's lines give it (``LogTime/stamp(_:)``).
-    static func timestamp() -> String { LogTime.stamp() }
 
     /// What the relay holds now, for the status line.
     static func status(_ statistics: RelayStatistics) -> String {
