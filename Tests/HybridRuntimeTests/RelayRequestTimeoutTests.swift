@@ -9,11 +9,13 @@ import Testing
 /// route); a connection that sent nothing is closed without an answer.
 @Suite("Relay: requests not finished within the upgrade timeout")
 struct RelayRequestTimeoutTests {
-    /// A relay on `loops` event loops with a 200 ms upgrade timeout.
-    private func withTimingRelay(loops: Int, _ body: (TunnelRelay, RelayEndpoint) async throws -> Void) async throws {
+    /// A relay on `loops` event loops with an upgrade timeout of `timeout` (200 ms unless given).
+    private func withTimingRelay(
+        loops: Int, timeout: Duration = .milliseconds(200), _ body: (TunnelRelay, RelayEndpoint) async throws -> Void
+    ) async throws {
         let group = MultiThreadedEventLoopGroup(numberOfThreads: loops)
         var configuration = RelayConfiguration()
-        configuration.upgradeTimeout = .milliseconds(200)
+        configuration.upgradeTimeout = timeout
         do {
             try await withRelay(configuration, group: group, body)
         } catch {
@@ -46,16 +48,32 @@ struct RelayRequestTimeoutTests {
         }
     }
 
-    @Test("one loop: an upgrade whose head declares a body that never comes is answered 408 naming the body")
-    func declaredBodyNeverSent() async throws {
-        try await withTimingRelay(loops: 1) { relay, endpoint in
+    @Test(
+        "an upgrade whose head announces content is refused 400 from its head, not read until the 408",
+        arguments: [
+            ("Content-Length: 5", "announces 5 bytes"), ("Transfer-Encoding: chunked", "announces a Transfer-Encoding"),
+        ])
+    func announcedBodyRefused(header: String, reason: String) async throws {
+        try await withTimingRelay(loops: 1, timeout: .seconds(30)) { relay, endpoint in
+            let start = ContinuousClock.now
             let head = WebSocketUpgradeRequest.text(
-                path: Self.tunnelPath, method: "GET", upgrade: true, subprotocol: "fido.cable", extra: ["Content-Length: 5"])
+                path: Self.tunnelPath, method: "GET", upgrade: true, subprotocol: "fido.cable", extra: [header])
             let text = try await answer(to: head, endpoint: endpoint)
-            #expect(text.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "\(text)")
-            #expect(text.contains("its head declares a body that did not arrive"), "\(text)")
+            #expect(text.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(text)")
+            #expect(text.hasSuffix("\r\n\r\na GET to the tunnel service carries no content; this one \(reason)\n"), "\(text)")
+            #expect(ContinuousClock.now - start < .seconds(10), "the relay waited for the content (its upgrade timeout is 30 s)")
             #expect(relay.openTunnelCount == 0)
-            #expect(relay.statistics.rejectedRequests == [408: 1], "\(relay.statistics.rejectedRequests)")
+            #expect(relay.statistics.rejectedRequests == [400: 1], "\(relay.statistics.rejectedRequests)")
+        }
+    }
+
+    @Test("a GET with Content-Length: 0 is a bare GET: it upgrades")
+    func zeroLengthUpgrades() async throws {
+        try await withTimingRelay(loops: 1, timeout: .seconds(30)) { relay, endpoint in
+            let raw = try await RawConnection.connect(port: endpoint.port)
+            try await raw.write(RawConnection.upgradeRequest(path: Self.tunnelPath))
+            let head = await raw.readResponseHead()
+            #expect(RawConnection.status(of: head) == 101, "\(head)")
         }
     }
 

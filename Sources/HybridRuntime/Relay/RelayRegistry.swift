@@ -21,14 +21,11 @@ struct RelayRejection: Sendable {
         OverCapacityHandler.fixedResponse(status, body: reason, headers: headers)
     }
 
-    /// `408` for a request cut short by ``RelayConfiguration/upgradeTimeout``: a client that is
-    /// too slow, or whose head declares a body that never comes (`bodyPending`; every endpoint is
-    /// a `GET` that takes none). A connection that sent nothing at all is closed without an answer.
-    static func requestTimeout(after timeout: Duration, bodyPending: Bool = false) -> RelayRejection {
-        let why = bodyPending
-            ? "request not complete within \(timeout.humanReadable): its head declares a body that did not arrive (the relay's endpoints take none)"
-            : "request not complete within \(timeout.humanReadable)"
-        return RelayRejection(status: .requestTimeout, reason: why)
+    /// `408` for a request cut short by ``RelayConfiguration/upgradeTimeout``: a client too slow to
+    /// send its head (a head that announces content is refused at once, as no endpoint takes any). A
+    /// connection that sent nothing at all is closed without an answer.
+    static func requestTimeout(after timeout: Duration) -> RelayRejection {
+        RelayRejection(status: .requestTimeout, reason: "request not complete within \(timeout.humanReadable)")
     }
 }
 
@@ -374,8 +371,11 @@ final class RelayRegistry {
     /// The answer to a request that is not a usable WebSocket upgrade (no `Upgrade` header, bad
     /// WebSocket key or version, …), unless ``decide(_:)`` already chose one. `invalidUpgrade` is why
     /// an upgrade breaks RFC 6455 §4.1 (``RelayRequestHandler/upgrade(of:)``); it answers after the
-    /// path and method checks, in place of the generic reason.
-    func rejectionForPlainRequest(_ head: HTTPRequestHead, invalidUpgrade: String? = nil) -> RelayRejection {
+    /// path and method checks, in place of the generic reason. `announcedBody` is the content a GET
+    /// announces (``RelayRequestHandler/announcedBody(of:)``), refused after the same checks.
+    func rejectionForPlainRequest(
+        _ head: HTTPRequestHead, invalidUpgrade: String? = nil, announcedBody: String? = nil
+    ) -> RelayRejection {
         if isShuttingDown {
             return RelayRejection(status: .serviceUnavailable, reason: "relay shutting down")
         }
@@ -384,6 +384,10 @@ final class RelayRegistry {
         }
         guard head.method == .GET else {
             return RelayRejection(status: .badRequest, reason: "only GET is supported")
+        }
+        if let announcedBody {
+            return RelayRejection(
+                status: .badRequest, reason: "a GET to the tunnel service carries no content; this one announces \(announcedBody)")
         }
         if invalidUpgrade == nil, head.headers.containsToken(named: "upgrade", "websocket", anyCase: true),
             let version = head.headers.first(name: "sec-websocket-version"), version != "13"

@@ -112,6 +112,20 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         return .upgrade(key: String(key))
     }
 
+    /// The content a GET announces, in words (`nil` for none or `Content-Length: 0`): a
+    /// `Transfer-Encoding` of any kind, or a `Content-Length` above 0. Every real client sends a bare
+    /// GET; the relay refuses one with content from its head (Docs/RELAY.md, "Endpoints").
+    static func announcedBody(of head: HTTPRequestHead) -> String? {
+        if head.headers.contains(name: "transfer-encoding") {
+            return "a Transfer-Encoding"
+        }
+        // The parser has checked that the Content-Length is one number (several equal ones allowed).
+        if let length = head.headers.first(name: "content-length"), length.contains(where: { $0 != "0" }) {
+            return "\(PeerText.printable(length, limit: 20)) bytes"
+        }
+        return nil
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         reading = true
         // After the first request: parts of a pipelined request, dropped unread.
@@ -124,9 +138,15 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             if head.method != .GET {
                 connection.requestComplete = true
                 refuse(registry.rejectionForPlainRequest(head), context: context)
+            } else if let announced = Self.announcedBody(of: head) {
+                // No endpoint takes content (RFC 9110 §9.3.1 lets a server refuse it in a GET): refused
+                // from the head too, rather than read and dropped until the upgrade timer's 408.
+                connection.requestComplete = true
+                refuse(
+                    registry.rejectionForPlainRequest(head, announcedBody: announced), context: context)
             }
         case .body:
-            // A body is not used by any endpoint (every one is GET); it is read and ignored.
+            // Only a `Content-Length: 0` GET gets here (``announcedBody(of:)``): nothing to read.
             break
         case .end:
             connection.requestComplete = true
@@ -153,9 +173,7 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             return
         }
         connection.requestComplete = true
-        refuse(
-            .requestTimeout(after: registry.configuration.upgradeTimeout, bodyPending: connection.requestHead != nil),
-            context: context)
+        refuse(.requestTimeout(after: registry.configuration.upgradeTimeout), context: context)
     }
 
     /// The request is complete: decide it.
