@@ -89,6 +89,30 @@ struct RelayHandshakeRulesTests {
         }
     }
 
+    @Test(
+        "the parser's vague refusals (llhttp's unknown, a version it cannot read) name the fault the head shows",
+        arguments: [
+            ("Upgrade: websocket\r\n→Upgrade: websocket\n", "a line of the head ends with a bare LF: HTTP/1.1 lines end with CRLF (RFC 9112 §2.2)"),
+            ("Host: 127.0.0.1\r\n→Host: 127.0.0.1\r\nTransfer-Encoding: chunked, chunked\r\n", "Transfer-Encoding names chunked more than once (RFC 9112 §7.1)"),
+            ("Host: 127.0.0.1\r\n→Host: 127.0.0.1\r\nTransfer-Encoding: chunked, gzip\r\n", "Transfer-Encoding's last coding is gzip, not chunked: the body's length cannot be known (RFC 9112 §6.3)"),
+            (
+                "Host: 127.0.0.1\r\n→Host: 127.0.0.1\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n",
+                "Content-Length and Transfer-Encoding together: the body's length would be ambiguous (RFC 9112 §6.3)"
+            ),
+            ("HTTP/1.1\r\n→HTTP/1.2\r\n", "the request line does not end with HTTP/1.0 or HTTP/1.1"),
+        ])
+    func framingFaultsNamed(edit: String, reason: String) async throws {
+        try await withRelay { relay, endpoint in
+            let parts = edit.components(separatedBy: "→")
+            let request = WebSocketUpgradeRequest.text(path: Self.newPath()).replacingOccurrences(of: parts[0], with: parts[1])
+            #expect(request.contains(parts[1]), "the edit did not apply: \(request)")
+            let answer = try await Self.answer(to: request, port: endpoint.port)
+            #expect(answer.hasPrefix("HTTP/1.1 400 Bad Request\r\n"), "\(answer)")
+            #expect(answer.hasSuffix("\r\n\r\n\(reason)\n"), "\(answer)")
+            #expect(relay.statistics.rejectedRequests == [400: 1], "\(relay.statistics.rejectedRequests)")
+        }
+    }
+
     @Test("a /cable/contact upgrade that breaks a rule is refused at once with the rule, before any wait for the phone")
     func contactRefusedFirst() async throws {
         try await withRelay { relay, endpoint in

@@ -126,12 +126,10 @@ final class RelayConnection {
 
         // Bounds what a client can make the relay hold: bytes sent behind the request while the
         // upgrade is decided (a contact request waits for its phone) stay in this buffer.
-        let requestDecoder = ByteToMessageHandler(
-            FirstRequestDecoder(connection: connection),
-            maximumBufferSize: 16 * 1024 + registry.configuration.maxMessageSize
-        )
+        let firstRequest = FirstRequestDecoder(connection: connection)
+        let requestDecoder = ByteToMessageHandler(firstRequest, maximumBufferSize: 16 * 1024 + registry.configuration.maxMessageSize)
         try channel.pipeline.syncOperations.addHandlers(
-            requestDecoder, RelayRequestHandler(connection: connection, registry: registry))
+            requestDecoder, RelayRequestHandler(connection: connection, registry: registry, decoder: firstRequest))
     }
 
     /// Carries out `decision` for this connection's upgrade request: the 101's extra headers, or
@@ -241,6 +239,9 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
     private var headBytes = 0
     /// What the parser left in the buffer last time (counted already; it comes again).
     private var unconsumed = 0
+    /// The head's lines as they arrived, for a specific reason when the parser refuses the request
+    /// (a bare LF, `Transfer-Encoding` faults: llhttp reports both as `unknown`).
+    private(set) var headScan = RequestHeadScan()
 
     /// The most a request's head may take, its lines together (the relay answers 431 beyond).
     static let maximumHeadSize = 80 * 1024
@@ -261,7 +262,9 @@ final class FirstRequestDecoder: ByteToMessageDecoder {
         guard !connection.requestComplete else { return .needMoreData }
         if buffer.readableBytes > 0 { connection.requestStarted = true }
         if connection.requestHead == nil {
-            headBytes += buffer.readableBytes - unconsumed
+            let arrived = buffer.readableBytes - unconsumed
+            headBytes += arrived
+            if arrived > 0 { headScan.read(buffer.readableBytesView.suffix(arrived)) }
             // What the parser has not yet turned into a head is over the bound: answered as
             // llhttp's own overflow is, 431 (RelayRequestHandler).
             if headBytes > Self.maximumHeadSize { throw HTTPParserError.headerOverflow }

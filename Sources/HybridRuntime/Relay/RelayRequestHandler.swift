@@ -39,10 +39,12 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
     typealias InboundIn = HTTPServerRequestPart
 
     /// What a request the parser cannot read gets: `431` for a head beyond llhttp's 80 KiB, `400`
-    /// in words for HTTP/2's preface (`.paused`: NIO handles llhttp's other pauses itself) and for a
-    /// request line without a known method, otherwise `400` with the parser's complaint (NIO's
-    /// protocol-error handler sends a bare `400`).
-    static func malformedRejection(_ error: HTTPParserError) -> RelayRejection {
+    /// in words for HTTP/2's preface (`.paused`: NIO handles llhttp's other pauses itself), for a
+    /// request line without a known method, for a version other than 1.0 or 1.1, and for the
+    /// framing faults `scan` saw in the head (a bare LF, `Transfer-Encoding` misused, or with
+    /// `Content-Length`; llhttp reports some of them as `unknown`), otherwise `400` with the
+    /// parser's complaint (NIO's protocol-error handler sends a bare `400`).
+    static func malformedRejection(_ error: HTTPParserError, scan: RequestHeadScan) -> RelayRejection {
         switch error {
         case .headerOverflow:
             // llhttp's bound on one line and the relay's on the whole head are the same 80 KiB.
@@ -57,6 +59,14 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             // garbage included, so this stays 400 rather than RFC 9110 §9.1's 501 for a real one.
             return RelayRejection(
                 status: .badRequest, reason: "not an HTTP request, or an HTTP method the relay does not know: every endpoint is a GET")
+        case .unknown, .unexpectedContentLength, .invalidContentLength, .invalidVersion, .lfExpected:
+            if let fault = scan.framingFault {
+                return RelayRejection(status: .badRequest, reason: fault)
+            }
+            if error == .invalidVersion {
+                return RelayRejection(status: .badRequest, reason: "the request line does not end with HTTP/1.0 or HTTP/1.1")
+            }
+            return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
         default:
             return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
         }
@@ -64,15 +74,18 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
 
     private let connection: RelayConnection
     private let registry: RelayRegistry
+    /// The connection's request decoder, whose scan of the head explains a parser's refusal.
+    private let decoder: FirstRequestDecoder
     private var answered = false
     /// Inside a read: between a `channelRead` and the `channelReadComplete` that ends its burst.
     private var reading = false
     /// The 101 went out during a read; the pipeline changes when the read is over.
     private var upgradePending = false
 
-    init(connection: RelayConnection, registry: RelayRegistry) {
+    init(connection: RelayConnection, registry: RelayRegistry, decoder: FirstRequestDecoder) {
         self.connection = connection
         self.registry = registry
+        self.decoder = decoder
     }
 
     /// What a request head asks for (see the type's documentation).
@@ -312,7 +325,7 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
         } else if let parserError = error as? HTTPParserError {
             // NIO's decoder may report one bad request twice (its own error, then the parse's).
             guard !answered else { return }
-            refuse(Self.malformedRejection(parserError), context: context)
+            refuse(Self.malformedRejection(parserError, scan: decoder.headScan), context: context)
         } else {
             registry.logger.debug("connection error before its request: \(error)")
             context.close(promise: nil)

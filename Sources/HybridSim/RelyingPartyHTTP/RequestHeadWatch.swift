@@ -1,3 +1,4 @@
+import HybridRuntime
 import NIOCore
 import NIOHTTP1
 

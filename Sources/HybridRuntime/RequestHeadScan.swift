@@ -1,36 +1,38 @@
 import Foundation
 import NIOCore
 
-/// What ``RequestHeadWatch`` learns from a request head's raw bytes, line by line, before the
-/// parser has read it: how long its request line is, how many header fields follow, where the head
+/// What a server learns from a request head's raw bytes, line by line, before SwiftNIO's HTTP
+/// parser has read it (`rp`'s `RequestHeadWatch`, the relay's ``FirstRequestDecoder``): how long its request line is, how many header fields follow, where the head
 /// ends (an empty line), and what the parser's vaguer errors were about (a line ending in a bare LF,
 /// the `Transfer-Encoding` and `Content-Length` fields). Empty lines before the request line are
 /// skipped, as the parser skips them.
-struct RequestHeadScan {
+package struct RequestHeadScan {
     /// The request line ended (a line feed arrived).
-    private(set) var requestLineEnded = false
+    package private(set) var requestLineEnded = false
     /// The bytes before the request line's line feed (so far, while it has not ended).
-    private(set) var requestLineBytes = 0
+    package private(set) var requestLineBytes = 0
     /// The header-field lines that ended so far.
-    private(set) var headerFields = 0
+    package private(set) var headerFields = 0
     /// The empty line that ends the head arrived: nothing more is scanned.
-    private(set) var headEnded = false
+    package private(set) var headEnded = false
     /// The bytes scanned, up to the end of the head.
-    private(set) var headBytes = 0
+    package private(set) var headBytes = 0
     /// A line of the head ended with a line feed alone, not CRLF.
-    private(set) var bareLineFeed = false
+    package private(set) var bareLineFeed = false
     /// The values of the `Transfer-Encoding` fields (each cut to 256 bytes).
-    private(set) var transferEncodings: [String] = []
+    package private(set) var transferEncodings: [String] = []
     /// A `Content-Length` field arrived.
-    private(set) var contentLength = false
+    package private(set) var contentLength = false
     /// The bytes of the current header-field line so far (carriage returns not counted).
     private var lineBytes = 0
     /// The start of the current header-field line (the most a `Transfer-Encoding` field keeps).
     private var line: [UInt8] = []
     private var previous: UInt8 = 0
 
+    package init() {}
+
     /// Reads `bytes`, the next ones of the connection, up to the end of the head.
-    mutating func read(_ bytes: ByteBufferView) {
+    package mutating func read(_ bytes: ByteBufferView) {
         for byte in bytes {
             guard !headEnded else { return }
             headBytes += 1
@@ -77,7 +79,7 @@ struct RequestHeadScan {
 
     /// Why the parser refused the head, from its framing fields and line ends, when they say:
     /// `Content-Length` with `Transfer-Encoding`, `chunked` named twice or not last, or a bare LF.
-    var framingFault: String? {
+    package var framingFault: String? {
         let codings = transferEncodings.flatMap { $0.split(separator: ",") }.map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
         if !transferEncodings.isEmpty, contentLength {
             return "Content-Length and Transfer-Encoding together: the body's length would be ambiguous (RFC 9112 §6.3)"
