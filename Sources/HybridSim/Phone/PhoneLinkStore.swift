@@ -254,16 +254,15 @@ public struct PhoneLinkStore: Sendable {
     /// Writes `identity` as the current version with `unknownMembers` (a newer build's, kept as
     /// the other stores keep them), atomically, mode 0600 (the caller holds the lock).
     private static func write(_ identity: Identity, keeping unknownMembers: [String: Any], to path: String) throws(StoreError) {
-        let data: Data
+        let bytes: [UInt8]
         do {
             var members = try JSONSerialization.jsonObject(with: JSONEncoder().encode(identity)) as? [String: Any] ?? [:]
             members.merge(unknownMembers) { known, _ in known }
-            data = try JSONSerialization.data(
-                withJSONObject: members, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            bytes = try StoreJSON.bytes(members)
         } catch {
             throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
         }
-        try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path)
+        try AtomicFile.write(bytes, to: path)
     }
 
     /// One identity written by two processes: unions of what each handed out or revoked.

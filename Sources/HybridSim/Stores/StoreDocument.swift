@@ -144,14 +144,13 @@ enum StoreDocument<Kind: StoreKind> {
             throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
         }
         members[Kind.entriesKey] = objects
-        let data: Data
+        let bytes: [UInt8]
         do {
-            data = try JSONSerialization.data(
-                withJSONObject: members, options: [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes])
+            bytes = try StoreJSON.bytes(members)
         } catch {
             throw StoreError(.writeFailed, path: path, "cannot encode the store: \(error)")
         }
-        try AtomicFile.write(Array(data) + [UInt8(ascii: "\n")], to: path, simulatingCrash: crash)
+        try AtomicFile.write(bytes, to: path, simulatingCrash: crash)
     }
 
     /// Each entry passes ``StoreKind/problem(in:)`` and no two share an ID, so what is saved loads again.

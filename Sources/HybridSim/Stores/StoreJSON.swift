@@ -70,3 +70,57 @@ enum StoreJSON {
         }
     }
 }
+
+extension StoreJSON {
+    /// `members` (a store file's top-level object as `JSONSerialization` reads it, known members
+    /// merged in) as the file's bytes: pretty-printed, keys in byte order, slashes unescaped, and a
+    /// final line feed.
+    ///
+    /// Written with `JSONEncoder`, not `JSONSerialization.data(withJSONObject:)`, whose sorted keys
+    /// compare every pair through ICU's collator: for a store of 2,000 credentials that sort took
+    /// about 0.4 s of each save, the encoder 0.04 s. The bytes are the same but for two things: keys
+    /// that differ in case or by digits sort in byte order (`Zeta` before `_x` before `alpha`), not
+    /// case-insensitively in the system locale, and a fraction in an unknown member is written as the
+    /// shortest text of its double.
+    static func bytes(_ members: [String: Any]) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(Member(members))) + [UInt8(ascii: "\n")]
+    }
+
+    /// One value of a `JSONSerialization` tree, encoded as it was read (an integer stays an integer,
+    /// `true` a Boolean, not the number 1).
+    private struct Member: Encodable {
+        let value: Any
+
+        init(_ value: Any) {
+            self.value = value
+        }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            switch value {
+            case let text as String:
+                try container.encode(text)
+            case let object as [String: Any]:
+                try container.encode(object.mapValues(Member.init))
+            case let array as [Any]:
+                try container.encode(array.map(Member.init))
+            case let number as NSNumber:
+                // Its type as JSONSerialization made it: "c" a Boolean, "d" a fraction, "Q" an
+                // integer beyond Int64, else an integer.
+                switch String(cString: number.objCType) {
+                case "c", "B": try container.encode(number.boolValue)
+                case "d", "f": try container.encode(number.doubleValue)
+                case "Q": try container.encode(number.uint64Value)
+                default: try container.encode(number.int64Value)
+                }
+            case is NSNull:
+                try container.encodeNil()
+            default:
+                throw EncodingError.invalidValue(
+                    value, EncodingError.Context(codingPath: encoder.codingPath, debugDescription: "not a JSON value: \(type(of: value))"))
+            }
+        }
+    }
+}
