@@ -5,6 +5,7 @@ import Musl
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Dispatch
 import Synchronization
 
 /// The process's standard output or standard error, written with `write(2)` (no stdio buffer: a
@@ -16,11 +17,19 @@ import Synchronization
 /// caller can say so where it still can. (Foundation's `FileHandle.write` traps on these errors,
 /// which crashed a desktop after its sign-in was verified.) A program that exists to print its
 /// result checks ``failure`` and fails instead (``resultWritten()``).
+///
+/// Standard error is **queued**: its lines come from every thread (log lines from SwiftNIO's event
+/// loops, the signal path), and a reader that stops reading (a terminal paused with Ctrl-S, a pager
+/// not scrolled, a stalled log collector) would otherwise stop each of them in `write(2)` once the
+/// pipe is full: a relay then answered nobody and ignored SIGTERM. One writer thread writes them
+/// in order; up to ``queueLimit`` bytes wait for the reader, later lines are dropped and counted,
+/// and once the reader reads again a note says how many. ``drain(timeout:)`` waits for the queue
+/// before the process ends (at `exit`, and before the programs' own `_exit`).
 package final class StandardStream: Sendable {
     /// File descriptor 1.
     package static let output = StandardStream(descriptor: 1)
-    /// File descriptor 2.
-    package static let error = StandardStream(descriptor: 2)
+    /// File descriptor 2, queued (see the type's documentation).
+    package static let error = StandardStream(descriptor: 2, queued: true)
 
     /// What became of one ``write(_:)``.
     package enum Outcome: Equatable {
@@ -35,19 +44,100 @@ package final class StandardStream: Sendable {
     private let descriptor: Int32
     /// The first failure, and whether a ``write(_:)`` has handed it back yet.
     private let state = Mutex<(failure: FileFailure?, reported: Bool)>((nil, false))
+    /// The writer of a queued stream (standard error), `nil` for one written at once.
+    private let writer: DispatchQueue?
+    /// Bytes handed to the writer and not yet written.
+    private let queued = Atomic<Int>(0)
+    /// Lines dropped since the writer last said so: the queue was full.
+    private let dropped = Atomic<Int>(0)
 
-    init(descriptor: Int32) {
+    /// The most bytes a queued stream holds for a reader that does not read: 1 MiB (a relay's log
+    /// lines for about 8,000 connections).
+    package static let queueLimit = 1 << 20
+    private let queueLimit: Int
+
+    /// A stream on `descriptor`; `queued`: written by a writer thread, holding at most `queueLimit` bytes.
+    init(descriptor: Int32, queued: Bool = false, queueLimit: Int = StandardStream.queueLimit) {
         self.descriptor = descriptor
+        self.queueLimit = queueLimit
+        writer = queued ? DispatchQueue(label: "hybrid-sim.standard-stream.\(descriptor)") : nil
     }
 
     /// The first failed write's reason, or `nil` while every write succeeded.
     package var failure: FileFailure? { state.withLock { $0.failure } }
 
     /// Writes all of `text`. Lines written from several threads do not interleave (one lock,
-    /// held for the write).
+    /// held for the write). On a queued stream `text` is handed to the writer and this returns at
+    /// once: `.written` when it was queued (or `.failed` once, for an earlier write that failed), and
+    /// `.dropped` when the queue is full or the stream has failed.
     @discardableResult
     package func write(_ text: String) -> Outcome {
-        state.withLock { state in
+        guard let writer else { return writeNow(text) }
+        if let failure = state.withLock({ state -> Outcome? in
+            guard let failure = state.failure else { return nil }
+            guard state.reported else {
+                state.reported = true
+                return .failed(failure)
+            }
+            return .dropped
+        }) {
+            return failure
+        }
+        let size = text.utf8.count
+        guard queued.add(size, ordering: .relaxed).newValue <= queueLimit else {
+            queued.subtract(size, ordering: .relaxed)
+            dropped.add(1, ordering: .relaxed)
+            return .dropped
+        }
+        // Lines dropped since the last one queued: the note goes where they would have been.
+        let lost = dropped.exchange(0, ordering: .relaxed)
+        writer.async { [self] in
+            writeDroppedNote(lost)
+            writeNow(text)
+            queued.subtract(size, ordering: .relaxed)
+        }
+        return .written
+    }
+
+    /// On the writer: says that `lost` lines were dropped, if any.
+    private func writeDroppedNote(_ lost: Int) {
+        guard lost > 0 else { return }
+        writeNow("note: \(lost) line(s) were dropped here: this stream was not being read and \(queueLimit) bytes waited\n")
+    }
+
+    /// Waits until what was queued before this call is written, at most `timeout` (the process is
+    /// ending: a reader that does not read must not hold it for ever). Returns at once on a stream
+    /// that is not queued.
+    package func drain(timeout: Duration = .seconds(10)) {
+        guard let writer else { return }
+        let done = DispatchSemaphore(value: 0)
+        let lost = dropped.exchange(0, ordering: .relaxed)
+        writer.async { [self] in
+            writeDroppedNote(lost)
+            done.signal()
+        }
+        let (seconds, attoseconds) = timeout.components
+        _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+    }
+
+    /// Writes `text` now, on the calling thread (a queued stream's: its writer).
+    @discardableResult
+    private func writeNow(_ text: String) -> Outcome {
+        if writer != nil {
+            // Only the writer writes a queued stream, so nothing interleaves; the lock is not held
+            // across `write(2)`, which blocks while the reader does not read, and every ``write(_:)``
+            // takes it.
+            guard state.withLock({ $0.failure }) == nil else { return .dropped }
+            do throws(FileFailure) {
+                try FileWriter.writeAll(Array(text.utf8), to: descriptor)
+                return .written
+            } catch {
+                // Handed back by the next ``write(_:)``.
+                state.withLock { $0 = (error, false) }
+                return .failed(error)
+            }
+        }
+        return state.withLock { state in
             if let failure = state.failure {
                 guard state.reported else {
                     state.reported = true
@@ -70,6 +160,9 @@ package final class StandardStream: Sendable {
     /// opens does not become "standard output" and receive its lines; a closed 1 or 2 counts as
     /// that stream's failure (`bad file descriptor`), reported by its first write.
     package static func claimClosedDescriptors() {
+        // Whatever standard error still queues is written before the process exits (`exit`, or
+        // returning from `main`; the programs' `_exit` paths drain first themselves).
+        atexit { StandardStream.error.drain() }
         for descriptor: Int32 in [0, 1, 2] where fcntl(descriptor, F_GETFD) < 0 && errno == EBADF {
             let opened = open("/dev/null", O_RDWR)
             if opened >= 0, opened != descriptor {

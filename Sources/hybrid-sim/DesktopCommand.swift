@@ -1,5 +1,6 @@
 import ArgumentParser
 import HybridCore
+import HybridFiles
 import HybridRuntime
 import HybridSim
 import Logging
@@ -291,12 +292,21 @@ enum RequestKind: String, ExpressibleByArgument, CaseIterable {
     var requestType: QRPayload.RequestType { self == .mc ? .makeCredential : .getAssertion }
 }
 
-/// The swift-log logger of the desktop, phone and relay commands: stderr at `--log-level`.
+/// The swift-log logger of the desktop, phone and relay commands: stderr at `--log-level`, in
+/// swift-log's `StreamLogHandler` format, through the queued ``StandardStream/error`` (swift-log's
+/// own standard-error stream writes on the logging thread: an event loop, when stderr is not read).
 enum CommandLogging {
     static func logger(label: String, level: Logger.Level) -> Logger {
-        var logger = Logger(label: label, factory: { StreamLogHandler.standardError(label: $0) })
+        var logger = Logger(label: label, factory: { StreamLogHandler(label: $0, stream: QueuedStandardError()) })
         logger.logLevel = level
         return logger
+    }
+
+    /// Log lines for ``StandardStream/error``'s queue.
+    struct QueuedStandardError: TextOutputStream, Sendable {
+        mutating func write(_ string: String) {
+            StandardStream.error.write(string)
+        }
     }
 }
 

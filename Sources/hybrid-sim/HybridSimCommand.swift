@@ -43,6 +43,8 @@ struct HybridSimCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            // ArgumentParser writes its message itself: after the lines already queued.
+            StandardStream.error.drain()
             exit(withError: error)
         }
     }

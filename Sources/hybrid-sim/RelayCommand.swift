@@ -1,6 +1,7 @@
 import ArgumentParser
 import CTAP2
 import Foundation
+import HybridFiles
 import HybridRuntime
 import HybridSim
 import Logging
@@ -372,6 +373,7 @@ struct RelayCommand: AsyncParsableCommand {
             let exit = failureLine(
                 "received \(SignalRouter.name(number)) during the shutdown, while \(open) connection(s) close: stopped at once, their peers see the connection drop\(lost)",
                 kind: "interrupted", status: status, json: json)
+            StandardStream.error.drain(timeout: .seconds(2))
             _exit(exit.rawValue)
         }
         // The status handler stays through the shutdown: a SIGUSR1 then still only asks for status.

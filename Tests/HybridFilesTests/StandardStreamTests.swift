@@ -35,4 +35,47 @@ struct StandardStreamTests {
         #expect(stream.write("x\n") == .failed(.system(ENOSPC)))
         #expect(stream.failure?.description == "no space left on device")
     }
+
+    @Test("queued (standard error): a reader that does not read never blocks the writer's callers; lines past the limit are dropped and counted, in order otherwise")
+    func queuedStream() async throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        defer { close(ends[0]) }
+        // Fill the pipe, so that the stream's first write blocks its writer thread.
+        let flags = fcntl(ends[1], F_GETFL)
+        _ = fcntl(ends[1], F_SETFL, flags | O_NONBLOCK)
+        var filled = 0
+        let block = [UInt8](repeating: UInt8(ascii: "."), count: 4096)
+        while case let count = write(ends[1], block, block.count), count > 0 { filled += count }
+        _ = fcntl(ends[1], F_SETFL, flags)
+
+        let stream = StandardStream(descriptor: ends[1], queued: true, queueLimit: 100)
+        let start = ContinuousClock.now
+        var outcomes: [StandardStream.Outcome] = []
+        for index in 0..<10 { outcomes.append(stream.write("queued line \(index) xxxxx\n")) }
+        #expect(ContinuousClock.now - start < .seconds(1), "write(_:) waited for the reader")
+        // 20 bytes each: five fit the 100-byte queue, the rest are dropped.
+        #expect(outcomes == Array(repeating: .written, count: 5) + Array(repeating: .dropped, count: 5), "\(outcomes)")
+
+        // The reader reads again: what was queued comes out in order, then the note where the
+        // dropped lines were, then what follows.
+        let readEnd = ends[0]
+        let reader = Task.detached { @Sendable () -> String in
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while case let count = read(readEnd, &buffer, buffer.count), count > 0 { text += buffer[..<count] }
+            return String(decoding: text, as: UTF8.self)
+        }
+        stream.drain()
+        #expect(stream.write("after the reader came back\n") == .written)
+        stream.drain()
+        close(ends[1])
+        let text = await reader.value
+        #expect(text.utf8.count > filled)
+        let lines = text.dropFirst(filled).split(separator: "\n").map(String.init)
+        #expect(
+            lines == (0..<5).map { "queued line \($0) xxxxx" } + [
+                "note: 5 line(s) were dropped here: this stream was not being read and 100 bytes waited", "after the reader came back",
+            ], "\(lines)")
+    }
 }

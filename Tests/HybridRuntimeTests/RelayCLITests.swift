@@ -82,4 +82,41 @@ struct RelayCLITests {
             #expect(help.contains(fragment), "missing \(fragment)")
         }
     }
+
+    @Test("a standard error nobody reads (a paused terminal, a stalled collector) does not stop the relay: it answers, and SIGTERM ends it")
+    func unreadStandardError() async throws {
+        guard let binary = Self.binary else { return }
+        let stdout = Pipe()
+        let stderr = Pipe()  // read only at the end
+        let process = try ChildSpawn(
+            executable: binary.path, arguments: ["relay", "--port", "0", "--log-level", "debug"],
+            environment: ProcessInfo.processInfo.environment, input: nil, output: stdout.fileHandleForWriting.fileDescriptor,
+            error: stderr.fileHandleForWriting.fileDescriptor)
+        try stdout.fileHandleForWriting.close()
+        try stderr.fileHandleForWriting.close()
+        defer { process.signal(SIGKILL) }
+        let line = stdout.fileHandleForReading.availableData
+        let url = try #require(String(decoding: line, as: UTF8.self).split(separator: " ").first { $0.hasPrefix("ws://127.0.0.1:") })
+        let port = try #require(Int(url.split(separator: ":").last?.trimmingCharacters(in: .whitespacesAndNewlines) ?? ""))
+
+        // Each refusal is a log line of about 120 bytes at debug level: 1,000 of them fill the
+        // 64 KiB pipe nobody reads, where each later line would have held an event loop.
+        for _ in 0..<1_000 {
+            let raw = try await RawConnection.connect(port: port)
+            try await raw.write("GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answered = await raw.waitForClose(timeout: .seconds(5))
+            #expect(answered, "the relay stopped answering")
+            guard answered else { return }
+        }
+        let last = try await RawConnection.connect(port: port)
+        try await last.write("GET /nowhere HTTP/1.1\r\nHost: x\r\n\r\n")
+        #expect(RawConnection.status(of: await last.readResponseHead(timeout: .seconds(3))) == 404)
+
+        process.signal(SIGTERM)
+        // Still unread: the relay stops, and waits a bounded time for its last lines at exit.
+        #expect(await eventually(timeout: .seconds(20)) { !process.isRunning }, "SIGTERM did not end the relay")
+        #expect(process.ended == .exited(0))
+        let text = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(text.contains("refused request: 404"), "\(text.suffix(300))")
+    }
 }

@@ -36,8 +36,8 @@ struct StoreJSONWriterTests {
         let keys = try StoreJSON.bytes(["alpha": 1, "Zeta": 2, "_x": 3, "a10": 4, "a9": 5])
         let order = String(decoding: keys, as: UTF8.self).split(separator: "\n").dropFirst().dropLast().map { $0.split(separator: "\"")[1] }
         #expect(order == ["Zeta", "_x", "a10", "a9", "alpha"])
-        let number = try #require(try JSONSerialization.jsonObject(with: Data(#"{"r": 123456789.123456789}"#.utf8)))
-        #expect(String(decoding: try StoreJSON.bytes(number as! [String: Any]), as: UTF8.self) == "{\n  \"r\" : 123456789.12345679\n}\n")
+        let number = try #require(try JSONSerialization.jsonObject(with: Data(#"{"r": 123456789.123456789}"#.utf8)) as? [String: Any])
+        #expect(String(decoding: try StoreJSON.bytes(number), as: UTF8.self) == "{\n  \"r\" : 123456789.12345679\n}\n")
     }
 
     @Test("a value that is not JSON is an error, not a crash")

@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import Synchronization
 
 #if canImport(Glibc)
@@ -62,7 +63,10 @@ package enum Interruption {
         SignalRouter.install()
         SignalRouter.route { number in
             let first = state.withLock { state in
-                if case .lingering(let status) = state.stage { _exit(status) }
+                if case .lingering(let status) = state.stage {
+                    StandardStream.error.drain(timeout: .seconds(2))
+                    _exit(status)
+                }
                 guard case .running = state.stage else { return false }
                 state.stage = .signalEnding
                 return true
@@ -76,6 +80,8 @@ package enum Interruption {
                 let (seconds, attoseconds) = settle.components
                 usleep(useconds_t(seconds * 1_000_000 + attoseconds / 1_000_000_000_000))
             }
+            // Its lines are queued (standard error): written first, unless the reader does not read.
+            StandardStream.error.drain(timeout: .seconds(2))
             _exit(end.status)
         }
     }
