@@ -4,12 +4,16 @@ import HybridCore
 import HybridFiles
 import Logging
 import NIOCore
+import Synchronization
 
 /// Records one tunnel for `hybrid-sim relay --record DIR`: every relayed message (after the test-only
 /// fault injector, so exactly what the peer received), attachments and the closure, as a
 /// ``TunnelRecording``. The file `DIR/<start ms>-<routing ID>.hsrec` is written once, when the tunnel
-/// closes (a few kilobytes, written synchronously on the relay's event loop: recording is a
-/// debugging aid, not for a loaded relay).
+/// closes (a few kilobytes for a caBLE transaction, up to 2 MiB at the relay's message limits;
+/// written synchronously on the relay's event loop: recording is a debugging aid, not for a loaded
+/// relay). The messages recorded and not yet written count against a ``RecordingBudget`` shared by
+/// the process's recorders: a tunnel whose next message would pass it is not recorded at all
+/// (its messages so far are dropped; no partial file).
 ///
 /// Confined to the relay's event loop, like ``RelayTunnel``.
 final class TunnelRecorder {
@@ -22,6 +26,11 @@ final class TunnelRecorder {
     private let logger: Logger
     private var entries: [TunnelRecording.Entry] = []
     private var finished = false
+    private let budget: RecordingBudget
+    /// Message bytes this recording holds against ``budget``.
+    private var held = 0
+    /// Dropped: the budget had no room for a message.
+    private var dropped = false
 
     /// The relay's info-line budget: peers decide how many tunnels there are, so "recorded to" lines
     /// share it with "tunnel opened" (Docs/RELAY.md).
@@ -29,9 +38,10 @@ final class TunnelRecorder {
 
     init(
         directory: String, flow: TunnelRecording.Flow, tunnelID: [UInt8], routingID: [UInt8], logger: Logger,
-        logLimiter: RelayLogLimiter
+        logLimiter: RelayLogLimiter, budget: RecordingBudget = .shared
     ) {
         self.logLimiter = logLimiter
+        self.budget = budget
         self.directory = directory
         self.startMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
         self.flow = flow
@@ -44,6 +54,18 @@ final class TunnelRecorder {
 
     /// A message `side` sent, as forwarded (or buffered) to the other side.
     func message(from side: TunnelSide, _ bytes: [UInt8]) {
+        guard !dropped else { return }
+        guard budget.reserve(bytes.count) else {
+            dropped = true
+            entries = []
+            budget.release(held)
+            held = 0
+            logLimiter.info(
+                logger,
+                "tunnel not recorded: the recordings held until their tunnels close would pass \(budget.limit >> 20) MiB (--record is a debugging aid)")
+            return
+        }
+        held += bytes.count
         entries.append(.init(nanoseconds: elapsed, event: .message(side == .creator ? .creatorToJoiner : .joinerToCreator, bytes)))
     }
 
@@ -56,6 +78,12 @@ final class TunnelRecorder {
     func finish(code: WebSocketCloseCode?, reason: String) {
         guard !finished else { return }
         finished = true
+        defer {
+            entries = []
+            budget.release(held)
+            held = 0
+        }
+        guard !dropped else { return }
         entries.append(.init(nanoseconds: elapsed, event: .closed(code: code?.rawValue, reason: reason)))
         let recording = TunnelRecording(
             startMilliseconds: startMilliseconds, flow: flow, tunnelID: tunnelID, routingID: routingID, entries: entries)
@@ -68,4 +96,39 @@ final class TunnelRecorder {
             logger.warning("could not write the tunnel recording \(path): \(error)")
         }
     }
+}
+
+/// The bytes of relayed messages the process's ``TunnelRecorder``s hold until their tunnels close:
+/// at most ``limit`` (64 MiB), so that `--record` on a busy relay cannot take its memory (a tester's
+/// 60 tunnels of 1.9 MB each took a relay from 32 MB to 187 MB; 1,024 tunnels at the message limits
+/// could hold 2 GiB).
+final class RecordingBudget: Sendable {
+    /// The budget every recorder of the process shares.
+    static let shared = RecordingBudget(limit: 64 << 20)
+    /// The most bytes held at once.
+    let limit: Int
+    private let held = Atomic<Int>(0)
+
+    init(limit: Int) {
+        self.limit = limit
+    }
+
+    /// Takes `count` bytes if they fit; `false` (nothing taken) if not.
+    func reserve(_ count: Int) -> Bool {
+        var current = held.load(ordering: .relaxed)
+        while current + count <= limit {
+            let (exchanged, now) = held.compareExchange(expected: current, desired: current + count, ordering: .relaxed)
+            if exchanged { return true }
+            current = now
+        }
+        return false
+    }
+
+    /// Gives back `count` bytes.
+    func release(_ count: Int) {
+        held.subtract(count, ordering: .relaxed)
+    }
+
+    /// The bytes held now.
+    var bytesHeld: Int { held.load(ordering: .relaxed) }
 }
