@@ -61,6 +61,7 @@ struct SignInBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try DescriptorCheck.requireTunnel(holder: "bench", json: json)
         try await reportingFailures(json: json, measure)
     }
 

@@ -62,6 +62,7 @@ struct DemoCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try DescriptorCheck.requireTunnel(holder: "demo", json: json)
         var configuration = DemoProgram.Configuration(executable: Self.executablePath())
         configuration.rpID = rpId
         configuration.user = user

@@ -233,6 +233,7 @@ struct DesktopCommand: AsyncParsableCommand {
             if status != 0 { throw ExitCode(status) }
             return
         }
+        try DescriptorCheck.requireTunnel(holder: "desktop", json: json || web)
         let configuration = try makeConfiguration()
         let ending = Interruption.failure(json: json || web, flow: configuration.eventFlow)  // --web implies --json
         if web {

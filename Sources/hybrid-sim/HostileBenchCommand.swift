@@ -101,6 +101,7 @@ struct HostileBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try DescriptorCheck.requireTunnel(holder: "bench", json: json)
         // A signal stops the relay this bench started before the process ends.
         Interruption.endOnSignals { SpawnedRelay.signalEnding($0, $1, json: json) }
         try await reportingFailures(json: json, measure)

@@ -176,6 +176,7 @@ struct PhoneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try DescriptorCheck.requireTunnel(holder: "phone", json: json)
         var configuration = makeConfiguration()
         if unlink {
             // Ended by a signal while it tells the relay (up to 3 s), it says whether the revocation was saved.

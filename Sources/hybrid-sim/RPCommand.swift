@@ -68,6 +68,7 @@ struct RPCommand: AsyncParsableCommand {
                 throw errorLine(failure.message, status: failure.exitCode)
             }
         }
+        try DescriptorCheck.require(2, holder: "rp", need: "it needs 2 (a request answered while another waits)")
         var configuration = RelyingPartyServerProgram.Configuration(profile: profile)
         configuration.port = port
         configuration.rpId = rpId

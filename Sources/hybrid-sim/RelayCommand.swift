@@ -405,15 +405,13 @@ struct RelayCommand: AsyncParsableCommand {
     /// A limit that leaves no room for one tunnel (two connections) is a failure, not a relay
     /// that starts, says it listens, and refuses every tunnel's second connection.
     private func fitConnections(_ configuration: inout RelayConfiguration, logger: Logger) throws {
-        guard let limit = DescriptorLimit.raiseToHard() else { return }
+        guard
+            let limit = try DescriptorCheck.require(
+                2, holder: "relay", need: "a tunnel needs 2",
+                advice: "ulimit -n 1024 holds \(DescriptorLimit.connectionsFitting(1024) / 2) tunnels", json: json)
+        else { return }
         let fits = DescriptorLimit.connectionsFitting(limit)
         guard configuration.maxConnections > fits else { return }
-        guard fits >= 2 else {
-            throw failureLine(
-                "the open-file limit (ulimit -n) is \(limit), which leaves room for \(fits) connection(s) beside what the relay itself holds, "
-                    + "and a tunnel needs 2: raise the limit (ulimit -n 1024 holds \(DescriptorLimit.connectionsFitting(1024) / 2) tunnels)",
-                kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
-        }
         logger.warning(
             "the open-file limit (ulimit -n) is \(limit): --max-connections lowered from \(configuration.maxConnections) to \(fits) (\(fits / 2) tunnel(s)), so connections beyond it get a 503 instead of an accept that fails")
         configuration.maxConnections = fits

@@ -307,11 +307,14 @@ package final class RelayDispatcher: Sendable {
                 }
             }
             guard fd >= 0 else {
-                if errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM {
+                let code = errno
+                if AcceptFailures.pauses(errno: code) {
                     pausedUntil = .now() + RelayLoopAcceptor.acceptBackoff
+                    shards.acceptFailures.failed(errno: code)
                 }
                 return accepted
             }
+            shards.acceptFailures.accepted()
             #if !os(Linux)
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
             #endif

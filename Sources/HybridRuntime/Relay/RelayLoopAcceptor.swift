@@ -28,10 +28,10 @@ import NIOPosix
 ///
 /// When `accept` fails (no descriptors left, no memory), NIO's `AcceptBackoffHandler` stops
 /// accepting for ``acceptBackoff``, as the dispatcher pauses, instead of spinning on a listener that
-/// stays readable.
+/// stays readable; ``AcceptFailures`` logs the episode (a warning at its start, a line at its end).
 final class RelayLoopAcceptor: Sendable {
     /// How long accepting pauses after `accept` failed (the dispatcher's pause too).
-    static let acceptBackoff = TimeAmount.milliseconds(10)
+    static let acceptBackoff = AcceptFailures.backoff
     /// The listen backlog (the dispatcher's too).
     static let backlog: Int32 = 512
     /// `TCP_DEFER_ACCEPT` on the listening socket (Linux; the dispatcher's too): the kernel hands a
@@ -71,8 +71,7 @@ final class RelayLoopAcceptor: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     // Before the bind and listen, which come after the initializer.
                     RelayLoopAcceptor.deferAccept(on: channel)
-                    let backoff = AcceptBackoffHandler(shouldForwardIOErrorCaught: false) { _ in RelayLoopAcceptor.acceptBackoff }
-                    try channel.pipeline.syncOperations.addHandler(backoff)
+                    try AcceptFailureHandler.install(on: channel, failures: shards.acceptFailures)
                 }
             }
             .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)

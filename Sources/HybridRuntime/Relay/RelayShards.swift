@@ -34,14 +34,18 @@ final class RelayShards: Sendable {
 
     /// The relay-wide pending-upgrade and per-source counts, shared with every shard's registry.
     let admissionCounts: AdmissionCounts
+    /// The episodes of failed accepts (no descriptors left), logged once each: the dispatcher's and
+    /// the one-shard acceptor's.
+    let acceptFailures: AcceptFailures
 
     init(
         registries: [NIOLoopBound<RelayRegistry>], configuration: RelayConfiguration, statistics: RelayStatisticsBox,
-        admissionCounts: AdmissionCounts
+        admissionCounts: AdmissionCounts, acceptFailures: AcceptFailures = AcceptFailures { _ in }
     ) {
         precondition(!registries.isEmpty && registries.count <= 256, "1 to 256 shards")
         self.registries = registries
         self.admissionCounts = admissionCounts
+        self.acceptFailures = acceptFailures
         self.configuration = configuration
         self.statistics = statistics
     }

@@ -169,8 +169,15 @@ public final class TunnelRelay: Sendable {
                 }.get()
             )
         }
+        let acceptFailures = AcceptFailures { line in
+            switch line {
+            case .paused(let text): logger.warning("\(text)")
+            case .resumed(let text): logger.info("\(text)")
+            }
+        }
         let shards = RelayShards(
-            registries: registries, configuration: configuration, statistics: statistics, admissionCounts: admissionCounts)
+            registries: registries, configuration: configuration, statistics: statistics, admissionCounts: admissionCounts,
+            acceptFailures: acceptFailures)
         if registries.count == 1 {
             let (acceptor, boundPort) = try await RelayLoopAcceptor.listen(host: host, port: port, shards: shards)
             return (.shardLoop(acceptor), shards, RelayEndpoint(host: host, port: boundPort))

@@ -159,6 +159,9 @@ public enum DemoProgram {
         let observer = WireObserver(say: say)
         var relayConfiguration = RelayConfiguration()
         relayConfiguration.messageObserver = { direction, message in observer.saw(direction, message) }
+        // The desktop's embedded relay's fit: a fast 503 past it, not an accept that fails.
+        relayConfiguration.maxConnections = DescriptorLimit.embeddedRelayCap(
+            relayConfiguration.maxConnections, under: DescriptorLimit.raiseToHard())
         var logger = Logger(label: "hybrid-sim.demo")
         logger.logLevel = .warning
         let relay = TunnelRelay(configuration: relayConfiguration, logger: logger)

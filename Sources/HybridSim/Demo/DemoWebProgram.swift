@@ -21,7 +21,10 @@ package enum DemoWebProgram {
         let events = events ?? DesktopWebProgram.announcingPages(output)
         let server: DesktopWebServer
         do {
-            server = try await DesktopWebServer.start(events: events, port: webPort, page: DemoWebPage.html)
+            server = try await DesktopWebServer.start(
+                events: events, port: webPort, page: DemoWebPage.html,
+                maximumConnections: DescriptorLimit.webPageCap(DesktopWebServer.maximumConnections, under: DescriptorLimit.raiseToHard()),
+                acceptLog: { output.standardError("web page: \($0)") })
         } catch {
             output.standardError("error: \(error.message)")
             return error.kind.exitCode

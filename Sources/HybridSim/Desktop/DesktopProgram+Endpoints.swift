@@ -28,6 +28,14 @@ extension Run {
             relayConfiguration.tunnelLifetime = max(.seconds(120), timeout + .seconds(60))
             relayConfiguration.idleTimeout = max(.seconds(60), timeout)
             relayConfiguration.faults = configuration.relayFaults
+            // As `hybrid-sim relay` does: a connection past the cap gets a fast 503, where one past
+            // the open-file limit would wait, unaccepted, for the phone's upgrade timeout.
+            let limit = DescriptorLimit.raiseToHard()
+            relayConfiguration.maxConnections = DescriptorLimit.embeddedRelayCap(relayConfiguration.maxConnections, under: limit)
+            if relayConfiguration.maxConnections < RelayConfiguration().maxConnections, let limit {
+                narrator.say(
+                    "note: the open-file limit (ulimit -n) is \(limit): the embedded relay holds at most \(relayConfiguration.maxConnections) connection(s), more get a 503")
+            }
             if configuration.relayFaults.isEnabled {
                 let rules = configuration.relayFaults.rules.map(\.description).joined(separator: " ")
                 narrator.say("note: the embedded relay injects faults: \(rules) (each is logged at --log-level info)")

@@ -35,6 +35,35 @@ package enum DescriptorLimit {
         max(1, limit - 32 - 4 * eventLoops)
     }
 
+    /// `wanted` connections, or as many as fit under `limit` (the soft limit in force, `nil` if
+    /// unknown) beside `reserved` descriptors the caller holds otherwise, at least 1: the cap of a
+    /// server that must answer a connection past it (a fast 503) rather than fail to accept it.
+    package static func cap(_ wanted: Int, under limit: Int?, reserved: Int = 0) -> Int {
+        guard let limit else { return wanted }
+        return max(1, min(wanted, connectionsFitting(limit) - reserved))
+    }
+
+    /// The descriptors a desktop keeps for itself beside its servers' connections: its own
+    /// connection to the relay, the relying party's (`--rp-url`), the proximity socket, its stores.
+    package static let desktopReserve = 8
+
+    /// The cap of `desktop --web`'s (and `demo --web`'s) page server under `limit`: its default, or
+    /// a quarter of what the limit holds, the rest being the embedded relay's
+    /// (``embeddedRelayCap(_:under:)``).
+    package static func webPageCap(_ wanted: Int, under limit: Int?) -> Int {
+        guard let limit else { return wanted }
+        return max(1, min(wanted, connectionsFitting(limit) / 4))
+    }
+
+    /// The `maxConnections` of a desktop's (or demo's) embedded relay under `limit`: `wanted`, or
+    /// what the limit holds beside the desktop's own descriptors (``desktopReserve``) and a quarter
+    /// kept for a page server (``webPageCap(_:under:)``), at least 2 (one tunnel).
+    package static func embeddedRelayCap(_ wanted: Int, under limit: Int?) -> Int {
+        guard let limit else { return wanted }
+        let fits = connectionsFitting(limit)
+        return max(2, min(wanted, fits - fits / 4 - desktopReserve))
+    }
+
     /// The event loops a `hybrid-sim` process runs: SwiftNIO's singleton group, one per core, whatever
     /// `--event-loops` uses of them.
     package static var processEventLoops: Int { NIOSingletons.groupLoopCountSuggestion }

@@ -41,17 +41,28 @@ public final class RelyingPartyHTTPServer: Sendable {
     /// Binds `host:port` (0: a free port) and starts serving; a connection without a complete
     /// request after `requestDeadline` is closed (with a `408` when any of its head arrived), and one past
     /// `maximumConnections` open gets 503, and so does a body that would take the bodies held at
-    /// once past `maximumBodyBytesInFlight`.
+    /// once past `maximumBodyBytesInFlight`. An `accept` that fails (no descriptors left) pauses
+    /// accepting for a moment instead of spinning, and `acceptLog` gets a line when such an episode
+    /// begins and one when it ends (``AcceptFailures``).
     ///
     /// - Throws: ``ProgramFailure`` `network` when the port cannot be bound.
     public static func start(
         service: RelyingPartyService, host: String = "127.0.0.1", port: Int, requestDeadline: TimeAmount = requestDeadline,
-        maximumConnections: Int = maximumConnections, maximumBodyBytesInFlight: Int = maximumBodyBytesInFlight
+        maximumConnections: Int = maximumConnections, maximumBodyBytesInFlight: Int = maximumBodyBytesInFlight,
+        acceptLog: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(ProgramFailure) -> RelyingPartyHTTPServer {
         let cap = ConnectionCap(limit: maximumConnections)
         let budget = BodyBudget(limit: maximumBodyBytesInFlight)
+        let failures = AcceptFailures { line in
+            switch line {
+            case .paused(let text), .resumed(let text): acceptLog(text)
+            }
+        }
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try AcceptFailureHandler.install(on: channel, failures: failures) }
+            }
             // A client that half-closes after its request (`nc -N`, `socat`) still gets the answer.
             .childChannelOption(.allowRemoteHalfClosure, value: true)
             .childChannelInitializer { channel in

@@ -80,7 +80,15 @@ public enum RelyingPartyServerProgram {
         }
         let service = RelyingPartyService(
             profile: profile, relyingParty: RelyingParty(id: configuration.rpId, origin: origin), store: store, log: log)
-        let server = try await RelyingPartyHTTPServer.start(service: service, port: configuration.port)
+        // Fewer connections than the open-file limit holds: past the cap a client gets a fast 503;
+        // past the limit `accept` fails and it would wait for its timeout.
+        let limit = DescriptorLimit.raiseToHard()
+        let cap = DescriptorLimit.cap(RelyingPartyHTTPServer.maximumConnections, under: limit)
+        if cap < RelyingPartyHTTPServer.maximumConnections, let limit {
+            log("note: the open-file limit (ulimit -n) is \(limit): at most \(cap) connection(s) at once, more get a 503")
+        }
+        let server = try await RelyingPartyHTTPServer.start(
+            service: service, port: configuration.port, maximumConnections: cap, acceptLog: log)
         return (server, service)
     }
 }

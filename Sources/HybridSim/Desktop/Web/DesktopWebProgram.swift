@@ -20,12 +20,15 @@ package enum DesktopWebProgram {
     ) async -> Int32 {
         let events = events ?? announcingPages(output)
         let server: DesktopWebServer
+        let cap = DescriptorLimit.webPageCap(DesktopWebServer.maximumConnections, under: DescriptorLimit.raiseToHard())
+        let acceptLog: @Sendable (String) -> Void = { output.standardError("web page: \($0)") }
         do {
             do {
-                server = try await DesktopWebServer.start(events: events, port: webPort ?? defaultPort)
+                server = try await DesktopWebServer.start(
+                    events: events, port: webPort ?? defaultPort, maximumConnections: cap, acceptLog: acceptLog)
             } catch where webPort == nil {
                 // `rp`'s default port is the same: a relying party serving there is the usual case.
-                server = try await DesktopWebServer.start(events: events, port: 0)
+                server = try await DesktopWebServer.start(events: events, port: 0, maximumConnections: cap, acceptLog: acceptLog)
                 output.standardError("note: port \(defaultPort) is in use; serving the web page on a free port instead")
             }
         } catch {

@@ -37,14 +37,25 @@ package final class DesktopWebServer: Sendable {
     package var url: String { "http://127.0.0.1:\(port)/" }
 
     /// Binds 127.0.0.1:`port` (0: a free port) and serves `events` with the desktop's page (or
-    /// another page reading the same `/events` and `/qr.svg`, such as `demo --web`'s).
+    /// another page reading the same `/events` and `/qr.svg`, such as `demo --web`'s). An `accept`
+    /// that fails (no descriptors left) pauses accepting for a moment instead of spinning, and
+    /// `acceptLog` gets a line when such an episode begins and one when it ends (``AcceptFailures``).
     package static func start(
         events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html,
-        requestDeadline: TimeAmount = requestDeadline, maximumConnections: Int = maximumConnections
+        requestDeadline: TimeAmount = requestDeadline, maximumConnections: Int = maximumConnections,
+        acceptLog: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(ProgramFailure) -> DesktopWebServer {
         let cap = ConnectionCap(limit: maximumConnections)
+        let failures = AcceptFailures { line in
+            switch line {
+            case .paused(let text), .resumed(let text): acceptLog(text)
+            }
+        }
         let bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .serverChannelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture { try AcceptFailureHandler.install(on: channel, failures: failures) }
+            }
             .childChannelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
