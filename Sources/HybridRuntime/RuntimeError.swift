@@ -62,6 +62,9 @@ public struct RuntimeError: CodedError {
     /// head within the timeout, or the connection closed before one (`WebSocketTunnel.open`'s
     /// `.timeout` and `.handshakeFailed` of that kind; an answer that came and was wrong is not one).
     package var unansweredUpgrade = false
+    /// The `errno` of a failed socket call behind a ``Code/bindFailed`` (`EADDRINUSE`, `EMFILE`),
+    /// when known: what to advise depends on it (``BindConflict/portAdvice(errno:port:flag:)``).
+    package var systemErrno: CInt?
 
     /// An error of `code` with no reason, the value tests match thrown errors against.
     public init(_ code: Code) { self.init(code, "") }

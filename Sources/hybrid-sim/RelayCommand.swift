@@ -346,7 +346,8 @@ struct RelayCommand: AsyncParsableCommand {
         } catch let error as RuntimeError where error.code == .invalidAddress {
             throw errorLine("\(error)", status: 64)
         } catch let error as RuntimeError where error.code == .bindFailed {
-            throw failureLine("\(error)", kind: ProgramFailure.Kind.network.rawValue, status: 6, json: json)
+            let advice = BindConflict.portAdvice(errno: error.systemErrno, port: port, flag: "--port")
+            throw failureLine("\(error)\(advice)", kind: ProgramFailure.Kind.network.rawValue, status: 6, json: json)
         } catch {
             throw failureLine("\(error)", kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
         }

@@ -443,7 +443,7 @@ struct EndToEndFailureTests {
         let (holder, port) = try EndToEndLab.boundSocket(listening: true)
         defer { close(holder) }
         for (arguments, status, message) in [
-            (["--port", "\(port)"], Int32(6), "error: relay could not bind 127.0.0.1:\(port): address already in use"),
+            (["--port", "\(port)"], Int32(6), "error: relay could not bind 127.0.0.1:\(port): address already in use; give another --port, or 0 for a free one"),
             (["--host", "10.9.9.9"], Int32(64), "error: relay host 10.9.9.9 is not a loopback address (127.x.y.z written in full, ::1 or localhost); the relay binds loopback only"),
             (["--host", "127.0.0.1:47001"], Int32(64), "error: relay host 127.0.0.1:47001 carries a port: give the host alone (127.0.0.1) and the port with --port"),
         ] {
@@ -477,8 +477,8 @@ struct EndToEndFailureTests {
         let (holder, port) = try EndToEndLab.boundSocket(listening: true)
         defer { close(holder) }
         for (arguments, message) in [
-            (["rp", "--profile", "okta", "--port", "\(port)"], "error: cannot listen on 127.0.0.1:\(port): address already in use"),
-            (["desktop", "--web", "--web-port", "\(port)"], "error: cannot serve the web page on 127.0.0.1:\(port): address already in use"),
+            (["rp", "--profile", "okta", "--port", "\(port)"], "error: cannot listen on 127.0.0.1:\(port): address already in use; give another --port, or 0 for a free one"),
+            (["desktop", "--web", "--web-port", "\(port)"], "error: cannot serve the web page on 127.0.0.1:\(port): address already in use; give another --web-port, or 0 for a free one"),
         ] {
             try await FailureOutput.expect(lab, arguments, status: 6, line: message)
         }

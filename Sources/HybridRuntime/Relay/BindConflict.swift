@@ -25,9 +25,27 @@ package enum BindConflict {
     /// `error`'s system reason, with ``hint(host:port:)`` in brackets when it is `EADDRINUSE` and
     /// nothing listens on `host:port`: the words every listener of this project uses.
     package static func reason(_ error: any Error, host: String, port: Int) -> String {
-        let reason = RuntimeError.systemReason(error)
-        guard (error as? IOError)?.errnoCode == EADDRINUSE, let hint = hint(host: host, port: port) else { return reason }
+        guard let code = (error as? IOError)?.errnoCode else { return RuntimeError.systemReason(error) }
+        return reason(errno: code, host: host, port: port)
+    }
+
+    /// ``reason(_:host:port:)`` for a failed socket call's `errno`; out of descriptors
+    /// (`EMFILE`), the process's limit and what to do: `too many open files (limit 64): raise
+    /// ulimit -n`, the port being no part of it.
+    package static func reason(errno code: CInt, host: String, port: Int) -> String {
+        if code == EMFILE { return AcceptFailures.reason(errno: code) + ": raise `ulimit -n`" }
+        let reason = RuntimeError.systemReason(errno: code)
+        guard code == EADDRINUSE, let hint = hint(host: host, port: port) else { return reason }
         return "\(reason) (\(hint))"
+    }
+
+    /// What to add to a failed bind's line when its port came from `flag`:
+    /// `; give another --port, or 0 for a free one`; nothing when the port was 0 already or the
+    /// failure is the system's shortage (descriptors, memory: ``AcceptFailures/pauses(errno:)``),
+    /// which another port would not mend.
+    package static func portAdvice(errno code: CInt?, port: Int, flag: String) -> String {
+        guard port != 0, !(code.map { AcceptFailures.pauses(errno: $0) } ?? false) else { return "" }
+        return "; give another \(flag), or 0 for a free one"
     }
 
     /// Whether a TCP connection to `host:port` is accepted (something listens), probing the first

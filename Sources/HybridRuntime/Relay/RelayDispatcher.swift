@@ -108,8 +108,9 @@ package final class RelayDispatcher: Sendable {
 
     private static func bindError(_ host: String, _ port: Int) -> RuntimeError {
         let code = errno
-        let hint = code == EADDRINUSE ? BindConflict.hint(host: host, port: port).map { " (\($0))" } ?? "" : ""
-        return RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(errno: code))\(hint)")
+        var failure = RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(BindConflict.reason(errno: code, host: host, port: port))")
+        failure.systemErrno = code
+        return failure
     }
 
     private init(listener: CInt, readiness: consuming DispatcherReadiness, shards: RelayShards) {

@@ -85,7 +85,9 @@ final class RelayLoopAcceptor: Sendable {
         do {
             listener = try await bootstrap.bind(host: host, port: port).get()
         } catch {
-            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(BindConflict.reason(error, host: host, port: port))")
+            var failure = RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(BindConflict.reason(error, host: host, port: port))")
+            failure.systemErrno = (error as? IOError)?.errnoCode
+            throw failure
         }
         guard let boundPort = listener.localAddress?.port else {
             try? await listener.close()

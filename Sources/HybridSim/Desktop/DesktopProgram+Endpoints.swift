@@ -65,8 +65,8 @@ extension Run {
                 )
                 return RelayInUse(url: endpoint.url, embedded: relay)
             } catch let error as RuntimeError where error.code == .bindFailed {
-                throw ProgramFailure(
-                    .network, "cannot start the embedded relay on port \(wanted): \(error); give another --relay-port, or 0 for a free one")
+                let advice = BindConflict.portAdvice(errno: error.systemErrno, port: wanted, flag: "--relay-port")
+                throw ProgramFailure(.network, "cannot start the embedded relay on port \(wanted): \(error)\(advice)")
             } catch {
                 throw ProgramFailure(.network, "cannot start the embedded relay on port \(wanted): \(error)")
             }

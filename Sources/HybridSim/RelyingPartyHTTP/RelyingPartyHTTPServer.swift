@@ -77,7 +77,8 @@ public final class RelyingPartyHTTPServer: Sendable {
             let channel = try await bootstrap.bind(host: host, port: port).get()
             return RelyingPartyHTTPServer(service: service, channel: channel)
         } catch {
-            throw ProgramFailure(.network, "cannot listen on \(host):\(port): \(BindConflict.reason(error, host: host, port: port))")
+            let advice = BindConflict.portAdvice(errno: (error as? IOError)?.errnoCode, port: port, flag: "--port")
+            throw ProgramFailure(.network, "cannot listen on \(host):\(port): \(BindConflict.reason(error, host: host, port: port))\(advice)")
         }
     }
 

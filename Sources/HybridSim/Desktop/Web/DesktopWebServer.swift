@@ -66,8 +66,9 @@ package final class DesktopWebServer: Sendable {
         do {
             return DesktopWebServer(channel: try await bootstrap.bind(host: "127.0.0.1", port: port).get())
         } catch {
+            let advice = BindConflict.portAdvice(errno: (error as? IOError)?.errnoCode, port: port, flag: "--web-port")
             throw ProgramFailure(
-                .network, "cannot serve the web page on 127.0.0.1:\(port): \(BindConflict.reason(error, host: "127.0.0.1", port: port))")
+                .network, "cannot serve the web page on 127.0.0.1:\(port): \(BindConflict.reason(error, host: "127.0.0.1", port: port))\(advice)")
         }
     }
 
