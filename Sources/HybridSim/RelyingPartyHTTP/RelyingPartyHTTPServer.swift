@@ -43,7 +43,7 @@ public final class RelyingPartyHTTPServer: Sendable {
     /// `maximumConnections` open gets 503, and so does a body that would take the bodies held at
     /// once past `maximumBodyBytesInFlight`. An `accept` that fails (no descriptors left) pauses
     /// accepting for a moment instead of spinning, and `acceptLog` gets a line when such an episode
-    /// begins and one when it ends (``AcceptFailures``).
+    /// begins and one when it ends (`AcceptFailures`, in HybridRuntime).
     ///
     /// - Throws: ``ProgramFailure`` `network` when the port cannot be bound.
     public static func start(

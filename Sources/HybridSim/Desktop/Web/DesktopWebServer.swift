@@ -39,7 +39,7 @@ package final class DesktopWebServer: Sendable {
     /// Binds 127.0.0.1:`port` (0: a free port) and serves `events` with the desktop's page (or
     /// another page reading the same `/events` and `/qr.svg`, such as `demo --web`'s). An `accept`
     /// that fails (no descriptors left) pauses accepting for a moment instead of spinning, and
-    /// `acceptLog` gets a line when such an episode begins and one when it ends (``AcceptFailures``).
+    /// `acceptLog` gets a line when such an episode begins and one when it ends (`AcceptFailures`, in HybridRuntime).
     package static func start(
         events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html,
         requestDeadline: TimeAmount = requestDeadline, maximumConnections: Int = maximumConnections,
