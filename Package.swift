@@ -100,6 +100,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),  // `hybrid-sim rp`
+                .product(name: "NIOEmbedded", package: "swift-nio"),  // RelyingPartyRequestProbe (fuzzing)
             ]
         ),
         /// The `hybrid-sim` command: argument parsing only.

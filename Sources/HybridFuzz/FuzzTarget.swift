@@ -49,7 +49,7 @@ package enum FuzzTargets {
     package static let all: [FuzzTarget] =
         QRTargets.all + CTAP2Targets.all + HandshakeTargets.all + TransportTargets.all + RuntimeTargets.all
         + StoreTargets.all + WebAuthnJSONTargets.all + LinkingTargets.all + LinkStoreTargets.all + InspectTargets.all
-        + RelyingPartyTargets.all
+        + RelyingPartyTargets.all + RelyingPartyServerTargets.all
 
     /// The target called `name`, if any.
     package static func named(_ name: String) -> FuzzTarget? {

@@ -6,7 +6,7 @@ import NIOCore
 /// ends (an empty line), and what the parser's vaguer errors were about (a line ending in a bare LF,
 /// the `Transfer-Encoding` and `Content-Length` fields). Empty lines before the request line are
 /// skipped, as the parser skips them.
-package struct RequestHeadScan {
+package struct RequestHeadScan: Equatable {
     /// The request line ended (a line feed arrived).
     package private(set) var requestLineEnded = false
     /// The bytes before the request line's line feed (so far, while it has not ended).

@@ -97,12 +97,15 @@ public final class RelyingPartyHTTPServer: Sendable {
 /// ``RelyingPartyHTTPServer/requestDeadline`` of the connection's start; a body over the limit is
 /// refused as soon as it is known to be, and a request the parser cannot read ends the connection
 /// after a 400, 414 or 431 (``RequestHeadWatch``).
-private final class RequestHandler: ChannelInboundHandler {
+final class RequestHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let service: RelyingPartyService
     private let budget: BodyBudget
+    /// Answers a request on the loop itself instead of in a task (`RelyingPartyRequestProbe`, whose
+    /// `EmbeddedChannel` must not be touched from another thread); `nil` in the server.
+    private let respondInline: (@Sendable (RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse)?
     private var head: HTTPRequestHead?
     private var body: [UInt8] = []
     /// The bytes of ``budget`` this connection holds for its body (announced or received).
@@ -115,9 +118,13 @@ private final class RequestHandler: ChannelInboundHandler {
     /// The request's end arrived: nothing of it is left unread when it is answered.
     private var requestEnded = false
 
-    init(service: RelyingPartyService, budget: BodyBudget) {
+    init(
+        service: RelyingPartyService, budget: BodyBudget,
+        respondInline: (@Sendable (RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse)? = nil
+    ) {
         self.service = service
         self.budget = budget
+        self.respondInline = respondInline
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -266,6 +273,7 @@ private final class RequestHandler: ChannelInboundHandler {
     /// still sends is ignored (one request per connection).
     private func dispatch(_ request: RelyingPartyHTTPRequest, context: ChannelHandlerContext) {
         dispatched = true
+        if let respondInline { return write(context: context, respondInline(request)) }
         let service = self.service
         let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
         Task {
