@@ -37,10 +37,12 @@ struct RelyingPartyRequestProbeTests {
         let overBudget = Self.run("POST /registration_finalize HTTP/1.1\r\n\(Self.host)Content-Length: 300000\r\n\r\n{")
         #expect(Self.status(overBudget) == "HTTP/1.1 503")
         #expect(overBudget.leftReserved == 0 && !overBudget.leftOpen)
-        let options = Self.run("POST /registration_initialize HTTP/1.1\r\n\(Self.host)Content-Length: 20000\r\n\r\n{")
+        let options = Self.run("GET /registration_initialize?user_name=zoe HTTP/1.1\r\n\(Self.host)Content-Length: 20000\r\n\r\n{")
         #expect(Self.status(options) == "HTTP/1.1 413")
+        // Cut short by a half-close: the parser's end-of-input error is answered 400 (or nothing).
         let cut = Self.run("POST /registration_finalize HTTP/1.1\r\n\(Self.host)Content-Length: 10\r\n\r\n{", halfClose: true)
-        #expect(cut.response.isEmpty && cut.leftReserved == 0 && !cut.leftOpen)
+        #expect(["", "HTTP/1.1 400"].contains(Self.status(cut)), "\(String(decoding: cut.response, as: UTF8.self))")
+        #expect(cut.leftReserved == 0 && !cut.leftOpen)
     }
 
     @Test("a head cut short is 408 once the deadline passes; a bare LF is named")
