@@ -5,6 +5,11 @@ import HybridSim
 /// touches SwiftNIO's singletons, whose event loops cannot be created under a tiny limit (NIO traps
 /// then, a crash with a backtrace, exit 132) and whose sockets would fail one by one.
 enum DescriptorCheck {
+    /// The open-file limit below which `hybrid-sim` does not start at all (``HybridSimCommand/main()``):
+    /// the three standard descriptors, the signal pipe, and Dispatch's and SwiftNIO's event sources
+    /// take about a dozen before any connection (at 6 and 7 a program trapped, exit 132).
+    static let startFloor = 16
+
     /// Raises the open-file limit to the hard one (``DescriptorLimit/raiseToHard()``) and, when what
     /// it holds beside the process's own descriptors (``DescriptorLimit/connectionsFitting(_:eventLoops:)``)
     /// is fewer than `needed` connections, fails with one `error:` line (and, with `json`, an `error`

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import HybridFiles
+import HybridRuntime
 import HybridSim
 
 /// The `hybrid-sim` root command. Each subcommand lives in its own file and only parses
@@ -30,6 +31,15 @@ struct HybridSimCommand: AsyncParsableCommand {
     /// stdout that leaves early (`| grep -m1 FIDO:/`) is an `EPIPE` the stream handles, whether or
     /// not SwiftNIO (which ignores the signal too) has started yet.
     static func main() async {
+        // Before anything opens a descriptor (the signal pipe, Dispatch's and SwiftNIO's event
+        // sources, standard error's writer): under a limit this small those trap, exit 132, before a
+        // command's own check (``DescriptorCheck``) could say why.
+        if let limit = DescriptorLimit.raiseToHard(), limit < DescriptorCheck.startFloor {
+            let line = "error: the open-file limit (ulimit -n) is \(limit); hybrid-sim needs at least "
+                + "\(DescriptorCheck.startFloor) to start: raise the limit (ulimit -n 1024)\n"
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            Foundation.exit(1)
+        }
         signal(SIGPIPE, SIG_IGN)
         StandardStream.claimClosedDescriptors()
         // Caught from here on (each signal's default action until a command routes it): no

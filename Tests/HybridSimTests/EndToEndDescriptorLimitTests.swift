@@ -36,7 +36,23 @@ struct EndToEndDescriptorLimitTests {
     }
 
     @Test(
-        "desktop, phone, rp and demo under ulimit -n 12: one error line naming the limit, exit 1, no SwiftNIO crash",
+        "any command under ulimit -n 6 (below the 16 it needs to start): one error line, exit 1, not a trap in Dispatch or SwiftNIO (exit 132)",
+        .enabled(if: available))
+    func belowTheStartFloor() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        for arguments in [["rp", "--profile", "okta", "--port", "0"], ["phone", "--listen", "--listen-timeout", "1"], ["qr", "show", "x", "--raw"]] {
+            let process = try Self.start(lab, limit: 6, arguments)
+            #expect(try await process.waitForExit() == 1, "\(process.transcript)")
+            #expect(
+                FailureOutput.singleErrorLine(process)
+                    == "error: the open-file limit (ulimit -n) is 6; hybrid-sim needs at least 16 to start: raise the limit (ulimit -n 1024)",
+                "\(process.transcript)")
+        }
+    }
+
+    @Test(
+        "desktop, phone, rp and demo under ulimit -n 20: one error line naming the limit, exit 1, no SwiftNIO crash",
         .enabled(if: available))
     func tooSmallToStart() async throws {
         let lab = try EndToEndLab()
@@ -47,11 +63,11 @@ struct EndToEndDescriptorLimitTests {
             (["rp", "--profile", "okta", "--port", "0"], "rp", "it needs 2 (a request answered while another waits)"),
             (["demo"], "demo", "a tunnel needs 2"),
         ] {
-            let process = try Self.start(lab, limit: 12, arguments)
+            let process = try Self.start(lab, limit: 20, arguments)
             #expect(try await process.waitForExit() == 1, "\(process.transcript)")
             let line = FailureOutput.singleErrorLine(process)
             #expect(
-                line == "error: the open-file limit (ulimit -n) is 12, which leaves room for 1 connection(s) beside what the \(holder) itself holds, "
+                line == "error: the open-file limit (ulimit -n) is 20, which leaves room for 1 connection(s) beside what the \(holder) itself holds, "
                     + "and \(need): raise the limit (ulimit -n 1024 holds \(DescriptorLimit.connectionsFitting(1024)) connections)",
                 "\(process.transcript)")
             #expect(!process.standardError.text.contains("Fatal error"), "\(process.transcript)")
