@@ -53,6 +53,19 @@ struct HybridSimCommand: AsyncParsableCommand {
                 try command.run()
             }
         } catch {
+            // `--help` and `--version`: their text is the result, and standard output that cannot
+            // take it (`>/dev/full`) is exit 1 with an `error:` line, as for `qr show`, not exit 0
+            // having printed nothing (ArgumentParser's `print` does not look).
+            let message = fullMessage(for: error)
+            if exitCode(for: error) == .success, !message.isEmpty {
+                do {
+                    try printResult(message)
+                } catch let failure {
+                    StandardStream.error.drain()
+                    exit(withError: failure)
+                }
+                exit()
+            }
             // ArgumentParser writes its message itself: after the lines already queued.
             StandardStream.error.drain()
             exit(withError: error)

@@ -101,4 +101,20 @@ struct EndToEndOutputTests {
         #expect(try await qr.waitForExit(timeout: .seconds(20)) == 1, "\(qr.transcript)")
         #expect(qr.standardError.lines == ["error: cannot write the result to standard output: no space left on device"], "\(qr.transcript)")
     }
+
+    @Test(
+        "--version and --help > /dev/full: exit 1 and an error line (ArgumentParser's print exited 0 having printed nothing); to a pipe, exit 0",
+        arguments: [["--version"], ["relay", "--help"], ["help", "rp"]])
+    func helpOnFullDevice(arguments: [String]) async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let binary = try HybridSimBinary.url().path
+        let words = arguments.joined(separator: " ")
+        let full = try lab.startOther(words, ["bash", "-c", "'\(binary)' \(words) > /dev/full"])
+        #expect(try await full.waitForExit(timeout: .seconds(20)) == 1, "\(full.transcript)")
+        #expect(full.standardError.lines == ["error: cannot write the result to standard output: no space left on device"], "\(full.transcript)")
+        let written = try lab.startOther(words, [binary] + arguments)
+        #expect(try await written.waitForExit(timeout: .seconds(20)) == 0, "\(written.transcript)")
+        #expect(!written.standardOutput.text.isEmpty && written.standardError.text.isEmpty, "\(written.transcript)")
+    }
 }
