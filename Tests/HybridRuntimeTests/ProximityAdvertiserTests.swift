@@ -68,6 +68,40 @@ struct ProximityAdvertiserTests {
         await advertiser.stop()
     }
 
+    @Test("a target nothing receives at (ECONNREFUSED) is reported once, with the scanner's address, and the advertiser stops")
+    func unreachableTarget() async throws {
+        let scanner = ProximityScanner<Int>(host: "::1") { _ in .notOurs }
+        let port = try await scanner.start().port
+        await scanner.stop()  // the port is now closed
+        let reported = LockedBox<[RuntimeError]>([])
+        var configuration = ProximityAdvertiser.Configuration(target: try ProximityEndpoint(parsing: "udp://[::1]:\(port)"))
+        configuration.interval = .milliseconds(10)
+        configuration.onUnreachable = { error in reported.update { $0.append(error) } }
+        let advertiser = try ProximityAdvertiser(advert: Self.advert, configuration: configuration)
+        try await advertiser.start()
+        #expect(await eventually(timeout: .seconds(5)) { !advertiser.isRunning })
+        let errors = reported.value
+        #expect(errors.count == 1)
+        #expect(advertiser.unreachable != nil)
+        #expect(errors.first?.reason.contains("nothing receives proximity adverts at udp://[::1]:\(port) (connection refused)") == true)
+        #expect(errors.first?.reason.contains("udp://127.0.0.1:PORT") == true)
+        #expect(!advertiser.gaveUp)
+        await advertiser.stop()
+    }
+
+    @Test("localhost is 127.0.0.1, where the scanner binds, whatever /etc/hosts lists first")
+    func localhostIsIPv4() async throws {
+        let scanner = ProximityScanner<Int> { advert in advert == Self.advert ? .matched(1) : .notOurs }
+        let target = try await scanner.start()
+        var configuration = ProximityAdvertiser.Configuration(target: ProximityEndpoint(host: "localhost", port: target.port))
+        configuration.onUnreachable = { _ in }
+        let advertiser = try ProximityAdvertiser(advert: Self.advert, configuration: configuration)
+        try await advertiser.start()
+        #expect(try await scanner.waitForMatch(timeout: .seconds(2)).match == 1)
+        await advertiser.stop()
+        await scanner.stop()
+    }
+
     @Test("the advertiser sends the configured UUID and RSSI")
     func configuredFields() async throws {
         let seen = LockedBox<[UInt8]?>(nil)

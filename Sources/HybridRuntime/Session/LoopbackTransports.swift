@@ -2,6 +2,7 @@ import HybridCore
 import Logging
 import NIOCore
 import NIOPosix
+import Synchronization
 
 extension ProximityAdvertiser: AuthenticatorDriver.Advertisement {}
 
@@ -61,13 +62,17 @@ extension AuthenticatorDriver.Transports {
         relayURL: String, proximity: ProximityEndpoint, rssi: Int8, serviceUUID: ProximityServiceUUID,
         advertInterval: Duration, group: any EventLoopGroup, logger: Logger, hub: ProximityHub?
     ) -> Self {
-        Self(
+        // The tunnel the advert announces: an advert nothing receives (ECONNREFUSED) ends its wait
+        // for the desktop's handshake at once, with the advertiser's reason, not at the timeout.
+        let opened = OpenedTunnel()
+        return Self(
             createTunnel: { path, timeout in
                 let tunnel = try await WebSocketTunnel.open(url: relayURL + path, timeout: timeout, group: group, logger: logger)
                 guard let routingID = tunnel.routingID, routingID.count == HybridConstants.routingIDSize else {
                     await tunnel.close()
                     throw RuntimeError(.protocolViolation, "the tunnel service did not assign a routing ID (X-caBLE-Routing-ID)")
                 }
+                opened.tunnel.withLock { $0 = tunnel }
                 return (tunnel, routingID)
             },
             advertise: { advert in
@@ -75,6 +80,8 @@ extension AuthenticatorDriver.Transports {
                 configuration.rssi = rssi
                 configuration.serviceUUID = serviceUUID
                 configuration.interval = advertInterval
+                let tunnel = opened.tunnel.withLock { $0 }
+                configuration.onUnreachable = { error in tunnel?.end(with: error) }
                 let advertiser =
                     if let hub {
                         try ProximityAdvertiser(advert: advert, configuration: configuration, sharing: hub, logger: logger)
@@ -85,4 +92,9 @@ extension AuthenticatorDriver.Transports {
                 return advertiser
             })
     }
+}
+
+/// The tunnel a phone's transports opened last, for its advertiser to end (``ProximityAdvertiser/Configuration/onUnreachable``).
+private final class OpenedTunnel: Sendable {
+    let tunnel = Mutex<WebSocketTunnel?>(nil)
 }

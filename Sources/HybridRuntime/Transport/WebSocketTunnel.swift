@@ -264,6 +264,11 @@ public final class WebSocketTunnel: TunnelTransport {
     /// Returns once a message or the end is waiting to be read, or the calling task is cancelled.
     public func awaitIncoming() async { await inbox.awaitInput() }
 
+    /// Ends the inbox with `error`: a waiting (or the next) ``receive(timeout:)`` throws it, as
+    /// when the connection is lost (the socket stays open for ``close()``). The phone's way to stop
+    /// waiting for a desktop its advert cannot reach.
+    package func end(with error: RuntimeError) { inbox.finish(error) }
+
     /// Closes normally (1000).
     public func close() async {
         await close(code: .normalClosure)
