@@ -23,6 +23,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        // AsyncHTTPClient's TLS, named for `desktop --rp-ca` (its trust roots) and its errors' words.
+        .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
         // Documentation only: `swift package generate-documentation` (Docs/ARCHITECTURE.md).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -97,6 +99,7 @@ let package = Package(
                 "CTAP2", "HybridCore", "HybridFiles", "HybridQR", "HybridRuntime",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),  // `desktop --rp-url`
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),  // `desktop --rp-ca`
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),  // `hybrid-sim rp`
@@ -162,6 +165,10 @@ let package = Package(
             dependencies: [
                 "HybridSim", "HybridQR", "HybridCore", "CTAP2", "HybridTestSupport", "HybridSimTestSupport", "HybridRuntime",
                 "HybridFiles",
+                // RelyingPartyTLSTests: an https relying party with the test CA's certificate
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             exclude: ["Fixtures"]
         ),

@@ -88,6 +88,14 @@ struct DesktopCommand: AsyncParsableCommand {
     )
     var rpHeader: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "PEM file of CA certificates to trust for an https --rp-url, besides the system's (e.g. a development CA).",
+            valueName: "file"
+        )
+    )
+    var rpCa: String?
+
     @Flag(help: .hidden)
     var debugTamperResult = false
 
@@ -263,6 +271,7 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.rpURL = rpUrl
         configuration.rpProfile = rpProfile
         configuration.rpHeaders = rpHeader
+        configuration.rpCA = rpCa
         configuration.tamperWithResult = debugTamperResult
         configuration.rpStorePath = rpStore
         configuration.relay = relay.map { .external(url: $0) } ?? .embedded(port: relayPort)

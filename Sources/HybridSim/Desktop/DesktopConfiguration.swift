@@ -34,6 +34,8 @@ public struct DesktopConfiguration: Sendable {
     public var rpProfile: String?
     /// Extra headers for the relying party (`--rp-header 'Name: value'`).
     public var rpHeaders: [String] = []
+    /// PEM CA certificates trusted for an https `--rp-url`, besides the system's (`--rp-ca FILE`).
+    public var rpCA: String?
     /// Test aid (`--debug-tamper-result`): corrupt the result before posting it to `--rp-url`.
     public var tamperWithResult = false
     /// The relying-party store; `nil`: ``RelyingPartyStore/defaultPath(environment:)``.

@@ -30,7 +30,8 @@ struct DesktopRelyingPartyLink: Sendable {
         let limit = min(configuration.timeout ?? Self.callLimit, Self.callLimit)
         client = try RelyingPartyClient(
             baseURL: url, profile: profile, extraHeaders: configuration.rpHeaders, environment: configuration.environment,
-            timeout: limit, connectTimeout: min(limit, Self.connectLimit))
+            timeout: limit, connectTimeout: min(limit, Self.connectLimit),
+            tls: try RelyingPartyTLS.configuration(caFile: configuration.rpCA, environment: configuration.environment))
         user = configuration.userName ?? (registration ? ProgramDefaults.userName : "")
         tamper = configuration.tamperWithResult
         // The name may go with the options call or the result (a custom profile's verify body).

@@ -3,11 +3,13 @@ import Foundation
 import HybridRuntime
 import NIOCore
 import NIOHTTP1
+import NIOSSL
 import Synchronization
 
 /// Talks to a relying party's HTTP API as a profile describes (`hybrid-sim desktop --rp-url`):
 /// fetches the options, later posts the result and reads the verdict. https URLs use TLS with the
-/// system's trust roots (AsyncHTTPClient). Cookies the server sets are sent back within the run.
+/// system's trust roots (AsyncHTTPClient), or those `RelyingPartyTLS` adds (`--rp-ca`) or
+/// replaces them with (`SSL_CERT_FILE`). Cookies the server sets are sent back within the run.
 public final class RelyingPartyClient: Sendable {
     /// The relying party's answer to the result.
     public struct Verdict: Sendable, Hashable {
@@ -32,6 +34,7 @@ public final class RelyingPartyClient: Sendable {
     private let headers: [(String, String)]
     private let timeout: Duration
     private let connectTimeout: Duration
+    private let tls: TLSConfiguration?
     /// The cookies the relying party set, kept as a browser keeps them (``CookieJar``); a profile
     /// with `"cookies": false` keeps none.
     private let cookies = Mutex(CookieJar())
@@ -45,11 +48,15 @@ public final class RelyingPartyClient: Sendable {
     ///   - environment: where the profile's `${VARIABLE}` header values are looked up.
     ///   - timeout: the longest a whole request may take.
     ///   - connectTimeout: the longest the TCP (and TLS) connection may take (at most `timeout`).
+    ///   - tls: the TLS configuration for https (`RelyingPartyTLS.configuration(caFile:environment:)`);
+    ///     `nil`: AsyncHTTPClient's default, the system's trust roots.
     /// - Throws: ``ProgramFailure`` `badInput` for a URL that is not http(s) or a missing variable.
     public init(
         baseURL: String, profile: RelyingPartyProfile, extraHeaders: [String] = [],
-        environment: [String: String], timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(5)
+        environment: [String: String], timeout: Duration = .seconds(30), connectTimeout: Duration = .seconds(5),
+        tls: TLSConfiguration? = nil
     ) throws(ProgramFailure) {
+        self.tls = tls
         guard let components = URLComponents(string: baseURL), let scheme = components.scheme,
             ["http", "https"].contains(scheme), components.host?.isEmpty == false
         else {
@@ -216,6 +223,7 @@ public final class RelyingPartyClient: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.timeout = .init(connect: .nanoseconds(connectTimeout.nanoseconds), read: .nanoseconds(timeout.nanoseconds))
         configuration.connectionPool.retryConnectionEstablishment = false
+        if let tls { configuration.tlsConfiguration = tls }
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         let result: Result<(Int, [UInt8], String), ProgramFailure>
         let end = ContinuousClock.now + timeout + .milliseconds(100)
@@ -307,6 +315,7 @@ public final class RelyingPartyClient: Sendable {
     /// Why a call failed, in words rather than the HTTP client's type names: the system's reason
     /// for a socket error ("connection refused"), or which limit ran out.
     private func reason(_ error: any Error) -> String {
+        if let tls = RelyingPartyTLS.reason(error, host: URLComponents(string: baseURL)?.host ?? baseURL) { return tls }
         guard let error = error as? HTTPClientError else { return RuntimeError.systemReason(error) }
         switch error {
         case .deadlineExceeded, .readTimeout:
