@@ -133,7 +133,7 @@ extension RelayLoadBenchmark {
     {
         let upgrade = loop.makePromise(of: [UInt8]?.self)
         let peer = LeanRelayPeer(
-            path: path, authority: "\(config.host):\(config.port)", maxMessageSize: max(config.payloadSize, 65536),
+            path: path, authority: WebSocketURL.authority(host: config.host, port: config.port), maxMessageSize: max(config.payloadSize, 65536),
             upgrade: upgrade)
         let timeout = TimeAmount(config.timeout)
         let bootstrap = ClientBootstrap(group: loop)
@@ -147,7 +147,7 @@ extension RelayLoadBenchmark {
             channel = try await bootstrap.connect(host: config.host, port: config.port).get()
         } catch {
             let failure = RuntimeError(
-                .connectionFailed, "connect to \(config.host):\(config.port): \(RuntimeError.systemReason(error))")
+                .connectionFailed, "connect to \(WebSocketURL.authority(host: config.host, port: config.port)): \(RuntimeError.systemReason(error))")
             upgrade.fail(failure)
             throw failure
         }

@@ -55,7 +55,7 @@ public struct RelayLoadReport: Sendable, Hashable, Encodable {
         + "relay samples: cpuSeconds and systemCPUSeconds in seconds, residentBytes in bytes"
 
     init(configuration: RelayLoadBenchmark.Configuration) {
-        relayAddress = "\(configuration.host):\(configuration.port)"
+        relayAddress = WebSocketURL.authority(host: configuration.host, port: configuration.port)
         tunnelsRequested = configuration.tunnels
         rounds = configuration.rounds
         payloadSize = configuration.payloadSize

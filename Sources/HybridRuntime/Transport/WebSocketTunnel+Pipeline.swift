@@ -33,7 +33,7 @@ extension WebSocketTunnel {
     ) throws -> PendingUpgrade {
         let maxMessage = options.maxIncomingMessageSize
         let closeTimeout = options.closeTimeout
-        let authority = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let authority = WebSocketURL.authority(host: host, port: port)
         var headers = [("Host", authority), ("Origin", options.origin ?? "ws://\(authority)")]
         if options.offersSubprotocol {
             headers.append(("Sec-WebSocket-Protocol", HybridConstants.webSocketProtocol))
@@ -70,6 +70,12 @@ package struct WebSocketURL: Hashable {
     package var host: String
     package var port: Int
     package var path: String
+
+    /// `HOST:PORT` as a URL's authority and a `Host` header write it: an IPv6 address in brackets
+    /// (`[::1]:47001`; `::1:47001` is no authority, and a proxy answers it 400).
+    package static func authority(host: String, port: Int) -> String {
+        host.contains(":") && !host.hasPrefix("[") ? "[\(host)]:\(port)" : "\(host):\(port)"
+    }
 
     package init(parsing url: String) throws {
         let invalid = { (why: String) in RuntimeError(.invalidAddress, "invalid tunnel URL \(url): \(why)") }
