@@ -236,7 +236,7 @@ struct Run {
         let (scan, hint) =
             configuration.qrPNGPath.map { ("--scan \(Self.shellWord($0))", "or --qr with the FIDO:/ line instead of --scan") }
             ?? ("--qr \(Self.shellWord(session.url))", "or --scan FILE with the QR code saved as text or PNG instead of --qr")
-        narrator.say("phone command: hybrid-sim phone \(scan) --relay \(relayURL) --proximity \(proximity)  (\(hint))")
+        narrator.say(Self.phoneCommand(scan: scan, relayURL: relayURL, proximity: proximity.description, hint: hint))
         narrator.say(
             "waiting for a nearby phone (proximity \(proximity), relay \(relayURL), timeout \(ceremony.timeout.seconds))"
         )
@@ -354,6 +354,12 @@ struct Run {
         }
         let noun = statistics.ignored == 1 ? "advert" : "adverts"
         return "\(statistics.ignored) \(noun) ignored: " + parts.joined(separator: ", ")
+    }
+
+    /// The `phone command:` line: every address a shell word (``shellWord(_:)``), so that
+    /// `ws://[::1]:47001` is no glob to zsh or to bash with `failglob`.
+    static func phoneCommand(scan: String, relayURL: String, proximity: String, hint: String) -> String {
+        "phone command: hybrid-sim phone \(scan) --relay \(shellWord(relayURL)) --proximity \(shellWord(proximity))  (\(hint))"
     }
 
     /// `text` as one word for a POSIX shell: as it is when it holds only safe characters, else in
