@@ -290,6 +290,26 @@ package enum LoopbackAddress {
         return parts.allSatisfy { part in UInt8(part) != nil }
     }
 
+    /// Why `host`, a number but not four decimal numbers without leading zeros (`127.0.0.010`,
+    /// `127.1`, `2130706433`, `0x7f.0.0.1`), is refused; `nil` for anything else. The resolver reads
+    /// such forms as `inet_aton` does (a leading 0 is octal: `127.0.0.010` is 127.0.0.8), so the
+    /// program would connect somewhere other than the address written.
+    package static func nonCanonicalIPv4(_ host: String) -> String? {
+        guard let first = host.first, first.isASCII, first.isNumber,
+            host.allSatisfy({ $0.isASCII && ($0.isHexDigit || $0 == "." || $0 == "x" || $0 == "X") })
+        else { return nil }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        let canonical = parts.count == 4 && parts.allSatisfy { part in
+            guard let value = UInt8(part), part.allSatisfy(\.isASCII) else { return false }
+            return String(value) == part
+        }
+        if canonical { return nil }
+        let decimal = parts.count == 4 ? parts.compactMap { UInt8($0).map(String.init) } : []
+        let advice = decimal.count == 4 ? "; for decimal, write \(decimal.joined(separator: "."))" : ""
+        return "\(host) is not an IPv4 address in dotted decimal (four numbers 0-255 without leading zeros; "
+            + "the resolver would read a leading 0 as octal, or fill in missing parts\(advice))"
+    }
+
     /// `host` without the brackets a URL puts around an IPv6 address (`[::1]` is `::1`), as
     /// sockets and the resolver take it.
     package static func unbracketed(_ host: String) -> String {

@@ -3,13 +3,30 @@ import HybridRuntime
 
 /// Checks of addresses both programs take.
 package enum ProgramChecks {
-    /// `ws://HOST:PORT` on loopback, nothing after the port but an optional `/`.
+    /// `ws://HOST:PORT` on loopback, nothing after the port but an optional `/`: no user name, query
+    /// or fragment, and an IPv4 address in dotted decimal (``LoopbackAddress/nonCanonicalIPv4(_:)``).
     package static func relayURL(_ url: String) throws(ProgramFailure) {
         if url.lowercased().hasPrefix("wss://") {
             throw ProgramFailure(
                 .badInput, "--relay \(url): wss:// (TLS) is not supported, the relay is a loopback simulator; give ws://127.0.0.1:PORT")
         }
         let components = URLComponents(string: url)
+        // What the connecting side (`WebSocketURL`) does not read: refused here rather than taken
+        // for part of the host or the port there.
+        if url.hasPrefix("ws://"), let components {
+            if components.user != nil || components.password != nil {
+                throw ProgramFailure(.badInput, "--relay \(url) has a user name (before @): a relay takes none; give ws://HOST:PORT")
+            }
+            if components.fragment != nil {
+                throw ProgramFailure(.badInput, "--relay \(url) has a fragment (#…): give the relay's base URL, ws://HOST:PORT")
+            }
+            if components.query != nil {
+                throw ProgramFailure(.badInput, "--relay \(url) has a query (?…): give the relay's base URL, ws://HOST:PORT")
+            }
+            if let host = components.host, let problem = LoopbackAddress.nonCanonicalIPv4(host) {
+                throw ProgramFailure(.badInput, "--relay \(url): \(problem)")
+            }
+        }
         if url.hasPrefix("ws://"), let path = components?.path, !path.isEmpty, path != "/" {
             throw ProgramFailure(
                 .badInput, "--relay \(url) has a path: give the relay's base URL, ws://HOST:PORT (the programs add /cable/…)")
@@ -31,6 +48,9 @@ package enum ProgramChecks {
             endpoint = try ProximityEndpoint(parsing: url)
         } catch {
             throw ProgramFailure(.badInput, "--proximity \(url) must look like \(ProgramDefaults.proximityURL)")
+        }
+        if let problem = LoopbackAddress.nonCanonicalIPv4(endpoint.host) {
+            throw ProgramFailure(.badInput, "--proximity \(url): \(problem)")
         }
         guard LoopbackAddress.isLoopback(endpoint.host) else {
             throw ProgramFailure(.badInput, "--proximity \(url) is not on loopback (127.0.0.1, ::1 or localhost)")
