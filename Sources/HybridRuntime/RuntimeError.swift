@@ -104,6 +104,10 @@ extension RuntimeError {
             // SwiftNIO's "End of file": the other end closed the connection before answering.
             return "the server closed the connection without answering"
         }
+        if let error = error as? SocketAddressError.UnknownHost {
+            // NIO's text names its type and getaddrinfo's code; the resolver's own words stay.
+            return "the host name \(error.host) could not be resolved (\(error.errorDescription.lowercased()))"
+        }
         if let error = error as? NIOConnectionError {
             if let first = error.connectionErrors.first { return systemReason(first.error) }
             // Nothing to connect to: the name lookup failed (NIO's text names its own types).

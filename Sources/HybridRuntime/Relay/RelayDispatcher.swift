@@ -57,7 +57,7 @@ package final class RelayDispatcher: Sendable {
         do {
             address = try SocketAddress.makeAddressResolvingHost(host, port: port)
         } catch {
-            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(error)")
+            throw RuntimeError(.bindFailed, "relay could not bind \(host):\(port): \(RuntimeError.systemReason(error))")
         }
         let family = address.protocol == .inet6 ? AF_INET6 : AF_INET
         #if canImport(Glibc)
