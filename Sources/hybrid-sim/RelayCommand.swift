@@ -275,9 +275,11 @@ struct RelayCommand: AsyncParsableCommand {
     /// `null` (a file:// page, a sandboxed frame) are kept as given. A host without a scheme, or an http(s) URL with a path, query or user, never
     /// arrives as an Origin: refused, saying what to give.
     static func allowedOrigin(_ value: String) throws -> String {
-        if let origin = WebOrigin.normalized(value) { return origin }
-        // What a browser sends for a file:// page or a sandboxed frame.
-        if value.lowercased() == "null" { return "null" }
+        if let origin = WebOrigin.normalized(value) {  // compared exactly: an IPv6 address in the browser's form only
+            if let problem = WebOrigin.ipv6FormProblem(flag: "--allow-origin", value: value, origin: origin) { throw ValidationError(problem) }
+            return origin
+        }
+        if value.lowercased() == "null" { return "null" }  // what a browser sends for a file:// page or a sandboxed frame
         let components = URLComponents(string: value)
         guard let scheme = components?.scheme?.lowercased(), value.contains("://") else {
             throw ValidationError(

@@ -100,6 +100,8 @@ struct CLIDesktopPhoneTests {
             (["relay", "--routing-id-prefix", "0A1B2C"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--routing-id-prefix", "zz"], "--routing-id-prefix must be 2 or 4 hex digits"),
             (["relay", "--allow-origin", ""], "--allow-origin '': give an origin as a browser sends it"),
+            (["relay", "--allow-origin", "http://[0:0::1]:8080"], "--allow-origin 'http://[0:0::1]:8080' never matches: a browser sends this origin as http://[::1]:8080"),
+            (["rp", "--profile", "hanko", "--rp-id", "127.0.0.1"], "--rp-id 127.0.0.1 is an IP address"),
             (["relay", "--allow-origin", "ci.example.org"], "--allow-origin 'ci.example.org' has no scheme, and a browser's Origin always has one: give https://ci.example.org"),
             (["relay", "--allow-origin", "https://ci.example.org/login"], "--allow-origin 'https://ci.example.org/login' is not an origin a browser sends (scheme://host[:port], no path, query or user): give it as https://ci.example.org\n"),
             (["relay", "--allow-origin", "https://u@CI.example.org:8443/x?y"], "give it as https://ci.example.org:8443\n"),

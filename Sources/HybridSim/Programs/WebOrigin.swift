@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// A web origin as a browser serializes it (`https://example.com`, `http://localhost:8080`): scheme
 /// and host in lower case, a port only when given, no path, query, fragment or user. What people
@@ -64,6 +65,29 @@ package enum WebOrigin {
         let form = ascii.map { "write it \($0)" } ?? "write it in lower case, with punycode (xn--…) for other letters"
         return "RP ID \(rpId) is not one a browser accepts: it is compared with the origin's host, which is lower case "
             + "(and punycode for other letters); \(form)"
+    }
+
+    /// The origin a browser sends for `origin` (serialized) when its host is an IPv6 address not
+    /// written as a browser writes one (RFC 5952: compressed, lower case: `http://[0:0::1]:8080` is
+    /// `http://[::1]:8080`), so that a list of allowed origins compared exactly can match it; `nil`
+    /// when the host is no IPv6 address or already in that form.
+    package static func canonicalIPv6Form(of origin: String) -> String? {
+        guard let components = URLComponents(string: origin), let scheme = components.scheme,
+            let host = asciiHost(components)
+        else { return nil }
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        guard bare.contains(":"), let address = try? SocketAddress(ipAddress: bare, port: 0), let canonical = address.ipAddress,
+            canonical != bare
+        else { return nil }
+        return "\(scheme)://[\(canonical)]\(components.port.map { ":\($0)" } ?? "")"
+    }
+
+    /// Why `flag`'s `value` (serialized as `origin`) never matches a browser's `Origin` compared
+    /// exactly (``canonicalIPv6Form(of:)``), with the form to give; `nil` when it can.
+    package static func ipv6FormProblem(flag: String, value: String, origin: String) -> String? {
+        canonicalIPv6Form(of: origin).map { canonical in
+            "\(flag) '\(value)' never matches: a browser sends this origin as \(canonical) (its IPv6 address compressed, RFC 5952); give that"
+        }
     }
 
     /// `encodedHost` (`host` decodes punycode to Unicode), lower-cased; `nil` with a percent escape.

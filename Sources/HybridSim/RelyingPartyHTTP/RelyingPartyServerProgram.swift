@@ -36,6 +36,13 @@ public enum RelyingPartyServerProgram {
         }
         // A server whose RP ID no browser's origin can match could never verify anything.
         if let problem = WebOrigin.rpIdFormProblem(configuration.rpId) { throw ProgramFailure(.badInput, "--rp-id: " + problem) }
+        // As the desktop refuses such an origin: no browser would ever send a request for it.
+        if DesktopCeremony.isIPAddress(configuration.rpId) {
+            throw ProgramFailure(
+                .badInput,
+                "--rp-id \(configuration.rpId) is an IP address, and a browser makes no WebAuthn request from a page whose host is one "
+                    + "(its effective domain is not a valid domain: a SecurityError), so this server could verify nothing; use localhost")
+        }
         let origin: String
         if let given = configuration.origin {
             guard let normalized = WebOrigin.normalized(given) else {
