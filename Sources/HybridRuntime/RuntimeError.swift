@@ -134,17 +134,19 @@ extension RuntimeError {
     }
 
 
-    /// The relay refused the upgrade of `path` with `status`; `detail` is the response body if any.
+    /// The relay refused the upgrade of `path` with `status`; `detail` is the response body if any
+    /// (its first line is the relay's explanation).
     /// The reason phrase and the body are the relay's text: control characters are escaped.
     /// A body that is an HTML page (`<html>…`) is not a relay's text (a relay answers `text/plain`):
-    /// a proxy in front of the relay answered, and the message says that instead of quoting it.
+    /// a proxy in front of the relay answered, and the message says that instead of quoting it
+    /// (with the page's title when the status alone says little).
     static func upgradeRejected(path: String, status: Int, statusText: String, detail: String?) -> RuntimeError {
         let endpoint = TunnelServicePath.endpointName(of: path)
         let fromProxy = detail.map { $0.drop { $0.isWhitespace }.hasPrefix("<") } ?? false
         let explanation =
             fromProxy
-            ? TunnelServicePath.explainProxy(status: status)
-            : detail.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
+            ? TunnelServicePath.explainProxy(status: status, page: detail)
+            : detail.flatMap { $0.split(whereSeparator: \.isNewline).first }.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
                 ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
         var text = "relay rejected \(endpoint): \(status) \(PeerText.printable(statusText))"
         if let explanation { text += " (\(explanation))" }

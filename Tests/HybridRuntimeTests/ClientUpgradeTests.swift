@@ -182,7 +182,7 @@ struct ClientUpgradeTests {
         arguments: [
             (502, "a proxy in front of the relay could not reach the relay behind it"),
             (504, "a proxy in front of the relay got no answer from the relay behind it in time"),
-            (404, "an HTML page from a proxy in front of the relay, not the relay's answer"),
+            (404, "an HTML page from a proxy in front of the relay, not the relay's answer, titled \"404 Bad Gateway\""),
         ])
     func proxyRefusal(status: Int, meaning: String) async throws {
         let page = "<html>\r\n<head><title>\(status) Bad Gateway</title></head>\r\n<body>\r\n<center><h1>\(status)</h1></center>\r\n</body>\r\n</html>\r\n"
@@ -193,6 +193,27 @@ struct ClientUpgradeTests {
         #expect(error?.reason.hasSuffix(" (\(meaning))") == true, "\(String(describing: error))")
         #expect(error?.reason.contains("<html>") == false, "\(String(describing: error))")
         await server.stop()
+    }
+
+    @Test("nginx's 400 for plain HTTP on its HTTPS port: the page's title is in the message, printable and bounded")
+    func proxyPageTitle() async throws {
+        let page = "<html>\r\n<head><TITLE>400 The plain HTTP request was sent to HTTPS port</TITLE></head>\r\n"
+            + "<body>\r\n<center><h1>400 Bad Request</h1></center>\r\n</body>\r\n</html>\r\n"
+        let response = "HTTP/1.1 400 Bad Request\r\nContent-Type: text/html\r\nContent-Length: \(page.utf8.count)\r\n\r\n" + page
+        let server = try await ScriptedHTTPServer.start(closeAfter: false) { _ in Array(response.utf8) }
+        let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server, timeout: .seconds(5)) }
+        #expect(
+            error?.reason.hasSuffix(
+                " (an HTML page from a proxy in front of the relay, not the relay's answer, titled \"400 The plain HTTP request was sent to HTTPS port\")")
+                == true, "\(String(describing: error))")
+        await server.stop()
+        // A title with line breaks and a terminal escape stays one printable line; a long one is cut.
+        let hostile = TunnelServicePath.htmlTitle("<title>\n  a\u{1B}[31m\n b  </title>")
+        #expect(hostile?.contains("\u{1B}") == false)
+        #expect(hostile?.hasPrefix("a") == true && hostile?.hasSuffix(" b") == true, "\(hostile ?? "")")
+        #expect((TunnelServicePath.htmlTitle("<title>" + String(repeating: "x", count: 500) + "</title>")?.count ?? 0) <= 121)
+        #expect(TunnelServicePath.htmlTitle("<html><body>no title</body></html>") == nil)
+        #expect(TunnelServicePath.htmlTitle("<title> </title>") == nil)
     }
 
     @Test(

@@ -29,14 +29,33 @@ extension TunnelServicePath {
         }
     }
 
-    /// Why a proxy in front of the relay (an HTML answer, as nginx or HAProxy write) refused.
-    static func explainProxy(status: Int) -> String {
+    /// Why a proxy in front of the relay (an HTML answer, as nginx or HAProxy write) refused; for a
+    /// status that says nothing by itself, with the page's `<title>` (nginx's "400 The plain HTTP
+    /// request was sent to HTTPS port") when `page` has one.
+    static func explainProxy(status: Int, page: String? = nil) -> String {
         switch status {
         case 502: return "a proxy in front of the relay could not reach the relay behind it"
         case 503: return "a proxy in front of the relay has no relay to send this to"
         case 504: return "a proxy in front of the relay got no answer from the relay behind it in time"
-        default: return "an HTML page from a proxy in front of the relay, not the relay's answer"
+        default:
+            let title = page.flatMap(htmlTitle).map { ", titled \"\($0)\"" } ?? ""
+            return "an HTML page from a proxy in front of the relay, not the relay's answer\(title)"
         }
+    }
+
+    /// The text of `page`'s `<title>` (any case), its white space collapsed, escaped and at most
+    /// 120 characters (``PeerText/printable(_:limit:)``); `nil` when there is none or it is empty.
+    static func htmlTitle(_ page: String) -> String? {
+        let lower = page.lowercased()
+        guard let open = lower.range(of: "<title"), let tagEnd = lower[open.upperBound...].firstIndex(of: ">") else { return nil }
+        let start = lower.index(after: tagEnd)
+        let end = lower[start...].range(of: "</title")?.lowerBound ?? lower.endIndex
+        // `lowercased()` can change lengths outside ASCII: cut the original at the same offsets.
+        guard lower.count == page.count else { return nil }
+        let from = page.index(page.startIndex, offsetBy: lower.distance(from: lower.startIndex, to: start))
+        let to = page.index(page.startIndex, offsetBy: lower.distance(from: lower.startIndex, to: end))
+        let words = page[from..<to].split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        return words.isEmpty ? nil : PeerText.printable(words, limit: 120)
     }
 }
 

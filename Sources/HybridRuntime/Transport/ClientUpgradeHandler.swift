@@ -231,7 +231,8 @@ final class ClientUpgradeHandler: ChannelInboundHandler, RemovableChannelHandler
 
     private func finishRefusal(_ status: HTTPResponseStatus, _ body: RefusalBody) {
         state = .done
-        let text = String(decoding: body.bytes, as: UTF8.self).split(whereSeparator: \.isNewline).first.map(String.init) ?? ""
+        // Whole (at most 1 KiB): a proxy's HTML page has its title past the first line.
+        let text = String(decoding: body.bytes, as: UTF8.self)
         let response = promise.futureResult.eventLoop.makeSucceededFuture((status, text))
         promise.succeed(.rejected(response))
     }
