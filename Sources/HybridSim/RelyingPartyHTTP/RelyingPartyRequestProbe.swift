@@ -2,6 +2,7 @@ import Dispatch
 import HybridRuntime
 import NIOCore
 import NIOEmbedded
+import NIOPosix
 import Synchronization
 
 /// Feeds raw bytes to one `hybrid-sim rp` connection's real pipeline (``RequestHeadWatch``, NIO's
@@ -93,11 +94,16 @@ package enum RelyingPartyRequestProbe {
         return whole == parts && whole == single
     }
 
-    /// `work`'s result, waited for on this thread (never one of Swift concurrency's: the fuzzer's).
+    /// The executor of ``wait(_:)``'s work: a loop of its own, not Swift concurrency's pool.
+    private static let executor = EventLoopTaskExecutor(MultiThreadedEventLoopGroup(numberOfThreads: 1).next())
+
+    /// `work`'s result, waited for on this thread. The work runs on a loop of its own (its actor
+    /// calls included, SE-0417), never on Swift concurrency's pool: the caller may be one of the
+    /// pool's threads (a test), and blocked callers could otherwise take every thread the work needs.
     package static func wait<T: Sendable>(_ work: @escaping @Sendable () async -> T) -> T {
         let result = Mutex<T?>(nil)
         let done = DispatchSemaphore(value: 0)
-        Task {
+        Task(executorPreference: executor) {
             let value = await work()
             result.withLock { $0 = value }
             done.signal()
