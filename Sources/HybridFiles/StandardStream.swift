@@ -72,7 +72,13 @@ package final class StandardStream: Sendable {
     /// `.dropped` when the queue is full or the stream has failed.
     @discardableResult
     package func write(_ text: String) -> Outcome {
-        guard let writer else { return writeNow(text) }
+        guard let writer else {
+            // Written at once (standard output): what standard error still queues goes first, as it
+            // was written first (a progress line would otherwise land inside the QR code when both
+            // streams go to one terminal), waiting at most 100 ms for a reader that does not read.
+            if self !== StandardStream.error { StandardStream.error.settle() }
+            return writeNow(text)
+        }
         if let failure = state.withLock({ state -> Outcome? in
             guard let failure = state.failure else { return nil }
             guard state.reported else {
@@ -118,6 +124,12 @@ package final class StandardStream: Sendable {
         }
         let (seconds, attoseconds) = timeout.components
         _ = done.wait(timeout: .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)))
+    }
+
+    /// ``drain(timeout:)`` for at most 100 ms, when anything is queued (nothing to wait for otherwise).
+    func settle() {
+        guard writer != nil, queued.load(ordering: .relaxed) > 0 || dropped.load(ordering: .relaxed) > 0 else { return }
+        drain(timeout: .milliseconds(100))
     }
 
     /// Writes `text` now, on the calling thread (a queued stream's: its writer).

@@ -3,6 +3,7 @@ import Foundation
 import HybridFiles
 import HybridRuntime
 import HybridSim
+import Logging
 
 /// The `hybrid-sim` root command. Each subcommand lives in its own file and only parses
 /// arguments before calling a library entry point.
@@ -42,6 +43,9 @@ struct HybridSimCommand: AsyncParsableCommand {
         }
         signal(SIGPIPE, SIG_IGN)
         StandardStream.claimClosedDescriptors()
+        // Every swift-log logger, the demo's and the libraries' defaults included, writes through
+        // standard error's queue (``CommandLogging``), never on the logging thread.
+        LoggingSystem.bootstrap { StreamLogHandler(label: $0, stream: CommandLogging.QueuedStandardError()) }
         // Caught from here on (each signal's default action until a command routes it): no
         // moment where one is ignored and lost (``SignalRouter``).
         SignalRouter.install()

@@ -62,14 +62,17 @@ package enum Interruption {
         state.withLock { $0.installed = true }
         SignalRouter.install()
         SignalRouter.route { number in
-            let first = state.withLock { state in
-                if case .lingering(let status) = state.stage {
-                    StandardStream.error.drain(timeout: .seconds(2))
-                    _exit(status)
-                }
-                guard case .running = state.stage else { return false }
+            let (first, lingering) = state.withLock { state -> (Bool, Int32?) in
+                if case .lingering(let status) = state.stage { return (false, status) }
+                guard case .running = state.stage else { return (false, nil) }
                 state.stage = .signalEnding
-                return true
+                return (true, nil)
+            }
+            // The program's lines are written and it only lingers: out now (what stderr still
+            // queues first, briefly; not under the lock, which output callbacks take).
+            if let lingering {
+                StandardStream.error.drain(timeout: .seconds(2))
+                _exit(lingering)
             }
             // The program is writing its own ending: leave it to finish and exit.
             guard first else { return }

@@ -1,4 +1,5 @@
 import Foundation
+import HybridFiles
 import Synchronization
 
 #if canImport(Glibc)
@@ -159,7 +160,9 @@ package enum SignalRouter {
             routed(number)
             return
         }
-        // Nothing routed: the signal's own default action, as if no handler were installed.
+        // Nothing routed: the signal's own default action, as if no handler were installed (after
+        // the lines standard error still queues, briefly: they were written before it was queued).
+        StandardStream.error.drain(timeout: .seconds(2))
         signal(number, SIG_DFL)
         kill(getpid(), number)
     }
