@@ -13,6 +13,10 @@ struct OriginIPAddressTests {
         #expect(WebOrigin.canonicalIPv6Form(of: "http://[::1]:8080") == nil)
         #expect(WebOrigin.canonicalIPv6Form(of: "http://127.0.0.1:8080") == nil)
         #expect(WebOrigin.canonicalIPv6Form(of: "https://example.com") == nil)
+        // An embedded IPv4 address: a browser writes [::ffff:7f00:1], the C library ::ffff:127.0.0.1;
+        // neither is refused (the browser's own form was, naming a form that never matches).
+        #expect(WebOrigin.canonicalIPv6Form(of: "http://[::ffff:7f00:1]:8080") == nil)
+        #expect(WebOrigin.canonicalIPv6Form(of: "http://[::ffff:127.0.0.1]:8080") == nil)
     }
 
     @Test("rp --rp-id 127.0.0.1 is refused with the desktop's advice (use localhost)")

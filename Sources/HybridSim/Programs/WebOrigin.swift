@@ -77,7 +77,10 @@ package enum WebOrigin {
         else { return nil }
         let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
         guard bare.contains(":"), let address = try? SocketAddress(ipAddress: bare, port: 0), let canonical = address.ipAddress,
-            canonical != bare
+            canonical != bare,
+            // An embedded IPv4 address (`::ffff:127.0.0.1`): the C library writes it dotted, a browser
+            // (the URL Standard) in hex pieces (`::ffff:7f00:1`); no form to advise, so not refused.
+            !canonical.contains("."), !bare.contains(".")
         else { return nil }
         return "\(scheme)://[\(canonical)]\(components.port.map { ":\($0)" } ?? "")"
     }
