@@ -78,7 +78,8 @@ public struct DesktopConfiguration: Sendable {
     /// The defaults.
     public init() {}
 
-    /// Checks what can be checked without reading files or the network.
+    /// Checks what can be checked without the network; the only file read is the PEM of
+    /// `--rp-ca` (or `SSL_CERT_FILE`) with an https `--rp-url`, so that a bad one is a usage error.
     ///
     /// - Throws: ``ProgramFailure`` of kind ``ProgramFailure/Kind/badInput``.
     public func validate() throws(ProgramFailure) {
