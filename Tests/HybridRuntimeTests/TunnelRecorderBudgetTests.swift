@@ -4,11 +4,11 @@ import HybridCore
 import Logging
 import Testing
 
-/// `--record`'s memory bound (``RecordingBudget``): a tunnel whose messages would pass it is not
+/// `--record`'s memory bound (``ByteBudget``, ``TunnelRecorder/sharedBudget``): a tunnel whose messages would pass it is not
 /// recorded at all, and every recorder gives its bytes back when its tunnel closes.
 @Suite("Relay recording: the budget of messages held until their tunnels close")
 struct TunnelRecorderBudgetTests {
-    private static func recorder(in directory: String, routing: UInt8, budget: RecordingBudget) -> TunnelRecorder {
+    private static func recorder(in directory: String, routing: UInt8, budget: ByteBudget) -> TunnelRecorder {
         TunnelRecorder(
             directory: directory, flow: .qr, tunnelID: [UInt8](repeating: routing, count: 16), routingID: [routing, 0, 0],
             logger: Logger(label: "test", factory: { _ in SwiftLogNoOpLogHandler() }), logLimiter: RelayLogLimiter(), budget: budget)
@@ -23,25 +23,25 @@ struct TunnelRecorderBudgetTests {
         let directory = NSTemporaryDirectory() + "hybridsim-record-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let budget = RecordingBudget(limit: 100)
+        let budget = ByteBudget(limit: 100)
 
         let kept = Self.recorder(in: directory, routing: 1, budget: budget)
         let dropped = Self.recorder(in: directory, routing: 2, budget: budget)
         kept.message(from: .creator, [UInt8](repeating: 1, count: 40))
         dropped.message(from: .creator, [UInt8](repeating: 2, count: 40))
-        #expect(budget.bytesHeld == 80)
+        #expect(budget.reserved == 80)
         // 80 + 40 > 100: the second tunnel's recording goes, and gives its 40 back.
         dropped.message(from: .joiner, [UInt8](repeating: 2, count: 40))
-        #expect(budget.bytesHeld == 40)
+        #expect(budget.reserved == 40)
         dropped.message(from: .joiner, [UInt8](repeating: 2, count: 10))  // not recorded any more
-        #expect(budget.bytesHeld == 40)
+        #expect(budget.reserved == 40)
         kept.message(from: .joiner, [UInt8](repeating: 1, count: 60))
-        #expect(budget.bytesHeld == 100)
+        #expect(budget.reserved == 100)
 
         dropped.finish(code: .normalClosure, reason: "")
         #expect(Self.files(in: directory).isEmpty, "a dropped recording was written")
         kept.finish(code: .normalClosure, reason: "")
-        #expect(budget.bytesHeld == 0)
+        #expect(budget.reserved == 0)
         let files = Self.files(in: directory)
         #expect(files.count == 1 && files[0].hasSuffix("-010000.hsrec"), "\(files)")
         let recording = try TunnelRecording(decoding: Array(FileManager.default.contents(atPath: directory + "/" + files[0]) ?? Data()))

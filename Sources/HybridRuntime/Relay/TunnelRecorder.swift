@@ -4,19 +4,22 @@ import HybridCore
 import HybridFiles
 import Logging
 import NIOCore
-import Synchronization
 
 /// Records one tunnel for `hybrid-sim relay --record DIR`: every relayed message (after the test-only
 /// fault injector, so exactly what the peer received), attachments and the closure, as a
 /// ``TunnelRecording``. The file `DIR/<start ms>-<routing ID>.hsrec` is written once, when the tunnel
 /// closes (a few kilobytes for a caBLE transaction, up to 2 MiB at the relay's message limits;
 /// written synchronously on the relay's event loop: recording is a debugging aid, not for a loaded
-/// relay). The messages recorded and not yet written count against a ``RecordingBudget`` shared by
-/// the process's recorders: a tunnel whose next message would pass it is not recorded at all
+/// relay). The messages recorded and not yet written count against a ``ByteBudget`` shared by
+/// the process's recorders (``sharedBudget``, 64 MiB: 60 tunnels of 1.9 MB each took a relay from
+/// 32 MB to 187 MB, and 1,024 tunnels at the message limits could hold 2 GiB): a tunnel whose next message would pass it is not recorded at all
 /// (its messages so far are dropped; no partial file).
 ///
 /// Confined to the relay's event loop, like ``RelayTunnel``.
 final class TunnelRecorder {
+    /// The budget every recorder of the process shares.
+    static let sharedBudget = ByteBudget(limit: 64 << 20)
+
     private let directory: String
     private let startMilliseconds: UInt64
     private let start = NIODeadline.now()
@@ -26,7 +29,7 @@ final class TunnelRecorder {
     private let logger: Logger
     private var entries: [TunnelRecording.Entry] = []
     private var finished = false
-    private let budget: RecordingBudget
+    private let budget: ByteBudget
     /// Message bytes this recording holds against ``budget``.
     private var held = 0
     /// Dropped: the budget had no room for a message.
@@ -38,7 +41,7 @@ final class TunnelRecorder {
 
     init(
         directory: String, flow: TunnelRecording.Flow, tunnelID: [UInt8], routingID: [UInt8], logger: Logger,
-        logLimiter: RelayLogLimiter, budget: RecordingBudget = .shared
+        logLimiter: RelayLogLimiter, budget: ByteBudget = TunnelRecorder.sharedBudget
     ) {
         self.logLimiter = logLimiter
         self.budget = budget
@@ -96,39 +99,4 @@ final class TunnelRecorder {
             logger.warning("could not write the tunnel recording \(path): \(error)")
         }
     }
-}
-
-/// The bytes of relayed messages the process's ``TunnelRecorder``s hold until their tunnels close:
-/// at most ``limit`` (64 MiB), so that `--record` on a busy relay cannot take its memory (a tester's
-/// 60 tunnels of 1.9 MB each took a relay from 32 MB to 187 MB; 1,024 tunnels at the message limits
-/// could hold 2 GiB).
-final class RecordingBudget: Sendable {
-    /// The budget every recorder of the process shares.
-    static let shared = RecordingBudget(limit: 64 << 20)
-    /// The most bytes held at once.
-    let limit: Int
-    private let held = Atomic<Int>(0)
-
-    init(limit: Int) {
-        self.limit = limit
-    }
-
-    /// Takes `count` bytes if they fit; `false` (nothing taken) if not.
-    func reserve(_ count: Int) -> Bool {
-        var current = held.load(ordering: .relaxed)
-        while current + count <= limit {
-            let (exchanged, now) = held.compareExchange(expected: current, desired: current + count, ordering: .relaxed)
-            if exchanged { return true }
-            current = now
-        }
-        return false
-    }
-
-    /// Gives back `count` bytes.
-    func release(_ count: Int) {
-        held.subtract(count, ordering: .relaxed)
-    }
-
-    /// The bytes held now.
-    var bytesHeld: Int { held.load(ordering: .relaxed) }
 }

@@ -52,7 +52,7 @@ public final class RelyingPartyHTTPServer: Sendable {
         acceptLog: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(ProgramFailure) -> RelyingPartyHTTPServer {
         let cap = ConnectionCap(limit: maximumConnections)
-        let budget = BodyBudget(limit: maximumBodyBytesInFlight)
+        let budget = ByteBudget(limit: maximumBodyBytesInFlight)
         let failures = AcceptFailures { line in
             switch line {
             case .paused(let text), .resumed(let text): acceptLog(text)
@@ -102,7 +102,7 @@ final class RequestHandler: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     private let service: RelyingPartyService
-    private let budget: BodyBudget
+    private let budget: ByteBudget
     /// Answers a request on the loop itself instead of in a task (`RelyingPartyRequestProbe`, whose
     /// `EmbeddedChannel` must not be touched from another thread); `nil` in the server.
     private let respondInline: (@Sendable (RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse)?
@@ -119,7 +119,7 @@ final class RequestHandler: ChannelInboundHandler {
     private var requestEnded = false
 
     init(
-        service: RelyingPartyService, budget: BodyBudget,
+        service: RelyingPartyService, budget: ByteBudget,
         respondInline: (@Sendable (RelyingPartyHTTPRequest) -> RelyingPartyHTTPResponse)? = nil
     ) {
         self.service = service

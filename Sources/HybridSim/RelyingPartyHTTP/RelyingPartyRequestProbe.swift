@@ -7,7 +7,7 @@ import Synchronization
 
 /// Feeds raw bytes to one `hybrid-sim rp` connection's real pipeline (``RequestHeadWatch``, NIO's
 /// HTTP parser, the request deadline, the request handler with its body limits and
-/// ``BodyBudget``) on an `EmbeddedChannel`, with no socket: the fuzz target for the relying-party
+/// ``ByteBudget``) on an `EmbeddedChannel`, with no socket: the fuzz target for the relying-party
 /// server's request handling (`Docs/ROBUSTNESS.md`). A request that reaches the service is
 /// answered by the real ``RelyingPartyService``, waited for on the probe's thread.
 package enum RelyingPartyRequestProbe {
@@ -18,7 +18,7 @@ package enum RelyingPartyRequestProbe {
         /// The channel was still open after its input ended, its answer was written and every
         /// timer ran (must be `false`).
         package var leftOpen: Bool
-        /// Body bytes still reserved in the probe's ``BodyBudget`` afterwards (must be 0).
+        /// Body bytes still reserved in the probe's ``ByteBudget`` afterwards (must be 0).
         package var leftReserved: Int
         /// The head scan gave the same result read at once, in the probe's two writes and a byte
         /// at a time (must be `true`).
@@ -35,7 +35,7 @@ package enum RelyingPartyRequestProbe {
         _ bytes: [UInt8], split: Int, halfClose: Bool, service: RelyingPartyService, maximumBodyBytesInFlight: Int = 256 << 10
     ) -> Outcome {
         let split = min(max(split, 0), bytes.count)
-        let budget = BodyBudget(limit: maximumBodyBytesInFlight)
+        let budget = ByteBudget(limit: maximumBodyBytesInFlight)
         let channel = EmbeddedChannel()
         var response: [UInt8] = []
         func drain() {
