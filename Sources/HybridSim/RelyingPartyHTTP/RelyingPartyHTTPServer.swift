@@ -192,7 +192,8 @@ final class RequestHandler: ChannelInboundHandler {
             return
         }
         // The client half-closed: a complete request is still answered (the answer then closes the
-        // connection); one cut short never will be.
+        // connection); one cut short is closed here, unless the parser's complaint about its end
+        // (a body shorter than announced) was answered 400 first (``RequestHeadWatch``).
         if case .inputClosed = event as? ChannelEvent, !dispatched, !answered {
             answered = true
             context.close(promise: nil)
