@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import NIOHTTP1
 
 /// What a server learns from a request head's raw bytes, line by line, before SwiftNIO's HTTP
 /// parser has read it (`rp`'s `RequestHeadWatch`, the relay's ``FirstRequestDecoder``): how long its request line is, how many header fields follow, where the head
@@ -94,5 +95,19 @@ package struct RequestHeadScan: Equatable {
             return "a line of the head ends with a bare LF: HTTP/1.1 lines end with CRLF (RFC 9112 §2.2)"
         }
         return nil
+    }
+
+    /// Why the parser refused the head with `error`, in words, when its own complaint is vague
+    /// (llhttp reports `Transfer-Encoding` faults as `unknown`, a request line ending in a bare LF as
+    /// `invalidVersion`): the ``framingFault`` this scan saw, or for `invalidVersion` the version rule;
+    /// `nil` when neither says more. Shared by the relay's and `rp`'s refusals.
+    package func reason(for error: HTTPParserError) -> String? {
+        switch error {
+        case .unknown, .unexpectedContentLength, .invalidContentLength, .invalidVersion, .lfExpected, .invalidChunkSize:
+            if let framingFault { return framingFault }
+            return error == .invalidVersion ? "the request line does not end with HTTP/1.0 or HTTP/1.1" : nil
+        default:
+            return nil
+        }
     }
 }

@@ -59,16 +59,8 @@ final class RelayRequestHandler: ChannelInboundHandler, RemovableChannelHandler 
             // garbage included, so this stays 400 rather than RFC 9110 §9.1's 501 for a real one.
             return RelayRejection(
                 status: .badRequest, reason: "not an HTTP request, or an HTTP method the relay does not know: every endpoint is a GET")
-        case .unknown, .unexpectedContentLength, .invalidContentLength, .invalidVersion, .lfExpected:
-            if let fault = scan.framingFault {
-                return RelayRejection(status: .badRequest, reason: fault)
-            }
-            if error == .invalidVersion {
-                return RelayRejection(status: .badRequest, reason: "the request line does not end with HTTP/1.0 or HTTP/1.1")
-            }
-            return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
         default:
-            return RelayRejection(status: .badRequest, reason: "malformed HTTP request (\(error))")
+            return RelayRejection(status: .badRequest, reason: scan.reason(for: error) ?? "malformed HTTP request (\(error))")
         }
     }
 

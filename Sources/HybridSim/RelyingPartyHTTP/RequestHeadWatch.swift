@@ -189,8 +189,7 @@ final class RequestHeadWatch: ChannelDuplexHandler, RemovableChannelHandler {
             // llhttp stops at HTTP/2's connection preface (`PRI * HTTP/2.0`).
             return (400, "HTTP/2 is not spoken here: this server takes HTTP/1.1 (its requests carry no connection preface)")
         case .unknown, .unexpectedContentLength, .invalidContentLength, .invalidVersion, .lfExpected, .invalidChunkSize:
-            if let fault = scan.framingFault { return (400, fault) }
-            if error == .invalidVersion { return (400, "the request line does not end with HTTP/1.0 or HTTP/1.1") }
+            if let reason = scan.reason(for: error) { return (400, reason) }
             if scan.headEnded, !scan.transferEncodings.isEmpty, error != .invalidContentLength {
                 return (400, "the chunked body's framing is malformed: each chunk is a hex size line, the data and CRLF (RFC 9112 §7.1)")
             }
