@@ -27,7 +27,7 @@ import Synchronization
 /// before the process ends (at `exit`, and before the programs' own `_exit`).
 package final class StandardStream: Sendable {
     /// File descriptor 1.
-    package static let output = StandardStream(descriptor: 1)
+    package static let output = StandardStream(descriptor: 1, follows: error)
     /// File descriptor 2, queued (see the type's documentation).
     package static let error = StandardStream(descriptor: 2, queued: true)
 
@@ -55,11 +55,15 @@ package final class StandardStream: Sendable {
     /// lines for about 8,000 connections).
     package static let queueLimit = 1 << 20
     private let queueLimit: Int
+    /// The queued stream whose lines this one lets go first (standard output: standard error's).
+    private let follows: StandardStream?
 
-    /// A stream on `descriptor`; `queued`: written by a writer thread, holding at most `queueLimit` bytes.
-    init(descriptor: Int32, queued: Bool = false, queueLimit: Int = StandardStream.queueLimit) {
+    /// A stream on `descriptor`; `queued`: written by a writer thread, holding at most `queueLimit`
+    /// bytes; `follows`: a queued stream whose pending lines a write here waits for (at most 100 ms).
+    init(descriptor: Int32, queued: Bool = false, queueLimit: Int = StandardStream.queueLimit, follows: StandardStream? = nil) {
         self.descriptor = descriptor
         self.queueLimit = queueLimit
+        self.follows = follows
         writer = queued ? DispatchQueue(label: "hybrid-sim.standard-stream.\(descriptor)") : nil
     }
 
@@ -76,7 +80,7 @@ package final class StandardStream: Sendable {
             // Written at once (standard output): what standard error still queues goes first, as it
             // was written first (a progress line would otherwise land inside the QR code when both
             // streams go to one terminal), waiting at most 100 ms for a reader that does not read.
-            if self !== StandardStream.error { StandardStream.error.settle() }
+            follows?.settle()
             return writeNow(text)
         }
         if let failure = state.withLock({ state -> Outcome? in

@@ -78,4 +78,29 @@ struct StandardStreamTests {
                 "note: 5 line(s) were dropped here: this stream was not being read and 100 bytes waited", "after the reader came back",
             ], "\(lines)")
     }
+
+    @Test("a stream that follows a queued one (stdout after stderr) writes after what the queued one holds: lines written in turn come out in turn")
+    func followsQueued() async throws {
+        var ends: [Int32] = [0, 0]
+        try #require(pipe(&ends) == 0)
+        let readEnd = ends[0]
+        let reader = Task.detached { @Sendable () -> String in
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while case let count = read(readEnd, &buffer, buffer.count), count > 0 { text += buffer[..<count] }
+            return String(decoding: text, as: UTF8.self)
+        }
+        let queued = StandardStream(descriptor: ends[1], queued: true)
+        let direct = StandardStream(descriptor: ends[1], follows: queued)
+        for index in 0..<200 {
+            queued.write("error \(index)\n")
+            direct.write("output \(index)\n")
+        }
+        queued.drain()
+        close(ends[1])
+        let lines = (await reader.value).split(separator: "\n").map(String.init)
+        close(readEnd)
+        // Without the wait, an output line overtook the error line queued just before it.
+        #expect(lines == (0..<200).flatMap { ["error \($0)", "output \($0)"] }, "\(lines.prefix(6))")
+    }
 }
