@@ -32,6 +32,14 @@ struct HybridSimCommand: AsyncParsableCommand {
     /// stdout that leaves early (`| grep -m1 FIDO:/`) is an `EPIPE` the stream handles, whether or
     /// not SwiftNIO (which ignores the signal too) has started yet.
     static func main() async {
+        // Before any thread allocates: under an address-space limit (ulimit -v) glibc's per-thread
+        // arenas would reserve most of it (``AddressSpaceLimit``); below the floor nothing starts.
+        AddressSpaceLimit.fitAllocator()
+        if let limit = AddressSpaceLimit.current, limit < AddressSpaceLimit.startFloor {
+            let line = AddressSpaceLimit.belowFloorLine(limit)
+            _ = line.withCString { write(2, $0, strlen($0)) }
+            Foundation.exit(1)
+        }
         // Before anything opens a descriptor (the signal pipe, Dispatch's and SwiftNIO's event
         // sources, standard error's writer): under a limit this small those trap, exit 132, before a
         // command's own check (``DescriptorCheck``) could say why.
