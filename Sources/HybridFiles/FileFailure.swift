@@ -24,6 +24,9 @@ package enum FileFailure: Error, Equatable, Sendable, CustomStringConvertible {
     case noReader
     /// Standard input, asked for with `-`, is a terminal: the data was meant to be piped in.
     case terminal
+    /// A pipe or device owned by another user (not this one, not root): what is written there is
+    /// theirs to read (a named pipe planted in `/tmp` where a file was meant).
+    case foreignOwner(kind: String, uid: UInt32)
 
     package var description: String {
         switch self {
@@ -35,6 +38,8 @@ package enum FileFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .quiet(let limit): return "no data for \(Self.words(limit)) (a pipe or device nobody writes to?)"
         case .noReader: return "a named pipe nobody reads"
         case .terminal: return "standard input is a terminal; pipe or redirect the data in (… | hybrid-sim … -)"
+        case .foreignOwner(let kind, let uid):
+            return "it is a \(kind) owned by another user (uid \(uid)), who would read what is written; nothing was written"
         }
     }
 

@@ -111,7 +111,8 @@ package enum FileWriter {
     ///   and a symbolic link planted at `path` is replaced, not followed. The directory must exist.
     /// - A pipe or device (`/dev/stdout`, a named pipe, `/dev/null`): written to as it is. Renaming
     ///   over it would replace the device node or the `/dev/stdout` link itself (as root, for
-    ///   everyone), and its mode is not the output's business.
+    ///   everyone), and its mode is not the output's business. One that another user owns is
+    ///   refused (``checkOwner(of:)``).
     /// - A directory: refused.
     ///
     /// - Throws: ``FileFailure``.
@@ -129,6 +130,7 @@ package enum FileWriter {
             default:
                 let fd = try openForWriting(path, flags: O_WRONLY)
                 defer { close(fd) }
+                try checkOwner(of: fd)
                 return try writeAll(bytes, to: fd)
             }
         }
@@ -151,6 +153,27 @@ package enum FileWriter {
             unlink(temporary)
             throw failure
         }
+    }
+
+    /// Refuses a pipe or device open on `fd` that another user owns (not this process's user, not
+    /// root, which owns `/dev/null` and the terminals' nodes): a named pipe planted where an
+    /// output was meant (`--qr-png /tmp/qr.png`, made with `mkfifo` by someone else) would hand
+    /// them the secret. Checked on the open descriptor, so the object checked is the one written.
+    ///
+    /// - Throws: ``FileFailure/foreignOwner(kind:uid:)``; ``FileFailure/system(_:)`` if `fstat` fails.
+    package static func checkOwner(of fd: Int32) throws(FileFailure) {
+        var status = stat()
+        guard fstat(fd, &status) == 0 else { throw .system(errno) }
+        guard status.st_uid != geteuid(), status.st_uid != 0 else { return }
+        let kind: String
+        switch status.st_mode & S_IFMT {
+        case S_IFIFO: kind = "named pipe"
+        case S_IFCHR, S_IFBLK: kind = "device"
+        case S_IFSOCK: kind = "socket"
+        case S_IFREG: kind = "file"
+        default: kind = "special file"
+        }
+        throw .foreignOwner(kind: kind, uid: UInt32(status.st_uid))
     }
 
     /// `path`'s directory (`.` for a bare name) and last component.

@@ -135,6 +135,33 @@ struct FileWriterTests {
         }
     }
 
+    @Test("a named pipe another user owns (planted in a shared directory) is refused with its reader waiting; root's /dev/null is written")
+    func anotherUsersPipe() async throws {
+        try await withDirectory { directory in
+            try FileWriter.replacePrivately("/dev/null", with: [1, 2, 3])
+            // Only root can give a pipe to another user; elsewhere the premise cannot be set up.
+            guard geteuid() == 0 else { return }
+            let pipe = directory + "/qr.png"
+            try #require(mkfifo(pipe, 0o622) == 0 && chown(pipe, 4242, 4242) == 0)
+            let reader = open(pipe, O_RDONLY | O_NONBLOCK)
+            try #require(reader >= 0)
+            defer { close(reader) }
+            #expect(throws: FileFailure.foreignOwner(kind: "named pipe", uid: 4242)) {
+                try FileWriter.replacePrivately(pipe, with: [1, 2, 3])
+            }
+            var byte: UInt8 = 0
+            #expect(read(reader, &byte, 1) <= 0, "the secret reached the other user's reader")
+            #expect(FileFailure.foreignOwner(kind: "named pipe", uid: 4242).description
+                == "it is a named pipe owned by another user (uid 4242), who would read what is written; nothing was written")
+            // Through a symbolic link too: the object opened is checked, not the link.
+            let link = directory + "/link.png"
+            try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: pipe)
+            #expect(throws: FileFailure.foreignOwner(kind: "named pipe", uid: 4242)) {
+                try FileWriter.replacePrivately(link, with: [1, 2, 3])
+            }
+        }
+    }
+
     @Test("writeAll reports the write's errno; openForWriting gives a blocking descriptor unless asked")
     func writeAllAndOpen() async throws {
         try await withDirectory { directory in

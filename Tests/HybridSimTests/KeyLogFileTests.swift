@@ -81,6 +81,34 @@ struct KeyLogFileTests {
         #expect(try String(contentsOfFile: victim, encoding: .utf8) == "hi\n", "the key line went through the link")
     }
 
+    @Test("a dangling link planted at the key log's path makes no file where it points; another user's named pipe is refused")
+    func plantedByAnotherUser() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        // A link to a file that does not exist yet: refused, and nothing is created at its target
+        // (before, the open created an empty 0600 file wherever the link pointed).
+        let target = directory.file("chosen-by-someone")
+        let link = directory.file("keys.log")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: target)
+        let error = #expect(throws: ProgramFailure.self) { _ = try KeyLogFile(path: link) }
+        #expect(error?.message == "--keylog \(link): cannot open for appending (no such file or directory)")
+        #expect(!FileManager.default.fileExists(atPath: target), "a file was created through the link")
+
+        // A named pipe owned by another user, with its reader waiting: refused before a line is
+        // written. Only root can give a pipe away; elsewhere the premise cannot be set up.
+        guard geteuid() == 0 else { return }
+        let pipe = directory.file("keys.fifo")
+        try #require(mkfifo(pipe, 0o622) == 0 && chown(pipe, 4242, 4242) == 0)
+        let reader = open(pipe, O_RDONLY | O_NONBLOCK)
+        try #require(reader >= 0)
+        defer { close(reader) }
+        let refusal = #expect(throws: ProgramFailure.self) { _ = try KeyLogFile(path: pipe) }
+        #expect(refusal?.message == "--keylog \(pipe): it is a named pipe owned by another user (uid 4242), who would read what is written; nothing was written")
+        // Ours again: accepted (the check is the owner, not the kind).
+        try #require(chown(pipe, 0, 0) == 0)
+        _ = try KeyLogFile(path: pipe)
+    }
+
     /// The reader of a key-log pipe leaves after the check at start: the ceremony goes on, the
     /// desktop warns on stderr that the line could not be appended, and nothing blocks.
     @Test("a key-log pipe whose reader left: a note on stderr, the sign-in still succeeds", .timeLimit(.minutes(1)))

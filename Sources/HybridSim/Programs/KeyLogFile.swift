@@ -32,11 +32,19 @@ struct KeyLogFile: Sendable {
         self.appendFlags = isLink ? O_WRONLY | O_APPEND : O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW
         let fd: Int32
         do {
-            fd = try FileWriter.openForWriting(path, flags: O_WRONLY | O_APPEND | O_CREAT)
+            // With the flags of every later append: a link is opened without creating anything
+            // where it points (a dangling link planted in /tmp must not make the victim's file),
+            // and a path that is no link stays none (`O_NOFOLLOW`: one swapped in is refused).
+            fd = try FileWriter.openForWriting(path, flags: appendFlags)
         } catch {
             throw ProgramFailure(.badInput, "--keylog \(path): cannot open for appending (\(error))")
         }
         defer { close(fd) }
+        do {
+            if ownDescriptor == nil { try FileWriter.checkOwner(of: fd) }
+        } catch {
+            throw ProgramFailure(.badInput, "--keylog \(path): \(error)")
+        }
         var status = stat()
         guard fstat(fd, &status) == 0 else {
             throw ProgramFailure(.badInput, "--keylog \(path): \(String(cString: strerror(errno)))")
@@ -70,7 +78,13 @@ struct KeyLogFile: Sendable {
                 }
                 return
             }
-            let fd = (try? FileWriter.openForWriting(path, flags: flags, blocking: false)) ?? -1
+            var fd = (try? FileWriter.openForWriting(path, flags: flags, blocking: false)) ?? -1
+            if fd >= 0, (try? FileWriter.checkOwner(of: fd)) == nil {
+                // Another user's pipe swapped in behind the link accepted at start.
+                close(fd)
+                fd = -1
+                errno = EPERM
+            }
             // One write(2) of one short line with O_APPEND: lines from a desktop and a phone sharing
             // the file do not interleave. Non-blocking: a pipe whose reader left is a warning, not a hang.
             let written = fd >= 0 ? line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) } : -1
