@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import HybridCore
 import HybridSim
 import Logging
@@ -12,7 +13,8 @@ struct PhoneCommand: AsyncParsableCommand {
         abstract: "Be the phone: scan the desktop's QR code, create or use a passkey, answer through the tunnel.",
         discussion: """
             Reads the QR code (--qr with the FIDO:/ text, or --scan with a PNG, a PGM or a text copy of \
-            the terminal art), opens a tunnel at the relay, advertises to the desktop's proximity \
+            the terminal art; with neither, the FIDO:/ text in HYBRID_SIM_QR, which other users cannot \
+            read as they can a command line), opens a tunnel at the relay, advertises to the desktop's proximity \
             scanner, answers its makeCredential or getAssertion with the passkeys in --store (saving new \
             and updated ones) and exits 0 once the desktop has closed the transaction. Progress goes to \
             stderr. Exit status: 0 answered, 1 other failure, 2 bad input (QR code, store), 3 timeout \
@@ -25,12 +27,16 @@ struct PhoneCommand: AsyncParsableCommand {
             Examples (the desktop, `hybrid-sim desktop`, runs in another terminal):
               hybrid-sim phone --scan qr.txt                # the code, saved, or a PNG
               hybrid-sim phone --qr FIDO:/…                 # the line under the code
+              HYBRID_SIM_QR=FIDO:/… hybrid-sim phone        # the same, off the command line (ps)
               hybrid-sim phone --scan qr.txt --account bob  # of several passkeys
               hybrid-sim phone --listen                     # answer linked desktops
             """
     )
 
-    @Option(help: ArgumentHelp("The FIDO:/ URL printed under the desktop's QR code.", valueName: "FIDO:/…"))
+    @Option(
+        help: ArgumentHelp(
+            "The FIDO:/ URL printed under the desktop's QR code (other users see a command line, in ps; HYBRID_SIM_QR=FIDO:/… instead keeps it off).",
+            valueName: "FIDO:/…"))
     var qr: String?
 
     @Option(
@@ -162,7 +168,9 @@ struct PhoneCommand: AsyncParsableCommand {
         } else {
             guard count == nil, listenTimeout == nil else { throw ValidationError("--count and --listen-timeout need --listen") }
             switch (qr, scan) {
-            case (nil, nil): throw ValidationError("give the QR code with --qr 'FIDO:/…' or --scan FILE (or --listen, --unlink)")
+            case (nil, nil) where !Self.qrInEnvironment:
+                throw ValidationError(
+                    "give the QR code with --qr 'FIDO:/…', --scan FILE or \(PhoneConfiguration.qrVariable)=FIDO:/… (or --listen, --unlink)")
             case (.some, .some): throw ValidationError("--qr and --scan cannot be combined")
             default: break
             }
@@ -213,8 +221,17 @@ struct PhoneCommand: AsyncParsableCommand {
         if status != 0 { throw ExitCode(status) }
     }
 
+    /// Whether `HYBRID_SIM_QR` holds something (it is read only when neither `--qr` nor `--scan` is given).
+    private static var qrInEnvironment: Bool {
+        !(ProcessInfo.processInfo.environment[PhoneConfiguration.qrVariable] ?? "").isEmpty
+    }
+
     private func makeConfiguration() -> PhoneConfiguration {
-        var configuration = PhoneConfiguration(qr: scan.map { .file($0) } ?? .url(qr ?? (listen || unlink ? "-" : "")))
+        // Neither --qr nor --scan: the code in HYBRID_SIM_QR, off the command line that `ps` shows
+        // every user (the desktop's `phone command:` line sets it); the flags win over it.
+        let source: PhoneConfiguration.QRSource =
+            scan.map { .file($0) } ?? qr.map { .url($0) } ?? (listen || unlink ? .url("-") : .environment(PhoneConfiguration.qrVariable))
+        var configuration = PhoneConfiguration(qr: source)
         configuration.relayURL = relay ?? ProgramDefaults.relayURL
         configuration.proximityURL = proximity ?? ProgramDefaults.proximityURL
         configuration.rssi = rssi ?? ProgramDefaults.rssi

@@ -348,6 +348,30 @@ struct CLIDesktopPhoneTests {
         #expect(!phone.standardError.text.contains("not a valid FIDO:/ URL"), "\(phone.transcript)")
     }
 
+    @Test("the code in HYBRID_SIM_QR when neither --qr nor --scan is given: read (named in its errors), the flags win over it, and without any a usage error names all three")
+    func codeInTheEnvironment() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let bad = try lab.start("phone", ["phone"], environment: ["HYBRID_SIM_QR": "FIDO:/123"])
+        #expect(try await bad.waitForExit(timeout: .seconds(10)) == 2, "\(bad.transcript)")
+        #expect(FailureOutput.singleErrorLine(bad).hasPrefix("error: HYBRID_SIM_QR is not a valid FIDO:/ URL:"), "\(bad.transcript)")
+        // A good one is read: the phone goes on to the relay (none here: exit 6).
+        let url = ClientSession(requestType: .getAssertion, timestamp: 1).url
+        let relay = "ws://127.0.0.1:\(try EndToEndLab.closedPort())"
+        let good = try lab.start("phone", ["phone", "--relay", relay, "--timeout", "5"], environment: ["HYBRID_SIM_QR": url])
+        #expect(try await good.waitForExit(timeout: .seconds(20)) == 6, "\(good.transcript)")
+        #expect(good.standardError.lines.contains { $0.hasPrefix("QR for a sign-in request (ga); connecting to relay") }, "\(good.transcript)")
+        // --qr wins over a stale variable.
+        let flag = try lab.start("phone", ["phone", "--qr", "FIDO:/45"], environment: ["HYBRID_SIM_QR": url])
+        #expect(try await flag.waitForExit(timeout: .seconds(10)) == 2, "\(flag.transcript)")
+        #expect(FailureOutput.singleErrorLine(flag).hasPrefix("error: --qr is not a valid FIDO:/ URL:"), "\(flag.transcript)")
+        // Neither: the usage error names the variable too (an empty one counts as none).
+        let none = try lab.start("phone", ["phone"], environment: ["HYBRID_SIM_QR": ""])
+        #expect(try await none.waitForExit(timeout: .seconds(10)) == 64, "\(none.transcript)")
+        #expect(none.standardError.text.contains("give the QR code with --qr 'FIDO:/…', --scan FILE or HYBRID_SIM_QR=FIDO:/… (or --listen, --unlink)"),
+                "\(none.transcript)")
+    }
+
     @Test("a bad options file is bad input (exit 2), before any QR code is shown")
     func badOptions() async throws {
         let lab = try EndToEndLab()

@@ -165,11 +165,13 @@ struct EndToEndRegisterSignInTests {
 
         // A sign-in in --json mode ends with a result too.
         let signIn = try await lab.startDesktop([], json: true)
-        // The line runs as it is: the qr event's url in it.
-        #expect(signIn.process.standardError.lines.contains {
-            $0.hasPrefix("phone command: hybrid-sim phone --qr \(signIn.url) --relay \(signIn.relayURL) --proximity \(signIn.proximityURL)  (")
-        }, "\(signIn.process.transcript)")
-        let signer = try lab.startPhone(for: signIn, ["--qr", signIn.url])
+        // The line runs as it is, pasted into a shell: the qr event's url in it, in the environment
+        // (HYBRID_SIM_QR), not among the phone's arguments, which `ps` shows every user.
+        let prefix = "phone command: HYBRID_SIM_QR=\(signIn.url) hybrid-sim phone --relay \(signIn.relayURL) --proximity \(signIn.proximityURL)  ("
+        let line = try #require(signIn.process.standardError.lines.first { $0.hasPrefix(prefix) }, "\(signIn.process.transcript)")
+        let pasted = String(line.dropFirst("phone command: ".count).prefix { $0 != "(" }).trimmingCharacters(in: .whitespaces)
+        let directory = try HybridSimBinary.url().deletingLastPathComponent().path
+        let signer = try lab.startOther("pasted phone", ["bash", "-c", "PATH='\(directory)':\"$PATH\" && \(pasted)"])
         #expect(try await signIn.process.waitForExit() == 0, "\(signIn.process.transcript)\n\(signer.transcript)")
         #expect(try await signer.waitForExit() == 0)
         let signInEvents = try JSONEvents.all(signIn.process)

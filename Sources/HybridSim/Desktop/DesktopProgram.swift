@@ -232,11 +232,15 @@ struct Run {
                 narrator.say("note: " + note)
             }
         }
-        // A line that runs as it is: the PNG to scan when there is one, else the code's URL.
+        // A line that runs as it is: the PNG to scan when there is one, else the code's URL, in the
+        // environment: a command line is every local user's to read (`ps`), a process's environment
+        // its own user's, and the URL is the QR secret (with it another user's phone could answer).
         let (scan, hint) =
-            configuration.qrPNGPath.map { ("--scan \(Self.shellWord($0))", "or --qr with the FIDO:/ line instead of --scan") }
-            ?? ("--qr \(Self.shellWord(session.url))", "or --scan FILE with the QR code saved as text or PNG instead of --qr")
-        narrator.say(Self.phoneCommand(scan: scan, relayURL: relayURL, proximity: proximity.description, hint: hint))
+            configuration.qrPNGPath.map { (["--scan", $0], "or \(PhoneConfiguration.qrVariable)=FIDO:/… with the FIDO:/ line instead of --scan") }
+            ?? ([], "or --scan FILE with the QR code saved as text or PNG")
+        let environment = configuration.qrPNGPath == nil ? "\(PhoneConfiguration.qrVariable)=\(Self.shellWord(session.url)) " : ""
+        narrator.say(
+            Self.phoneCommand(environment: environment, scan: scan, relayURL: relayURL, proximity: proximity.description, hint: hint))
         narrator.say(
             "waiting for a nearby phone (proximity \(proximity), relay \(relayURL), timeout \(ceremony.timeout.seconds))"
         )
@@ -356,10 +360,12 @@ struct Run {
         return "\(statistics.ignored) \(noun) ignored: " + parts.joined(separator: ", ")
     }
 
-    /// The `phone command:` line: every address a shell word (``shellWord(_:)``), so that
-    /// `ws://[::1]:47001` is no glob to zsh or to bash with `failglob`.
-    static func phoneCommand(scan: String, relayURL: String, proximity: String, hint: String) -> String {
-        "phone command: hybrid-sim phone \(scan) --relay \(shellWord(relayURL)) --proximity \(shellWord(proximity))  (\(hint))"
+    /// The `phone command:` line: `environment` (assignments, each ending with a space) before the
+    /// command, every argument a shell word (``shellWord(_:)``), so that `ws://[::1]:47001` is no
+    /// glob to zsh or to bash with `failglob`.
+    static func phoneCommand(environment: String = "", scan: [String], relayURL: String, proximity: String, hint: String) -> String {
+        let words = ["hybrid-sim", "phone"] + scan + ["--relay", relayURL, "--proximity", proximity]
+        return "phone command: \(environment)\(words.map(shellWord).joined(separator: " "))  (\(hint))"
     }
 
     /// `text` as one word for a POSIX shell: as it is when it holds only safe characters, else in

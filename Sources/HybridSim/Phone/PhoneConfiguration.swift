@@ -14,7 +14,15 @@ public struct PhoneConfiguration: Sendable {
         case url(String)
         /// A PNG, PGM or text capture of the terminal art (`--scan`), decoded with a real QR decoder.
         case file(String)
+        /// The `FIDO:/…` text in this variable of ``PhoneConfiguration/environment``
+        /// (``PhoneConfiguration/qrVariable`` from the command line): off the command line, which
+        /// every user of the machine can read (`ps`), where a process's environment is its own user's.
+        case environment(String)
     }
+
+    /// The environment variable `hybrid-sim phone` reads the QR code from when neither `--qr` nor
+    /// `--scan` is given (the desktop's `phone command:` line sets it).
+    public static let qrVariable = "HYBRID_SIM_QR"
 
     /// The QR code to answer.
     public var qr: QRSource
@@ -61,6 +69,7 @@ public struct PhoneConfiguration: Sendable {
         switch qr {
         case .url(let text) where text.isEmpty: throw bad("--qr is empty")
         case .file(let path) where path.isEmpty: throw bad("--scan needs a file name")
+        case .environment(let name) where (environment[name] ?? "").isEmpty: throw bad("\(name) is not set (or empty)")
         default: break
         }
         try ProgramChecks.storePath(storePath, flag: "--store", fileName: PasskeyStore.fileName)

@@ -64,7 +64,7 @@ public enum PhoneProgram {
     ) async throws -> PhoneResult {
         try configuration.validate()
         // Input first: a bad QR code or a damaged store fails before any socket is opened.
-        let (url, payload) = try readQR(configuration.qr, narrator: narrator)
+        let (url, payload) = try readQR(configuration.qr, environment: configuration.environment, narrator: narrator)
         let storePath = configuration.storePath ?? PasskeyStore.defaultPath(environment: configuration.environment)
         let store: PasskeyStore
         do {
@@ -150,22 +150,13 @@ public enum PhoneProgram {
 
     /// The QR code's URL and payload.
     private static func readQR(
-        _ source: PhoneConfiguration.QRSource, narrator: PhoneNarrator
+        _ source: PhoneConfiguration.QRSource, environment: [String: String], narrator: PhoneNarrator
     ) throws(ProgramFailure) -> (String, QRPayload) {
         switch source {
         case .url(let text):
-            // A URL pasted from a terminal that wrapped it holds line breaks (and an indent) between
-            // its digits: a FIDO:/ URL holds no space, so every white space is dropped.
-            let url = String(text.unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init))
-            do {
-                return (url, try QRPayload(url: url))
-            } catch {
-                let digits = url.hasPrefix("FIDO:/") ? url.dropFirst(6).count : 0
-                // A desktop's code holds about 170 digits; far fewer is a paste cut short.
-                let hint = url.hasPrefix("FIDO:/") && digits < 120
-                    ? " (\(digits) digits after FIDO:/, where a desktop's code has about 170: was the paste cut short?)" : ""
-                throw ProgramFailure(.badInput, "--qr is not a valid FIDO:/ URL: \(error.reason)\(hint)")
-            }
+            return try parseQR(text, from: "--qr")
+        case .environment(let name):
+            return try parseQR(environment[name] ?? "", from: name)
         case .file(let path):
             do {
                 let scan = try QRScanner.scanFIDO(fileAt: path)
@@ -174,6 +165,22 @@ public enum PhoneProgram {
             } catch {
                 throw ProgramFailure(.badInput, "cannot read a FIDO:/ QR code from \(path): \(error)")
             }
+        }
+    }
+
+    /// The URL and payload of `text`, the code as text from `source` (`--qr`, `HYBRID_SIM_QR`).
+    private static func parseQR(_ text: String, from source: String) throws(ProgramFailure) -> (String, QRPayload) {
+        // A URL pasted from a terminal that wrapped it holds line breaks (and an indent) between
+        // its digits: a FIDO:/ URL holds no space, so every white space is dropped.
+        let url = String(text.unicodeScalars.filter { !$0.properties.isWhitespace }.map(Character.init))
+        do {
+            return (url, try QRPayload(url: url))
+        } catch {
+            let digits = url.hasPrefix("FIDO:/") ? url.dropFirst(6).count : 0
+            // A desktop's code holds about 170 digits; far fewer is a paste cut short.
+            let hint = url.hasPrefix("FIDO:/") && digits < 120
+                ? " (\(digits) digits after FIDO:/, where a desktop's code has about 170: was the paste cut short?)" : ""
+            throw ProgramFailure(.badInput, "\(source) is not a valid FIDO:/ URL: \(error.reason)\(hint)")
         }
     }
 
