@@ -27,6 +27,9 @@ package enum FileFailure: Error, Equatable, Sendable, CustomStringConvertible {
     /// A pipe or device owned by another user (not this one, not root): what is written there is
     /// theirs to read (a named pipe planted in `/tmp` where a file was meant).
     case foreignOwner(kind: String, uid: UInt32)
+    /// A regular file another user owns in a sticky directory (`/tmp`), which the system does not
+    /// let this user replace.
+    case othersFile(uid: UInt32)
 
     package var description: String {
         switch self {
@@ -40,6 +43,8 @@ package enum FileFailure: Error, Equatable, Sendable, CustomStringConvertible {
         case .terminal: return "standard input is a terminal; pipe or redirect the data in (… | hybrid-sim … -)"
         case .foreignOwner(let kind, let uid):
             return "it is a \(kind) owned by another user (uid \(uid)), who would read what is written; nothing was written"
+        case .othersFile(let uid):
+            return "it is a file of another user (uid \(uid)) in a sticky directory (such as /tmp), which only they may replace; choose another name"
         }
     }
 

@@ -148,7 +148,18 @@ package enum FileWriter {
             do { try writeAll(bytes, to: fd) } catch { failure = error }
         }
         if close(fd) != 0, failure == nil { failure = .system(errno) }
-        if failure == nil, rename(temporary, path) != 0 { failure = .system(errno) }
+        if failure == nil, rename(temporary, path) != 0 {
+            let code = errno
+            // EPERM from a sticky directory: say whose file it is, not only "operation not permitted".
+            var existing = stat()
+            if code == EPERM || code == EACCES, lstat(path, &existing) == 0, existing.st_uid != geteuid(),
+                folder.st_mode & S_ISVTX != 0
+            {
+                failure = .othersFile(uid: UInt32(existing.st_uid))
+            } else {
+                failure = .system(code)
+            }
+        }
         if let failure {
             unlink(temporary)
             throw failure
