@@ -102,7 +102,10 @@ extension ProgramFailure {
                 let prefix = "tunnel closed with "
                 let detail =
                     runtime.reason.hasPrefix(prefix) ? String(runtime.reason.dropFirst(prefix.count)) : runtime.reason
-                return ProgramFailure(.network, "the tunnel was closed while \(step): \(detail)")
+                // No close frame: the connection itself dropped, not a peer that ended the tunnel.
+                let dropped = runtime.closeCode == .abnormalClosure
+                    ? " (the connection to the relay at \(relayURL) dropped: the relay, or a proxy in front of it, stopped or restarted?)" : ""
+                return ProgramFailure(.network, "the tunnel was closed while \(step): \(detail)\(dropped)")
             case .upgradeRejected, .handshakeFailed, .protocolViolation, .messageTooLarge, .bindFailed,
                 .invalidAddress, .wrongAdvertLength, .wrongDatagramLength, .unknownServiceUUID:
                 return ProgramFailure(.network, "\(step): \(runtime.reason)")
