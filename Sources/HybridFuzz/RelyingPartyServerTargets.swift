@@ -21,12 +21,9 @@ enum RelyingPartyServerTargets {
             random: .deterministic(seed: Array("hybrid-fuzz rp".utf8)), now: { now })
     }
 
-    /// This process's scratch directory for the stores the services save.
-    static let scratch: String = {
-        let path = NSTemporaryDirectory() + "hybrid-fuzz-rp-\(getpid())"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }()
+    /// This process's scratch directory for the stores the services save, removed when it exits
+    /// (``FuzzScratch``).
+    static let scratch = FuzzScratch.subdirectory("rp")
 
     static let hanko = try! RelyingPartyProfile.load("hanko")
     static let okta = try! RelyingPartyProfile.load("okta")

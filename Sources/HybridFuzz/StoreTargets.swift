@@ -8,12 +8,9 @@ import HybridSim
 enum StoreTargets {
     static let all = [passkeyStore, relyingPartyStore]
 
-    /// A private scratch directory for this process (one file per store kind, rewritten per input).
-    static let directory: String = {
-        let path = NSTemporaryDirectory() + "hybrid-fuzz-\(ProcessInfo.processInfo.processIdentifier)"
-        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-        return path
-    }()
+    /// A private scratch directory for this process (one file per store kind, rewritten per input),
+    /// removed when it exits (``FuzzScratch``).
+    static let directory = FuzzScratch.subdirectory("stores")
 
     static func write(_ input: [UInt8], _ name: String) -> String {
         let path = directory + "/" + name

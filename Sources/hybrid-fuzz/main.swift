@@ -67,6 +67,7 @@ let callback: hybrid_fuzz_callback = { data, size in
     let input = size == 0 ? [] : Array(UnsafeBufferPointer(start: data, count: size))
     if case .violation(let message) = current.run(input) {
         FileHandle.standardError.write(Data("hybrid-fuzz: \(current.name): invariant violated: \(message)\n".utf8))
+        FuzzScratch.remove()  // abort() skips the removal at exit
         abort()  // libFuzzer saves the input as crash-…
     }
     return 0

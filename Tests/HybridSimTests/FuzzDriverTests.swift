@@ -14,8 +14,9 @@ struct FuzzDriverTests {
         return (run.status, run.output + run.error)
     }
 
-    private static let corpus = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus/tunnel-path").path
+    private static let corpora = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Fuzz/Corpus").path
+    private static let corpus = corpora + "/tunnel-path"
 
     @Test("without a target argument it runs the target HYBRID_FUZZ_TARGET names")
     func inheritedTarget() throws {
@@ -33,5 +34,21 @@ struct FuzzDriverTests {
         #expect(refused == 2 && message.contains("no target -runs=0"), "\(message)")
         let (unknown, why) = try Self.run(["-runs=0"], environment: ["HYBRID_FUZZ_TARGET": "no-such-target"])
         #expect(unknown == 2 && why.contains("no target"), "\(why)")
+    }
+
+    @Test("replaying the corpora of the targets that use files, and writing the seeds, leave nothing in TMPDIR")
+    func scratchRemoved() throws {
+        let temporary = NSTemporaryDirectory() + "fuzz-driver-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: temporary) }
+        let seeds = temporary + "-seeds"
+        defer { try? FileManager.default.removeItem(atPath: seeds) }
+        let targets = ["passkey-store", "rp-store", "relay-contact-file", "link-store", "phone-link-store", "rp-request", "rp-result"]
+        for arguments in targets.map({ [$0, Self.corpora + "/" + $0] }) + [["seeds", seeds]] {
+            let (status, output) = try Self.run(arguments, environment: ["TMPDIR": temporary])
+            #expect(status == 0 && !output.contains("VIOLATION"), "\(arguments[0]): \(output)")
+            let left = try FileManager.default.contentsOfDirectory(atPath: temporary)
+            #expect(left.isEmpty, "hybrid-fuzz \(arguments[0]) left \(left) in its TMPDIR")
+        }
     }
 }
