@@ -318,14 +318,14 @@ struct RelayCommand: AsyncParsableCommand {
         configuration.faults = try FaultOptions.relayFaults(faults, seed: faultSeed, flag: "--fault")
         if let record { configuration.recordDirectory = record }
         // The contact file is read, and locked for this process's life, before anything listens: a
-        // damaged one is bad input (2, the file left as it is); one another relay holds is 1.
+        // damaged one is bad input (2, the file left as it is); one another relay holds, or the
+        // machine failing (a full disk, the open-file limit), is 1.
         var contactFile: RelayContactFile?
         if let contacts {
             do {
                 contactFile = try RelayContactFile.open(path: contacts)
             } catch {
-                // Busy (another relay holds it): 1; a file or directory that cannot be used: 2.
-                let kind = error.code == .locked ? ProgramFailure.Kind.failed : .badInput
+                let kind = error.code == .locked ? ProgramFailure.Kind.failed : error.failureKind
                 throw failureLine("--contacts: \(error)\(error.advice)", kind: kind.rawValue, status: kind.exitCode, json: json)
             }
             configuration.contactPersistence = contactFile?.persistence

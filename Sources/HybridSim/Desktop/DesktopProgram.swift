@@ -89,7 +89,7 @@ struct Run {
             // Saved after a verified ceremony, unless the relying party behind --rp-url decides.
             if configuration.rpURL == nil { try StoreLock.checkWritable(path: storePath) }
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the relying-party store: \(error)\(error.advice)")
+            throw ProgramFailure(error.failureKind, "cannot use the relying-party store: \(error)\(error.advice)")
         }
         // `--rp-url`: the options come from the relying party's server.
         let link = configuration.rpURL == nil ? nil : try DesktopRelyingPartyLink(configuration: configuration)

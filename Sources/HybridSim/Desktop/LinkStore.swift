@@ -108,10 +108,11 @@ public struct LinkStore: Sendable {
         return directory.isEmpty ? fileName : directory + "/" + fileName
     }
 
-    /// A links file that cannot be used, in the programs' words: bad input (exit 2), what is wrong
-    /// with the file and that it is left as it is.
+    /// A links file that cannot be used, in the programs' words: bad input (exit 2; a failure, 1,
+    /// when the machine failed: ``StoreError/failureKind``), what is wrong with the file and that
+    /// it is left as it is.
     static func unusable(_ error: StoreError) -> ProgramFailure {
-        ProgramFailure(.badInput, "cannot use the links file: \(error)\(error.advice)")
+        ProgramFailure(error.failureKind, "cannot use the links file: \(error)\(error.advice)")
     }
 
     /// Reads the store; a missing file is empty.

@@ -31,7 +31,7 @@ enum PhoneLinking {
         do {
             store = try PhoneLinkStore.load(path: PhoneLinkStore.path(besidePasskeyStore: passkeyStorePath))
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the phone's link store: \(error)\(error.advice)")
+            throw ProgramFailure(error.failureKind, "cannot use the phone's link store: \(error)\(error.advice)")
         }
         if let from = store.upgradedFromVersion {
             note(

@@ -67,7 +67,7 @@ public enum PhoneListenProgram {
             _ = try PasskeyStore.load(path: passkeyPath)
             try StoreLock.checkWritable(path: passkeyPath)
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)\(error.advice)")
+            throw ProgramFailure(error.failureKind, "cannot use the passkey store: \(error)\(error.advice)")
         }
         if store.identity == nil {
             store.identity = PhoneLinkStore.Identity()

@@ -72,7 +72,7 @@ public enum PhoneProgram {
             // Every request is answered under the store's lock, and a new passkey is saved.
             try StoreLock.checkWritable(path: storePath)
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the passkey store: \(error)\(error.advice)")
+            throw ProgramFailure(error.failureKind, "cannot use the passkey store: \(error)\(error.advice)")
         }
         let proximity = try ProximityEndpoint(parsing: configuration.proximityURL)
 

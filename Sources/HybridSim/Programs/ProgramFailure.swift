@@ -8,7 +8,7 @@ import HybridRuntime
 ///
 /// | kind | exit | meaning |
 /// |---|---|---|
-/// | ``Kind/failed`` | 1 | anything else (an internal error, a file that cannot be written) |
+/// | ``Kind/failed`` | 1 | anything else (an internal error, a file that cannot be written, a store the machine fails: ``StoreError/isEnvironmentFailure``) |
 /// | ``Kind/badInput`` | 2 | bad input found before any network traffic: options file, QR code, store file, conflicting settings |
 /// | ``Kind/timeout`` | 3 | no nearby phone / no answer in time |
 /// | ``Kind/refused`` | 4 | the phone refused the request (user said no, no passkey, no account chosen) |
@@ -130,7 +130,7 @@ extension ProgramFailure {
             case .invalidState: return ProgramFailure(.failed, runtime.reason)
             default: return ProgramFailure(.network, runtime.reason)
             }
-        case let store as StoreError: return ProgramFailure(.badInput, store.description)
+        case let store as StoreError: return ProgramFailure(store.failureKind, store.description)
         case let qr as QRError: return ProgramFailure(.badInput, qr.description)
         case let hybrid as HybridError: return ProgramFailure(.protocolError, hybrid.description)
         case is CancellationError: return ProgramFailure(.failed, "cancelled")
@@ -146,4 +146,11 @@ extension ProgramFailure {
         }
         return reason
     }
+}
+
+extension StoreError {
+    /// How a program reports a store it cannot use: bad input (exit 2) for the file's content or a
+    /// path this user cannot use, a failure (exit 1) when the machine failed
+    /// (``isEnvironmentFailure``: a full disk, the open-file limit, an I/O error).
+    package var failureKind: ProgramFailure.Kind { isEnvironmentFailure ? .failed : .badInput }
 }

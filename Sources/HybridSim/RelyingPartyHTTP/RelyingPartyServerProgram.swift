@@ -83,7 +83,7 @@ public enum RelyingPartyServerProgram {
         do {
             store = try RelyingPartyStore.load(path: storePath)
         } catch {
-            throw ProgramFailure(.badInput, "cannot use the store: \(error)\(error.advice)")
+            throw ProgramFailure(error.failureKind, "cannot use the store: \(error)\(error.advice)")
         }
         let service = RelyingPartyService(
             profile: profile, relyingParty: RelyingParty(id: configuration.rpId, origin: origin), store: store, log: log)

@@ -42,11 +42,14 @@ enum AtomicFile {
                     .unreadable, path: path,
                     "is a symbolic link, which is not followed: give the path of the file it points to, or put that file in its place")
             }
-            throw StoreError(.unreadable, path: path, systemMessage(code))
+            throw StoreError(.unreadable, path: path, systemMessage(code), systemError: code)
         }
         defer { close(fd) }
         var info = stat()
-        guard fstat(fd, &info) == 0 else { throw StoreError(.unreadable, path: path, systemMessage(errno)) }
+        guard fstat(fd, &info) == 0 else {
+            let code = errno
+            throw StoreError(.unreadable, path: path, systemMessage(code), systemError: code)
+        }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw StoreError(.unreadable, path: path, "not a regular file")
         }
@@ -61,7 +64,7 @@ enum AtomicFile {
             case .tooLarge:
                 throw StoreError(.unreadable, path: path, "the file grew past \(maximumSize) bytes while being read")
             case .system(let code):
-                throw StoreError(.unreadable, path: path, systemMessage(code))
+                throw StoreError(.unreadable, path: path, systemMessage(code), systemError: code)
             default:  // a directory, a quiet pipe: not for a regular file read without a quiet limit
                 throw StoreError(.unreadable, path: path, error.description)
             }
@@ -89,7 +92,8 @@ enum AtomicFile {
 
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw StoreError(.writeFailed, path: path, "cannot create \(temporary): \(systemMessage(errno))")
+            let code = errno
+            throw StoreError(.writeFailed, path: path, "cannot create \(temporary): \(systemMessage(code))", systemError: code)
         }
         var renamed = false
         var isOpen = true
@@ -98,7 +102,8 @@ enum AtomicFile {
             if !renamed, crash == nil { unlink(temporary) }
         }
         func fail(_ step: String) -> StoreError {
-            StoreError(.writeFailed, path: path, "\(step) \(temporary): \(systemMessage(errno))")
+            let code = errno
+            return StoreError(.writeFailed, path: path, "\(step) \(temporary): \(systemMessage(code))", systemError: code)
         }
         guard fchmod(fd, 0o600) == 0 else { throw fail("cannot set mode 0600 on") }
         if crash == .afterPartialWrite {
@@ -113,7 +118,9 @@ enum AtomicFile {
             throw StoreError(.writeFailed, path: path, "simulated crash before the rename")
         }
         guard rename(temporary, path) == 0 else {
-            throw StoreError(.writeFailed, path: path, "cannot rename \(temporary) to \(path): \(systemMessage(errno))")
+            let code = errno
+            throw StoreError(
+                .writeFailed, path: path, "cannot rename \(temporary) to \(path): \(systemMessage(code))", systemError: code)
         }
         renamed = true
         try syncDirectory(directory, for: path, simulatedError: directorySyncError)
@@ -161,7 +168,9 @@ enum AtomicFile {
             try FileManager.default.createDirectory(
                 atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
         } catch {
-            throw StoreError(.directoryFailed, path: path, "\(directory): \(error.localizedDescription)")
+            let underlying = (error as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+            let code = underlying?.domain == NSPOSIXErrorDomain ? underlying.map { Int32($0.code) } : nil
+            throw StoreError(.directoryFailed, path: path, "\(directory): \(error.localizedDescription)", systemError: code)
         }
     }
 
@@ -169,7 +178,8 @@ enum AtomicFile {
         do {
             try FileWriter.writeAll(bytes, to: fd)
         } catch {
-            throw StoreError(.writeFailed, path: path, "write failed: \(error)")
+            let code: Int32? = if case .system(let code) = error { code } else { nil }
+            throw StoreError(.writeFailed, path: path, "write failed: \(error)", systemError: code)
         }
     }
 
@@ -182,13 +192,15 @@ enum AtomicFile {
     {
         let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw StoreError(.writeFailed, path: path, "cannot open \(directory) to sync it: \(systemMessage(errno))")
+            let code = errno
+            throw StoreError(
+                .writeFailed, path: path, "cannot open \(directory) to sync it: \(systemMessage(code))", systemError: code)
         }
         defer { close(fd) }
         guard simulatedError == nil, fsync(fd) == 0 else {
             let code = simulatedError ?? errno
             if code == EINVAL || code == ENOTSUP || code == EROFS { return }
-            throw StoreError(.writeFailed, path: path, "cannot fsync \(directory): \(systemMessage(code))")
+            throw StoreError(.writeFailed, path: path, "cannot fsync \(directory): \(systemMessage(code))", systemError: code)
         }
     }
 

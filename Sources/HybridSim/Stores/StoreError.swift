@@ -1,5 +1,11 @@
 import CTAP2
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// Why the passkey store or the relying-party store could not be read or written.
 ///
 /// Every error names the file and the problem in one line (``description``), for example
@@ -33,15 +39,31 @@ public struct StoreError: CodedError {
     public let path: String
     /// What is wrong. Never contains key material.
     public let reason: String
+    /// The `errno` of the system call that failed, when one did (`nil` for a file whose content
+    /// is wrong): it tells ``isEnvironmentFailure``.
+    public let systemError: Int32?
 
     /// An error of `code` with no path or reason, the value tests match thrown errors against.
     public init(_ code: Code) { self.init(code, path: "", "") }
 
-    /// Creates an error.
-    public init(_ code: Code, path: String, _ reason: String) {
+    /// Creates an error; `systemError` is the `errno` of the system call that failed, if one did.
+    public init(_ code: Code, path: String, _ reason: String, systemError: Int32? = nil) {
         self.code = code
         self.path = path
         self.reason = reason
+        self.systemError = systemError
+    }
+
+    /// The `errno` values that say the machine failed, not the file or the path: no space or quota
+    /// left, too many open files (the process's or the system's), an I/O error, no memory, no lock
+    /// available, a stale network file handle.
+    public static let environmentErrors: Set<Int32> = [ENOSPC, EDQUOT, EMFILE, ENFILE, EIO, ENOMEM, ENOBUFS, ENOLCK, ESTALE]
+
+    /// Whether the failure is the machine's (a full disk, the open-file limit, an I/O error: one of
+    /// ``environmentErrors``), which the same command may not meet again, rather than the file's
+    /// content or a path this user cannot use. The programs exit 1 for it, not 2 (bad input).
+    public var isEnvironmentFailure: Bool {
+        systemError.map(Self.environmentErrors.contains) ?? false
     }
 
     /// One line: `<path>: <summary>: <reason>`.

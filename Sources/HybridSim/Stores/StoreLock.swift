@@ -33,13 +33,14 @@ enum StoreLock {
         do {
             fd = try openLockFile(for: path)
         } catch {
-            throw StoreError(.unreadable, path: path, error.reason)
+            throw StoreError(.unreadable, path: path, error.reason, systemError: error.systemError)
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
             let code = errno
             close(fd)
             guard code == EWOULDBLOCK else {
-                throw StoreError(.unreadable, path: path, "cannot lock \(lockPath(for: path)): \(AtomicFile.systemMessage(code))")
+                throw StoreError(
+                    .unreadable, path: path, "cannot lock \(lockPath(for: path)): \(AtomicFile.systemMessage(code))", systemError: code)
             }
             throw StoreError(.locked, path: path, "another process holds \(lockPath(for: path)) (another relay started with the same file?)")
         }
@@ -54,7 +55,8 @@ enum StoreLock {
         let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0o600)
         guard fd >= 0 else {
             let code = errno
-            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(openFailure(code, lockPath: lockPath))")
+            throw StoreError(
+                .locked, path: path, "cannot open the lock file \(lockPath): \(openFailure(code, lockPath: lockPath))", systemError: code)
         }
         return fd
     }
@@ -98,13 +100,17 @@ enum StoreLock {
             throw StoreError(.directoryFailed, path: path, "\(directory) is not a directory")
         }
         guard access(directory, W_OK | X_OK) == 0 else {
+            let code = errno
             throw StoreError(
                 .writeFailed, path: path,
-                "this user cannot write in \(directory): \(AtomicFile.systemMessage(errno)) (the store is replaced there, beside its lock file)")
+                "this user cannot write in \(directory): \(AtomicFile.systemMessage(code)) (the store is replaced there, beside its lock file)",
+                systemError: code)
         }
         let lockPath = lockPath(for: path)
         if FileManager.default.fileExists(atPath: lockPath), access(lockPath, R_OK | W_OK) != 0 {
-            throw StoreError(.locked, path: path, "cannot open the lock file \(lockPath): \(openFailure(errno, lockPath: lockPath))")
+            let code = errno
+            throw StoreError(
+                .locked, path: path, "cannot open the lock file \(lockPath): \(openFailure(code, lockPath: lockPath))", systemError: code)
         }
     }
 
@@ -119,7 +125,7 @@ enum StoreLock {
         while flock(fd, LOCK_EX | LOCK_NB) != 0 {
             let code = errno
             guard code == EWOULDBLOCK || code == EINTR else {
-                throw StoreError(.locked, path: path, "cannot lock \(lockPath): \(AtomicFile.systemMessage(code))")
+                throw StoreError(.locked, path: path, "cannot lock \(lockPath): \(AtomicFile.systemMessage(code))", systemError: code)
             }
             guard ContinuousClock.now < deadline else {
                 throw StoreError(
