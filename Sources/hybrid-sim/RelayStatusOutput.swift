@@ -60,6 +60,10 @@ final class RelayStatusOutput: Sendable {
         var text = "\(statistics.tunnelsOpened) tunnel(s) opened, \(statistics.tunnelsJoined) joined, \(statistics.messagesRelayed) message(s) relayed"
         let refused = statistics.rejectedRequests.sorted { $0.key < $1.key }.map { "\($0.key) ×\($0.value)" }
         text += refused.isEmpty ? ", nothing refused" : "; refused: \(refused.joined(separator: ", "))"
+        if statistics.recordingsNotWritten > 0 {
+            let why = statistics.lastRecordingFailure.map { " (the last: \($0))" } ?? ""
+            text += "; \(statistics.recordingsNotWritten) recording(s) could not be written\(why)"
+        }
         return text
     }
 
@@ -79,6 +83,7 @@ final class RelayStatusOutput: Sendable {
             ("revocationsReceived", .int(statistics.revocationsReceived)),
             ("refused", .raw(countsObject(statistics.rejectedRequests))),
             ("tunnelsClosed", .raw(countsObject(statistics.tunnelsClosed))),
+            ("recordingsNotWritten", .int(statistics.recordingsNotWritten)),
         ]
     }
 

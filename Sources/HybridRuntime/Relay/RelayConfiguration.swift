@@ -190,4 +190,9 @@ public struct RelayStatistics: Sendable, Hashable {
     public var rejectedRequests: [Int: Int] = [:]
     /// Closed tunnels by the close code the relay sent to the peers.
     public var tunnelsClosed: [UInt16: Int] = [:]
+    /// `--record`: recordings that could not be written (a full disk, the directory removed), each
+    /// also a warning when it happened.
+    public var recordingsNotWritten = 0
+    /// Why the last of those could not be written (`no space left on device`).
+    public var lastRecordingFailure: String?
 }

@@ -71,6 +71,14 @@ final class RelayStatisticsBox: Sendable {
     /// Counts one message held for a recipient that has not joined yet.
     func recordBuffered() { messagesBuffered.add(1, ordering: .relaxed) }
 
+    /// Counts a tunnel recording that could not be written, and why.
+    func recordUnwrittenRecording(_ reason: String) {
+        state.withLock {
+            $0.recordingsNotWritten += 1
+            $0.lastRecordingFailure = reason
+        }
+    }
+
     /// Counts an open connection unless `max` are open already (then `false`, nothing counted).
     func claimConnection(max: Int) -> Bool { claim(openConnections, max: max) }
 
@@ -356,7 +364,7 @@ final class RelayRegistry {
         if let directory = configuration.recordDirectory {
             tunnel.recorder = TunnelRecorder(
                 directory: directory, flow: flow, tunnelID: tunnelID, routingID: routingID, logger: tunnel.logger,
-                logLimiter: logLimiter)
+                logLimiter: logLimiter, statistics: statistics)
         }
         tunnel.holdsJoinerRoom = true
         tunnels[tunnelID] = tunnel

@@ -38,12 +38,15 @@ final class TunnelRecorder {
     /// The relay's info-line budget: peers decide how many tunnels there are, so "recorded to" lines
     /// share it with "tunnel opened" (Docs/RELAY.md).
     private let logLimiter: RelayLogLimiter
+    /// The relay's counters: a recording that cannot be written counts there, for its summary.
+    private let statistics: RelayStatisticsBox?
 
     init(
         directory: String, flow: TunnelRecording.Flow, tunnelID: [UInt8], routingID: [UInt8], logger: Logger,
-        logLimiter: RelayLogLimiter, budget: ByteBudget = TunnelRecorder.sharedBudget
+        logLimiter: RelayLogLimiter, budget: ByteBudget = TunnelRecorder.sharedBudget, statistics: RelayStatisticsBox? = nil
     ) {
         self.logLimiter = logLimiter
+        self.statistics = statistics
         self.budget = budget
         self.directory = directory
         self.startMilliseconds = UInt64(max(0, Date().timeIntervalSince1970 * 1000))
@@ -97,6 +100,7 @@ final class TunnelRecorder {
             logLimiter.info(logger, "tunnel recorded to \(path)")
         } catch {
             logger.warning("could not write the tunnel recording \(path): \(error)")
+            statistics?.recordUnwrittenRecording(error.description)
         }
     }
 }
