@@ -389,15 +389,8 @@ struct RelayCommand: AsyncParsableCommand {
         output.stopped(statistics, signal: SignalRouter.name(received))
         // The phones it learned would be forgotten at the next start: not a clean stop.
         if let problem = relay.contactSaveProblem {
-            let file = contacts ?? "the file"
-            let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
-            // Removed, or replaced by a file: the next start refuses the path (open's own check).
-            var isDirectory: ObjCBool = false
-            let next =
-                FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue
-                ? "the next start reads \(file) as it is now" : "the next start refuses \(file) until \(directory) is a directory again"
             throw failureLine(
-                "--contacts: the contact memory is not saved (\(problem)); \(next)",
+                RelayStatusOutput.contactsNotSaved(problem, file: contacts ?? "the file"),
                 kind: ProgramFailure.Kind.failed.rawValue, status: 1, json: json)
         }
     }

@@ -1,3 +1,4 @@
+import Foundation
 import HybridRuntime
 import HybridSim
 import Synchronization
@@ -85,6 +86,20 @@ final class RelayStatusOutput: Sendable {
             ("tunnelsClosed", .raw(countsObject(statistics.tunnelsClosed))),
             ("recordingsNotWritten", .int(statistics.recordingsNotWritten)),
         ]
+    }
+
+    /// The shutdown's error line when the `--contacts` file could not be saved (only a memory that
+    /// changed since its last save is saved then): why, what is lost, and what the next start will
+    /// do with `file`.
+    static func contactsNotSaved(_ problem: String, file: String) -> String {
+        let directory = URL(fileURLWithPath: file).deletingLastPathComponent().path
+        // Removed, or replaced by a file: the next start refuses the path (open's own check).
+        var isDirectory: ObjCBool = false
+        let next =
+            FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) && isDirectory.boolValue
+            ? "the next start reads \(file) as it is now" : "the next start refuses \(file) until \(directory) is a directory again"
+        return "--contacts: the contact memory is not saved (\(problem)): the phones that listened, and the contact IDs "
+            + "revoked, since its last save are not in the file; \(next)"
     }
 
     /// `{"404":2,"503":1}`: counts by number, in ascending order.

@@ -368,9 +368,9 @@ final class ContactDirectory {
         }
         for listener in listeners.values { listener.sendClose(code: .goingAway, reason: "relay shutting down") }
         listeners = [:]
-        // Saved at every shutdown (the relay waits for it): a change still waiting for its timer,
-        // a memory whose last save failed (the disk may have room again), and one whose file was
-        // removed or replaced since, which only a save notices.
+        // Handed to the saver at every shutdown (the relay waits for it): a change still waiting for
+        // its timer, a memory whose last save failed (the disk may have room again), and one whose
+        // file was removed or replaced since; the saver writes nothing when the place holds it already.
         if let saver = registry.contactSaver {
             saveScheduled = false
             saver.submit(memory)

@@ -29,16 +29,25 @@ public struct RelayContactMemory: Sendable, Equatable {
 /// The relay starts from ``initial`` and hands ``save`` its whole memory after a change: at most
 /// once a second, off its event loops, one save at a time (a save that fails is logged as a warning
 /// and the next change tries again), and once more when it shuts down (``TunnelRelay/shutdown()``
-/// waits up to 5 s for that save).
+/// waits up to 5 s for that save). A memory the place holds already is not saved again: one equal
+/// to the last saved (at first ``initial``) that ``current`` still reads back, so a relay with
+/// nothing new to keep neither writes nor fails (a full disk) when it stops.
 public struct RelayContactPersistence: Sendable {
-    /// The memory the relay starts from.
+    /// The memory the relay starts from, which the place holds.
     public var initial: RelayContactMemory
     /// Writes the memory somewhere it survives the process (`RelayContactFile` writes a file).
     public var save: @Sendable (RelayContactMemory) throws -> Void
+    /// What the place holds now (`nil` when it cannot be read), to notice one removed or replaced
+    /// since the last save; without it a memory equal to the last saved one is taken to be there.
+    public var current: (@Sendable () -> RelayContactMemory?)?
 
-    /// Persistence from `initial` through `save`.
-    public init(initial: RelayContactMemory, save: @escaping @Sendable (RelayContactMemory) throws -> Void) {
+    /// Persistence from `initial` through `save`; `current` reads back what the place holds.
+    public init(
+        initial: RelayContactMemory, current: (@Sendable () -> RelayContactMemory?)? = nil,
+        save: @escaping @Sendable (RelayContactMemory) throws -> Void
+    ) {
         self.initial = initial
+        self.current = current
         self.save = save
     }
 }
@@ -51,15 +60,18 @@ final class ContactSaver: Sendable {
         var running = false
         /// Why the last save failed (`nil`: it succeeded, or none ran).
         var failure: String?
+        /// The memory the place holds as far as known: the initial one, then each one saved.
+        var saved: RelayContactMemory
     }
 
-    private let save: @Sendable (RelayContactMemory) throws -> Void
+    private let persistence: RelayContactPersistence
     private let logger: Logger
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
-    init(save: @escaping @Sendable (RelayContactMemory) throws -> Void, logger: Logger) {
-        self.save = save
+    init(_ persistence: RelayContactPersistence, logger: Logger) {
+        self.persistence = persistence
         self.logger = logger
+        self.state = Mutex(State(saved: persistence.initial))
     }
 
     /// Saves `memory` soon (after any save in progress).
@@ -83,9 +95,17 @@ final class ContactSaver: Sendable {
             state.pending = nil
             return next
         }) {
-            do {
-                try save(memory)
+            // Nothing new since the last save, and the place still holds it: nothing to write.
+            if state.withLock({ $0.saved == memory }), persistence.current.map({ $0() == memory }) ?? true {
                 state.withLock { $0.failure = nil }
+                continue
+            }
+            do {
+                try persistence.save(memory)
+                state.withLock { state in
+                    state.failure = nil
+                    state.saved = memory
+                }
             } catch {
                 state.withLock { $0.failure = "\(error)" }
                 logger.warning("could not save the relay's contact memory (kept in memory; a later save tries again): \(error)")

@@ -101,7 +101,7 @@ public final class TunnelRelay: Sendable {
         logger: Logger = Logger(label: "hybrid-sim.relay")
     ) {
         self.configuration = configuration
-        self.contactSaver = configuration.contactPersistence.map { ContactSaver(save: $0.save, logger: logger) }
+        self.contactSaver = configuration.contactPersistence.map { ContactSaver($0, logger: logger) }
         self.host = LoopbackAddress.unbracketed(host)
         self.port = port
         var loops = Array(group.makeIterator())

@@ -65,10 +65,13 @@ public final class RelayContactFile: Sendable {
     deinit { close(lock) }
 
     /// The persistence a relay configuration takes (`RelayConfiguration.contactPersistence`):
-    /// starts from ``memory`` and saves into this file.
+    /// starts from ``memory``, saves into this file, and reads it back to tell whether a memory with
+    /// nothing new is still there (a file removed or replaced since is saved again).
     public var persistence: RelayContactPersistence {
         // The closure holds this value, so the file stays locked as long as a relay may save into it.
-        RelayContactPersistence(initial: memory) { [self] memory in try Self.save(memory, to: self.path) }
+        RelayContactPersistence(initial: memory, current: { [path] in try? Self.load(path: path) }) { [self] memory in
+            try Self.save(memory, to: self.path)
+        }
     }
 
     /// The memory stored at `path` (empty when there is no file), without taking the lock.
