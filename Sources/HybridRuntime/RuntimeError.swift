@@ -138,21 +138,27 @@ extension RuntimeError {
     /// (its first line is the relay's explanation).
     /// The reason phrase and the body are the relay's text: control characters are escaped.
     /// A body that is an HTML page (`<html>…`) is not a relay's text (a relay answers `text/plain`):
-    /// a proxy in front of the relay answered, and the message says that instead of quoting it
-    /// (with the page's title when the status alone says little).
+    /// a gateway's 502, 503 or 504 is a proxy in front of the relay, said in words; any other status
+    /// is said as what answered (the status line, the page's title) and that it is no tunnel service.
     static func upgradeRejected(path: String, status: Int, statusText: String, detail: String?) -> RuntimeError {
         let endpoint = TunnelServicePath.endpointName(of: path)
-        let fromProxy = detail.map { $0.drop { $0.isWhitespace }.hasPrefix("<") } ?? false
-        let explanation =
-            fromProxy
-            ? TunnelServicePath.explainProxy(status: status, page: detail)
-            : detail.flatMap { $0.split(whereSeparator: \.isNewline).first }.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
+        let statusLine = "\(status) \(PeerText.printable(statusText))"
+        let html = detail.map { $0.drop { $0.isWhitespace }.hasPrefix("<") } ?? false
+        let gateway = html ? TunnelServicePath.explainGateway(status: status) : nil
+        var text: String
+        if html, gateway == nil {
+            text = TunnelServicePath.notATunnelService(endpoint: endpoint, statusLine: statusLine, page: detail ?? "")
+        } else {
+            let explanation =
+                gateway
+                ?? detail.flatMap { $0.split(whereSeparator: \.isNewline).first }.flatMap { $0.isEmpty ? nil : PeerText.printable($0) }
                 ?? TunnelServicePath.explain(status: status, endpoint: endpoint)
-        var text = "relay rejected \(endpoint): \(status) \(PeerText.printable(statusText))"
-        if let explanation { text += " (\(explanation))" }
+            text = "relay rejected \(endpoint): \(statusLine)"
+            if let explanation { text += " (\(explanation))" }
+        }
         // Answers that are no refusal of a tunnel service: what the URL probably is instead.
         switch status {
-        case 200..<300:
+        case 200..<300 where !html:
             text += "; a tunnel service answers 101 (switching to WebSocket): is the relay URL a caBLE tunnel service?"
         case 300..<400:
             text += "; redirects are not followed: give the relay's own URL"

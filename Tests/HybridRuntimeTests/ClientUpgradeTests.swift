@@ -178,11 +178,10 @@ struct ClientUpgradeTests {
     }
 
     @Test(
-        "an HTML refusal is a proxy's (nginx's 502 page): the message says what the proxy meant instead of quoting '<html>'",
+        "an HTML gateway error is a proxy's (nginx's 502 page): the message says what the proxy meant instead of quoting '<html>'",
         arguments: [
             (502, "a proxy in front of the relay could not reach the relay behind it"),
             (504, "a proxy in front of the relay got no answer from the relay behind it in time"),
-            (404, "an HTML page from a proxy in front of the relay, not the relay's answer, titled \"404 Bad Gateway\""),
         ])
     func proxyRefusal(status: Int, meaning: String) async throws {
         let page = "<html>\r\n<head><title>\(status) Bad Gateway</title></head>\r\n<body>\r\n<center><h1>\(status)</h1></center>\r\n</body>\r\n</html>\r\n"
@@ -195,6 +194,28 @@ struct ClientUpgradeTests {
         await server.stop()
     }
 
+    /// What the client says of an HTML page that is no gateway's error: what answered, and that it
+    /// is no tunnel service.
+    private static func notATunnelService(_ statusLine: String, title: String) -> String {
+        "the server answered /cable/connect with \(statusLine) and an HTML page titled \"\(title)\": not a caBLE tunnel service, "
+            + "which answers 101 (switching to WebSocket) or refuses in plain text; is the relay URL right? "
+            + "(another web server listens there, or a proxy in front of the relay answered itself)"
+    }
+
+    @Test("a web server that is no relay (python3 -m http.server's 404 page, HTTP/1.0, closed after): what answered and that it is no tunnel service, a proxy only as one possibility")
+    func webServerPage() async throws {
+        let page = "<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n"
+            + "        <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n"
+            + "        <p>Error code: 404</p>\n        <p>Message: File not found.</p>\n    </body>\n</html>\n"
+        let response = "HTTP/1.0 404 File not found\r\nServer: SimpleHTTP/0.6 Python/3.11.2\r\nConnection: close\r\n"
+            + "Content-Type: text/html;charset=utf-8\r\nContent-Length: \(page.utf8.count)\r\n\r\n" + page
+        let server = try await ScriptedHTTPServer.start(closeAfter: true) { _ in Array(response.utf8) }
+        let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server, timeout: .seconds(5)) }
+        #expect(error?.httpStatus == 404)
+        #expect(error?.reason == Self.notATunnelService("404 Not Found", title: "Error response"), "\(String(describing: error))")
+        await server.stop()
+    }
+
     @Test("nginx's 400 for plain HTTP on its HTTPS port: the page's title is in the message, printable and bounded")
     func proxyPageTitle() async throws {
         let page = "<html>\r\n<head><TITLE>400 The plain HTTP request was sent to HTTPS port</TITLE></head>\r\n"
@@ -203,9 +224,8 @@ struct ClientUpgradeTests {
         let server = try await ScriptedHTTPServer.start(closeAfter: false) { _ in Array(response.utf8) }
         let error = await expectRuntimeError(.upgradeRejected) { _ = try await open(server, timeout: .seconds(5)) }
         #expect(
-            error?.reason.hasSuffix(
-                " (an HTML page from a proxy in front of the relay, not the relay's answer, titled \"400 The plain HTTP request was sent to HTTPS port\")")
-                == true, "\(String(describing: error))")
+            error?.reason == Self.notATunnelService("400 Bad Request", title: "400 The plain HTTP request was sent to HTTPS port"),
+            "\(String(describing: error))")
         await server.stop()
         // A title with line breaks and a terminal escape stays one printable line; a long one is cut.
         let hostile = TunnelServicePath.htmlTitle("<title>\n  a\u{1B}[31m\n b  </title>")

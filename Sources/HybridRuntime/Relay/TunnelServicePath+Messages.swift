@@ -29,18 +29,26 @@ extension TunnelServicePath {
         }
     }
 
-    /// Why a proxy in front of the relay (an HTML answer, as nginx or HAProxy write) refused; for a
-    /// status that says nothing by itself, with the page's `<title>` (nginx's "400 The plain HTTP
-    /// request was sent to HTTPS port") when `page` has one.
-    static func explainProxy(status: Int, page: String? = nil) -> String {
+    /// What a gateway's HTML answer (nginx's or HAProxy's 502, 503 or 504 page) means: a proxy in
+    /// front of the relay that could not get the relay's answer; `nil` for any other status.
+    static func explainGateway(status: Int) -> String? {
         switch status {
         case 502: return "a proxy in front of the relay could not reach the relay behind it"
         case 503: return "a proxy in front of the relay has no relay to send this to"
         case 504: return "a proxy in front of the relay got no answer from the relay behind it in time"
-        default:
-            let title = page.flatMap(htmlTitle).map { ", titled \"\($0)\"" } ?? ""
-            return "an HTML page from a proxy in front of the relay, not the relay's answer\(title)"
+        default: return nil
         }
+    }
+
+    /// An HTML answer to the upgrade of `endpoint` that is no gateway's: what answered (the status
+    /// line and the page's `<title>`, e.g. Python's `http.server` "Error response", nginx's "400 The
+    /// plain HTTP request was sent to HTTPS port") and that it is no tunnel service, which answers
+    /// 101 or refuses in plain text; a proxy is named as one possibility, not as the answer.
+    static func notATunnelService(endpoint: String, statusLine: String, page: String) -> String {
+        let title = htmlTitle(page).map { " titled \"\($0)\"" } ?? ""
+        return "the server answered \(endpoint) with \(statusLine) and an HTML page\(title): not a caBLE tunnel service, "
+            + "which answers 101 (switching to WebSocket) or refuses in plain text; is the relay URL right? "
+            + "(another web server listens there, or a proxy in front of the relay answered itself)"
     }
 
     /// The text of `page`'s `<title>` (any case), its white space collapsed, escaped and at most
