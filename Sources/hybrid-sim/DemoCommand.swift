@@ -23,7 +23,7 @@ struct DemoCommand: AsyncParsableCommand {
     @Option(help: "Directory for the demo's passkey and relying-party stores, created (with its parents, mode 0700) if missing and kept afterwards (default: a fresh temporary directory, removed at the end).")
     var home: String?
 
-    @Flag(help: "Also tell the whole demo on a local web page (its address is printed first).")
+    @Flag(help: "Also tell the whole demo on a local web page (its address, with the secret token it needs, is printed first).")
     var web = false
 
     @Flag(help: "Standard output: one JSON event per line (qr, credential for each ceremony, then result or error) instead of the QR code and the credentials as printed; the narration stays on standard error.")

@@ -227,7 +227,7 @@ struct DesktopCommand: AsyncParsableCommand {
         }
     }
 
-    @Flag(help: "Serve a local page that plays the website: QR code, live progress, result or error (implies --json on stdout).")
+    @Flag(help: "Serve a local page that plays the website: QR code, live progress, result or error (implies --json on stdout). Its address holds a secret token: it is printed on stderr only.")
     var web = false
 
     @Option(parsing: .unconditional, help: ArgumentHelp("TCP port of the --web page on 127.0.0.1; 0 picks a free one. (default: 47003, or a free port when taken)", valueName: "port"))

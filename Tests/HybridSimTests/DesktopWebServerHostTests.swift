@@ -5,21 +5,23 @@ import Synchronization
 import Testing
 
 /// `desktop --web` answers only requests addressed to its loopback address and port, so a page of
-/// another site rebound to 127.0.0.1 (DNS rebinding) cannot read the `FIDO:/` URL from `/events`.
+/// another site rebound to 127.0.0.1 (DNS rebinding) cannot read the `FIDO:/` URL from its events,
+/// even with the page's token (``DesktopWebServerTokenTests``: without it nothing is answered).
 @Suite("desktop --web: the Host header", .serialized, .timeLimit(.minutes(1)))
 struct DesktopWebServerHostTests {
     /// A finished ceremony's events: a replay carries the QR secret, then the stream ends.
     static let qrLine = #"{"event":"qr","url":"FIDO:/123456789012345678901234567890"}"#
     static let resultLine = #"{"event":"result","credential":{"type":"public-key"}}"#
 
-    /// Serves a finished event stream on a free port for `body`.
-    static func withServer(_ body: (Int) throws -> Void) async throws {
+    /// Serves a finished event stream on a free port for `body`, with the port and the page's path
+    /// (`/s/TOKEN/`).
+    static func withServer(_ body: (Int, String) throws -> Void) async throws {
         let events = DesktopWebEvents()
         events.append(qrLine)
         events.append(resultLine)
         let server = try await DesktopWebServer.start(events: events, port: 0)
         do {
-            try body(server.port)
+            try body(server.port, server.token.path)
         } catch {
             await server.stop()
             throw error
@@ -42,7 +44,7 @@ struct DesktopWebServerHostTests {
 
     @Test("a request for another host gets 421, one with no Host or two gets 400 (RFC 9112 §3.2), each with one plain line and nothing of the ceremony")
     func foreignHostRefused() async throws {
-        try await Self.withServer { port in
+        try await Self.withServer { port, page in
             let refusals: [(String, [String])] = [
                 ("rebound name", ["Host: attacker.example"]),
                 ("rebound name with the right port", ["Host: attacker.example:\(port)"]),
@@ -55,7 +57,7 @@ struct DesktopWebServerHostTests {
                 ("two Host headers", ["Host: 127.0.0.1:\(port)", "Host: attacker.example"], "more than one Host header (RFC 9112 §3.2)\n"),
             ]
             for (name, headers, expected) in refusals.map({ ($0.0, $0.1, misdirected) }) + malformed {
-                for path in ["/events", "/", "/qr.svg"] {
+                for path in [page + "events", page, page + "qr.svg"] {
                     let (status, response) = try Self.get(path, port: port, headers: headers)
                     #expect(status == (expected == misdirected ? 421 : 400), "\(name) \(path): \(response)")
                     #expect(response.contains("Content-Type: text/plain"), "\(name) \(path): \(response)")
@@ -68,23 +70,23 @@ struct DesktopWebServerHostTests {
 
     @Test("a request addressed to the loopback address and port gets the page and the stream")
     func loopbackHostServed() async throws {
-        try await Self.withServer { port in
+        try await Self.withServer { port, path in
             for host in ["127.0.0.1:\(port)", "localhost:\(port)", "LocalHost:\(port)", "[::1]:\(port)"] {
-                let page = try Self.get("/", port: port, headers: ["Host: \(host)"])
+                let page = try Self.get(path, port: port, headers: ["Host: \(host)"])
                 #expect(page.status == 200, "\(host): \(page.response)")
-                #expect(page.response.contains("new EventSource(\"/events\")"), "\(host)")
+                #expect(page.response.contains("new EventSource(\"events\")"), "\(host)")
             }
-            let stream = try Self.get("/events", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+            let stream = try Self.get(path + "events", port: port, headers: ["Host: 127.0.0.1:\(port)"])
             #expect(stream.status == 200)
             #expect(stream.response.contains("data: \(Self.qrLine)\n\n"), "\(stream.response)")
-            let qr = try Self.get("/qr.svg", port: port, headers: ["Host: localhost:\(port)"])
+            let qr = try Self.get(path + "qr.svg", port: port, headers: ["Host: localhost:\(port)"])
             #expect(qr.status == 200 && qr.response.contains("<svg"))
         }
     }
 
     @Test("another site's page is refused (403) whether it names its Origin or the browser marks it cross-site; the page's own origin is served")
     func crossSiteRefused() async throws {
-        try await Self.withServer { port in
+        try await Self.withServer { port, page in
             let host = "Host: 127.0.0.1:\(port)"
             for (name, extra) in [
                 ("foreign Origin", "Origin: https://attacker.example"),
@@ -92,14 +94,14 @@ struct DesktopWebServerHostTests {
                 ("Sec-Fetch-Site: cross-site", "Sec-Fetch-Site: cross-site"),
                 ("Sec-Fetch-Site: same-site (another port of this machine)", "Sec-Fetch-Site: same-site"),
             ] {
-                for path in ["/events", "/", "/qr.svg"] {
+                for path in [page + "events", page, page + "qr.svg"] {
                     let (status, response) = try Self.get(path, port: port, headers: [host, extra])
                     #expect(status == 403, "\(name) \(path): \(response)")
                     #expect(!response.contains("FIDO:/") && !response.contains("<svg"), "\(name) \(path): \(response)")
                 }
             }
             for extra in ["Origin: http://localhost:\(port)", "Sec-Fetch-Site: same-origin"] {
-                let stream = try Self.get("/events", port: port, headers: [host, extra])
+                let stream = try Self.get(page + "events", port: port, headers: [host, extra])
                 #expect(stream.status == 200 && stream.response.contains("FIDO:/"), "\(extra): \(stream.response)")
             }
         }
@@ -107,17 +109,18 @@ struct DesktopWebServerHostTests {
 
     @Test("the page may not be framed by another site; an absolute-form target is served by its authority; HTTP/1.0 gets a stream without chunked coding")
     func framingAbsoluteFormAndHTTP10() async throws {
-        try await Self.withServer { port in
-            let page = try Self.get("/", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+        try await Self.withServer { port, path in
+            let page = try Self.get(path, port: port, headers: ["Host: 127.0.0.1:\(port)"])
             #expect(page.response.contains("X-Frame-Options: DENY"), "\(page.response)")
             #expect(page.response.contains("Content-Security-Policy: \(DesktopWebServer.contentSecurityPolicy)\r\n"), "\(page.response)")
             #expect(DesktopWebServer.contentSecurityPolicy.hasSuffix("; frame-ancestors 'none'"))
             #expect(page.response.contains("X-Content-Type-Options: nosniff"), "\(page.response)")
-            let absolute = try Self.get("http://127.0.0.1:\(port)/qr.svg", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+            #expect(page.response.contains("Referrer-Policy: no-referrer\r\n"), "\(page.response)")
+            let absolute = try Self.get("http://127.0.0.1:\(port)\(path)qr.svg", port: port, headers: ["Host: 127.0.0.1:\(port)"])
             #expect(absolute.status == 200 && absolute.response.contains("<svg"), "\(absolute.response)")
-            let elsewhere = try Self.get("http://attacker.example/qr.svg", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+            let elsewhere = try Self.get("http://attacker.example\(path)qr.svg", port: port, headers: ["Host: 127.0.0.1:\(port)"])
             #expect(elsewhere.status == 421, "\(elsewhere.response)")
-            let exchange = try #require(LoopbackSocket.exchange(port: port, "GET /events HTTP/1.0\r\n\r\n", ioTimeout: 10))
+            let exchange = try #require(LoopbackSocket.exchange(port: port, "GET \(path)events HTTP/1.0\r\n\r\n", ioTimeout: 10))
             #expect(exchange.response.hasPrefix("HTTP/1.0 200"), "\(exchange.response)")
             #expect(!exchange.response.lowercased().contains("transfer-encoding"), "\(exchange.response)")
             #expect(exchange.response.contains("data: \(Self.resultLine)\n\n") && exchange.closed, "\(exchange.response)")
@@ -130,31 +133,31 @@ struct DesktopWebServerHostTests {
         let events = DesktopWebEvents(onRefused: { line in refused.withLock { $0.append(line) } })
         events.append(Self.qrLine)
         let server = try await DesktopWebServer.start(events: events, port: 0)
-        let port = server.port
+        let (port, page) = (server.port, server.token.path)
         defer { Task { await server.stop() } }
         let start = ContinuousClock.now
         let post = try #require(
             LoopbackSocket.exchange(
                 port: port,
-                "POST /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 2000000\r\nExpect: 100-continue\r\n\r\n",
+                "POST \(page)events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 2000000\r\nExpect: 100-continue\r\n\r\n",
                 ioTimeout: 10))
         #expect(post.status == 405 && post.response.contains("Allow: GET, HEAD\r\n"), "\(post.response)")
         #expect(ContinuousClock.now - start < .seconds(5), "the answer waited for the body")
-        _ = try Self.get("/nowhere", port: port, headers: ["Host: 127.0.0.1:\(port)"])
-        _ = try Self.get("/events", port: port, headers: ["Host: attacker.example:\(port)"])
-        _ = try Self.get("/", port: port, headers: ["Host: 127.0.0.1:\(port)", "Origin: https://attacker.example"])
+        _ = try Self.get(page + "nowhere", port: port, headers: ["Host: 127.0.0.1:\(port)"])
+        _ = try Self.get(page + "events", port: port, headers: ["Host: attacker.example:\(port)"])
+        _ = try Self.get(page, port: port, headers: ["Host: 127.0.0.1:\(port)", "Origin: https://attacker.example"])
         // Another site's form post is refused (and reported) as such, before its method is looked at.
         let form = try #require(
             LoopbackSocket.exchange(
                 port: port,
-                "POST /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: https://attacker.example\r\nContent-Length: 3\r\n\r\na=1",
+                "POST \(page)events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nOrigin: https://attacker.example\r\nContent-Length: 3\r\n\r\na=1",
                 ioTimeout: 10))
         #expect(form.status == 403, "\(form.response)")
         let lines = refused.withLock { $0 }
         #expect(lines.count == 3, "\(lines)")
-        #expect(lines.first?.hasPrefix("GET /events: 421 misdirected request") == true, "\(lines)")
-        #expect(lines.dropFirst().first?.hasPrefix("GET /: 403 cross-origin request refused: Origin https://attacker.example") == true, "\(lines)")
-        #expect(lines.last?.hasPrefix("POST /events: 403 cross-origin request refused") == true, "\(lines)")
+        #expect(lines.first?.hasPrefix("GET \(page)events: 421 misdirected request") == true, "\(lines)")
+        #expect(lines.dropFirst().first?.hasPrefix("GET \(page): 403 cross-origin request refused: Origin https://attacker.example") == true, "\(lines)")
+        #expect(lines.last?.hasPrefix("POST \(page)events: 403 cross-origin request refused") == true, "\(lines)")
     }
 
     @Test("a request whose head arrived but whose body never finishes gets 408 at the deadline, with the page's headers, and is reported")
@@ -162,15 +165,15 @@ struct DesktopWebServerHostTests {
         let refused = Mutex<[String]>([])
         let events = DesktopWebEvents(onRefused: { line in refused.withLock { $0.append(line) } })
         let server = try await DesktopWebServer.start(events: events, port: 0, requestDeadline: .milliseconds(300))
-        let port = server.port
+        let (port, page) = (server.port, server.token.path)
         defer { Task { await server.stop() } }
         let exchange = try #require(
-            LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 10\r\n\r\nab", ioTimeout: 5))
+            LoopbackSocket.exchange(port: port, "GET \(page) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 10\r\n\r\nab", ioTimeout: 5))
         #expect(exchange.status == 408 && exchange.closed, "\(exchange.response)")
         #expect(exchange.response.contains("X-Frame-Options: DENY"), "\(exchange.response)")
         #expect(exchange.response.hasSuffix("the request was not complete within 0.3 s\n"), "\(exchange.response)")
         try await Self.waitForReports(refused, count: 1)
-        #expect(refused.withLock { $0 } == ["GET /: 408 the request was not complete within 0.3 s"], "\(refused.withLock { $0 })")
+        #expect(refused.withLock { $0 } == ["GET \(page): 408 the request was not complete within 0.3 s"], "\(refused.withLock { $0 })")
     }
 
     /// Waits (at most 5 s) until `count` refusals are reported: the report comes after the answer

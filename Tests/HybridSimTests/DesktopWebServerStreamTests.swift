@@ -24,7 +24,7 @@ struct DesktopWebServerStreamTests {
         let server = try await DesktopWebServer.start(events: events, port: 0)
         defer { events.finish() }
         let fd = try #require(LoopbackSocket.connect(port: server.port))
-        try #require(LoopbackSocket.send(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        try #require(LoopbackSocket.send(fd, "GET \(server.token.path)events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
         #expect(try await eventually(within: .seconds(5)) { events.waitingStreams == 1 }, "the stream waits for the next event")
         close(fd)
         #expect(try await eventually(within: .seconds(3)) { events.waitingStreams == 0 }, "it ended when the client left")
@@ -39,7 +39,7 @@ struct DesktopWebServerStreamTests {
         let server = try await DesktopWebServer.start(events: events, port: 0)
         defer { events.finish() }
         #expect(await events.waitForStream(timeout: .milliseconds(100)) == false, "nobody opened the stream")
-        let page = try #require(LoopbackSocket.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        let page = try #require(LoopbackSocket.exchange(port: server.port, "GET \(server.token.path) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
         #expect(page.status == 200)
         #expect(events.streamsOpened == 0, "the page itself is not a stream")
         async let opened = events.waitForStream(timeout: .seconds(10))
@@ -48,7 +48,7 @@ struct DesktopWebServerStreamTests {
         for _ in 0..<2 {
             let fd = try #require(LoopbackSocket.connect(port: server.port))
             clients.append(fd)
-            try #require(LoopbackSocket.send(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+            try #require(LoopbackSocket.send(fd, "GET \(server.token.path)events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
         }
         #expect(await opened, "the waiter wakes when the first stream opens")
         #expect(try await eventually(within: .seconds(5)) { events.streamsOpened == 2 })
@@ -89,7 +89,7 @@ struct DesktopWebServerStreamTests {
         defer { events.finish() }
         let stream = try #require(LoopbackSocket.connect(port: server.port))
         defer { close(stream) }
-        try #require(LoopbackSocket.send(stream, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
+        try #require(LoopbackSocket.send(stream, "GET \(server.token.path)events HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\n\r\n"))
         let start = ContinuousClock.now
         let half = try #require(LoopbackSocket.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1"))
         #expect(half.response.hasPrefix("HTTP/1.1 408 Request Timeout\r\n"), "a partial head is answered 408: \(half.response)")
@@ -115,7 +115,8 @@ struct DesktopWebServerStreamTests {
             let holder = try #require(LoopbackSocket.connect(port: server.port))
             defer { close(holder) }
             try await Task.sleep(for: .milliseconds(50 * attempt))
-            answer = try #require(LoopbackSocket.exchange(port: server.port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n\r\n"))
+            answer = try #require(
+                LoopbackSocket.exchange(port: server.port, "GET \(server.token.path) HTTP/1.1\r\nHost: 127.0.0.1:\(server.port)\r\nConnection: close\r\n\r\n"))
             if answer?.status != 200 { break }
         }
         let refused = try #require(answer)
@@ -127,21 +128,21 @@ struct DesktopWebServerStreamTests {
 
     @Test("a method other than GET or HEAD gets 405 with Allow: GET, HEAD (RFC 9110 §15.5.6); HEAD gets GET's head without the body, the stream's too")
     func otherMethodAllowsGet() async throws {
-        try await DesktopWebServerHostTests.withServer { port in
+        try await DesktopWebServerHostTests.withServer { port, page in
             let exchange = try #require(
-                LoopbackSocket.exchange(port: port, "POST / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n"))
+                LoopbackSocket.exchange(port: port, "POST \(page) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\nContent-Length: 0\r\n\r\n"))
             let text = exchange.response
             #expect(text.hasPrefix("HTTP/1.1 405"), "\(text)")
             #expect(text.lowercased().contains("\r\nallow: get, head\r\n"), "\(text)")
-            let get = try #require(LoopbackSocket.exchange(port: port, "GET / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
-            let head = try #require(LoopbackSocket.exchange(port: port, "HEAD / HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+            let get = try #require(LoopbackSocket.exchange(port: port, "GET \(page) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+            let head = try #require(LoopbackSocket.exchange(port: port, "HEAD \(page) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
             let getHead = try #require(get.response.components(separatedBy: "\r\n\r\n").first)
             #expect(head.response == getHead + "\r\n\r\n", "\(head.response)")
             #expect(head.response.contains("Content-Length: \(DesktopWebPage.html.utf8.count)\r\n"), "\(head.response)")
             // The stream's own head, nothing after it (no data, no chunk), in the client's version.
             for version in ["1.1", "1.0"] {
                 let stream = try #require(
-                    LoopbackSocket.exchange(port: port, "HEAD /events HTTP/\(version)\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+                    LoopbackSocket.exchange(port: port, "HEAD \(page)events HTTP/\(version)\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
                 let parts = stream.response.components(separatedBy: "\r\n\r\n")
                 #expect(parts.count == 2 && parts[1].isEmpty && stream.closed, "\(stream.response)")
                 #expect(stream.response.hasPrefix("HTTP/\(version) 200") && stream.response.contains("Content-Type: text/event-stream\r\n"), "\(stream.response)")
@@ -153,7 +154,7 @@ struct DesktopWebServerStreamTests {
 
     @Test("a request the parser cannot read gets 400 and the connection ends (it stayed open)")
     func malformedRequestCloses() async throws {
-        try await DesktopWebServerHostTests.withServer { port in
+        try await DesktopWebServerHostTests.withServer { port, _ in
             let exchange = try #require(LoopbackSocket.exchange(port: port, "GARBAGE\r\n\r\n"))
             #expect(exchange.status == 400, "\(exchange.response)")
             #expect(exchange.closed)

@@ -82,15 +82,41 @@ struct EndToEndDemoWebTests {
         #expect(demo.standardError.lines.last?.hasPrefix("web page: still served") == true, "nothing after the demo's own lines")
     }
 
-    @Test("Ctrl-C while --web-wait waits for a page: exit 130 with the demo's error line, not the whole demo later")
+    /// The port and path (`/s/TOKEN/`) of the page the demo printed (`web page: URL (the whole demo…)`).
+    static func page(_ lines: [String]) throws -> (port: Int, path: String) {
+        let line = try #require(lines.first { $0.hasPrefix("web page: http://") })
+        return try EndToEndWebTests.pagePath(String(try #require(line.split(separator: " ").dropFirst(2).first)))
+    }
+
+    /// `demo --web --web-wait 120`, once it waits for a page; its stderr lines so far.
+    static func startWaiting(_ lab: EndToEndLab) async throws -> (demo: ChildProcess, lines: [String]) {
+        let demo = try lab.start(
+            "demo", ["demo", "--web", "--web-port", "0", "--web-wait", "120", "--home", lab.file("demo")])
+        let lines = try await demo.waitForOutput("the wait", timeout: .seconds(30), in: \.standardError) { lines in
+            lines.contains { $0.hasPrefix("web page: the demo starts when a page opens it") }
+        }
+        return (demo, lines)
+    }
+
+    @Test("--web-wait: requests without the page's token, or with a wrong one, get 403 and do not start the demo; Ctrl-C while it waits: exit 130 with the demo's error line, not the whole demo later")
     func interruptDuringWebWait() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let demo = try lab.start(
-            "demo", ["demo", "--web", "--web-port", "0", "--web-wait", "120", "--home", lab.file("demo")])
-        _ = try await demo.waitForOutput("the wait", timeout: .seconds(30), in: \.standardError) { lines in
-            lines.contains { $0.hasPrefix("web page: the demo starts when a page opens it") }
+        let (demo, lines) = try await Self.startWaiting(lab)
+        let (port, path) = try Self.page(lines)
+        var wrong = Array(path)
+        wrong[5] = wrong[5] == "A" ? "B" : "A"  // the token's third character
+        for target in ["/events", "/", String(wrong) + "events"] {
+            let exchange = try #require(
+                LoopbackSocket.exchange(port: port, "GET \(target) HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", ioTimeout: 10))
+            #expect(exchange.status == 403 && !exchange.response.contains("FIDO:/"), "\(target): \(exchange.response)")
         }
+        _ = try await demo.waitForOutput("the refusals", timeout: .seconds(10), in: \.standardError) { lines in
+            lines.filter { $0.hasPrefix("web page: refused GET ") && $0.contains(": 403 ") }.count == 3
+        }
+        try await Task.sleep(for: .seconds(1))  // a demo that started would have said so by now
+        let said = demo.standardError.lines
+        #expect(!said.contains { $0.hasPrefix("web page: opened") || $0.contains("│") }, "the demo started: \(said)")
         demo.signal(SIGINT)
         #expect(try await demo.waitForExit(timeout: .seconds(10)) == 130, "\(demo.transcript)")
         #expect(demo.standardError.lines.last == "error: demo interrupted by SIGINT", "\(demo.transcript)")
@@ -100,16 +126,11 @@ struct EndToEndDemoWebTests {
     func interruptTellsThePage() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let demo = try lab.start(
-            "demo", ["demo", "--web", "--web-port", "0", "--web-wait", "120", "--home", lab.file("demo")])
-        let lines = try await demo.waitForOutput("the wait", timeout: .seconds(30), in: \.standardError) { lines in
-            lines.contains { $0.hasPrefix("web page: the demo starts when a page opens it") }
-        }
-        let page = try #require(lines.first { $0.hasPrefix("web page: http://") })
-        let port = try #require(page.split(separator: ":").dropFirst(3).first.flatMap { Int($0.prefix { $0.isNumber }) })
+        let (demo, lines) = try await Self.startWaiting(lab)
+        let (port, path) = try Self.page(lines)
         // The stream, read on its own thread until the server closes it (it starts the demo).
         let stream = Task.detached {
-            LoopbackSocket.exchange(port: port, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", ioTimeout: 20)
+            LoopbackSocket.exchange(port: port, "GET \(path)events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n", ioTimeout: 20)
         }
         _ = try await demo.waitForOutput("the demo under way", timeout: .seconds(30), in: \.standardError) { lines in
             lines.contains { $0.hasPrefix("desktop │") }

@@ -27,6 +27,13 @@ struct EndToEndWebTests {
         return String(try #require(lines.first { $0.hasPrefix("web page: ") }).dropFirst("web page: ".count))
     }
 
+    /// The port and the path (`/s/TOKEN/`) of a printed page URL `http://127.0.0.1:PORT/s/TOKEN/`,
+    /// checked to have that shape: a token of 32 base64url characters.
+    static func pagePath(_ url: String) throws -> (port: Int, path: String) {
+        let match = try #require(url.wholeMatch(of: /http:\/\/127\.0\.0\.1:([0-9]+)(\/s\/[A-Za-z0-9_-]{32}\/)/), "\(url)")
+        return (try #require(Int(match.1)), String(match.2))
+    }
+
     /// The `data:` payloads of a finished event stream.
     static func events(_ body: String) throws -> [[String: Any]] {
         try body.split(separator: "\n").filter { $0.hasPrefix("data: ") }.map {
@@ -42,9 +49,16 @@ struct EndToEndWebTests {
             let page = try await Self.pageURL(desktop.process)
             let html = try await Self.get(page)
             #expect(html.status == 200 && html.type.hasPrefix("text/html"))
-            #expect(html.body.contains("new EventSource(\"/events\")"))
+            #expect(html.body.contains("new EventSource(\"events\")"))
             let qr = try await Self.get(page + "qr.svg")
             #expect(qr.status == 200 && qr.type == "image/svg+xml" && qr.body.contains("<svg"))
+            // Another local user, without the printed address's token, gets nothing of the ceremony
+            // (the QR code is up: its FIDO:/ URL is in the stream).
+            let port = try Self.pagePath(page).port
+            for path in ["/", "/events", "/qr.svg"] {
+                let refused = try await Self.get("http://127.0.0.1:\(port)\(path)")
+                #expect(refused.status == 403 && !refused.body.contains("FIDO:/") && !refused.body.contains("<svg"), "\(path): \(refused.body)")
+            }
 
             let phone = try lab.startPhone(for: desktop, ["--qr", desktop.url])
             // The stream replays everything and ends after the last event.
@@ -79,13 +93,12 @@ struct EndToEndWebTests {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let desktop = try await lab.startDesktop(["--request", "ga", "--web", "--web-port", "0"], json: true)
-        let page = try await Self.pageURL(desktop.process)
-        let port = try #require(URL(string: page)?.port)
+        let (port, path) = try Self.pagePath(try await Self.pageURL(desktop.process))
         // A page's stream, read raw: the signal goes only once the stream has delivered its first
         // event, so the page is known to be listening.
         let fd = try #require(LoopbackSocket.connect(port: port, ioTimeout: 15))
         defer { close(fd) }
-        #expect(LoopbackSocket.send(fd, "GET /events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
+        #expect(LoopbackSocket.send(fd, "GET \(path)events HTTP/1.1\r\nHost: 127.0.0.1:\(port)\r\n\r\n"))
         let head = LoopbackSocket.receive(fd, until: "data: ")
         #expect(head.contains("text/event-stream"), "\(head)")
         desktop.process.signal(SIGINT)
@@ -127,7 +140,7 @@ struct EndToEndWebTests {
         defer { if let holder { close(holder.fd) } }
         let desktop = try await lab.startDesktop(["--request", "ga", "--web", "--timeout", "4"], json: true)
         let page = try await Self.pageURL(desktop.process)
-        #expect(!page.hasSuffix(":47003/"), "\(page)")
+        #expect(try Self.pagePath(page).port != 47003, "\(page)")
         #expect(desktop.process.standardError.lines.contains("note: port 47003 is in use; serving the web page on a free port instead"))
         #expect(try await Self.get(page).status == 200)
         #expect(try await desktop.process.waitForExit() == 3, "\(desktop.process.transcript)")

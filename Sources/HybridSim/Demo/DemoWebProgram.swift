@@ -3,14 +3,16 @@ import Synchronization
 
 /// `hybrid-sim demo --web`: the whole demo (``DemoProgram``) told on one local page as well as in
 /// the terminal. Every narration line, the QR code the phone scans, each credential JSON the desktop
-/// prints and the final verdict are events on `/events` (server-sent events, the same server as
-/// `desktop --web`); `/` is a page that shows them as one story.
+/// prints and the final verdict are events on `events` (server-sent events, the same server as
+/// `desktop --web`, below the same secret path `/s/TOKEN/`); the path itself is a page that shows
+/// them as one story.
 package enum DemoWebProgram {
-    /// Serves the page on 127.0.0.1:`webPort` (0: a free port), prints `web page: http://…/` on stderr
-    /// (then calls `onServing`), waits up to `waitForPage` for a page to open the event stream (so it
-    /// sees the demo live from the first line), runs the demo, and keeps serving for `linger` after it
-    /// ended so a page opened late still gets the whole story. Returns the demo's exit status (6: the
-    /// port is taken).
+    /// Serves the page on 127.0.0.1:`webPort` (0: a free port), prints
+    /// `web page: http://127.0.0.1:PORT/s/TOKEN/` on stderr (the address with its secret,
+    /// ``WebPageToken``; then calls `onServing` with it), waits up to `waitForPage` for a page to open
+    /// the event stream (so it sees the demo live from the first line; a request without the token
+    /// does not count), runs the demo, and keeps serving for `linger` after it ended so a page opened
+    /// late still gets the whole story. Returns the demo's exit status (6: the port is taken).
     /// `events`: the page's stream; pass the one given to ``signalEnding(events:output:)`` so that
     /// an interruption's line reaches the page too.
     package static func main(
@@ -141,7 +143,8 @@ enum DemoWebPage {
           if (kind) line.className = kind;
           story.appendChild(line);
         }
-        const source = new EventSource("/events");
+        // Relative to the page, so below its token path (/s/TOKEN/): the server answers nothing else.
+        const source = new EventSource("events");
         source.onmessage = (message) => {
           const e = JSON.parse(message.data);
           if (e.event === "say") {
@@ -153,7 +156,7 @@ enum DemoWebPage {
           } else if (e.event === "qr") {
             const box = document.getElementById("qr");
             box.hidden = false;
-            box.querySelector("img").src = "/qr.svg";
+            box.querySelector("img").src = "qr.svg";
           } else if (e.event === "output") {
             if (!credential) { credential = document.createElement("pre"); credential.className = "credential"; story.appendChild(credential); }
             credential.textContent += e.line + "\\n";

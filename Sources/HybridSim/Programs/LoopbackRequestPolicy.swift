@@ -21,6 +21,9 @@ import NIOHTTP1
 ///   (a form post, a `text/plain` body, an image's `GET`, which carries no `Origin`), so another
 ///   page, even one on another port of this machine (`same-site`), could otherwise start ceremonies
 ///   or issue challenges here. Programs (`curl`, `desktop --rp-url`) send neither field.
+///
+/// These checks stop browsers, not the local programs of other users of the machine: the `--web`
+/// pages also require their secret path (``WebPageToken``), checked after these.
 package enum LoopbackRequestPolicy {
     /// Why the request with `head` is refused, as a status and a one-line reason; `nil` when it is
     /// answered. `port`: the port the server listens on.

@@ -21,9 +21,9 @@ package final class DesktopWebEvents: Sendable {
     private let onRefused: @Sendable (String) -> Void
 
     /// An empty stream. `onStreamOpened` is called with the count so far each time a page (or any
-    /// other client) opens `/events`, one call at a time and in the order of the counts;
-    /// `onRefused` with a line for each request refused as another site's or malformed (400, 403,
-    /// 421), so whoever runs the program sees an attempt.
+    /// other client with the page's token) opens `events`, one call at a time and in the order of
+    /// the counts; `onRefused` with a line for each request refused as another site's, without the
+    /// page's token or malformed (400, 403, 421), so whoever runs the program sees an attempt.
     package init(
         onStreamOpened: @escaping @Sendable (Int) -> Void = { _ in }, onRefused: @escaping @Sendable (String) -> Void = { _ in }
     ) {

@@ -1,6 +1,7 @@
-/// The page `desktop --web` serves: it plays the website. It shows the QR code (`/qr.svg`) and the
-/// `FIDO:/` link, marks each step as the desktop's events arrive (`/events`), then the verified
-/// result with the credential JSON, or the error. Plain HTML and JavaScript, no external resources.
+/// The page `desktop --web` serves: it plays the website. It shows the QR code (`qr.svg`) and the
+/// `FIDO:/` link, marks each step as the desktop's events arrive (`events`), then the verified
+/// result with the credential JSON, or the error. Plain HTML and JavaScript, no external resources;
+/// its two URLs are relative, so they carry the token of the page's path (``WebPageToken``).
 package enum DesktopWebPage {
     /// The HTML.
     package static let html = """
@@ -60,7 +61,8 @@ package enum DesktopWebPage {
           if (here) return "checked by the built-in relying party";
           return "not checked here: the relying party that issued the options verifies it";
         }
-        const source = new EventSource("/events");
+        // Relative to the page, so below its token path (/s/TOKEN/): the server answers nothing else.
+        const source = new EventSource("events");
         source.onmessage = (message) => {
           const e = JSON.parse(message.data);
           if ((e.event === "qr" || e.event === "contact") && e.request) {
@@ -70,7 +72,7 @@ package enum DesktopWebPage {
           if (e.event === "qr") {
             const box = document.getElementById("qr");
             box.hidden = false;
-            box.querySelector("img").src = "/qr.svg";
+            box.querySelector("img").src = "qr.svg";
             const link = document.getElementById("link");
             link.textContent = e.url;
             link.href = e.url;

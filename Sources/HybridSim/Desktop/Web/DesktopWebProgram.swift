@@ -8,7 +8,8 @@ package enum DesktopWebProgram {
 
     /// Serves the page on 127.0.0.1:`webPort` (0: a free port; `nil`: ``defaultPort``, or a free
     /// port with a `note:` when that is taken, as the desktop's other default ports do), prints
-    /// `web page: http://…/` on stderr (after `onServing`), runs the desktop, then keeps serving for
+    /// `web page: http://127.0.0.1:PORT/s/TOKEN/` on stderr (the address with its secret,
+    /// ``WebPageToken``; then calls `onServing` with it), runs the desktop, then keeps serving for
     /// `linger` so an open page receives the last event. Returns the desktop's exit status (6 when
     /// a given port is taken). `events`: the page's stream; a caller passes its own to add a line
     /// the program does not write (the interruption's `error` event, ``interruptionOutput(_:output:)``);

@@ -6,9 +6,13 @@ import NIOHTTP1
 import NIOPosix
 
 /// `hybrid-sim desktop --web`: a loopback HTTP server for the page that plays the website
-/// (Docs/CLI.md, "desktop --web"). `GET /` the page, `GET /events` the desktop's `--json` events as
-/// server-sent events (the whole story so far, then live, ending after `result` or `error`),
-/// `GET /qr.svg` the QR code. The page is static; everything it shows comes from the events.
+/// (Docs/CLI.md, "desktop --web"). Everything is below the page's secret path `/s/TOKEN/`
+/// (``WebPageToken``): `GET /s/TOKEN/` the page, `GET /s/TOKEN/events` the desktop's `--json` events
+/// as server-sent events (the whole story so far, then live, ending after `result` or `error`),
+/// `GET /s/TOKEN/qr.svg` the QR code. The page is static; everything it shows comes from the events.
+///
+/// A request without the token, or with another, gets 403 and nothing of the ceremony: another
+/// user of the machine can reach 127.0.0.1 too, and the stream carries the `FIDO:/` URL.
 ///
 /// Only requests addressed to the loopback address and port, and not sent by another site's page,
 /// are answered (``LoopbackRequestPolicy``): the stream carries the `FIDO:/` URL, and a page of
@@ -25,23 +29,27 @@ package final class DesktopWebServer: Sendable {
     package static let maximumConnections = 256
 
     private let channel: any Channel
+    /// The secret every request's path must start with.
+    package let token: WebPageToken
 
-    private init(channel: any Channel) {
+    private init(channel: any Channel, token: WebPageToken) {
         self.channel = channel
+        self.token = token
     }
 
     /// The bound port.
     package var port: Int { channel.localAddress?.port ?? 0 }
 
-    /// `http://127.0.0.1:PORT/`.
-    package var url: String { "http://127.0.0.1:\(port)/" }
+    /// The page's address, `http://127.0.0.1:PORT/s/TOKEN/`: a secret for whoever started the program.
+    package var url: String { "http://127.0.0.1:\(port)\(token.path)" }
 
     /// Binds 127.0.0.1:`port` (0: a free port) and serves `events` with the desktop's page (or
-    /// another page reading the same `/events` and `/qr.svg`, such as `demo --web`'s). An `accept`
+    /// another page reading the same `events` and `qr.svg` below its path, such as `demo --web`'s),
+    /// to requests whose path starts with `token`'s (a fresh one by default). An `accept`
     /// that fails (no descriptors left) pauses accepting for a moment instead of spinning, and
     /// `acceptLog` gets a line when such an episode begins and one when it ends (`AcceptFailures`, in HybridRuntime).
     package static func start(
-        events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html,
+        events: DesktopWebEvents, port: Int, page: String = DesktopWebPage.html, token: WebPageToken = WebPageToken(),
         requestDeadline: TimeAmount = requestDeadline, maximumConnections: Int = maximumConnections,
         acceptLog: @escaping @Sendable (String) -> Void = { _ in }
     ) async throws(ProgramFailure) -> DesktopWebServer {
@@ -60,11 +68,11 @@ package final class DesktopWebServer: Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     guard try cap.admit(channel) else { return }  // past the cap: the relay's fixed 503
                     try channel.pipeline.syncOperations.configureLocalHTTPServer(requestDeadline: requestDeadline)
-                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(events: events, page: page))
+                    try channel.pipeline.syncOperations.addHandler(WebRequestHandler(events: events, page: page, token: token))
                 }
             }
         do {
-            return DesktopWebServer(channel: try await bootstrap.bind(host: "127.0.0.1", port: port).get())
+            return DesktopWebServer(channel: try await bootstrap.bind(host: "127.0.0.1", port: port).get(), token: token)
         } catch {
             let advice = BindConflict.portAdvice(errno: (error as? IOError)?.errnoCode, port: port, flag: "--web-port")
             throw ProgramFailure(
@@ -89,13 +97,17 @@ private final class WebRequestHandler: ChannelInboundHandler {
 
     private let events: DesktopWebEvents
     private let page: [UInt8]
+    private let token: WebPageToken
     private var head: HTTPRequestHead?
+    /// The path `head` asked for below the token (`/`, `/events`, …).
+    private var resource = ""
     /// Answered from the head (another method): the rest of the request is ignored.
     private var answered = false
 
-    init(events: DesktopWebEvents, page: String) {
+    init(events: DesktopWebEvents, page: String, token: WebPageToken) {
         self.events = events
         self.page = Array(page.utf8)
+        self.token = token
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -134,12 +146,22 @@ private final class WebRequestHandler: ChannelInboundHandler {
         switch unwrapInboundIn(data) {
         case .head(let head):
             // Decided from the head: the loopback policy (reported: another site's page, a
-            // rebound name), then the method. Only GET is served; another method is answered
-            // without waiting for a body (or for a 100 Continue that `Expect` asks for, RFC 9110 §10.1.1).
+            // rebound name), then the page's token (reported: another local program, or a user
+            // who typed the address without it), then the method. Only GET is served; another
+            // method is answered without waiting for a body (or for a 100 Continue that `Expect`
+            // asks for, RFC 9110 §10.1.1).
             if let (status, reason) = LoopbackRequestPolicy.refusal(head, port: context.channel.localAddress?.port ?? 0) {
                 answered = true
                 events.refused("\(head.method.rawValue) \(head.uri): \(status) \(reason)")
                 return respond(context, status, "text/plain; charset=utf-8", Array((reason + "\n").utf8))
+            }
+            let target = LoopbackRequestPolicy.originForm(head.uri).target
+            switch token.access(String(target.prefix { $0 != "?" })) {
+            case .refused(let reason):
+                answered = true
+                events.refused("\(head.method.rawValue) \(head.uri): 403 \(reason)")
+                return respond(context, 403, "text/plain; charset=utf-8", Array((reason + "\n").utf8), head: head.method == .HEAD)
+            case .resource(let path): resource = String(path)
             }
             guard head.method == .GET || head.method == .HEAD else {
                 answered = true
@@ -150,9 +172,11 @@ private final class WebRequestHandler: ChannelInboundHandler {
         case .end:
             guard !answered, let head else { return }
             self.head = nil
-            let target = LoopbackRequestPolicy.originForm(head.uri).target
-            let path = target.split(separator: "?").first.map(String.init) ?? target
-            switch path {
+            switch resource {
+            case "":
+                // `/s/TOKEN` alone: the page's relative links need the final `/`.
+                let body = Array("the page is at \(token.path)\n".utf8)
+                respond(context, 308, "text/plain", body, head: head.method == .HEAD, location: token.path)
             case "/": respond(context, 200, "text/html; charset=utf-8", page, head: head.method == .HEAD)
             case "/qr.svg":
                 guard let url = events.qrURL, let matrix = try? QREncoder.encode(fidoURL: url) else {
@@ -173,15 +197,20 @@ private final class WebRequestHandler: ChannelInboundHandler {
     /// On every answer but the event stream: not cached; another site's page may not frame this
     /// one (clickjacking a ceremony's page); the page loads nothing but its own inline script and
     /// style, its QR code and its event stream (text from the events is only ever set as text, and
-    /// the policy bounds what an injection could do anyway); types are not sniffed.
+    /// the policy bounds what an injection could do anyway); types are not sniffed; no request the
+    /// page makes names it in `Referer` (its address holds the token).
     private static let pageHeaders = [
         ("Cache-Control", "no-store"), ("X-Frame-Options", "DENY"),
         ("Content-Security-Policy", DesktopWebServer.contentSecurityPolicy), ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
     ]
 
     /// Answers and closes; `head`: a HEAD request's answer, the same head without the body.
-    private func respond(_ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8], head: Bool = false) {
+    private func respond(
+        _ context: ChannelHandlerContext, _ status: Int, _ type: String, _ body: [UInt8], head: Bool = false, location: String? = nil
+    ) {
         var headers = HTTPHeaders()
+        if let location { headers.add(name: "Location", value: location) }
         headers.add(name: "Content-Type", value: type)
         headers.add(name: "Content-Length", value: String(body.count))
         headers.add(contentsOf: Self.pageHeaders)
