@@ -62,7 +62,7 @@ package struct AdvertCipher: Sendable {
 
 /// Compares two byte strings without an early exit, so timing does not reveal where they differ
 /// (only whether their lengths do: compare secrets of a fixed, public length).
-public func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+package func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
     guard a.count == b.count else { return false }
     var difference: UInt8 = 0
     for i in a.indices { difference |= a[i] ^ b[i] }
