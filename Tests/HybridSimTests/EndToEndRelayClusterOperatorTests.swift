@@ -5,7 +5,7 @@ import Glibc
 import Testing
 
 /// `Scripts/relay-cluster` as an operator meets it when something is off: a binary older than the
-/// script, a pid file that names another program.
+/// script, a pid file that names another program, a relay frozen by SIGSTOP, a full disk.
 extension EndToEndRelayClusterTests {
     @Test("a hybrid-sim older than the script (its relay has no --contacts): start says so and exits 1 before starting anything")
     func oldBinaryRefused() throws {
@@ -41,5 +41,56 @@ extension EndToEndRelayClusterTests {
         let (status, output) = try Self.cluster(["status", "--dir", directory])
         #expect(status == 1, "\(output)")
         #expect(output.contains("relay-0: not running (pid \(getpid()) is another program now, not this cluster's relay"), "\(output)")
+    }
+
+    /// Starts one instance behind one nginx worker in `directory` on a free port; the caller stops it.
+    private static func startOne(in directory: String) throws {
+        let (status, output) = try cluster(
+            ["start", "--instances", "1", "--workers", "1", "--port", "\(try EndToEndLab.closedPort())", "--dir", directory])
+        if status != 0 { _ = try? cluster(["stop", "--dir", directory]) }
+        try #require(status == 0, "\(output)")
+    }
+
+    @Test("a relay frozen by SIGSTOP: status says it is stopped and how to resume it, exit 1 (it said all was well); after SIGCONT, 0")
+    func statusOfAFrozenRelay() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        try Self.startOne(in: directory)
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let pid = try #require(Int32(try String(contentsOfFile: directory + "/relay-0.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let (healthy, healthyOutput) = try Self.cluster(["status", "--dir", directory])
+        #expect(healthy == 0, "\(healthyOutput)")
+        kill(pid, SIGSTOP)
+        let (frozen, frozenOutput) = try Self.cluster(["status", "--dir", directory])
+        kill(pid, SIGCONT)
+        #expect(frozen == 1, "\(frozenOutput)")
+        #expect(frozenOutput.contains("stopped (SIGSTOP or a debugger): its clients wait until their timeouts; `kill -CONT \(pid)` resumes it"),
+                "\(frozenOutput)")
+        let (resumed, resumedOutput) = try Self.cluster(["status", "--dir", directory])
+        #expect(resumed == 0, "\(resumedOutput)")
+    }
+
+    @Test("the cluster's directory on a full filesystem: status and stop say the contact files and errors would be lost, exit 1 (stop exited 0)")
+    func fullDisk() throws {
+        guard Self.nginxInstalled(), FullFileSystem.available else { return }
+        let disk = try FullFileSystem(kilobytes: 512)
+        defer { disk.tearDown() }
+        let directory = disk.path + "/cluster"
+        try Self.startOne(in: directory)
+        var stopped = false
+        defer { if !stopped { _ = try? Self.cluster(["stop", "--dir", directory]) } }
+        // What is left is too little for a contact file's save (and for the relay's error about it).
+        disk.fill()
+        let (status, statusOutput) = try Self.cluster(["status", "--dir", directory])
+        #expect(status == 1, "\(statusOutput)")
+        #expect(statusOutput.contains("(its filesystem is full): the relays cannot save their contact files there, nor write their errors to relay-I.err"),
+                "\(statusOutput)")
+        let (stop, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        stopped = true
+        #expect(stop == 1, "\(stopOutput)")
+        #expect(stopOutput.contains("relay-cluster: the relays stopped with \(directory) full:"), "\(stopOutput)")
+        #expect(stopOutput.contains("stopped"), "the relays and nginx were stopped all the same: \(stopOutput)")
     }
 }
