@@ -25,6 +25,10 @@ let package = Package(
         .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
         // AsyncHTTPClient's TLS, named for `desktop --rp-ca` (its trust roots) and its errors' words.
         .package(url: "https://github.com/apple/swift-nio-ssl.git", from: "2.37.6"),
+        // X.509 parsing and signatures for packed full attestation (`x5c`, Docs/CTAP2.md); swift-nio-ssl
+        // already resolves both packages.
+        .package(url: "https://github.com/apple/swift-certificates.git", from: "1.21.1"),
+        .package(url: "https://github.com/apple/swift-asn1.git", from: "1.7.4"),
         // Documentation only: `swift package generate-documentation` (Docs/ARCHITECTURE.md).
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
     ],
@@ -34,7 +38,11 @@ let package = Package(
         /// CTAP2 canonical CBOR, CTAP2 messages, WebAuthn client data, byte encodings.
         .target(
             name: "CTAP2",
-            dependencies: [.product(name: "Crypto", package: "swift-crypto")]
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),  // packed x5c (WebAuthn §8.2.1)
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
         ),
         /// The hybrid (caBLE v2) wire layer and the client/authenticator state machines.
         .target(
@@ -127,13 +135,29 @@ let package = Package(
 
         // MARK: Tests
 
-        /// Shared test support: the `Vectors/` loader and hex literals. Not a product.
-        .target(name: "HybridTestSupport", dependencies: ["CTAP2"]),
+        /// Shared test support: the `Vectors/` loader, hex literals, attestation certificates. Not a product.
+        .target(
+            name: "HybridTestSupport",
+            dependencies: [
+                "CTAP2",
+                // TestAttestationPKI: attestation certificates for packed x5c tests
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         /// Test support for the product: an independent checker of printed WebAuthn JSON. Not a product.
         .target(name: "HybridSimTestSupport", dependencies: ["HybridSim", "CTAP2"]),
 
         .testTarget(name: "HybridFilesTests", dependencies: ["HybridFiles"]),
-        .testTarget(name: "CTAP2Tests", dependencies: ["CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(
+            name: "CTAP2Tests",
+            dependencies: [
+                "CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),  // attestation certificates made in tests
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+            ]
+        ),
         .testTarget(
             name: "HybridCoreTests",
             dependencies: ["HybridCore", "CTAP2", "HybridTestSupport", .product(name: "Crypto", package: "swift-crypto")]

@@ -36,10 +36,13 @@ public struct CTAP2Error: CodedError {
         case invalidPublicKey
         /// An ES256 signature is malformed DER or does not verify.
         case invalidSignature
-        /// An attestation format or variant this module does not verify (unknown `fmt`, `x5c`).
+        /// An attestation format or variant this module does not verify (unknown `fmt`, ECDAA).
         case unsupportedAttestation
         /// An attestation statement breaks its format's rules.
         case invalidAttestation
+        /// A full attestation's certificate chain verified but does not end at a configured trust
+        /// anchor, or a certificate of it is outside its validity at the time given.
+        case untrustedAttestation
         /// Client data JSON is not well-formed JSON or not a JSON object.
         case invalidJSON
         /// A response's payload was requested but its status is not `CTAP2_OK`.
@@ -88,8 +91,8 @@ public struct CTAP2Error: CodedError {
         case .unknownCommand: return .invalidCommand
         case .unsupportedAlgorithm: return .unsupportedAlgorithm
         case .invalidValue, .trailingBytes, .inconsistentFlags, .unsupportedKeyType, .unsupportedCurve,
-            .invalidPublicKey, .invalidSignature, .unsupportedAttestation, .invalidAttestation, .invalidJSON,
-            .errorStatus:
+            .invalidPublicKey, .invalidSignature, .unsupportedAttestation, .invalidAttestation, .untrustedAttestation,
+            .invalidJSON, .errorStatus:
             return .invalidParameter
         case .signingFailed: return .other
         }

@@ -110,7 +110,7 @@ struct AttestationTests {
         #expect(signatureFailures >= 60)
     }
 
-    @Test("packed with an x5c chain is unsupported; other alg is unsupported; fmt unknown is unsupported")
+    @Test("packed with an x5c that is no certificate is invalid; ECDAA, other alg and unknown fmt are unsupported")
     func unsupported() throws {
         let credential = TestCredential()
         let hash = credential.clientData.hash
@@ -118,7 +118,7 @@ struct AttestationTests {
             authData: try credential.authData(), clientDataHash: hash, privateKey: credential.privateKey)
         var withChain = response
         withChain.attStmt["x5c"] = [.bytes([0x30, 0x00])]
-        #expect(throws: CTAP2Error(.unsupportedAttestation)) { try withChain.verifyAttestation(clientDataHash: hash) }
+        #expect(throws: CTAP2Error(.invalidAttestation)) { try withChain.verifyAttestation(clientDataHash: hash) }
         var ecdaa = response
         ecdaa.attStmt["ecdaaKeyId"] = .bytes([1])
         #expect(throws: CTAP2Error(.unsupportedAttestation)) { try ecdaa.verifyAttestation(clientDataHash: hash) }

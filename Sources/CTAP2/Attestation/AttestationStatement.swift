@@ -65,4 +65,8 @@ public enum AttestationType: String, Hashable, Sendable {
     case none
     /// Self attestation: the credential key signed its own creation; proves possession only.
     case selfAttestation = "self"
+    /// Basic (or AttCA: a verifier cannot tell them apart) attestation with trust path `x5c`: an
+    /// attestation certificate's key signed the creation, and the certificate names the
+    /// authenticator model. Whether its chain is trusted is ``VerifiedAttestation/trust``.
+    case basic
 }

@@ -9,6 +9,7 @@ import CTAP2
 /// its own ``RelyingPartyError/Code``. See `Docs/RELYING_PARTY.md` for the order.
 ///
 /// - ``verifyRegistration(response:clientDataJSON:expectedChallenge:user:allowedAttestation:registeredCredentialIds:now:)``
+/// - ``verifiedRegistration(response:clientDataJSON:expectedChallenge:user:allowedAttestation:registeredCredentialIds:now:)``
 /// - ``verifyAuthentication(response:clientDataJSON:expectedChallenge:credential:allowCredentials:)``
 public struct RelyingParty: Hashable, Sendable {
     /// The RP ID, e.g. `example.com`.
@@ -17,12 +18,19 @@ public struct RelyingParty: Hashable, Sendable {
     public var origin: String
     /// Whether UV must be set (the options' `userVerification` was `"required"`).
     public var requireUserVerification: Bool
+    /// The roots a full (`x5c`) attestation must chain to; `nil` accepts a verified chain without
+    /// establishing trust (`VerifiedAttestation.Trust.notEstablished`).
+    public var attestationTrustAnchors: AttestationTrustAnchors?
 
     /// Creates a relying party.
-    public init(id: String, origin: String, requireUserVerification: Bool = false) {
+    public init(
+        id: String, origin: String, requireUserVerification: Bool = false,
+        attestationTrustAnchors: AttestationTrustAnchors? = nil
+    ) {
         self.id = id
         self.origin = origin
         self.requireUserVerification = requireUserVerification
+        self.attestationTrustAnchors = attestationTrustAnchors
     }
 
     /// SHA-256 of ``id``: the `rpIdHash` authenticator data must carry.

@@ -36,10 +36,13 @@ public struct RelyingPartyError: CodedError {
         case missingAttestedCredentialData
         /// The credential public key is not an ES256 COSE_Key (§7.1 step 20: not in `pubKeyCredParams`).
         case unsupportedCredentialKey
-        /// The attestation format or variant is not verified here (another `fmt`, `x5c` chains).
+        /// The attestation format or variant is not verified here (another `fmt`, ECDAA).
         case unsupportedAttestation
         /// The attestation statement is malformed or its signature does not verify (§7.1 step 22).
         case invalidAttestation
+        /// A full attestation's chain does not end at a configured trust anchor, or a certificate
+        /// of it was outside its validity (only with ``RelyingParty/attestationTrustAnchors``).
+        case untrustedAttestation
         /// The attestation verified but its type is not one the relying party accepts (§7.1 step 24).
         case attestationNotAllowed
         /// The credential ID is already registered (§7.1 step 26).
@@ -76,6 +79,7 @@ public struct RelyingPartyError: CodedError {
             case .unsupportedCredentialKey: return "unsupported credential public key"
             case .unsupportedAttestation: return "unsupported attestation"
             case .invalidAttestation: return "invalid attestation"
+            case .untrustedAttestation: return "untrusted attestation"
             case .attestationNotAllowed: return "attestation type not allowed"
             case .credentialAlreadyRegistered: return "credential already registered"
             case .unknownCredential: return "unknown credential"

@@ -15,9 +15,9 @@ struct TestCredential {
     }
 
     /// makeCredential authenticator data: UP | UV | BE | BS | AT, counter 0.
-    func authData(extensions: [String: CBORValue]? = nil) throws -> AuthenticatorData {
+    func authData(extensions: [String: CBORValue]? = nil, aaguid: [UInt8] = Array(repeating: 0, count: 16)) throws -> AuthenticatorData {
         let attested = try AttestedCredentialData(
-            aaguid: Array(repeating: 0, count: 16), credentialId: credentialId, credentialPublicKey: coseKey)
+            aaguid: aaguid, credentialId: credentialId, credentialPublicKey: coseKey)
         return AuthenticatorData(
             rpId: rpId, flags: [.userPresent, .userVerified, .backupEligible, .backupState], signCount: 0,
             attestedCredentialData: attested, extensions: extensions)

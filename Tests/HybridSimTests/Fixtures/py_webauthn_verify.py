@@ -4,8 +4,9 @@
 Reads one JSON object on stdin:
   {"kind": "registration" | "authentication", "credential": <PublicKeyCredential JSON>,
    "challenge": <base64url>, "origin": "...", "rpId": "...",
-   "publicKey": <base64url COSE key, authentication only>, "signCount": <int, authentication only>}
-Prints {"verified": true, "credentialId", "publicKey", "signCount"} and exits 0, or prints the
+   "publicKey": <base64url COSE key, authentication only>, "signCount": <int, authentication only>,
+   "rootCertificates": {<fmt>: [<PEM root>, ...]} (registration only, optional: trust anchors for x5c)}
+Prints {"verified": true, "credentialId", "publicKey", "signCount", "fmt", "aaguid"} and exits 0, or prints the
 library's error on stderr and exits 1. Exits 3 when py_webauthn is not installed.
 """
 import json
@@ -31,12 +32,18 @@ def main() -> int:
                 expected_origin=request["origin"],
                 expected_rp_id=request["rpId"],
                 require_user_verification=request.get("requireUserVerification", False),
+                pem_root_certs_bytes_by_fmt={
+                    fmt: [pem.encode() for pem in pems]
+                    for fmt, pems in request.get("rootCertificates", {}).items()
+                },
             )
             out = {
                 "verified": True,
                 "credentialId": bytes_to_base64url(verified.credential_id),
                 "publicKey": bytes_to_base64url(verified.credential_public_key),
                 "signCount": verified.sign_count,
+                "fmt": getattr(verified.fmt, "value", verified.fmt),
+                "aaguid": verified.aaguid,
             }
         else:
             verified = verify_authentication_response(

@@ -1,0 +1,123 @@
+import CTAP2
+import Foundation
+import HybridCore
+import HybridSim
+import HybridTestSupport
+import Testing
+
+/// The relying party with packed full attestation (`x5c`): the verdict it returns, trust anchors,
+/// and py_webauthn, an independent verifier, accepting the same response with the same root.
+@Suite("Relying party: packed full attestation (x5c)")
+struct RelyingPartyFullAttestationTests {
+    /// A real registration from the phone's authenticator, its statement replaced by full
+    /// attestation with `pki`'s key and certificate (authData carries the certificate's AAGUID).
+    static func fullAttestation(
+        _ pki: TestAttestationPKI, leaf: TestAttestationPKI.Leaf = .init()
+    ) throws -> CeremonyFixture.Registration {
+        var fixture = CeremonyFixture()
+        var registration = try fixture.register(attestation: .none)
+        let authData = registration.response.authData
+        let attested = try #require(authData.attestedCredentialData)
+        let withAAGUID = try AuthenticatorData(
+            rpIdHash: authData.rpIdHash, flags: authData.flags, signCount: authData.signCount,
+            attestedCredentialData: try AttestedCredentialData(
+                aaguid: TestAttestationPKI.aaguid, credentialId: attested.credentialId,
+                credentialPublicKeyBytes: attested.credentialPublicKey),
+            extensions: authData.extensions)
+        registration.response = try MakeCredentialResponse.packedFull(
+            authData: withAAGUID, clientDataHash: CollectedClientData.hash(ofJSON: registration.clientDataJSON),
+            attestationKey: pki.attestationKey, x5c: [TestAttestationPKI.der(pki.leaf(leaf))])
+        return registration
+    }
+
+    static func verify(
+        _ registration: CeremonyFixture.Registration, anchors: AttestationTrustAnchors? = nil,
+        allowed: Set<AttestationType> = [.none, .selfAttestation, .basic], now: UInt64 = TestAttestationPKI.nowSeconds
+    ) throws -> VerifiedRegistration {
+        var rp = CeremonyFixture.relyingParty()
+        rp.attestationTrustAnchors = anchors
+        return try rp.verifiedRegistration(
+            response: registration.response, clientDataJSON: registration.clientDataJSON,
+            expectedChallenge: registration.challenge, user: CeremonyFixture.user, allowedAttestation: allowed, now: now)
+    }
+
+    @Test("accepted as basic: trust not established without roots, anchored with the root; the record keeps fmt packed")
+    func accepted() throws {
+        let pki = TestAttestationPKI()
+        let registration = try Self.fullAttestation(pki)
+        let unanchored = try Self.verify(registration)
+        #expect(unanchored.attestation.type == .basic)
+        #expect(unanchored.attestation.trust == .notEstablished)
+        #expect(unanchored.credential.attestationFormat == "packed")
+        let anchored = try Self.verify(registration, anchors: try AttestationTrustAnchors(pem: pki.rootPEM))
+        #expect(anchored.attestation.isTrusted)
+        #expect(anchored.credential == unanchored.credential)
+        // The record-only entry point gives the same record.
+        var rp = CeremonyFixture.relyingParty()
+        rp.attestationTrustAnchors = try AttestationTrustAnchors(pem: pki.rootPEM)
+        #expect(
+            try rp.verifyRegistration(
+                response: registration.response, clientDataJSON: registration.clientDataJSON,
+                expectedChallenge: registration.challenge, user: CeremonyFixture.user,
+                now: TestAttestationPKI.nowSeconds) == anchored.credential)
+    }
+
+    @Test("refusals: another root, an expired leaf (with roots), a §8.2.1 break, basic not allowed")
+    func refusals() throws {
+        let pki = TestAttestationPKI()
+        let registration = try Self.fullAttestation(pki)
+        let stranger = try AttestationTrustAnchors(pem: TestAttestationPKI().rootPEM)
+        #expect(throws: RelyingPartyError(.untrustedAttestation)) { _ = try Self.verify(registration, anchors: stranger) }
+        // The relying party's clock (now, seconds) is the validity time: two years on, all expired.
+        #expect(throws: RelyingPartyError(.untrustedAttestation)) {
+            _ = try Self.verify(
+                registration, anchors: try AttestationTrustAnchors(pem: pki.rootPEM),
+                now: TestAttestationPKI.nowSeconds + 2 * 365 * 86_400)
+        }
+        var wrongOU = TestAttestationPKI.Leaf()
+        wrongOU.organizationalUnit = "Sales"
+        do {
+            _ = try Self.verify(try Self.fullAttestation(pki, leaf: wrongOU))
+            Issue.record("a wrong OU was accepted")
+        } catch let error as RelyingPartyError {
+            #expect(error.code == .invalidAttestation)
+            #expect(error.description.contains("Subject-OU must be \"Authenticator Attestation\", is [\"Sales\"]"), "\(error)")
+        }
+        #expect(throws: RelyingPartyError(.attestationNotAllowed)) {
+            _ = try Self.verify(registration, allowed: [.none, .selfAttestation])
+        }
+    }
+
+    @Test(
+        "py_webauthn accepts our full-attestation registration with our root, and refuses it with another root",
+        .enabled(if: PyWebAuthn.available, Comment(rawValue: PyWebAuthn.missing)))
+    func pyWebAuthn() throws {
+        // py_webauthn checks validity against the real clock.
+        let pki = TestAttestationPKI(around: Date())
+        let registration = try Self.fullAttestation(pki)
+        let json = try RegistrationResponseJSON(response: registration.response, clientDataJSON: registration.clientDataJSON)
+        let credential = try #require(try JSONSerialization.jsonObject(with: Data(json.jsonString().utf8)))
+        func request(root: String) -> [String: Any] {
+            [
+                "kind": "registration", "credential": credential, "challenge": Base64URL.encode(registration.challenge),
+                "origin": CeremonyFixture.origin, "rpId": CeremonyFixture.rpId, "rootCertificates": ["packed": [root]],
+            ]
+        }
+        let verified = try PyWebAuthn.verify(request(root: pki.rootPEM))
+        #expect(verified["verified"] as? Bool == true)
+        #expect(verified["fmt"] as? String == "packed")
+        #expect(verified["credentialId"] as? String == Base64URL.encode(registration.passkey.credentialID))
+        #expect(verified["aaguid"] as? String == "a0a1a2a3-a4a5-a6a7-a8a9-aaabacadaeaf")
+        // Ours agrees, with the same root and the same clock.
+        var rp = CeremonyFixture.relyingParty()
+        rp.attestationTrustAnchors = try AttestationTrustAnchors(pem: pki.rootPEM)
+        #expect(
+            try rp.verifiedRegistration(
+                response: registration.response, clientDataJSON: registration.clientDataJSON,
+                expectedChallenge: registration.challenge, user: CeremonyFixture.user,
+                now: UInt64(Date().timeIntervalSince1970)
+            ).attestation.isTrusted)
+        // The cross-check can fail: another root is refused by py_webauthn too.
+        #expect(throws: PyWebAuthnError.self) { _ = try PyWebAuthn.verify(request(root: TestAttestationPKI().rootPEM)) }
+    }
+}
