@@ -96,6 +96,14 @@ struct DesktopCommand: AsyncParsableCommand {
     )
     var rpCa: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "PEM file of root certificates a packed full attestation (x5c) must chain to; without it a verified chain is accepted, trust not established.",
+            valueName: "file"
+        )
+    )
+    var attestationRoots: String?
+
     @Flag(help: .hidden)
     var debugTamperResult = false
 
@@ -272,6 +280,7 @@ struct DesktopCommand: AsyncParsableCommand {
         configuration.rpProfile = rpProfile
         configuration.rpHeaders = rpHeader
         configuration.rpCA = rpCa
+        configuration.attestationRootsPath = attestationRoots
         configuration.tamperWithResult = debugTamperResult
         configuration.rpStorePath = rpStore
         configuration.relay = relay.map { .external(url: $0) } ?? .embedded(port: relayPort)

@@ -38,6 +38,14 @@ struct RPCommand: AsyncParsableCommand {
             "Credential store. (default: $HYBRID_SIM_HOME/rp-server-credentials.json)", valueName: "file"))
     var store: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "PEM file of root certificates a packed full attestation (x5c) must chain to; without it a verified chain is accepted, trust not established.",
+            valueName: "file"
+        )
+    )
+    var attestationRoots: String?
+
     @Flag(help: "Print the profile's JSON (to copy and edit) and exit.")
     var printProfile = false
 
@@ -74,6 +82,7 @@ struct RPCommand: AsyncParsableCommand {
         configuration.rpId = rpId
         configuration.origin = origin
         configuration.storePath = store
+        configuration.attestationRootsPath = attestationRoots
         let server: RelyingPartyHTTPServer
         let service: RelyingPartyService
         do {

@@ -85,7 +85,7 @@ struct DesktopCeremony: Sendable {
     ///   settings that contradict it.
     init(
         configuration: DesktopConfiguration, store: RelyingPartyStore, challenge: [UInt8],
-        document: OptionsDocument? = nil
+        document: OptionsDocument? = nil, attestationTrustAnchors: AttestationTrustAnchors? = nil
     ) throws(ProgramFailure) {
         let fallbackRpId =
             configuration.rpId
@@ -173,6 +173,7 @@ struct DesktopCeremony: Sendable {
         }
         // The relying party's ID is the one in effect even when the options left it out.
         relyingParty.id = rpId
+        relyingParty.attestationTrustAnchors = attestationTrustAnchors
         self.relyingParty = relyingParty
         self.options = options
     }
@@ -336,9 +337,9 @@ struct DesktopCeremony: Sendable {
                 notes.append("attestation \"none\" requested: replaced the phone's \(response.fmt) statement with none")
                 response = .none(authData: response.authData)
             }
-            let credential: RegisteredCredential
+            let verified: VerifiedRegistration
             do {
-                credential = try relyingParty.verifyRegistration(
+                verified = try relyingParty.verifiedRegistration(
                     response: response,
                     clientDataJSON: clientData.json,
                     expectedChallenge: clientData.challenge,
@@ -349,6 +350,7 @@ struct DesktopCeremony: Sendable {
             } catch {
                 throw ProgramFailure(.verificationFailed, "the relying party rejected the registration: \(error)")
             }
+            let credential = verified.credential
             let json: RegistrationResponseJSON
             do {
                 json = try RegistrationResponseJSON(
@@ -360,7 +362,7 @@ struct DesktopCeremony: Sendable {
             return result(
                 .makeCredential, json: (json.jsonString(), json.jsonString(prettyPrinted: true)),
                 credentialId: credential.credentialId, credential: credential, previousSignCount: nil, check: .verified,
-                notes: notes)
+                notes: notes, attestation: verified.attestation)
 
         case .authentication:
             let response = try Self.payload(
@@ -479,19 +481,12 @@ struct DesktopCeremony: Sendable {
     private func result(
         _ request: QRPayload.RequestType, json: (compact: String, pretty: String), credentialId: [UInt8],
         credential: RegisteredCredential?, previousSignCount: UInt32?, check: DesktopResult.RelyingPartyCheck,
-        notes: [String] = []
+        notes: [String] = [], attestation: VerifiedAttestation? = nil
     ) -> DesktopResult {
         DesktopResult(
             request: request, rpId: rpId, origin: origin, challenge: clientData.challenge,
             credentialJSON: json.compact, prettyCredentialJSON: json.pretty, credentialId: credentialId,
-            credential: credential, previousSignCount: previousSignCount, relyingPartyCheck: check, notes: notes)
-    }
-}
-
-extension DesktopCeremony {
-    /// Whether `host` (as an origin serializes it, an IPv6 address with or without its brackets)
-    /// is an IP address, read as the socket layer reads one (`inet_pton`, through SwiftNIO).
-    static func isIPAddress(_ host: String) -> Bool {
-        (try? SocketAddress(ipAddress: LoopbackAddress.unbracketed(host), port: 0)) != nil
+            credential: credential, previousSignCount: previousSignCount, relyingPartyCheck: check, notes: notes,
+            attestation: attestation)
     }
 }

@@ -36,6 +36,9 @@ public struct DesktopConfiguration: Sendable {
     public var rpHeaders: [String] = []
     /// PEM CA certificates trusted for an https `--rp-url`, besides the system's (`--rp-ca FILE`).
     public var rpCA: String?
+    /// `--attestation-roots FILE`: PEM roots a packed full attestation (`x5c`) must chain to;
+    /// `nil` accepts a verified chain without establishing trust.
+    public var attestationRootsPath: String?
     /// Test aid (`--debug-tamper-result`): corrupt the result before posting it to `--rp-url`.
     public var tamperWithResult = false
     /// The relying-party store; `nil`: ``RelyingPartyStore/defaultPath(environment:)``.

@@ -95,11 +95,15 @@ struct Run {
         let link = configuration.rpURL == nil ? nil : try DesktopRelyingPartyLink(configuration: configuration)
         var effective = configuration
         effective.userIdEncoding = configuration.userIdEncoding ?? link?.userIdEncoding
+        let anchors = try configuration.attestationRootsPath.map { (path) throws(ProgramFailure) in
+            try AttestationRootsFile.load(path)
+        }
         let ceremony = try DesktopCeremony(
             configuration: effective,
             store: store,
             challenge: RandomSource.system.bytes(32),
-            document: try await link?.fetchOptions(narrator: narrator)
+            document: try await link?.fetchOptions(narrator: narrator),
+            attestationTrustAnchors: anchors
         )
         DesktopRelyingPartyLink.describeShape(of: ceremony, userIdEncodingGiven: effective.userIdEncoding != nil, narrator: narrator)
         if ceremony.requestType == .getAssertion, !ceremony.foreign, store.credentials(rpId: ceremony.rpId).isEmpty {
@@ -386,8 +390,10 @@ struct Run {
             let user = result.credential?.userName ?? "the user"
             // With --rp-url the relying party keeps the credential; the desktop's store is not touched.
             let kept = configuration.rpURL.map { "kept by the relying party at \($0)" } ?? "saved in \(storePath)"
+            // A full attestation says what it proved; none and self keep the line they always had.
+            let proof = result.attestation.map { $0.type == .basic ? ": \($0.summary)" : "" } ?? ""
             narrator.say(
-                "verified: registered credential \(id) for \(user) @ \(result.rpId) (\(result.credential?.attestationFormat ?? "none") attestation), \(kept)"
+                "verified: registered credential \(id) for \(user) @ \(result.rpId) (\(result.credential?.attestationFormat ?? "none") attestation\(proof)), \(kept)"
             )
         case (.getAssertion, .verified):
             let user = result.credential?.userName ?? "the user"
@@ -414,6 +420,11 @@ struct Run {
             if let credential = result.credential {
                 if let user = credential.userName { members.append(("user", .string(user))) }
                 members.append(("signCount", .int(Int(credential.signCount))))
+            }
+            // Only for full attestation, so that every other result stays as it was.
+            if let attestation = result.attestation, attestation.type == .basic {
+                members.append(("attestation", .string(attestation.type.rawValue)))
+                members.append(("attestationTrusted", .bool(attestation.isTrusted)))
             }
             members.append(("credential", .raw(result.credentialJSON)))
             narrator.event("result", members)

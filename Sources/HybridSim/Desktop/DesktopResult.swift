@@ -33,4 +33,6 @@ public struct DesktopResult: Sendable {
     public var relyingPartyCheck: RelyingPartyCheck
     /// Remarks printed on stderr (e.g. an attestation statement dropped for conveyance `none`).
     public var notes: [String]
+    /// For a verified registration: what its attestation proved (type, `x5c`, trust).
+    public var attestation: VerifiedAttestation? = nil
 }

@@ -16,6 +16,9 @@ public enum RelyingPartyServerProgram {
         public var origin: String?
         /// The credential store; `nil`: `$HYBRID_SIM_HOME/rp-server-credentials.json`.
         public var storePath: String?
+        /// `--attestation-roots FILE`: PEM roots a packed full attestation (`x5c`) must chain to;
+        /// `nil` accepts a verified chain without establishing trust.
+        public var attestationRootsPath: String?
         /// The environment (for `HYBRID_SIM_HOME`).
         public var environment: [String: String] = ProcessInfo.processInfo.environment
 
@@ -76,6 +79,9 @@ public enum RelyingPartyServerProgram {
     ) async throws(ProgramFailure) -> (RelyingPartyHTTPServer, RelyingPartyService) {
         let profile = try RelyingPartyProfile.load(configuration.profile)
         let origin = try checked(configuration)
+        let anchors = try configuration.attestationRootsPath.map { (path) throws(ProgramFailure) in
+            try AttestationRootsFile.load(path)
+        }
         let storePath =
             configuration.storePath
             ?? StoreLocation.directory(environment: configuration.environment) + "/rp-server-credentials.json"
@@ -86,7 +92,8 @@ public enum RelyingPartyServerProgram {
             throw ProgramFailure(error.failureKind, "cannot use the store: \(error)\(error.advice)")
         }
         let service = RelyingPartyService(
-            profile: profile, relyingParty: RelyingParty(id: configuration.rpId, origin: origin), store: store, log: log)
+            profile: profile, relyingParty: RelyingParty(id: configuration.rpId, origin: origin, attestationTrustAnchors: anchors),
+            store: store, log: log)
         // Fewer connections than the open-file limit holds: past the cap a client gets a fast 503;
         // past the limit `accept` fails and it would wait for its timeout.
         let limit = DescriptorLimit.raiseToHard()

@@ -129,15 +129,17 @@ extension RelyingPartyService {
                 "unknown challenge \(Base64URL.encode(challenge)): not issued by this server (or long gone)")
         }
         do {
-            let credential = registration
+            let (credential, attestation) = registration
                 ? try verifyRegistration(posted, challenge: challenge, user: entry.user)
-                : try verifyAuthentication(posted, challenge: challenge, allowList: entry.allowList)
+                : (try verifyAuthentication(posted, challenge: challenge, allowList: entry.allowList), nil)
             var updated = store
             updated.upsert(credential)
             try updated.save()
             store = updated
             let id = Base64URL.encode(credential.credentialId)
-            logLine("accepted the \(label) of \(credential.userName ?? "a user") with credential \(id) (signCount \(credential.signCount))")
+            // A full attestation says what it proved; other verdicts keep the line they always had.
+            let proof = attestation.map { $0.type == .basic ? ", packed attestation: \($0.summary)" : "" } ?? ""
+            logLine("accepted the \(label) of \(credential.userName ?? "a user") with credential \(id) (signCount \(credential.signCount)\(proof))")
             let values: [String: JSONValue] = [
                 "credentialId": .string(id), "userId": .string(Base64URL.encode(credential.userId)),
                 "user": .string(credential.userName ?? ""),
@@ -168,7 +170,7 @@ extension RelyingPartyService {
 
     private func verifyRegistration(
         _ posted: PostedResult, challenge: [UInt8], user: PublicKeyCredentialUserEntity?
-    ) throws -> RegisteredCredential {
+    ) throws -> (RegisteredCredential, VerifiedAttestation?) {
         guard let user, let attestationBytes = posted.attestationObject else {
             throw WebAuthnJSONError(.missingMember, "response.attestationObject is required")
         }
@@ -188,9 +190,10 @@ extension RelyingPartyService {
         if let rawId = posted.rawId, rawId != authData.attestedCredentialData?.credentialId {
             throw WebAuthnJSONError(.credentialMismatch, "rawId is not the credential ID in the authenticator data")
         }
-        return try relyingParty.verifyRegistration(
+        let verified = try relyingParty.verifiedRegistration(
             response: response, clientDataJSON: posted.clientDataJSON, expectedChallenge: challenge, user: user,
             registeredCredentialIds: Set(currentCredentials.map(\.credentialId)), now: currentTime)
+        return (verified.credential, verified.attestation)
     }
 
     private func verifyAuthentication(
