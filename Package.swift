@@ -51,6 +51,8 @@ let package = Package(
                 "CTAP2",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "CryptoExtras", package: "swift-crypto"),
+                .product(name: "X509", package: "swift-certificates"),  // SimulatedAttestationCA
+                .product(name: "SwiftASN1", package: "swift-asn1"),
             ]
         ),
 
@@ -112,6 +114,7 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),  // `hybrid-sim rp`
                 .product(name: "NIOEmbedded", package: "swift-nio"),  // RelyingPartyRequestProbe (fuzzing)
+                .product(name: "X509", package: "swift-certificates"),  // AttestationObject: a packed x5c's key
             ]
         ),
         /// The `hybrid-sim` command: argument parsing only.

@@ -62,8 +62,9 @@ public enum WebAuthnResponseVerifier {
     }
 
     /// Verifies `RegistrationResponseJSON` text: shape, client data, attestation object, authenticator
-    /// data, the credential key in both forms, and the attestation statement (`none`, or `packed`
-    /// self attestation verified with the credential key).
+    /// data, the credential key in both forms, and the attestation statement (`none`; `packed` self
+    /// attestation verified with the credential key; `packed` full attestation verified with
+    /// `x5c[0]`'s key, its certificate rules left to the relying party).
     ///
     /// - Throws: ``WebAuthnJSONError`` naming the first check that failed.
     public static func verifyRegistration(

@@ -88,11 +88,19 @@ struct PhoneCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Attestation for new passkeys: none, or packed (self attestation). (default: none)",
-            valueName: "none|packed"
+            "Attestation for new passkeys: none, packed (self attestation), or packed-x5c (full attestation: a certificate under the simulated root CA). (default: none)",
+            valueName: "none|packed|packed-x5c"
         )
     )
     var attestation: AttestationKind?
+
+    @Option(
+        help: ArgumentHelp(
+            "Write the simulated attestation root CA (PEM) that packed-x5c certificates chain to, for a relying party's --attestation-roots; it is the same in every run. Alone: write it and exit.",
+            valueName: "file"
+        )
+    )
+    var attestationRootOut: String?
 
     @Flag(
         help:
@@ -138,7 +146,12 @@ struct PhoneCommand: AsyncParsableCommand {
     @Flag(help: "Revoke this phone's contact ID: every desktop's link answers 410 from then on. (default: off)")
     var unlink = false
 
+    /// `--attestation-root-out FILE` and no QR flow, `--listen` or `--unlink`: only write the root.
+    private var writesRootOnly: Bool { attestationRootOut != nil && qr == nil && scan == nil && !listen && !unlink }
+
     func validate() throws {
+        if let attestationRootOut, attestationRootOut.isEmpty { throw ValidationError("--attestation-root-out needs a file name") }
+        if writesRootOnly { return }
         // Before anything converts them to a Duration (which traps on NaN and infinities).
         try checkSeconds(timeout, flag: "--timeout")
         try checkSeconds(listenTimeout, flag: "--listen-timeout", maximum: 86_400)
@@ -184,6 +197,15 @@ struct PhoneCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if let attestationRootOut {
+            do {
+                try PhoneAttestationRoot.write(to: attestationRootOut)
+            } catch {
+                throw errorLine(error.message, status: error.exitCode)
+            }
+            progressLine("wrote the simulated attestation root CA to \(attestationRootOut) (for a relying party's --attestation-roots)")
+            if writesRootOnly { return }
+        }
         try DescriptorCheck.requireTunnel(holder: "phone", json: json)
         var configuration = makeConfiguration()
         if unlink {
@@ -250,9 +272,16 @@ struct PhoneCommand: AsyncParsableCommand {
 
 extension PhoneMisbehaviour: ExpressibleByArgument {}
 
-/// `--attestation none|packed`.
+/// `--attestation none|packed|packed-x5c`.
 enum AttestationKind: String, ExpressibleByArgument, CaseIterable {
     case none, packed
+    case packedX5c = "packed-x5c"
 
-    var attestation: SoftwareAuthenticator.Attestation { self == .none ? .none : .packedSelf }
+    var attestation: SoftwareAuthenticator.Attestation {
+        switch self {
+        case .none: return .none
+        case .packed: return .packedSelf
+        case .packedX5c: return .packedFull
+        }
+    }
 }

@@ -56,7 +56,7 @@ struct CLIDesktopPhoneTests {
             "--qr <FIDO:/…>", "--scan <file>", "--relay <ws://host:port>", "(default: ws://127.0.0.1:47001)",
             "--proximity <udp://host:port>", "(default: udp://127.0.0.1:47002)", "--rssi <dBm>", "(default: -45)",
             "--store",
-            "--account", "--deny", "--attestation <none|packed>", "default: none)", "--json", "--timeout",
+            "--account", "--deny", "--attestation <none|packed|packed-x5c>", "--attestation-root-out <file>", "default: none)", "--json", "--timeout",
             "(default: 120)",
             "--log-level",
         ] {

@@ -121,3 +121,64 @@ struct RelyingPartyFullAttestationTests {
         #expect(throws: PyWebAuthnError.self) { _ = try PyWebAuthn.verify(request(root: TestAttestationPKI().rootPEM)) }
     }
 }
+
+/// The phone's own full attestation (`phone --attestation packed-x5c`): a fresh certificate per
+/// registration under ``SimulatedAttestationCA``, whose root any run can write.
+@Suite("Phone: packed-x5c attestation under the simulated root")
+struct PhoneFullAttestationTests {
+    @Test("the authenticator's packed-x5c verifies as basic and chains to a root PEM written by another call")
+    func chainsToSimulatedRoot() throws {
+        var fixture = CeremonyFixture()
+        let registration = try fixture.register(attestation: .packedFull)
+        #expect(registration.response.fmt == "packed")
+        #expect(registration.response.authData.attestedCredentialData?.aaguid == SimulatedAttestationCA.aaguid)
+        var rp = CeremonyFixture.relyingParty()
+        #expect(
+            try rp.verifiedRegistration(
+                response: registration.response, clientDataJSON: registration.clientDataJSON,
+                expectedChallenge: registration.challenge, user: CeremonyFixture.user, now: CeremonyFixture.now
+            ).attestation.trust == .notEstablished)
+        // The root's bytes differ per call (randomized ECDSA); its key and subject do not.
+        #expect(SimulatedAttestationCA.rootPEM() != SimulatedAttestationCA.rootPEM())
+        rp.attestationTrustAnchors = try AttestationTrustAnchors(pem: SimulatedAttestationCA.rootPEM())
+        let anchored = try rp.verifiedRegistration(
+            response: registration.response, clientDataJSON: registration.clientDataJSON,
+            expectedChallenge: registration.challenge, user: CeremonyFixture.user, now: CeremonyFixture.now)
+        #expect(anchored.attestation.isTrusted)
+        #expect(anchored.attestation.summary.contains("chained to trusted root"))
+        #expect(anchored.attestation.summary.contains(SimulatedAttestationCA.rootCommonName))
+        // A year and two days later the attestation certificate has expired.
+        #expect(throws: RelyingPartyError(.untrustedAttestation)) {
+            _ = try rp.verifiedRegistration(
+                response: registration.response, clientDataJSON: registration.clientDataJSON,
+                expectedChallenge: registration.challenge, user: CeremonyFixture.user,
+                now: CeremonyFixture.now + 367 * 86_400)
+        }
+    }
+
+    @Test(
+        "py_webauthn accepts the phone's packed-x5c registration with the simulated root",
+        .enabled(if: PyWebAuthn.available, Comment(rawValue: PyWebAuthn.missing)))
+    func pyWebAuthn() throws {
+        var authenticator = SoftwareAuthenticator(random: .deterministic(seed: Array("py-x5c".utf8)))
+        let challenge = Array(repeating: UInt8(7), count: 32)
+        let clientDataJSON = CeremonyFixture.clientData(.create, challenge: challenge)
+        let request = MakeCredentialRequest(
+            clientDataHash: CollectedClientData.hash(ofJSON: clientDataJSON),
+            rp: PublicKeyCredentialRpEntity(id: CeremonyFixture.rpId, name: "Example"), user: CeremonyFixture.user,
+            pubKeyCredParams: [PublicKeyCredentialParameters(alg: .es256)], options: AuthenticatorOptions(rk: true, uv: true))
+        // py_webauthn judges validity by the real clock.
+        let (bytes, _) = authenticator.handle(
+            CTAP2Request.makeCredential(request).encode(), policy: .init(attestation: .packedFull),
+            now: UInt64(Date().timeIntervalSince1970))
+        let response = try CTAP2Response(bytes: bytes).decodePayload(as: MakeCredentialResponse.self)
+        let json = try RegistrationResponseJSON(response: response, clientDataJSON: clientDataJSON)
+        let verified = try PyWebAuthn.verify([
+            "kind": "registration", "credential": try JSONSerialization.jsonObject(with: Data(json.jsonString().utf8)),
+            "challenge": Base64URL.encode(challenge), "origin": CeremonyFixture.origin, "rpId": CeremonyFixture.rpId,
+            "rootCertificates": ["packed": [SimulatedAttestationCA.rootPEM()]],
+        ])
+        #expect(verified["verified"] as? Bool == true)
+        #expect(verified["fmt"] as? String == "packed")
+    }
+}

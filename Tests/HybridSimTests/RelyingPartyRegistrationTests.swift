@@ -28,7 +28,7 @@ struct RelyingPartyRegistrationTests {
         #expect(credential.rpId == CeremonyFixture.rpId)
         #expect(credential.createdAt == CeremonyFixture.now)
         #expect(credential.signCount == 0)
-        #expect(credential.attestationFormat == attestation.rawValue)
+        #expect(credential.attestationFormat == attestation.format)
         #expect(credential.backupEligible && credential.backupState)
         let key = try credential.coseKey()
         let expectedKey = try registration.passkey.signingKey().publicKey

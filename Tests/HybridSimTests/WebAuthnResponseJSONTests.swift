@@ -53,7 +53,7 @@ struct WebAuthnResponseJSONTests {
         #expect(verified.credentialId == registration.passkey.credentialID)
         #expect(verified.publicKey == COSEKey(publicKey: try registration.passkey.signingKey().publicKey))
         #expect(verified.publicKeySPKI == json.response.publicKey?.bytes)
-        #expect(verified.attestationFormat == attestation.rawValue)
+        #expect(verified.attestationFormat == attestation.format)
         #expect(verified.transports == ["hybrid", "internal"])
         #expect(verified.signCount == 0)
 

@@ -15,6 +15,13 @@ public struct SoftwareAuthenticator: Sendable {
         case none
         /// `"packed"` self attestation, signed with the new credential's key.
         case packedSelf = "packed"
+        /// `"packed"` full attestation (`x5c`), signed with ``Policy/attestationIdentity``'s key
+        /// (by default a fresh one under ``SimulatedAttestationCA``); the credential carries the
+        /// identity's AAGUID instead of zeros.
+        case packedFull = "packed-x5c"
+
+        /// The `fmt` a response carries: `none`, or `packed` for both packed variants.
+        public var format: String { self == .none ? AttestationStatement.noneFormat : AttestationStatement.packedFormat }
     }
 
     /// How the simulated user and device answer.
@@ -23,16 +30,20 @@ public struct SoftwareAuthenticator: Sendable {
         public var deny: Bool
         /// The attestation for new credentials.
         public var attestation: Attestation
+        /// The key and certificates for ``Attestation/packedFull``; `nil`: a fresh identity under
+        /// ``SimulatedAttestationCA`` per registration, from the authenticator's random source.
+        public var attestationIdentity: AttestationIdentity?
         /// Picks one of several matching passkeys; `nil` means the user cancelled.
         public var selectAccount: @Sendable ([Passkey]) -> Passkey?
 
         /// Creates a policy. By default the user agrees and picks the first account.
         public init(
-            deny: Bool = false, attestation: Attestation = .none,
+            deny: Bool = false, attestation: Attestation = .none, attestationIdentity: AttestationIdentity? = nil,
             selectAccount: @escaping @Sendable ([Passkey]) -> Passkey? = { $0.first }
         ) {
             self.deny = deny
             self.attestation = attestation
+            self.attestationIdentity = attestationIdentity
             self.selectAccount = selectAccount
         }
     }
@@ -118,9 +129,13 @@ public struct SoftwareAuthenticator: Sendable {
             credentialID: random.bytes(16), rpID: request.rp.id, rpName: request.rp.name, userID: request.user.id,
             userName: request.user.name, userDisplayName: request.user.displayName,
             privateKey: Array(key.rawRepresentation), signCount: 0, createdAt: now)
+        let identity =
+            policy.attestation == .packedFull
+            ? policy.attestationIdentity ?? SimulatedAttestationCA.identity(random: random, now: now) : nil
         do {
             let attested = try AttestedCredentialData(
-                aaguid: Self.aaguid, credentialId: passkey.credentialID, credentialPublicKey: COSEKey(publicKey: key.publicKey))
+                aaguid: identity?.aaguid ?? Self.aaguid, credentialId: passkey.credentialID,
+                credentialPublicKey: COSEKey(publicKey: key.publicKey))
             let authData = AuthenticatorData(
                 rpId: request.rp.id, flags: [.userPresent, .userVerified, .backupEligible, .backupState],
                 signCount: passkey.signCount, attestedCredentialData: attested)
@@ -128,6 +143,11 @@ public struct SoftwareAuthenticator: Sendable {
             switch policy.attestation {
             case .none: response = .none(authData: authData)
             case .packedSelf: response = try .packedSelf(authData: authData, clientDataHash: request.clientDataHash, privateKey: key)
+            case .packedFull:
+                guard let identity else { preconditionFailure("packed-x5c always has an attestation identity") }
+                response = try .packedFull(
+                    authData: authData, clientDataHash: request.clientDataHash, attestationKey: identity.attestationKey,
+                    x5c: identity.x5c)
             }
             // One discoverable credential per account and relying party: a new one replaces the old.
             passkeys.removeAll { $0.rpID == passkey.rpID && $0.userID == passkey.userID }

@@ -1,3 +1,4 @@
+import CTAP2
 import HybridRuntime
 import NIOCore
 
@@ -6,5 +7,22 @@ extension DesktopCeremony {
     /// is an IP address, read as the socket layer reads one (`inet_pton`, through SwiftNIO).
     static func isIPAddress(_ host: String) -> Bool {
         (try? SocketAddress(ipAddress: LoopbackAddress.unbracketed(host), port: 0)) != nil
+    }
+}
+
+extension AuthenticatorData {
+    /// The same data with an all-zero AAGUID, as a browser leaves it for attestation conveyance
+    /// `none` (WebAuthn L3 §5.4.7: the authenticator model is not revealed); unchanged when the
+    /// AAGUID already is zero or there is no attested credential data.
+    func zeroingAAGUID() -> AuthenticatorData {
+        guard let attested = attestedCredentialData, attested.aaguid.contains(where: { $0 != 0 }),
+            let zeroed = try? AttestedCredentialData(
+                aaguid: [UInt8](repeating: 0, count: 16), credentialId: attested.credentialId,
+                credentialPublicKeyBytes: attested.credentialPublicKey),
+            let rebuilt = try? AuthenticatorData(
+                rpIdHash: rpIdHash, flags: flags, signCount: signCount, attestedCredentialData: zeroed,
+                extensions: extensions)
+        else { return self }
+        return rebuilt
     }
 }

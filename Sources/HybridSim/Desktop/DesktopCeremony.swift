@@ -333,9 +333,9 @@ struct DesktopCeremony: Sendable {
             }
             var notes: [String] = []
             if attestationConveyance == "none", response.fmt != "none" {
-                // What a browser does for attestation "none": drop the statement (the AAGUID is already zero).
+                // What a browser does for attestation "none": drop the statement, zero the AAGUID (packed-x5c's isn't).
                 notes.append("attestation \"none\" requested: replaced the phone's \(response.fmt) statement with none")
-                response = .none(authData: response.authData)
+                response = .none(authData: response.authData.zeroingAAGUID())
             }
             let verified: VerifiedRegistration
             do {

@@ -1,0 +1,19 @@
+import HybridCore
+import HybridFiles
+
+/// `phone --attestation-root-out FILE`: the simulated attestation root CA that
+/// `--attestation packed-x5c` certificates chain to, as PEM, for a relying party's
+/// `--attestation-roots` (Docs/CLI.md). The root is the same CA in every run
+/// (``SimulatedAttestationCA``), so the file can be written once, before any desktop starts.
+package enum PhoneAttestationRoot {
+    /// Writes the root PEM to `path` (replacing the file; `-` or `/dev/stdout` is written as it is).
+    ///
+    /// - Throws: ``ProgramFailure`` `badInput` when the file cannot be written.
+    package static func write(to path: String) throws(ProgramFailure) {
+        do {
+            try FileWriter.replacePrivately(path, with: Array(SimulatedAttestationCA.rootPEM().utf8))
+        } catch {
+            throw ProgramFailure(.badInput, "cannot write --attestation-root-out \(path): \(error)")
+        }
+    }
+}
