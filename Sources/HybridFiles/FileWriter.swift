@@ -129,9 +129,20 @@ package enum FileWriter {
             case S_IFREG: break
             default:
                 let fd = try openForWriting(path, flags: O_WRONLY)
-                defer { close(fd) }
-                try checkOwner(of: fd)
-                return try writeAll(bytes, to: fd)
+                var opened = stat()
+                guard fstat(fd, &opened) == 0 else {
+                    let code = errno
+                    close(fd)
+                    throw .system(code)
+                }
+                // Swapped for a regular file (a link to someone's file) between the stat and the
+                // open: not written through; replaced below like any regular file.
+                if opened.st_mode & S_IFMT != S_IFREG {
+                    defer { close(fd) }
+                    try checkOwner(of: fd)
+                    return try writeAll(bytes, to: fd)
+                }
+                close(fd)
             }
         }
         let (directory, name) = split(path)

@@ -109,6 +109,24 @@ struct KeyLogFileTests {
         _ = try KeyLogFile(path: pipe)
     }
 
+    @Test("a link to a device, accepted at start, swapped for a link to a file of this user's: no line goes there")
+    func linkSwappedAfterStart() throws {
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let link = directory.file("keys.log")
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: "/dev/null")
+        let hook = try KeyLogFile(path: link).hook
+        // This user's own file, which others may read: the owner check alone would let it through.
+        let readable = directory.file("notes.txt")
+        #expect(FileManager.default.createFile(atPath: readable, contents: Data("mine\n".utf8), attributes: [.posixPermissions: 0o644]))
+        try FileManager.default.removeItem(atPath: link)
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: readable)
+        hook(SessionKeys(
+            initiatorEphemeral: [4] + Array(repeating: 1, count: 64), handshakeHash: Array(repeating: 2, count: 32),
+            initiatorToResponder: Array(repeating: 3, count: 32), responderToInitiator: Array(repeating: 4, count: 32)))
+        #expect(try String(contentsOfFile: readable, encoding: .utf8) == "mine\n", "the keys went through the swapped link")
+    }
+
     /// The reader of a key-log pipe leaves after the check at start: the ceremony goes on, the
     /// desktop warns on stderr that the line could not be appended, and nothing blocks.
     @Test("a key-log pipe whose reader left: a note on stderr, the sign-in still succeeds", .timeLimit(.minutes(1)))

@@ -20,6 +20,10 @@ struct KeyLogFile: Sendable {
     /// path would give a description of its own, and a line written through it is overwritten by
     /// the stream's next write when the shell opened the file without O_APPEND (`2> keys.log`).
     private let ownDescriptor: Int32?
+    /// For a path that is a link: the pipe or device it led to at start (device and inode). Each
+    /// append writes only there: a link swapped meanwhile for one to a file of this user's, which
+    /// others may read, would take the keys (the owner check cannot see that).
+    private let linkTarget: [UInt64]?
 
     /// Checks that `path` can be opened for appending, so a bad path fails before the ceremony, and
     /// sets a regular file's mode to 0600: an existing file that others could read would leak the
@@ -49,6 +53,7 @@ struct KeyLogFile: Sendable {
         guard fstat(fd, &status) == 0 else {
             throw ProgramFailure(.badInput, "--keylog \(path): \(String(cString: strerror(errno)))")
         }
+        self.linkTarget = isLink ? [UInt64(status.st_dev), UInt64(status.st_ino)] : nil
         guard status.st_mode & S_IFMT == S_IFREG else { return }
         // `/dev/stderr` redirected to a file (`2> keys.log`): the user's own stream, which the
         // shell opened; neither someone else's file nor ours to change the mode of.
@@ -67,7 +72,7 @@ struct KeyLogFile: Sendable {
     /// The session's key-log hook: appends one line per completed handshake. A write failure is
     /// reported on stderr and does not stop the ceremony.
     var hook: @Sendable (SessionKeys) -> Void {
-        let (path, flags, own) = (self.path, appendFlags, ownDescriptor)
+        let (path, flags, own, target) = (self.path, appendFlags, ownDescriptor, linkTarget)
         return { keys in
             let line = Array((keys.keyLogLine + "\n").utf8)
             if let own {
@@ -79,8 +84,11 @@ struct KeyLogFile: Sendable {
                 return
             }
             var fd = (try? FileWriter.openForWriting(path, flags: flags, blocking: false)) ?? -1
-            if fd >= 0, (try? FileWriter.checkOwner(of: fd)) == nil {
-                // Another user's pipe swapped in behind the link accepted at start.
+            var opened = stat()
+            if fd >= 0, (try? FileWriter.checkOwner(of: fd)) == nil
+                || (target != nil && (fstat(fd, &opened) != 0 || [UInt64(opened.st_dev), UInt64(opened.st_ino)] != target))
+            {
+                // Another user's pipe, or another file, swapped in behind the path accepted at start.
                 close(fd)
                 fd = -1
                 errno = EPERM
