@@ -86,6 +86,15 @@ struct RelyingPartyFullAttestationTests {
         #expect(throws: RelyingPartyError(.attestationNotAllowed)) {
             _ = try Self.verify(registration, allowed: [.none, .selfAttestation])
         }
+        // The record-only entry point cannot say that trust was not established: without anchors it
+        // refuses the chain (it refused every x5c before), where verifiedRegistration returns it.
+        let error = #expect(throws: RelyingPartyError.self) {
+            _ = try CeremonyFixture.relyingParty().verifyRegistration(
+                response: registration.response, clientDataJSON: registration.clientDataJSON,
+                expectedChallenge: registration.challenge, user: CeremonyFixture.user, now: TestAttestationPKI.nowSeconds)
+        }
+        #expect(error?.code == .untrustedAttestation)
+        #expect(error?.description.contains("chains to no trust anchor (none configured)") == true, "\(String(describing: error))")
     }
 
     @Test(

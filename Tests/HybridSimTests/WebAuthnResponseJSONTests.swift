@@ -20,7 +20,7 @@ struct WebAuthnResponseJSONTests {
         _ attestation: SoftwareAuthenticator.Attestation, fixture: inout CeremonyFixture
     ) throws -> (registration: CeremonyFixture.Registration, json: RegistrationResponseJSON, text: String) {
         let registration = try fixture.register(attestation: attestation)
-        _ = try CeremonyFixture.relyingParty().verifyRegistration(
+        _ = try CeremonyFixture.relyingParty().verifiedRegistration(
             response: registration.response, clientDataJSON: registration.clientDataJSON,
             expectedChallenge: registration.challenge, user: CeremonyFixture.user, now: CeremonyFixture.now)
         let json = try RegistrationResponseJSON(

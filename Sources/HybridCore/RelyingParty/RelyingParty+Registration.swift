@@ -15,7 +15,11 @@ extension RelyingParty {
     public static let maxCredentialPublicKeySize = 1024
 
     /// Verifies a registration as ``verifiedRegistration(response:clientDataJSON:expectedChallenge:user:allowedAttestation:registeredCredentialIds:now:)``
-    /// does, and returns only the record to store.
+    /// does, and returns only the record to store. Having no way to say what an attestation
+    /// proved, it refuses a full (`basic`) attestation whose trust is not established (no
+    /// ``attestationTrustAnchors``, WebAuthn §7.1 step 25: not trustworthy), as it refused every
+    /// `x5c` before full attestation was verified; `verifiedRegistration` returns such a one with its
+    /// trust for the caller to judge.
     ///
     /// - Parameters:
     ///   - response: the authenticator's response (its attestation object).
@@ -25,7 +29,8 @@ extension RelyingParty {
     ///   - allowedAttestation: the attestation types accepted (all three by default).
     ///   - registeredCredentialIds: credential IDs already registered, for §7.1 step 26.
     ///   - now: seconds since the Unix epoch, recorded as ``RegisteredCredential/createdAt``.
-    /// - Throws: ``RelyingPartyError`` naming the first check that failed.
+    /// - Throws: ``RelyingPartyError`` naming the first check that failed;
+    ///   ``RelyingPartyError/Code/untrustedAttestation`` for a `basic` attestation not anchored.
     public func verifyRegistration(
         response: MakeCredentialResponse,
         clientDataJSON: [UInt8],
@@ -35,10 +40,16 @@ extension RelyingParty {
         registeredCredentialIds: Set<[UInt8]> = [],
         now: UInt64
     ) throws(RelyingPartyError) -> RegisteredCredential {
-        try verifiedRegistration(
+        let verified = try verifiedRegistration(
             response: response, clientDataJSON: clientDataJSON, expectedChallenge: expectedChallenge, user: user,
-            allowedAttestation: allowedAttestation, registeredCredentialIds: registeredCredentialIds, now: now
-        ).credential
+            allowedAttestation: allowedAttestation, registeredCredentialIds: registeredCredentialIds, now: now)
+        guard verified.attestation.type != .basic || verified.attestation.isTrusted else {
+            throw RelyingPartyError(
+                .untrustedAttestation,
+                "a full (x5c) attestation that chains to no trust anchor (none configured); give attestationTrustAnchors, "
+                    + "or call verifiedRegistration to judge its trust")
+        }
+        return verified.credential
     }
 
     /// Verifies a makeCredential response as a relying party registering a new credential
