@@ -54,6 +54,12 @@ enum PackedCertificateChain {
             throw CTAP2Error(.invalidSignature, "packed full attestation: \(error.reason) with the key of x5c[0]")
         }
         try checkRequirements(leaf, aaguid: aaguid)
+        for index in chain.indices.dropLast() where chain[index].issuer != chain[index + 1].subject {
+            throw CTAP2Error(
+                .invalidAttestation,
+                "packed x5c[\(index)]'s issuer (\(chain[index].issuer)) is not x5c[\(index + 1)]'s subject (\(chain[index + 1].subject)): "
+                    + "each certificate must be issued by the one after it")
+        }
         for index in chain.indices.dropLast() where !chain[index + 1].publicKey.isValidSignature(chain[index].signature, for: chain[index]) {
             throw CTAP2Error(
                 .invalidAttestation,
@@ -149,13 +155,13 @@ enum PackedCertificateChain {
         }
     }
 
-    /// A name's attribute values by type, in the order they appear (values that are not strings
-    /// read as `"?"`).
+    /// A name's attribute values by type, in the order they appear (a value that is not a string
+    /// reads as empty, so a rule that wants the attribute present and non-empty fails).
     private static func attributes(of name: DistinguishedName) -> [ASN1ObjectIdentifier: [String]] {
         var values: [ASN1ObjectIdentifier: [String]] = [:]
         for rdn in name {
             for attribute in rdn {
-                values[attribute.type, default: []].append(String(attribute.value) ?? "?")
+                values[attribute.type, default: []].append(String(attribute.value) ?? "")
             }
         }
         return values

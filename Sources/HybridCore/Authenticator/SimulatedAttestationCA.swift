@@ -59,7 +59,7 @@ public enum SimulatedAttestationCA {
 
     /// The root certificate (self-signed, CA, keyCertSign). Its bytes differ between calls (ECDSA
     /// signatures are randomized) but its key, subject and validity do not, so any copy anchors.
-    public static func rootCertificate() -> Certificate {
+    package static func rootCertificate() -> Certificate {
         try! Certificate(
             version: .v3, serialNumber: Certificate.SerialNumber(bytes: [0x01]), publicKey: .init(rootKey.publicKey),
             notValidBefore: rootValidity.0, notValidAfter: rootValidity.1, issuer: rootName, subject: rootName,

@@ -6,7 +6,7 @@ import HybridFiles
 /// `--attestation-roots` (Docs/CLI.md). The root is the same CA in every run
 /// (``SimulatedAttestationCA``), so the file can be written once, before any desktop starts.
 package enum PhoneAttestationRoot {
-    /// Writes the root PEM to `path` (replacing the file; `-` or `/dev/stdout` is written as it is).
+    /// Writes the root PEM to `path` (replacing the file; `/dev/stdout` is written as it is).
     ///
     /// - Throws: ``ProgramFailure`` `badInput` when the file cannot be written.
     package static func write(to path: String) throws(ProgramFailure) {
