@@ -59,13 +59,7 @@ struct StandardStreamTests {
 
         // The reader reads again: what was queued comes out in order, then the note where the
         // dropped lines were, then what follows.
-        let readEnd = ends[0]
-        let reader = Task.detached { @Sendable () -> String in
-            var text: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while case let count = read(readEnd, &buffer, buffer.count), count > 0 { text += buffer[..<count] }
-            return String(decoding: text, as: UTF8.self)
-        }
+        let reader = Self.readToEnd(ends[0])
         stream.drain()
         #expect(stream.write("after the reader came back\n") == .written)
         stream.drain()
@@ -83,13 +77,7 @@ struct StandardStreamTests {
     func followsQueued() async throws {
         var ends: [Int32] = [0, 0]
         try #require(pipe(&ends) == 0)
-        let readEnd = ends[0]
-        let reader = Task.detached { @Sendable () -> String in
-            var text: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 65536)
-            while case let count = read(readEnd, &buffer, buffer.count), count > 0 { text += buffer[..<count] }
-            return String(decoding: text, as: UTF8.self)
-        }
+        let reader = Self.readToEnd(ends[0])
         let queued = StandardStream(descriptor: ends[1], queued: true)
         let direct = StandardStream(descriptor: ends[1], follows: queued)
         for index in 0..<200 {
@@ -99,8 +87,18 @@ struct StandardStreamTests {
         queued.drain()
         close(ends[1])
         let lines = (await reader.value).split(separator: "\n").map(String.init)
-        close(readEnd)
+        close(ends[0])
         // Without the wait, an output line overtook the error line queued just before it.
         #expect(lines == (0..<200).flatMap { ["error \($0)", "output \($0)"] }, "\(lines.prefix(6))")
+    }
+
+    /// Reads `fd` (a pipe's read end) until its writers close it, on a thread of its own.
+    private static func readToEnd(_ fd: Int32) -> Task<String, Never> {
+        Task.detached {
+            var text: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 65536)
+            while case let count = read(fd, &buffer, buffer.count), count > 0 { text += buffer[..<count] }
+            return String(decoding: text, as: UTF8.self)
+        }
     }
 }
