@@ -1,3 +1,4 @@
+import HybridFiles
 import NIOCore
 import NIOEmbedded
 import Synchronization
@@ -83,8 +84,7 @@ final class IdleMemoryTrim {
     /// looked up once; `nil` where the C library has none.
     static let mallocTrim: (@convention(c) (Int) -> Int32)? = {
         #if canImport(Glibc)
-        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "malloc_trim") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int) -> Int32).self)
+        return CLibrary.function("malloc_trim", as: (@convention(c) (Int) -> Int32).self)
         #else
         return nil
         #endif

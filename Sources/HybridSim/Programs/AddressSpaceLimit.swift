@@ -3,6 +3,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import HybridFiles
 
 /// The process's address-space limit (`ulimit -v`, `RLIMIT_AS`), which counts memory reserved as
 /// well as memory used.
@@ -52,10 +53,7 @@ package enum AddressSpaceLimit {
     private static let arenaMaxOption: Int32 = -8
 
     /// glibc's `mallopt`, looked up so that another C library (musl) links too.
-    private static let mallopt: (@convention(c) (Int32, Int32) -> Int32)? = {
-        guard let handle = dlopen(nil, RTLD_NOW), let symbol = dlsym(handle, "mallopt") else { return nil }
-        return unsafeBitCast(symbol, to: (@convention(c) (Int32, Int32) -> Int32).self)
-    }()
+    private static let mallopt = CLibrary.function("mallopt", as: (@convention(c) (Int32, Int32) -> Int32).self)
 
     private static let resource = Int32(RLIMIT_AS.rawValue)
     #else
