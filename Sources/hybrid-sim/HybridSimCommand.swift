@@ -31,23 +31,27 @@ struct HybridSimCommand: AsyncParsableCommand {
     /// not write its lines into the first socket it opens) and ignoring `SIGPIPE`: a reader of
     /// stdout that leaves early (`| grep -m1 FIDO:/`) is an `EPIPE` the stream handles, whether or
     /// not SwiftNIO (which ignores the signal too) has started yet.
+    /// Ends the process before anything started: `line` straight to standard error (no stream,
+    /// thread or descriptor of ours exists yet), exit 1.
+    private static func refuseStart(_ line: String) -> Never {
+        _ = line.withCString { write(2, $0, strlen($0)) }
+        Foundation.exit(1)
+    }
+
     static func main() async {
         // Before any thread allocates: under an address-space limit (ulimit -v) glibc's per-thread
         // arenas would reserve most of it (``AddressSpaceLimit``); below the floor nothing starts.
         AddressSpaceLimit.fitAllocator()
         if let limit = AddressSpaceLimit.current, limit < AddressSpaceLimit.startFloor {
-            let line = AddressSpaceLimit.belowFloorLine(limit)
-            _ = line.withCString { write(2, $0, strlen($0)) }
-            Foundation.exit(1)
+            refuseStart(AddressSpaceLimit.belowFloorLine(limit))
         }
         // Before anything opens a descriptor (the signal pipe, Dispatch's and SwiftNIO's event
         // sources, standard error's writer): under a limit this small those trap, exit 132, before a
         // command's own check (``DescriptorCheck``) could say why.
         if let limit = DescriptorLimit.raiseToHard(), limit < DescriptorCheck.startFloor {
-            let line = "error: the open-file limit (ulimit -n) is \(limit); hybrid-sim needs at least "
-                + "\(DescriptorCheck.startFloor) to start: raise the limit (ulimit -n 1024)\n"
-            _ = line.withCString { write(2, $0, strlen($0)) }
-            Foundation.exit(1)
+            refuseStart(
+                "error: the open-file limit (ulimit -n) is \(limit); hybrid-sim needs at least "
+                    + "\(DescriptorCheck.startFloor) to start: raise the limit (ulimit -n 1024)\n")
         }
         signal(SIGPIPE, SIG_IGN)
         StandardStream.claimClosedDescriptors()
