@@ -195,6 +195,11 @@ struct PackedFullAttestationTests {
         var garbage = good
         garbage.attStmt["x5c"] = .array([.bytes([0x30, 0x00])])
         #expect(throws: CTAP2Error(.invalidAttestation)) { _ = try verify(garbage) }
+        // The first entry that is no certificate is named by its index.
+        var secondBad = good
+        secondBad.attStmt["x5c"] = .array([.bytes(TestAttestationPKI.der(pki.leaf())), .bytes([0x30, 0x00])])
+        let named = failure(.invalidAttestation) { _ = try verify(secondBad) }
+        #expect(named.hasPrefix("packed x5c[1] is not an X.509 certificate"), "\(named)")
         var rs256 = good
         rs256.attStmt["alg"] = -257
         #expect(throws: CTAP2Error(.unsupportedAlgorithm)) { _ = try verify(rs256) }
@@ -223,5 +228,12 @@ struct PackedFullAttestationTests {
         let key = try! Certificate.PrivateKey(pki.rootKey).serializeAsPEM().pemString
         #expect(throws: CTAP2Error(.invalidValue)) { _ = try AttestationTrustAnchors(pem: key) }
         #expect(throws: CTAP2Error(.invalidValue)) { _ = try AttestationTrustAnchors(derEncodedRoots: [[0x30, 0x00]]) }
+        do {
+            _ = try AttestationTrustAnchors(derEncodedRoots: [TestAttestationPKI.der(pki.root), [0x30, 0x00]])
+            Issue.record("a second root that is no certificate was accepted")
+        } catch {
+            #expect(error.code == .invalidValue)
+            #expect(error.reason.hasPrefix("attestation trust anchor 2 is not an X.509 certificate"), "\(error)")
+        }
     }
 }

@@ -24,16 +24,24 @@ public struct AttestationTrustAnchors: Hashable, Sendable {
         guard !derEncodedRoots.isEmpty else {
             throw CTAP2Error(.invalidValue, "attestation trust anchors: no certificate given")
         }
-        var roots: [Certificate] = []
-        for (index, der) in derEncodedRoots.enumerated() {
+        self.roots = try Self.certificates(derEncodedRoots, code: .invalidValue) { "attestation trust anchor \($0 + 1)" }
+        self.derEncodedRoots = derEncodedRoots
+    }
+
+    /// Each DER encoding as a certificate; the first that is none fails with `code`, named by
+    /// `name(index)` (`packed x5c[1]`, `attestation trust anchor 2`).
+    static func certificates(
+        _ encodings: [[UInt8]], code: CTAP2Error.Code, name: (Int) -> String
+    ) throws(CTAP2Error) -> [Certificate] {
+        var certificates: [Certificate] = []
+        for (index, der) in encodings.enumerated() {
             do {
-                roots.append(try Certificate(derEncoded: der))
+                certificates.append(try Certificate(derEncoded: der))
             } catch {
-                throw CTAP2Error(.invalidValue, "attestation trust anchor \(index + 1) is not an X.509 certificate: \(error)")
+                throw CTAP2Error(code, "\(name(index)) is not an X.509 certificate: \(error)")
             }
         }
-        self.roots = roots
-        self.derEncodedRoots = derEncodedRoots
+        return certificates
     }
 
     /// Roots from a PEM text holding one or more `CERTIFICATE` blocks (other blocks are an error).

@@ -33,14 +33,7 @@ enum PackedCertificateChain {
         guard !x5c.isEmpty else {
             throw CTAP2Error(.invalidAttestation, "packed x5c is empty; it must hold the attestation certificate")
         }
-        var chain: [Certificate] = []
-        for (index, der) in x5c.enumerated() {
-            do {
-                chain.append(try Certificate(derEncoded: der))
-            } catch {
-                throw CTAP2Error(.invalidAttestation, "packed x5c[\(index)] is not an X.509 certificate: \(error)")
-            }
-        }
+        let chain = try AttestationTrustAnchors.certificates(x5c, code: .invalidAttestation) { "packed x5c[\($0)]" }
         let leaf = chain[0]
         guard alg == .es256 else {
             throw CTAP2Error(.unsupportedAlgorithm, "packed full attestation alg \(alg) is not ES256 (-7)")
