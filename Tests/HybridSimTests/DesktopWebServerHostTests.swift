@@ -107,6 +107,23 @@ struct DesktopWebServerHostTests {
         }
     }
 
+    @Test("a HEAD refused for its Host (421, 400) or for another site (403) gets the refusal's head without its body (RFC 9110 §9.3.2)")
+    func headRefusalHasNoBody() async throws {
+        try await Self.withServer { port, page in
+            for (name, headers, status) in [
+                ("rebound name", ["Host: attacker.example:\(port)"], 421),
+                ("no Host", [], 400),
+                ("foreign Origin", ["Host: 127.0.0.1:\(port)", "Origin: https://attacker.example"], 403),
+            ] {
+                let request = (["HEAD \(page)events HTTP/1.1"] + headers + ["", ""]).joined(separator: "\r\n")
+                let exchange = try #require(LoopbackSocket.exchange(port: port, request, ioTimeout: 10), "cannot connect to 127.0.0.1:\(port)")
+                #expect(exchange.status == status, "\(name): \(exchange.response)")
+                #expect(exchange.response.contains("Content-Length: "), "\(name): the head still says the GET's length: \(exchange.response)")
+                #expect(exchange.response.hasSuffix("\r\n\r\n"), "\(name): a body after a HEAD's head: \(exchange.response)")
+            }
+        }
+    }
+
     @Test("the page may not be framed by another site; an absolute-form target is served by its authority; HTTP/1.0 gets a stream without chunked coding")
     func framingAbsoluteFormAndHTTP10() async throws {
         try await Self.withServer { port, path in
