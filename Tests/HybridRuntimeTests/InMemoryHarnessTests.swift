@@ -4,7 +4,7 @@ import HybridRuntime
 import Synchronization
 import Testing
 
-/// The public in-memory QR harness (``HybridHarness/transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)``):
+/// The public in-memory QR harness (``HybridHarness/transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:linking:)``):
 /// the drivers and state machines of a loopback transaction with no socket at all.
 @Suite("In-memory harness: QR transactions without sockets")
 struct InMemoryHarnessTests {

@@ -34,19 +34,23 @@ extension HybridHarness {
     ///     seeded `random` too, every message is the same on every run, except what carries an
     ///     ECDSA signature (an assertion, a packed attestation): swift-crypto's signatures are
     ///     randomized, so check those by verifying them.
+    ///   - linking: the phone's linking identity, when the transaction should link (the QR code
+    ///     then says the desktop supports linking, QR key 4, and the phone sends its linking
+    ///     information in the update message): what ``registerAndLinkInMemory(on:relyingParty:userName:timeouts:)``
+    ///     passes. `nil` (the default): no linking, and the QR code says so.
     public static func transactInMemory(
         request: [UInt8], hint: QRPayload.RequestType, phone: some HarnessAuthenticator, timeouts: SessionTimeouts = .fast,
         events: @escaping @Sendable (SessionEvent) -> Void = { _ in },
         wrapPhone: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
         wrapDesktop: @escaping @Sendable (any TunnelTransport) -> any TunnelTransport = { $0 },
-        seed: [UInt8]? = nil
+        seed: [UInt8]? = nil, linking: AuthenticatorSession.LinkingIdentity? = nil
     ) async throws -> ClientDriver.Outcome {
         var relay = InMemoryRelay()
         relay.wrapPhone = wrapPhone
         relay.wrapDesktop = wrapDesktop
         let sides = try inMemorySides(
             request: request, hint: hint, phone: phone, timeouts: timeouts, phoneEvents: events, desktopEvents: events,
-            relay: relay, seed: seed)
+            relay: relay, seed: seed, linking: linking)
         return try await runBoth(phone: sides.phone, desktop: sides.desktop)
     }
 
@@ -79,7 +83,7 @@ extension HybridHarness {
         public let desktop: ClientDriver.Transports
     }
 
-    /// The transports ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)``
+    /// The transports ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:linking:)``
     /// gives its two drivers, for a test that builds the sessions and runs
     /// ``ClientDriver/run(session:request:transports:timeouts:events:outcomeReady:)`` and
     /// ``AuthenticatorDriver/run(session:transports:timeouts:events:respond:)`` itself (its own
@@ -126,7 +130,7 @@ extension HybridHarness {
         return InMemoryTransports(phone: phone, desktop: desktop)
     }
 
-    /// ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)`` with each
+    /// ``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:linking:)`` with each
     /// side's events apart and the pretend relay's hooks, for the package's tests that look at one
     /// side's failure: both sides run to their end (neither is cancelled when the other fails) and
     /// both results come back.
@@ -151,7 +155,7 @@ extension HybridHarness {
     private static func inMemorySides(
         request: [UInt8], hint: QRPayload.RequestType, phone: some HarnessAuthenticator, timeouts: SessionTimeouts,
         phoneEvents: @escaping @Sendable (SessionEvent) -> Void, desktopEvents: @escaping @Sendable (SessionEvent) -> Void,
-        relay: InMemoryRelay, seed: [UInt8]? = nil
+        relay: InMemoryRelay, seed: [UInt8]? = nil, linking: AuthenticatorSession.LinkingIdentity? = nil
     ) throws -> (phone: @Sendable () async throws -> Void, desktop: @Sendable () async throws -> ClientDriver.Outcome) {
         let transports = inMemoryTransports(relay: relay)
         let (phoneTransports, desktopTransports) = (transports.phone, transports.desktop)
@@ -159,8 +163,9 @@ extension HybridHarness {
         let now: @Sendable () -> UInt64 = { fixedTime ?? UInt64(Date().timeIntervalSince1970) }
         let desktopRandom = seed.map { RandomSource.deterministic(seed: $0 + Array("desktop".utf8)) } ?? .system
         let phoneRandom = seed.map { RandomSource.deterministic(seed: $0 + Array("phone".utf8)) } ?? .system
-        let session = ClientSession(requestType: hint, timestamp: now(), random: desktopRandom)
-        let phoneSession = try AuthenticatorSession(qr: QRPayload(url: session.url), getInfo: phone.getInfo, random: phoneRandom)
+        let session = ClientSession(requestType: hint, timestamp: now(), supportsLinking: linking != nil, random: desktopRandom)
+        let phoneSession = try AuthenticatorSession(
+            qr: QRPayload(url: session.url), getInfo: phone.getInfo, linking: linking, random: phoneRandom)
         return (
             phone: {
                 try await AuthenticatorDriver.run(
@@ -174,7 +179,7 @@ extension HybridHarness {
             })
     }
 
-    /// ``register(on:relyingParty:userName:userID:options:)`` in memory (``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:)``):
+    /// ``register(on:relyingParty:userName:userID:options:)`` in memory (``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:linking:)``):
     /// registers a new passkey for `userName` on `phone` and verifies it as `relyingParty`.
     /// `wrapPhone`/`wrapDesktop` wrap either end of the tunnel, as for `transactInMemory` (a
     /// ``RewritingTunnel`` keeps a transcript of a verified ceremony).

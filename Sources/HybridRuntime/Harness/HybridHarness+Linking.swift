@@ -15,12 +15,46 @@ extension HybridHarness {
     public func registerAndLink(
         on phone: LinkedPhone, relyingParty: RelyingParty, userName: String, options: TransactionOptions = .init()
     ) async throws -> (credential: RegisteredCredential, link: LinkingInfo) {
-        let user = PublicKeyCredentialUserEntity(id: RandomSource.system.bytes(16), name: userName, displayName: userName)
-        let ceremony = Ceremony.Registration(
-            relyingParty: relyingParty, rpName: relyingParty.id, user: user, challenge: RandomSource.system.bytes(32))
+        let ceremony = Self.registration(relyingParty: relyingParty, userName: userName, userID: nil)
         let outcome = try await transact(
             request: ceremony.requestBytes, hint: .makeCredential, phone: phone.phone, options: options,
             linking: phone.linkingIdentityForQR())
+        return try Self.linkedRegistration(ceremony, outcome)
+    }
+
+    /// ``registerAndLink(on:relyingParty:userName:options:)`` with no socket
+    /// (``transactInMemory(request:hint:phone:timeouts:events:wrapPhone:wrapDesktop:seed:linking:)``
+    /// with the phone's linking identity): a QR registration that links, verified as
+    /// `relyingParty`. The link it returns works with ``transactLinkedInMemory(request:hint:phone:link:timeouts:)``
+    /// and ``signInLinkedInMemory(on:link:relyingParty:knownCredentials:timeouts:)``, and over
+    /// loopback with a started harness.
+    public static func registerAndLinkInMemory(
+        on phone: LinkedPhone, relyingParty: RelyingParty, userName: String, timeouts: SessionTimeouts = .fast
+    ) async throws -> (credential: RegisteredCredential, link: LinkingInfo) {
+        let ceremony = registration(relyingParty: relyingParty, userName: userName, userID: nil)
+        let outcome = try await transactInMemory(
+            request: ceremony.requestBytes, hint: .makeCredential, phone: phone.phone, timeouts: timeouts,
+            linking: phone.linkingIdentityForQR())
+        return try linkedRegistration(ceremony, outcome)
+    }
+
+    /// ``signInLinked(on:link:relyingParty:knownCredentials:options:)`` with no socket
+    /// (``transactLinkedInMemory(request:hint:phone:link:timeouts:)``): signs in through `link`,
+    /// verifies the assertion and returns the credential with its new signature counter.
+    public static func signInLinkedInMemory(
+        on phone: LinkedPhone, link: LinkingInfo, relyingParty: RelyingParty, knownCredentials: [RegisteredCredential],
+        timeouts: SessionTimeouts = .fast
+    ) async throws -> RegisteredCredential {
+        let ceremony = authentication(relyingParty: relyingParty, allowCredentials: [])
+        let outcome = try await transactLinkedInMemory(
+            request: ceremony.requestBytes, hint: .getAssertion, phone: phone, link: link, timeouts: timeouts)
+        return try ceremony.verify(response: outcome.response, knownCredentials: knownCredentials).credential
+    }
+
+    /// A registration's verified credential and the link the phone sent with it.
+    private static func linkedRegistration(
+        _ ceremony: Ceremony.Registration, _ outcome: ClientDriver.Outcome
+    ) throws -> (credential: RegisteredCredential, link: LinkingInfo) {
         let credential = try ceremony.verify(response: outcome.response, now: UInt64(Date().timeIntervalSince1970)).credential
         guard let link = outcome.linking else {
             throw RuntimeError(.protocolViolation, "the phone sent no linking information")
