@@ -247,6 +247,22 @@ struct EndToEndFailureTests {
             lab, ["demo", "--home", file], status: 2, line: "error: cannot use the demo directory \(file): it is a file, not a directory")
     }
 
+    @Test("demo: a TMPDIR that does not exist is said with the system's reason and what to change, exit 1, and is not made")
+    func demoMissingTemporaryDirectory() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let missing = lab.file("no-such-tmp")
+        let demo = try lab.start("demo", ["demo", "--timeout", "30"], environment: ["TMPDIR": missing])
+        #expect(try await demo.waitForExit(timeout: .seconds(30)) == 1, "\(demo.transcript)")
+        let line = try #require(demo.standardError.text.split(separator: "\n").first { $0.hasPrefix("error: ") }, "\(demo.transcript)")
+        #expect(line.hasPrefix("error: cannot create the demo directory \(missing)/hybrid-sim-demo-"), "\(line)")
+        #expect(
+            line.hasSuffix(
+                ": no such file or directory (in the temporary directory \(missing), from TMPDIR; set TMPDIR to a directory you can write, or give --home DIR)"),
+            "\(line)")
+        #expect(!FileManager.default.fileExists(atPath: missing), "the demo made the missing TMPDIR")
+    }
+
     @Test("demo: the listening phone killed during the linked sign-ins stops the desktop at once; exit 1, and the line says it was killed")
     func demoLinkedPhoneKilled() async throws {
         let lab = try EndToEndLab()

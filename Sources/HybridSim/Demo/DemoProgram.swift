@@ -139,11 +139,21 @@ public enum DemoProgram {
             output.standardError("error: cannot use the demo directory \(home): it is a file, not a directory")
             return 2
         }
-        do {
-            try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-        } catch {
-            output.standardError("error: cannot create the demo directory \(home): \(error.localizedDescription)")
-            return 1
+        if configuration.home == nil {
+            // The temporary directory must exist: a mistyped TMPDIR is said, not made (as root
+            // `createDirectory`'s parents would be), with the system's reason.
+            guard mkdir(home, 0o700) == 0 else {
+                let reason = String(cString: strerror(errno)).lowercased()
+                output.standardError("error: cannot create the demo directory \(home): \(reason)\(Self.temporaryHint())")
+                return 1
+            }
+        } else {
+            do {
+                try FileManager.default.createDirectory(atPath: home, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            } catch {
+                output.standardError("error: cannot create the demo directory \(home): \(error.localizedDescription)")
+                return 1
+            }
         }
         // The temporary stores hold private keys: they go when the demo ends (`--home` keeps them),
         // by a signal too (``signalEnding(json:)``).
@@ -376,5 +386,15 @@ private final class WireObserver: Sendable {
                         "CTAP2 request (encrypted)", "shutdown (encrypted)"]
             say("relay", "desktop → phone \(message.count) bytes: \(n <= what.count ? what[n - 1] : "message \(n)")")
         }
+    }
+}
+
+extension DemoProgram {
+    /// Where a demo directory without `--home` goes, and what to change: the temporary directory
+    /// comes from `TMPDIR` when it is set.
+    static func temporaryHint() -> String {
+        let parent = FileManager.default.temporaryDirectory.path
+        let source = ProcessInfo.processInfo.environment["TMPDIR"].map { _ in ", from TMPDIR" } ?? ""
+        return " (in the temporary directory \(parent)\(source); set TMPDIR to a directory you can write, or give --home DIR)"
     }
 }
