@@ -156,6 +156,10 @@ struct RelayBenchCommand: AsyncParsableCommand {
 
 /// A `hybrid-sim relay` child process on a free loopback port. Started with `posix_spawn`
 /// (`ChildSpawn`), not Foundation's `Process`, whose start on Linux can crash (Docs/ROBUSTNESS.md).
+///
+/// Its standard input is a pipe whose only write end this process holds, and it runs with
+/// `--end-with-stdin` (``StandardInputLifeline``): when this process ends in a way that stops
+/// nothing (SIGKILL, a crash), the kernel closes that end and the relay stops too.
 final class SpawnedRelay {
     let process: ChildSpawn
     let host: String
@@ -163,16 +167,22 @@ final class SpawnedRelay {
     /// The read end of the relay's standard output, open while it runs (a closed one would make
     /// its later writes fail).
     private let output: Int32
+    /// The write end of the relay's standard input: closed, the relay stops.
+    private let lifeline: Int32
     var pid: Int32 { process.pid }
 
-    private init(process: ChildSpawn, output: Int32, host: String, port: Int) {
+    private init(process: ChildSpawn, output: Int32, lifeline: Int32, host: String, port: Int) {
         self.process = process
         self.output = output
+        self.lifeline = lifeline
         self.host = host
         self.port = port
     }
 
-    deinit { close(output) }
+    deinit {
+        close(output)
+        close(lifeline)
+    }
 
     /// What SIGINT, SIGTERM, SIGHUP or SIGQUIT ends `bench relay` and `bench hostile` with: the
     /// relay they started is stopped (``RunningChildren``: it has day-long timeouts), then one
@@ -192,19 +202,27 @@ final class SpawnedRelay {
             throw ValidationError("cannot make a pipe for the relay: \(String(cString: strerror(errno)))")
         }
         let (reading, writing) = (ends[0], ends[1])
+        var lifeline: [Int32] = [-1, -1]
+        guard pipe(&lifeline) == 0 else {
+            let reason = String(cString: strerror(errno))
+            close(reading)
+            close(writing)
+            throw ValidationError("cannot make a pipe for the relay: \(reason)")
+        }
+        for end in lifeline { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
         let process: ChildSpawn
         do {
             process = try RunningChildren.spawn {
                 try ChildSpawn(
-                    executable: executable, arguments: ["relay"] + arguments, environment: ProcessInfo.processInfo.environment,
-                    input: nil, output: writing, error: STDERR_FILENO)
+                    executable: executable, arguments: ["relay", "--end-with-stdin"] + arguments,
+                    environment: ProcessInfo.processInfo.environment, input: lifeline[0], output: writing, error: STDERR_FILENO)
             }
         } catch {
-            close(reading)
-            close(writing)
+            for end in [reading, writing] + lifeline { close(end) }
             throw error
         }
         close(writing)
+        close(lifeline[0])
         let deadline = ContinuousClock.now + .seconds(10)
         var buffer: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 4096)
@@ -230,7 +248,8 @@ final class SpawnedRelay {
             {
                 let address = line.dropFirst("ws://".count)
                 if let colon = address.lastIndex(of: ":"), let port = Int(address[address.index(after: colon)...]) {
-                    return SpawnedRelay(process: process, output: reading, host: String(address[..<colon]), port: port)
+                    return SpawnedRelay(
+                        process: process, output: reading, lifeline: lifeline[1], host: String(address[..<colon]), port: port)
                 }
             }
         }
@@ -241,6 +260,7 @@ final class SpawnedRelay {
         if !outputEnded { process.signal(SIGTERM) }
         _ = ended.wait(timeout: .now() + 2)
         close(reading)
+        close(lifeline[1])
         let why: String
         switch process.ended {
         case .exited(let status)? where outputEnded: why = "it exited with status \(status)"

@@ -5,7 +5,6 @@ import HybridFiles
 import HybridRuntime
 import HybridSim
 import Logging
-import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -208,6 +207,13 @@ struct RelayCommand: AsyncParsableCommand {
     )
     var faultSeed: UInt64?
 
+    @Flag(
+        name: .customLong("end-with-stdin"),
+        help: ArgumentHelp(
+            "Stop as on SIGTERM once standard input ends: bench relay and bench hostile start their relay so, holding the pipe's only write end, so it does not outlive them (Docs/CLI.md).",
+            visibility: .hidden))
+    var endWithStandardInput = false
+
     /// `--routing-id-prefix` as bytes: 2 or 4 hex digits.
     private var routingPrefixBytes: [UInt8]? {
         guard let text = routingIDPrefix else { return nil }
@@ -339,6 +345,7 @@ struct RelayCommand: AsyncParsableCommand {
         SignalRouter.routeStatus { [relay] in output.status(relay.statistics) }
         // Catch the signals before announcing readiness, so a signal right after the line is not lost.
         let signals = TerminationSignals()
+        if endWithStandardInput { StandardInputLifeline.watch() }
         // A failure is one line, as every other program's runtime failure: "error: <reason>". A
         // port it cannot bind (in use, below 1024 without the privilege) is exit 6, as for `rp`
         // and `desktop`; a host that is not loopback is a bad command line (64).
@@ -424,63 +431,6 @@ enum FaultOptions {
         } catch {
             throw ValidationError("\(flag): \(error)")
         }
-    }
-}
-
-/// Turns SIGINT, SIGTERM, SIGHUP and SIGQUIT (``SignalRouter``) into an awaitable event instead of
-/// killing the process.
-final class TerminationSignals {
-    private let state = SignalState()
-
-    init() {
-        SignalRouter.install()
-        let state = self.state
-        SignalRouter.route { number in state.fire(number) }
-    }
-
-    /// Waits for the first signal and returns its number.
-    func wait() async -> Int32 {
-        await withCheckedContinuation { state.register($0) }
-    }
-
-    /// What a signal after the first does (by default nothing: the first one's shutdown goes on).
-    func onRepeat(_ handler: @escaping @Sendable (Int32) -> Void) {
-        state.repeated(handler)
-    }
-}
-
-/// The first signal received, the task waiting for it, and what a later one does.
-final class SignalState: Sendable {
-    private struct State {
-        var received: Int32?
-        var waiter: CheckedContinuation<Int32, Never>?
-        var onRepeat: (@Sendable (Int32) -> Void)?
-    }
-
-    private let state = Mutex(State())
-
-    func fire(_ number: Int32) {
-        let (waiter, again): (CheckedContinuation<Int32, Never>?, (@Sendable (Int32) -> Void)?) = state.withLock { state in
-            guard state.received == nil else { return (nil, state.onRepeat) }
-            state.received = number
-            defer { state.waiter = nil }
-            return (state.waiter, nil)
-        }
-        waiter?.resume(returning: number)
-        again?(number)
-    }
-
-    func repeated(_ handler: @escaping @Sendable (Int32) -> Void) {
-        state.withLock { $0.onRepeat = handler }
-    }
-
-    func register(_ continuation: CheckedContinuation<Int32, Never>) {
-        let received: Int32? = state.withLock { state in
-            if let received = state.received { return received }
-            state.waiter = continuation
-            return nil
-        }
-        if let received { continuation.resume(returning: received) }
     }
 }
 

@@ -60,4 +60,36 @@ struct EndToEndBenchRelayTests {
                 + "by then 20 of 20 tunnel(s) had opened, no failure",
             "\(bench.transcript)")
     }
+
+    /// A bench that ends without stopping anything (SIGKILL, a crash, an allocation failure under
+    /// `ulimit -v`) left its relay, whose timeouts are a day long, running as an orphan on its port.
+    @Test("the bench killed with SIGKILL while it holds its tunnels: the relay it started stops too, within seconds")
+    func relayEndsWithKilledBench() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let bench = try lab.start("bench", ["bench", "relay", "--tunnels", "4", "--rounds", "1", "--hold", "120"])
+        let lines = try await bench.waitForOutput("the hold", in: \.standardError) { $0.contains { $0.contains("holding 4 tunnels") } }
+        let started = try #require(lines.first { $0.contains("started hybrid-sim relay (pid ") })
+        let relay = try #require(EndToEndLab.word(after: "(pid ", in: started).flatMap { Int32($0.filter(\.isNumber)) })
+        #expect(bench.children(withArgument: "relay") == [relay])
+        kill(bench.processIdentifier, SIGKILL)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while Self.isRunning(relay), ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+        let orphan = Self.isRunning(relay)
+        if orphan { kill(relay, SIGKILL) }  // not left behind by a failing run
+        #expect(!orphan, "the relay (pid \(relay)) outlived its bench by 10 s\n\(bench.transcript)")
+        _ = try await bench.waitForExit(timeout: .seconds(5))
+        #expect(
+            bench.standardError.text.contains(
+                "relay: standard input ended (--end-with-stdin: the process that started this relay is gone); stopping"),
+            "\(bench.transcript)")
+    }
+
+    /// Whether `pid` is a process that has not ended: gone, or a zombie nobody reaped yet, is not.
+    private static func isRunning(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+            let afterName = stat.range(of: ") ", options: .backwards)
+        else { return false }
+        return !stat[afterName.upperBound...].hasPrefix("Z") && !stat[afterName.upperBound...].hasPrefix("X")
+    }
 }
