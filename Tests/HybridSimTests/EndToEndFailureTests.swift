@@ -160,6 +160,42 @@ struct EndToEndFailureTests {
         )
     }
 
+    /// "is `hybrid-sim phone` running?" was the guess even when the embedded relay had seen the
+    /// phone open its tunnel.
+    @Test("a phone that opened its tunnel at the embedded relay but advertises elsewhere: the timeout says what the relay saw, exit 3")
+    func tunnelOpenedAdvertElsewhere() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let elsewhere = try EndToEndLab.boundSocket(udp: true, listening: false)  // takes the adverts, tells nobody
+        defer { close(elsewhere.fd) }
+        let desktop = try await lab.startDesktop(["--request", "mc", "--timeout", "6"])
+        let phone = try lab.start(
+            "phone",
+            ["phone", "--qr", desktop.url, "--relay", desktop.relayURL, "--proximity", "udp://127.0.0.1:\(elsewhere.port)", "--timeout", "10"])
+        defer { phone.terminate() }
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(20)) == 3, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop.process)
+                == "error: no nearby authenticator within 6 s: no advert arrived at \(desktop.proximityURL), but during the wait the embedded "
+                + "relay \(desktop.relayURL) had 1 tunnel(s) opened (/cable/new, as a phone does before it advertises): that phone's adverts "
+                + "went elsewhere, or it stopped before it sent one (was it given --proximity \(desktop.proximityURL)? its output says why)",
+            "\(phone.transcript)")
+    }
+
+    @Test("a request the embedded relay refused during a wait without adverts: the timeout names its status, exit 3")
+    func refusedRequestNamed() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try await lab.startDesktop(["--timeout", "2"])
+        let path = TunnelServicePath.connect(routingID: [1, 2, 3], tunnelID: [UInt8](repeating: 8, count: 16)).path
+        await #expect(throws: (any Error).self) { _ = try await WebSocketTunnel.open(url: desktop.relayURL + path) }
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(12)) == 3, "\(desktop.process.transcript)")
+        #expect(
+            FailureOutput.singleErrorLine(desktop.process)
+                == "error: no nearby authenticator within 2 s: no advert arrived at \(desktop.proximityURL), but during the wait the embedded "
+                + "relay \(desktop.relayURL) refused 1 request(s) (HTTP 404 ×1): a phone that could not open its tunnel there says why in its output")
+    }
+
     @Test("relay not running: the phone cannot create its tunnel, exit 6")
     func relayNotRunning() async throws {
         let lab = try EndToEndLab()

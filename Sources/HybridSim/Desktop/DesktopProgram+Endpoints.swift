@@ -73,6 +73,31 @@ extension Run {
         }
     }
 
+    /// The timeout's account of a wait in which no advert arrived while the embedded relay saw
+    /// something: a tunnel opened (`/cable/new`, what a phone does before it advertises) or requests
+    /// it refused (a phone that could not open its tunnel, say). `nil` when it saw neither, or for
+    /// an external relay (`statistics` nil: its traffic is not this desktop's to see). The desktop
+    /// itself opens no tunnel and sends no request before an advert, so all of it came from others.
+    static func relaySighting(_ statistics: RelayStatistics?, relayURL: String, proximity: ProximityEndpoint) -> String? {
+        guard let statistics else { return nil }
+        let refused = statistics.rejectedRequests.values.reduce(0, +)
+        var seen: [String] = []
+        if statistics.tunnelsOpened > 0 {
+            seen.append("had \(statistics.tunnelsOpened) tunnel(s) opened (/cable/new, as a phone does before it advertises)")
+        }
+        if refused > 0 {
+            let statuses = statistics.rejectedRequests.sorted { $0.key < $1.key }.map { "HTTP \($0.key) ×\($0.value)" }
+            seen.append("refused \(refused) request(s) (\(statuses.joined(separator: ", ")))")
+        }
+        guard !seen.isEmpty else { return nil }
+        let advice =
+            statistics.tunnelsOpened > 0
+            ? "that phone's adverts went elsewhere, or it stopped before it sent one (was it given --proximity \(proximity)? its output says why)"
+            : "a phone that could not open its tunnel there says why in its output"
+        return "no advert arrived at \(proximity), but during the wait the embedded relay \(relayURL) "
+            + seen.joined(separator: " and ") + ": " + advice
+    }
+
     ///
     /// `linked`: a listening phone was started with where to advertise (`phone --listen
     /// --proximity`), so the scanner must be there: no free port instead of a taken default (the

@@ -154,6 +154,7 @@ struct Run {
                 ceremony: ceremony,
                 matrix: matrix,
                 relayURL: relay.url,
+                embeddedRelay: relay.embedded,
                 proximity: proximity,
                 scanner: scanner
             )
@@ -208,6 +209,7 @@ struct Run {
         ceremony: DesktopCeremony,
         matrix: QRMatrix,
         relayURL: String,
+        embeddedRelay: TunnelRelay?,
         proximity: ProximityEndpoint,
         scanner: ProximityScanner<[UInt8]>
     ) async throws -> ClientDriver.Outcome {
@@ -312,10 +314,13 @@ struct Run {
                 // address, the relay is the likelier culprit than the phone.
                 let noAdvert = (runtime.proximityStatistics?.received ?? 0) == 0
                 let relayDown = noAdvert && Self.refusesConnections(relayURL)
+                // What the embedded relay saw instead (a tunnel opened, a request refused) replaces
+                // the guess that no phone runs.
+                let sighting = noAdvert ? Self.relaySighting(embeddedRelay?.statistics, relayURL: relayURL, proximity: proximity) : nil
                 throw ProgramFailure(
                     .timeout,
                     "no nearby authenticator within \(timeout.seconds): "
-                        + Self.explain(runtime.proximityStatistics, proximity: proximity)
+                        + (sighting ?? Self.explain(runtime.proximityStatistics, proximity: proximity))
                         + (relayDown ? "; and nothing accepts connections at the relay \(relayURL), so no phone could open its tunnel (is --relay right?)" : "")
                 )
             }
