@@ -151,7 +151,22 @@ struct PhoneCommand: AsyncParsableCommand {
 
     func validate() throws {
         if let attestationRootOut, attestationRootOut.isEmpty { throw ValidationError("--attestation-root-out needs a file name") }
-        if writesRootOnly { return }
+        if writesRootOnly {
+            // Nothing else runs: a flag of a transaction given with it would be ignored without a word.
+            let given = [
+                ("--relay", relay != nil), ("--proximity", proximity != nil), ("--rssi", rssi != nil), ("--store", store != nil),
+                ("--account", account != nil), ("--deny", deny), ("--attestation", attestation != nil), ("--json", json),
+                ("--timeout", timeout != nil), ("--keylog", session.keylog != nil), ("--count", count != nil),
+                ("--listen-timeout", listenTimeout != nil), ("--misbehave", misbehave != nil),
+            ].filter(\.1).map(\.0)
+            guard given.isEmpty else {
+                let (flags, verb, pronoun) = (given.joined(separator: ", "), given.count == 1 ? "belongs" : "belong", given.count == 1 ? "it" : "them")
+                throw ValidationError(
+                    "--attestation-root-out alone only writes the root; \(flags) \(verb) to a transaction "
+                        + "(--qr, --scan, --listen or --unlink): drop \(pronoun), or give the transaction")
+            }
+            return
+        }
         // Before anything converts them to a Duration (which traps on NaN and infinities).
         try checkSeconds(timeout, flag: "--timeout")
         try checkSeconds(listenTimeout, flag: "--listen-timeout", maximum: 86_400)

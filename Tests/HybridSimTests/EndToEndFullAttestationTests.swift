@@ -80,4 +80,26 @@ struct EndToEndFullAttestationTests {
         #expect(try await unusable.waitForExit() == 2, "\(unusable.transcript)")
         #expect(unusable.standardError.text.contains("--attestation-roots \(bad) holds no usable root"), "\(unusable.transcript)")
     }
+
+    @Test("--attestation-root-out alone: a full disk (/dev/full) is exit 1, a missing directory 2, a flag of a transaction with it 64 naming it")
+    func rootOutFailures() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        // The machine failing (ENOSPC) is exit 1, as for the stores; it was exit 2, as bad input.
+        let full = try lab.start("phone", ["phone", "--attestation-root-out", "/dev/full"])
+        #expect(try await full.waitForExit() == 1, "\(full.transcript)")
+        #expect(FailureOutput.singleErrorLine(full) == "error: cannot write --attestation-root-out /dev/full: no space left on device")
+        let nowhere = lab.file("no-such-directory/root.pem")
+        let missing = try lab.start("phone", ["phone", "--attestation-root-out", nowhere])
+        #expect(try await missing.waitForExit() == 2, "\(missing.transcript)")
+        // Flags of a transaction were ignored without a word (the root written, exit 0).
+        let root = lab.file("root.pem")
+        let extra = try lab.start("phone", ["phone", "--attestation-root-out", root, "--relay", "ws://127.0.0.1:47001", "--deny"])
+        #expect(try await extra.waitForExit() == 64, "\(extra.transcript)")
+        #expect(
+            extra.standardError.text.contains(
+                "--attestation-root-out alone only writes the root; --relay, --deny belong to a transaction (--qr, --scan, --listen or --unlink): drop them, or give the transaction"),
+            "\(extra.transcript)")
+        #expect(!FileManager.default.fileExists(atPath: root))
+    }
 }

@@ -8,12 +8,13 @@ import HybridFiles
 package enum PhoneAttestationRoot {
     /// Writes the root PEM to `path` (replacing the file; `/dev/stdout` is written as it is).
     ///
-    /// - Throws: ``ProgramFailure`` `badInput` when the file cannot be written.
+    /// - Throws: ``ProgramFailure`` when the file cannot be written: `failed` (exit 1) when the
+    ///   machine failed (no space left, an I/O error: ``FileFailure/failureKind``), else `badInput`.
     package static func write(to path: String) throws(ProgramFailure) {
         do {
             try FileWriter.replacePrivately(path, with: Array(SimulatedAttestationCA.rootPEM().utf8))
         } catch {
-            throw ProgramFailure(.badInput, "cannot write --attestation-root-out \(path): \(error)")
+            throw ProgramFailure(error.failureKind, "cannot write --attestation-root-out \(path): \(error)")
         }
     }
 }

@@ -1,5 +1,6 @@
 import CTAP2
 import HybridCore
+import HybridFiles
 import HybridQR
 import HybridRuntime
 
@@ -153,4 +154,15 @@ extension StoreError {
     /// path this user cannot use, a failure (exit 1) when the machine failed
     /// (``isEnvironmentFailure``: a full disk, the open-file limit, an I/O error).
     package var failureKind: ProgramFailure.Kind { isEnvironmentFailure ? .failed : .badInput }
+}
+
+extension FileFailure {
+    /// How a program reports a file it cannot write (`--attestation-root-out`, `--qr-png`): a
+    /// failure (exit 1) when the machine failed (a full disk, the open-file limit, an I/O error:
+    /// ``StoreError/environmentErrors``, as for the stores), else bad input (exit 2: a path this
+    /// user cannot use).
+    package var failureKind: ProgramFailure.Kind {
+        if case .system(let code) = self, StoreError.environmentErrors.contains(code) { return .failed }
+        return .badInput
+    }
 }
