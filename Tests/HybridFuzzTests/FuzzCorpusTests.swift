@@ -57,3 +57,19 @@ struct FuzzCorpusTests {
         }
     }
 }
+
+/// `FuzzScratch`: the directory the file targets write their stores (private keys among them) into.
+@Suite("Fuzz scratch directory")
+struct FuzzScratchTests {
+    @Test("a new directory of mode 0700 with a name nobody could make in advance, not $TMPDIR/hybrid-fuzz-<pid>")
+    func unpredictable() throws {
+        let path = FuzzScratch.directory
+        #expect(path != NSTemporaryDirectory() + "hybrid-fuzz-\(getpid())", "a name another user could make first")
+        #expect(URL(fileURLWithPath: path).lastPathComponent.hasPrefix("hybrid-fuzz-"))
+        var info = stat()
+        try #require(stat(path, &info) == 0, "\(path): \(String(cString: strerror(errno)))")
+        #expect(info.st_mode & S_IFMT == S_IFDIR)
+        #expect(info.st_mode & 0o777 == 0o700, "mode \(String(info.st_mode & 0o777, radix: 8))")
+        #expect(info.st_uid == geteuid())
+    }
+}
