@@ -335,7 +335,11 @@ struct DesktopCeremony: Sendable {
             if attestationConveyance == "none", response.fmt != "none" {
                 // What a browser does for attestation "none": drop the statement, zero the AAGUID (packed-x5c's isn't).
                 notes.append("attestation \"none\" requested: replaced the phone's \(response.fmt) statement with none")
-                response = .none(authData: response.authData.zeroingAAGUID())
+                do {
+                    response = .none(authData: try response.authData.zeroingAAGUID())
+                } catch {
+                    throw ProgramFailure(.protocolError, "cannot zero the AAGUID of the phone's authenticator data (attestation \"none\"): \(error)")
+                }
             }
             let verified: VerifiedRegistration
             do {
