@@ -92,6 +92,15 @@ struct EndToEndOutputTests {
             "\(desktop.process.transcript)")
     }
 
+    @Test("--qr-png /dev/full: exit 1 (the machine failed, as for the stores), not 2 (bad input), with the one error line")
+    func qrPNGOnFullDevice() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let desktop = try lab.start("desktop", ["desktop", "--request", "mc", "--relay-port", "0", "--proximity-port", "0", "--qr-png", "/dev/full"])
+        #expect(try await desktop.waitForExit(timeout: .seconds(20)) == 1, "\(desktop.transcript)")
+        #expect(FailureOutput.singleErrorLine(desktop) == "error: cannot write --qr-png /dev/full: no space left on device", "\(desktop.transcript)")
+    }
+
     @Test("qr show > /dev/full: exit 1 and an error line, not exit 0 with the code lost")
     func resultOnFullDevice() async throws {
         let lab = try EndToEndLab()

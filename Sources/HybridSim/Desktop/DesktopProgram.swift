@@ -132,7 +132,8 @@ struct Run {
                 // The image holds the QR secret: 0600, never through a symlink.
                 try FileWriter.replacePrivately(png, with: try PNGCodec.encode(image))
             } catch {
-                throw ProgramFailure(.badInput, "cannot write --qr-png \(png): \(error)")
+                // The machine failing (a full disk) is exit 1, as for the stores; a path this user cannot use, 2.
+                throw ProgramFailure((error as? FileFailure)?.failureKind ?? .badInput, "cannot write --qr-png \(png): \(error)")
             }
         }
 
