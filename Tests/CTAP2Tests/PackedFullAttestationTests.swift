@@ -70,6 +70,11 @@ struct PackedFullAttestationTests {
         // Without the intermediate the leaf's signer is unknown to the root.
         let reason = failure(.untrustedAttestation) { _ = try verify(try response([leaf]), anchors: anchors) }
         #expect(reason.contains("not signed by any of the 1 trusted root(s)"), "\(reason)")
+        #expect(!reason.contains("a trusted root has that name"), "the intermediate's name is no root's: \(reason)")
+        // Another CA of the root's name (a second PKI is built with the same names): the refusal says so.
+        let stranger = try AttestationTrustAnchors(derEncodedRoots: [TestAttestationPKI.der(TestAttestationPKI().root)])
+        let named = failure(.untrustedAttestation) { _ = try verify(try response([pki.leaf()]), anchors: stranger) }
+        #expect(named.contains("not signed by any of the 1 trusted root(s); a trusted root has that name but its key did not sign it"), "\(named)")
     }
 
     @Test(

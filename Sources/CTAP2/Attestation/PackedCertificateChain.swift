@@ -129,11 +129,17 @@ enum PackedCertificateChain {
         }
         let last = chain[chain.count - 1]
         if let root = anchors.roots.first(where: { $0 == last }) { return root }
-        guard let root = anchors.roots.first(where: { $0.subject == last.issuer && $0.publicKey.isValidSignature(last.signature, for: last) })
-        else {
+        let named = anchors.roots.filter { $0.subject == last.issuer }
+        guard let root = named.first(where: { $0.publicKey.isValidSignature(last.signature, for: last) }) else {
+            // A root of the issuer's name whose key did not sign: say so, or the two names read alike.
+            let hint =
+                named.isEmpty
+                ? ""
+                : "; a trusted root has that name but its key did not sign it (another CA of the same name, "
+                    + "or the certificate was changed after it was signed)"
             throw CTAP2Error(
                 .untrustedAttestation,
-                "packed x5c[\(chain.count - 1)] (issuer \(last.issuer)) is not signed by any of the \(anchors.count) trusted root(s)")
+                "packed x5c[\(chain.count - 1)] (issuer \(last.issuer)) is not signed by any of the \(anchors.count) trusted root(s)\(hint)")
         }
         return root
     }
