@@ -7,18 +7,28 @@ Its own CBOR, Noise KNpsk0 responder, Crypter and RFC 6455 client; `cryptography
 Usage:
   independent_phone.py selftest [--vectors DIR]   check building blocks against Vectors/ (default: the repository's)
   independent_phone.py run --qr 'FIDO:/...' --relay ws://127.0.0.1:P --proximity udp://127.0.0.1:Q
-                 [--store FILE] [--rssi -45] [--deviate NAME[,NAME...]] [--attestation none|packed]
+                 [--store FILE] [--rssi -45] [--deviate NAME[,NAME...]] [--attestation none|packed|x5c]
+                 [--ca-cert FILE --ca-key FILE]
+  independent_phone.py make-ca --cert FILE --key FILE   a fresh attestation root CA of this "vendor"
+
+--attestation x5c: "packed" full attestation (WebAuthn L3 §8.2) with a fresh P-256 attestation key and
+certificate per registration, issued by the CA of --ca-cert/--ca-key (made by make-ca: its own P-384
+root, SHA-384) and meeting §8.2.1 (version 3; Subject C, O, OU "Authenticator Attestation", CN; Basic
+Constraints CA false; id-fido-gen-ce-aaguid 1.3.6.1.4.1.45724.1.1.4 holding this phone's AAGUID, which
+authData and getInfo name too). x5c holds the attestation certificate (and with x5c-intermediate the
+intermediate CA after it), never the root.
 
 Deviations (--deviate a,b,...), grep '"NAME" in dev' for what each does:
   tolerated: close-after-response drop-after-response phone-shutdown getinfo-extra post-handshake-extra
     no-update no-features uuid-fde2 lowercase-tunnel-id domain-hashed odd-padding nonzero-padding
-    omit-credential (with exactly one allowed) response-extra; --attestation packed
+    omit-credential (with exactly one allowed) response-extra; --attestation packed; x5c-intermediate (x5c)
   wrong: wrong-eid-key bad-tag reserved-byte domain-5 short-datagram uuid-unknown stale-routing-id
     wrong-psk wrong-handshake-key bad-msg2-tag msg2-long msg2-bad-point garbage-post-handshake
     getinfo-garbage getinfo-no-aaguid getinfo-u2f-only features-dc-only features-not-array
     bad-signature same-signcount signcount-zero wrong-rpid-hash no-up garbage-cbor truncated-response
     error-status bad-attestation-sig omit-credential omit-user unknown-cred-id wrong-user-handle
     close-before-response shutdown-instead type5-instead unmasked text-frames; --rssi -80
+    with --attestation x5c: bad-attestation-sig x5c-cert-tampered x5c-aaguid-mismatch x5c-wrong-ou x5c-ca-leaf
 Exit status: 0 the transaction ended (the desktop's shutdown, or its close after the response),
 3 no request in time, 6 the tunnel closed early, 7 the desktop broke the protocol, 1 anything else.
 """
@@ -29,6 +39,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography import x509
+from cryptography.x509.oid import NameOID, ObjectIdentifier
+import datetime
 
 VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "Vectors")
 
@@ -390,9 +403,14 @@ class WS:
 
 # ----------------------------------------------------------------------------- authenticator
 AAGUID = b"\x00" * 16
+# The model's AAGUID when it attests (x5c): a random (version 4) UUID of this "vendor".
+X5C_AAGUID = bytes.fromhex("6c1f5e2a93d84b07a2c4f0e1d3b59a78")
 
-def getinfo_cbor(dev=()):
-    gi = {1: ["FIDO_2_0", "FIDO_2_1"], 3: AAGUID, 4: {"rk": True, "uv": True}, 9: ["cable", "hybrid", "internal"]}
+def aaguid_for(attestation):
+    return X5C_AAGUID if attestation == "x5c" else AAGUID
+
+def getinfo_cbor(dev=(), attestation="none"):
+    gi = {1: ["FIDO_2_0", "FIDO_2_1"], 3: aaguid_for(attestation), 4: {"rk": True, "uv": True}, 9: ["cable", "hybrid", "internal"]}
     if "getinfo-extra" in dev:
         gi.update({2: ["credProtect", "futureExt"], 5: 2048, 0x0E: 7, 0x20: "future member", 0x21: {"x": [1, 2]},
                    4: {"rk": True, "uv": True, "futureOption": True, "plat": False},
@@ -410,6 +428,73 @@ def cose_key(pub):
 def b64u(b):
     return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
 
+# ----------------------------------------------------------------------------- attestation CA (x5c)
+AAGUID_OID = ObjectIdentifier("1.3.6.1.4.1.45724.1.1.4")  # id-fido-gen-ce-aaguid
+
+def _name(cn, ou=None):
+    attrs = [x509.NameAttribute(NameOID.COUNTRY_NAME, "DE"),
+             x509.NameAttribute(NameOID.ORGANIZATION_NAME, "Independent Phone Vendor")]
+    if ou is not None:
+        attrs.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, ou))
+    attrs.append(x509.NameAttribute(NameOID.COMMON_NAME, cn))
+    return x509.Name(attrs)
+
+def _ca_certificate(subject, key, issuer, issuer_key, days, path_length):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ski = x509.SubjectKeyIdentifier.from_public_key(key.public_key())
+    b = (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
+         .serial_number(x509.random_serial_number())
+         .not_valid_before(now - datetime.timedelta(days=1)).not_valid_after(now + datetime.timedelta(days=days))
+         .add_extension(x509.BasicConstraints(ca=True, path_length=path_length), critical=True)
+         .add_extension(x509.KeyUsage(digital_signature=False, content_commitment=False, key_encipherment=False,
+                                      data_encipherment=False, key_agreement=False, key_cert_sign=True, crl_sign=True,
+                                      encipher_only=False, decipher_only=False), critical=True)
+         .add_extension(ski, critical=False))
+    algorithm = hashes.SHA384() if isinstance(issuer_key.curve, ec.SECP384R1) else hashes.SHA256()
+    return b.sign(issuer_key, algorithm)
+
+def make_ca(cert_path, key_path):
+    """A root CA of this vendor: its own P-384 key, self-signed with ECDSA-SHA384, valid 10 years."""
+    key = ec.generate_private_key(ec.SECP384R1())
+    name = _name("Independent Phone Attestation Root")
+    cert = _ca_certificate(name, key, name, key, 3650, None)
+    with open(key_path, "wb") as f:
+        f.write(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()))
+    with open(cert_path, "wb") as f:
+        f.write(cert.public_bytes(serialization.Encoding.PEM))
+
+def load_ca(cert_path, key_path):
+    cert = x509.load_pem_x509_certificate(open(cert_path, "rb").read())
+    key = serialization.load_pem_private_key(open(key_path, "rb").read(), None)
+    return cert, key
+
+def attestation_chain(ca, aaguid, dev):
+    """A fresh attestation key and x5c (DER, attestation certificate first) under `ca` (cert, key)."""
+    root, root_key = ca
+    issuer, issuer_key = root.subject, root_key
+    chain = []
+    if "x5c-intermediate" in dev:
+        ikey = ec.generate_private_key(ec.SECP256R1())
+        iname = _name("Independent Phone Attestation Intermediate")
+        icert = _ca_certificate(iname, ikey, issuer, issuer_key, 1825, 0)
+        chain.append(icert)
+        issuer, issuer_key = iname, ikey
+    key = ec.generate_private_key(ec.SECP256R1())
+    now = datetime.datetime.now(datetime.timezone.utc)
+    ou = "Sales" if "x5c-wrong-ou" in dev else "Authenticator Attestation"
+    ext_aaguid = bytes(b ^ 0xFF for b in aaguid) if "x5c-aaguid-mismatch" in dev else aaguid
+    b = (x509.CertificateBuilder().subject_name(_name("Independent Phone Attestation", ou)).issuer_name(issuer)
+         .public_key(key.public_key()).serial_number(x509.random_serial_number())
+         .not_valid_before(now - datetime.timedelta(hours=1)).not_valid_after(now + datetime.timedelta(days=365))
+         .add_extension(x509.BasicConstraints(ca="x5c-ca-leaf" in dev, path_length=None), critical=True))
+    if any(aaguid):  # §8.2.1: the extension when the AAGUID is not zero; an OCTET STRING, not critical
+        b = b.add_extension(x509.UnrecognizedExtension(AAGUID_OID, b"\x04\x10" + ext_aaguid), critical=False)
+    algorithm = hashes.SHA384() if isinstance(issuer_key.curve, ec.SECP384R1) else hashes.SHA256()
+    leaf = b.sign(issuer_key, algorithm).public_bytes(serialization.Encoding.DER)
+    if "x5c-cert-tampered" in dev:  # one bit of the issuer's signature value (the certificate's last byte)
+        leaf = leaf[:-1] + bytes([leaf[-1] ^ 0x01])
+    return key, [leaf] + [c.public_bytes(serialization.Encoding.DER) for c in chain]
+
 class Store:
     def __init__(self, path):
         self.path = path
@@ -417,7 +502,7 @@ class Store:
     def save(self):
         tmp = self.path + ".tmp"; json.dump(self.data, open(tmp, "w"), indent=1); os.replace(tmp, self.path)
 
-def make_credential(req, store, attestation, dev, log):
+def make_credential(req, store, attestation, dev, log, ca=None):
     cdh = req[1]; rp = req[2]; user = req[3]; params = req[4]
     if not any(p.get("alg") == -7 and p.get("type") == "public-key" for p in params):
         return b"\x26"  # CTAP2_ERR_UNSUPPORTED_ALGORITHM
@@ -425,7 +510,7 @@ def make_credential(req, store, attestation, dev, log):
     cred_id = os.urandom(16)
     rp_id = rp["id"]
     flags = 0x45  # UP|UV|AT
-    ad = (hashlib.sha256(rp_id.encode()).digest() + bytes([flags]) + struct.pack(">I", 0) + AAGUID +
+    ad = (hashlib.sha256(rp_id.encode()).digest() + bytes([flags]) + struct.pack(">I", 0) + aaguid_for(attestation) +
           struct.pack(">H", len(cred_id)) + cred_id + cbor_encode(cose_key(priv.public_key())))
     store.data["passkeys"] = [p for p in store.data["passkeys"] if not (p["rpId"] == rp_id and p["userId"] == user["id"].hex())]
     store.data["passkeys"].append({"rpId": rp_id, "credId": cred_id.hex(), "userId": user["id"].hex(),
@@ -438,6 +523,12 @@ def make_credential(req, store, attestation, dev, log):
         if "bad-attestation-sig" in dev:
             sig = priv.sign(ad + cdh + b"x", ec.ECDSA(hashes.SHA256()))
         resp = {1: "packed", 2: ad, 3: {"alg": -7, "sig": sig}}
+    elif attestation == "x5c":
+        akey, x5c = attestation_chain(ca, aaguid_for(attestation), dev)
+        signed = ad + cdh + (b"x" if "bad-attestation-sig" in dev else b"")
+        sig = akey.sign(signed, ec.ECDSA(hashes.SHA256()))
+        resp = {1: "packed", 2: ad, 3: {"alg": -7, "sig": sig, "x5c": x5c}}
+        log("packed full attestation: x5c of %d certificate(s), AAGUID %s" % (len(x5c), aaguid_for(attestation).hex()))
     else:
         resp = {1: "none", 2: ad, 3: {}}
     return b"\x00" + cbor_encode(resp)
@@ -544,7 +635,7 @@ def run(args):
     elif "getinfo-garbage" in dev:
         ws.send(cr.encrypt(cbor_encode({1: b"\xff\xfe\x00garbage", 3: ["ctap"]})))
     else:
-        ph = {1: getinfo_cbor(dev), 3: ["ctap"]}
+        ph = {1: getinfo_cbor(dev, args.attestation), 3: ["ctap"]}
         if "no-features" in dev: del ph[3]
         if "features-dc-only" in dev: ph[3] = ["dc"]
         if "features-not-array" in dev: ph[3] = "ctap"
@@ -556,6 +647,7 @@ def run(args):
         assert len(upd) == 498
         ws.send(cr.encrypt(upd))
     store = Store(args.store)
+    ca = load_ca(args.ca_cert, args.ca_key) if args.attestation == "x5c" else None
     answered = False
     while True:
         try:
@@ -591,14 +683,14 @@ def run(args):
         if "plaintext-instead" in dev:
             ws.send(b"\x01\x00\xa0"); log("sent unencrypted bytes instead of a response"); answered = True; continue
         if cmd == 4:
-            ws.send(cr.encrypt(b"\x01\x00" + getinfo_cbor(dev))); continue
+            ws.send(cr.encrypt(b"\x01\x00" + getinfo_cbor(dev, args.attestation))); continue
         try:
             req = cbor_decode(body)
         except CBORError as e:
             ws.send(cr.encrypt(b"\x01\x12")); continue
         log("request: " + repr({k: (v.hex() if isinstance(v, bytes) else v) for k, v in req.items()})[:700])
         if cmd == 1:
-            resp = make_credential(req, store, args.attestation, dev, log)
+            resp = make_credential(req, store, args.attestation, dev, log, ca)
         elif cmd == 2:
             resp = get_assertion(req, store, dev, log)
         else:
@@ -761,7 +853,12 @@ def main():
     r.add_argument("--proximity", required=True)
     r.add_argument("--rssi", type=int, default=-45)
     r.add_argument("--store", required=True)
-    r.add_argument("--attestation", default="none", choices=["none", "packed"])
+    r.add_argument("--attestation", default="none", choices=["none", "packed", "x5c"])
+    r.add_argument("--ca-cert", default=None)
+    r.add_argument("--ca-key", default=None)
+    mc = sp.add_parser("make-ca")
+    mc.add_argument("--cert", required=True)
+    mc.add_argument("--key", required=True)
     r.add_argument("--deviate", default="")
     r.add_argument("--timeout", type=float, default=30)
     a = ap.parse_args()
@@ -769,7 +866,11 @@ def main():
         global VECTORS
         if a.vectors: VECTORS = a.vectors
         sys.exit(selftest())
+    if a.cmd == "make-ca":
+        make_ca(a.cert, a.key); sys.exit(0)
     if a.cmd == "run":
+        if a.attestation == "x5c" and not (a.ca_cert and a.ca_key):
+            ap.error("--attestation x5c needs --ca-cert and --ca-key (independent_phone.py make-ca makes them)")
         try:
             sys.exit(run(a))
         except WSClosed as e:
