@@ -1,4 +1,6 @@
+import CTAP2
 import Foundation
+import HybridCore
 import Testing
 
 /// `hybrid-sim phone` against a second, independent desktop: `Fixtures/independent_desktop.py`,
@@ -75,6 +77,24 @@ struct EndToEndIndependentDesktopTests {
             let run = try await Self.ceremony(lab, relayURL: relayURL, "ga", deviations: [deviation])
             #expect(run.phone == status, "\(deviation): \(run.transcript)")
             #expect(run.transcript.contains(words), "\(deviation): \(run.transcript)")
+        }
+    }
+
+    @Test(
+        "phone --attestation packed-x5c names its certificate's AAGUID in getInfo (post-handshake and getInfo command), not zeros",
+        .enabled(if: EndToEndIndependentPhoneTests.available, EndToEndIndependentPhoneTests.missing))
+    func getInfoAAGUID() async throws {
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let (_, relayURL) = try await lab.startRelay()
+        let simulated = Hex.encode(SimulatedAttestationCA.aaguid)
+        let zero = String(repeating: "0", count: 32)
+        for (attestation, aaguid) in [("packed-x5c", simulated), ("none", zero), ("packed", zero)] {
+            let run = try await Self.ceremony(
+                lab, relayURL: relayURL, "mc", deviations: ["getinfo-only"], phone: ["--attestation", attestation])
+            #expect(run.desktop == 0, "\(attestation): \(run.transcript)")
+            #expect(run.transcript.contains("versions ['FIDO_2_0', 'FIDO_2_1'], aaguid \(aaguid)"), "\(attestation): \(run.transcript)")
+            #expect(run.transcript.contains("getInfo answered CTAP2_OK (0x00), aaguid \(aaguid)"), "\(attestation): \(run.transcript)")
         }
     }
 }

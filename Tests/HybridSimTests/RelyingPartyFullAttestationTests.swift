@@ -1,6 +1,7 @@
 import CTAP2
 import Foundation
 import HybridCore
+import HybridRuntime
 import HybridSim
 import HybridTestSupport
 import Testing
@@ -163,6 +164,37 @@ struct PhoneFullAttestationTests {
                 expectedChallenge: registration.challenge, user: CeremonyFixture.user,
                 now: CeremonyFixture.now + 367 * 86_400)
         }
+    }
+
+    @Test("getInfo names the AAGUID that packed-x5c credentials and their certificate's extension carry; zeros otherwise (SimulatedPhone too)")
+    func getInfoAAGUID() throws {
+        var fixture = CeremonyFixture()
+        let registration = try fixture.register(attestation: .packedFull)
+        #expect(registration.response.authData.attestedCredentialData?.aaguid == SimulatedAttestationCA.aaguid)
+        guard case .packed(_, _, let x5c?) = try registration.response.attestationStatement() else {
+            Issue.record("packed-x5c sent no x5c")
+            return
+        }
+        // id-fido-gen-ce-aaguid (1.3.6.1.4.1.45724.1.1.4), not critical, its OCTET STRING in the extnValue OCTET STRING.
+        let fidoExtension: [UInt8] = [0x06, 0x0B, 0x2B, 0x06, 0x01, 0x04, 0x01, 0x82, 0xE5, 0x1C, 0x01, 0x01, 0x04, 0x04, 0x12, 0x04, 0x10]
+        let certificate = try #require(x5c.first)
+        #expect(certificate.indices.contains { certificate[$0...].starts(with: fidoExtension + SimulatedAttestationCA.aaguid) })
+
+        let zeros = [UInt8](repeating: 0, count: 16)
+        let simulated = SimulatedAttestationCA.identity(random: .system, now: CeremonyFixture.now)
+        let own = AttestationIdentity(attestationKey: simulated.attestationKey, x5c: simulated.x5c, aaguid: Array(1...16))
+        var authenticator = SoftwareAuthenticator()
+        for (policy, expected) in [
+            (SoftwareAuthenticator.Policy(attestation: .packedFull), SimulatedAttestationCA.aaguid),
+            (SoftwareAuthenticator.Policy(attestation: .packedFull, attestationIdentity: own), own.aaguid),
+            (SoftwareAuthenticator.Policy(attestation: .packedSelf), zeros), (SoftwareAuthenticator.Policy(), zeros),
+        ] {
+            #expect(SoftwareAuthenticator.getInfo(for: policy).aaguid == expected)
+            let (bytes, _) = authenticator.handle(CTAP2Request.getInfo.encode(), policy: policy, now: CeremonyFixture.now)
+            #expect(try CTAP2Response(bytes: bytes).decodePayload(as: AuthenticatorGetInfoResponse.self).aaguid == expected)
+            #expect(try AuthenticatorGetInfoResponse(cbor: CBOR.decode(SimulatedPhone(policy: policy).getInfo)).aaguid == expected)
+        }
+        #expect(SoftwareAuthenticator.getInfo.aaguid == zeros)
     }
 
     @Test(

@@ -60,13 +60,32 @@ public struct SoftwareAuthenticator: Sendable {
         case refused(CTAP2StatusCode, reason: String)
     }
 
-    /// The authenticator's AAGUID (16 zero bytes, as Chromium phones send).
+    /// The authenticator's AAGUID without full attestation (16 zero bytes, as Chromium phones send).
     public static let aaguid = [UInt8](repeating: 0, count: 16)
 
-    /// The getInfo response (FIDO_2_0/2_1, rk and uv, hybrid transports, ES256).
-    public static let getInfo = AuthenticatorGetInfoResponse(
-        versions: ["FIDO_2_0", "FIDO_2_1"], aaguid: aaguid, options: ["rk": true, "uv": true],
-        transports: ["cable", "hybrid", "internal"], algorithms: [PublicKeyCredentialParameters(alg: .es256)])
+    /// The getInfo response (FIDO_2_0/2_1, rk and uv, hybrid transports, ES256) with the zero
+    /// ``aaguid``; ``getInfo(for:)`` is the one a phone answering under a policy sends.
+    public static let getInfo = getInfo(aaguid: aaguid)
+
+    /// The AAGUID the credentials made under `policy` carry: ``aaguid`` (zeros), or for
+    /// ``Attestation/packedFull`` the attestation identity's (``SimulatedAttestationCA/aaguid`` by
+    /// default), which its certificate's `id-fido-gen-ce-aaguid` extension names.
+    public static func aaguid(for policy: Policy) -> [UInt8] {
+        policy.attestation == .packedFull ? policy.attestationIdentity?.aaguid ?? SimulatedAttestationCA.aaguid : aaguid
+    }
+
+    /// The getInfo response of an authenticator answering under `policy`: ``getInfo`` with the
+    /// AAGUID of ``aaguid(for:)``, so that getInfo, the credentials' authenticator data and the
+    /// attestation certificate name one authenticator model (CTAP 2.2 §6.4 `aaguid`; WebAuthn §8.2.1).
+    public static func getInfo(for policy: Policy) -> AuthenticatorGetInfoResponse {
+        getInfo(aaguid: aaguid(for: policy))
+    }
+
+    private static func getInfo(aaguid: [UInt8]) -> AuthenticatorGetInfoResponse {
+        AuthenticatorGetInfoResponse(
+            versions: ["FIDO_2_0", "FIDO_2_1"], aaguid: aaguid, options: ["rk": true, "uv": true],
+            transports: ["cable", "hybrid", "internal"], algorithms: [PublicKeyCredentialParameters(alg: .es256)])
+    }
 
     /// The stored passkeys.
     public var passkeys: [Passkey]
@@ -96,7 +115,7 @@ public struct SoftwareAuthenticator: Sendable {
         case .getAssertion(let request):
             return getAssertion(request, policy: policy)
         case .getInfo:
-            return (CTAP2Response(Self.getInfo).encode(), .answered(.getInfo))
+            return (CTAP2Response(Self.getInfo(for: policy)).encode(), .answered(.getInfo))
         case .selection:
             if policy.deny { return refuse(.operationDenied, "the user refused") }
             return (CTAP2Response(status: .ok).encode(), .answered(.selection))

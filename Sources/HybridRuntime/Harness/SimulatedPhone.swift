@@ -27,8 +27,9 @@ public final class SimulatedPhone: Sendable {
     /// What each answered request did, oldest first.
     public var outcomes: [SoftwareAuthenticator.Outcome] { outcomeLog.withLock { $0 } }
 
-    /// The getInfo response CBOR for the post-handshake message.
-    public var getInfo: [UInt8] { CBOR.encode(SoftwareAuthenticator.getInfo.cbor) }
+    /// The getInfo response CBOR for the post-handshake message, its AAGUID the one the current
+    /// ``policy``'s credentials carry (``SoftwareAuthenticator/getInfo(for:)``).
+    public var getInfo: [UInt8] { CBOR.encode(SoftwareAuthenticator.getInfo(for: policy).cbor) }
 
     /// Answers one CTAP2 request.
     public func respond(to request: [UInt8], now: UInt64) -> [UInt8] {

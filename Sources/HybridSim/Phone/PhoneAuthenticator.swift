@@ -66,7 +66,7 @@ actor PhoneAuthenticator {
     /// Answers one request (command ‖ CBOR) with status ‖ CBOR.
     func respond(_ request: [UInt8], claim: @escaping @Sendable () -> Bool = { !Task.isCancelled }) async -> [UInt8] {
         commands.append(request.first ?? 0)
-        var policy = SoftwareAuthenticator.Policy(deny: configuration.deny, attestation: configuration.attestation)
+        var policy = configuration.policy
         let decoded = try? CTAP2Request(bytes: request)
         var command = "CTAP2"
         switch decoded {

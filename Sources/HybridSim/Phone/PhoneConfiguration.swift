@@ -40,6 +40,9 @@ public struct PhoneConfiguration: Sendable {
     public var deny = false
     /// The attestation for new passkeys. Default `none`.
     public var attestation: SoftwareAuthenticator.Attestation = .none
+    /// The authenticator's policy from `--deny` and `--attestation`: what answers requests, and
+    /// whose AAGUID the getInfo of the post-handshake message names.
+    var policy: SoftwareAuthenticator.Policy { SoftwareAuthenticator.Policy(deny: deny, attestation: attestation) }
     /// `--json`: events on stdout, one JSON object per line.
     public var json = false
     /// How long to wait for the desktop (its handshake after advertising, its request, its shutdown). Default 120 s.

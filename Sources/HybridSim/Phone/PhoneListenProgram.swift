@@ -273,7 +273,7 @@ public enum PhoneListenProgram {
             session = try LinkedAuthenticatorSession(
                 payload: payload, tunnelID: push.tunnelID, routingID: push.routingID, identityKey: identity.privateKey,
                 linkSecret: identity.linkSecret(pairingID: payload.pairingID),
-                getInfo: CBOR.encode(SoftwareAuthenticator.getInfo.cbor))
+                getInfo: CBOR.encode(SoftwareAuthenticator.getInfo(for: phone.policy).cbor))
             session.keyLog = try KeyLogFile.hook(path: phone.keyLogPath)
         } catch {
             return refuse("\(error)")

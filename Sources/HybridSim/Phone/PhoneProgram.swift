@@ -80,7 +80,8 @@ public enum PhoneProgram {
         narrator.say("QR for \(kind); connecting to relay \(relayURL)")
         narrator.event("qr", [("url", .string(url)), ("request", .string(payload.requestType.rawValue))])
 
-        let getInfo = CBOR.encode(SoftwareAuthenticator.getInfo.cbor)
+        // Its AAGUID is the one a new credential and its attestation certificate carry (packed-x5c).
+        let getInfo = CBOR.encode(SoftwareAuthenticator.getInfo(for: configuration.policy).cbor)
         let linking = try PhoneLinking.identityForQR(payload, passkeyStorePath: storePath, narrator: narrator)
         var session: AuthenticatorSession
         do {

@@ -173,6 +173,14 @@ def check_getinfo(gi_bytes):
         raise ProtocolError("getInfo aaguid (3) missing or not 16 bytes")
     return gi
 
+def getinfo_aaguid(body):
+    """The aaguid (3) of a getInfo answer's CBOR, in hex, or what is wrong with it (for the log)."""
+    try:
+        gi = cbor_decode(body)
+        return gi[3].hex() if isinstance(gi, dict) and isinstance(gi.get(3), bytes) else "(none)"
+    except CBORError as e:
+        return "(not CBOR: %s)" % e
+
 def parse_auth_data(ad, want_attested):
     if len(ad) < 37:
         raise VerificationFailed("authenticator data is %d bytes, under 37" % len(ad))
@@ -409,7 +417,8 @@ def run(args):
         t.send(b"\x02" + cbor_encode({0: b"\x00" * 492})); log("sent a padding-only update message")
     if "getinfo-first" in dev:
         t.send(b"\x01\x04"); st, body = read_response("the getInfo response", 10)
-        log("getInfo answered %s, %d bytes, equal to the post-handshake one: %s" % (status_name(st), len(body), body == phm[1]))
+        log("getInfo answered %s, %d bytes, equal to the post-handshake one: %s, aaguid %s"
+            % (status_name(st), len(body), body == phm[1], getinfo_aaguid(body)))
     if "selection-first" in dev:
         t.send(b"\x01\x0b"); st, body = read_response("the authenticatorSelection response", 10)
         log("authenticatorSelection answered %s" % status_name(st))
@@ -420,7 +429,7 @@ def run(args):
             return end(0 if st == 0x01 else 7)
     if "getinfo-only" in dev:
         t.send(b"\x01\x04"); st, body = read_response("the getInfo response", 10)
-        log("getInfo answered %s; ending the transaction without another request" % status_name(st))
+        log("getInfo answered %s, aaguid %s; ending the transaction without another request" % (status_name(st), getinfo_aaguid(body)))
         return end(0 if st == 0 else 7)
     if "not-cbor-then-request" in dev:
         t.send(b"\x01\x01\xff\xfenot cbor"); st, body = read_response("the answer to a request that is not CBOR", 10)
