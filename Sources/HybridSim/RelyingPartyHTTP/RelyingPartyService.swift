@@ -303,7 +303,9 @@ public actor RelyingPartyService {
             challenge: challenge,
             excludeCredentials: existing.map { PublicKeyCredentialDescriptorJSON(id: $0.credentialId) },
             authenticatorSelection: AuthenticatorSelectionCriteriaJSON(residentKey: "required", userVerification: "preferred"),
-            attestation: "none"
+            // With trust anchors (--attestation-roots) it wants the statement: a client told "none"
+            // drops it (WebAuthn §5.4.7), and the roots would never be used.
+            attestation: relyingParty.attestationTrustAnchors == nil ? "none" : "direct"
         )
         var json = JSONValue.parse(WebAuthnJSONCoding.encode(options)) ?? .null
         if profile.userIdEncoding == .utf8, case .object(var members) = json, case .object(var userMembers)? = members["user"] {
