@@ -182,4 +182,23 @@ struct AttestationTests {
             try received.verifySignature(clientDataHash: credential.clientData.hash, publicKey: credential.coseKey)
         }
     }
+
+    @Test("a raw r ‖ s signature (64 bytes) is refused naming the likely mistake; other non-DER bytes are not guessed at")
+    func rawSignatureNamed() throws {
+        let credential = TestCredential()
+        let message = Array("authData ‖ clientDataHash".utf8)
+        let raw = Array(try credential.privateKey.signature(for: message).rawRepresentation)
+        #expect(raw.count == 64)
+        let key = credential.privateKey.publicKey
+        for (signature, hinted) in [(raw, raw.first != 0x30), (Array(repeating: 0xAB, count: 63), false)] {
+            do {
+                try ES256.verify(signature: signature, over: message, publicKey: key)
+                Issue.record("a non-DER signature verified")
+            } catch {
+                #expect(error.code == .invalidSignature)
+                #expect(error.reason.hasPrefix("ES256 signature is not a DER ECDSA-Sig-Value"), "\(error.reason)")
+                #expect(error.reason.contains("a raw r ‖ s?") == hinted, "\(error.reason)")
+            }
+        }
+    }
 }

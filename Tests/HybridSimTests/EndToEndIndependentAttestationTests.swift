@@ -81,7 +81,7 @@ struct EndToEndIndependentAttestationTests {
     }
 
     @Test(
-        "what an implementer gets wrong is refused with exit 5 and named: the signature, a tampered certificate, the AAGUID extension, the OU, a CA leaf",
+        "what an implementer gets wrong is refused with exit 5 and named: the signature (or its raw r ‖ s form), a tampered certificate, the AAGUID extension, the OU, a CA leaf",
         .enabled(if: EndToEndIndependentPhoneTests.available, EndToEndIndependentPhoneTests.missing))
     func refusals() async throws {
         let lab = try EndToEndLab()
@@ -95,6 +95,7 @@ struct EndToEndIndependentAttestationTests {
         }.joined()
         for (index, (deviation, words)) in [
             ("bad-attestation-sig", "invalid attestation: packed: packed full attestation: "),
+            ("x5c-raw-sig", "ES256 signature is not a DER ECDSA-Sig-Value (64 bytes: a raw r ‖ s? WebAuthn signatures are DER)"),
             ("x5c-cert-tampered", "untrusted attestation: packed: packed x5c[0]"),
             ("x5c-aaguid-mismatch", "the id-fido-gen-ce-aaguid extension holds \(flipped), authData's aaguid is \(Self.aaguid)"),
             ("x5c-wrong-ou", "Subject-OU must be \"Authenticator Attestation\", is [\"Sales\"]"),

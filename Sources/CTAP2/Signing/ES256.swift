@@ -42,7 +42,9 @@ public enum ES256 {
         do {
             parsed = try P256.Signing.ECDSASignature(derRepresentation: signature)
         } catch {
-            throw CTAP2Error(.invalidSignature, "ES256 signature is not a DER ECDSA-Sig-Value")
+            // A raw r ‖ s (COSE's and JOSE's form) is the usual mistake: WebAuthn §6.5.5 wants DER.
+            let hint = signature.count == 64 && signature.first != 0x30 ? " (64 bytes: a raw r ‖ s? WebAuthn signatures are DER)" : ""
+            throw CTAP2Error(.invalidSignature, "ES256 signature is not a DER ECDSA-Sig-Value\(hint)")
         }
         guard publicKey.isValidSignature(parsed, for: message) else {
             throw CTAP2Error(.invalidSignature, "ES256 signature does not verify")

@@ -28,7 +28,7 @@ Deviations (--deviate a,b,...), grep '"NAME" in dev' for what each does:
     bad-signature same-signcount signcount-zero wrong-rpid-hash no-up garbage-cbor truncated-response
     error-status bad-attestation-sig omit-credential omit-user unknown-cred-id wrong-user-handle
     close-before-response shutdown-instead type5-instead unmasked text-frames; --rssi -80
-    with --attestation x5c: bad-attestation-sig x5c-cert-tampered x5c-aaguid-mismatch x5c-wrong-ou x5c-ca-leaf
+    with --attestation x5c: bad-attestation-sig x5c-raw-sig x5c-cert-tampered x5c-aaguid-mismatch x5c-wrong-ou x5c-ca-leaf
 Exit status: 0 the transaction ended (the desktop's shutdown, or its close after the response),
 3 no request in time, 6 the tunnel closed early, 7 the desktop broke the protocol, 1 anything else.
 """
@@ -39,6 +39,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms, modes
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography import x509
 from cryptography.x509.oid import NameOID, ObjectIdentifier
 import datetime
@@ -527,6 +528,8 @@ def make_credential(req, store, attestation, dev, log, ca=None):
         akey, x5c = attestation_chain(ca, aaguid_for(attestation), dev)
         signed = ad + cdh + (b"x" if "bad-attestation-sig" in dev else b"")
         sig = akey.sign(signed, ec.ECDSA(hashes.SHA256()))
+        if "x5c-raw-sig" in dev:  # r || s, 32 bytes each (COSE's form), where WebAuthn wants DER
+            r, s_ = decode_dss_signature(sig); sig = r.to_bytes(32, "big") + s_.to_bytes(32, "big")
         resp = {1: "packed", 2: ad, 3: {"alg": -7, "sig": sig, "x5c": x5c}}
         log("packed full attestation: x5c of %d certificate(s), AAGUID %s" % (len(x5c), aaguid_for(attestation).hex()))
     else:
