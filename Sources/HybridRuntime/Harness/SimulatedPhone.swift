@@ -28,7 +28,7 @@ public final class SimulatedPhone: Sendable {
     public var outcomes: [SoftwareAuthenticator.Outcome] { outcomeLog.withLock { $0 } }
 
     /// The getInfo response CBOR for the post-handshake message, its AAGUID the one the current
-    /// ``policy``'s credentials carry (``SoftwareAuthenticator/getInfo(for:)``).
+    /// ``policy``'s credentials carry (`SoftwareAuthenticator.getInfo(for:)`).
     public var getInfo: [UInt8] { CBOR.encode(SoftwareAuthenticator.getInfo(for: policy).cbor) }
 
     /// Answers one CTAP2 request.
