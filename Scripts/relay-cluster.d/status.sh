@@ -10,8 +10,11 @@ answers() {
         _ "$1" 2>/dev/null | grep -q '^HTTP/'
 }
 
+# Exit status: 0 all up and answering; 1 running, but a part is down, frozen, not answering, or
+# DIR's filesystem is full; 2 not running (nothing of a cluster runs in DIR: none was started there,
+# it was stopped, or it ended whole).
 status() {
-    local i pid argv=() where master found=0 proxy=0 orphaned=() down=0
+    local i pid argv=() where master found=0 proxy=0 orphaned=() down=0 runs=0
     if ! [ -d "$dir" ]; then
         local running_now=()
         mapfile -t running_now < <(running)
@@ -23,8 +26,9 @@ status() {
         fi
         return 2
     fi
-    if master=$(nginx_master); then proxy=1; fi
+    if master=$(nginx_master); then proxy=1 runs=1; fi
     mapfile -t orphaned < <(orphans)
+    [ ${#orphaned[@]} -eq 0 ] || runs=1
     for i in $(find "$dir" -maxdepth 1 \( -name 'relay-*.pid' -o -name 'relay-*.cmd' \) -printf '%f\n' \
             | sed -n 's/^relay-\([0-9]*\)\.\(pid\|cmd\)$/\1/p' | sort -nu); do
         found=1
@@ -32,6 +36,7 @@ status() {
         if record "$i"; then where="prefix ${argv[5]}, port ${argv[3]}"; fi
         if pid=$(ours "$dir/relay-$i.pid"); then
             local health=""
+            runs=1
             if [[ "$(awk '{ print $3 }' "/proc/$pid/stat" 2>/dev/null)" == [Tt] ]]; then
                 health="; stopped (SIGSTOP or a debugger): its clients wait until their timeouts; \`kill -CONT $pid\` resumes it"
                 down=1
@@ -83,10 +88,16 @@ status() {
         echo "nginx: not running: the proxy is down$stale"
         down=1
     fi
+    if ours "$dir/nginx-log.pid" >/dev/null; then runs=1; fi
     if [ $found -eq 0 ] && [ $proxy -eq 0 ] && [ ${#orphaned[@]} -eq 0 ] && ! [ -f "$dir/nginx.conf" ]; then
         echo "relay-cluster: not running (no cluster in $dir)"
         return 2
     fi
     if space_problem; then down=1; fi
+    # Nothing of it runs: stopped (or ended whole), not a cluster with a part down.
+    if [ $runs -eq 0 ]; then
+        echo "relay-cluster: not running: nothing of the cluster in $dir runs; \`relay-cluster start --dir $dir\` (with its options) starts it"
+        return 2
+    fi
     return $down
 }
