@@ -83,8 +83,17 @@ status() {
         [ ${#orphaned[@]} -eq 1 ] && plural=
         echo "nginx: master gone, ${#orphaned[@]} orphaned worker$plural still serving (pid$plural ${orphaned[*]}); \`relay-cluster stop --dir $dir\` ends them"
     elif [ $found -eq 1 ] || [ -f "$dir/nginx.pid" ] || [ -f "$dir/nginx.conf" ]; then
-        local stale=""
-        [ -f "$dir/nginx.pid" ] && stale=" (nginx.pid names pid $(cat "$dir/nginx.pid"), which is not this cluster's nginx)"
+        local stale="" recorded
+        if [ -f "$dir/nginx.pid" ]; then
+            recorded=$(cat "$dir/nginx.pid" 2>/dev/null || true)
+            if ! [[ "$recorded" =~ ^[0-9]+$ ]]; then
+                stale=" ($dir/nginx.pid holds no pid: '$(head -c 40 "$dir/nginx.pid" 2>/dev/null | tr -d '\n')')"
+            elif alive "$recorded"; then
+                stale=" ($dir/nginx.pid names pid $recorded, which is another program now, not this cluster's nginx)"
+            else
+                stale=" ($dir/nginx.pid names pid $recorded, which is gone: nginx exited or was killed; see $dir/nginx-error.log)"
+            fi
+        fi
         echo "nginx: not running: the proxy is down$stale"
         down=1
     fi

@@ -39,4 +39,23 @@ extension EndToEndRelayClusterTests {
         #expect(status == 2, "\(output)")
         #expect(output.contains("relay-cluster: not running: nothing of the cluster in \(directory) runs"), "\(output)")
     }
+
+    @Test("nginx killed (master and workers): status names its pid file, the pid, and that the process is gone (it said 'not this cluster's nginx')")
+    func statusOfADeadNginx() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        try Self.startSmall(in: directory)
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let master = try Self.pid(in: directory, "nginx.pid")
+        // nginx's master leads its own process group, its workers in it: the whole proxy at once.
+        #expect(kill(-master, SIGKILL) == 0)
+        Self.waitGone(master)
+        let (status, output) = try Self.cluster(["status", "--dir", directory])
+        #expect(status == 1, "the relay still runs, the proxy is down: \(output)")
+        #expect(output.contains(
+            "nginx: not running: the proxy is down (\(directory)/nginx.pid names pid \(master), which is gone: nginx exited or was killed; see \(directory)/nginx-error.log)"),
+            "\(output)")
+    }
 }
