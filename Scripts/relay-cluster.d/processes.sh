@@ -19,6 +19,35 @@ lock() {
     fi
 }
 
+# lock_holder: what holds DIR/.lock now (a start, stop or restart in progress), without taking the
+# lock (a `status` that took it, even for a moment, could make a start beginning then exit 3): the
+# lock is in /proc/locks by the file's inode (under the pid of the flock(1) that took it, which has
+# exited), and its holder is the process that has the file open: "a \`relay-cluster start\` (pid N)",
+# or "pid N (its command line)" for another program. Status 1 when nothing holds it.
+lock_holder() {
+    local inode pid words=() i other=""
+    [ -f "$dir/.lock" ] || return 1
+    inode=$(stat -c %i "$dir/.lock" 2>/dev/null) || return 1
+    # "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF"; a waiter's line has "->" after the number.
+    awk -v inode="$inode" '$2 == "FLOCK" { split($6, id, ":"); if (id[3] == inode) { found = 1; exit } } END { exit !found }' \
+        /proc/locks 2>/dev/null || return 1
+    local pattern
+    pattern=$(printf '%s' "$dir/.lock" | sed 's/[][*?\\]/\\&/g')
+    for pid in $(find /proc/[0-9]*/fd -maxdepth 1 -lname "$pattern" -printf '%h\n' 2>/dev/null | sed 's#^/proc/\([0-9]*\)/fd$#\1#' | sort -nu); do
+        [ "$pid" != $$ ] && [ "$pid" != "$BASHPID" ] || continue
+        words=()
+        mapfile -d '' -t words <"/proc/$pid/cmdline" 2>/dev/null || continue
+        for i in "${!words[@]}"; do
+            if [ "${words[$i]##*/}" = relay-cluster ] && [ -n "${words[$((i + 1))]:-}" ]; then
+                echo "a \`relay-cluster ${words[$((i + 1))]}\` (pid $pid)"
+                return 0
+            fi
+        done
+        [ -n "$other" ] || other="a start, stop or restart (pid $pid: $(printf '%s ' "${words[@]}" | head -c 80 | sed 's/ *$//'))"
+    done
+    echo "${other:-a process that has it open no more}"
+}
+
 binary() {
     if [ -n "${HYBRID_SIM:-}" ]; then
         [ -f "$HYBRID_SIM" ] && [ -x "$HYBRID_SIM" ] || { echo "relay-cluster: HYBRID_SIM=$HYBRID_SIM is not an executable file" >&2; exit 1; }

@@ -12,9 +12,11 @@ answers() {
 
 # Exit status: 0 all up and answering; 1 running, but a part is down, frozen, not answering, or
 # DIR's filesystem is full; 2 not running (nothing of a cluster runs in DIR: none was started there,
-# it was stopped, or it ended whole).
+# it was stopped, or it ended whole); 3 a start, stop or restart is in progress in DIR (it holds
+# DIR/.lock): what runs so far is listed, without advice, since that command is changing it.
 status() {
-    local i pid argv=() where master found=0 proxy=0 orphaned=() down=0 runs=0
+    local i pid argv=() where master found=0 proxy=0 orphaned=() down=0 runs=0 busy=""
+    busy=$(lock_holder) || busy=""
     if ! [ -d "$dir" ]; then
         local running_now=()
         mapfile -t running_now < <(running)
@@ -25,6 +27,9 @@ status() {
             return 1
         fi
         return 2
+    fi
+    if [ -n "$busy" ]; then
+        echo "relay-cluster: $busy is in progress in $dir (it holds $dir/.lock): what runs so far is listed below; ask again once it has finished"
     fi
     if master=$(nginx_master); then proxy=1 runs=1; fi
     mapfile -t orphaned < <(orphans)
@@ -57,7 +62,7 @@ status() {
             fi
             down=1
             local hint=""
-            [ $proxy -eq 1 ] && [ -n "$where" ] && hint="; \`relay-cluster restart $i --dir $dir\` starts it again"
+            [ $proxy -eq 1 ] && [ -n "$where" ] && [ -z "$busy" ] && hint="; \`relay-cluster restart $i --dir $dir\` starts it again"
             echo "relay-$i: not running (${gone}${gone:+${where:+; }}${where})${hint}"
         fi
     done
@@ -84,7 +89,8 @@ status() {
         echo "nginx: master gone, ${#orphaned[@]} orphaned worker$plural still serving (pid$plural ${orphaned[*]}); \`relay-cluster stop --dir $dir\` ends them"
     elif [ $found -eq 1 ] || [ -f "$dir/nginx.pid" ] || [ -f "$dir/nginx.conf" ]; then
         local stale="" recorded
-        if [ -f "$dir/nginx.pid" ]; then
+        # Not said during a start: its nginx has written its pid file before it names itself.
+        if [ -f "$dir/nginx.pid" ] && [ -z "$busy" ]; then
             recorded=$(cat "$dir/nginx.pid" 2>/dev/null || true)
             if ! [[ "$recorded" =~ ^[0-9]+$ ]]; then
                 stale=" ($dir/nginx.pid holds no pid: '$(head -c 40 "$dir/nginx.pid" 2>/dev/null | tr -d '\n')')"
@@ -94,10 +100,11 @@ status() {
                 stale=" ($dir/nginx.pid names pid $recorded, which is gone: nginx exited or was killed; see $dir/nginx-error.log)"
             fi
         fi
-        echo "nginx: not running: the proxy is down$stale"
+        if [ -n "$busy" ]; then echo "nginx: not running (yet, or no longer)"; else echo "nginx: not running: the proxy is down$stale"; fi
         down=1
     fi
     if ours "$dir/nginx-log.pid" >/dev/null; then runs=1; fi
+    [ -z "$busy" ] || return 3
     if [ $found -eq 0 ] && [ $proxy -eq 0 ] && [ ${#orphaned[@]} -eq 0 ] && ! [ -f "$dir/nginx.conf" ]; then
         echo "relay-cluster: not running (no cluster in $dir)"
         return 2

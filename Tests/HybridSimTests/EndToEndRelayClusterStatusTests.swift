@@ -1,4 +1,6 @@
 import Foundation
+import HybridFiles
+import HybridTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -57,5 +59,46 @@ extension EndToEndRelayClusterTests {
         #expect(output.contains(
             "nginx: not running: the proxy is down (\(directory)/nginx.pid names pid \(master), which is gone: nginx exited or was killed; see \(directory)/nginx-error.log)"),
             "\(output)")
+    }
+
+    @Test("status while a start, stop or restart holds the directory's lock: says it is in progress, gives no restart advice, exit 3")
+    func statusDuringAnotherCommand() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        try Self.startSmall(in: directory)
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        // What a restart (or a stop, its relays ended first) passes through: the relay gone, nginx up.
+        let relay = try Self.pid(in: directory, "relay-0.pid")
+        #expect(kill(relay, SIGKILL) == 0)
+        Self.waitGone(relay)
+        let (alone, aloneOutput) = try Self.cluster(["status", "--dir", directory])
+        #expect(alone == 1 && aloneOutput.contains("`relay-cluster restart 0 --dir \(directory)` starts it again"), "\(aloneOutput)")
+        // The command holding the lock (flock(1) here, holding it while sleep runs; -o: sleep does
+        // not hold it too, so that ending flock frees it for the stop at the end).
+        let holder = try ChildSpawn(
+            executable: "/usr/bin/flock", arguments: ["-o", directory + "/.lock", "sleep", "20"],
+            environment: ProcessInfo.processInfo.environment, input: nil, output: nil, error: nil)
+        defer { holder.signal(SIGTERM) }
+        let held = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < held {
+            if try ChildProcess.run("/usr/bin/flock", ["-n", directory + "/.lock", "true"]).status != 0 { break }
+            usleep(20_000)
+        }
+        let (busy, busyOutput) = try Self.cluster(["status", "--dir", directory])
+        #expect(busy == 3, "\(busyOutput)")
+        // Named by its command line: flock(1) here (or sleep, which holds the file open too), not relay-cluster.
+        #expect(busyOutput.contains("relay-cluster: a start, stop or restart (pid "), "\(busyOutput)")
+        #expect(busyOutput.contains("is in progress in \(directory) (it holds \(directory)/.lock)"), "\(busyOutput)")
+        #expect(!busyOutput.contains("relay-cluster restart"), "no advice while another command changes the cluster: \(busyOutput)")
+        // The lock freed before the deferred stop, which would otherwise find it held (3) and leave nginx
+        // running. SIGKILL: the SIGTERM of a child spawned here can be blocked (its signal mask is inherited).
+        holder.signal(SIGKILL)
+        let freed = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < freed {
+            if try ChildProcess.run("/usr/bin/flock", ["-n", directory + "/.lock", "true"]).status == 0 { break }
+            usleep(20_000)
+        }
     }
 }

@@ -261,7 +261,8 @@ struct EndToEndRelayClusterTests {
             #expect(!output.contains("relay-cluster: relay "), "nothing started: \(output)")
         }
         let (status, output) = try Self.cluster(["status", "--dir", directory])
-        #expect(status == 2 && output.contains("not running (no cluster in"), "status takes no lock (and finds no cluster: 2): \(output)")
+        #expect(status == 3 && output.contains("is in progress in \(directory) (it holds \(directory)/.lock)"),
+                "status takes no lock, and says another command holds it (3): \(output)")
     }
 
     @Test("stop waits for a relay whose --close-timeout is past its usual 10 s (a peer that never answers the close frame): ended, not killed")
