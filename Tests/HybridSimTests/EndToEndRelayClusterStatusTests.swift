@@ -101,4 +101,34 @@ extension EndToEndRelayClusterTests {
             usleep(20_000)
         }
     }
+
+    @Test("restart with nginx's master killed and its workers still routing: names the orphans, restarts nothing, and gives the stop and the exact start that fix it")
+    func restartWithOrphanedWorkers() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        let port = try EndToEndLab.closedPort()
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let (started, startOutput) = try Self.cluster(
+            ["start", "--instances", "1", "--workers", "2", "--addresses", "1", "--port", "\(port)", "--dir", directory, "--", "--max-tunnels", "50"])
+        try #require(started == 0, "\(startOutput)")
+        let relay = try Self.pid(in: directory, "relay-0.pid")
+        let master = try Self.pid(in: directory, "nginx.pid")
+        #expect(kill(master, SIGKILL) == 0)
+        Self.waitGone(master)
+        let (restarted, output) = try Self.cluster(["restart", "0", "--dir", directory])
+        #expect(restarted == 1, "\(output)")
+        #expect(output.contains("relay-cluster: nginx's master in \(directory) is gone, and its 2 orphaned workers (pids "), "\(output)")
+        #expect(output.contains("still route the proxy's port"), "\(output)")
+        #expect(output.contains("relay 0 is not restarted. `relay-cluster stop --dir \(directory)` ends them and the relays"), "\(output)")
+        let again = "relay-cluster start --instances 1 --workers 2 --port \(port) --addresses 1 --dir \(directory) -- --max-tunnels 50"
+        #expect(output.contains("then `\(again)` starts the cluster again"), "\(output)")
+        #expect(kill(relay, 0) == 0, "the relay was left running: \(output)")
+        // What it says works: the stop ends the orphans, the start takes the port again.
+        let (stopped, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 0 && stopOutput.contains("nginx worker (pid"), "\(stopOutput)")
+        let (startedAgain, againOutput) = try Self.cluster(Array(again.split(separator: " ").dropFirst().map(String.init)))
+        #expect(startedAgain == 0 && againOutput.contains("ready on ws://127.0.0.1:\(port)"), "\(againOutput)")
+    }
 }
