@@ -19,6 +19,19 @@ lock() {
     fi
 }
 
+# cluster_directory: status 0 when DIR holds a file a `start` writes (the lock, nginx.conf, a pid,
+# command or output file, a contact file, nginx's log), so `stop` and `restart` may lock it and
+# remove pid files there; a directory holding none of them is someone else's, where they write
+# nothing.
+cluster_directory() {
+    local f
+    for f in "$dir/.lock" "$dir/nginx.conf" "$dir/nginx.pid" "$dir/nginx-log.pid" "$dir/nginx-error.log" \
+        "$dir"/relay-*.pid "$dir"/relay-*.cmd "$dir"/relay-*.out "$dir"/contacts-*.json; do
+        [ -e "$f" ] && return 0
+    done
+    return 1
+}
+
 # lock_holder: what holds DIR/.lock now (a start, stop or restart in progress), without taking the
 # lock (a `status` that took it, even for a moment, could make a start beginning then exit 3): the
 # lock is in /proc/locks by the file's inode (under the pid of the flock(1) that took it, which has

@@ -10,7 +10,7 @@ import Testing
 /// misreporting: a stopped cluster, a dead nginx, a start in progress.
 extension EndToEndRelayClusterTests {
     /// Starts one instance behind one nginx worker in `directory` on a free port; the caller stops it.
-    fileprivate static func startSmall(in directory: String, workers: Int = 1) throws {
+    static func startSmall(in directory: String, workers: Int = 1) throws {
         let (status, output) = try cluster(
             ["start", "--instances", "1", "--workers", "\(workers)", "--port", "\(try EndToEndLab.closedPort())", "--dir", directory])
         if status != 0 { _ = try? cluster(["stop", "--dir", directory]) }
@@ -18,12 +18,12 @@ extension EndToEndRelayClusterTests {
     }
 
     /// The pid in `directory`'s pid file `name`.
-    fileprivate static func pid(in directory: String, _ name: String) throws -> Int32 {
+    static func pid(in directory: String, _ name: String) throws -> Int32 {
         try #require(Int32(try String(contentsOfFile: directory + "/" + name, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
     /// Waits up to 5 s for `pid` to be gone (not even a zombie).
-    fileprivate static func waitGone(_ pid: Int32) {
+    static func waitGone(_ pid: Int32) {
         let deadline = ContinuousClock.now + .seconds(5)
         while kill(pid, 0) == 0, ContinuousClock.now < deadline { usleep(20_000) }
     }
