@@ -73,6 +73,7 @@ restart() {
             exit 1
         fi
         echo "relay-cluster: stopped $(joined "${ended[@]}"); its tunnels are gone"
+        say_killed || true
         report_stopping "$name" || echo "relay-cluster: restarting it anyway" >&2
     fi
     rm -f "$dir/$name.pid"

@@ -130,6 +130,20 @@ space_problem() {
     fi
 }
 
+# say_killed: says on stderr, for each relay in `ended` that `end` had to kill (SIGKILL: it was frozen
+# by SIGSTOP or a debugger, or stuck), that it could neither save its contact file nor close its
+# tunnels. Status 0 when there was one.
+say_killed() {
+    local entry name pid any=1
+    for entry in ${ended[@]+"${ended[@]}"}; do
+        [[ "$entry" =~ ^(relay-([0-9]+))\ \(pid\ ([0-9]+),\ killed\)$ ]] || continue
+        name=${BASH_REMATCH[1]} pid=${BASH_REMATCH[3]}
+        echo "relay-cluster: $name (pid $pid) did not end on SIGTERM (frozen by SIGSTOP or a debugger, or stuck) and was killed: it could not save its contact file ($dir/contacts-${BASH_REMATCH[2]}.json keeps what it saved before: a phone linked since then is forgotten) nor close its tunnels" >&2
+        any=0
+    done
+    return $any
+}
+
 # stop: the relays first, so that each closes its tunnels with 1001 ("relay shutting down") through
 # nginx, which is still there to carry the close frames; then nginx, gracefully (SIGQUIT: it stops
 # accepting and lets its connections end, bounded by worker_shutdown_timeout in nginx.conf), which

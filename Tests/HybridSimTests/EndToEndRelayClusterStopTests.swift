@@ -30,4 +30,22 @@ extension EndToEndRelayClusterTests {
         #expect(emptyStopped == 0 && emptyOutput.contains("relay-cluster: nothing to stop (\(empty) is empty)"), "\(emptyOutput)")
         #expect(try FileManager.default.contentsOfDirectory(atPath: empty).isEmpty, "the directory was written to")
     }
+
+    @Test("stop with a relay frozen by SIGSTOP: it is killed, and stop says it could not save its contacts and exits 1 (it exited 0)")
+    func stopReportsAKilledRelay() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        try Self.startSmall(in: directory)
+        defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
+        let relay = try Self.pid(in: directory, "relay-0.pid")
+        #expect(kill(relay, SIGSTOP) == 0)
+        let (stopped, output) = try Self.cluster(["stop", "--dir", directory])
+        #expect(stopped == 1, "\(output)")
+        #expect(output.contains("relay-cluster: relay-0 (pid \(relay)) did not end on SIGTERM (frozen by SIGSTOP or a debugger, or stuck) and was killed: it could not save its contact file (\(directory)/contacts-0.json keeps what it saved before"),
+                "\(output)")
+        #expect(output.contains("relay-0 (pid \(relay), killed)") && output.contains("nginx (pid"), "everything stopped all the same: \(output)")
+        #expect(kill(relay, 0) != 0, "the relay still runs: \(output)")
+    }
 }
