@@ -152,7 +152,7 @@ parent() {
 # holds open rather than by a pid file: "nginx-worker" (an nginx process, by /proc/PID/exe, that is
 # not a master and whose stderr is DIR/nginx-error.pipe: a worker of this cluster's nginx, whose
 # master may be gone), "relay-I" (the script's relay arguments, stdout DIR/relay-I.out) and
-# "nginx-log" (stdout DIR/nginx-error.log). A file still counts once DIR was removed (" (deleted)").
+# "nginx-log" (perl running nginx-log-filter.pl, stdout DIR/nginx-error.log). A file still counts once DIR was removed (" (deleted)").
 # No other nginx or relay is ever named: none has its stderr or stdout in DIR.
 strays() {
     local pattern entry path target pid fd cmdline exe relay=' relay --port [0-9]+ --routing-id-prefix '
@@ -171,7 +171,7 @@ strays() {
         elif [ "$fd" = 1 ] && [[ "$target" =~ ^"$dir"/relay-([0-9]+)\.out$ ]]; then
             local index=${BASH_REMATCH[1]}
             [[ "$cmdline" =~ $relay ]] && echo "relay-$index $pid"
-        elif [ "$fd" = 1 ] && [ "$target" = "$dir/nginx-error.log" ] && [[ "$cmdline" == "sed -E "* ]]; then
+        elif [ "$fd" = 1 ] && [ "$target" = "$dir/nginx-error.log" ] && [[ "$cmdline" == "perl "*"/nginx-log-filter.pl"* ]]; then
             echo "nginx-log $pid"
         fi
     done < <(find /proc/[0-9]*/fd/1 /proc/[0-9]*/fd/2 -maxdepth 0 -lname "$pattern/*" -printf '%p\t%l\n' 2>/dev/null || true)

@@ -46,6 +46,7 @@ wait_ready() {
 
 start() {
     command -v nginx >/dev/null || { echo "relay-cluster: nginx is not installed (apt-get install nginx)" >&2; exit 1; }
+    command -v perl >/dev/null || { echo "relay-cluster: perl, which filters nginx's log, is not installed (apt-get install perl-base)" >&2; exit 1; }
     local bin
     bin=$(binary)
     # A binary older than this script lacks flags it passes: said at once, not as a relay that
@@ -136,11 +137,16 @@ pid $dir/nginx.pid;
 # contact ID of /cable/listen and /cable/contact), and those IDs let whoever reads them join the
 # tunnel or listen for the phone, so, as in the relay's own log, they are never written in full.
 # nginx offers no way to leave the request out of a line, so it logs to stderr, a pipe to a filter
-# started by relay-cluster (sed, pid in nginx-log.pid) that cuts every path segment under /cable/
-# longer than 8 characters to its first 4 (ABCD…; routing IDs, 6 hex digits, stay whole) and drops
-# query strings before appending the line to nginx-error.log. Logged: nginx's warnings and errors
-# (an upstream refusing or resetting connections, timeouts, worker_connections running out,
-# workers exiting) with the client address and the cut request. Not logged: requests (no access log).
+# started by relay-cluster (Scripts/relay-cluster.d/nginx-log-filter.pl, pid in nginx-log.pid) that
+# cuts every path segment under /cable/ longer than 8 characters to its first 4 (ABCD…; routing
+# IDs, 6 hex digits, stay whole) and drops query strings before appending the line to
+# nginx-error.log. Logged: nginx's warnings and errors (an upstream refusing or resetting
+# connections, timeouts, worker_connections running out, workers exiting) with the client address
+# and the cut request. Not logged: requests (no access log). An instance that is down makes a line
+# for every request sent to it (the contact routes do not go on to another instance, and a phone
+# homed there reconnects about once a second): the level stays warn, which the first such line
+# needs, and the filter writes the first line of each kind (message and upstream) and counts the
+# rest for a minute ("N more lines like the one at …, not logged").
 error_log stderr warn;
 # A graceful stop (SIGQUIT; relay-cluster stops the relays first, which close their tunnels) waits
 # for open connections at most this long.
@@ -226,22 +232,17 @@ EOF
     fi
     # nginx's stderr (its error log) goes through the filter described in nginx.conf. The filter
     # opens the pipe after its output, so that `ours` knows it even while it waits for nginx.
-    local redact=':a
-s#(/cable/([^ "/?]*/)*[^ "/?]{4})[^ "/?]{5,}#\1…#I
-ta
-s#(/cable/[^ "?]*)\?[^ "]*#\1?…#Ig'
     local logged=0
     if [ -f "$dir/nginx-error.log" ]; then logged=$(stat -c %s "$dir/nginx-error.log"); fi
     mkfifo "$dir/nginx-error.pipe"
     # Opened read-write here first (which never blocks on Linux): should the filter fail to start
     # (its log not writable), nginx's open of the pipe then does not wait for a reader forever.
     exec 3<>"$dir/nginx-error.pipe"
-    # Line-buffered output, so each line is in the file at once; not `sed -u`, whose byte-at-a-time
-    # reads are 7 times slower: a burst of errors would fill the pipe and stall nginx's workers.
-    # The filter opens the pipe read-only (not a copy of descriptor 3, which can write: holding a
+    # The filter (nginx-log-filter.pl: it writes each line at once, and one line a minute of each
+    # kind of request error) opens the pipe read-only (not a copy of descriptor 3, which can write: holding a
     # writer itself, it would never see the end of its input, and `stop` waited for it); the open
     # does not block, descriptor 3 being a writer.
-    LC_ALL=C stdbuf -oL sed -E "$redact" >>"$dir/nginx-error.log" 2>&1 <"$dir/nginx-error.pipe" 3<&- 9>&- &
+    LC_ALL=C perl "$(dirname "$self")/relay-cluster.d/nginx-log-filter.pl" >>"$dir/nginx-error.log" 2>&1 <"$dir/nginx-error.pipe" 3<&- 9>&- &
     echo $! >"$dir/nginx-log.pid"
     if wait_gone 2 "$(cat "$dir/nginx-log.pid")"; then
         exec 3>&-

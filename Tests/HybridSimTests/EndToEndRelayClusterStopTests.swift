@@ -6,8 +6,8 @@ import Glibc
 #endif
 import Testing
 
-/// `Scripts/relay-cluster stop` where it was too quiet or too bold: a directory that is not a
-/// cluster's, a relay that had to be killed.
+/// `Scripts/relay-cluster stop` where it was too quiet or too bold (a directory that is not a
+/// cluster's, a relay that had to be killed), and nginx's log while an instance is down.
 extension EndToEndRelayClusterTests {
     @Test("stop and restart on a directory that is not a cluster's: refused (stop 64, restart 1), nothing written there (stop wrote .lock); an empty one has nothing to stop")
     func stopRefusesAForeignDirectory() throws {
@@ -47,5 +47,45 @@ extension EndToEndRelayClusterTests {
                 "\(output)")
         #expect(output.contains("relay-0 (pid \(relay), killed)") && output.contains("nginx (pid"), "everything stopped all the same: \(output)")
         #expect(kill(relay, 0) != 0, "the relay still runs: \(output)")
+    }
+
+    @Test("an instance down: nginx's log keeps the first failed request of a kind and counts the rest, said when nginx stops (it had a line for each: one a second per phone homed there)")
+    func nginxLogThrottled() throws {
+        guard Self.nginxInstalled() else { return }
+        let lab = try EndToEndLab()
+        defer { lab.tearDown() }
+        let directory = lab.file("cluster")
+        let port = try EndToEndLab.closedPort()
+        var stopped = false
+        defer { if !stopped { _ = try? Self.cluster(["stop", "--dir", directory]) } }
+        let (started, startOutput) = try Self.cluster(
+            ["start", "--instances", "1", "--workers", "1", "--addresses", "1", "--port", "\(port)", "--dir", directory])
+        try #require(started == 0, "\(startOutput)")
+        let relay = try Self.pid(in: directory, "relay-0.pid")
+        #expect(kill(relay, SIGKILL) == 0)
+        Self.waitGone(relay)
+        // 20 phones' listen requests, each contact ID homed on the dead instance: 502 from nginx.
+        let contactID = "ABCDEFGHIJKLMNOPQRSTUV"
+        for _ in 0..<20 {
+            let answer = LoopbackSocket.exchange(
+                port: port, "GET /cable/listen/\(contactID) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+            #expect(answer?.status == 502, "\(answer?.response ?? "no connection")")
+        }
+        let log = directory + "/nginx-error.log"
+        func failures() -> Int {
+            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+            return text.components(separatedBy: "connect() failed (111: Connection refused) while connecting to upstream, client:").count - 1
+        }
+        let deadline = ContinuousClock.now + .seconds(5)
+        while failures() == 0, ContinuousClock.now < deadline { usleep(20_000) }
+        usleep(300_000)  // what else the filter would write
+        #expect(failures() == 1, "the first failure, once: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+        let (stop, stopOutput) = try Self.cluster(["stop", "--dir", directory])
+        stopped = true
+        #expect(stop == 0, "\(stopOutput)")
+        let text = try String(contentsOfFile: log, encoding: .utf8)
+        #expect(text.contains("[notice] relay-cluster: 19 more lines like the one at "), "\(text)")
+        #expect(text.contains("connect() failed (111: Connection refused) while connecting to upstream, upstream http://127.0.0.1:"), "\(text)")
+        #expect(text.contains("/cable/listen/ABCD…") && !text.contains(contactID), "the contact ID cut, as before: \(text)")
     }
 }
