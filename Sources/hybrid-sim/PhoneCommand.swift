@@ -146,8 +146,11 @@ struct PhoneCommand: AsyncParsableCommand {
     @Flag(help: "Revoke this phone's contact ID: every desktop's link answers 410 from then on. (default: off)")
     var unlink = false
 
-    /// `--attestation-root-out FILE` and no QR flow, `--listen` or `--unlink`: only write the root.
-    private var writesRootOnly: Bool { attestationRootOut != nil && qr == nil && scan == nil && !listen && !unlink }
+    /// `--attestation-root-out FILE` and no QR flow (`--qr`, `--scan`, a code in `HYBRID_SIM_QR`),
+    /// `--listen` or `--unlink`: only write the root.
+    private var writesRootOnly: Bool {
+        attestationRootOut != nil && qr == nil && scan == nil && !Self.qrInEnvironment && !listen && !unlink
+    }
 
     func validate() throws {
         if let attestationRootOut, attestationRootOut.isEmpty { throw ValidationError("--attestation-root-out needs a file name") }
@@ -163,7 +166,7 @@ struct PhoneCommand: AsyncParsableCommand {
                 let (flags, verb, pronoun) = (given.joined(separator: ", "), given.count == 1 ? "belongs" : "belong", given.count == 1 ? "it" : "them")
                 throw ValidationError(
                     "--attestation-root-out alone only writes the root; \(flags) \(verb) to a transaction "
-                        + "(--qr, --scan, --listen or --unlink): drop \(pronoun), or give the transaction")
+                        + "(--qr, --scan, \(PhoneConfiguration.qrVariable), --listen or --unlink): drop \(pronoun), or give the transaction")
             }
             return
         }

@@ -81,7 +81,7 @@ struct EndToEndFullAttestationTests {
         #expect(unusable.standardError.text.contains("--attestation-roots \(bad) holds no usable root"), "\(unusable.transcript)")
     }
 
-    @Test("--attestation-root-out alone: a full disk (/dev/full) is exit 1, a missing directory 2, a flag of a transaction with it 64 naming it")
+    @Test("--attestation-root-out alone: a full disk (/dev/full) is exit 1, a missing directory 2, a flag of a transaction with it 64 naming it; with a code in HYBRID_SIM_QR the flow runs after it")
     func rootOutFailures() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
@@ -98,8 +98,16 @@ struct EndToEndFullAttestationTests {
         #expect(try await extra.waitForExit() == 64, "\(extra.transcript)")
         #expect(
             extra.standardError.text.contains(
-                "--attestation-root-out alone only writes the root; --relay, --deny belong to a transaction (--qr, --scan, --listen or --unlink): drop them, or give the transaction"),
+                "--attestation-root-out alone only writes the root; --relay, --deny belong to a transaction (--qr, --scan, HYBRID_SIM_QR, --listen or --unlink): drop them, or give the transaction"),
             "\(extra.transcript)")
         #expect(!FileManager.default.fileExists(atPath: root))
+        // A code in HYBRID_SIM_QR (the desktop's `phone command:` line) is the QR flow: the root is
+        // written first and the flow runs (here it fails on the code), the flags are its own.
+        let environment = try lab.start(
+            "phone", ["phone", "--attestation-root-out", root, "--attestation", "packed-x5c", "--timeout", "1"],
+            environment: ["HYBRID_SIM_QR": "FIDO:/123"])
+        #expect(try await environment.waitForExit() == 2, "\(environment.transcript)")
+        #expect(FileManager.default.fileExists(atPath: root), "the root was not written before the flow")
+        #expect(!environment.standardError.text.contains("alone only writes the root"), "\(environment.transcript)")
     }
 }
