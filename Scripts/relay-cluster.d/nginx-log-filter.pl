@@ -42,6 +42,12 @@ sub summary {
         stamp($now), $count, $count == 1 ? "" : "s", stamp($since{$key}), $what, $upstream eq "" ? "" : ", upstream $upstream"));
 }
 
+# Ended by a signal (`stop` sends SIGTERM to a filter that outlives nginx): the counts held back
+# are written first, as at the end of its input.
+for my $signal (qw(TERM INT HUP)) {
+    $SIG{$signal} = sub { print summary($_, time) for sort keys %held; exit 0; };
+}
+
 while (my $line = <STDIN>) {
     my $now = time;
     # "2026/11/28 08:40:44 [error] 14551#14551: *7 connect() failed (…) while connecting to upstream,

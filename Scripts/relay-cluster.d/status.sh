@@ -110,8 +110,16 @@ status() {
         return 2
     fi
     if space_problem; then down=1; fi
-    # Nothing of it runs: stopped (or ended whole), not a cluster with a part down.
+    # Nothing of it runs. Stopped (`stop` removes the pid file of everything that ended): exit 2.
+    # Ended whole without a stop (killed, crashed, the machine restarted): its pid files remain,
+    # and that is a cluster down (1), not one an operator stopped.
     if [ $runs -eq 0 ]; then
+        local leftover
+        leftover=$(cd "$dir" 2>/dev/null && ls nginx.pid nginx-log.pid relay-*.pid 2>/dev/null | paste -sd' ' - || true)
+        if [ -n "$leftover" ]; then
+            echo "relay-cluster: down: nothing of the cluster in $dir runs, but its pid files remain ($leftover): it ended without \`relay-cluster stop\` (killed, crashed, or the machine restarted); see $dir/relay-I.err and $dir/nginx-error.log, then \`relay-cluster stop --dir $dir\` and start it again"
+            return 1
+        fi
         echo "relay-cluster: not running: nothing of the cluster in $dir runs; \`relay-cluster start --dir $dir\` (with its options) starts it"
         return 2
     fi

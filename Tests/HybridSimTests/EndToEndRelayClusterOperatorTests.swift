@@ -30,7 +30,7 @@ extension EndToEndRelayClusterTests {
                 "\(failedOutput)")
     }
 
-    @Test("status names a pid file whose pid is now another program's (not 'gone'), and exits 2: nothing of the cluster runs")
+    @Test("status names a pid file whose pid is now another program's (not 'gone'), and exits 1: nothing of the cluster runs but its pid file remains, so it ended without a stop")
     func statusOfAStalePidFile() throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
@@ -39,8 +39,10 @@ extension EndToEndRelayClusterTests {
         // This test process: alive, and not a relay of the cluster.
         try "\(getpid())\n".write(toFile: directory + "/relay-0.pid", atomically: true, encoding: .utf8)
         let (status, output) = try Self.cluster(["status", "--dir", directory])
-        #expect(status == 2, "\(output)")
+        // A pid file left behind: the cluster ended without a stop, which is down (1), not stopped (2).
+        #expect(status == 1, "\(output)")
         #expect(output.contains("relay-0: not running (pid \(getpid()) is another program now, not this cluster's relay"), "\(output)")
+        #expect(output.contains("relay-cluster: down: nothing of the cluster in \(directory) runs, but its pid files remain (relay-0.pid)"), "\(output)")
     }
 
     /// Starts one instance behind one nginx worker in `directory` on a free port; the caller stops it.

@@ -78,7 +78,7 @@ extension EndToEndRelayClusterTests {
         // The command holding the lock (flock(1) here, holding it while sleep runs; -o: sleep does
         // not hold it too, so that ending flock frees it for the stop at the end).
         let holder = try ChildSpawn(
-            executable: "/usr/bin/flock", arguments: ["-o", directory + "/.lock", "sleep", "20"],
+            executable: "/usr/bin/flock", arguments: ["-o", directory + "/.lock", "sleep", "600"],
             environment: ProcessInfo.processInfo.environment, input: nil, output: nil, error: nil)
         defer { holder.signal(SIGTERM) }
         let held = ContinuousClock.now + .seconds(10)
