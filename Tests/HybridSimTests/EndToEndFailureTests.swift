@@ -168,15 +168,15 @@ struct EndToEndFailureTests {
         defer { lab.tearDown() }
         let elsewhere = try EndToEndLab.boundSocket(udp: true, listening: false)  // takes the adverts, tells nobody
         defer { close(elsewhere.fd) }
-        let desktop = try await lab.startDesktop(["--request", "mc", "--timeout", "6"])
+        let desktop = try await lab.startDesktop(["--request", "mc", "--timeout", "12"])
         let phone = try lab.start(
             "phone",
-            ["phone", "--qr", desktop.url, "--relay", desktop.relayURL, "--proximity", "udp://127.0.0.1:\(elsewhere.port)", "--timeout", "10"])
+            ["phone", "--qr", desktop.url, "--relay", desktop.relayURL, "--proximity", "udp://127.0.0.1:\(elsewhere.port)", "--timeout", "20"])
         defer { phone.terminate() }
-        #expect(try await desktop.process.waitForExit(timeout: .seconds(20)) == 3, "\(desktop.process.transcript)\n\(phone.transcript)")
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(30)) == 3, "\(desktop.process.transcript)\n\(phone.transcript)")
         #expect(
             FailureOutput.singleErrorLine(desktop.process)
-                == "error: no nearby authenticator within 6 s: no advert arrived at \(desktop.proximityURL), but during the wait the embedded "
+                == "error: no nearby authenticator within 12 s: no advert arrived at \(desktop.proximityURL), but during the wait the embedded "
                 + "relay \(desktop.relayURL) had 1 tunnel(s) opened (/cable/new, as a phone does before it advertises): that phone's adverts "
                 + "went elsewhere, or it stopped before it sent one (was it given --proximity \(desktop.proximityURL)? its output says why)",
             "\(phone.transcript)")
@@ -186,13 +186,14 @@ struct EndToEndFailureTests {
     func refusedRequestNamed() async throws {
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
-        let desktop = try await lab.startDesktop(["--timeout", "2"])
+        // A wait long enough for the refused request on a loaded machine.
+        let desktop = try await lab.startDesktop(["--timeout", "8"])
         let path = TunnelServicePath.connect(routingID: [1, 2, 3], tunnelID: [UInt8](repeating: 8, count: 16)).path
         await #expect(throws: (any Error).self) { _ = try await WebSocketTunnel.open(url: desktop.relayURL + path) }
-        #expect(try await desktop.process.waitForExit(timeout: .seconds(12)) == 3, "\(desktop.process.transcript)")
+        #expect(try await desktop.process.waitForExit(timeout: .seconds(20)) == 3, "\(desktop.process.transcript)")
         #expect(
             FailureOutput.singleErrorLine(desktop.process)
-                == "error: no nearby authenticator within 2 s: no advert arrived at \(desktop.proximityURL), but during the wait the embedded "
+                == "error: no nearby authenticator within 8 s: no advert arrived at \(desktop.proximityURL), but during the wait the embedded "
                 + "relay \(desktop.relayURL) refused 1 request(s) (HTTP 404 ×1): a phone that could not open its tunnel there says why in its output")
     }
 
