@@ -12,4 +12,9 @@ extern int accept4(int fd, struct sockaddr *address, socklen_t *address_length, 
 // Foundation's Process emulates by listing /proc/self/fd). Declared by <spawn.h> only under
 // _GNU_SOURCE/__USE_MISC builds the Glibc module does not use.
 extern int posix_spawn_file_actions_addclosefrom_np(posix_spawn_file_actions_t *actions, int from);
+
+#include <unistd.h>
+// A pipe whose ends are made with flags (O_CLOEXEC) in one call: no moment at which a program
+// started meanwhile inherits them. Declared by <unistd.h> only under _GNU_SOURCE.
+extern int pipe2(int fds[2], int flags);
 #endif

@@ -142,6 +142,20 @@ package final class ChildSpawn: Sendable {
         if let ended { handler(ended) }
     }
 
+    /// A pipe for a child's standard stream, both ends close-on-exec from the start (`pipe2` with
+    /// `O_CLOEXEC` on Linux), so no other program started meanwhile holds an end; the child gets
+    /// its end as a standard descriptor, where `dup2` clears the flag. `nil`: no pipe, with `errno`.
+    package static func pipe() -> (read: Int32, write: Int32)? {
+        var ends: [Int32] = [-1, -1]
+        #if canImport(Glibc)
+        guard pipe2(&ends, O_CLOEXEC) == 0 else { return nil }
+        #else
+        guard Darwin.pipe(&ends) == 0 else { return nil }
+        for end in ends { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        #endif
+        return (ends[0], ends[1])
+    }
+
     /// Sends `signal` (default SIGTERM) unless the child has been reaped: never to a process ID
     /// that could have passed to another process.
     package func signal(_ signal: Int32 = SIGTERM) {

@@ -197,19 +197,17 @@ final class SpawnedRelay {
     /// relay is) for its ready line.
     static func start(arguments: [String]) throws -> SpawnedRelay {
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().path
-        var ends: [Int32] = [-1, -1]
-        guard pipe(&ends) == 0 else {
+        // Both close-on-exec from the start: no other program this process starts holds an end.
+        guard let (reading, writing) = ChildSpawn.pipe() else {
             throw ValidationError("cannot make a pipe for the relay: \(String(cString: strerror(errno)))")
         }
-        let (reading, writing) = (ends[0], ends[1])
-        var lifeline: [Int32] = [-1, -1]
-        guard pipe(&lifeline) == 0 else {
+        guard let lifelinePipe = ChildSpawn.pipe() else {
             let reason = String(cString: strerror(errno))
             close(reading)
             close(writing)
             throw ValidationError("cannot make a pipe for the relay: \(reason)")
         }
-        for end in lifeline { _ = fcntl(end, F_SETFD, FD_CLOEXEC) }
+        let lifeline = [lifelinePipe.read, lifelinePipe.write]
         let process: ChildSpawn
         do {
             process = try RunningChildren.spawn {

@@ -59,6 +59,22 @@ struct ChildSpawnTests {
         #expect(lines.last == "eof", "standard input is /dev/null: \(text)")
     }
 
+    @Test("ChildSpawn.pipe: both ends close-on-exec from the start; the child still gets its end as standard output")
+    func closeOnExecPipe() async throws {
+        let (reading, writing) = try #require(ChildSpawn.pipe())
+        defer { close(reading) }
+        for end in [reading, writing] {
+            #expect(fcntl(end, F_GETFD) & FD_CLOEXEC != 0, "descriptor \(end) is inherited by every program this process starts")
+        }
+        let child = try ChildSpawn(
+            executable: "/bin/sh", arguments: ["-c", "echo through"], environment: [:], input: nil, output: writing, error: nil)
+        close(writing)
+        #expect(try await Self.end(of: child) == .exited(0))
+        var buffer = [UInt8](repeating: 0, count: 64)
+        let count = read(reading, &buffer, buffer.count)
+        #expect(count > 0 && String(decoding: buffer[0..<count], as: UTF8.self) == "through\n", "the child's standard output did not arrive")
+    }
+
     @Test("a program that is not there is an error naming it, and no child")
     func missingProgram() {
         #expect {
