@@ -45,23 +45,15 @@ extension EndToEndRelayClusterTests {
         #expect(output.contains("relay-cluster: down: nothing of the cluster in \(directory) runs, but its pid files remain (relay-0.pid)"), "\(output)")
     }
 
-    /// Starts one instance behind one nginx worker in `directory` on a free port; the caller stops it.
-    private static func startOne(in directory: String) throws {
-        let (status, output) = try cluster(
-            ["start", "--instances", "1", "--workers", "1", "--port", "\(try EndToEndLab.closedPort())", "--dir", directory])
-        if status != 0 { _ = try? cluster(["stop", "--dir", directory]) }
-        try #require(status == 0, "\(output)")
-    }
-
     @Test("a relay frozen by SIGSTOP: status says it is stopped and how to resume it, exit 1 (it said all was well); after SIGCONT, 0")
     func statusOfAFrozenRelay() throws {
         guard Self.nginxInstalled() else { return }
         let lab = try EndToEndLab()
         defer { lab.tearDown() }
         let directory = lab.file("cluster")
-        try Self.startOne(in: directory)
+        try Self.startSmall(in: directory)
         defer { _ = try? Self.cluster(["stop", "--dir", directory]) }
-        let pid = try #require(Int32(try String(contentsOfFile: directory + "/relay-0.pid", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+        let pid = try Self.pid(in: directory, "relay-0.pid")
         let (healthy, healthyOutput) = try Self.cluster(["status", "--dir", directory])
         #expect(healthy == 0, "\(healthyOutput)")
         kill(pid, SIGSTOP)
@@ -81,7 +73,7 @@ extension EndToEndRelayClusterTests {
         let disk = try FullFileSystem(kilobytes: 512)
         defer { disk.tearDown() }
         let directory = disk.path + "/cluster"
-        try Self.startOne(in: directory)
+        try Self.startSmall(in: directory)
         var stopped = false
         defer { if !stopped { _ = try? Self.cluster(["stop", "--dir", directory]) } }
         // What is left is too little for a contact file's save (and for the relay's error about it).

@@ -22,6 +22,36 @@ extension EndToEndRelayClusterTests {
         try #require(Int32(try String(contentsOfFile: directory + "/" + name, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
+    /// A `flock(1)` holding `directory`'s lock, as another start, stop or restart would, once it has
+    /// it (no fixed pause: a cold machine may take longer to start flock). `-o`: the command it runs
+    /// (a long sleep) does not hold the lock too, so that ending flock frees it. End it with
+    /// ``freeLock(_:in:)``.
+    static func holdLock(in directory: String) throws -> ChildSpawn {
+        let holder = try ChildSpawn(
+            executable: "/usr/bin/flock", arguments: ["-o", directory + "/.lock", "sleep", "600"],
+            environment: ProcessInfo.processInfo.environment, input: nil, output: nil, error: nil)
+        try waitForLock(in: directory, held: true)
+        return holder
+    }
+
+    /// Ends `holder` and waits until the lock is free, so that a deferred `stop` does not find it held
+    /// (3) and leave nginx running. SIGKILL: the SIGTERM of a child spawned here can be blocked (its
+    /// signal mask is inherited).
+    static func freeLock(_ holder: ChildSpawn, in directory: String) throws {
+        holder.signal(SIGKILL)
+        try waitForLock(in: directory, held: false)
+    }
+
+    /// Waits up to 10 s until `directory`'s lock is held (`held`) or free.
+    private static func waitForLock(in directory: String, held: Bool) throws {
+        let deadline = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < deadline {
+            let free = try ChildProcess.run("/usr/bin/flock", ["-n", directory + "/.lock", "true"]).status == 0
+            if free != held { return }
+            usleep(20_000)
+        }
+    }
+
     /// Waits up to 5 s for `pid` to be gone (not even a zombie).
     static func waitGone(_ pid: Int32) {
         let deadline = ContinuousClock.now + .seconds(5)
@@ -75,31 +105,16 @@ extension EndToEndRelayClusterTests {
         Self.waitGone(relay)
         let (alone, aloneOutput) = try Self.cluster(["status", "--dir", directory])
         #expect(alone == 1 && aloneOutput.contains("`relay-cluster restart 0 --dir \(directory)` starts it again"), "\(aloneOutput)")
-        // The command holding the lock (flock(1) here, holding it while sleep runs; -o: sleep does
-        // not hold it too, so that ending flock frees it for the stop at the end).
-        let holder = try ChildSpawn(
-            executable: "/usr/bin/flock", arguments: ["-o", directory + "/.lock", "sleep", "600"],
-            environment: ProcessInfo.processInfo.environment, input: nil, output: nil, error: nil)
-        defer { holder.signal(SIGTERM) }
-        let held = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < held {
-            if try ChildProcess.run("/usr/bin/flock", ["-n", directory + "/.lock", "true"]).status != 0 { break }
-            usleep(20_000)
-        }
+        // The command holding the lock: flock(1) here.
+        let holder = try Self.holdLock(in: directory)
+        defer { holder.signal(SIGKILL) }
         let (busy, busyOutput) = try Self.cluster(["status", "--dir", directory])
         #expect(busy == 3, "\(busyOutput)")
         // Named by its command line: flock(1) here (or sleep, which holds the file open too), not relay-cluster.
         #expect(busyOutput.contains("relay-cluster: a start, stop or restart (pid "), "\(busyOutput)")
         #expect(busyOutput.contains("is in progress in \(directory) (it holds \(directory)/.lock)"), "\(busyOutput)")
         #expect(!busyOutput.contains("relay-cluster restart"), "no advice while another command changes the cluster: \(busyOutput)")
-        // The lock freed before the deferred stop, which would otherwise find it held (3) and leave nginx
-        // running. SIGKILL: the SIGTERM of a child spawned here can be blocked (its signal mask is inherited).
-        holder.signal(SIGKILL)
-        let freed = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < freed {
-            if try ChildProcess.run("/usr/bin/flock", ["-n", directory + "/.lock", "true"]).status == 0 { break }
-            usleep(20_000)
-        }
+        try Self.freeLock(holder, in: directory)
     }
 
     @Test("restart with nginx's master killed and its workers still routing: names the orphans, restarts nothing, and gives the stop and the exact start that fix it")

@@ -243,17 +243,9 @@ struct EndToEndRelayClusterTests {
         defer { lab.tearDown() }
         let directory = lab.file("cluster")
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        // Another relay-cluster command holding the directory's lock (flock(1) holds it while sleep runs).
-        let holder = try ChildSpawn(
-            executable: "/usr/bin/flock", arguments: [directory + "/.lock", "sleep", "20"],
-            environment: ProcessInfo.processInfo.environment, input: nil, output: nil, error: nil)
-        defer { holder.signal(SIGTERM) }
-        // Until the holder has the lock (no fixed pause: a cold machine may take longer to start flock).
-        let held = ContinuousClock.now + .seconds(10)
-        while ContinuousClock.now < held {
-            if try ChildProcess.run("/usr/bin/flock", ["-n", directory + "/.lock", "true"]).status != 0 { break }
-            usleep(20_000)
-        }
+        // Another relay-cluster command holding the directory's lock.
+        let holder = try Self.holdLock(in: directory)
+        defer { holder.signal(SIGKILL) }
         for command in [["start", "--instances", "1", "--port", "\(try EndToEndLab.closedPort())"], ["stop"], ["restart", "0"]] {
             let (status, output) = try Self.cluster(command + ["--dir", directory])
             #expect(status == 3, "\(command): \(output)")
