@@ -152,8 +152,10 @@ public struct SoftwareAuthenticator: Sendable {
             policy.attestation == .packedFull
             ? policy.attestationIdentity ?? SimulatedAttestationCA.identity(random: random, now: now) : nil
         do {
+            // The one decision getInfo names too (``aaguid(for:)``); the identity's certificate
+            // carries the same AAGUID in its extension.
             let attested = try AttestedCredentialData(
-                aaguid: identity?.aaguid ?? Self.aaguid, credentialId: passkey.credentialID,
+                aaguid: Self.aaguid(for: policy), credentialId: passkey.credentialID,
                 credentialPublicKey: COSEKey(publicKey: key.publicKey))
             let authData = AuthenticatorData(
                 rpId: request.rp.id, flags: [.userPresent, .userVerified, .backupEligible, .backupState],
