@@ -8,7 +8,8 @@ import Synchronization
 
 /// A child process started with `posix_spawn`, for `hybrid-sim demo` and the tests that run the
 /// programs as processes: its standard streams set to given descriptors, every other descriptor
-/// closed in the child, in a process group of its own, and its end reported once.
+/// closed in the child, in a process group of its own, no signal blocked and SIGPIPE at its default
+/// action, and its end reported once.
 ///
 /// Foundation's `Process.run()` on Linux lists `/proc/self/fd` with a read that can run past the
 /// end of glibc's directory buffer (swift-corelibs-foundation #5472, in Swift 6.3.1): a test run
@@ -74,6 +75,17 @@ package final class ChildSpawn: Sendable {
         defer { posix_spawnattr_destroy(&attributes) }
         // As Foundation does: a terminal's Ctrl-C reaches the parent, which stops its children.
         var flags = Int32(POSIX_SPAWN_SETPGROUP)
+        // The child starts with no signal blocked and SIGPIPE at its default: a spawn from a thread
+        // of Swift concurrency's pool or Dispatch's would otherwise pass on their blocked signals
+        // (a child that never ends on SIGTERM), and this process's ignored SIGPIPE.
+        var noSignals = sigset_t()
+        sigemptyset(&noSignals)
+        try check(posix_spawnattr_setsigmask(&attributes, &noSignals))
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        try check(posix_spawnattr_setsigdefault(&attributes, &pipeSignal))
+        flags |= Int32(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF)
         #if canImport(Darwin)
         flags |= Int32(POSIX_SPAWN_CLOEXEC_DEFAULT)
         #else

@@ -75,6 +75,35 @@ struct ChildSpawnTests {
         #expect(count > 0 && String(decoding: buffer[0..<count], as: UTF8.self) == "through\n", "the child's standard output did not arrive")
     }
 
+    @Test("the child starts with no signal blocked, however the spawning thread's mask is (a perl filter once ignored SIGTERM), and SIGPIPE not ignored")
+    func signalMaskReset() async throws {
+        let (reading, writing) = try #require(ChildSpawn.pipe())
+        defer { close(reading) }
+        // The spawning thread blocks SIGTERM and SIGINT, as threads of Swift concurrency's pool may.
+        var blocked = sigset_t()
+        sigemptyset(&blocked)
+        sigaddset(&blocked, SIGTERM)
+        sigaddset(&blocked, SIGINT)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_BLOCK, &blocked, &previous)
+        let child = Result {
+            try ChildSpawn(
+                executable: "/bin/sh", arguments: ["-c", #"exec grep -E "^Sig(Blk|Ign)" /proc/self/status"#], environment: [:],
+                input: nil, output: writing, error: nil)
+        }
+        pthread_sigmask(SIG_SETMASK, &previous, nil)
+        close(writing)
+        #expect(try await Self.end(of: try child.get()) == .exited(0))
+        var buffer = [UInt8](repeating: 0, count: 256)
+        let count = max(0, read(reading, &buffer, buffer.count))
+        let lines = String(decoding: buffer[0..<count], as: UTF8.self).split(separator: "\n")
+        let masks = Dictionary(uniqueKeysWithValues: lines.map { line in
+            (String(line.prefix { $0 != ":" }), UInt64(line.split(separator: "\t").last ?? "", radix: 16) ?? .max)
+        })
+        #expect(masks["SigBlk"] == 0, "the child inherited blocked signals: \(lines)")
+        #expect((masks["SigIgn"] ?? .max) & (1 << (UInt64(SIGPIPE) - 1)) == 0, "the child ignores SIGPIPE: \(lines)")
+    }
+
     @Test("a program that is not there is an error naming it, and no child")
     func missingProgram() {
         #expect {
