@@ -34,9 +34,8 @@ extension EndToEndRelayClusterTests {
         return holder
     }
 
-    /// Ends `holder` and waits until the lock is free, so that a deferred `stop` does not find it held
-    /// (3) and leave nginx running. SIGKILL: the SIGTERM of a child spawned here can be blocked (its
-    /// signal mask is inherited).
+    /// Ends `holder` (SIGKILL: at once) and waits until the lock is free, so that a deferred `stop`
+    /// does not find it held (3) and leave nginx running.
     static func freeLock(_ holder: ChildSpawn, in directory: String) throws {
         holder.signal(SIGKILL)
         try waitForLock(in: directory, held: false)

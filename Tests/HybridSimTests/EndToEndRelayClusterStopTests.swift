@@ -89,3 +89,44 @@ extension EndToEndRelayClusterTests {
         #expect(text.contains("/cable/listen/ABCD…") && !text.contains(contactID), "the contact ID cut, as before: \(text)")
     }
 }
+
+extension EndToEndRelayClusterTests {
+    @Test("the nginx log filter ended by SIGTERM (as stop ends one that outlives nginx) still writes the count it held back")
+    func logFilterCountsOnSignal() async throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        let input = try #require(ChildSpawn.pipe())
+        let output = try #require(ChildSpawn.pipe())
+        let filter = try ChildSpawn(
+            executable: "/usr/bin/perl", arguments: [root.appendingPathComponent("Scripts/relay-cluster.d/nginx-log-filter.pl").path],
+            environment: ["PATH": "/usr/bin:/bin"], input: input.read, output: output.write, error: nil)
+        close(input.read)
+        close(output.write)
+        defer { close(output.read) }
+        let line = "2026/11/28 08:40:44 [error] 14551#14551: *7 connect() failed (111: Connection refused) while connecting to upstream, "
+            + "client: 127.0.0.1, server: , request: \"GET /cable/new/0123456789abcdef HTTP/1.1\", upstream: \"http://127.0.0.1:45029/cable/new/x\"\n"
+        for _ in 0..<3 { #expect(write(input.write, line, line.utf8.count) == line.utf8.count) }
+        // Its input stays open (nginx still "runs"): the first line comes through at once.
+        var received: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + .seconds(10)
+        while !received.contains(UInt8(ascii: "\n")), ContinuousClock.now < deadline {
+            var watched = pollfd(fd: output.read, events: Int16(POLLIN), revents: 0)
+            guard poll(&watched, 1, 100) > 0 else { continue }
+            let count = read(output.read, &chunk, chunk.count)
+            if count <= 0 { break }
+            received += chunk[0..<count]
+        }
+        try await Task.sleep(for: .milliseconds(200))  // the other two read and held back
+        filter.signal(SIGTERM)
+        while ContinuousClock.now < deadline {
+            let count = read(output.read, &chunk, chunk.count)
+            if count <= 0 { break }
+            received += chunk[0..<count]
+        }
+        close(input.write)
+        let text = String(decoding: received, as: UTF8.self)
+        #expect(text.components(separatedBy: "connect() failed").count - 1 == 2, "the line, then its count: \(text)")
+        #expect(text.contains("[notice] relay-cluster: 2 more lines like the one at "), "\(text)")
+        #expect(text.contains("/cable/new/0123…") && !text.contains("0123456789abcdef"), "the IDs are cut: \(text)")
+    }
+}
