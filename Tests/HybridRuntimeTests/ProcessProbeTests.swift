@@ -21,6 +21,15 @@ struct ProcessProbeTests {
         let line = String(decoding: pipe.fileHandleForReading.availableData, as: UTF8.self)
         let pid = try #require(Int32(line.trimmingCharacters(in: .whitespacesAndNewlines)), "\(line)")
         #expect(throws: Never.self) { _ = try ProcessProbe(pid: pid).sample() }
+        // Killed only once the shell has become `sleep`, which never reaps: the shell itself may
+        // reap a child that ends before its exec (it gets SIGCHLD, since ChildSpawn's children
+        // block no signal).
+        let execed = ContinuousClock.now + .seconds(10)
+        while ContinuousClock.now < execed,
+            (try? String(contentsOfFile: "/proc/\(parent.pid)/comm", encoding: .utf8))?.hasPrefix("sleep") != true
+        {
+            try await Task.sleep(for: .milliseconds(5))
+        }
         kill(pid, SIGKILL)
         let deadline = ContinuousClock.now + .seconds(10)
         var reported: String?
